@@ -1,0 +1,32 @@
+"""Domains: typed state, tools, tasks, sandboxes. The public API for domain authors."""
+
+from castbench.domain.database import Database, Record, RecordNotFound
+from castbench.domain.domain import Domain, DomainDataError, ExpectedStateError
+from castbench.domain.registry import available_domains, load_domain, resolve_domains
+from castbench.domain.task import Fact, GradingSpec, Task, TaskFileError, ToolCall, UserScenario
+from castbench.domain.tools import Observation, Tool, ToolCrash, ToolError, Toolkit, read_tool, write_tool
+
+__all__ = [
+    "Database",
+    "Domain",
+    "DomainDataError",
+    "ExpectedStateError",
+    "Fact",
+    "GradingSpec",
+    "Observation",
+    "Record",
+    "RecordNotFound",
+    "Task",
+    "TaskFileError",
+    "Tool",
+    "ToolCall",
+    "ToolCrash",
+    "ToolError",
+    "Toolkit",
+    "UserScenario",
+    "available_domains",
+    "load_domain",
+    "read_tool",
+    "resolve_domains",
+    "write_tool",
+]

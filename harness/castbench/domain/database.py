@@ -1,0 +1,194 @@
+"""Copy-on-write domain state: one shared pristine snapshot, one private overlay per trial.
+
+Why not a deep copy or a reloaded file per trial: τ-Bench spends most of its harness time
+reloading, replaying and hashing whole databases. Here a trial's state is the pristine
+snapshot (shared, never mutated) plus an overlay of the rows that trial wrote. Creating a
+sandbox is O(1), and comparing two states that share a pristine snapshot only needs the rows
+either of them touched.
+
+Rows are stored as plain JSON-compatible dicts. Reads hand out *validated copies* (pydantic
+models), so a tool that mutates what it read cannot corrupt shared state; writes are explicit
+(`put`, `insert`, `delete`) and land in the current transaction.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from datetime import datetime
+from typing import Any, ClassVar, TypeVar
+
+from pydantic import BaseModel, ConfigDict
+
+__all__ = ["Database", "Record", "RecordNotFound", "Row", "SEQUENCES_TABLE", "Snapshot"]
+
+Row = dict[str, Any]
+Snapshot = Mapping[str, Mapping[str, Row]]
+"""table -> key -> row: the pristine, shared state of a domain."""
+
+SEQUENCES_TABLE = "_sequences"
+"""Id counters (`{"next": int, "prefix": str, "width": int}` per sequence name). Kept in the
+state so that they roll back with a failed tool call; never part of a grading diff."""
+
+_DELETED = None  # overlay marker for a deleted row
+
+
+class Record(BaseModel):
+    """One row of domain state. Subclasses name their table and key field."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    table: ClassVar[str]
+    key_field: ClassVar[str]
+
+    @property
+    def key(self) -> str:
+        return str(getattr(self, self.key_field))
+
+
+R = TypeVar("R", bound=Record)
+
+
+class RecordNotFound(LookupError):
+    def __init__(self, table: str, key: str) -> None:
+        super().__init__(f"{table} '{key}' not found")
+        self.table = table
+        self.key = key
+
+
+class Database:
+    """A trial's private view of the domain state.
+
+    `now` is the domain's frozen clock: tools read the time from here, never from the wall.
+    """
+
+    def __init__(self, pristine: Snapshot, now: datetime) -> None:
+        self._pristine = pristine
+        self.now = now
+        self._overlay: dict[str, dict[str, Row | None]] = {}
+        self._pending: dict[str, dict[str, Row | None]] | None = None
+
+    # -- reads -----------------------------------------------------------------------------
+    def _raw(self, table: str, key: str) -> Row | None:
+        if self._pending is not None:
+            layer = self._pending.get(table)
+            if layer is not None and key in layer:
+                return layer[key]
+        layer = self._overlay.get(table)
+        if layer is not None and key in layer:
+            return layer[key]
+        return self._pristine.get(table, {}).get(key)
+
+    def _raw_items(self, table: str) -> Iterator[tuple[str, Row]]:
+        changed: dict[str, Row | None] = {}
+        changed.update(self._overlay.get(table, {}))
+        if self._pending is not None:
+            changed.update(self._pending.get(table, {}))
+        for key, row in self._pristine.get(table, {}).items():
+            if key in changed:
+                continue
+            yield key, row
+        for key, row in changed.items():
+            if row is not None:
+                yield key, row
+
+    def exists(self, model: type[Record], key: str) -> bool:
+        return self._raw(model.table, key) is not None
+
+    def get(self, model: type[R], key: str) -> R:
+        """A private copy of one row; raises `RecordNotFound`."""
+        row = self._raw(model.table, key)
+        if row is None:
+            raise RecordNotFound(model.table, key)
+        return model.model_validate(row)
+
+    def find(self, model: type[R], **equal: Any) -> list[R]:
+        """Rows whose top-level fields equal the given values (filtered before validation)."""
+        return [
+            model.model_validate(row)
+            for _, row in self._raw_items(model.table)
+            if all(row.get(field) == value for field, value in equal.items())
+        ]
+
+    def scan(self, model: type[R]) -> Iterator[R]:
+        for _, row in self._raw_items(model.table):
+            yield model.model_validate(row)
+
+    def keys(self, model: type[Record]) -> list[str]:
+        return [key for key, _ in self._raw_items(model.table)]
+
+    # -- writes ----------------------------------------------------------------------------
+    def _layer(self, table: str) -> dict[str, Row | None]:
+        target = self._pending if self._pending is not None else self._overlay
+        return target.setdefault(table, {})
+
+    def put(self, record: Record) -> None:
+        """Insert or replace a row (a copy of the record is stored)."""
+        self._layer(record.table)[record.key] = record.model_dump(mode="json")
+
+    def insert(self, record: Record) -> None:
+        if self._raw(record.table, record.key) is not None:
+            raise KeyError(f"{record.table} '{record.key}' already exists")
+        self.put(record)
+
+    def delete(self, model: type[Record], key: str) -> None:
+        if self._raw(model.table, key) is None:
+            raise RecordNotFound(model.table, key)
+        self._layer(model.table)[key] = _DELETED
+
+    def new_id(self, sequence: str) -> str:
+        """The next id of a sequence declared in the seed state; deterministic per trial."""
+        row = self._raw(SEQUENCES_TABLE, sequence)
+        if row is None:
+            raise KeyError(f"id sequence '{sequence}' is not declared in {SEQUENCES_TABLE}")
+        number = int(row["next"])
+        self._layer(SEQUENCES_TABLE)[sequence] = {**row, "next": number + 1}
+        return f"{row['prefix']}{number:0{int(row['width'])}d}"
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """All writes inside land together or not at all."""
+        if self._pending is not None:
+            yield
+            return
+        self._pending = {}
+        try:
+            yield
+        except BaseException:
+            self._pending = None
+            raise
+        pending, self._pending = self._pending, None
+        for table, rows in pending.items():
+            self._overlay.setdefault(table, {}).update(rows)
+
+    # -- comparison ------------------------------------------------------------------------
+    @property
+    def pristine(self) -> Snapshot:
+        return self._pristine
+
+    def touched(self) -> dict[str, set[str]]:
+        """Keys written (or deleted) since the pristine snapshot, per table."""
+        return {table: set(rows) for table, rows in self._overlay.items() if rows}
+
+    def row(self, table: str, key: str) -> Row | None:
+        """The committed raw row (read-only use), `None` if absent or deleted."""
+        layer = self._overlay.get(table)
+        if layer is not None and key in layer:
+            return layer[key]
+        return self._pristine.get(table, {}).get(key)
+
+    def has_changes(self) -> bool:
+        return any(rows for table, rows in self._overlay.items() if table != SEQUENCES_TABLE)
+
+    def fork(self) -> Database:
+        """An independent copy of this state (same pristine, copied overlay): for replays and
+        counterfactual branches."""
+        twin = Database(self._pristine, self.now)
+        twin._overlay = copy.deepcopy(self._overlay)
+        return twin
+
+    def materialize(self) -> dict[str, dict[str, Row]]:
+        """The full state as plain data (costly; for export and debugging, not grading)."""
+        tables = set(self._pristine) | set(self._overlay)
+        return {table: dict(self._raw_items(table)) for table in sorted(tables)}

@@ -1,0 +1,150 @@
+"""A domain: typed state, pristine seed data, tools, a policy document and tasks, versioned.
+
+A domain is a self-contained package (`domains/castbench_<name>/`) exposing one `Domain` object
+and registered under the `castbench.domains` entry-point group. Its files:
+
+    data/state.json      table -> key -> row (validated against the record models on load)
+    policy.md            the policy document the agent reads
+    tasks/<split>.json   generated tasks (see `castbench.domain.task`)
+
+The version is `N-X`: N goes up whenever scores stop being comparable (tasks, data, tools or
+policy changed), X for changes that leave scores comparable (wording, docs).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from castbench.domain.database import SEQUENCES_TABLE, Database, Record, Row, Snapshot
+from castbench.domain.task import Task, TaskFileError, load_tasks
+from castbench.domain.tools import Toolkit
+
+__all__ = ["Domain", "DomainDataError", "ExpectedStateError"]
+
+_VERSION = re.compile(r"^(\d+)-(\d+)$")
+
+
+class DomainDataError(ValueError):
+    """Seed data that does not match the domain's schema; names the file, table, key and field."""
+
+
+class ExpectedStateError(RuntimeError):
+    """A task's ground truth does not replay cleanly: the task is broken, not the agent."""
+
+
+@dataclass(eq=False)
+class Domain:
+    name: str
+    version: str
+    root: Path
+    records: Sequence[type[Record]]
+    toolkit: Toolkit
+    now: datetime
+    """The frozen clock every tool of every trial reads."""
+    description: str = ""
+    rules: Any = None
+    """Executable policy rules (used by the rules critic and the labeler), if the domain has them."""
+    user_toolkit: Toolkit | None = None
+    """Tools the simulated *user* performs on their own side (a phone's settings, say)."""
+    _tasks: dict[str, list[Task]] = field(default_factory=dict, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if not _VERSION.match(self.version):
+            raise ValueError(f"domain {self.name}: version '{self.version}' is not of the form N-X")
+
+    @property
+    def comparability(self) -> int:
+        """Scores of two versions are comparable iff this number is the same."""
+        return int(self.version.split("-")[0])
+
+    @cached_property
+    def policy(self) -> str:
+        return (self.root / "policy.md").read_text()
+
+    @cached_property
+    def pristine(self) -> Snapshot:
+        path = self.root / "data" / "state.json"
+        try:
+            raw: dict[str, dict[str, Row]] = json.loads(path.read_text())
+        except (OSError, json.JSONDecodeError) as exc:
+            raise DomainDataError(f"{path}: cannot read seed state: {exc}") from exc
+        models = {model.table: model for model in self.records}
+        snapshot: dict[str, dict[str, Row]] = {}
+        for table, rows in raw.items():
+            if table == SEQUENCES_TABLE:
+                snapshot[table] = rows
+                continue
+            model = models.get(table)
+            if model is None:
+                raise DomainDataError(f"{path}: table '{table}' has no record model in domain {self.name}")
+            checked: dict[str, Row] = {}
+            for key, row in rows.items():
+                try:
+                    record = model.model_validate(row)
+                except ValidationError as exc:
+                    first = exc.errors()[0]
+                    where = ".".join(str(p) for p in first["loc"])
+                    raise DomainDataError(
+                        f"{path}: {table} '{key}': field '{where}': {first['msg']}"
+                    ) from exc
+                if record.key != key:
+                    raise DomainDataError(f"{path}: {table} '{key}': key field says '{record.key}'")
+                checked[key] = record.model_dump(mode="json")
+            snapshot[table] = checked
+        return snapshot
+
+    @property
+    def splits(self) -> list[str]:
+        return sorted(path.stem for path in (self.root / "tasks").glob("*.json"))
+
+    def tasks(self, split: str | None = None) -> list[Task]:
+        """Tasks of one split (or all splits), in file order."""
+        if split is None:
+            return [task for name in self.splits for task in self.tasks(name)]
+        if split not in self._tasks:
+            path = self.root / "tasks" / f"{split}.json"
+            if not path.exists():
+                raise TaskFileError(f"domain {self.name} has no split '{split}' (looked for {path})")
+            tasks = load_tasks(path)
+            for task in tasks:
+                if task.split != split:
+                    raise TaskFileError(f"{path}: task {task.id}: field 'split' is '{task.split}'")
+            self._tasks[split] = tasks
+        return self._tasks[split]
+
+    def task(self, task_id: str) -> Task:
+        for task in self.tasks():
+            if task.id == task_id:
+                return task
+        raise KeyError(f"domain {self.name} has no task '{task_id}'")
+
+    def fresh_database(self) -> Database:
+        return Database(self.pristine, self.now)
+
+    def replay(self, task: Task, db: Database | None = None) -> Database:
+        """The state after the task's ground-truth actions, replayed through the real tools."""
+        db = db if db is not None else self.fresh_database()
+        for position, call in enumerate(task.actions):
+            if call.name not in self.toolkit:
+                raise ExpectedStateError(
+                    f"domain {self.name}: task {task.id}: action {position}: unknown tool '{call.name}'"
+                )
+            observation = self.toolkit.call(db, call.name, call.arguments)
+            if observation.error:
+                raise ExpectedStateError(
+                    f"domain {self.name}: task {task.id}: action {position} "
+                    f"{call.name}: {observation.content}"
+                )
+        return db
+
+
+DomainFactory = Callable[[], Domain]

@@ -1,0 +1,35 @@
+"""Finding domains: every installed package registered under the `castbench.domains` entry
+point group, built-in or third-party, takes the same road."""
+
+from __future__ import annotations
+
+from functools import cache
+from importlib.metadata import entry_points
+
+from castbench.domain.domain import Domain
+
+__all__ = ["ENTRY_POINT_GROUP", "available_domains", "load_domain", "resolve_domains"]
+
+ENTRY_POINT_GROUP = "castbench.domains"
+
+
+def available_domains() -> list[str]:
+    return sorted({ep.name for ep in entry_points(group=ENTRY_POINT_GROUP)})
+
+
+@cache
+def load_domain(name: str) -> Domain:
+    matches = [ep for ep in entry_points(group=ENTRY_POINT_GROUP) if ep.name == name]
+    if not matches:
+        known = ", ".join(available_domains()) or "none installed"
+        raise KeyError(f"unknown domain '{name}' (installed: {known})")
+    domain = matches[0].load()
+    if not isinstance(domain, Domain):
+        raise TypeError(f"entry point {matches[0].value} for domain '{name}' is not a Domain")
+    return domain
+
+
+def resolve_domains(spec: str | None) -> list[Domain]:
+    """`None` or `all` -> every installed domain; else a comma-separated list of names."""
+    names = available_domains() if spec in (None, "", "all") else [s.strip() for s in spec.split(",")]
+    return [load_domain(name) for name in names]

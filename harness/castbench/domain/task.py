@@ -1,0 +1,106 @@
+"""Tasks: what a simulated user wants, what they know, and the ground truth that grades it.
+
+Everything here except `UserScenario.request` and the persona is privileged: the policy and a
+deployed critic never see a `Task`, only views built in `castbench.agents.views`.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+__all__ = ["Fact", "GradingSpec", "Task", "TaskFileError", "ToolCall", "UserScenario", "load_tasks"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ToolCall(_Strict):
+    """A call of a domain tool by name with JSON arguments."""
+
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+    def canonical(self) -> str:
+        """A stable text form: same tool and same arguments give the same string."""
+        return f"{self.name}({json.dumps(self.arguments, sort_keys=True, separators=(',', ':'))})"
+
+
+class Fact(_Strict):
+    """Something the user knows but says only when the agent asks for it.
+
+    `keywords` are the words that, found in the agent's message, count as asking.
+    `statement` is how the user says it ("My email is ...").
+    """
+
+    name: str
+    value: str
+    keywords: list[str] = Field(min_length=1)
+    statement: str
+
+
+class UserScenario(_Strict):
+    request: str
+    """The opening message."""
+    facts: list[Fact] = Field(default_factory=list)
+    confirm: bool = True
+    """How the user answers a request to confirm a change."""
+    persona: str = ""
+    instructions: str
+    """The whole brief for an LLM user simulator (kept from the agent)."""
+
+
+class GradingSpec(_Strict):
+    normalize_text: list[str] = Field(default_factory=list)
+    """`table.field` names compared case- and whitespace-insensitively."""
+    ignore_fields: list[str] = Field(default_factory=list)
+    """`table.field` names left out of the state comparison."""
+
+
+class Task(_Strict):
+    id: str
+    split: Literal["train", "test"]
+    family: str
+    outcome: Literal["change", "no_change", "refuse"]
+    """What a correct agent achieves: a state change, nothing to change, or a refusal."""
+    scenario: UserScenario
+    actions: list[ToolCall]
+    """Ground truth, in order; replayed on the pristine state to get the expected state."""
+    required_outputs: list[str] = Field(default_factory=list)
+    """Facts the agent must tell the user (found in its replies, normalised)."""
+    grading: GradingSpec = Field(default_factory=GradingSpec)
+    ordered: bool = False
+    """True when the order of the write actions matters to the outcome."""
+
+
+class TaskFileError(ValueError):
+    """A task file that cannot be used; the message names the file, the task and the field."""
+
+
+def load_tasks(path: Path) -> list[Task]:
+    try:
+        raw = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise TaskFileError(f"{path}: cannot read task file: {exc}") from exc
+    if not isinstance(raw, list):
+        raise TaskFileError(f"{path}: expected a JSON list of tasks, got {type(raw).__name__}")
+    tasks: list[Task] = []
+    seen: set[str] = set()
+    for position, item in enumerate(raw):
+        task_id = item.get("id", f"#{position}") if isinstance(item, dict) else f"#{position}"
+        try:
+            task = Task.model_validate(item)
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"field '{'.'.join(str(p) for p in err['loc'])}': {err['msg']}" for err in exc.errors()
+            )
+            raise TaskFileError(f"{path}: task {task_id}: {problems}") from exc
+        if task.id in seen:
+            raise TaskFileError(f"{path}: task {task.id}: duplicate task id")
+        seen.add(task.id)
+        tasks.append(task)
+    return tasks
