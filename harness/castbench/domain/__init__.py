@@ -2,7 +2,7 @@
 
 from castbench.domain.database import Database, Record, RecordNotFound
 from castbench.domain.domain import Domain, DomainDataError, ExpectedStateError
-from castbench.domain.registry import available_domains, load_domain, resolve_domains
+from castbench.domain.registry import available_domains, load_domain, register_domain, resolve_domains
 from castbench.domain.task import Fact, GradingSpec, Task, TaskFileError, ToolCall, UserScenario
 from castbench.domain.tools import Observation, Tool, ToolCrash, ToolError, Toolkit, read_tool, write_tool
 
@@ -27,6 +27,7 @@ __all__ = [
     "available_domains",
     "load_domain",
     "read_tool",
+    "register_domain",
     "resolve_domains",
     "write_tool",
 ]

@@ -8,17 +8,31 @@ from importlib.metadata import entry_points
 
 from castbench.domain.domain import Domain
 
-__all__ = ["ENTRY_POINT_GROUP", "available_domains", "load_domain", "resolve_domains"]
+__all__ = ["ENTRY_POINT_GROUP", "available_domains", "load_domain", "register_domain", "resolve_domains"]
 
 ENTRY_POINT_GROUP = "castbench.domains"
 
+_registered: dict[str, Domain] = {}
+
+
+def register_domain(domain: Domain) -> None:
+    """Make a domain object available by name in this process (notebooks, tests, scripts)
+    without installing a package."""
+    _registered[domain.name] = domain
+
 
 def available_domains() -> list[str]:
-    return sorted({ep.name for ep in entry_points(group=ENTRY_POINT_GROUP)})
+    return sorted({ep.name for ep in entry_points(group=ENTRY_POINT_GROUP)} | set(_registered))
+
+
+def load_domain(name: str) -> Domain:
+    if name in _registered:
+        return _registered[name]
+    return _load_entry_point(name)
 
 
 @cache
-def load_domain(name: str) -> Domain:
+def _load_entry_point(name: str) -> Domain:
     matches = [ep for ep in entry_points(group=ENTRY_POINT_GROUP) if ep.name == name]
     if not matches:
         known = ", ".join(available_domains()) or "none installed"

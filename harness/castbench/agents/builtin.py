@@ -1,0 +1,28 @@
+"""The agents castbench ships: every command works offline with these."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from castbench.agents.registry import BuiltinAgent, register
+from castbench.agents.scripted.noisy import NoisyParams, NoisyPolicy
+from castbench.agents.scripted.oracle import OraclePolicy
+from castbench.agents.scripted.user import ScriptedUser
+
+
+class ScriptedUserParams(BaseModel):
+    patience: int = Field(4, ge=1, description="turns without progress before the user gives up")
+
+
+register(BuiltinAgent("policy", "oracle", OraclePolicy, "replays the ground truth (privileged upper bound)", None, True))
+register(
+    BuiltinAgent(
+        "policy",
+        "scripted:noisy",
+        NoisyPolicy,
+        "the oracle plus seeded CAST mistakes (hallucination, wrong tool, domain violation)",
+        NoisyParams,
+        True,
+    )
+)
+register(BuiltinAgent("user", "scripted", ScriptedUser, "deterministic user: reveals facts when asked", ScriptedUserParams))

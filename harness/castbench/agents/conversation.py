@@ -1,0 +1,140 @@
+"""What agents say and see: actions, and the events of a visible conversation.
+
+These are the typed, stored shapes of a trajectory. Everything a policy or a deployed critic
+receives is built from them in `castbench.agents.views`.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "Action",
+    "AgentTurn",
+    "CritiqueTurn",
+    "Event",
+    "MalformedAction",
+    "ReplyAction",
+    "ToolCallAction",
+    "ToolResultTurn",
+    "Usage",
+    "UserTurn",
+    "Verdict",
+    "canonical_action",
+]
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Usage(_Frozen):
+    """Tokens, cost and time one model call (or one role over a trial) spent."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost: float | None = None
+    latency_s: float = 0.0
+    calls: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        cost = None if self.cost is None and other.cost is None else (self.cost or 0.0) + (other.cost or 0.0)
+        return Usage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            cost=cost,
+            latency_s=self.latency_s + other.latency_s,
+            calls=self.calls + other.calls,
+        )
+
+
+class ToolCallAction(_Frozen):
+    kind: Literal["tool_call"] = "tool_call"
+    name: str
+    arguments: dict[str, Any] | str = Field(default_factory=dict)
+    """Parsed JSON arguments, or the raw text when the model's arguments were not JSON."""
+    text: str = ""
+    """Text the model sent along with the call (kept, not shown to the user)."""
+    usage: Usage | None = None
+
+
+class ReplyAction(_Frozen):
+    kind: Literal["reply"] = "reply"
+    text: str
+    usage: Usage | None = None
+
+
+class MalformedAction(_Frozen):
+    """Output that is neither a usable tool call nor a reply: the agent's failure, kept as data."""
+
+    kind: Literal["malformed"] = "malformed"
+    raw: str
+    reason: str
+    usage: Usage | None = None
+
+
+Action = Annotated[ToolCallAction | ReplyAction | MalformedAction, Field(discriminator="kind")]
+
+
+def canonical_action(action: ToolCallAction | ReplyAction | MalformedAction) -> str:
+    """Same tool with the same arguments (key order ignored) -> same string. Used for resistance."""
+    if isinstance(action, ToolCallAction):
+        arguments = action.arguments
+        if isinstance(arguments, str):
+            try:
+                arguments = json.loads(arguments)
+            except json.JSONDecodeError:
+                return f"{action.name}({arguments.strip()})"
+        return f"{action.name}({json.dumps(arguments, sort_keys=True, separators=(',', ':'))})"
+    if isinstance(action, ReplyAction):
+        return "reply:" + " ".join(action.text.lower().split())
+    return "malformed:" + action.raw
+
+
+class Verdict(_Frozen):
+    """A critic's judgement of one proposed action, before it executes."""
+
+    verdict: Literal["valid", "invalid"]
+    failure_type: Literal["hallucination", "domain_violation", "wrong_tool", "none"] = "none"
+    explanation: str = ""
+    suggested_fix: str | None = None
+    parse_error: str | None = None
+    """Set when a model critic's output could not be parsed (the verdict then defaults to valid)."""
+    usage: Usage | None = None
+
+    @property
+    def flags(self) -> bool:
+        return self.verdict == "invalid"
+
+
+class UserTurn(_Frozen):
+    role: Literal["user"] = "user"
+    text: str
+
+
+class AgentTurn(_Frozen):
+    role: Literal["agent"] = "agent"
+    action: Action
+    call_id: str | None = None
+
+
+class ToolResultTurn(_Frozen):
+    role: Literal["tool"] = "tool"
+    call_id: str
+    name: str
+    content: str
+    error: bool = False
+
+
+class CritiqueTurn(_Frozen):
+    """A critic's rejection addressed to the policy, shown while it revises."""
+
+    role: Literal["critic"] = "critic"
+    verdict: Verdict
+    proposal: Action
+
+
+Event = Annotated[UserTurn | AgentTurn | ToolResultTurn | CritiqueTurn, Field(discriminator="role")]

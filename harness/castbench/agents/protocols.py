@@ -1,0 +1,44 @@
+"""The small protocols a team implements to plug its own agent, critic or user into castbench.
+
+A factory is any callable `factory(briefing, **params) -> instance`, typically the class itself;
+it is called once per trial, so an instance may keep per-trial state. A class attribute
+`privileged = True` asks for a `PrivilegedBriefing` (the task): such agents are marked in results.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+from castbench.agents.conversation import Action, Verdict
+from castbench.agents.views import CriticView, PolicyView
+
+__all__ = ["Critic", "Policy", "UserReply", "UserSimulator"]
+
+
+@runtime_checkable
+class Policy(Protocol):
+    def propose(self, view: PolicyView) -> Action:
+        """The next action: a tool call, a reply to the user, or (for a model) a malformed one."""
+
+
+@runtime_checkable
+class Critic(Protocol):
+    def verify(self, view: CriticView) -> Verdict:
+        """Judge a proposed action before it executes."""
+
+
+@dataclass(frozen=True, slots=True)
+class UserReply:
+    text: str
+    stop: bool = False
+    """True when the user ends the conversation."""
+
+
+@runtime_checkable
+class UserSimulator(Protocol):
+    def open(self) -> str:
+        """The opening message."""
+
+    def reply(self, message: str) -> UserReply:
+        """Answer the agent's message."""

@@ -1,0 +1,145 @@
+"""Turning `--policy` / `--critic` / `--user` strings into factories.
+
+A spec is one of:
+- a built-in name with optional parameters: `oracle`, `scripted:noisy?p=0.15&recover=0.5`;
+- an import path to a team's own class or factory: `mypkg.agents:MyPolicy?temperature=0.2`;
+- a litellm model string (anything with a `/`): `openai/gpt-4o-mini`, `hosted_vllm/Qwen/Qwen3-8B`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+from urllib.parse import parse_qsl
+
+from pydantic import BaseModel, ValidationError
+
+__all__ = ["AgentSpec", "AgentSpecError", "BuiltinAgent", "Role", "builtin_agents", "register", "resolve"]
+
+Role = Literal["policy", "critic", "user"]
+
+
+class AgentSpecError(ValueError):
+    """A `--policy`/`--critic`/`--user` value that cannot be used; says which and why."""
+
+
+@dataclass(frozen=True)
+class BuiltinAgent:
+    role: Role
+    name: str
+    factory: Callable[..., Any]
+    summary: str
+    params: type[BaseModel] | None = None
+    privileged: bool = False
+
+
+@dataclass(frozen=True)
+class AgentSpec:
+    role: Role
+    spec: str
+    """The string as given: recorded in the run's config."""
+    name: str
+    factory: Callable[..., Any] | None
+    """`None` only for `--critic none`."""
+    params: dict[str, Any] = field(default_factory=dict)
+    privileged: bool = False
+    kind: Literal["builtin", "import", "model", "none"] = "builtin"
+
+    def create(self, briefing: Any) -> Any:
+        if self.factory is None:
+            raise AgentSpecError(f"{self.role} '{self.spec}' cannot be created")
+        return self.factory(briefing, **self.params)
+
+
+_BUILTINS: dict[Role, dict[str, BuiltinAgent]] = {"policy": {}, "critic": {}, "user": {}}
+
+
+def register(agent: BuiltinAgent) -> None:
+    _BUILTINS[agent.role][agent.name] = agent
+
+
+def builtin_agents(role: Role) -> list[BuiltinAgent]:
+    _load_builtins()
+    return sorted(_BUILTINS[role].values(), key=lambda agent: agent.name)
+
+
+def _load_builtins() -> None:
+    if not _BUILTINS["policy"]:
+        importlib.import_module("castbench.agents.builtin")
+
+
+def _split(spec: str) -> tuple[str, dict[str, str]]:
+    name, _, query = spec.partition("?")
+    try:
+        params = dict(parse_qsl(query, keep_blank_values=True, strict_parsing=bool(query)))
+    except ValueError as exc:
+        raise AgentSpecError(f"cannot parse parameters '{query}' in '{spec}': {exc}") from exc
+    return name.strip(), params
+
+
+def _coerce(value: str) -> Any:
+    try:
+        return json.loads(value)
+    except json.JSONDecodeError:
+        return value
+
+
+def _typed(role: Role, agent: BuiltinAgent, spec: str, raw: dict[str, str]) -> dict[str, Any]:
+    if agent.params is None:
+        if raw:
+            raise AgentSpecError(f"{role} '{agent.name}' takes no parameters (got {', '.join(raw)})")
+        return {}
+    try:
+        model = agent.params.model_validate({key: _coerce(value) for key, value in raw.items()})
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"'{'.'.join(str(p) for p in err['loc'])}': {err['msg']}" for err in exc.errors()
+        )
+        known = ", ".join(agent.params.model_fields)
+        raise AgentSpecError(f"{role} '{spec}': {problems} (parameters: {known})") from exc
+    unknown = set(raw) - set(agent.params.model_fields)
+    if unknown:
+        known = ", ".join(agent.params.model_fields)
+        raise AgentSpecError(f"{role} '{spec}': unknown parameter {sorted(unknown)} (parameters: {known})")
+    return {key: getattr(model, key) for key in raw}
+
+
+def _import(path: str) -> Callable[..., Any]:
+    module_name, _, attribute = path.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise AgentSpecError(f"cannot import '{module_name}' for '{path}': {exc}") from exc
+    try:
+        return getattr(module, attribute)  # type: ignore[no-any-return]
+    except AttributeError as exc:
+        raise AgentSpecError(f"module '{module_name}' has no attribute '{attribute}'") from exc
+
+
+def resolve(role: Role, spec: str, model_factory: Callable[..., Any] | None = None) -> AgentSpec:
+    """The factory a spec names. `model_factory` builds the model-backed agent for this role."""
+    _load_builtins()
+    name, raw = _split(spec)
+    if role == "critic" and name in ("", "none"):
+        return AgentSpec(role, spec, "none", None, kind="none")
+    builtin = _BUILTINS[role].get(name)
+    if builtin is not None:
+        params = _typed(role, builtin, spec, raw)
+        return AgentSpec(role, spec, name, builtin.factory, params, builtin.privileged)
+    if ":" in name and "/" not in name:
+        factory = _import(name)
+        privileged = bool(getattr(factory, "privileged", False))
+        return AgentSpec(role, spec, name, factory, {k: _coerce(v) for k, v in raw.items()}, privileged, "import")
+    if "/" in name:
+        if model_factory is None:
+            raise AgentSpecError(f"{role} '{spec}': model-backed {role}s are not available")
+        params = {"model": name, **{key: _coerce(value) for key, value in raw.items()}}
+        return AgentSpec(role, spec, name, model_factory, params, False, "model")
+    known = ", ".join(sorted(_BUILTINS[role])) or "none"
+    raise AgentSpecError(
+        f"unknown {role} '{spec}': not a built-in ({known}), an import path (module:Class) "
+        "or a model string (provider/model)"
+    )

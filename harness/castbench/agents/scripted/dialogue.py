@@ -1,0 +1,47 @@
+"""The phrases scripted agents and the scripted user share, and how each recognises the other's.
+
+Scripted roles talk in plain sentences (so an LLM on the other side understands them too); the
+recognisers are deliberately tolerant so a model policy can drive the scripted user as well.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = [
+    "ANYTHING_ELSE",
+    "ask_for",
+    "asks_anything_else",
+    "asks_confirmation",
+    "confirmation_request",
+    "is_affirmative",
+]
+
+ANYTHING_ELSE = "Is there anything else I can help you with?"
+
+_CONFIRM = re.compile(r"\b(confirm|proceed|go ahead|yes or no|shall i|should i|do you want me to)\b")
+_ANYTHING_ELSE = re.compile(r"anything else|something else|any other (request|question)")
+_NEGATIVE = re.compile(r"^\W*(no|nope|don't|do not|not now|cancel that|stop)\b")
+_AFFIRMATIVE = re.compile(r"^\W*(yes|yeah|yep|sure|ok|okay|confirm|confirmed|please do|go ahead|correct)\b")
+
+
+def ask_for(names: list[str]) -> str:
+    listed = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+    return f"I can help with that. First, could you please tell me your {listed}?"
+
+
+def confirmation_request(description: str) -> str:
+    return f"Here is what I am about to do: {description}. Do you confirm? Please answer yes or no."
+
+
+def asks_confirmation(message: str) -> bool:
+    return bool(_CONFIRM.search(message.lower()))
+
+
+def asks_anything_else(message: str) -> bool:
+    return bool(_ANYTHING_ELSE.search(message.lower()))
+
+
+def is_affirmative(message: str) -> bool:
+    text = message.lower()
+    return not _NEGATIVE.search(text) and bool(_AFFIRMATIVE.search(text))

@@ -1,0 +1,121 @@
+"""A seeded, error-injecting scripted policy: the oracle plus the three CAST mistakes.
+
+For each ground-truth action, with probability `p` it makes one mistake: a hallucinated
+argument, the wrong tool, or (for a write) a domain violation — executing without the user's
+confirmation. After a mistaken call that errors it recovers (makes the right call) with
+probability `recover`. When a critic rejects a proposal it insists on the same action with
+probability `insist` (resistance); otherwise it revises: to the right action if the proposal was
+a mistake (correction), or to a fresh mistake if the proposal was right (a harmful revision,
+which is what an over-eager critic provokes). Every draw comes from the trial's seed, so the same
+seed replays the same mistakes.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import ClassVar, Literal
+
+from pydantic import BaseModel, Field
+
+from castbench.agents.conversation import Action, ToolCallAction, ToolResultTurn
+from castbench.agents.scripted.mistakes import hallucinate, wrong_tool
+from castbench.agents.scripted.oracle import OraclePolicy
+from castbench.agents.scripted.plan import PlanStep
+from castbench.agents.views import PolicyView, PrivilegedBriefing
+from castbench.domain import ToolCall
+
+__all__ = ["NoisyParams", "NoisyPolicy"]
+
+Mistake = Literal["hallucination", "wrong_tool", "domain_violation"]
+
+
+class NoisyParams(BaseModel):
+    p: float = Field(0.15, ge=0, le=1, description="chance of a mistake per ground-truth action")
+    recover: float = Field(0.5, ge=0, le=1, description="chance to fix a mistaken call that errored")
+    insist: float = Field(0.3, ge=0, le=1, description="chance to repeat an action a critic rejected")
+
+
+class NoisyPolicy(OraclePolicy):
+    privileged: ClassVar[bool] = True
+
+    def __init__(self, briefing: PrivilegedBriefing, p: float = 0.15, recover: float = 0.5, insist: float = 0.3):
+        super().__init__(briefing)
+        params = NoisyParams(p=p, recover=recover, insist=insist)
+        self._p, self._recover, self._insist = params.p, params.recover, params.insist
+        self._rng = random.Random(f"noisy:{briefing.seed}")
+        self._schemas = {schema["function"]["name"]: schema for schema in briefing.tools}
+        self._planned: dict[int, Mistake] = {}
+        self._retry: ToolCall | None = None
+        self._intended: ToolCall | None = None
+
+    # -- revision under critique -----------------------------------------------------------
+    def propose(self, view: PolicyView) -> Action:
+        critique = view.critique
+        if critique is None:
+            return self._next(view)
+        if self._rng.random() < self._insist:
+            return critique.proposal
+        proposal = critique.proposal
+        intended = self._intended
+        if intended is not None and isinstance(proposal, ToolCallAction):
+            if (proposal.name, proposal.arguments) != (intended.name, intended.arguments):
+                return self._as_action(intended)
+            return self._as_action(self._mistaken(intended, view))
+        return proposal
+
+    # -- the plan, with mistakes -----------------------------------------------------------
+    def _next(self, view: PolicyView) -> Action:
+        retry, self._retry = self._retry, None
+        if retry is not None and self._last_call_failed(view) and self._rng.random() < self._recover:
+            self._intended = retry
+            return self._as_action(retry)
+        step = self._plan[0] if self._plan else None
+        if step is not None and step.kind == "confirm" and self._decide(step) == "domain_violation":
+            self._plan.popleft()  # skip asking: the call that follows runs unconfirmed
+            call = self._plan.popleft().call
+            assert call is not None
+            self._intended = call
+            return self._as_action(call)
+        return super()._next(view)
+
+    def _call(self, call: ToolCall, view: PolicyView) -> Action:
+        self._intended = call
+        mistake = self._decide(PlanStep("call", call))
+        if mistake in ("hallucination", "wrong_tool"):
+            wrong = self._mistaken(call, view, kind=mistake)
+            if wrong != call:
+                self._retry = call
+                return self._as_action(wrong)
+        return self._as_action(call)
+
+    def _decide(self, step: PlanStep) -> Mistake | None:
+        """One draw per ground-truth action, made the first time the action comes up."""
+        key = id(step.call)
+        if key not in self._planned:
+            if self._rng.random() >= self._p:
+                self._planned[key] = None  # type: ignore[assignment]
+            else:
+                kinds: list[Mistake] = ["hallucination", "wrong_tool"]
+                if step.call is not None and step.call.name in self._briefing.write_tools:
+                    kinds.append("domain_violation")
+                self._planned[key] = self._rng.choice(kinds)
+        return self._planned[key]
+
+    def _mistaken(self, call: ToolCall, view: PolicyView, kind: Mistake | None = None) -> ToolCall:
+        """`call` with a hallucinated argument or swapped for the wrong tool."""
+        kind = kind or self._rng.choice(["hallucination", "wrong_tool"])
+        if kind == "wrong_tool":
+            wrong = wrong_tool(call, self._briefing.tools, self._briefing.write_tools, self._rng)
+            if wrong != call:
+                return wrong
+        seen = " ".join(e.content for e in view.conversation if isinstance(e, ToolResultTurn))
+        return hallucinate(call, self._schemas[call.name], seen, self._rng)
+
+    @staticmethod
+    def _last_call_failed(view: PolicyView) -> bool:
+        last = view.conversation[-1] if view.conversation else None
+        return isinstance(last, ToolResultTurn) and last.error
+
+    @staticmethod
+    def _as_action(call: ToolCall) -> ToolCallAction:
+        return ToolCallAction(name=call.name, arguments=dict(call.arguments))

@@ -1,0 +1,96 @@
+"""The only place where privilege is decided: what each role may see.
+
+| role            | sees                                                                  |
+|-----------------|-----------------------------------------------------------------------|
+| policy          | policy document, tool schemas, the visible conversation, critiques    |
+| deployed critic | the policy's view + the proposed action                               |
+| simulated user  | its scenario + the agent's replies (never tool results)               |
+| oracle agents   | all of the above + the task (ground truth) — marked privileged        |
+
+Everything else in castbench receives one of these views, never a `Task`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from castbench.agents.conversation import Action, CritiqueTurn, Event
+from castbench.domain import Domain, Task, UserScenario
+
+__all__ = [
+    "Briefing",
+    "CriticView",
+    "PolicyView",
+    "PrivilegedBriefing",
+    "UserBriefing",
+    "briefing_for",
+    "user_briefing_for",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Briefing:
+    """What an agent may know when a trial starts: the domain's public face and its seed."""
+
+    domain: str
+    policy: str
+    tools: tuple[dict[str, Any], ...]
+    write_tools: frozenset[str]
+    seed: int
+    trial_index: int
+
+
+@dataclass(frozen=True, slots=True)
+class PrivilegedBriefing(Briefing):
+    """A briefing that carries the task itself: only for agents marked `privileged`."""
+
+    task: Task
+
+
+@dataclass(frozen=True, slots=True)
+class UserBriefing:
+    domain: str
+    scenario: UserScenario
+    seed: int
+    user_tools: tuple[dict[str, Any], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyView:
+    """The visible conversation so far; during a revision it ends with the rejected proposal
+    and the critique of it."""
+
+    briefing: Briefing
+    conversation: tuple[Event, ...]
+
+    @property
+    def critique(self) -> CritiqueTurn | None:
+        last = self.conversation[-1] if self.conversation else None
+        return last if isinstance(last, CritiqueTurn) else None
+
+
+@dataclass(frozen=True, slots=True)
+class CriticView:
+    briefing: Briefing
+    conversation: tuple[Event, ...]
+    proposal: Action
+
+
+def briefing_for(domain: Domain, task: Task, seed: int, trial_index: int, privileged: bool) -> Briefing:
+    fields = {
+        "domain": domain.name,
+        "policy": domain.policy,
+        "tools": tuple(domain.toolkit.schemas),
+        "write_tools": frozenset(tool.name for tool in domain.toolkit if tool.writes),
+        "seed": seed,
+        "trial_index": trial_index,
+    }
+    if privileged:
+        return PrivilegedBriefing(**fields, task=task)
+    return Briefing(**fields)
+
+
+def user_briefing_for(domain: Domain, task: Task, seed: int) -> UserBriefing:
+    tools = tuple(domain.user_toolkit.schemas) if domain.user_toolkit is not None else ()
+    return UserBriefing(domain=domain.name, scenario=task.scenario, seed=seed, user_tools=tools)

@@ -1,0 +1,126 @@
+"""The Python entry point the CLI is a thin layer over: `castbench.evaluate(...)`."""
+
+from __future__ import annotations
+
+import platform
+import subprocess
+from collections.abc import Callable
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any
+
+from castbench.agents.registry import AgentSpec, Role, resolve
+from castbench.domain import resolve_domains
+from castbench.report.summary import RunSummary, summarize_run
+from castbench.runner.config import RunConfig
+from castbench.runner.engine import EvalOutcome, run_eval
+from castbench.runner.records import TrialRecord
+from castbench.runner.rollout import AgentSet, Limits, Verification
+from castbench.store import DEFAULT_DB, ResultsStore
+
+__all__ = ["EvalResult", "build_config", "evaluate", "model_factory", "run_metadata"]
+
+
+def model_factory(role: Role) -> Callable[..., Any]:
+    """The model-backed agent for a role, imported only when a model string is used (litellm is
+    slow to import and not needed offline)."""
+
+    def create(briefing: Any, **params: Any) -> Any:
+        from castbench.models import agents
+
+        return agents.for_role(role)(briefing, **params)
+
+    return create
+
+
+def _resolve(role: Role, spec: str) -> AgentSpec:
+    return resolve(role, spec, model_factory(role))
+
+
+def _git_commit() -> str | None:
+    try:
+        commit = subprocess.run(
+            ["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5, check=True
+        ).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain"], capture_output=True, text=True, timeout=5).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return commit + ("-dirty" if dirty.strip() else "")
+
+
+def run_metadata() -> dict[str, Any]:
+    packages = {}
+    for name in ("castbench", "pydantic", "litellm", "numpy", "scipy", "sqlmodel"):
+        try:
+            packages[name] = version(name)
+        except PackageNotFoundError:
+            packages[name] = None
+    return {"packages": packages, "git_commit": _git_commit(), "python": platform.python_version()}
+
+
+def build_config(
+    *,
+    domains: str | None = "all",
+    policy: str = "scripted:noisy",
+    critic: str = "none",
+    user: str = "scripted",
+    split: str = "test",
+    trials: int = 8,
+    seed: int = 0,
+    tasks: list[str] | None = None,
+    limits: Limits | None = None,
+    verification: Verification | None = None,
+    extra: dict[str, Any] | None = None,
+) -> tuple[RunConfig, AgentSet]:
+    resolved = resolve_domains(domains)
+    specs = AgentSet(policy=_resolve("policy", policy), user=_resolve("user", user), critic=None)
+    critic_spec = _resolve("critic", critic)
+    if critic_spec.factory is not None:
+        specs = AgentSet(policy=specs.policy, user=specs.user, critic=critic_spec)
+    privileged = [role for role, spec in (("policy", specs.policy), ("critic", critic_spec)) if spec.privileged]
+    config = RunConfig(
+        domains={domain.name: domain.version for domain in resolved},
+        split=split,
+        task_ids=tasks,
+        policy=policy,
+        critic=critic,
+        user=user,
+        trials=trials,
+        seed=seed,
+        limits=limits or Limits(),
+        verification=verification or Verification(),
+        privileged=privileged,
+        extra=extra or {},
+    )
+    return config, specs
+
+
+class EvalResult:
+    def __init__(self, outcome: EvalOutcome, summary: RunSummary) -> None:
+        self.outcome = outcome
+        self.summary = summary
+
+
+def evaluate(
+    *,
+    db: str = DEFAULT_DB,
+    concurrency: int = 1,
+    fresh: bool = False,
+    on_start: Callable[[int, int], None] | None = None,
+    on_trial: Callable[[TrialRecord], None] | None = None,
+    **config_options: Any,
+) -> EvalResult:
+    """Run (or resume) an evaluation and summarise it. Options as in `build_config`."""
+    config, agents = build_config(**config_options)
+    store = ResultsStore(db)
+    outcome = run_eval(
+        config,
+        agents,
+        store,
+        meta=run_metadata(),
+        concurrency=concurrency,
+        fresh=fresh,
+        on_start=on_start,
+        on_trial=on_trial,
+    )
+    summary = summarize_run(outcome.run_id, config, store.trials(outcome.run_id))
+    return EvalResult(outcome, summary)

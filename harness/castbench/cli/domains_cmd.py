@@ -1,0 +1,66 @@
+"""`castbench domains list|validate` and `castbench tasks list`."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from castbench.cli.options import DomainOption, SplitOption
+from castbench.domain import resolve_domains
+from castbench.domain.validate import validate_domain
+
+domains_app = typer.Typer(help="Installed domains.", no_args_is_help=True)
+tasks_app = typer.Typer(help="Tasks of the installed domains.", no_args_is_help=True)
+console = Console()
+
+
+@domains_app.command("list")
+def list_domains() -> None:
+    """Installed domains with their version, tools and task counts."""
+    table = Table(title="domains", title_justify="left")
+    for column in ("name", "version", "tools (write)", "splits", "description"):
+        table.add_column(column)
+    for domain in resolve_domains("all"):
+        writes = sum(tool.writes for tool in domain.toolkit)
+        splits = ", ".join(f"{split} {len(domain.tasks(split))}" for split in domain.splits)
+        table.add_row(domain.name, domain.version, f"{len(domain.toolkit)} ({writes})", splits, domain.description)
+    console.print(table)
+
+
+@domains_app.command("validate")
+def validate(domain: DomainOption = "all") -> None:
+    """Replay every task's ground truth; exit 1 on any broken task."""
+    failed = False
+    for item in resolve_domains(domain):
+        report = validate_domain(item)
+        counts = ", ".join(f"{split} {count}" for split, count in report.counts.items())
+        if report.ok:
+            console.print(f"[green]✓[/] {report.domain} {report.version}: {counts} tasks valid")
+        else:
+            failed = True
+            console.print(f"[red]✗[/] {report.domain} {report.version}: {len(report.problems)} problem(s)")
+            for problem in report.problems[:50]:
+                console.print(f"   {problem}")
+    raise typer.Exit(1 if failed else 0)
+
+
+@tasks_app.command("list")
+def list_tasks(
+    domain: DomainOption = "all",
+    split: SplitOption = "test",
+    family: Annotated[str | None, typer.Option(help="Only tasks of this family.")] = None,
+) -> None:
+    """Task ids, families and opening requests."""
+    table = Table(title=f"{split} tasks", title_justify="left")
+    for column in ("id", "family", "outcome", "writes", "request"):
+        table.add_column(column)
+    for item in resolve_domains(domain):
+        for task in item.tasks(split):
+            if family and task.family != family:
+                continue
+            writes = sum(item.toolkit.is_write(call.name) for call in task.actions)
+            table.add_row(task.id, task.family, task.outcome, str(writes), task.scenario.request[:80])
+    console.print(table)

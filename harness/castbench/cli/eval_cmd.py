@@ -1,0 +1,117 @@
+"""`castbench eval`: run (or resume) an evaluation, show pass^k tables, store everything."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from click.core import ParameterSource
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+from castbench.agents.registry import AgentSpecError
+from castbench.api import evaluate
+from castbench.cli.options import DbOption, DomainOption, SplitOption
+from castbench.domain import TaskFileError
+from castbench.report import print_summary
+from castbench.runner.records import TrialRecord
+from castbench.runner.rollout import Limits, Verification
+from castbench.store import DEFAULT_DB
+
+console = Console()
+_AGENTS = "Agents"
+_RUN = "Run"
+_LOOP = "Critic loop"
+
+
+def eval_command(
+    ctx: typer.Context,
+    domain: DomainOption = "all",
+    policy: Annotated[
+        str, typer.Option(help="Built-in name, module:Class import path, or litellm model string.", rich_help_panel=_AGENTS)
+    ] = "scripted:noisy",
+    critic: Annotated[str, typer.Option(help="Critic: none, a built-in, import path or model.", rich_help_panel=_AGENTS)] = "none",
+    user: Annotated[str, typer.Option(help="User simulator: scripted, import path or model.", rich_help_panel=_AGENTS)] = "scripted",
+    split: SplitOption = "test",
+    trials: Annotated[int, typer.Option(min=1, help="Trials per task (n).", rich_help_panel=_RUN)] = 8,
+    seed: Annotated[int, typer.Option(help="Run seed; trial seeds derive from it.", rich_help_panel=_RUN)] = 0,
+    tasks: Annotated[str | None, typer.Option(help="Comma-separated task ids.", rich_help_panel=_RUN)] = None,
+    concurrency: Annotated[int, typer.Option(min=1, help="Trials run at once.", rich_help_panel=_RUN)] = 1,
+    max_steps: Annotated[int, typer.Option(min=1, help="Agent actions per trial.", rich_help_panel=_RUN)] = 40,
+    rounds: Annotated[int, typer.Option(min=1, max=10, help="Critic verdicts per step.", rich_help_panel=_LOOP)] = 3,
+    on_exhausted: Annotated[
+        str, typer.Option(help="When the rounds run out: execute or block.", rich_help_panel=_LOOP)
+    ] = "execute",
+    verify: Annotated[
+        str, typer.Option(help="Actions the critic checks: tool_calls, writes or all.", rich_help_panel=_LOOP)
+    ] = "tool_calls",
+    db: DbOption = DEFAULT_DB,
+    output: Annotated[Path | None, typer.Option(help="Write the JSON summary here.")] = None,
+    fresh: Annotated[bool, typer.Option(help="Start a new run even if this config was run before.")] = False,
+) -> None:
+    """Run every selected task n times and report pass^k. Re-running resumes the same run."""
+    defaults = all(ctx.get_parameter_source(name) == ParameterSource.DEFAULT for name in ctx.params)
+    what = (
+        f"domains {domain} ({split} split), policy {policy}, critic {critic}, user {user}, "
+        f"{trials} trials, seed {seed}"
+    )
+    console.print(("castbench eval on the offline defaults: " if defaults else "castbench eval: ") + what)
+    try:
+        verification = Verification(rounds=rounds, on_exhausted=on_exhausted, scope=verify)  # type: ignore[arg-type]
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from exc
+    progress = Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("passed {task.fields[passed]}"),
+        TimeElapsedColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
+        console=console,
+        transient=False,
+    )
+    bar = progress.add_task("trials", total=None, passed=0)
+    passed = 0
+
+    def on_start(already: int, total: int) -> None:
+        if already:
+            console.print(f"resuming: {already} of {total} trials already stored")
+        progress.update(bar, total=total, completed=already)
+
+    def on_trial(record: TrialRecord) -> None:
+        nonlocal passed
+        passed += record.passed
+        progress.update(bar, advance=1, passed=passed)
+
+    try:
+        with progress:
+            result = evaluate(
+                domains=domain,
+                policy=policy,
+                critic=critic,
+                user=user,
+                split=split,
+                trials=trials,
+                seed=seed,
+                tasks=[t.strip() for t in tasks.split(",")] if tasks else None,
+                limits=Limits(max_steps=max_steps),
+                verification=verification,
+                db=db,
+                concurrency=concurrency,
+                fresh=fresh,
+                on_start=on_start,
+                on_trial=on_trial,
+            )
+    except (AgentSpecError, TaskFileError, KeyError, ValueError) as exc:
+        console.print(f"[bold red]error:[/] {exc}")
+        raise typer.Exit(2) from exc
+    outcome, summary = result.outcome, result.summary
+    verb = "resumed" if outcome.resumed else "stored"
+    console.print(f"run {outcome.run_id} {verb} in {db} ({outcome.ran} trials run, {outcome.already_done} reused)")
+    print_summary(summary, console)
+    if output is not None:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.write_text(summary.model_dump_json(indent=2))
+        console.print(f"summary written to {output}")

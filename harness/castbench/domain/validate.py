@@ -1,0 +1,83 @@
+"""`castbench domains validate`: replay every task's ground truth and fail loudly on a broken one.
+
+Checks per task: every action names an existing tool with arguments that validate; the replay
+raises no error; a `change` task changes state and a `no_change`/`refuse` task does not; and
+unless the task is marked `ordered`, replaying its write actions in reverse order gives the same
+final state (a task whose outcome depends on an order it does not fix is ambiguous).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from castbench.domain.domain import Domain, ExpectedStateError
+from castbench.domain.task import Task, TaskFileError
+from castbench.domain.tools import ToolError
+from castbench.grading.state_diff import state_diff
+
+__all__ = ["ValidationReport", "validate_domain", "validate_task"]
+
+
+@dataclass
+class ValidationReport:
+    domain: str
+    version: str
+    counts: dict[str, int] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def validate_task(domain: Domain, task: Task) -> list[str]:
+    problems = []
+    where = f"{domain.name} task {task.id}"
+    for position, call in enumerate(task.actions):
+        try:
+            domain.toolkit.validate(call.name, call.arguments)
+        except ToolError as exc:
+            problems.append(f"{where}: action {position}: {exc}")
+    if problems:
+        return problems
+    try:
+        final = domain.replay(task)
+    except ExpectedStateError as exc:
+        return [str(exc)]
+    changed = final.has_changes()
+    if task.outcome == "change" and not changed:
+        problems.append(f"{where}: outcome is 'change' but replaying its actions changes nothing")
+    if task.outcome != "change" and changed:
+        problems.append(f"{where}: outcome is '{task.outcome}' but replaying its actions changes the state")
+    writes = [call for call in task.actions if domain.toolkit.is_write(call.name)]
+    if len(writes) > 1 and not task.ordered:
+        reads = [call for call in task.actions if not domain.toolkit.is_write(call.name)]
+        reordered = task.model_copy(update={"actions": reads + writes[::-1]})
+        try:
+            other = domain.replay(reordered)
+        except ExpectedStateError as exc:
+            problems.append(f"{where}: writes fail in another order ({exc}); mark the task 'ordered'")
+        else:
+            if state_diff(other, final):
+                problems.append(f"{where}: outcome depends on the order of its writes; mark it 'ordered'")
+    for output in task.required_outputs:
+        if not output.strip():
+            problems.append(f"{where}: empty required output")
+    return problems
+
+
+def validate_domain(domain: Domain) -> ValidationReport:
+    report = ValidationReport(domain.name, domain.version)
+    try:
+        _ = domain.pristine
+        splits = domain.splits
+        if not splits:
+            report.problems.append(f"{domain.name}: no task files under {domain.root / 'tasks'}")
+        for split in splits:
+            tasks = domain.tasks(split)
+            report.counts[split] = len(tasks)
+            for task in tasks:
+                report.problems.extend(validate_task(domain, task))
+    except (TaskFileError, ValueError) as exc:
+        report.problems.append(str(exc))
+    return report

@@ -1,0 +1,89 @@
+"""Grading a finished trial: final state against the expected state, plus required outputs.
+
+Reward is 1 iff the final state equals the expected state field by field (free text normalised
+where the task says so) and every required output appears in the agent's replies. The grade keeps
+the diff, so a failure explains itself, and the surface signals that would have made the trial
+look successful to someone reading the chat (ThinkingBox's observation).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel
+
+from castbench.domain import Database, Task
+from castbench.grading.outputs import claims_success, missing_outputs
+from castbench.grading.state_diff import FieldDiff, state_diff
+
+__all__ = ["FailureCategory", "Grade", "SurfaceSignals", "grade_trial"]
+
+FailureCategory = Literal["tool_error_unrecovered", "missing_state_change", "incomplete_reply", "wrong_state_update"]
+
+
+class SurfaceSignals(BaseModel):
+    ended_cleanly: bool
+    """The user ended the conversation (not a limit, not a crash)."""
+    made_write: bool
+    """At least one state-changing call succeeded."""
+    saw_tool_error: bool
+    claimed_success: bool
+    """The agent's last replies say the work was done."""
+
+
+class Grade(BaseModel):
+    reward: float
+    state_ok: bool
+    outputs_ok: bool
+    diff: list[FieldDiff]
+    missing_outputs: list[str]
+    surface: SurfaceSignals
+    surface_success: bool
+    """Failed on the state, yet looked successful: the agent claimed success, or it ended cleanly
+    after a write with no tool error."""
+    failure_category: FailureCategory | None
+
+
+def _category(
+    final: Database, expected: Database, state_ok: bool, saw_tool_error: bool
+) -> FailureCategory:
+    if state_ok:
+        return "incomplete_reply"
+    if not final.has_changes() and expected.has_changes():
+        return "missing_state_change"
+    if saw_tool_error:
+        return "tool_error_unrecovered"
+    return "wrong_state_update"
+
+
+def grade_trial(
+    task: Task,
+    final: Database,
+    expected: Database,
+    replies: list[str],
+    *,
+    ended_cleanly: bool,
+    made_write: bool,
+    saw_tool_error: bool,
+) -> Grade:
+    diff = state_diff(final, expected, task.grading)
+    missing = missing_outputs(task.required_outputs, replies)
+    state_ok, outputs_ok = not diff, not missing
+    passed = state_ok and outputs_ok
+    surface = SurfaceSignals(
+        ended_cleanly=ended_cleanly,
+        made_write=made_write,
+        saw_tool_error=saw_tool_error,
+        claimed_success=claims_success(replies),
+    )
+    looks_fine = surface.claimed_success or (ended_cleanly and made_write and not saw_tool_error)
+    return Grade(
+        reward=1.0 if passed else 0.0,
+        state_ok=state_ok,
+        outputs_ok=outputs_ok,
+        diff=diff,
+        missing_outputs=missing,
+        surface=surface,
+        surface_success=not passed and looks_fine,
+        failure_category=None if passed else _category(final, expected, state_ok, saw_tool_error),
+    )

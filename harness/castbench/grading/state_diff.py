@@ -1,0 +1,87 @@
+"""Field-level difference between a trial's final state and the expected one.
+
+Both states share one pristine snapshot, so only rows that either of them wrote can differ:
+the comparison costs O(rows touched), not O(database).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel
+
+from castbench.domain import Database, GradingSpec
+from castbench.domain.database import SEQUENCES_TABLE
+
+__all__ = ["FieldDiff", "state_diff"]
+
+_ABSENT = "<absent>"
+
+
+class FieldDiff(BaseModel):
+    table: str
+    key: str
+    field: str
+    expected: Any
+    got: Any
+
+
+def _flatten(value: Any, prefix: str, out: dict[str, Any]) -> None:
+    if isinstance(value, dict):
+        if not value and prefix:
+            out[prefix] = {}
+        for key, item in value.items():
+            _flatten(item, f"{prefix}.{key}" if prefix else str(key), out)
+    elif isinstance(value, list):
+        if not value:
+            out[prefix] = []
+        for index, item in enumerate(value):
+            _flatten(item, f"{prefix}[{index}]", out)
+    else:
+        out[prefix] = value
+
+
+def _normal(text: Any) -> Any:
+    return " ".join(text.lower().split()) if isinstance(text, str) else text
+
+
+def _top_field(path: str) -> str:
+    return path.split(".", 1)[0].split("[", 1)[0]
+
+
+def state_diff(final: Database, expected: Database, grading: GradingSpec | None = None) -> list[FieldDiff]:
+    grading = grading or GradingSpec()
+    normalized = set(grading.normalize_text)
+    ignored = set(grading.ignore_fields)
+    diffs: list[FieldDiff] = []
+    final_touched, expected_touched = final.touched(), expected.touched()
+    for table in sorted((set(final_touched) | set(expected_touched)) - {SEQUENCES_TABLE}):
+        for key in sorted(final_touched.get(table, set()) | expected_touched.get(table, set())):
+            want, got = expected.row(table, key), final.row(table, key)
+            if want == got:
+                continue
+            if want is None or got is None:
+                diffs.append(
+                    FieldDiff(
+                        table=table,
+                        key=key,
+                        field="*",
+                        expected=_ABSENT if want is None else "<present>",
+                        got=_ABSENT if got is None else "<present>",
+                    )
+                )
+                continue
+            flat_want: dict[str, Any] = {}
+            flat_got: dict[str, Any] = {}
+            _flatten(want, "", flat_want)
+            _flatten(got, "", flat_got)
+            for path in sorted(set(flat_want) | set(flat_got)):
+                column = f"{table}.{_top_field(path)}"
+                if column in ignored:
+                    continue
+                a, b = flat_want.get(path, _ABSENT), flat_got.get(path, _ABSENT)
+                if column in normalized:
+                    a, b = _normal(a), _normal(b)
+                if a != b:
+                    diffs.append(FieldDiff(table=table, key=key, field=path, expected=a, got=b))
+    return diffs

@@ -1,0 +1,35 @@
+"""A run's configuration: everything that decides its scores, hashed to recognise a resume."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from castbench.runner.rollout import Limits, Verification
+
+__all__ = ["RunConfig"]
+
+
+class RunConfig(BaseModel):
+    domains: dict[str, str]
+    """Domain name -> version."""
+    split: str = "test"
+    task_ids: list[str] | None = None
+    policy: str
+    critic: str = "none"
+    user: str = "scripted"
+    trials: int = Field(8, ge=1)
+    seed: int = 0
+    limits: Limits = Field(default_factory=Limits)
+    verification: Verification = Field(default_factory=Verification)
+    privileged: list[str] = Field(default_factory=list)
+    """Roles whose agent read the ground truth (such runs are upper bounds, not entries)."""
+    extra: dict[str, Any] = Field(default_factory=dict)
+    """Further scoring-relevant settings (model settings per role, traits, ...)."""
+
+    def config_hash(self) -> str:
+        canonical = json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(canonical.encode()).hexdigest()

@@ -1,0 +1,166 @@
+"""The results store: runs and their trials in SQLite (default) or any SQLAlchemy database.
+
+Every finished trial is committed in its own transaction the moment it ends, so a killed run
+loses at most the trials in flight. Re-running the same configuration finds the run by its
+config hash and only runs what is missing; a trial is never stored twice.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import event
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, SQLModel, create_engine, select
+
+from castbench.runner.config import RunConfig
+from castbench.runner.records import TrialRecord
+from castbench.store.tables import RunRow, TrialRow
+
+__all__ = ["DEFAULT_DB", "ResultsStore", "StoreError", "TrialKey"]
+
+DEFAULT_DB = "sqlite:///results/castbench.db"
+
+TrialKey = tuple[str, str, int]
+"""(domain, task id, trial index)"""
+
+
+class StoreError(LookupError):
+    pass
+
+
+def _sqlite_pragmas(engine: Engine) -> None:
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")  # durable against a killed process, fast commits
+        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.close()
+
+
+class ResultsStore:
+    def __init__(self, url: str = DEFAULT_DB) -> None:
+        if url.startswith("sqlite:///") and not url.startswith("sqlite:///:memory:"):
+            Path(url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
+        self.url = url
+        self.engine = create_engine(url)
+        if url.startswith("sqlite"):
+            _sqlite_pragmas(self.engine)
+        SQLModel.metadata.create_all(self.engine)
+
+    # -- runs ------------------------------------------------------------------------------
+    def open_run(self, config: RunConfig, meta: dict[str, Any], fresh: bool = False) -> tuple[str, bool]:
+        """The run for this config: the latest one with the same hash (resumed) unless `fresh`.
+        Returns (run id, resumed)."""
+        digest = config.config_hash()
+        with Session(self.engine) as session:
+            existing = session.exec(
+                select(RunRow).where(RunRow.config_hash == digest).order_by(RunRow.created)  # type: ignore[arg-type]
+            ).all()
+            if existing and not fresh:
+                return existing[-1].id, True
+            run_id = f"r-{digest[:12]}" + (f"-{len(existing) + 1}" if existing else "")
+            session.add(
+                RunRow(
+                    id=run_id,
+                    created=datetime.now(UTC),
+                    config_hash=digest,
+                    config_json=config.model_dump_json(),
+                    meta_json=json.dumps(meta, sort_keys=True),
+                )
+            )
+            session.commit()
+        return run_id, False
+
+    def set_status(self, run_id: str, status: str) -> None:
+        with Session(self.engine) as session:
+            row = session.get(RunRow, run_id)
+            if row is None:
+                raise StoreError(f"no run '{run_id}' in {self.url}")
+            row.status = status
+            session.add(row)
+            session.commit()
+
+    def runs(self) -> list[RunRow]:
+        with Session(self.engine) as session:
+            return list(session.exec(select(RunRow).order_by(RunRow.created)).all())  # type: ignore[arg-type]
+
+    def run(self, ref: str) -> RunRow:
+        """A run by id or unique id prefix; `latest` for the newest."""
+        runs = self.runs()
+        if ref == "latest" and runs:
+            return runs[-1]
+        matches = [row for row in runs if row.id == ref] or [row for row in runs if row.id.startswith(ref)]
+        if len(matches) == 1:
+            return matches[0]
+        if not matches:
+            raise StoreError(f"no run '{ref}' in {self.url} (see `castbench runs list`)")
+        raise StoreError(f"run '{ref}' is ambiguous: {', '.join(row.id for row in matches)}")
+
+    def config(self, run_id: str) -> RunConfig:
+        return RunConfig.model_validate_json(self.run(run_id).config_json)
+
+    # -- trials ----------------------------------------------------------------------------
+    def scored_keys(self, run_id: str) -> set[TrialKey]:
+        with Session(self.engine) as session:
+            rows = session.exec(
+                select(TrialRow.domain, TrialRow.task_id, TrialRow.trial_index).where(
+                    TrialRow.run_id == run_id, TrialRow.status == "scored"
+                )
+            ).all()
+        return {(domain, task, index) for domain, task, index in rows}
+
+    def add_trial(self, run_id: str, record: TrialRecord) -> None:
+        """Store one finished trial. A scored trial replaces an earlier errored try of the same
+        trial; a second scored copy is ignored (never stored twice)."""
+        with Session(self.engine) as session:
+            existing = session.exec(
+                select(TrialRow).where(
+                    TrialRow.run_id == run_id,
+                    TrialRow.domain == record.domain,
+                    TrialRow.task_id == record.task_id,
+                    TrialRow.trial_index == record.trial_index,
+                )
+            ).first()
+            if existing is not None:
+                if existing.status == "scored":
+                    return
+                record = record.model_copy(update={"attempts": record.attempts + _attempts(existing)})
+                session.delete(existing)
+                session.flush()
+            session.add(
+                TrialRow(
+                    run_id=run_id,
+                    domain=record.domain,
+                    task_id=record.task_id,
+                    trial_index=record.trial_index,
+                    seed=record.seed,
+                    status=record.status,
+                    reward=record.reward,
+                    end_reason=record.end_reason,
+                    n_steps=len(record.steps),
+                    record_json=record.model_dump_json(),
+                )
+            )
+            session.commit()
+
+    def trials(self, run_id: str, domains: Iterable[str] | None = None) -> list[TrialRecord]:
+        with Session(self.engine) as session:
+            query = select(TrialRow.record_json).where(TrialRow.run_id == run_id)
+            if domains is not None:
+                query = query.where(TrialRow.domain.in_(list(domains)))  # type: ignore[attr-defined]
+            rows = session.exec(query.order_by(TrialRow.domain, TrialRow.task_id, TrialRow.trial_index)).all()
+        return [TrialRecord.model_validate_json(row) for row in rows]
+
+    def count_trials(self, run_id: str) -> int:
+        with Session(self.engine) as session:
+            return len(session.exec(select(TrialRow.id).where(TrialRow.run_id == run_id)).all())
+
+
+def _attempts(row: TrialRow) -> int:
+    return int(json.loads(row.record_json).get("attempts", 1))
