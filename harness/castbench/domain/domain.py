@@ -20,11 +20,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
 from pathlib import Path
-from typing import Any
-
 from pydantic import ValidationError
 
 from castbench.domain.database import SEQUENCES_TABLE, Database, Record, Row, Snapshot
+from castbench.domain.rules import DomainRules
 from castbench.domain.task import Task, TaskFileError, load_tasks
 from castbench.domain.tools import Toolkit
 
@@ -51,8 +50,8 @@ class Domain:
     now: datetime
     """The frozen clock every tool of every trial reads."""
     description: str = ""
-    rules: Any = None
-    """Executable policy rules (used by the rules critic and the labeler), if the domain has them."""
+    rules: DomainRules = field(default_factory=DomainRules)
+    """Executable policy rules, used by the rules critic and the labeler."""
     user_toolkit: Toolkit | None = None
     """Tools the simulated *user* performs on their own side (a phone's settings, say)."""
     _tasks: dict[str, list[Task]] = field(default_factory=dict, init=False, repr=False)

@@ -30,15 +30,17 @@ Mistake = Literal["hallucination", "wrong_tool", "domain_violation"]
 
 
 class NoisyParams(BaseModel):
-    p: float = Field(0.15, ge=0, le=1, description="chance of a mistake per ground-truth action")
-    recover: float = Field(0.5, ge=0, le=1, description="chance to fix a mistaken call that errored")
+    p: float = Field(0.3, ge=0, le=1, description="chance of a mistake per ground-truth action")
+    recover: float = Field(0.3, ge=0, le=1, description="chance to fix a mistaken call that errored")
     insist: float = Field(0.3, ge=0, le=1, description="chance to repeat an action a critic rejected")
 
 
 class NoisyPolicy(OraclePolicy):
     privileged: ClassVar[bool] = True
 
-    def __init__(self, briefing: PrivilegedBriefing, p: float = 0.15, recover: float = 0.5, insist: float = 0.3):
+    def __init__(
+        self, briefing: PrivilegedBriefing, p: float = 0.3, recover: float = 0.3, insist: float = 0.3
+    ) -> None:
         super().__init__(briefing)
         params = NoisyParams(p=p, recover=recover, insist=insist)
         self._p, self._recover, self._insist = params.p, params.recover, params.insist

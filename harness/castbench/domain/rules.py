@@ -1,0 +1,66 @@
+"""Executable policy rules of a domain: what the rules critic and the labeler check.
+
+The harness checks the domain-independent rules itself (a write needs an explicit confirmation
+after it was described; ids and amounts must be supported by what the conversation showed).
+A domain adds what only it knows, by subclassing `DomainRules`:
+
+- which tools authenticate the user, and which may be used before that;
+- `visible_findings`: preconditions that what the agent has *seen* already rules out (cancelling
+  an order a tool result showed as delivered) — the deployed rules critic uses this, so it must
+  look at the observed calls only;
+- `state_findings`: the same preconditions checked on the *true* state at that step — the
+  privileged labeler uses this.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from castbench.domain.database import Database
+from castbench.domain.task import ToolCall
+
+__all__ = ["DomainRules", "ObservedCall", "RuleFinding"]
+
+FailureType = Literal["hallucination", "domain_violation", "wrong_tool"]
+
+
+@dataclass(frozen=True, slots=True)
+class RuleFinding:
+    failure_type: FailureType
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class ObservedCall:
+    """A tool call the agent made earlier in the conversation, with what it returned."""
+
+    name: str
+    arguments: dict[str, Any]
+    content: str
+    error: bool
+
+    def result(self) -> Any:
+        """The parsed JSON result, or the raw text."""
+        try:
+            return json.loads(self.content)
+        except (json.JSONDecodeError, TypeError):
+            return self.content
+
+
+class DomainRules:
+    """Defaults: every tool except `public_tools` needs an authenticated user; no preconditions."""
+
+    auth_tools: frozenset[str] = frozenset()
+    """Tools whose successful result authenticates the user (e.g. find the user by email)."""
+    public_tools: frozenset[str] = frozenset()
+    """Tools that need no authenticated user (catalogue look-ups, calculator, transfer)."""
+
+    def visible_findings(self, call: ToolCall, observed: list[ObservedCall]) -> list[RuleFinding]:
+        """Rule breaks that the conversation so far already shows (no privileged data)."""
+        return []
+
+    def state_findings(self, call: ToolCall, db: Database) -> list[RuleFinding]:
+        """Rule breaks judged on the true state just before the call (privileged)."""
+        return []
