@@ -40,6 +40,8 @@ class Draft:
     facts: list[Fact]
     actions: list[ToolCall]
     confirm: bool = True
+    declined_actions: list[ToolCall] = field(default_factory=list)
+    """The write the user is asked to confirm and turns down."""
     notes: list[str] = field(default_factory=list)
     required_outputs: list[str] = field(default_factory=list)
     ordered: bool = False
@@ -728,6 +730,7 @@ def declined_confirmation(pool: Pool) -> Draft | None:
         goal=f"consider cancelling pending order {order.order_id}, but keep it in the end.",
         facts=[*facts, order_fact(order), reason_fact(reason)],
         actions=[*actions, read("get_order_details", order_id=order.order_id)],
+        declined_actions=[ToolCall(name="cancel_pending_order", arguments={"order_id": order.order_id, "reason": reason})],
         confirm=False,
         persona=persona,
     )

@@ -43,6 +43,7 @@ def _task(draft: Draft, split: str, number: int) -> Task:
             instructions=draft.instructions(),
         ),
         actions=draft.actions,
+        declined_actions=draft.declined_actions,
         required_outputs=draft.required_outputs,
         ordered=draft.ordered,
     )
@@ -107,7 +108,7 @@ def _dump_state(state: dict[str, dict[str, Row]]) -> str:
 
 
 def _dump_tasks(tasks: list[Task]) -> str:
-    data: list[Any] = [task.model_dump(mode="json") for task in tasks]
+    data: list[Any] = [task.model_dump(mode="json", exclude_defaults=True) for task in tasks]
     return json.dumps(data, indent=1, ensure_ascii=False) + "\n"
 
 

@@ -437,7 +437,7 @@ def exchange_delivered_order_items(
     return order
 
 
-@write_tool(ends_conversation=True)
+@read_tool(ends_conversation=True)
 def transfer_to_human_agents(db: Database, summary: str) -> str:
     """Hand the customer over to a human agent; use only when the request is outside this policy.
 

@@ -12,11 +12,12 @@ Everything else in castbench receives one of these views, never a `Task`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from castbench.agents.conversation import Action, CritiqueTurn, Event
-from castbench.domain import Domain, Task, UserScenario
+from castbench.domain import Database, Domain, Observation, Task, ToolCall, UserScenario
 
 __all__ = [
     "Briefing",
@@ -54,6 +55,10 @@ class UserBriefing:
     scenario: UserScenario
     seed: int
     user_tools: tuple[dict[str, Any], ...] = ()
+    perform: Callable[[ToolCall], Observation] | None = None
+    """Runs a user-side tool on this trial's own state (the user's phone, say)."""
+    traits: dict[str, str] | None = None
+    """Trait profile (e.g. {"impatience": "high"}) the simulator should act out."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +96,19 @@ def briefing_for(domain: Domain, task: Task, seed: int, trial_index: int, privil
     return Briefing(**fields)
 
 
-def user_briefing_for(domain: Domain, task: Task, seed: int) -> UserBriefing:
-    tools = tuple(domain.user_toolkit.schemas) if domain.user_toolkit is not None else ()
-    return UserBriefing(domain=domain.name, scenario=task.scenario, seed=seed, user_tools=tools)
+def user_briefing_for(
+    domain: Domain, task: Task, seed: int, db: Database, traits: dict[str, str] | None = None
+) -> UserBriefing:
+    toolkit = domain.toolkit_for("user")
+
+    def perform(call: ToolCall) -> Observation:
+        return toolkit.call(db, call.name, call.arguments)
+
+    return UserBriefing(
+        domain=domain.name,
+        scenario=task.scenario,
+        seed=seed,
+        user_tools=tuple(toolkit.schemas),
+        perform=perform if len(toolkit) else None,
+        traits=traits or None,
+    )

@@ -126,6 +126,12 @@ class Domain:
                 return task
         raise KeyError(f"domain {self.name} has no task '{task_id}'")
 
+    def toolkit_for(self, actor: str) -> Toolkit:
+        """The agent's tools, or the user's own-side tools (an empty toolkit if it has none)."""
+        if actor == "user":
+            return self.user_toolkit if self.user_toolkit is not None else Toolkit([])
+        return self.toolkit
+
     def fresh_database(self) -> Database:
         return Database(self.pristine, self.now)
 
@@ -133,11 +139,12 @@ class Domain:
         """The state after the task's ground-truth actions, replayed through the real tools."""
         db = db if db is not None else self.fresh_database()
         for position, call in enumerate(task.actions):
-            if call.name not in self.toolkit:
+            toolkit = self.toolkit_for(call.actor)
+            if call.name not in toolkit:
                 raise ExpectedStateError(
-                    f"domain {self.name}: task {task.id}: action {position}: unknown tool '{call.name}'"
+                    f"domain {self.name}: task {task.id}: action {position}: unknown {call.actor} tool '{call.name}'"
                 )
-            observation = self.toolkit.call(db, call.name, call.arguments)
+            observation = toolkit.call(db, call.name, call.arguments)
             if observation.error:
                 raise ExpectedStateError(
                     f"domain {self.name}: task {task.id}: action {position} "

@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-__all__ = ["Fact", "GradingSpec", "Task", "TaskFileError", "ToolCall", "UserScenario", "load_tasks"]
+__all__ = ["DeviceStep", "Fact", "GradingSpec", "Task", "TaskFileError", "ToolCall", "UserScenario", "load_tasks"]
 
 
 class _Strict(BaseModel):
@@ -24,6 +24,9 @@ class ToolCall(_Strict):
 
     name: str
     arguments: dict[str, Any] = Field(default_factory=dict)
+    actor: Literal["agent", "user"] = "agent"
+    """`user` for an action the user performs on their own side (a phone setting, say), with a
+    tool of the domain's `user_toolkit`."""
 
     def canonical(self) -> str:
         """A stable text form: same tool and same arguments give the same string."""
@@ -43,6 +46,18 @@ class Fact(_Strict):
     statement: str
 
 
+class DeviceStep(_Strict):
+    """Something the user does on their own side when the agent tells them to.
+
+    The scripted user performs `call` (a user-side tool) when the agent's message contains every
+    one of `keywords`; an oracle agent says `instruction` to get it done.
+    """
+
+    instruction: str
+    keywords: list[str] = Field(min_length=1)
+    call: ToolCall
+
+
 class UserScenario(_Strict):
     request: str
     """The opening message."""
@@ -50,6 +65,7 @@ class UserScenario(_Strict):
     confirm: bool = True
     """How the user answers a request to confirm a change."""
     persona: str = ""
+    device_steps: list[DeviceStep] = Field(default_factory=list)
     instructions: str
     """The whole brief for an LLM user simulator (kept from the agent)."""
 
@@ -70,6 +86,9 @@ class Task(_Strict):
     scenario: UserScenario
     actions: list[ToolCall]
     """Ground truth, in order; replayed on the pristine state to get the expected state."""
+    declined_actions: list[ToolCall] = Field(default_factory=list)
+    """Writes a correct agent proposes and the user turns down (`scenario.confirm` is False):
+    they must not run. Lets the oracle exercise a refused confirmation."""
     required_outputs: list[str] = Field(default_factory=list)
     """Facts the agent must tell the user (found in its replies, normalised)."""
     grading: GradingSpec = Field(default_factory=GradingSpec)

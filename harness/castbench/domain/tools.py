@@ -79,7 +79,7 @@ def _make_tool(function: Callable[..., Any], kind: ToolKind, ends_conversation: 
     doc = docstring_parser.parse(inspect.getdoc(function) or "")
     if not doc.short_description:
         raise TypeError(f"tool {function.__qualname__} needs a docstring: it is the agent's manual")
-    described = {param.arg_name: (param.description or "") for param in doc.params}
+    described = {param.arg_name: " ".join((param.description or "").split()) for param in doc.params}
     hints = get_type_hints(function, include_extras=True)
     parameters = list(inspect.signature(function).parameters.values())
     if not parameters:
@@ -103,9 +103,12 @@ def _make_tool(function: Callable[..., Any], kind: ToolKind, ends_conversation: 
     return Tool(function.__name__, kind, description, function, model, ends_conversation)
 
 
-def read_tool(function: Callable[..., Any]) -> Tool:
-    """Mark a function as a tool that only reads state."""
-    return _make_tool(function, "read", ends_conversation=False)
+def read_tool(function: Callable[..., Any] | None = None, *, ends_conversation: bool = False) -> Any:
+    """Mark a function as a tool that only reads state (a hand-off to a human, say, may end the
+    conversation without writing anything)."""
+    if function is None:
+        return lambda f: _make_tool(f, "read", ends_conversation)
+    return _make_tool(function, "read", ends_conversation)
 
 
 def write_tool(

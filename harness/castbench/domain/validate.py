@@ -33,9 +33,9 @@ class ValidationReport:
 def validate_task(domain: Domain, task: Task) -> list[str]:
     problems = []
     where = f"{domain.name} task {task.id}"
-    for position, call in enumerate(task.actions):
+    for position, call in enumerate([*task.actions, *task.declined_actions]):
         try:
-            domain.toolkit.validate(call.name, call.arguments)
+            domain.toolkit_for(call.actor).validate(call.name, call.arguments)
         except ToolError as exc:
             problems.append(f"{where}: action {position}: {exc}")
     if problems:
@@ -49,9 +49,9 @@ def validate_task(domain: Domain, task: Task) -> list[str]:
         problems.append(f"{where}: outcome is 'change' but replaying its actions changes nothing")
     if task.outcome != "change" and changed:
         problems.append(f"{where}: outcome is '{task.outcome}' but replaying its actions changes the state")
-    writes = [call for call in task.actions if domain.toolkit.is_write(call.name)]
+    writes = [call for call in task.actions if domain.toolkit_for(call.actor).is_write(call.name)]
     if len(writes) > 1 and not task.ordered:
-        reads = [call for call in task.actions if not domain.toolkit.is_write(call.name)]
+        reads = [call for call in task.actions if not domain.toolkit_for(call.actor).is_write(call.name)]
         reordered = task.model_copy(update={"actions": reads + writes[::-1]})
         try:
             other = domain.replay(reordered)
@@ -60,6 +60,12 @@ def validate_task(domain: Domain, task: Task) -> list[str]:
         else:
             if state_diff(other, final):
                 problems.append(f"{where}: outcome depends on the order of its writes; mark it 'ordered'")
+    if task.declined_actions and task.scenario.confirm:
+        problems.append(f"{where}: has declined_actions but scenario.confirm is true")
+    device_calls = [step.call for step in task.scenario.device_steps]
+    for call in task.actions:
+        if call.actor == "user" and call not in device_calls:
+            problems.append(f"{where}: user action {call.name} has no device step the user could be told")
     for output in task.required_outputs:
         if not output.strip():
             problems.append(f"{where}: empty required output")

@@ -86,6 +86,7 @@ class _Trial:
     verification: Verification
     seed: int
     trial_index: int
+    traits: dict[str, str] | None = None
     db: Database = field(init=False)
     conversation: list[Event] = field(default_factory=list)
     steps: list[StepRecord] = field(default_factory=list)
@@ -107,7 +108,9 @@ class _Trial:
             )
             self.critic_briefing = critic_briefing
             self.critic = self.agents.critic.create(critic_briefing)
-        self.user: Any = self.agents.user.create(user_briefing_for(self.domain, self.task, self.seed))
+        self.user: Any = self.agents.user.create(
+            user_briefing_for(self.domain, self.task, self.seed, self.db, self.traits)
+        )
 
     def _charge(self, role: str, usage: Usage | None) -> None:
         if usage is not None:

@@ -57,6 +57,9 @@ class OraclePolicy:
         if step.kind == "call":
             assert step.call is not None
             return self._call(step.call, view)
+        if step.kind == "instruct":
+            device_step = next(d for d in self._task.scenario.device_steps if d.call == step.call)
+            return ReplyAction(text=f"Please do this on your device: {device_step.instruction}")
         return ReplyAction(text=self._closing())
 
     def _call(self, call: ToolCall, view: PolicyView) -> Action:

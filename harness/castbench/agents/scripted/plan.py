@@ -13,7 +13,7 @@ __all__ = ["PlanStep", "build_plan", "describe_call"]
 
 
 class PlanStep(NamedTuple):
-    kind: Literal["ask", "confirm", "call", "final"]
+    kind: Literal["ask", "confirm", "call", "instruct", "final"]
     call: ToolCall | None = None
     needs_yes: bool = False
     """A write call that only runs if the user's last message said yes."""
@@ -25,11 +25,15 @@ def describe_call(call: ToolCall) -> str:
 
 
 def build_plan(task: Task, write_tools: frozenset[str]) -> list[PlanStep]:
+    """Facts first; then each ground-truth action (user-side ones as an instruction to the
+    user, writes after a confirmation); then the writes the user will decline; then close."""
     steps: list[PlanStep] = []
     if task.scenario.facts:
         steps.append(PlanStep("ask"))
-    for call in task.actions:
-        if call.name in write_tools:
+    for call in [*task.actions, *task.declined_actions]:
+        if call.actor == "user":
+            steps.append(PlanStep("instruct", call))
+        elif call.name in write_tools:
             steps.append(PlanStep("confirm", call))
             steps.append(PlanStep("call", call, needs_yes=True))
         else:
