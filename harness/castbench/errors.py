@@ -5,7 +5,7 @@ An agent's bad output is *not* here: it is data (a `MalformedAction`, an error o
 
 from __future__ import annotations
 
-__all__ = ["InfrastructureError"]
+__all__ = ["FatalInfrastructureError", "InfrastructureError"]
 
 
 class InfrastructureError(RuntimeError):
@@ -14,3 +14,8 @@ class InfrastructureError(RuntimeError):
     The trial is retried from its start with the same seed; if it keeps failing it is stored
     with status `error` and its task is reported as incomplete, never scored 0 silently.
     """
+
+
+class FatalInfrastructureError(InfrastructureError):
+    """A provider error no retry can cure (bad credentials, access denied, unknown model): every
+    other trial would fail the same way, so the run stops; finished trials are kept."""

@@ -39,6 +39,8 @@ class Usage(_Frozen):
     cost: float | None = None
     latency_s: float = 0.0
     calls: int = 0
+    retries: int = 0
+    """Provider errors retried within these calls (rate limits, timeouts, 5xx)."""
 
     def __add__(self, other: Usage) -> Usage:
         cost = None if self.cost is None and other.cost is None else (self.cost or 0.0) + (other.cost or 0.0)
@@ -48,6 +50,7 @@ class Usage(_Frozen):
             cost=cost,
             latency_s=self.latency_s + other.latency_s,
             calls=self.calls + other.calls,
+            retries=self.retries + other.retries,
         )
 
 
