@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
+from castbench.agents.critics.oracle import NoisyCritic, NoisyCriticParams, OracleCritic
+from castbench.agents.critics.rules import RulesCritic
 from castbench.agents.registry import BuiltinAgent, register
 from castbench.agents.scripted.noisy import NoisyParams, NoisyPolicy
 from castbench.agents.scripted.oracle import OraclePolicy
@@ -26,3 +28,15 @@ register(
     )
 )
 register(BuiltinAgent("user", "scripted", ScriptedUser, "deterministic user: reveals facts when asked", ScriptedUserParams))
+register(BuiltinAgent("critic", "rules", RulesCritic, "model-free checks on the visible conversation (deployable)"))
+register(BuiltinAgent("critic", "oracle", OracleCritic, "flags exactly what the labeler calls invalid (privileged)", None, True))
+register(
+    BuiltinAgent(
+        "critic",
+        "scripted:noisy",
+        NoisyCritic,
+        "the oracle critic with seeded false flags and misses (privileged simulation)",
+        NoisyCriticParams,
+        True,
+    )
+)

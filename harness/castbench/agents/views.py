@@ -44,9 +44,11 @@ class Briefing:
 
 @dataclass(frozen=True, slots=True)
 class PrivilegedBriefing(Briefing):
-    """A briefing that carries the task itself: only for agents marked `privileged`."""
+    """A briefing that carries the task itself, and a window on the trial's true state: only for
+    agents marked `privileged` (oracle and simulated critics, upper bounds)."""
 
     task: Task
+    state: Callable[[], Database] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,7 +84,14 @@ class CriticView:
     proposal: Action
 
 
-def briefing_for(domain: Domain, task: Task, seed: int, trial_index: int, privileged: bool) -> Briefing:
+def briefing_for(
+    domain: Domain,
+    task: Task,
+    seed: int,
+    trial_index: int,
+    privileged: bool,
+    state: Callable[[], Database] | None = None,
+) -> Briefing:
     fields = {
         "domain": domain.name,
         "policy": domain.policy,
@@ -92,7 +101,7 @@ def briefing_for(domain: Domain, task: Task, seed: int, trial_index: int, privil
         "trial_index": trial_index,
     }
     if privileged:
-        return PrivilegedBriefing(**fields, task=task)
+        return PrivilegedBriefing(**fields, task=task, state=state)
     return Briefing(**fields)
 
 

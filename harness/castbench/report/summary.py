@@ -15,6 +15,7 @@ from pydantic import BaseModel, Field
 
 from castbench.agents.conversation import Usage
 from castbench.metrics import ReliabilitySummary, TaskOutcome, summarize_counts
+from castbench.report.critic_report import CriticReport, critic_report
 from castbench.runner.config import RunConfig
 from castbench.runner.records import TrialRecord
 
@@ -35,7 +36,8 @@ class DomainReport(ReliabilitySummary):
     failure_categories: dict[str, int] = Field(default_factory=dict)
     surface_success: int = 0
     """Failed trials that looked successful from the chat alone."""
-    critic: dict[str, Any] | None = None
+    critic: CriticReport | None = None
+    """Present when a critic verified actions in this run."""
 
 
 class RunSummary(BaseModel):
@@ -82,6 +84,7 @@ def _report(records: list[TrialRecord], trials: int, seed: int, prefix_domain: b
             sorted(Counter(r.grade.failure_category for r in failed if r.grade.failure_category).items())
         ),
         surface_success=sum(r.grade.surface_success for r in failed),
+        critic=critic_report(records),
     )
 
 

@@ -39,6 +39,7 @@ from castbench.agents.views import CriticView, PolicyView, briefing_for, user_br
 from castbench.domain import Database, Domain, Task, ToolCrash
 from castbench.errors import InfrastructureError
 from castbench.grading import grade_trial
+from castbench.grading.labeler import label_action
 from castbench.runner.records import EndReason, Proposal, StepRecord, StepTiming, TrialRecord
 
 __all__ = ["AgentSet", "Limits", "Verification", "run_trial"]
@@ -99,18 +100,24 @@ class _Trial:
     def __post_init__(self) -> None:
         self.db = self.domain.fresh_database()
         privileged_policy = self.agents.policy.privileged
-        self.policy_briefing = briefing_for(self.domain, self.task, self.seed, self.trial_index, privileged_policy)
+        self.policy_briefing = briefing_for(
+            self.domain, self.task, self.seed, self.trial_index, privileged_policy, self._state
+        )
         self.policy: Any = self.agents.policy.create(self.policy_briefing)
         self.critic: Any = None
         if self.agents.critic is not None and self.agents.critic.factory is not None:
             critic_briefing = briefing_for(
-                self.domain, self.task, self.seed, self.trial_index, self.agents.critic.privileged
+                self.domain, self.task, self.seed, self.trial_index, self.agents.critic.privileged, self._state
             )
             self.critic_briefing = critic_briefing
             self.critic = self.agents.critic.create(critic_briefing)
         self.user: Any = self.agents.user.create(
             user_briefing_for(self.domain, self.task, self.seed, self.db, self.traits)
         )
+
+    def _state(self) -> Database:
+        """A copy of the true state for privileged agents (they can read it, not change it)."""
+        return self.db.fork()
 
     def _charge(self, role: str, usage: Usage | None) -> None:
         if usage is not None:
@@ -137,7 +144,8 @@ class _Trial:
         proposals: list[Proposal] = []
         critiques: list[Event] = []
         for round_index in range(self.verification.rounds):
-            proposal = Proposal(round=round_index, action=action, policy_s=spent)
+            label = label_action(self.domain, self.task, action, self.db, history)
+            proposal = Proposal(round=round_index, action=action, label=label, policy_s=spent)
             proposals.append(proposal)
             if self.critic is None or not _in_scope(
                 action, self.verification.scope, self.policy_briefing.write_tools

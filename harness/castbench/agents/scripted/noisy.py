@@ -5,8 +5,9 @@ argument, the wrong tool, or (for a write) a domain violation — executing with
 confirmation. After a mistaken call that errors it recovers (makes the right call) with
 probability `recover`. When a critic rejects a proposal it insists on the same action with
 probability `insist` (resistance); otherwise it revises: to the right action if the proposal was
-a mistake (correction), or to a fresh mistake if the proposal was right (a harmful revision,
-which is what an over-eager critic provokes). Every draw comes from the trial's seed, so the same
+a mistake (correction; for a write it skipped confirming, by asking the user first), or to a
+fresh mistake if the proposal was right (a harmful revision, which is what an over-eager critic
+provokes). Every draw comes from the trial's seed, so the same
 seed replays the same mistakes.
 """
 
@@ -17,10 +18,11 @@ from typing import ClassVar, Literal
 
 from pydantic import BaseModel, Field
 
-from castbench.agents.conversation import Action, ToolCallAction, ToolResultTurn
+from castbench.agents.conversation import Action, ReplyAction, ToolCallAction, ToolResultTurn
+from castbench.agents.scripted.dialogue import confirmation_request
 from castbench.agents.scripted.mistakes import hallucinate, wrong_tool
 from castbench.agents.scripted.oracle import OraclePolicy
-from castbench.agents.scripted.plan import PlanStep
+from castbench.agents.scripted.plan import PlanStep, describe_call
 from castbench.agents.views import PolicyView, PrivilegedBriefing
 from castbench.domain import ToolCall
 
@@ -49,6 +51,7 @@ class NoisyPolicy(OraclePolicy):
         self._planned: dict[int, Mistake] = {}
         self._retry: ToolCall | None = None
         self._intended: ToolCall | None = None
+        self._unconfirmed: ToolCall | None = None
 
     # -- revision under critique -----------------------------------------------------------
     def propose(self, view: PolicyView) -> Action:
@@ -59,11 +62,15 @@ class NoisyPolicy(OraclePolicy):
             return critique.proposal
         proposal = critique.proposal
         intended = self._intended
-        if intended is not None and isinstance(proposal, ToolCallAction):
-            if (proposal.name, proposal.arguments) != (intended.name, intended.arguments):
-                return self._as_action(intended)
-            return self._as_action(self._mistaken(intended, view))
-        return proposal
+        if intended is None or not isinstance(proposal, ToolCallAction):
+            return proposal
+        if (proposal.name, proposal.arguments) != (intended.name, intended.arguments):
+            return self._as_action(intended)  # the critic caught a real mistake: correct it
+        if intended is self._unconfirmed and critique.verdict.failure_type == "domain_violation":
+            self._unconfirmed = None  # ask first this time; the call waits for a yes
+            self._plan.appendleft(PlanStep("call", intended, needs_yes=True))
+            return ReplyAction(text=confirmation_request(describe_call(intended)))
+        return self._as_action(self._mistaken(intended, view))  # a right action rejected: comply wrongly
 
     # -- the plan, with mistakes -----------------------------------------------------------
     def _next(self, view: PolicyView) -> Action:
@@ -76,7 +83,7 @@ class NoisyPolicy(OraclePolicy):
             self._plan.popleft()  # skip asking: the call that follows runs unconfirmed
             call = self._plan.popleft().call
             assert call is not None
-            self._intended = call
+            self._intended = self._unconfirmed = call
             return self._as_action(call)
         return super()._next(view)
 

@@ -1,0 +1,1 @@
+"""Built-in critics: rules (deployable), oracle and noisy (privileged simulations)."""

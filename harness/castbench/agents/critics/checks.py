@@ -1,0 +1,146 @@
+"""Policy checks that need only what the agent could see: the rules critic ships them, and the
+labeler applies the same ones (plus privileged checks) so the two speak the same language.
+
+- confirmation: a write needs an agent message asking to confirm it, answered yes by the user,
+  with no other write since;
+- authentication: tools other than the domain's auth and public tools need an earlier
+  successful auth call;
+- support: every id-like or numeric argument must appear in what the user said or what a tool
+  returned (the agent's own words do not count) — else it is a hallucination;
+- the call itself: an unknown tool is the wrong tool; arguments the schema rejects are invented.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from castbench.agents.conversation import AgentTurn, Event, ReplyAction, ToolCallAction, ToolResultTurn, UserTurn
+from castbench.agents.scripted.dialogue import asks_confirmation, is_affirmative
+from castbench.domain import Domain, ObservedCall, RuleFinding, ToolCall, ToolError
+
+__all__ = ["as_tool_call", "call_findings", "observed_calls", "visible_findings"]
+
+_TOKEN = re.compile(r"[#\w.@-]*\d[#\w.@-]*")
+"""An id-like or numeric token: the parts of a free-text argument that must be supported."""
+
+
+def as_tool_call(action: ToolCallAction) -> ToolCall | None:
+    """The action as a ToolCall, or None when its arguments are not a JSON object."""
+    if isinstance(action.arguments, str):
+        return None
+    return ToolCall(name=action.name, arguments=dict(action.arguments))
+
+
+def observed_calls(conversation: Sequence[Event]) -> list[ObservedCall]:
+    calls: list[ObservedCall] = []
+    pending: dict[str, ToolCallAction] = {}
+    for event in conversation:
+        if isinstance(event, AgentTurn) and isinstance(event.action, ToolCallAction) and event.call_id:
+            pending[event.call_id] = event.action
+        elif isinstance(event, ToolResultTurn) and event.call_id in pending:
+            action = pending.pop(event.call_id)
+            arguments = action.arguments if isinstance(action.arguments, dict) else {}
+            calls.append(ObservedCall(action.name, dict(arguments), event.content, event.error))
+    return calls
+
+
+def _confirmed(conversation: Sequence[Event], write_tools: frozenset[str]) -> bool:
+    """Is there a confirmation request answered yes since the last write that went through?"""
+    answered_yes = False
+    failed: set[str] = set()
+    for event in reversed(conversation):
+        if isinstance(event, UserTurn):
+            answered_yes = answered_yes or is_affirmative(event.text)
+        elif isinstance(event, ToolResultTurn) and event.error:
+            failed.add(event.call_id)
+        elif isinstance(event, AgentTurn):
+            action = event.action
+            if isinstance(action, ToolCallAction) and action.name in write_tools and event.call_id not in failed:
+                return False
+            if isinstance(action, ReplyAction) and asks_confirmation(action.text):
+                return answered_yes
+    return False
+
+
+def _values(value: Any) -> Iterable[Any]:
+    if isinstance(value, dict):
+        for item in value.values():
+            yield from _values(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _values(item)
+    else:
+        yield value
+
+
+def _supported(value: Any, support: str) -> bool:
+    if isinstance(value, bool) or value is None:
+        return True
+    if isinstance(value, int | float):
+        forms = {str(value), f"{value:.2f}", f"{value:,.2f}"}
+        if float(value).is_integer():
+            forms.add(str(int(value)))
+        return value == 0 or any(form in support for form in forms)
+    if isinstance(value, str):
+        tokens = (token.strip(".-") for token in _TOKEN.findall(value.lower()))
+        return all(token in support for token in tokens if len(token) >= 2)
+    return True
+
+
+def _support_text(conversation: Sequence[Event]) -> str:
+    parts = [
+        event.text if isinstance(event, UserTurn) else event.content
+        for event in conversation
+        if isinstance(event, UserTurn | ToolResultTurn) and not getattr(event, "error", False)
+    ]
+    return " ".join(parts).lower()
+
+
+def visible_findings(domain: Domain, call: ToolCall, conversation: Sequence[Event]) -> list[RuleFinding]:
+    """Every rule break of `call` that the visible conversation shows (no privileged data)."""
+    toolkit = domain.toolkit
+    if call.name not in toolkit:
+        return [RuleFinding("wrong_tool", f"'{call.name}' is not a tool of this domain")]
+    try:
+        toolkit.validate(call.name, call.arguments)
+    except ToolError as exc:
+        return [RuleFinding("hallucination", str(exc).removeprefix("Error: "))]
+    findings: list[RuleFinding] = []
+    rules = domain.rules
+    observed = observed_calls(conversation)
+    if rules.auth_tools and call.name not in rules.auth_tools | rules.public_tools:
+        if not any(seen.name in rules.auth_tools and not seen.error for seen in observed):
+            findings.append(RuleFinding("domain_violation", "the user has not been authenticated yet"))
+    write_tools = frozenset(tool.name for tool in toolkit if tool.writes)
+    if call.name in write_tools and not _confirmed(conversation, write_tools):
+        findings.append(
+            RuleFinding("domain_violation", "no explicit confirmation from the user for this change")
+        )
+    support = _support_text(conversation)
+    enums = {
+        name
+        for name, spec in toolkit[call.name].schema["function"]["parameters"].get("properties", {}).items()
+        if "enum" in spec
+    }
+    for name, value in call.arguments.items():
+        if name in enums:
+            continue
+        unsupported = [item for item in _values(value) if not _supported(item, support)]
+        if unsupported:
+            findings.append(
+                RuleFinding("hallucination", f"argument '{name}' uses {unsupported[0]!r}, which nothing so far supports")
+            )
+    findings.extend(rules.visible_findings(call, observed))
+    return findings
+
+
+def call_findings(domain: Domain, action: ToolCallAction, conversation: Sequence[Event]) -> list[RuleFinding]:
+    """`visible_findings` for an action whose arguments may not even be JSON."""
+    call = as_tool_call(action)
+    if call is None:
+        if action.name not in domain.toolkit:
+            return [RuleFinding("wrong_tool", f"'{action.name}' is not a tool of this domain")]
+        return [RuleFinding("hallucination", "the arguments are not a JSON object")]
+    return visible_findings(domain, call, conversation)
