@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from castbench.domain import Domain, Toolkit
+from castbench_retail.rules import RetailRules
 from castbench_retail.schema import Order, Product, User
 from castbench_retail.tools import TOOLS
 
@@ -24,6 +25,7 @@ domain = Domain(
     records=[User, Product, Order],
     toolkit=Toolkit(TOOLS),
     now=NOW,
+    rules=RetailRules(),
     description=(
         "An online store: authenticate the customer, then cancel or modify pending orders, "
         "return or exchange delivered items, update addresses and payment methods."
