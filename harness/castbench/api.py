@@ -10,7 +10,7 @@ from typing import Any
 
 from castbench.agents.registry import AgentSpec, Role, resolve
 from castbench.domain import resolve_domains
-from castbench.report.summary import RunSummary, summarize_run
+from castbench.report.summary import RunSummary, pair_with_baseline, summarize_run
 from castbench.runner.config import RunConfig
 from castbench.runner.engine import EvalOutcome, run_eval
 from castbench.runner.records import TrialRecord
@@ -107,9 +107,14 @@ def evaluate(
     fresh: bool = False,
     on_start: Callable[[int, int], None] | None = None,
     on_trial: Callable[[TrialRecord], None] | None = None,
+    paired: bool = False,
     **config_options: Any,
 ) -> EvalResult:
-    """Run (or resume) an evaluation and summarise it. Options as in `build_config`."""
+    """Run (or resume) an evaluation and summarise it. Options as in `build_config`.
+
+    With `paired` and a critic, the same tasks, seeds and policy also run without the critic
+    (a run of its own, resumable like any other) and the summary gains the critic's trial-level
+    helpfulness and harmfulness."""
     config, agents = build_config(**config_options)
     store = ResultsStore(db)
     outcome = run_eval(
@@ -122,5 +127,22 @@ def evaluate(
         on_start=on_start,
         on_trial=on_trial,
     )
-    summary = summarize_run(outcome.run_id, config, store.trials(outcome.run_id))
+    records = store.trials(outcome.run_id)
+    summary = summarize_run(outcome.run_id, config, records)
+    if paired and agents.critic is not None:
+        alone_config, alone_agents = build_config(**{**config_options, "critic": "none"})
+        alone = run_eval(
+            alone_config,
+            alone_agents,
+            store,
+            meta=run_metadata(),
+            concurrency=concurrency,
+            fresh=fresh,
+            on_start=on_start,
+            on_trial=on_trial,
+        )
+        alone_records = store.trials(alone.run_id)
+        summary = pair_with_baseline(
+            summary, summarize_run(alone.run_id, alone_config, alone_records), records, alone_records
+        )
     return EvalResult(outcome, summary)

@@ -8,7 +8,15 @@ from typing import Annotated
 import typer
 from click.core import ParameterSource
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 
 from castbench.agents.registry import AgentSpecError
 from castbench.api import evaluate
@@ -46,6 +54,9 @@ def eval_command(
     verify: Annotated[
         str, typer.Option(help="Actions the critic checks: tool_calls, writes or all.", rich_help_panel=_LOOP)
     ] = "tool_calls",
+    paired: Annotated[
+        bool, typer.Option(help="Also run without the critic (same seeds) to measure its effect.", rich_help_panel=_LOOP)
+    ] = False,
     db: DbOption = DEFAULT_DB,
     output: Annotated[Path | None, typer.Option(help="Write the JSON summary here.")] = None,
     fresh: Annotated[bool, typer.Option(help="Start a new run even if this config was run before.")] = False,
@@ -72,18 +83,21 @@ def eval_command(
         console=console,
         transient=False,
     )
-    bar = progress.add_task("trials", total=None, passed=0)
+    bars: list[TaskID] = []
     passed = 0
 
     def on_start(already: int, total: int) -> None:
+        nonlocal passed
         if already:
             console.print(f"resuming: {already} of {total} trials already stored")
-        progress.update(bar, total=total, completed=already)
+        passed = 0
+        label = "trials" if not bars else "trials without the critic"
+        bars.append(progress.add_task(label, total=total, completed=already, passed=0))
 
     def on_trial(record: TrialRecord) -> None:
         nonlocal passed
         passed += record.passed
-        progress.update(bar, advance=1, passed=passed)
+        progress.update(bars[-1], advance=1, passed=passed)
 
     try:
         with progress:
@@ -101,6 +115,7 @@ def eval_command(
                 db=db,
                 concurrency=concurrency,
                 fresh=fresh,
+                paired=paired,
                 on_start=on_start,
                 on_trial=on_trial,
             )

@@ -44,6 +44,8 @@ class CriticReport(CriticMetrics):
     harmfulness: float | None = None
     """Paired: trials passed without the critic and failed with it / trials passed without."""
     paired_run_id: str | None = None
+    pass_hat_without_critic: dict[int, float] | None = None
+    """Paired: the same policy's pass^k without the critic (same tasks, seeds, trials)."""
 
 
 def _executed_label(step: StepRecord) -> str | None:

@@ -15,11 +15,11 @@ from pydantic import BaseModel, Field
 
 from castbench.agents.conversation import Usage
 from castbench.metrics import ReliabilitySummary, TaskOutcome, summarize_counts
-from castbench.report.critic_report import CriticReport, critic_report
+from castbench.report.critic_report import CriticReport, critic_report, paired_effect
 from castbench.runner.config import RunConfig
 from castbench.runner.records import TrialRecord
 
-__all__ = ["DomainReport", "RunSummary", "summarize_run"]
+__all__ = ["DomainReport", "RunSummary", "pair_with_baseline", "summarize_run"]
 
 
 class DomainReport(ReliabilitySummary):
@@ -117,3 +117,36 @@ def summarize_run(run_id: str, config: RunConfig, records: Iterable[TrialRecord]
         overall=overall,
         warnings=warnings,
     )
+
+
+def _paired(report: DomainReport, alone: DomainReport | None, with_critic: list[TrialRecord], without: list[TrialRecord], run_id: str) -> DomainReport:
+    if report.critic is None or alone is None:
+        return report
+    helped, harmed = paired_effect(with_critic, without)
+    critic = report.critic.model_copy(
+        update={
+            "helpfulness": helped,
+            "harmfulness": harmed,
+            "paired_run_id": run_id,
+            "pass_hat_without_critic": alone.pass_hat,
+        }
+    )
+    return report.model_copy(update={"critic": critic})
+
+
+def pair_with_baseline(
+    summary: RunSummary, alone: RunSummary, with_critic: list[TrialRecord], without: list[TrialRecord]
+) -> RunSummary:
+    """Add the critic's trial-level effect against the same run without it (paired by trial)."""
+    domains = {
+        name: _paired(
+            report,
+            alone.domains.get(name),
+            [r for r in with_critic if r.domain == name],
+            [r for r in without if r.domain == name],
+            alone.run_id,
+        )
+        for name, report in summary.domains.items()
+    }
+    overall = _paired(summary.overall, alone.overall, with_critic, without, alone.run_id)
+    return summary.model_copy(update={"domains": domains, "overall": overall})

@@ -3,13 +3,16 @@ print)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from rich.console import Console
 from rich.table import Table
 
+from castbench.report.critic_report import CriticReport
 from castbench.report.summary import DomainReport, RunSummary
 from castbench.runner.records import TrialRecord
 
-__all__ = ["print_summary", "print_trial", "reliability_table"]
+__all__ = ["critic_table", "print_summary", "print_trial", "reliability_table"]
 
 
 def _cell(value: float, interval: tuple[float, float] | None) -> str:
@@ -23,47 +26,56 @@ def _ks(n: int) -> list[int]:
 
 
 def reliability_table(summary: RunSummary) -> Table:
+    """One row per k, one column per domain: pass^k with its 95% interval over tasks."""
     n = summary.overall.trials_per_task
-    table = Table(title=f"pass^k (95% CI over tasks) — run {summary.run_id}", title_justify="left")
-    table.add_column("domain", style="bold")
-    table.add_column("tasks", justify="right")
+    columns: list[tuple[str, DomainReport]] = list(summary.domains.items())
+    if len(columns) > 1:
+        columns.append(("overall", summary.overall))
+    table = Table(title=f"pass^k, 95% CI over tasks — run {summary.run_id}", title_justify="left")
+    table.add_column("k", justify="right", style="bold")
+    for name, report in columns:
+        table.add_column(f"{name} ({report.n_tasks} tasks)", justify="right")
     for k in _ks(n):
-        table.add_column(f"pass^{k}", justify="right")
-    table.add_column(f"pass@{n}", justify="right")
-    rows: list[tuple[str, DomainReport]] = list(summary.domains.items())
-    if len(rows) > 1:
-        rows.append(("overall", summary.overall))
-    for name, report in rows:
         table.add_row(
-            name,
-            str(report.n_tasks),
-            *[_cell(report.pass_hat[k], report.ci95[k]) if k in report.pass_hat else "–" for k in _ks(n)],
-            f"{report.pass_at.get(n, float('nan')):.3f}",
+            f"pass^{k}",
+            *[_cell(report.pass_hat[k], report.ci95[k]) if k in report.pass_hat else "–" for _, report in columns],
         )
+    table.add_row(f"pass@{n}", *[f"{report.pass_at.get(n, float('nan')):.3f}" for _, report in columns])
     return table
 
 
 def _details_table(summary: RunSummary) -> Table:
+    """Trial-level facts per domain: steps, errors, why trials ended and why they failed."""
+    columns = list(summary.domains.items())
     table = Table(title="trials", title_justify="left")
-    for column in ("domain", "trials", "steps/trial", "errored", "retried", "end reasons", "failures", "surface✓"):
-        table.add_column(column)
-    for name, report in summary.domains.items():
-        table.add_row(
-            name,
-            str(report.n_trials),
-            f"{report.steps_mean:.1f}",
-            str(report.errored_trials),
-            str(report.retried_trials),
-            ", ".join(f"{k} {v}" for k, v in report.end_reasons.items()),
-            ", ".join(f"{k} {v}" for k, v in report.failure_categories.items()) or "–",
-            str(report.surface_success),
-        )
+    table.add_column("", style="bold")
+    for name, _ in columns:
+        table.add_column(name, justify="right")
+    facts: list[tuple[str, Callable[[DomainReport], str]]] = [
+        ("trials", lambda r: str(r.n_trials)),
+        ("steps per trial", lambda r: f"{r.steps_mean:.1f}"),
+        ("errored / retried", lambda r: f"{r.errored_trials} / {r.retried_trials}"),
+        ("incomplete tasks", lambda r: str(len(r.incomplete_tasks))),
+        ("failed but looked fine", lambda r: str(r.surface_success)),
+        ("cost per trial", lambda r: "–" if r.cost_per_trial is None else f"${r.cost_per_trial:.4f}"),
+    ]
+    for label, value in facts:
+        table.add_row(label, *[value(report) for _, report in columns])
+    reasons = sorted({reason for _, report in columns for reason in report.end_reasons})
+    for reason in reasons:
+        table.add_row(f"ended: {reason}", *[str(report.end_reasons.get(reason, 0)) for _, report in columns])
+    categories = sorted({c for _, report in columns for c in report.failure_categories})
+    for category in categories:
+        table.add_row(f"failed: {category}", *[str(report.failure_categories.get(category, 0)) for _, report in columns])
     return table
 
 
 def print_summary(summary: RunSummary, console: Console) -> None:
     console.print(reliability_table(summary))
     console.print(_details_table(summary))
+    critic = critic_table(summary)
+    if critic is not None:
+        console.print(critic)
     for warning in summary.warnings:
         console.print(f"[bold yellow]warning:[/] {warning}")
 
@@ -112,3 +124,50 @@ def _show(action: object) -> str:
     if kind == "reply":
         return repr(action.text)  # type: ignore[attr-defined]
     return f"malformed: {getattr(action, 'reason', '')}"
+
+
+def _rate(value: float | None) -> str:
+    return "–" if value is None else f"{value:.3f}"
+
+
+def critic_table(summary: RunSummary) -> Table | None:
+    """Confusion matrix (shares of labelled verified actions, as CAST reports them) and rates,
+    one column per domain."""
+    columns = [(name, report.critic) for name, report in summary.domains.items() if report.critic is not None]
+    if not columns:
+        return None
+    if len(columns) > 1 and summary.overall.critic is not None:
+        columns.append(("overall", summary.overall.critic))
+    table = Table(title=f"critic {summary.config.get('critic')}", title_justify="left")
+    table.add_column("", style="bold")
+    for name, _ in columns:
+        table.add_column(name, justify="right")
+    rows: list[tuple[str, Callable[[CriticReport], str]]] = [
+        ("verified actions", lambda c: str(c.n_verified)),
+        ("labels unknown", lambda c: str(c.unknown)),
+        ("flag ∧ invalid (share)", lambda c: _rate(c.confusion.flag_invalid if c.confusion else None)),
+        ("flag ∧ valid (share)", lambda c: _rate(c.confusion.flag_valid if c.confusion else None)),
+        ("pass ∧ invalid (share)", lambda c: _rate(c.confusion.pass_invalid if c.confusion else None)),
+        ("pass ∧ valid (share)", lambda c: _rate(c.confusion.pass_valid if c.confusion else None)),
+        ("false-flag rate", lambda c: _rate(c.false_flag_rate)),
+        ("detection rate", lambda c: _rate(c.detection_rate)),
+        ("precision", lambda c: _rate(c.precision)),
+        ("F1", lambda c: _rate(c.f1)),
+        ("MCC", lambda c: _rate(c.mcc)),
+        ("flag rate", lambda c: _rate(c.flag_rate)),
+        ("resistance rate", lambda c: _rate(c.resistance_rate)),
+        ("correction rate", lambda c: _rate(c.correction_rate)),
+        ("harmful-revision rate", lambda c: _rate(c.harmful_revision_rate)),
+        ("rounds per verified step", lambda c: _rate(c.rounds_mean)),
+        ("critic / policy seconds", lambda c: f"{c.critic_seconds:.2f} / {c.policy_seconds:.2f}"),
+        ("critic tokens in / out", lambda c: f"{c.critic_usage.input_tokens} / {c.critic_usage.output_tokens}"),
+    ]
+    if any(c.helpfulness is not None for _, c in columns):
+        rows += [
+            ("helpfulness (paired)", lambda c: _rate(c.helpfulness)),
+            ("harmfulness (paired)", lambda c: _rate(c.harmfulness)),
+            ("pass^1 without critic", lambda c: _rate((c.pass_hat_without_critic or {}).get(1))),
+        ]
+    for label, value in rows:
+        table.add_row(label, *[value(critic) for _, critic in columns])
+    return table
