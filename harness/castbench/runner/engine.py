@@ -12,6 +12,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 
 from castbench.domain import Database, Domain, Task, TaskFileError, load_domain
+from castbench.errors import FatalInfrastructureError
 from castbench.runner.config import RunConfig
 from castbench.runner.records import TrialRecord
 from castbench.runner.rollout import AgentSet, run_trial
@@ -36,6 +37,8 @@ class EvalOutcome:
     already_done: int
     ran: int
     total: int
+    stopped: str | None = None
+    """Why the run stopped before its last trial (re-running the same command resumes it)."""
 
 
 class ExpectedStates:
@@ -101,10 +104,14 @@ def _run_with_retries(
 
 
 def _results(
-    jobs: list[TrialJob], work: Callable[[TrialJob], TrialRecord], concurrency: int
+    jobs: list[TrialJob], work: Callable[[TrialJob], TrialRecord], concurrency: int, stop: Callable[[], bool]
 ) -> Iterator[TrialRecord]:
+    """Finished trials as they come; once `stop()` is true no new trial starts (those running
+    finish and are kept)."""
     if concurrency <= 1:
         for job in jobs:
+            if stop():
+                return
             yield work(job)
         return
     with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="trial") as pool:
@@ -114,13 +121,22 @@ def _results(
             pending.add(pool.submit(work, job))
             if len(pending) >= concurrency * 2:
                 break
-        while pending:
-            done, pending = wait(pending, return_when=FIRST_COMPLETED)
-            for future in done:
-                yield future.result()
-                following = next(queue, None)
-                if following is not None:
-                    pending.add(pool.submit(work, following))
+        try:
+            while pending:
+                done, pending = wait(pending, return_when=FIRST_COMPLETED)
+                for future in done:
+                    yield future.result()
+                    following = None if stop() else next(queue, None)
+                    if following is not None:
+                        pending.add(pool.submit(work, following))
+        except BaseException:
+            for future in pending:
+                future.cancel()
+            raise
+
+
+def _cost(record: TrialRecord) -> float:
+    return sum(usage.cost or 0.0 for usage in record.usage.values())
 
 
 def run_eval(
@@ -132,10 +148,15 @@ def run_eval(
     concurrency: int = 1,
     fresh: bool = False,
     max_attempts: int = 3,
+    max_cost: float | None = None,
     on_start: Callable[[int, int], None] | None = None,
     on_trial: Callable[[TrialRecord], None] | None = None,
 ) -> EvalOutcome:
-    """Run (or resume) the evaluation `config` describes; every trial is committed as it ends."""
+    """Run (or resume) the evaluation `config` describes; every trial is committed as it ends.
+
+    `max_cost` (USD, this invocation's spending) stops starting trials once reached; a fatal
+    provider error (bad credentials, unknown model) stops the run at once. Either way the
+    finished trials stay stored and re-running resumes."""
     jobs = plan_trials(config)
     run_id, resumed = store.open_run(config, meta or {}, fresh=fresh)
     done = store.scored_keys(run_id) if resumed else set()
@@ -148,11 +169,23 @@ def run_eval(
     def work(job: TrialJob) -> TrialRecord:
         return _run_with_retries(job, config, agents, expected, max_attempts)
 
-    ran = 0
-    for record in _results(todo, work, concurrency):
-        store.add_trial(run_id, record)
-        ran += 1
-        if on_trial is not None:
-            on_trial(record)
-    store.set_status(run_id, "complete")
-    return EvalOutcome(run_id, resumed, len(jobs) - len(todo), ran, len(jobs))
+    ran, spent = 0, 0.0
+
+    def over_budget() -> bool:
+        return max_cost is not None and spent >= max_cost
+
+    try:
+        for record in _results(todo, work, concurrency, over_budget):
+            store.add_trial(run_id, record)
+            ran += 1
+            spent += _cost(record)
+            if on_trial is not None:
+                on_trial(record)
+    except FatalInfrastructureError:
+        store.set_status(run_id, "failed")
+        raise
+    stopped = None
+    if ran < len(todo):
+        stopped = f"cost limit reached: ${spent:.4f} spent of ${max_cost}; {len(todo) - ran} trial(s) not run"
+    store.set_status(run_id, "stopped" if stopped else "complete")
+    return EvalOutcome(run_id, resumed, len(jobs) - len(todo), ran, len(jobs), stopped)

@@ -37,7 +37,7 @@ from castbench.agents.conversation import (
 from castbench.agents.registry import AgentSpec
 from castbench.agents.views import CriticView, PolicyView, briefing_for, user_briefing_for
 from castbench.domain import Database, Domain, Task, ToolCrash
-from castbench.errors import InfrastructureError
+from castbench.errors import FatalInfrastructureError, InfrastructureError
 from castbench.grading import grade_trial
 from castbench.grading.labeler import label_action
 from castbench.runner.records import EndReason, Proposal, StepRecord, StepTiming, TrialRecord
@@ -246,6 +246,8 @@ class _Trial:
                     return end, None
         except _AgentCrash as exc:
             return "agent_error", str(exc)
+        except FatalInfrastructureError:
+            raise  # no trial can succeed: the engine stops the run
         except InfrastructureError as exc:
             return "infra_error", str(exc)
         except ToolCrash as exc:
