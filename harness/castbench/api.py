@@ -6,10 +6,12 @@ import platform
 import subprocess
 from collections.abc import Callable
 from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
 from typing import Any
 
 from castbench.agents.registry import AgentSpec, Role, resolve
 from castbench.domain import resolve_domains
+from castbench.models.settings import configure_model_agent, load_models_config
 from castbench.report.summary import RunSummary, pair_with_baseline, summarize_run
 from castbench.runner.config import RunConfig
 from castbench.runner.engine import EvalOutcome, run_eval
@@ -70,10 +72,25 @@ def build_config(
     limits: Limits | None = None,
     verification: Verification | None = None,
     extra: dict[str, Any] | None = None,
+    models_config: str | Path | dict[str, dict[str, Any]] | None = None,
+    api_base: str | None = None,
+    cache_dir: str | None = None,
 ) -> tuple[RunConfig, AgentSet]:
+    """`models_config` (a TOML/JSON file or its parsed tables) and `api_base` set model roles'
+    settings (see `castbench.models.settings`); they are recorded in `extra["models"]`.
+    `cache_dir` caches model answers and is not part of the run's identity."""
     resolved = resolve_domains(domains)
-    specs = AgentSet(policy=_resolve("policy", policy), user=_resolve("user", user), critic=None)
-    critic_spec = _resolve("critic", critic)
+    layers = load_models_config(models_config) if isinstance(models_config, str | Path) else models_config
+    models: dict[str, Any] = {}
+
+    def configured(agent: AgentSpec) -> AgentSpec:
+        if agent.kind != "model":
+            return agent
+        agent, models[agent.role] = configure_model_agent(agent, layers, api_base, cache_dir)
+        return agent
+
+    specs = AgentSet(policy=configured(_resolve("policy", policy)), user=configured(_resolve("user", user)))
+    critic_spec = configured(_resolve("critic", critic))
     if critic_spec.factory is not None:
         specs = AgentSet(policy=specs.policy, user=specs.user, critic=critic_spec)
     privileged = [role for role, spec in (("policy", specs.policy), ("critic", critic_spec)) if spec.privileged]
@@ -89,7 +106,7 @@ def build_config(
         limits=limits or Limits(),
         verification=verification or Verification(),
         privileged=privileged,
-        extra=extra or {},
+        extra={**(extra or {}), **({"models": models} if models else {})},
     )
     return config, specs
 
@@ -108,13 +125,14 @@ def evaluate(
     on_start: Callable[[int, int], None] | None = None,
     on_trial: Callable[[TrialRecord], None] | None = None,
     paired: bool = False,
+    max_cost: float | None = None,
     **config_options: Any,
 ) -> EvalResult:
     """Run (or resume) an evaluation and summarise it. Options as in `build_config`.
 
     With `paired` and a critic, the same tasks, seeds and policy also run without the critic
     (a run of its own, resumable like any other) and the summary gains the critic's trial-level
-    helpfulness and harmfulness."""
+    helpfulness and harmfulness. `max_cost` (USD) stops each run once it has spent that much."""
     config, agents = build_config(**config_options)
     store = ResultsStore(db)
     outcome = run_eval(
@@ -124,11 +142,17 @@ def evaluate(
         meta=run_metadata(),
         concurrency=concurrency,
         fresh=fresh,
+        max_cost=max_cost,
         on_start=on_start,
         on_trial=on_trial,
     )
     records = store.trials(outcome.run_id)
-    summary = summarize_run(outcome.run_id, config, records)
+    try:
+        summary = summarize_run(outcome.run_id, config, records)
+    except ValueError as exc:
+        if outcome.stopped is None:
+            raise
+        raise ValueError(f"{outcome.stopped}; {exc}: re-run the same command to resume") from exc
     if paired and agents.critic is not None:
         alone_config, alone_agents = build_config(**{**config_options, "critic": "none"})
         alone = run_eval(
@@ -138,6 +162,7 @@ def evaluate(
             meta=run_metadata(),
             concurrency=concurrency,
             fresh=fresh,
+            max_cost=max_cost,
             on_start=on_start,
             on_trial=on_trial,
         )

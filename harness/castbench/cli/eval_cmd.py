@@ -22,6 +22,7 @@ from castbench.agents.registry import AgentSpecError
 from castbench.api import evaluate
 from castbench.cli.options import DbOption, DomainOption, SplitOption
 from castbench.domain import TaskFileError
+from castbench.errors import InfrastructureError
 from castbench.report import print_summary
 from castbench.runner.records import TrialRecord
 from castbench.runner.rollout import Limits, Verification
@@ -31,6 +32,7 @@ console = Console()
 _AGENTS = "Agents"
 _RUN = "Run"
 _LOOP = "Critic loop"
+_MODELS = "Models"
 
 
 def eval_command(
@@ -56,6 +58,26 @@ def eval_command(
     ] = "tool_calls",
     paired: Annotated[
         bool, typer.Option(help="Also run without the critic (same seeds) to measure its effect.", rich_help_panel=_LOOP)
+    ] = False,
+    api_base: Annotated[
+        str | None,
+        typer.Option(envvar="CASTBENCH_API_BASE", help="OpenAI-compatible server for model roles.", rich_help_panel=_MODELS),
+    ] = None,
+    models_config: Annotated[
+        Path | None,
+        typer.Option(
+            envvar="CASTBENCH_MODELS_CONFIG", help="TOML/JSON per-role model settings.", rich_help_panel=_MODELS
+        ),
+    ] = None,
+    cache: Annotated[
+        Path | None,
+        typer.Option(envvar="CASTBENCH_CACHE", help="Cache model answers in this directory.", rich_help_panel=_MODELS),
+    ] = None,
+    max_cost: Annotated[
+        float | None, typer.Option(min=0, help="Stop starting trials after this many USD.", rich_help_panel=_MODELS)
+    ] = None,
+    strict: Annotated[
+        bool, typer.Option(help="Exit 1 if any task is incomplete (errored trials, stopped run).", rich_help_panel=_RUN)
     ] = False,
     db: DbOption = DEFAULT_DB,
     output: Annotated[Path | None, typer.Option(help="Write the JSON summary here.")] = None,
@@ -116,16 +138,28 @@ def eval_command(
                 concurrency=concurrency,
                 fresh=fresh,
                 paired=paired,
+                models_config=models_config,
+                api_base=api_base,
+                cache_dir=str(cache) if cache is not None else None,
+                max_cost=max_cost,
                 on_start=on_start,
                 on_trial=on_trial,
             )
     except (AgentSpecError, TaskFileError, KeyError, ValueError) as exc:
         console.print(f"[bold red]error:[/] {exc}")
         raise typer.Exit(2) from exc
+    except InfrastructureError as exc:  # fatal: bad credentials, unknown model
+        console.print(f"[bold red]error:[/] {exc}\nfinished trials are kept; fix it and re-run to resume")
+        raise typer.Exit(2) from exc
     outcome, summary = result.outcome, result.summary
     verb = "resumed" if outcome.resumed else "stored"
     console.print(f"run {outcome.run_id} {verb} in {db} ({outcome.ran} trials run, {outcome.already_done} reused)")
     print_summary(summary, console)
+    if outcome.stopped:
+        console.print(f"[yellow]stopped:[/] {outcome.stopped}; re-run the same command to resume")
+    if strict and (outcome.stopped or summary.overall.incomplete_tasks):
+        console.print(f"[bold red]--strict:[/] {len(summary.overall.incomplete_tasks)} incomplete task(s)")
+        raise typer.Exit(1)
     if output is not None:
         output.parent.mkdir(parents=True, exist_ok=True)
         output.write_text(summary.model_dump_json(indent=2))

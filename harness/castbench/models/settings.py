@@ -1,0 +1,175 @@
+"""Per-role model settings: where they come from, how they merge, and the checks made before a run.
+
+Settings reach a role from (most specific first):
+1. the spec's query string: `openai/x?temperature=0.2&max_tokens=512&style=prompted`;
+2. the role's table in `--models-config` (`[policy]`, `[critic]`, `[user]`);
+3. `--api-base`;
+4. the top level of `--models-config` (defaults for every role).
+
+Keys castbench knows are validated; any other key (`top_p`, `stop`, `reasoning_effort`, ...) goes
+to `litellm.completion` unchanged. API keys never appear here: they come from the environment
+(`api_key_env` names the variable when it is not the provider's usual one), so the settings can be
+recorded with the run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tomllib
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from castbench.agents.registry import AgentSpec, AgentSpecError
+
+__all__ = [
+    "ROLES",
+    "ModelSettings",
+    "check_environment",
+    "configure_model_agent",
+    "load_models_config",
+    "merge_settings",
+    "model_settings",
+]
+
+ROLES = ("policy", "critic", "user")
+
+ResponseFormat = Literal["none", "json_object", "json_schema", "llama_cpp"]
+
+
+class ModelSettings(BaseModel):
+    """Everything that decides how one role calls its model."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    model: str
+    api_base: str | None = None
+    api_key_env: str | None = None
+    """Environment variable holding the API key, when not the provider's usual one."""
+    style: Literal["function_calling", "prompted"] = "function_calling"
+    """Policy only: native tool calls, or tools rendered into the prompt and the action parsed
+    from the text (ReAct style; works with any chat model)."""
+    response_format: ResponseFormat = "none"
+    """Structured output for the prompted policy and the critic: `json_schema` (OpenAI, vLLM),
+    `json_object` (JSON mode, no schema) or `llama_cpp` (llama.cpp server: JSON mode + schema)."""
+    temperature: float | None = Field(None, ge=0)
+    max_tokens: int | None = Field(None, ge=1)
+    seed: int | None = None
+    """Mixed with each trial's seed, so n trials stay distinct and every one is reproducible."""
+    stop_token: str = "###STOP###"
+    """User only: the marker with which the simulated user ends the conversation."""
+    timeout: float = Field(120.0, gt=0, description="seconds per attempt")
+    max_attempts: int = Field(6, ge=1, description="attempts per call (1 = no retry)")
+    max_call_s: float = Field(600.0, gt=0, description="seconds per call, all attempts and waits")
+    backoff_s: float = Field(1.0, ge=0, description="first backoff wait; doubles, with full jitter")
+    backoff_max_s: float = Field(60.0, ge=0)
+    max_concurrency: int = Field(16, ge=1, description="calls in flight per api_base + model")
+    cache_dir: str | None = Field(None, exclude=True)
+    """Response cache (runtime only: never recorded, never part of the run's identity)."""
+
+    @property
+    def generation(self) -> dict[str, Any]:
+        """The keyword arguments for the provider that change what the model says."""
+        extra = dict(self.model_extra or {})
+        for key in ("temperature", "max_tokens"):
+            value = getattr(self, key)
+            if value is not None:
+                extra[key] = value
+        return extra
+
+    def recorded(self) -> dict[str, Any]:
+        """What the run's config records for this role (defaults left out, keys never present)."""
+        return self.model_dump(mode="json", exclude_defaults=True)
+
+    @property
+    def concurrency_key(self) -> str:
+        return f"{self.api_base or 'default'}|{self.model}"
+
+
+def merge_settings(*layers: dict[str, Any] | None) -> dict[str, Any]:
+    """Later layers win; `None` values do not override."""
+    merged: dict[str, Any] = {}
+    for layer in layers:
+        merged.update({key: value for key, value in (layer or {}).items() if value is not None})
+    return merged
+
+
+def model_settings(role: str, spec: str, params: dict[str, Any]) -> ModelSettings:
+    """Validated settings, or an `AgentSpecError` that names the role, the spec and the key."""
+    if "api_key" in params:
+        raise AgentSpecError(f"{role} '{spec}': put API keys in the environment (see api_key_env)")
+    try:
+        return ModelSettings.model_validate(params)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"'{'.'.join(str(p) for p in err['loc'])}': {err['msg']}" for err in exc.errors()
+        )
+        raise AgentSpecError(f"{role} '{spec}': {problems}") from exc
+
+
+def load_models_config(path: str | Path) -> dict[str, dict[str, Any]]:
+    """Per-role settings from a TOML or JSON file: top-level keys apply to every role, the
+    `[policy]`, `[critic]` and `[user]` tables to one. Returns {role: settings}."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+        raw = json.loads(text) if path.suffix == ".json" else tomllib.loads(text)
+    except (OSError, ValueError) as exc:
+        raise AgentSpecError(f"--models-config {path}: cannot read: {exc}") from exc
+    tables = {key: value for key, value in raw.items() if isinstance(value, dict)}
+    unknown = sorted(set(tables) - set(ROLES))
+    if unknown:
+        raise AgentSpecError(f"--models-config {path}: unknown table(s) {unknown}; use {', '.join(ROLES)}")
+    shared = {key: value for key, value in raw.items() if key not in tables}
+    for where, settings in [("top level", shared), *tables.items()]:
+        if "model" in settings:
+            raise AgentSpecError(
+                f"--models-config {path}: 'model' in {where}: name models with --policy/--critic/--user"
+            )
+        if any("key" == part or part.endswith("_key") for part in settings):
+            raise AgentSpecError(f"--models-config {path}: {where}: put API keys in the environment")
+    return {"*": shared, **tables}
+
+
+def check_environment(role: str, settings: ModelSettings) -> None:
+    """Fail before any trial starts when the provider is unknown or its API key is missing."""
+    import litellm  # deferred: slow to import, only needed once a model string is used
+
+    try:
+        litellm.get_llm_provider(model=settings.model, api_base=settings.api_base)
+    except Exception as exc:  # litellm raises its own BadRequestError with a long text
+        raise AgentSpecError(
+            f"{role} model '{settings.model}': unknown provider (use provider/model, e.g. "
+            "openai/gpt-4o-mini, anthropic/..., hosted_vllm/...; see docs/models.md)"
+        ) from exc
+    if settings.api_key_env is not None:
+        if not os.environ.get(settings.api_key_env):
+            raise AgentSpecError(f"{role} model '{settings.model}': {settings.api_key_env} is not set")
+        return
+    if settings.api_base is not None:
+        return  # a server of our own: local servers need no key
+    missing = litellm.validate_environment(model=settings.model)["missing_keys"]
+    if missing:
+        raise AgentSpecError(
+            f"{role} model '{settings.model}' needs {', '.join(missing)} in the environment "
+            "(or point it at an OpenAI-compatible server with --api-base / ?api_base=...)"
+        )
+
+
+def configure_model_agent(
+    agent: AgentSpec,
+    models_config: dict[str, dict[str, Any]] | None = None,
+    api_base: str | None = None,
+    cache_dir: str | None = None,
+) -> tuple[AgentSpec, dict[str, Any]]:
+    """A model agent's spec with its settings merged, validated and its environment checked,
+    and what the run records of them."""
+    layers = models_config or {}
+    params = merge_settings(layers.get("*"), {"api_base": api_base}, layers.get(agent.role), agent.params)
+    settings = model_settings(agent.role, agent.spec, params)
+    check_environment(agent.role, settings)
+    runtime = {"cache_dir": cache_dir} if cache_dir else {}
+    return replace(agent, params={**params, **runtime}), settings.recorded()
