@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from castbench.agents.registry import AgentSpec, Role, resolve
+from castbench.agents.traits import parse_traits
 from castbench.domain import resolve_domains
 from castbench.models.settings import configure_model_agent, load_models_config
 from castbench.report.summary import RunSummary, pair_with_baseline, summarize_run
@@ -71,6 +72,7 @@ def build_config(
     tasks: list[str] | None = None,
     limits: Limits | None = None,
     verification: Verification | None = None,
+    traits: str | None = None,
     extra: dict[str, Any] | None = None,
     models_config: str | Path | dict[str, dict[str, Any]] | None = None,
     api_base: str | None = None,
@@ -105,6 +107,7 @@ def build_config(
         seed=seed,
         limits=limits or Limits(),
         verification=verification or Verification(),
+        traits=parse_traits(traits),
         privileged=privileged,
         extra={**(extra or {}), **({"models": models} if models else {})},
     )

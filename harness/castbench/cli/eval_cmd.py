@@ -19,11 +19,12 @@ from rich.progress import (
 )
 
 from castbench.agents.registry import AgentSpecError
-from castbench.api import evaluate
+from castbench.api import EvalResult, evaluate
 from castbench.cli.options import DbOption, DomainOption, SplitOption
 from castbench.domain import TaskFileError
 from castbench.errors import InfrastructureError
 from castbench.report import print_summary
+from castbench.report.traits import sweep_table, trait_sweep
 from castbench.runner.records import TrialRecord
 from castbench.runner.rollout import Limits, Verification
 from castbench.store import DEFAULT_DB
@@ -79,12 +80,25 @@ def eval_command(
     strict: Annotated[
         bool, typer.Option(help="Exit 1 if any task is incomplete (errored trials, stopped run).", rich_help_panel=_RUN)
     ] = False,
+    traits: Annotated[
+        str | None,
+        typer.Option(help="User trait profile, e.g. impatience=high,confusion=low.", rich_help_panel=_AGENTS),
+    ] = None,
+    sweep_traits: Annotated[
+        str | None,
+        typer.Option(
+            help="Also run these profiles (';'-separated, e.g. 'impatience=high;confusion=high') and "
+            "report each one's pass^k drop against no traits.",
+            rich_help_panel=_AGENTS,
+        ),
+    ] = None,
     db: DbOption = DEFAULT_DB,
     output: Annotated[Path | None, typer.Option(help="Write the JSON summary here.")] = None,
     fresh: Annotated[bool, typer.Option(help="Start a new run even if this config was run before.")] = False,
 ) -> None:
     """Run every selected task n times and report pass^k. Re-running resumes the same run."""
-    defaults = all(ctx.get_parameter_source(name) == ParameterSource.DEFAULT for name in ctx.params)
+    unflagged = (ParameterSource.DEFAULT, ParameterSource.ENVIRONMENT)
+    defaults = all(ctx.get_parameter_source(name) in unflagged for name in ctx.params)
     what = (
         f"domains {domain} ({split} split), policy {policy}, critic {critic}, user {user}, "
         f"{trials} trials, seed {seed}"
@@ -106,6 +120,7 @@ def eval_command(
         transient=False,
     )
     bars: list[TaskID] = []
+    phase: list[str] = []
     passed = 0
 
     def on_start(already: int, total: int) -> None:
@@ -113,7 +128,8 @@ def eval_command(
         if already:
             console.print(f"resuming: {already} of {total} trials already stored")
         passed = 0
-        label = "trials" if not bars else "trials without the critic"
+        label = phase[0] if len(phase) == 1 else f"{phase[0]} without the critic"
+        phase.append(label)
         bars.append(progress.add_task(label, total=total, completed=already, passed=0))
 
     def on_trial(record: TrialRecord) -> None:
@@ -121,30 +137,39 @@ def eval_command(
         passed += record.passed
         progress.update(bars[-1], advance=1, passed=passed)
 
+    def run(profile: str | None) -> EvalResult:
+        phase.clear()
+        phase.append(f"trials ({profile})" if profile else "trials")
+        return evaluate(
+            traits=profile,
+            domains=domain,
+            policy=policy,
+            critic=critic,
+            user=user,
+            split=split,
+            trials=trials,
+            seed=seed,
+            tasks=[t.strip() for t in tasks.split(",")] if tasks else None,
+            limits=Limits(max_steps=max_steps),
+            verification=verification,
+            db=db,
+            concurrency=concurrency,
+            fresh=fresh,
+            paired=paired,
+            models_config=models_config,
+            api_base=api_base,
+            cache_dir=str(cache) if cache is not None else None,
+            max_cost=max_cost,
+            on_start=on_start,
+            on_trial=on_trial,
+            )
+
+    profiles = [p.strip() for p in sweep_traits.split(";") if p.strip()] if sweep_traits else []
     try:
         with progress:
-            result = evaluate(
-                domains=domain,
-                policy=policy,
-                critic=critic,
-                user=user,
-                split=split,
-                trials=trials,
-                seed=seed,
-                tasks=[t.strip() for t in tasks.split(",")] if tasks else None,
-                limits=Limits(max_steps=max_steps),
-                verification=verification,
-                db=db,
-                concurrency=concurrency,
-                fresh=fresh,
-                paired=paired,
-                models_config=models_config,
-                api_base=api_base,
-                cache_dir=str(cache) if cache is not None else None,
-                max_cost=max_cost,
-                on_start=on_start,
-                on_trial=on_trial,
-            )
+            result = run(traits)
+            swept = {profile: run(profile).summary for profile in profiles}
+            baseline = run(None).summary if profiles and traits else result.summary
     except (AgentSpecError, TaskFileError, KeyError, ValueError) as exc:
         console.print(f"[bold red]error:[/] {exc}")
         raise typer.Exit(2) from exc
@@ -155,6 +180,10 @@ def eval_command(
     verb = "resumed" if outcome.resumed else "stored"
     console.print(f"run {outcome.run_id} {verb} in {db} ({outcome.ran} trials run, {outcome.already_done} reused)")
     print_summary(summary, console)
+    if profiles:
+        sweep = trait_sweep(baseline, swept)
+        console.print(sweep_table(sweep))
+        summary = summary.model_copy(update={"trait_sweep": sweep})
     if outcome.stopped:
         console.print(f"[yellow]stopped:[/] {outcome.stopped}; re-run the same command to resume")
     if strict and (outcome.stopped or summary.overall.incomplete_tasks):

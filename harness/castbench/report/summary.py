@@ -46,6 +46,8 @@ class RunSummary(BaseModel):
     domains: dict[str, DomainReport]
     overall: DomainReport
     warnings: list[str] = Field(default_factory=list)
+    trait_sweep: Any = None
+    """With `--sweep-traits`: each profile's pass^k and its drop against no traits."""
 
 
 def _report(records: list[TrialRecord], trials: int, seed: int, prefix_domain: bool) -> DomainReport | None:

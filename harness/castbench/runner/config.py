@@ -25,6 +25,8 @@ class RunConfig(BaseModel):
     seed: int = 0
     limits: Limits = Field(default_factory=Limits)
     verification: Verification = Field(default_factory=Verification)
+    traits: dict[str, str] = Field(default_factory=dict)
+    """The simulated user's trait profile (empty: no traits)."""
     privileged: list[str] = Field(default_factory=list)
     """Roles whose agent read the ground truth (such runs are upper bounds, not entries)."""
     extra: dict[str, Any] = Field(default_factory=dict)

@@ -95,6 +95,7 @@ def _run_with_retries(
             expected.get(job.domain, job.task),
             config.limits,
             config.verification,
+            config.traits,
         )
         record = record.model_copy(update={"attempts": attempt})
         if record.end_reason != "infra_error":

@@ -263,9 +263,12 @@ def run_trial(
     expected: Database,
     limits: Limits | None = None,
     verification: Verification | None = None,
+    traits: dict[str, str] | None = None,
 ) -> TrialRecord:
     started = _clock()
-    trial = _Trial(domain, task, agents, limits or Limits(), verification or Verification(), seed, trial_index)
+    trial = _Trial(
+        domain, task, agents, limits or Limits(), verification or Verification(), seed, trial_index, traits
+    )
     end_reason, error = trial.run()
     user_usage = getattr(trial.user, "usage", None)
     if isinstance(user_usage, Usage):

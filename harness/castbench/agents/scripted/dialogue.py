@@ -10,11 +10,14 @@ import re
 
 __all__ = [
     "ANYTHING_ELSE",
+    "ask_again",
     "ask_for",
     "asks_anything_else",
     "asks_confirmation",
     "confirmation_request",
+    "gives_reason",
     "is_affirmative",
+    "is_negative",
 ]
 
 ANYTHING_ELSE = "Is there anything else I can help you with?"
@@ -22,16 +25,37 @@ ANYTHING_ELSE = "Is there anything else I can help you with?"
 _CONFIRM = re.compile(r"\b(confirm|proceed|go ahead|yes or no|shall i|should i|do you want me to)\b")
 _ANYTHING_ELSE = re.compile(r"anything else|something else|any other (request|question)")
 _NEGATIVE = re.compile(r"^\W*(no|nope|don't|do not|not now|cancel that|stop)\b")
+_REASON = re.compile(r"\b(because|since|so that|in order to|the reason)\b")
 _AFFIRMATIVE = re.compile(r"^\W*(yes|yeah|yep|sure|ok|okay|confirm|confirmed|please do|go ahead|correct)\b")
 
 
 def ask_for(names: list[str]) -> str:
-    listed = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
-    return f"I can help with that. First, could you please tell me your {listed}?"
+    return f"I can help with that. First, could you please tell me your {_listed(names)}?"
 
 
-def confirmation_request(description: str) -> str:
+def _listed(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def ask_again(names: list[str]) -> str:
+    return f"Sorry, I still need your {_listed(names)}. Could you please tell me?"
+
+
+def confirmation_request(description: str, with_reason: bool = False) -> str:
+    if with_reason:
+        return (
+            "I ask because our policy requires your explicit yes before I change anything. "
+            f"Here is exactly what will happen: {description}. Do you confirm? Please answer yes or no."
+        )
     return f"Here is what I am about to do: {description}. Do you confirm? Please answer yes or no."
+
+
+def gives_reason(message: str) -> bool:
+    return bool(_REASON.search(message.lower()))
+
+
+def is_negative(message: str) -> bool:
+    return bool(_NEGATIVE.search(message.lower()))
 
 
 def asks_confirmation(message: str) -> bool:

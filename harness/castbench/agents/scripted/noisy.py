@@ -2,8 +2,9 @@
 
 For each ground-truth action, with probability `p` it makes one mistake: a hallucinated
 argument, the wrong tool, or (for a write) a domain violation — executing without the user's
-confirmation. After a mistaken call that errors it recovers (makes the right call) with
-probability `recover`. When a critic rejects a proposal it insists on the same action with
+confirmation. After a mistaken call that errors it may first ask the user to repeat a detail
+(probability `clarify`: what an impatient user resents), then recovers (makes the right call)
+with probability `recover`. When a critic rejects a proposal it insists on the same action with
 probability `insist` (resistance); otherwise it revises: to the right action if the proposal was
 a mistake (correction; for a write it skipped confirming, by asking the user first), or to a
 fresh mistake if the proposal was right (a harmful revision, which is what an over-eager critic
@@ -19,7 +20,7 @@ from typing import ClassVar, Literal
 from pydantic import BaseModel, Field
 
 from castbench.agents.conversation import Action, ReplyAction, ToolCallAction, ToolResultTurn
-from castbench.agents.scripted.dialogue import confirmation_request
+from castbench.agents.scripted.dialogue import ask_again, confirmation_request
 from castbench.agents.scripted.mistakes import hallucinate, wrong_tool
 from castbench.agents.scripted.oracle import OraclePolicy
 from castbench.agents.scripted.plan import PlanStep, describe_call
@@ -35,23 +36,30 @@ class NoisyParams(BaseModel):
     p: float = Field(0.3, ge=0, le=1, description="chance of a mistake per ground-truth action")
     recover: float = Field(0.3, ge=0, le=1, description="chance to fix a mistaken call that errored")
     insist: float = Field(0.3, ge=0, le=1, description="chance to repeat an action a critic rejected")
+    clarify: float = Field(0.5, ge=0, le=1, description="chance to ask the user again after a failed call")
 
 
 class NoisyPolicy(OraclePolicy):
     privileged: ClassVar[bool] = True
 
     def __init__(
-        self, briefing: PrivilegedBriefing, p: float = 0.3, recover: float = 0.3, insist: float = 0.3
+        self,
+        briefing: PrivilegedBriefing,
+        p: float = 0.3,
+        recover: float = 0.3,
+        insist: float = 0.3,
+        clarify: float = 0.5,
     ) -> None:
         super().__init__(briefing)
-        params = NoisyParams(p=p, recover=recover, insist=insist)
-        self._p, self._recover, self._insist = params.p, params.recover, params.insist
+        params = NoisyParams(p=p, recover=recover, insist=insist, clarify=clarify)
+        self._p, self._recover, self._insist, self._clarify = params.p, params.recover, params.insist, params.clarify
         self._rng = random.Random(f"noisy:{briefing.seed}")
         self._schemas = {schema["function"]["name"]: schema for schema in briefing.tools}
         self._planned: dict[int, Mistake] = {}
         self._retry: ToolCall | None = None
         self._intended: ToolCall | None = None
         self._unconfirmed: ToolCall | None = None
+        self._clarifying = False
 
     # -- revision under critique -----------------------------------------------------------
     def propose(self, view: PolicyView) -> Action:
@@ -75,9 +83,15 @@ class NoisyPolicy(OraclePolicy):
     # -- the plan, with mistakes -----------------------------------------------------------
     def _next(self, view: PolicyView) -> Action:
         retry, self._retry = self._retry, None
-        if retry is not None and self._last_call_failed(view) and self._rng.random() < self._recover:
-            self._intended = retry
-            return self._as_action(retry)
+        clarifying, self._clarifying = self._clarifying, False
+        if retry is not None and (clarifying or self._last_call_failed(view)):
+            facts = self._task.scenario.facts
+            if not clarifying and facts and self._rng.random() < self._clarify:
+                self._retry, self._clarifying = retry, True  # ask the user again, then maybe recover
+                return ReplyAction(text="Sorry, something went wrong on my side. " + ask_again([facts[0].keywords[0]]))
+            if self._rng.random() < self._recover:
+                self._intended = retry
+                return self._as_action(retry)
         step = self._plan[0] if self._plan else None
         if step is not None and step.kind == "confirm" and self._decide(step) == "domain_violation":
             self._plan.popleft()  # skip asking: the call that follows runs unconfirmed

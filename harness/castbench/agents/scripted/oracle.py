@@ -2,7 +2,9 @@
 
 Privileged (it reads the task), so it is an upper bound and a validator of tasks, never a
 leaderboard entry. It asks for the user's facts, confirms each write, runs the ground-truth
-calls, says the required outputs and closes. If the user declines a write, it does not run it.
+calls, says the required outputs and closes. If the user declines a write, it does not run it;
+if the user asks why, it explains and asks again; facts the user has not said correctly yet
+(left out, garbled) it asks for again.
 """
 
 from __future__ import annotations
@@ -11,10 +13,17 @@ from collections import deque
 from typing import ClassVar
 
 from castbench.agents.conversation import Action, ReplyAction, ToolCallAction, UserTurn
-from castbench.agents.scripted.dialogue import ANYTHING_ELSE, ask_for, confirmation_request, is_affirmative
+from castbench.agents.scripted.dialogue import (
+    ANYTHING_ELSE,
+    ask_again,
+    ask_for,
+    confirmation_request,
+    is_affirmative,
+    is_negative,
+)
 from castbench.agents.scripted.plan import PlanStep, build_plan, describe_call
 from castbench.agents.views import PolicyView, PrivilegedBriefing
-from castbench.domain import ToolCall
+from castbench.domain import Fact, ToolCall
 
 __all__ = ["OraclePolicy"]
 
@@ -33,6 +42,9 @@ class OraclePolicy:
         self._briefing = briefing
         self._task = briefing.task
         self._plan: deque[PlanStep] = deque(build_plan(briefing.task, briefing.write_tools))
+        self._asked = False
+        self._reasks_left = len(briefing.task.scenario.facts)
+        self._reconfirms_left = 2
 
     def propose(self, view: PolicyView) -> Action:
         critique = view.critique
@@ -41,12 +53,33 @@ class OraclePolicy:
         return self._next(view)
 
     def _next(self, view: PolicyView) -> Action:
+        missing = self._unheard_facts(view)
+        if missing and self._reasks_left > 0:
+            self._reasks_left -= 1
+            return ReplyAction(text=ask_again([fact.keywords[0] for fact in missing]))
         while self._plan:
-            step = self._plan.popleft()
-            if step.needs_yes and not is_affirmative(_last_user_text(view)):
-                continue
+            step = self._plan[0]
+            if step.needs_yes:
+                answer = _last_user_text(view)
+                if not is_affirmative(answer):
+                    if not is_negative(answer) and self._reconfirms_left > 0 and step.call is not None:
+                        self._reconfirms_left -= 1  # a question, not a no: explain and ask again
+                        return ReplyAction(text=confirmation_request(describe_call(step.call), with_reason=True))
+                    self._plan.popleft()
+                    continue
+            self._plan.popleft()
+            self._reconfirms_left = 2
+            if step.kind == "ask":
+                self._asked = True
             return self._render(step, view)
         return ReplyAction(text=ANYTHING_ELSE)
+
+    def _unheard_facts(self, view: PolicyView) -> list[Fact]:
+        """Facts the user was asked for but has not yet said correctly (it knows the truth)."""
+        if not self._asked:
+            return []
+        heard = " ".join(event.text for event in view.conversation if isinstance(event, UserTurn))
+        return [fact for fact in self._task.scenario.facts if fact.statement not in heard]
 
     def _render(self, step: PlanStep, view: PolicyView) -> Action:
         if step.kind == "ask":
