@@ -2,7 +2,7 @@
 
 For each ground-truth action, with probability `p` it makes one mistake: a hallucinated
 argument, the wrong tool, or (for a write) a domain violation — executing without the user's
-confirmation. After a mistaken call that errors it may first ask the user to repeat a detail
+confirmation; a step the user must take on their side it forgets to ask for. After a mistaken call that errors it may first ask the user to repeat a detail
 (probability `clarify`: what an impatient user resents), then recovers (makes the right call)
 with probability `recover`. When a critic rejects a proposal it insists on the same action with
 probability `insist` (resistance); otherwise it revises: to the right action if the proposal was
@@ -93,6 +93,9 @@ class NoisyPolicy(OraclePolicy):
                 self._intended = retry
                 return self._as_action(retry)
         step = self._plan[0] if self._plan else None
+        if step is not None and step.kind == "instruct" and self._rng.random() < self._p:
+            self._plan.popleft()  # forgets to walk the user through a step on their side
+            return super()._next(view)
         if step is not None and step.kind == "confirm" and self._decide(step) == "domain_violation":
             self._plan.popleft()  # skip asking: the call that follows runs unconfirmed
             call = self._plan.popleft().call
