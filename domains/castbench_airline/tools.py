@@ -7,12 +7,10 @@ confirmation, asking before offering compensation) is the agent's job.
 
 from __future__ import annotations
 
-import ast
 from typing import Any, Literal
 
-from simpleeval import SimpleEval
-
 from castbench.domain import Database, ToolError, read_tool, write_tool
+from castbench.domain.common_tools import calculate, transfer_to_human_agents
 from castbench_airline import checks
 from castbench_airline.checks import BAG_PRICE, DbKnowledge
 from castbench_airline.schema import (
@@ -222,44 +220,7 @@ def get_flight_status(db: Database, flight_number: str, date: str) -> dict[str, 
     return status
 
 
-_ARITHMETIC = (
-    ast.Expression,
-    ast.BinOp,
-    ast.UnaryOp,
-    ast.Constant,
-    ast.Add,
-    ast.Sub,
-    ast.Mult,
-    ast.Div,
-    ast.USub,
-    ast.UAdd,
-)
 
-
-@read_tool
-def calculate(db: Database, expression: str) -> str:
-    """Evaluate an arithmetic expression and return the result rounded to 2 decimal places.
-
-    Args:
-        expression: Numbers combined with +, -, *, / and parentheses, e.g. '(312 + 95) * 2 + 30'.
-    """
-    try:
-        tree = ast.parse(expression.strip(), mode="eval")
-    except SyntaxError as exc:
-        raise ToolError(f"'{expression}' is not an arithmetic expression") from exc
-    for node in ast.walk(tree):
-        if not isinstance(node, _ARITHMETIC) or (
-            isinstance(node, ast.Constant)
-            and (isinstance(node.value, bool) or not isinstance(node.value, int | float))
-        ):
-            raise ToolError(f"'{expression}' is not an arithmetic expression (numbers and + - * / only)")
-    try:
-        value = SimpleEval(functions={}, names={}).eval(expression.strip())
-    except ZeroDivisionError as exc:
-        raise ToolError("division by zero") from exc
-    except Exception as exc:  # simpleeval's own refusals
-        raise ToolError(f"cannot evaluate '{expression}': {exc}") from exc
-    return f"{money(float(value)):.2f}"
 
 
 # -- bookings --------------------------------------------------------------------------------
@@ -545,16 +506,6 @@ def send_certificate(
     db.put(reservation)
     return f"Certificate {certificate_id} of {money(amount):.2f} added to user {user_id}"
 
-
-@read_tool(ends_conversation=True)
-def transfer_to_human_agents(db: Database, summary: str) -> str:
-    """Hand the customer over to a human agent; only when the request is outside this policy and
-    you cannot help.
-
-    Args:
-        summary: A short summary of the customer's issue for the human agent.
-    """
-    return "Transfer successful: a human agent will take over this conversation."
 
 
 TOOLS = [

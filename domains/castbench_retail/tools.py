@@ -6,13 +6,11 @@ Every precondition of the policy that the back end can check is checked here and
 
 from __future__ import annotations
 
-import ast
 from collections import Counter
 from typing import Literal
 
-from simpleeval import SimpleEval
-
 from castbench.domain import Database, ToolError, read_tool, write_tool
+from castbench.domain.common_tools import calculate, transfer_to_human_agents
 from castbench_retail.schema import (
     Address,
     CreditCard,
@@ -192,44 +190,7 @@ def list_all_product_types(db: Database) -> dict[str, str]:
     return {product.name: product.product_id for product in sorted(db.scan(Product), key=lambda p: p.name)}
 
 
-_ARITHMETIC = (
-    ast.Expression,
-    ast.BinOp,
-    ast.UnaryOp,
-    ast.Constant,
-    ast.Add,
-    ast.Sub,
-    ast.Mult,
-    ast.Div,
-    ast.USub,
-    ast.UAdd,
-)
 
-
-@read_tool
-def calculate(db: Database, expression: str) -> str:
-    """Evaluate an arithmetic expression and return the result rounded to 2 decimal places.
-
-    Args:
-        expression: Numbers combined with +, -, *, / and parentheses, e.g. '(49.99 + 12.5) * 2'.
-    """
-    try:
-        tree = ast.parse(expression.strip(), mode="eval")
-    except SyntaxError as exc:
-        raise ToolError(f"'{expression}' is not an arithmetic expression") from exc
-    for node in ast.walk(tree):
-        if not isinstance(node, _ARITHMETIC) or (
-            isinstance(node, ast.Constant) and not isinstance(node.value, int | float)
-        ):
-            raise ToolError(f"'{expression}' is not an arithmetic expression (numbers and + - * / only)")
-    evaluator = SimpleEval(functions={}, names={})
-    try:
-        value = evaluator.eval(expression.strip())
-    except ZeroDivisionError as exc:
-        raise ToolError("division by zero") from exc
-    except Exception as exc:  # simpleeval's own refusals
-        raise ToolError(f"cannot evaluate '{expression}': {exc}") from exc
-    return f"{money(float(value)):.2f}"
 
 
 # -- changes to pending orders ---------------------------------------------------------------
@@ -436,15 +397,6 @@ def exchange_delivered_order_items(
     db.put(order)
     return order
 
-
-@read_tool(ends_conversation=True)
-def transfer_to_human_agents(db: Database, summary: str) -> str:
-    """Hand the customer over to a human agent; use only when the request is outside this policy.
-
-    Args:
-        summary: A short summary of the customer's issue for the human agent.
-    """
-    return "Transfer successful: a human agent will take over this conversation."
 
 
 TOOLS = [

@@ -9,13 +9,11 @@ overdue, the size and number of bill credits.
 
 from __future__ import annotations
 
-import ast
 from datetime import datetime
 from typing import Any, Literal
 
-from simpleeval import SimpleEval
-
 from castbench.domain import Database, ToolError, read_tool, write_tool
+from castbench.domain.common_tools import calculate, transfer_to_human_agents
 from castbench_telecom.schema import (
     Bill,
     BillCredit,
@@ -155,44 +153,7 @@ def get_bills(db: Database, customer_id: str) -> list[dict[str, Any]]:
     return [bill_view(bill) for bill in sorted(bills, key=lambda bill: bill.period, reverse=True)]
 
 
-_ARITHMETIC = (
-    ast.Expression,
-    ast.BinOp,
-    ast.UnaryOp,
-    ast.Constant,
-    ast.Add,
-    ast.Sub,
-    ast.Mult,
-    ast.Div,
-    ast.USub,
-)
 
-
-@read_tool
-def calculate(db: Database, expression: str) -> str:
-    """Evaluate an arithmetic expression; the result is rounded to 2 decimal places.
-
-    Args:
-        expression: Numbers with +, -, *, / and parentheses, e.g. '15 + 2 - 12.37'.
-    """
-    text = expression.strip()
-    try:
-        tree = ast.parse(text, mode="eval")
-    except SyntaxError as exc:
-        raise ToolError(f"'{expression}' is not an arithmetic expression") from exc
-    for node in ast.walk(tree):
-        bad_constant = isinstance(node, ast.Constant) and (
-            isinstance(node.value, bool) or not isinstance(node.value, int | float)
-        )
-        if not isinstance(node, _ARITHMETIC) or bad_constant:
-            raise ToolError(f"'{expression}' is not an arithmetic expression (numbers and + - * / only)")
-    try:
-        value = SimpleEval(functions={}, names={}).eval(text)
-    except ZeroDivisionError as exc:
-        raise ToolError("division by zero") from exc
-    except Exception as exc:  # simpleeval's own refusals (too large a power, ...)
-        raise ToolError(f"cannot evaluate '{expression}': {exc}") from exc
-    return f"{money(float(value)):.2f}"
 
 
 # -- lines -----------------------------------------------------------------------------------
@@ -384,15 +345,6 @@ def open_ticket(
     db.insert(ticket)
     return ticket
 
-
-@read_tool(ends_conversation=True)
-def transfer_to_human_agents(db: Database, summary: str) -> str:
-    """Hand the customer over to a human agent; only for requests this policy does not let you handle.
-
-    Args:
-        summary: A short summary of the customer's request for the human agent.
-    """
-    return "Transfer successful: a human agent will take over this conversation."
 
 
 TOOLS = [

@@ -12,12 +12,10 @@ An agent that breaks them changes the state, and grading sees it.
 
 from __future__ import annotations
 
-import ast
 from datetime import date, datetime, timedelta
 
-from simpleeval import SimpleEval
-
 from castbench.domain import Database, ToolError, read_tool, write_tool
+from castbench.domain.common_tools import calculate, transfer_to_human_agents
 from castbench_telehealth.schema import (
     Appointment,
     CancelReason,
@@ -34,7 +32,6 @@ from castbench_telehealth.schema import (
     Symptom,
     Urgency,
     VisitType,
-    money,
     tier_of,
 )
 
@@ -309,44 +306,7 @@ def check_coverage(
     }
 
 
-_ARITHMETIC = (
-    ast.Expression,
-    ast.BinOp,
-    ast.UnaryOp,
-    ast.Constant,
-    ast.Add,
-    ast.Sub,
-    ast.Mult,
-    ast.Div,
-    ast.USub,
-    ast.UAdd,
-)
 
-
-@read_tool
-def calculate(db: Database, expression: str) -> str:
-    """Evaluate an arithmetic expression and return the result rounded to 2 decimal places.
-
-    Args:
-        expression: Numbers combined with +, -, *, / and parentheses, e.g. '3 * 25 + 40'.
-    """
-    try:
-        tree = ast.parse(expression.strip(), mode="eval")
-    except SyntaxError as exc:
-        raise ToolError(f"'{expression}' is not an arithmetic expression") from exc
-    for node in ast.walk(tree):
-        if not isinstance(node, _ARITHMETIC) or (
-            isinstance(node, ast.Constant)
-            and (isinstance(node.value, bool) or not isinstance(node.value, int | float))
-        ):
-            raise ToolError(f"'{expression}' is not an arithmetic expression (numbers and + - * / only)")
-    try:
-        value = SimpleEval(functions={}, names={}).eval(expression.strip())
-    except ZeroDivisionError as exc:
-        raise ToolError("division by zero") from exc
-    except Exception as exc:  # simpleeval's own refusals (huge numbers, ...)
-        raise ToolError(f"cannot evaluate '{expression}': {exc}") from exc
-    return f"{money(float(value)):.2f}"
 
 
 # -- appointments ----------------------------------------------------------------------------
@@ -499,15 +459,6 @@ def escalate_to_clinician(
     )
     return {"escalation_id": escalation.escalation_id, "status": "escalated", "advice": advice}
 
-
-@read_tool(ends_conversation=True)
-def transfer_to_human_agents(db: Database, summary: str) -> str:
-    """Hand the patient over to a human agent; use only when the request is outside this policy.
-
-    Args:
-        summary: A short summary of the patient's issue for the human agent.
-    """
-    return "Transfer successful: a human agent will take over this conversation."
 
 
 TOOLS = [
