@@ -31,7 +31,11 @@ def test_builtins_resolve_with_typed_parameters() -> None:
     [
         ("policy", "telepathy", "unknown policy 'telepathy': not a built-in (oracle, scripted:noisy"),
         ("user", "robot", "unknown user 'robot'"),
-        ("policy", "scripted:noisy?temperature=0.2", "unknown parameter ['temperature'] (parameters: p, recover, insist, clarify)"),
+        (
+            "policy",
+            "scripted:noisy?temperature=0.2",
+            "unknown parameter ['temperature'] (parameters: p, recover, insist, clarify)",
+        ),
         ("policy", "scripted:noisy?p=1.5", "'p': Input should be less than or equal to 1"),
         ("policy", "scripted:noisy?p=-0.1", "'p': Input should be greater than or equal to 0"),
         ("policy", "scripted:noisy?p=lots", "'p': Input should be a valid number"),
@@ -76,7 +80,10 @@ def test_a_bad_spec_fails_before_anything_is_stored(tmp_path: Path) -> None:
 def test_a_team_policy_runs_and_is_not_marked_privileged(tmp_path: Path) -> None:
     db = f"sqlite:///{tmp_path / 'r.db'}"
     result = evaluate(
-        domains="retail", policy="tests.core.fixtures_agents:TeamPolicy", trials=2, db=db,
+        domains="retail",
+        policy="tests.core.fixtures_agents:TeamPolicy",
+        trials=2,
+        db=db,
         tasks=["retail-test-0001", "retail-test-0002"],
     )
     assert result.summary.config["privileged"] == []
