@@ -51,7 +51,7 @@ def _git_commit() -> str | None:
 
 
 def run_metadata() -> dict[str, Any]:
-    packages = {}
+    packages: dict[str, str | None] = {}
     for name in ("castbench", "pydantic", "litellm", "numpy", "scipy", "sqlmodel"):
         try:
             packages[name] = version(name)

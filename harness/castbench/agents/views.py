@@ -92,17 +92,18 @@ def briefing_for(
     privileged: bool,
     state: Callable[[], Database] | None = None,
 ) -> Briefing:
-    fields = {
-        "domain": domain.name,
-        "policy": domain.policy,
-        "tools": tuple(domain.toolkit.schemas),
-        "write_tools": frozenset(tool.name for tool in domain.toolkit if tool.writes),
-        "seed": seed,
-        "trial_index": trial_index,
-    }
-    if privileged:
-        return PrivilegedBriefing(**fields, task=task, state=state)
-    return Briefing(**fields)
+    kind = PrivilegedBriefing if privileged else Briefing
+    public = (
+        domain.name,
+        domain.policy,
+        tuple(domain.toolkit.schemas),
+        frozenset(tool.name for tool in domain.toolkit if tool.writes),
+        seed,
+        trial_index,
+    )
+    if kind is PrivilegedBriefing:
+        return PrivilegedBriefing(*public, task=task, state=state)
+    return Briefing(*public)
 
 
 def user_briefing_for(

@@ -89,9 +89,9 @@ class Database:
             if key in changed:
                 continue
             yield key, row
-        for key, row in changed.items():
-            if row is not None:
-                yield key, row
+        for key, changed_row in changed.items():
+            if changed_row is not None:
+                yield key, changed_row
 
     def exists(self, model: type[Record], key: str) -> bool:
         return self._raw(model.table, key) is not None

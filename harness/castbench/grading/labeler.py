@@ -51,8 +51,9 @@ def label_action(
     try:
         domain.toolkit.validate(call.name, call.arguments)
     except ToolError as exc:
-        kind = "hallucination" if call.name in truth_tools else "wrong_tool"
-        return ActionLabel(label="invalid", failure_type=kind, reason=str(exc))
+        if call.name in truth_tools:
+            return ActionLabel(label="invalid", failure_type="hallucination", reason=str(exc))
+        return ActionLabel(label="invalid", failure_type="wrong_tool", reason=str(exc))
     findings = visible_findings(domain, call, conversation) + domain.rules.state_findings(call, db)
     canonical = call.canonical()
     if canonical in {c.canonical() for c in truth}:

@@ -72,7 +72,7 @@ def _report(records: list[TrialRecord], trials: int, seed: int, prefix_domain: b
         for role, spent in record.usage.items():
             usage[role] = usage.get(role, Usage()) + spent
     costs = [u.cost for u in usage.values() if u.cost is not None]
-    failed = [r for r in scored_records if not r.passed and r.grade is not None]
+    failed = [r.grade for r in scored_records if not r.passed and r.grade is not None]
     return DomainReport(
         **reliability.model_dump(),
         incomplete_tasks=incomplete,
@@ -83,9 +83,9 @@ def _report(records: list[TrialRecord], trials: int, seed: int, prefix_domain: b
         cost_per_trial=sum(costs) / len(records) if costs else None,
         end_reasons=dict(sorted(Counter(r.end_reason for r in records).items())),
         failure_categories=dict(
-            sorted(Counter(r.grade.failure_category for r in failed if r.grade.failure_category).items())
+            sorted(Counter(grade.failure_category for grade in failed if grade.failure_category).items())
         ),
-        surface_success=sum(r.grade.surface_success for r in failed),
+        surface_success=sum(grade.surface_success for grade in failed),
         critic=critic_report(records),
     )
 

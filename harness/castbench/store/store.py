@@ -15,7 +15,7 @@ from typing import Any
 
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
-from sqlmodel import Session, SQLModel, create_engine, select
+from sqlmodel import Session, SQLModel, col, create_engine, select
 
 from castbench.runner.config import RunConfig
 from castbench.runner.records import TrialRecord
@@ -154,7 +154,7 @@ class ResultsStore:
             query = select(TrialRow.record_json).where(TrialRow.run_id == run_id)
             if domains is not None:
                 query = query.where(TrialRow.domain.in_(list(domains)))  # type: ignore[attr-defined]
-            rows = session.exec(query.order_by(TrialRow.domain, TrialRow.task_id, TrialRow.trial_index)).all()
+            rows = session.exec(query.order_by(col(TrialRow.domain), col(TrialRow.task_id), col(TrialRow.trial_index))).all()
         return [TrialRecord.model_validate_json(row) for row in rows]
 
     def count_trials(self, run_id: str) -> int:
