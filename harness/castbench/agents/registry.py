@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -108,7 +110,11 @@ def _typed(role: Role, agent: BuiltinAgent, spec: str, raw: dict[str, str]) -> d
 
 
 def _import(path: str) -> Callable[..., Any]:
+    """Import `module:attribute`, looking in the working directory too (as `python -m` does), so
+    a team's agent module next to its config is found by the `castbench` console script."""
     module_name, _, attribute = path.partition(":")
+    if os.getcwd() not in sys.path:
+        sys.path.append(os.getcwd())
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
