@@ -66,8 +66,8 @@ def test_no_flags_says_so_in_the_first_line(tmp_path: Path, monkeypatch: pytest.
 
 @pytest.mark.xfail(
     strict=True,
-    reason="product bug: cli/eval_cmd.py counts an option set through its environment variable "
-    "(CASTBENCH_DB) as a flag, so pointing the results elsewhere loses the 'offline defaults' line",
+    reason="product bug: cli/eval_cmd.py must not count an option set through its environment variable "
+    "(CASTBENCH_DB) as a flag; also blocked by the ParameterSource mismatch above",
 )
 def test_a_database_from_the_environment_keeps_the_defaults(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
