@@ -5,8 +5,9 @@ labeler applies the same ones (plus privileged checks) so the two speak the same
   with no other write since;
 - authentication: tools other than the domain's auth and public tools need an earlier
   successful auth call;
-- support: every id-like or numeric argument must appear in what the user said or what a tool
-  returned (the agent's own words do not count) — else it is a hallucination;
+- support: every id-like or numeric argument must appear in the policy document, what the user
+  said or what a tool returned (the agent's own words do not count) — else it is a
+  hallucination;
 - the call itself: an unknown tool is the wrong tool; arguments the schema rejects are invented.
 """
 
@@ -16,7 +17,14 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from castbench.agents.conversation import AgentTurn, Event, ReplyAction, ToolCallAction, ToolResultTurn, UserTurn
+from castbench.agents.conversation import (
+    AgentTurn,
+    Event,
+    ReplyAction,
+    ToolCallAction,
+    ToolResultTurn,
+    UserTurn,
+)
 from castbench.agents.scripted.dialogue import asks_confirmation, is_affirmative
 from castbench.domain import Domain, ObservedCall, RuleFinding, ToolCall, ToolError
 
@@ -75,6 +83,29 @@ def _values(value: Any) -> Iterable[Any]:
         yield value
 
 
+_ISO_DATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})$")
+_MONTHS = ["january", "february", "march", "april", "may", "june", "july", "august", "september",
+           "october", "november", "december"]
+
+
+def _forms(token: str) -> set[str]:
+    """Ways a user may have said a token: an ISO date also as 'May 22', '22 May', '5/22/2026'."""
+    match = _ISO_DATE.match(token)
+    if match is None:
+        return {token}
+    year, month, day = match.group(1), int(match.group(2)), int(match.group(3))
+    name = _MONTHS[month - 1] if 1 <= month <= 12 else "?"
+    return {
+        token,
+        f"{name} {day}",
+        f"{name[:3]} {day}",
+        f"{day} {name}",
+        f"{day} {name[:3]}",
+        f"{month}/{day}/{year}",
+        f"{month:02d}/{day:02d}/{year}",
+    }
+
+
 def _supported(value: Any, support: str) -> bool:
     if isinstance(value, bool) or value is None:
         return True
@@ -85,12 +116,14 @@ def _supported(value: Any, support: str) -> bool:
         return value == 0 or any(form in support for form in forms)
     if isinstance(value, str):
         tokens = (token.strip(".-") for token in _TOKEN.findall(value.lower()))
-        return all(token in support for token in tokens if len(token) >= 2)
+        return all(any(form in support for form in _forms(token)) for token in tokens if len(token) >= 2)
     return True
 
 
-def _support_text(conversation: Sequence[Event]) -> str:
-    parts = [
+def _support_text(policy: str, conversation: Sequence[Event]) -> str:
+    """What may justify a value: the policy document (prices, today's date), what the user said
+    and what tools returned — never the agent's own words."""
+    parts = [policy] + [
         event.text if isinstance(event, UserTurn) else event.content
         for event in conversation
         if isinstance(event, UserTurn | ToolResultTurn) and not getattr(event, "error", False)
@@ -118,7 +151,7 @@ def visible_findings(domain: Domain, call: ToolCall, conversation: Sequence[Even
         findings.append(
             RuleFinding("domain_violation", "no explicit confirmation from the user for this change")
         )
-    support = _support_text(conversation)
+    support = _support_text(domain.policy, conversation)
     enums = {
         name
         for name, spec in toolkit[call.name].schema["function"]["parameters"].get("properties", {}).items()
