@@ -52,23 +52,12 @@ def test_no_flags_runs_the_offline_defaults(tmp_path: Path, monkeypatch: pytest.
     assert (received["trials"], received["seed"], received["db"]) == (8, 0, "sqlite:///results/castbench.db")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="product bug: cli/eval_cmd.py compares ctx.get_parameter_source() with "
-    "click.core.ParameterSource, but typer 0.29 vendors its own click (typer._click), so the enums "
-    "never match and the first line never says 'on the offline defaults'",
-)
 def test_no_flags_says_so_in_the_first_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     first_line, _, _ = _first_line_and_options(monkeypatch)
     assert first_line.startswith("castbench eval on the offline defaults: ")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="product bug: cli/eval_cmd.py must not count an option set through its environment variable "
-    "(CASTBENCH_DB) as a flag; also blocked by the ParameterSource mismatch above",
-)
 def test_a_database_from_the_environment_keeps_the_defaults(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

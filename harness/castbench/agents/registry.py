@@ -141,7 +141,7 @@ def resolve(role: Role, spec: str, model_factory: Callable[..., Any] | None = No
         return AgentSpec(role, spec, name, factory, {k: _coerce(v) for k, v in raw.items()}, privileged, "import")
     if "/" in name:
         if model_factory is None:
-            raise AgentSpecError(f"{role} '{spec}': model-backed {role}s are not available")
+            raise AgentSpecError(f"{role} '{spec}': no model backend is available for the {role} role")
         params = {"model": name, **{key: _coerce(value) for key, value in raw.items()}}
         return AgentSpec(role, spec, name, model_factory, params, False, "model")
     known = ", ".join(sorted(_BUILTINS[role])) or "none"

@@ -18,12 +18,15 @@ _MORE = {
 }
 
 
+_PLURAL = {"policy": "policies", "critic": "critics", "user": "users"}
+
+
 def _lister(role: Role) -> typer.Typer:
-    app = typer.Typer(help=f"Built-in {role}s.", no_args_is_help=True)
+    app = typer.Typer(help=f"Built-in {_PLURAL[role]}.", no_args_is_help=True)
 
     @app.command("list")
     def list_agents() -> None:
-        table = Table(title=f"built-in {role}s", title_justify="left")
+        table = Table(title=f"built-in {_PLURAL[role]}", title_justify="left")
         for column in ("name", "privileged", "parameters", "what it is"):
             table.add_column(column)
         for agent in builtin_agents(role):

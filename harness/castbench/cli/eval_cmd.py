@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from click.core import ParameterSource
 from rich.console import Console
 from rich.progress import (
     BarColumn,
@@ -21,7 +20,7 @@ from rich.progress import (
 from castbench.agents.registry import AgentSpecError
 from castbench.api import EvalResult, evaluate
 from castbench.cli.options import DbOption, DomainOption, SplitOption
-from castbench.domain import TaskFileError
+from castbench.domain import ExpectedStateError, TaskFileError
 from castbench.errors import InfrastructureError
 from castbench.report import print_summary
 from castbench.report.traits import sweep_table, trait_sweep
@@ -97,8 +96,9 @@ def eval_command(
     fresh: Annotated[bool, typer.Option(help="Start a new run even if this config was run before.")] = False,
 ) -> None:
     """Run every selected task n times and report pass^k. Re-running resumes the same run."""
-    unflagged = (ParameterSource.DEFAULT, ParameterSource.ENVIRONMENT)
-    defaults = all(ctx.get_parameter_source(name) in unflagged for name in ctx.params)
+    # compared by name: typer ships its own copy of click, whose enum is not click's
+    sources = [ctx.get_parameter_source(name) for name in ctx.params]
+    defaults = all(source is not None and source.name in ("DEFAULT", "ENVIRONMENT") for source in sources)
     what = (
         f"domains {domain} ({split} split), policy {policy}, critic {critic}, user {user}, "
         f"{trials} trials, seed {seed}"
@@ -170,7 +170,7 @@ def eval_command(
             result = run(traits)
             swept = {profile: run(profile).summary for profile in profiles}
             baseline = run(None).summary if profiles and traits else result.summary
-    except (AgentSpecError, TaskFileError, KeyError, ValueError) as exc:
+    except (AgentSpecError, TaskFileError, ExpectedStateError, KeyError, ValueError) as exc:
         console.print(f"[bold red]error:[/] {exc}")
         raise typer.Exit(2) from exc
     except InfrastructureError as exc:  # fatal: bad credentials, unknown model

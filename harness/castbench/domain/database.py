@@ -14,14 +14,16 @@ models), so a tool that mutates what it read cannot corrupt shared state; writes
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator, Mapping
+import json
+import threading
+from collections.abc import Hashable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime
 from typing import Any, ClassVar, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
-__all__ = ["Database", "Record", "RecordNotFound", "Row", "SEQUENCES_TABLE", "Snapshot"]
+__all__ = ["Database", "PristineIndex", "Record", "RecordNotFound", "Row", "SEQUENCES_TABLE", "Snapshot"]
 
 Row = dict[str, Any]
 Snapshot = Mapping[str, Mapping[str, Row]]
@@ -57,14 +59,41 @@ class RecordNotFound(LookupError):
         self.key = key
 
 
+def _hashable(value: object) -> Hashable:
+    if isinstance(value, dict | list):
+        return json.dumps(value, sort_keys=True)
+    return value  # type: ignore[return-value]
+
+
+class PristineIndex:
+    """Row keys by field value over a pristine snapshot, built on first use of a (table, field)
+    and shared by every sandbox of a domain: `find` then costs O(matches), not O(table)."""
+
+    def __init__(self, pristine: Snapshot) -> None:
+        self._pristine = pristine
+        self._maps: dict[tuple[str, str], dict[Hashable, list[str]]] = {}
+        self._lock = threading.Lock()
+
+    def keys_where(self, table: str, field: str, value: object) -> list[str]:
+        mapping = self._maps.get((table, field))
+        if mapping is None:
+            with self._lock:
+                mapping = {}
+                for key, row in self._pristine.get(table, {}).items():
+                    mapping.setdefault(_hashable(row.get(field)), []).append(key)
+                self._maps[(table, field)] = mapping
+        return mapping.get(_hashable(value), [])
+
+
 class Database:
     """A trial's private view of the domain state.
 
     `now` is the domain's frozen clock: tools read the time from here, never from the wall.
     """
 
-    def __init__(self, pristine: Snapshot, now: datetime) -> None:
+    def __init__(self, pristine: Snapshot, now: datetime, index: PristineIndex | None = None) -> None:
         self._pristine = pristine
+        self._index = index if index is not None else PristineIndex(pristine)
         self.now = now
         self._overlay: dict[str, dict[str, Row | None]] = {}
         self._pending: dict[str, dict[str, Row | None]] | None = None
@@ -104,11 +133,23 @@ class Database:
         return model.model_validate(row)
 
     def find(self, model: type[R], **equal: Any) -> list[R]:
-        """Rows whose top-level fields equal the given values (filtered before validation)."""
+        """Rows whose top-level fields equal the given values, in the order `scan` yields them.
+        The pristine rows come from the shared index; rows this sandbox wrote are checked too."""
+        if not equal:
+            return list(self.scan(model))
+        table = model.table
+        field, value = next(iter(equal.items()))
+        changed: dict[str, Row | None] = {}
+        changed.update(self._overlay.get(table, {}))
+        if self._pending is not None:
+            changed.update(self._pending.get(table, {}))
+        rows = self._pristine.get(table, {})
+        candidates = [rows[key] for key in self._index.keys_where(table, field, value) if key not in changed]
+        candidates += [row for row in changed.values() if row is not None]
         return [
             model.model_validate(row)
-            for _, row in self._raw_items(model.table)
-            if all(row.get(field) == value for field, value in equal.items())
+            for row in candidates
+            if all(row.get(name) == wanted for name, wanted in equal.items())
         ]
 
     def scan(self, model: type[R]) -> Iterator[R]:
@@ -184,7 +225,7 @@ class Database:
     def fork(self) -> Database:
         """An independent copy of this state (same pristine, copied overlay): for replays and
         counterfactual branches."""
-        twin = Database(self._pristine, self.now)
+        twin = Database(self._pristine, self.now, self._index)
         twin._overlay = copy.deepcopy(self._overlay)
         return twin
 

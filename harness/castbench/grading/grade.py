@@ -18,7 +18,9 @@ from castbench.grading.state_diff import FieldDiff, state_diff
 
 __all__ = ["FailureCategory", "Grade", "SurfaceSignals", "grade_trial"]
 
-FailureCategory = Literal["tool_error_unrecovered", "missing_state_change", "incomplete_reply", "wrong_state_update"]
+FailureCategory = Literal[
+    "tool_error_unrecovered", "missing_state_change", "incomplete_reply", "wrong_state_update", "did_not_finish"
+]
 
 
 class SurfaceSignals(BaseModel):
@@ -44,12 +46,19 @@ class Grade(BaseModel):
     failure_category: FailureCategory | None
 
 
+def _changed(db: Database) -> bool:
+    """Did anything really change (a write of the same value is no change)?"""
+    return bool(state_diff(db, Database(db.pristine, db.now)))
+
+
 def _category(
-    final: Database, expected: Database, state_ok: bool, saw_tool_error: bool
+    final: Database, expected: Database, state_ok: bool, outputs_ok: bool, finished: bool, saw_tool_error: bool
 ) -> FailureCategory:
+    if state_ok and outputs_ok and not finished:
+        return "did_not_finish"
     if state_ok:
         return "incomplete_reply"
-    if not final.has_changes() and expected.has_changes():
+    if not _changed(final) and _changed(expected):
         return "missing_state_change"
     if saw_tool_error:
         return "tool_error_unrecovered"
@@ -65,11 +74,14 @@ def grade_trial(
     ended_cleanly: bool,
     made_write: bool,
     saw_tool_error: bool,
+    finished: bool = True,
 ) -> Grade:
+    """`finished` is False when the agent crashed or ran out of steps: such a trial fails even if
+    the state happens to be right (doing nothing is right for a refusal task)."""
     diff = state_diff(final, expected, task.grading)
     missing = missing_outputs(task.required_outputs, replies)
     state_ok, outputs_ok = not diff, not missing
-    passed = state_ok and outputs_ok
+    passed = state_ok and outputs_ok and finished
     surface = SurfaceSignals(
         ended_cleanly=ended_cleanly,
         made_write=made_write,
@@ -85,5 +97,7 @@ def grade_trial(
         missing_outputs=missing,
         surface=surface,
         surface_success=not passed and looks_fine,
-        failure_category=None if passed else _category(final, expected, state_ok, saw_tool_error),
+        failure_category=None
+        if passed
+        else _category(final, expected, state_ok, outputs_ok, finished, saw_tool_error),
     )

@@ -28,6 +28,7 @@ class Proposal(BaseModel):
     action: Action
     verdict: Verdict | None = None
     label: ActionLabel | None = None
+    """The labeler's truth, recorded when a critic is in the loop."""
     policy_s: float = 0.0
     critic_s: float = 0.0
 

@@ -144,7 +144,8 @@ class _Trial:
         proposals: list[Proposal] = []
         critiques: list[Event] = []
         for round_index in range(self.verification.rounds):
-            label = label_action(self.domain, self.task, action, self.db, history)
+            # the privileged truth is only needed to judge a critic; without one it is skipped
+            label = label_action(self.domain, self.task, action, self.db, history) if self.critic else None
             proposal = Proposal(round=round_index, action=action, label=label, policy_s=spent)
             proposals.append(proposal)
             if self.critic is None or not _in_scope(
@@ -284,6 +285,7 @@ def run_trial(
             ended_cleanly=end_reason in ("user_stop", "transfer"),
             made_write=trial.made_write,
             saw_tool_error=trial.saw_tool_error,
+            finished=end_reason not in ("agent_error", "max_steps"),
         )
     return TrialRecord(
         domain=domain.name,

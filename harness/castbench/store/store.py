@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import event
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, SQLModel, col, create_engine, select
 
@@ -49,7 +50,8 @@ class ResultsStore:
             Path(url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
         self.url = url
         self.engine = create_engine(url)
-        if url.startswith("sqlite"):
+        self._sqlite = url.startswith("sqlite")
+        if self._sqlite:
             _sqlite_pragmas(self.engine)
         SQLModel.metadata.create_all(self.engine)
 
@@ -116,8 +118,18 @@ class ResultsStore:
         return {(domain, task, index) for domain, task, index in rows}
 
     def add_trial(self, run_id: str, record: TrialRecord) -> None:
-        """Store one finished trial. A scored trial replaces an earlier errored try of the same
-        trial; a second scored copy is ignored (never stored twice)."""
+        """Store one finished trial in its own transaction. A scored trial replaces an earlier
+        errored try of the same trial; a second scored copy is ignored (never stored twice).
+
+        The common case is one INSERT that skips on conflict; only a conflict takes the slower
+        path that looks at the stored row."""
+        row = self._row(run_id, record)
+        if self._sqlite:
+            statement = sqlite_insert(TrialRow).values(**row.model_dump(exclude={"id"}))
+            with self.engine.begin() as connection:
+                inserted = connection.execute(statement.on_conflict_do_nothing()).rowcount
+            if inserted:
+                return
         with Session(self.engine) as session:
             existing = session.exec(
                 select(TrialRow).where(
@@ -133,21 +145,23 @@ class ResultsStore:
                 record = record.model_copy(update={"attempts": record.attempts + _attempts(existing)})
                 session.delete(existing)
                 session.flush()
-            session.add(
-                TrialRow(
-                    run_id=run_id,
-                    domain=record.domain,
-                    task_id=record.task_id,
-                    trial_index=record.trial_index,
-                    seed=record.seed,
-                    status=record.status,
-                    reward=record.reward,
-                    end_reason=record.end_reason,
-                    n_steps=len(record.steps),
-                    record_json=record.model_dump_json(),
-                )
-            )
+            session.add(self._row(run_id, record))
             session.commit()
+
+    @staticmethod
+    def _row(run_id: str, record: TrialRecord) -> TrialRow:
+        return TrialRow(
+            run_id=run_id,
+            domain=record.domain,
+            task_id=record.task_id,
+            trial_index=record.trial_index,
+            seed=record.seed,
+            status=record.status,
+            reward=record.reward,
+            end_reason=record.end_reason,
+            n_steps=len(record.steps),
+            record_json=record.model_dump_json(),
+        )
 
     def trials(self, run_id: str, domains: Iterable[str] | None = None) -> list[TrialRecord]:
         with Session(self.engine) as session:

@@ -53,7 +53,7 @@ def test_spec_errors_say_what_is_wrong(role: str, spec: str, message: str) -> No
 
 
 def test_model_strings_need_a_model_factory() -> None:
-    with pytest.raises(AgentSpecError, match="model-backed policys are not available"):
+    with pytest.raises(AgentSpecError, match="no model backend is available for the policy role"):
         resolve("policy", "openai/gpt-4o-mini")
     spec = resolve("policy", "openai/gpt-4o-mini?temperature=0.2", model_factory=lambda b, **p: None)
     assert spec.kind == "model" and spec.params == {"model": "openai/gpt-4o-mini", "temperature": 0.2}

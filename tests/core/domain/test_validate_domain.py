@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from castbench.domain import load_domain
 from castbench.domain.validate import validate_domain, validate_task
 from tests.core.toy import add_call, build_toy_domain, toy_task
@@ -70,23 +68,12 @@ def test_a_broken_task_file_is_a_problem_not_a_crash(tmp_path: Path) -> None:
     assert not report.ok and "task t-1: duplicate task id" in report.problems[0]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="product bug: validate uses Database.has_changes(), which counts rows written, not rows "
-    "changed; a 'change' task whose write rewrites the same value passes validation (domain/validate.py)",
-)
 def test_a_write_that_rewrites_the_same_value_changes_nothing(tmp_path: Path) -> None:
     domain = build_toy_domain(tmp_path, [toy_task("bad-noop-write", [_set("x", 5)])])
     problems = validate_task(domain, domain.tasks("test")[0])
     assert any("changes nothing" in problem for problem in problems)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="product bug: a ground-truth call whose tool crashes raises ToolCrash out of validate_domain "
-    "instead of being reported against its task (domain/validate.py validate_task / Domain.replay)",
-)
 def test_a_crashing_ground_truth_call_is_a_problem_of_its_task(tmp_path: Path) -> None:
     domain = build_toy_domain(
         tmp_path, [toy_task("bad-crash", [{"name": "crash", "arguments": {"name": "x"}}])]

@@ -110,11 +110,6 @@ def test_a_policy_that_raises_ends_its_trial_as_agent_error(toy_db: str) -> None
         assert record.steps == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="product bug: run_trial grades an agent_error trial on state alone, so a policy that raises "
-    "passes every no_change/refuse task (runner/rollout.py, run_trial)",
-)
 def test_a_policy_that_raises_fails_its_trial(toy_db: str) -> None:
     result, records = _records(toy_db, "toy-raise")
     assert [record.reward for record in records] == [0.0, 0.0]
