@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import event
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, SQLModel, col, create_engine, select
 
@@ -28,6 +27,13 @@ DEFAULT_DB = "sqlite:///results/castbench.db"
 
 TrialKey = tuple[str, str, int]
 """(domain, task id, trial index)"""
+
+
+_INSERT_OR_SKIP = (
+    "INSERT INTO trial (run_id, domain, task_id, trial_index, seed, status, reward, end_reason, n_steps, "
+    "record_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING"
+)
+"""The hot path of a run, one statement per trial (SQLite)."""
 
 
 class StoreError(LookupError):
@@ -123,11 +129,21 @@ class ResultsStore:
 
         The common case is one INSERT that skips on conflict; only a conflict takes the slower
         path that looks at the stored row."""
-        row = self._row(run_id, record)
         if self._sqlite:
-            statement = sqlite_insert(TrialRow).values(**row.model_dump(exclude={"id"}))
+            values = (
+                run_id,
+                record.domain,
+                record.task_id,
+                record.trial_index,
+                record.seed,
+                record.status,
+                record.reward,
+                record.end_reason,
+                len(record.steps),
+                record.model_dump_json(),
+            )
             with self.engine.begin() as connection:
-                inserted = connection.execute(statement.on_conflict_do_nothing()).rowcount
+                inserted = connection.exec_driver_sql(_INSERT_OR_SKIP, values).rowcount
             if inserted:
                 return
         with Session(self.engine) as session:
