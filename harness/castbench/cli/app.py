@@ -8,7 +8,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no price-map fe
 
 import typer  # noqa: E402
 
-from castbench.cli import agents_cmd, domains_cmd, eval_cmd, runs_cmd  # noqa: E402
+from castbench.cli import agents_cmd, domains_cmd, eval_cmd, runs_cmd, serve_cmd  # noqa: E402
 
 app = typer.Typer(
     name="castbench",
@@ -24,6 +24,7 @@ app.add_typer(runs_cmd.runs_app, name="runs")
 app.add_typer(agents_cmd.policies_app, name="policies")
 app.add_typer(agents_cmd.critics_app, name="critics")
 app.add_typer(agents_cmd.users_app, name="users")
+app.command("serve")(serve_cmd.serve_command)
 
 
 def main() -> None:

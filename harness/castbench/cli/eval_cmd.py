@@ -61,23 +61,33 @@ def eval_command(
     ] = False,
     api_base: Annotated[
         str | None,
-        typer.Option(envvar="CASTBENCH_API_BASE", help="OpenAI-compatible server for model roles.", rich_help_panel=_MODELS),
+        typer.Option(
+            envvar="CASTBENCH_API_BASE",
+            help="OpenAI-compatible server for model roles.",
+            rich_help_panel=_MODELS,
+        ),
     ] = None,
     models_config: Annotated[
         Path | None,
         typer.Option(
-            envvar="CASTBENCH_MODELS_CONFIG", help="TOML/JSON per-role model settings.", rich_help_panel=_MODELS
+            envvar="CASTBENCH_MODELS_CONFIG",
+            help="TOML/JSON per-role model settings.",
+            rich_help_panel=_MODELS,
         ),
     ] = None,
     cache: Annotated[
         Path | None,
-        typer.Option(envvar="CASTBENCH_CACHE", help="Cache model answers in this directory.", rich_help_panel=_MODELS),
+        typer.Option(
+            envvar="CASTBENCH_CACHE", help="Cache model answers in this directory.", rich_help_panel=_MODELS
+        ),
     ] = None,
     max_cost: Annotated[
-        float | None, typer.Option(min=0, help="Stop starting trials after this many USD.", rich_help_panel=_MODELS)
+        float | None,
+        typer.Option(min=0, help="Stop starting trials after this many USD.", rich_help_panel=_MODELS),
     ] = None,
     strict: Annotated[
-        bool, typer.Option(help="Exit 1 if any task is incomplete (errored trials, stopped run).", rich_help_panel=_RUN)
+        bool,
+        typer.Option(help="Exit 1 if any task is incomplete (errored trials, stopped run).", rich_help_panel=_RUN),
     ] = False,
     traits: Annotated[
         str | None,
@@ -187,7 +197,9 @@ def eval_command(
     if outcome.stopped:
         console.print(f"[yellow]stopped:[/] {outcome.stopped}; re-run the same command to resume")
     if strict and (outcome.stopped or summary.overall.incomplete_tasks):
-        console.print(f"[bold red]--strict:[/] {len(summary.overall.incomplete_tasks)} incomplete task(s)")
+        incomplete = len(summary.overall.incomplete_tasks)
+        why = "the run stopped early" if outcome.stopped else f"{incomplete} incomplete task(s)"
+        console.print(f"[bold red]--strict:[/] {why}")
         raise typer.Exit(1)
     if output is not None:
         output.parent.mkdir(parents=True, exist_ok=True)

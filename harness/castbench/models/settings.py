@@ -129,7 +129,7 @@ def load_models_config(path: str | Path) -> dict[str, dict[str, Any]]:
             raise AgentSpecError(
                 f"--models-config {path}: 'model' in {where}: name models with --policy/--critic/--user"
             )
-        if any("key" == part or part.endswith("_key") for part in settings):
+        if any(part == "key" or part.endswith("_key") for part in settings):
             raise AgentSpecError(f"--models-config {path}: {where}: put API keys in the environment")
     return {"*": shared, **tables}
 

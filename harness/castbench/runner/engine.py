@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 
+from castbench.agents.conversation import Usage
 from castbench.domain import Database, Domain, Task, TaskFileError, load_domain
 from castbench.errors import FatalInfrastructureError
 from castbench.runner.config import RunConfig
@@ -83,8 +84,10 @@ def plan_trials(config: RunConfig) -> list[TrialJob]:
 def _run_with_retries(
     job: TrialJob, config: RunConfig, agents: AgentSet, expected: ExpectedStates, max_attempts: int
 ) -> TrialRecord:
-    """Infrastructure errors restart the trial from scratch with the same seed."""
+    """Infrastructure errors restart the trial from scratch with the same seed. The record's
+    usage counts every attempt: it is what the trial cost."""
     record = None
+    spent: dict[str, Usage] = {}
     for attempt in range(1, max_attempts + 1):
         record = run_trial(
             job.domain,
@@ -97,7 +100,9 @@ def _run_with_retries(
             config.verification,
             config.traits,
         )
-        record = record.model_copy(update={"attempts": attempt})
+        for role, usage in record.usage.items():
+            spent[role] = spent.get(role, Usage()) + usage
+        record = record.model_copy(update={"attempts": attempt, "usage": dict(spent)})
         if record.end_reason != "infra_error":
             break
     assert record is not None

@@ -1,0 +1,24 @@
+"""How many calls may be in flight at one model server at once.
+
+One semaphore per `api_base + model`, shared by every role and trial in the process: a policy
+and a critic on the same server share its capacity, while two different servers do not wait
+for each other. The first role to use a key sets its limit.
+"""
+
+from __future__ import annotations
+
+import threading
+
+__all__ = ["slot"]
+
+_slots: dict[str, threading.BoundedSemaphore] = {}
+_lock = threading.Lock()
+
+
+def slot(key: str, limit: int) -> threading.BoundedSemaphore:
+    """The semaphore for `key`; use it as `with slot(key, limit): ...` around one attempt."""
+    with _lock:
+        semaphore = _slots.get(key)
+        if semaphore is None:
+            semaphore = _slots[key] = threading.BoundedSemaphore(limit)
+        return semaphore

@@ -1,0 +1,126 @@
+"""Retrying model calls: which provider errors are worth another try, and how long to wait.
+
+- rate limit (429): retried, waiting at least what the provider's Retry-After asks;
+- transient (5xx, timeouts, dropped connections, an empty answer): retried with exponential
+  backoff and full jitter;
+- permanent (400, 422, ...): not retried; the trial fails as an infrastructure error (the engine
+  restarts it from its seed, then stores it as `error`);
+- fatal (401/403 auth, 404 unknown model): not retried; nothing else in the run can succeed.
+
+litellm's and the OpenAI SDK's own retries are switched off by the client, so this is the only
+retry loop and every retry is counted.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import time
+from collections.abc import Callable
+from typing import Literal, NamedTuple, TypeVar
+
+import httpx
+import openai
+from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt, stop_before_delay
+from tenacity.wait import wait_random_exponential
+
+from castbench.errors import FatalInfrastructureError, InfrastructureError
+
+__all__ = ["EmptyResponse", "ErrorKind", "RetryPolicy", "call_with_retries", "classify", "retry_after_s"]
+
+T = TypeVar("T")
+ErrorKind = Literal["rate_limit", "transient", "permanent", "fatal"]
+
+_RETRIED: frozenset[ErrorKind] = frozenset({"rate_limit", "transient"})
+_TRANSIENT_STATUS = frozenset({408, 409, 425})
+
+
+class EmptyResponse(RuntimeError):
+    """The provider answered 200 with no choice in it: its failure, not the model's."""
+
+
+class RetryPolicy(NamedTuple):
+    max_attempts: int = 6
+    max_call_s: float = 600.0
+    backoff_s: float = 1.0
+    backoff_max_s: float = 60.0
+
+
+def _status(exc: BaseException) -> int | None:
+    status = getattr(exc, "status_code", None)
+    return status if isinstance(status, int) else None
+
+
+def classify(exc: BaseException) -> ErrorKind:
+    if isinstance(exc, EmptyResponse | TimeoutError | ConnectionError | httpx.TransportError):
+        return "transient"
+    if isinstance(exc, openai.APITimeoutError | openai.APIConnectionError):
+        return "transient"  # litellm's Timeout and APIConnectionError derive from these
+    status = _status(exc)
+    if status is None:
+        return "transient" if isinstance(exc, openai.APIError) else "permanent"
+    if status == 429:
+        return "rate_limit"
+    if status in (401, 403, 404):
+        return "fatal"
+    if status >= 500 or status in _TRANSIENT_STATUS:
+        return "transient"
+    return "permanent"
+
+
+def _headers(exc: BaseException) -> dict[str, str]:
+    headers: dict[str, str] = {}
+    response_headers = getattr(getattr(exc, "response", None), "headers", None)
+    for source in (response_headers, getattr(exc, "litellm_response_headers", None)):
+        if source:
+            headers.update({str(key).lower(): str(value) for key, value in dict(source).items()})
+    return headers
+
+
+def retry_after_s(exc: BaseException) -> float | None:
+    """The wait the provider asked for (`retry-after-ms`, `retry-after` in seconds or as a date)."""
+    headers = _headers(exc)
+    try:
+        if "retry-after-ms" in headers:
+            return max(0.0, float(headers["retry-after-ms"]) / 1000)
+        value = headers.get("retry-after")
+        if value is None:
+            return None
+        try:
+            return max(0.0, float(value))
+        except ValueError:
+            when = email.utils.parsedate_to_datetime(value)
+            return max(0.0, when.timestamp() - time.time())
+    except (TypeError, ValueError):
+        return None
+
+
+def _wait(policy: RetryPolicy) -> Callable[[RetryCallState], float]:
+    backoff = wait_random_exponential(multiplier=policy.backoff_s, max=policy.backoff_max_s)
+
+    def wait(state: RetryCallState) -> float:
+        delay = backoff(state)
+        exc = state.outcome.exception() if state.outcome is not None else None
+        asked = retry_after_s(exc) if exc is not None and classify(exc) == "rate_limit" else None
+        return max(delay, asked) if asked is not None else delay
+
+    return wait
+
+
+def call_with_retries(fn: Callable[[], T], policy: RetryPolicy, describe: str) -> tuple[T, int]:
+    """`fn()` and the number of retries it took; `InfrastructureError` once retrying must stop."""
+    retrying = Retrying(
+        stop=stop_after_attempt(policy.max_attempts) | stop_before_delay(policy.max_call_s),
+        wait=_wait(policy),
+        retry=retry_if_exception(lambda exc: classify(exc) in _RETRIED),
+        reraise=True,
+    )
+    try:
+        value = retrying(fn)
+    except Exception as exc:
+        kind = classify(exc)
+        attempts = retrying.statistics.get("attempt_number", 1)
+        message = f"{describe}: {kind} error after {attempts} attempt(s): {type(exc).__name__}: {exc}"
+        if kind == "fatal":
+            raise FatalInfrastructureError(message) from exc
+        raise InfrastructureError(message) from exc
+    return value, retrying.statistics.get("attempt_number", 1) - 1

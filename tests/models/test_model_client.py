@@ -1,0 +1,90 @@
+"""The client's cache, concurrency limit, provider seeds and cost accounting."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from castbench.models.client import ModelClient, TrialKey
+from castbench.models.settings import ModelSettings
+from tests.models.fault_server import FaultServer
+
+HELLO = [{"role": "user", "content": "hello"}]
+
+
+def _echo(body: dict[str, Any]) -> dict[str, Any]:
+    return {"content": f"seed {body.get('seed')}"}
+
+
+FIRST_TRIAL = TrialKey(1, 0)
+
+
+def _client(
+    server: FaultServer, trial: TrialKey = FIRST_TRIAL, role: str = "policy", **settings: Any
+) -> ModelClient:
+    return ModelClient(ModelSettings(model="openai/echo", api_base=server.base_url, **settings), role, trial)
+
+
+def test_the_cache_answers_repeats_but_never_merges_trials(
+    fault_server: Callable[..., FaultServer], tmp_path: Path
+) -> None:
+    server = fault_server(_echo)
+    first = _client(server, TrialKey(11, 0), cache_dir=str(tmp_path)).complete(HELLO)
+    second = _client(server, TrialKey(12, 1), cache_dir=str(tmp_path)).complete(HELLO)
+    assert server.requests == 2  # two trials, two samples
+    again = _client(server, TrialKey(11, 0), cache_dir=str(tmp_path)).complete(HELLO)
+    assert server.requests == 2 and again.text == first.text and again.usage.cost == 0.0
+    _client(server, TrialKey(11, 0), role="critic", cache_dir=str(tmp_path)).complete(HELLO)
+    _client(server, TrialKey(11, 0), cache_dir=str(tmp_path), temperature=0.5).complete(HELLO)
+    assert server.requests == 4  # another role, other settings: other answers
+    assert second.usage.input_tokens > 0
+
+
+def test_no_cache_by_default(fault_server: Callable[..., FaultServer]) -> None:
+    server = fault_server(_echo)
+    for _ in range(2):
+        _client(server).complete(HELLO)
+    assert server.requests == 2
+
+
+def test_provider_seeds_differ_per_trial_and_repeat_per_trial(
+    fault_server: Callable[..., FaultServer],
+) -> None:
+    server = fault_server(_echo)
+    a = _client(server, TrialKey(11, 0), seed=1).complete(HELLO).text
+    b = _client(server, TrialKey(12, 1), seed=1).complete(HELLO).text
+    assert a != b and a == _client(server, TrialKey(11, 0), seed=1).complete(HELLO).text
+    assert _client(server).complete(HELLO).text == "seed None"  # no seed unless asked
+
+
+def test_calls_to_one_server_share_a_concurrency_limit(fault_server: Callable[..., FaultServer]) -> None:
+    in_flight, peak, lock = 0, 0, threading.Lock()
+
+    def slow(body: dict[str, Any]) -> dict[str, Any]:
+        nonlocal in_flight, peak
+        with lock:
+            in_flight += 1
+            peak = max(peak, in_flight)
+        time.sleep(0.1)
+        with lock:
+            in_flight -= 1
+        return {"content": "ok"}
+
+    server = fault_server(slow)
+    roles = ["policy", "critic", "user"] * 3
+    with ThreadPoolExecutor(max_workers=9) as pool:
+        list(pool.map(lambda role: _client(server, role=role, max_concurrency=2).complete(HELLO), roles))
+    assert server.requests == 9 and peak == 2
+
+
+def test_a_price_given_for_an_unknown_model_is_charged(fault_server: Callable[..., FaultServer]) -> None:
+    server = fault_server(_echo)
+    usage = _client(server, input_cost_per_token=0.001, output_cost_per_token=0.002).complete(HELLO).usage
+    assert usage.cost == pytest.approx(0.001 * usage.input_tokens + 0.002 * usage.output_tokens)
+    assert _client(server).complete(HELLO).usage.cost is None  # a local model without a price

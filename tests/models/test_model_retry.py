@@ -1,0 +1,126 @@
+"""Provider errors through the real litellm client: rate limits wait as asked, transient errors
+are retried with backoff, permanent and auth errors are not, and every call is bounded."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from email.utils import formatdate
+from types import SimpleNamespace
+
+import pytest
+
+from castbench.errors import FatalInfrastructureError, InfrastructureError
+from castbench.models.client import ModelClient, TrialKey
+from castbench.models.retry import RetryPolicy, call_with_retries, classify, retry_after_s
+from castbench.models.settings import ModelSettings
+from tests.models.fault_server import FaultServer
+
+HELLO = [{"role": "user", "content": "hello"}]
+
+
+def _echo(body: dict[str, object]) -> dict[str, object]:
+    return {"content": "hi"}
+
+
+def _client(server: FaultServer, **settings: object) -> ModelClient:
+    defaults = {"timeout": 0.3, "backoff_s": 0.01, "backoff_max_s": 0.02, "max_attempts": 3}
+    model = ModelSettings(model="openai/echo", api_base=server.base_url, **{**defaults, **settings})  # type: ignore[arg-type]
+    return ModelClient(model, "policy", TrialKey(seed=1, trial_index=0))
+
+
+def _raised(server: FaultServer, **settings: object) -> BaseException:
+    with pytest.raises(InfrastructureError) as caught:
+        _client(server, **settings).complete(HELLO)
+    assert caught.value.__cause__ is not None
+    return caught.value.__cause__
+
+
+@pytest.mark.parametrize(
+    ("fault", "kind"),
+    [
+        ("rate_limit", "rate_limit"),
+        ("server_error", "transient"),
+        ("slow", "transient"),
+        ("empty", "transient"),
+        ("bad_request", "permanent"),
+        ("unauthorized", "fatal"),
+    ],
+)
+def test_litellm_errors_are_classified(
+    fault_server: Callable[..., FaultServer], fault: str, kind: str
+) -> None:
+    server = fault_server(_echo, rates={fault: 1.0}, slow_s=0.6)
+    assert classify(_raised(server)) == kind
+
+
+@pytest.mark.parametrize(
+    ("fault", "requests"), [("server_error", 3), ("slow", 3), ("empty", 3), ("rate_limit", 3)]
+)
+def test_retryable_errors_are_retried_then_reported(
+    fault_server: Callable[..., FaultServer], fault: str, requests: int
+) -> None:
+    server = fault_server(_echo, rates={fault: 1.0}, slow_s=0.6)
+    with pytest.raises(InfrastructureError, match="after 3 attempt"):
+        _client(server).complete(HELLO)
+    assert server.requests == requests  # litellm's and the OpenAI SDK's own retries are off
+
+
+@pytest.mark.parametrize(
+    ("fault", "error"), [("bad_request", InfrastructureError), ("unauthorized", FatalInfrastructureError)]
+)
+def test_permanent_and_auth_errors_fail_fast(
+    fault_server: Callable[..., FaultServer], fault: str, error: type[Exception]
+) -> None:
+    server = fault_server(_echo, rates={fault: 1.0})
+    with pytest.raises(error, match="after 1 attempt"):
+        _client(server, max_attempts=6).complete(HELLO)
+    assert server.requests == 1
+
+
+def test_retry_after_is_honoured(fault_server: Callable[..., FaultServer]) -> None:
+    server = fault_server(_echo, rates={"rate_limit": 1.0}, retry_after_ms=300)
+    started = time.perf_counter()
+    with pytest.raises(InfrastructureError):
+        _client(server, max_attempts=2).complete(HELLO)
+    assert time.perf_counter() - started >= 0.3  # backoff alone would wait 0.02 s
+
+
+def test_a_call_is_bounded_in_total_time(fault_server: Callable[..., FaultServer]) -> None:
+    server = fault_server(_echo, rates={"slow": 1.0}, slow_s=1.0)
+    started = time.perf_counter()
+    with pytest.raises(InfrastructureError):
+        _client(server, timeout=0.2, max_attempts=100, max_call_s=0.7).complete(HELLO)
+    assert time.perf_counter() - started < 1.5
+
+
+def test_retries_are_counted_in_usage(fault_server: Callable[..., FaultServer]) -> None:
+    server = fault_server(_echo, fail_first=2)
+    completion = _client(server).complete(HELLO)
+    assert completion.text == "hi" and completion.usage.retries == 2 and completion.usage.calls == 1
+
+
+def test_retry_after_headers() -> None:
+    def error(headers: dict[str, str]) -> BaseException:
+        exc = RuntimeError("429")
+        exc.response = SimpleNamespace(headers=headers)  # type: ignore[attr-defined]
+        return exc
+
+    assert retry_after_s(error({"retry-after-ms": "1500"})) == 1.5
+    assert retry_after_s(error({"Retry-After": "7"})) == 7.0
+    in_a_minute = retry_after_s(error({"Retry-After": formatdate(time.time() + 60, usegmt=True)}))
+    assert in_a_minute is not None and 55 < in_a_minute <= 60
+    assert retry_after_s(error({})) is None
+    assert retry_after_s(error({"Retry-After": "soon"})) is None
+
+
+def test_call_with_retries_stops_on_what_cannot_be_cured() -> None:
+    calls = []
+
+    def broken() -> None:
+        calls.append(1)
+        raise ValueError("a bug, not an outage")
+
+    with pytest.raises(InfrastructureError, match="permanent error after 1 attempt"):
+        call_with_retries(broken, RetryPolicy(max_attempts=5, backoff_s=0), "test")
+    assert len(calls) == 1
