@@ -8,7 +8,17 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no price-map fe
 
 import typer  # noqa: E402
 
-from castbench.cli import agents_cmd, domains_cmd, eval_cmd, runs_cmd, serve_cmd  # noqa: E402
+from castbench.cli import (  # noqa: E402
+    agents_cmd,
+    compare_cmd,
+    domains_cmd,
+    eval_cmd,
+    export_cmd,
+    gate_cmd,
+    leaderboard_cmd,
+    runs_cmd,
+    view_cmd,
+)
 
 app = typer.Typer(
     name="castbench",
@@ -24,7 +34,12 @@ app.add_typer(runs_cmd.runs_app, name="runs")
 app.add_typer(agents_cmd.policies_app, name="policies")
 app.add_typer(agents_cmd.critics_app, name="critics")
 app.add_typer(agents_cmd.users_app, name="users")
-app.command("serve")(serve_cmd.serve_command)
+app.command("compare")(compare_cmd.compare_command)
+app.command("gate")(gate_cmd.gate_command)
+app.add_typer(leaderboard_cmd.leaderboard_app, name="leaderboard")
+app.command("view")(view_cmd.view_command)
+app.command("export")(export_cmd.export_command)
+app.command("import")(export_cmd.import_command)
 
 
 def main() -> None:

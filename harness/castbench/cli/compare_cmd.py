@@ -1,0 +1,56 @@
+"""`castbench compare RUN_A RUN_B`: two runs task by task, with paired intervals."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from castbench.cli.options import DbOption
+from castbench.compare import SourceError, comparability_problems, compare_runs, load_summary
+from castbench.compare.report import comparison_renderables
+from castbench.store import DEFAULT_DB
+
+console = Console()
+
+RunRef = Annotated[
+    str, typer.Argument(help="Run id, unique prefix, 'latest', summary.json or exported run file.")
+]
+ForceOption = Annotated[
+    bool, typer.Option("--force", help="Compare even if domain versions or trials per task differ.")
+]
+ConfidenceOption = Annotated[
+    float, typer.Option(min=0.5, max=0.999, help="Confidence of the paired bootstrap intervals.")
+]
+
+
+def compare_command(
+    baseline: RunRef,
+    candidate: RunRef,
+    db: DbOption = DEFAULT_DB,
+    force: ForceOption = False,
+    confidence: ConfidenceOption = 0.95,
+) -> None:
+    """Difference in pass^k per domain on the tasks both runs scored (candidate − baseline),
+    tasks that flipped between reliable and unreliable, and critic rates when present."""
+    try:
+        base, cand = load_summary(baseline, db), load_summary(candidate, db)
+    except SourceError as exc:
+        console.print(f"[bold red]error:[/] {exc}")
+        raise typer.Exit(2) from exc
+    problems = comparability_problems(base, cand)
+    if problems and not force:
+        console.print(
+            "[bold red]refusing to compare:[/] " + "; ".join(problems) + " (--force to compare anyway)"
+        )
+        raise typer.Exit(2)
+    for problem in problems:
+        console.print(f"[bold yellow]warning (forced):[/] {problem}")
+    try:
+        comparison = compare_runs(base, cand, confidence=confidence)
+    except ValueError as exc:
+        console.print(f"[bold red]error:[/] {exc}")
+        raise typer.Exit(2) from exc
+    for renderable in comparison_renderables(comparison):
+        console.print(renderable)

@@ -1,0 +1,48 @@
+"""`castbench leaderboard build BOARD`: a board folder from the exported runs it lists."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from castbench.publish.board import BoardError, Entry, board_path, load_board
+from castbench.publish.build import build_board
+from castbench.publish.rerun import rerun_entries
+
+leaderboard_app = typer.Typer(help="Leaderboards built from exported runs.", no_args_is_help=True)
+console = Console()
+
+
+@leaderboard_app.command("build")
+def build(
+    board: Annotated[
+        str, typer.Argument(help="Board name (leaderboards/NAME.toml) or path to its TOML file.")
+    ],
+    root: Annotated[Path, typer.Option(help="Folder holding leaderboards/ and results/.")] = Path("."),
+    out: Annotated[Path | None, typer.Option(help="Output folder [default: leaderboards/NAME/].")] = None,
+    rerun: Annotated[
+        bool,
+        typer.Option(
+            help="First re-create the entries' runs offline with their fixed seeds and export them."
+        ),
+    ] = False,
+) -> None:
+    """Write board.md, board.csv, board.json, index.html, curve.svg and one trajectory page per entry."""
+    path = board_path(board, root)
+    try:
+        spec = load_board(path)
+        if rerun:
+
+            def report(entry: Entry, file: Path, size: int) -> None:
+                console.print(f"re-ran {entry.name}: {file} ({size / 1024:.0f} KiB)")
+
+            rerun_entries(spec, root, on_entry=report)
+        target = out or path.parent / spec.name
+        written = build_board(spec, root, target)
+    except BoardError as exc:
+        console.print(f"[bold red]error:[/] {exc}")
+        raise typer.Exit(2) from exc
+    console.print(f"board {spec.name}: {len(written)} files written to {target}")

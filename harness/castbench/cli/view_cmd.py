@@ -1,0 +1,57 @@
+"""`castbench view RUN`: a self-contained HTML page of a run's trajectories."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from castbench.cli.options import DbOption
+from castbench.publish.archive import ArchiveError, is_export, read_export
+from castbench.store import DEFAULT_DB, ResultsStore, StoreError
+from castbench.viewer import page_server, render_run_page
+
+console = Console()
+
+
+def _page(run: str, db: str) -> tuple[str, str]:
+    """(run id, page) for a run in the store or an exported run file."""
+    if is_export(Path(run)):
+        exported = read_export(Path(run))
+        return exported.run_id, render_run_page(exported.run_id, exported.config, exported.trials)
+    store = ResultsStore(db)
+    row = store.run(run)
+    return row.id, render_run_page(row.id, store.config(row.id), store.trials(row.id))
+
+
+def view_command(
+    run: Annotated[str, typer.Argument(help="Run id, unique prefix, 'latest', or an exported run file.")],
+    out: Annotated[Path | None, typer.Option(help="Write the page here [default: RUN_ID.html].")] = None,
+    serve: Annotated[bool, typer.Option(help="Serve the page on 127.0.0.1 instead of writing it.")] = False,
+    port: Annotated[int, typer.Option(min=0, max=65535, help="Port for --serve (0: any free port).")] = 8765,
+    db: DbOption = DEFAULT_DB,
+) -> None:
+    """Tasks with their trials as pass/fail marks; click one for its conversation step by step,
+    the critic's verdicts, the labels and the final state diff."""
+    try:
+        run_id, html = _page(run, db)
+    except (StoreError, ArchiveError) as exc:
+        console.print(f"[bold red]error:[/] {exc}")
+        raise typer.Exit(2) from exc
+    if serve:
+        server = page_server(html, port)
+        url = f"http://127.0.0.1:{server.server_address[1]}/"
+        console.print(f"serving run {run_id} at {url} (Ctrl-C to stop)")
+        try:
+            server.serve_forever()
+        except KeyboardInterrupt:
+            pass
+        finally:
+            server.server_close()
+        return
+    target = out or Path(f"{run_id}.html")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(html, encoding="utf-8")
+    console.print(f"run {run_id}: {target} ({len(html.encode()) / 1024:.0f} KiB)")

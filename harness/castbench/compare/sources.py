@@ -1,0 +1,60 @@
+"""Where a run to compare comes from: the results store, a summary JSON, or an exported run.
+
+All three reduce to a `RunSummary`: its per-task counts are all a paired comparison needs, so a
+CI job can gate against a summary.json committed next to the agent's code, with no database.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from castbench.publish.archive import ArchiveError, is_export, read_export
+from castbench.report import RunSummary, summarize_run
+from castbench.store import ResultsStore, StoreError
+
+__all__ = ["SourceError", "describe", "load_summary"]
+
+
+class SourceError(ValueError):
+    """A run reference that names nothing usable; the message says which and why."""
+
+
+def load_summary(ref: str, db: str) -> RunSummary:
+    """`ref` is a summary JSON file, an exported run (`*.castbench.json.gz`), or a run id,
+    unique id prefix or `latest` in the store at `db`."""
+    path = Path(ref)
+    if is_export(path):
+        try:
+            exported = read_export(path)
+        except ArchiveError as exc:
+            raise SourceError(str(exc)) from exc
+        return summarize_run(exported.run_id, exported.config, exported.trials)
+    if path.suffix == ".json":
+        try:
+            return RunSummary.model_validate_json(path.read_text())
+        except OSError as exc:
+            raise SourceError(f"cannot read summary {path}: {exc.strerror}") from exc
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(part) for part in first["loc"])
+            raise SourceError(
+                f"{path} is not a castbench summary (written by `castbench eval --output`): "
+                f"{where}: {first['msg']}"
+            ) from exc
+    try:
+        store = ResultsStore(db)
+        row = store.run(ref)
+        return summarize_run(row.id, store.config(row.id), store.trials(row.id))
+    except (StoreError, ValueError) as exc:
+        raise SourceError(str(exc)) from exc
+
+
+def describe(summary: RunSummary) -> str:
+    """`r-1a2b3c · policy X · critic Y`: enough to tell two runs apart at a glance."""
+    config = summary.config
+    parts = [summary.run_id, f"policy {config.get('policy', '?')}"]
+    if config.get("critic", "none") != "none":
+        parts.append(f"critic {config['critic']}")
+    return " · ".join(parts)

@@ -1,0 +1,1 @@
+"""Publishing runs: portable exports, their import, and leaderboards built from them."""

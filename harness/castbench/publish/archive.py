@@ -1,0 +1,175 @@
+"""Exported runs: one portable, compressed file per run (`NAME.castbench.json.gz`).
+
+An export holds the run row, its config and meta, and every trial record: everything the store
+knows about the run, so a leaderboard, a gate or a viewer can be rebuilt from the file alone and
+the run can be imported into another database. The bytes depend only on the run's content
+(sorted keys, gzip with no timestamp or file name), so re-exporting an unchanged run changes
+nothing in git. Durations are kept to the microsecond: the clock's digits beyond that are
+noise, and they made up a third of a compressed export.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Final, Literal
+
+from pydantic import BaseModel, ValidationError
+from sqlmodel import Session, select
+
+from castbench.runner.config import RunConfig
+from castbench.runner.records import TrialRecord
+from castbench.store import ResultsStore, StoreError
+from castbench.store.tables import RunRow, TrialRow
+
+__all__ = [
+    "EXPORT_SUFFIX",
+    "ArchiveError",
+    "ExportedRun",
+    "ImportOutcome",
+    "export_run",
+    "import_run",
+    "is_export",
+    "read_export",
+    "write_export",
+]
+
+EXPORT_SUFFIX = ".castbench.json.gz"
+FORMAT: Final = "castbench-run"
+_DURATION_FIELDS = frozenset({"duration_s", "policy_s", "critic_s", "user_s", "total_s", "latency_s"})
+
+
+class ArchiveError(ValueError):
+    """An export that cannot be read or imported; names the file and the reason."""
+
+
+class ExportedRun(BaseModel):
+    format: Literal["castbench-run"] = FORMAT
+    format_version: Literal[1] = 1
+    run_id: str
+    created: datetime
+    status: str
+    config_hash: str
+    config: RunConfig
+    meta: dict[str, Any]
+    trials: list[TrialRecord]
+
+
+class ImportOutcome(BaseModel):
+    run_id: str
+    created_run: bool
+    added_trials: int
+    already_present: int
+
+
+def is_export(path: Path) -> bool:
+    return path.name.endswith(".json.gz")
+
+
+def export_run(store: ResultsStore, ref: str) -> ExportedRun:
+    try:
+        row = store.run(ref)
+    except StoreError as exc:
+        raise ArchiveError(str(exc)) from exc
+    return ExportedRun(
+        run_id=row.id,
+        created=row.created,
+        status=row.status,
+        config_hash=row.config_hash,
+        config=RunConfig.model_validate_json(row.config_json),
+        meta=json.loads(row.meta_json),
+        trials=store.trials(row.id),
+    )
+
+
+def write_export(exported: ExportedRun, path: Path) -> int:
+    """Write `exported` to `path`; returns the file's size in bytes."""
+    text = json.dumps(
+        _round_durations(exported.model_dump(mode="json")), sort_keys=True, separators=(",", ":")
+    )
+    data = gzip.compress(text.encode(), compresslevel=9, mtime=0)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    return len(data)
+
+
+def _round_durations(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {
+            key: round(item, 6)
+            if key in _DURATION_FIELDS and isinstance(item, float)
+            else _round_durations(item)
+            for key, item in value.items()
+        }
+    if isinstance(value, list):
+        return [_round_durations(item) for item in value]
+    return value
+
+
+def read_export(path: Path) -> ExportedRun:
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ArchiveError(f"cannot read exported run {path}: {exc.strerror}") from exc
+    try:
+        raw = json.loads(gzip.decompress(data))
+    except (OSError, ValueError, EOFError) as exc:
+        raise ArchiveError(f"{path} is not a gzip-compressed castbench export: {exc}") from exc
+    if not isinstance(raw, dict) or raw.get("format") != FORMAT:
+        raise ArchiveError(f'{path} is not a castbench export (no "format": "{FORMAT}")')
+    try:
+        return ExportedRun.model_validate(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        raise ArchiveError(f"{path}: {where}: {first['msg']}") from exc
+
+
+def import_run(store: ResultsStore, exported: ExportedRun) -> ImportOutcome:
+    """Load an exported run into `store`. Importing twice adds nothing; a run id that the store
+    already holds with another configuration is refused rather than merged."""
+    created = False
+    with Session(store.engine) as session:
+        row = session.get(RunRow, exported.run_id)
+        if row is None:
+            session.add(
+                RunRow(
+                    id=exported.run_id,
+                    created=exported.created,
+                    config_hash=exported.config_hash,
+                    config_json=exported.config.model_dump_json(),
+                    meta_json=json.dumps(exported.meta, sort_keys=True),
+                    status=exported.status,
+                )
+            )
+            session.commit()
+            created = True
+        elif row.config_hash != exported.config_hash:
+            raise ArchiveError(
+                f"{store.url} already holds a run '{exported.run_id}' with another configuration "
+                f"(hash {row.config_hash[:12]} vs {exported.config_hash[:12]}); "
+                "import it into another database"
+            )
+        present = {
+            (domain, task_id, index): status
+            for domain, task_id, index, status in session.exec(
+                select(TrialRow.domain, TrialRow.task_id, TrialRow.trial_index, TrialRow.status).where(
+                    TrialRow.run_id == exported.run_id
+                )
+            ).all()
+        }
+    added = 0
+    for record in exported.trials:
+        status = present.get((record.domain, record.task_id, record.trial_index))
+        if status == "scored" or (status is not None and record.status != "scored"):
+            continue  # nothing new: the store's copy is as good as the file's
+        store.add_trial(exported.run_id, record)
+        added += 1
+    return ImportOutcome(
+        run_id=exported.run_id,
+        created_run=created,
+        added_trials=added,
+        already_present=len(exported.trials) - added,
+    )

@@ -1,0 +1,141 @@
+"""Leaderboard definitions: `leaderboards/<board>.toml`, declarative and kept in git.
+
+    title = "Scripted baselines"
+    description = "..."
+    domains = { retail = 1 }          # domain -> comparability number (the N of version N-X)
+    split = "test"
+    trials = 8                        # minimum trials per task; reruns use exactly this many
+    metrics = ["pass^1", "pass^2", { metric = "pass^4", name = "pass^4 ★" }, "pass^8"]
+    rank_by = "pass^4"                # default: the last metric
+    allow_privileged = true           # rows whose policy or critic read the ground truth
+    entries = [
+      { name = "oracle", policy = "oracle", note = "replays the ground truth" },
+    ]
+
+Each entry names an exported run (`run`, default `results/<board>/<slug>.castbench.json.gz`)
+and, when it can be re-created offline, how (`policy`, `critic`, `user`, `seed`). Without
+`entries`, every export under `results/` is considered. Paths are relative to the folder that
+holds `leaderboards/`.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from castbench.compare.metric import parse_metric
+from castbench.publish.archive import EXPORT_SUFFIX
+
+__all__ = ["BoardError", "BoardMetric", "BoardSpec", "Entry", "board_path", "load_board", "slug"]
+
+
+class BoardError(ValueError):
+    """A board file that cannot be used, or a run that does not belong on its board."""
+
+
+def slug(text: str) -> str:
+    """`scripted:noisy p=0.05` -> `scripted-noisy-p-0-05`: a file name that says what it is."""
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "entry"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class BoardMetric(_Strict):
+    metric: str
+    name: str = ""
+
+    @field_validator("metric")
+    @classmethod
+    def _known(cls, value: str) -> str:
+        return parse_metric(value).name
+
+    @model_validator(mode="after")
+    def _default_name(self) -> BoardMetric:
+        self.name = self.name or self.metric
+        return self
+
+
+class Entry(_Strict):
+    name: str
+    note: str = ""
+    """Shown with the row: say plainly what the entry is (a scripted baseline, a model, ...)."""
+    run: str | None = None
+    policy: str | None = None
+    """With `policy`, the entry can be re-created offline (`castbench leaderboard build --rerun`)
+    and its run must have used this policy."""
+    critic: str = "none"
+    user: str = "scripted"
+    seed: int = 0
+
+    def run_path(self, board: str) -> str:
+        return self.run or f"results/{board}/{slug(self.name)}{EXPORT_SUFFIX}"
+
+
+class BoardSpec(_Strict):
+    name: str
+    title: str
+    description: str = ""
+    domains: dict[str, int] = Field(min_length=1)
+    split: str = "test"
+    trials: int = Field(8, ge=1)
+    metrics: list[BoardMetric] = Field(min_length=1)
+    rank_by: str | None = None
+    allow_privileged: bool = False
+    user: str | None = None
+    """When set, every entry must have used this user simulator."""
+    entries: list[Entry] | None = None
+
+    @field_validator("metrics", mode="before")
+    @classmethod
+    def _metric_strings(cls, value: object) -> object:
+        if isinstance(value, list):
+            return [{"metric": item} if isinstance(item, str) else item for item in value]
+        return value
+
+    @model_validator(mode="after")
+    def _consistent(self) -> BoardSpec:
+        for item in self.metrics:
+            if parse_metric(item.metric).k > self.trials:
+                raise ValueError(f"metric {item.metric} needs more than the board's {self.trials} trials")
+        if self.rank_by is not None:
+            self.rank_by = parse_metric(self.rank_by).name
+            if self.rank_by not in {item.metric for item in self.metrics}:
+                raise ValueError(f"rank_by {self.rank_by} is not one of the board's metrics")
+        names = [entry.name for entry in self.entries or []]
+        if len(set(map(slug, names))) != len(names):
+            raise ValueError("entry names must differ (also after slugging): " + ", ".join(names))
+        return self
+
+    @property
+    def ranking_metric(self) -> str:
+        return self.rank_by or self.metrics[-1].metric
+
+
+def board_path(board: str, root: Path) -> Path:
+    """A board name (`scripted-baselines`) or a path to its TOML file."""
+    candidate = Path(board)
+    if candidate.suffix == ".toml":
+        return candidate
+    return root / "leaderboards" / f"{board}.toml"
+
+
+def load_board(path: Path) -> BoardSpec:
+    try:
+        raw = tomllib.loads(path.read_text())
+    except OSError as exc:
+        raise BoardError(f"cannot read board {path}: {exc.strerror}") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise BoardError(f"{path}: not valid TOML: {exc}") from exc
+    try:
+        return BoardSpec.model_validate({"name": path.stem, **raw})
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(part) for part in error['loc']) or 'board'}: {error['msg']}"
+            for error in exc.errors()
+        )
+        raise BoardError(f"{path}: {problems}") from exc

@@ -1,0 +1,121 @@
+"""`castbench leaderboard build`: exported runs in, a board folder out.
+
+    leaderboards/<board>/board.json   the rows as data
+    leaderboards/<board>/board.csv
+    leaderboards/<board>/board.md     paste into a README
+    leaderboards/<board>/index.html   sortable table + pass^k curve, no external resources
+    leaderboards/<board>/curve.svg
+    leaderboards/<board>/runs/<entry>.html   each entry's trajectories (the viewer)
+
+Everything is derived from the exports the board lists, so a committed board can be checked
+against its committed runs by building again and comparing bytes.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from castbench.publish.archive import EXPORT_SUFFIX, ArchiveError, ExportedRun, read_export
+from castbench.publish.board import BoardError, BoardSpec, Entry
+from castbench.publish.curve import curve_svg
+from castbench.publish.render import Board, Excluded, board_csv, board_html, board_json, board_markdown
+from castbench.publish.rows import BoardRow, entry_row, rank_rows
+from castbench.viewer import render_run_page
+
+__all__ = ["build_board", "collect_rows"]
+
+
+def _declared(spec: BoardSpec, root: Path) -> list[tuple[BoardRow, ExportedRun]]:
+    found: list[tuple[BoardRow, ExportedRun]] = []
+    for entry in spec.entries or []:
+        path = root / entry.run_path(spec.name)
+        if not path.exists():
+            hint = (
+                f"`castbench leaderboard build {spec.name} --rerun` re-creates it"
+                if entry.policy
+                else "export it"
+            )
+            raise BoardError(f"{entry.name}: run file {path} is missing ({hint})")
+        try:
+            exported = read_export(path)
+        except ArchiveError as exc:
+            raise BoardError(f"{entry.name}: {exc}") from exc
+        found.append((entry_row(spec, entry, exported), exported))
+    return found
+
+
+def _discovered(spec: BoardSpec, root: Path) -> tuple[list[tuple[BoardRow, ExportedRun]], list[Excluded]]:
+    found: list[tuple[BoardRow, ExportedRun]] = []
+    excluded: list[Excluded] = []
+    names: set[str] = set()
+    for path in sorted((root / "results").rglob(f"*{EXPORT_SUFFIX}")):
+        source = path.relative_to(root).as_posix()
+        try:
+            exported = read_export(path)
+            config = exported.config
+            name = config.policy + ("" if config.critic == "none" else f" + {config.critic}")
+            if name in names:
+                name = f"{name} ({exported.run_id})"
+            found.append((entry_row(spec, Entry(name=name, run=source), exported), exported))
+            names.add(name)
+        except (ArchiveError, BoardError) as exc:
+            excluded.append(Excluded(source=source, reason=str(exc)))
+    return found, excluded
+
+
+def collect_rows(spec: BoardSpec, root: Path) -> tuple[list[tuple[BoardRow, ExportedRun]], list[Excluded]]:
+    """Rows of the declared entries (any ineligible one is an error), or of every eligible
+    export under `results/` (the others listed as excluded, with the reason)."""
+    if spec.entries is not None:
+        return _declared(spec, root), []
+    return _discovered(spec, root)
+
+
+def build_board(spec: BoardSpec, root: Path, out_dir: Path) -> list[Path]:
+    """Build the board into `out_dir`; returns the files written."""
+    found, excluded = collect_rows(spec, root)
+    if not found:
+        reasons = "".join(f"\n  {item.source}: {item.reason}" for item in excluded)
+        raise BoardError(f"board {spec.name}: no eligible run{reasons}")
+    rows = rank_rows(spec, [row for row, _ in found])
+    exports = {row.slug: exported for row, exported in found}
+    board = Board(
+        name=spec.name,
+        title=spec.title,
+        description=spec.description,
+        domains=spec.domains,
+        split=spec.split,
+        trials=spec.trials,
+        metrics=spec.metrics,
+        rank_by=spec.ranking_metric,
+        allow_privileged=spec.allow_privileged,
+        rows=rows,
+        excluded=excluded,
+    )
+    curve = curve_svg(f"{spec.title}: pass^k against k", [(row.name, row.curve) for row in rows])
+    files = {
+        "board.json": board_json(board),
+        "board.csv": board_csv(board),
+        "board.md": board_markdown(board),
+        "curve.svg": curve,
+        "index.html": board_html(board, curve),
+    }
+    for row in rows:
+        exported = exports[row.slug]
+        files[row.viewer] = render_run_page(
+            exported.run_id,
+            exported.config,
+            exported.trials,
+            title=f"{spec.title}: {row.name} (run {row.run_id})",
+        )
+    runs_dir = out_dir / "runs"
+    if runs_dir.is_dir():
+        for stale in runs_dir.glob("*.html"):
+            stale.unlink()
+    written: list[Path] = []
+    for relative, text in files.items():
+        path = out_dir / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        written.append(path)
+    return written

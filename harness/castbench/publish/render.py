@@ -1,0 +1,178 @@
+"""A built board in its four forms: board.json (data), board.csv (spreadsheets), board.md
+(a README section) and index.html (a static page with a sortable table and the pass^k curve).
+
+Output depends only on the board and its rows: no timestamps, sorted keys, fixed number
+formats, so building twice from the same exports gives the same bytes.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+from markupsafe import Markup
+from pydantic import BaseModel, Field
+
+from castbench.publish.board import BoardMetric
+from castbench.publish.rows import BoardRow, Cell
+from castbench.viewer.page import template_environment
+
+__all__ = ["Board", "Excluded", "board_csv", "board_html", "board_json", "board_markdown"]
+
+PRIVILEGED_MARK = "†"
+
+
+class Excluded(BaseModel):
+    source: str
+    reason: str
+
+
+class Board(BaseModel):
+    name: str
+    title: str
+    description: str
+    domains: dict[str, int]
+    split: str
+    trials: int
+    metrics: list[BoardMetric]
+    rank_by: str
+    allow_privileged: bool
+    rows: list[BoardRow]
+    excluded: list[Excluded] = Field(default_factory=list)
+
+    @property
+    def has_critic(self) -> bool:
+        return any(row.false_flag_rate is not None or row.detection_rate is not None for row in self.rows)
+
+    @property
+    def scope(self) -> str:
+        domains = ", ".join(f"{name} (version {number}-x)" for name, number in sorted(self.domains.items()))
+        return (
+            f"{domains}; {self.split} split; at least {self.trials} trials per task; ranked by {self.rank_by}"
+        )
+
+
+def _cell(cell: Cell) -> str:
+    return f"{cell.value:.3f} ({cell.low:.2f}–{cell.high:.2f})"
+
+
+def _rate(value: float | None) -> str:
+    return "–" if value is None else f"{value:.3f}"
+
+
+def _cost(value: float | None) -> str:
+    return "–" if value is None else f"${value:.4f}"
+
+
+def _name(row: BoardRow) -> str:
+    return row.name + (f" {PRIVILEGED_MARK}" if row.privileged else "")
+
+
+def board_json(board: Board) -> str:
+    data = board.model_dump(mode="json")
+    for row, dumped in zip(board.rows, data["rows"], strict=True):
+        dumped["viewer"] = row.viewer
+    return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def board_csv(board: Board) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    header = ["rank", "name", "note", "policy", "critic", "user", "traits", "privileged", "tasks", "trials"]
+    for item in board.metrics:
+        header += [item.name, f"{item.name} low", f"{item.name} high"]
+    header += ["false_flag_rate", "detection_rate", "cost_per_trial", "run_id", "viewer"]
+    writer.writerow(header)
+    for row in board.rows:
+        values: list[object] = [
+            row.rank, row.name, row.note, row.policy, row.critic, row.user, row.traits or "",
+            ",".join(row.privileged), row.tasks, row.trials,
+        ]  # fmt: skip
+        for item in board.metrics:
+            cell = row.metrics[item.metric]
+            values += [f"{cell.value:.4f}", f"{cell.low:.4f}", f"{cell.high:.4f}"]
+        values += [
+            "" if row.false_flag_rate is None else f"{row.false_flag_rate:.4f}",
+            "" if row.detection_rate is None else f"{row.detection_rate:.4f}",
+            "" if row.cost_per_trial is None else f"{row.cost_per_trial:.6f}",
+            row.run_id,
+            row.viewer,
+        ]
+        writer.writerow(values)
+    return out.getvalue()
+
+
+def _md(text: str) -> str:
+    return (
+        text.replace("\\", "\\\\")
+        .replace("|", "\\|")
+        .replace("<", "&lt;")
+        .replace(">", "&gt;")
+        .replace("\n", " ")
+    )
+
+
+def _code(text: str) -> str:
+    return "`" + text.replace("`", "'").replace("|", "\\|") + "`"
+
+
+def board_markdown(board: Board) -> str:
+    header = ["#", "entry", "note", "policy", "critic", "user", "traits"] + [m.name for m in board.metrics]
+    if board.has_critic:
+        header += ["false-flag rate", "detection rate"]
+    header += ["cost / trial", "trajectories"]
+    lines = [f"# {_md(board.title)}", ""]
+    if board.description:
+        lines += [board.description.strip(), ""]
+    lines += [
+        f"Scope: {_md(board.scope)}. Figures are means over tasks with 95% bootstrap intervals over tasks.",
+        "",
+        "| " + " | ".join(_md(h) for h in header) + " |",
+        "|" + "---|" * len(header),
+    ]
+    for row in board.rows:
+        cells = [
+            str(row.rank),
+            _md(_name(row)),
+            _md(row.note),
+            _code(row.policy),
+            _code(row.critic),
+            _code(row.user),
+        ]
+        cells.append(_md(row.traits or "–"))
+        cells += [_cell(row.metrics[m.metric]) for m in board.metrics]
+        if board.has_critic:
+            cells += [_rate(row.false_flag_rate), _rate(row.detection_rate)]
+        cells += [_cost(row.cost_per_trial), f"[view]({row.viewer})"]
+        lines.append("| " + " | ".join(cells) + " |")
+    lines.append("")
+    if any(row.privileged for row in board.rows):
+        lines += [
+            f"{PRIVILEGED_MARK} privileged: the policy or critic read the ground truth, "
+            "so the row is a reference "
+            "point, not a deployable agent.",
+            "",
+        ]
+    lines += ["![pass^k against k](curve.svg)", ""]
+    if board.excluded:
+        lines += ["Runs not listed:", ""]
+        lines += [f"- `{item.source}`: {_md(item.reason)}" for item in board.excluded]
+        lines.append("")
+    return "\n".join(lines)
+
+
+def board_html(board: Board, curve: str) -> str:
+    return (
+        template_environment("castbench.publish")
+        .get_template("board.html.j2")
+        .render(
+            board=board,
+            curve=Markup(curve),  # noqa: S704 (built by curve_svg, which escapes every label)
+            cell=_cell,
+            rate=_rate,
+            cost=_cost,
+            name=_name,
+            privileged_mark=PRIVILEGED_MARK,
+        )
+    )

@@ -1,0 +1,50 @@
+"""Re-creating a board's runs from its entries' recipes (`castbench leaderboard build --rerun`).
+
+Each entry with a `policy` is run again offline on the board's domains, split and trials, with
+the entry's seed, in a throwaway database, and exported to the entry's run file. Entries
+without a recipe (submitted runs) are left as they are.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+from castbench.api import evaluate
+from castbench.publish.archive import export_run, write_export
+from castbench.publish.board import BoardError, BoardSpec, Entry
+from castbench.store import ResultsStore
+
+__all__ = ["rerun_entries"]
+
+
+def rerun_entries(
+    spec: BoardSpec, root: Path, on_entry: Callable[[Entry, Path, int], None] | None = None
+) -> list[Path]:
+    """Run every entry that has a recipe and export it; returns the files written."""
+    if spec.entries is None:
+        raise BoardError(f"board {spec.name} lists no entries: nothing to re-create")
+    written: list[Path] = []
+    with tempfile.TemporaryDirectory(prefix="castbench-rerun-") as scratch:
+        db = f"sqlite:///{Path(scratch) / 'runs.db'}"
+        for entry in spec.entries:
+            if entry.policy is None:
+                continue
+            result = evaluate(
+                db=db,
+                fresh=True,
+                domains=",".join(sorted(spec.domains)),
+                policy=entry.policy,
+                critic=entry.critic,
+                user=entry.user,
+                split=spec.split,
+                trials=spec.trials,
+                seed=entry.seed,
+            )
+            path = root / entry.run_path(spec.name)
+            size = write_export(export_run(ResultsStore(db), result.outcome.run_id), path)
+            written.append(path)
+            if on_entry is not None:
+                on_entry(entry, path, size)
+    return written

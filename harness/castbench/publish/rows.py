@@ -1,0 +1,195 @@
+"""From exported runs to leaderboard rows: eligibility, figures with intervals, ranking.
+
+A row's figures are recomputed from the run's trial records (per-task counts pooled over the
+board's domains, keyed `domain/task`), with a fixed bootstrap seed, so the same exports give
+the same board whatever seed each run used.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel
+
+from castbench.compare.comparability import comparability_number
+from castbench.compare.metric import parse_metric
+from castbench.metrics import TaskOutcome, summarize_counts
+from castbench.publish.archive import ExportedRun
+from castbench.publish.board import BoardError, BoardSpec, Entry, slug
+from castbench.report import DomainReport, RunSummary, summarize_run
+
+__all__ = ["BoardRow", "Cell", "eligibility_problems", "entry_row", "rank_rows"]
+
+_DIGITS = 4
+
+
+class Cell(BaseModel):
+    value: float
+    low: float
+    high: float
+
+
+class BoardRow(BaseModel):
+    rank: int = 0
+    name: str
+    slug: str
+    note: str
+    run_id: str
+    policy: str
+    critic: str
+    user: str
+    traits: str | None
+    privileged: list[str]
+    tasks: int
+    trials: int
+    metrics: dict[str, Cell]
+    curve: list[float]
+    """pass^1 .. pass^n."""
+    false_flag_rate: float | None
+    detection_rate: float | None
+    cost_per_trial: float | None
+
+    @property
+    def viewer(self) -> str:
+        return f"runs/{self.slug}.html"
+
+
+def _round(value: float) -> float:
+    return round(value, _DIGITS)
+
+
+def _traits(extra: dict[str, Any]) -> str | None:
+    traits = extra.get("traits")
+    if traits is None or traits == {} or traits == []:
+        return None
+    if isinstance(traits, dict):
+        return ", ".join(f"{key}={traits[key]}" for key in sorted(traits))
+    if isinstance(traits, list):
+        return ", ".join(str(item) for item in traits)
+    return str(traits)
+
+
+def eligibility_problems(spec: BoardSpec, exported: ExportedRun, summary: RunSummary) -> list[str]:
+    config = exported.config
+    problems: list[str] = []
+    for domain, number in sorted(spec.domains.items()):
+        version = config.domains.get(domain)
+        if version is None:
+            problems.append(f"did not run domain {domain}")
+            continue
+        if comparability_number(version) != str(number):
+            problems.append(
+                f"domain {domain} version {version} is not comparable with the board's {number}-x"
+            )
+        report = summary.domains.get(domain)
+        if report is None:
+            problems.append(f"domain {domain}: no task has all its trials scored")
+        elif report.incomplete_tasks:
+            problems.append(
+                f"domain {domain}: {len(report.incomplete_tasks)} task(s) without all trials scored"
+            )
+    if config.split != spec.split:
+        problems.append(f"ran the {config.split} split, the board ranks {spec.split}")
+    if config.task_ids is not None:
+        problems.append(f"ran a subset of {len(config.task_ids)} task(s), the board needs every task")
+    if config.trials < spec.trials:
+        problems.append(f"ran {config.trials} trials per task, the board needs at least {spec.trials}")
+    if config.privileged and not spec.allow_privileged:
+        problems.append(
+            f"privileged {', '.join(config.privileged)} (read the ground truth); the board allows none"
+        )
+    if spec.user is not None and config.user != spec.user:
+        problems.append(f"user simulator {config.user}, the board uses {spec.user}")
+    return problems
+
+
+def _entry_mismatch(entry: Entry, exported: ExportedRun) -> list[str]:
+    """A run file that no longer matches its entry's recipe is stale: rebuild it."""
+    if entry.policy is None:
+        return []
+    config = exported.config
+    wanted = {"policy": entry.policy, "critic": entry.critic, "user": entry.user, "seed": entry.seed}
+    got = {"policy": config.policy, "critic": config.critic, "user": config.user, "seed": config.seed}
+    return [
+        f"{key} is {got[key]!r}, the entry says {wanted[key]!r}" for key in wanted if wanted[key] != got[key]
+    ]
+
+
+def _critic_rates(reports: list[DomainReport]) -> tuple[float | None, float | None]:
+    """False-flag and detection rates over the board's domains, pooled from the confusion
+    counts (not averaged: a domain with more verified actions weighs more)."""
+    critics = [report.critic for report in reports]
+    if not critics or any(critic is None for critic in critics):
+        return None, None
+    counts = [critic.counts for critic in critics if critic is not None]
+    flag_valid = sum(c.flag_valid for c in counts)
+    valid = flag_valid + sum(c.pass_valid for c in counts)
+    flag_invalid = sum(c.flag_invalid for c in counts)
+    invalid = flag_invalid + sum(c.pass_invalid for c in counts)
+    return (flag_valid / valid if valid else None, flag_invalid / invalid if invalid else None)
+
+
+def _cost(reports: list[DomainReport]) -> float | None:
+    priced = [
+        (r.cost_per_trial, r.n_trials + r.errored_trials) for r in reports if r.cost_per_trial is not None
+    ]
+    if not priced:
+        return None
+    return sum(cost * trials for cost, trials in priced) / sum(r.n_trials + r.errored_trials for r in reports)
+
+
+def entry_row(spec: BoardSpec, entry: Entry, exported: ExportedRun) -> BoardRow:
+    """The row of one entry, or BoardError saying why its run does not belong on the board."""
+    config = exported.config
+    summary = summarize_run(exported.run_id, config, exported.trials)
+    problems = _entry_mismatch(entry, exported) + eligibility_problems(spec, exported, summary)
+    if problems:
+        raise BoardError(f"{entry.name} ({entry.run_path(spec.name)}): " + "; ".join(problems))
+    reports = [summary.domains[domain] for domain in sorted(spec.domains)]
+    pooled: dict[str, TaskOutcome] = {
+        f"{domain}/{task_id}": outcome
+        for domain, report in zip(sorted(spec.domains), reports, strict=True)
+        for task_id, outcome in report.per_task.items()
+    }
+    figures = summarize_counts(pooled, seed=0)
+    metrics: dict[str, Cell] = {}
+    for item in spec.metrics:
+        metric = parse_metric(item.metric)
+        values, intervals = (
+            (figures.pass_hat, figures.ci95)
+            if metric.kind == "pass_hat"
+            else (figures.pass_at, figures.ci95_at)
+        )
+        low, high = intervals[metric.k]
+        metrics[item.metric] = Cell(value=_round(values[metric.k]), low=_round(low), high=_round(high))
+    false_flag, detection = _critic_rates(reports)
+    cost = _cost(reports)
+    return BoardRow(
+        name=entry.name,
+        slug=slug(entry.name),
+        note=entry.note,
+        run_id=exported.run_id,
+        policy=config.policy,
+        critic=config.critic,
+        user=config.user,
+        traits=_traits(config.extra),
+        privileged=list(config.privileged),
+        tasks=figures.n_tasks,
+        trials=figures.trials_per_task,
+        metrics=metrics,
+        curve=[_round(figures.pass_hat[k]) for k in sorted(figures.pass_hat)],
+        false_flag_rate=None if false_flag is None else _round(false_flag),
+        detection_rate=None if detection is None else _round(detection),
+        cost_per_trial=cost,
+    )
+
+
+def rank_rows(spec: BoardSpec, rows: list[BoardRow]) -> list[BoardRow]:
+    """Best first by the ranking metric (name breaks ties in order); equal figures share a rank."""
+    key = spec.ranking_metric
+    ordered = sorted(rows, key=lambda row: (-row.metrics[key].value, row.name))
+    ranked: list[BoardRow] = []
+    for position, row in enumerate(ordered, start=1):
+        tied = ranked and ranked[-1].metrics[key].value == row.metrics[key].value
+        ranked.append(row.model_copy(update={"rank": ranked[-1].rank if tied else position}))
+    return ranked

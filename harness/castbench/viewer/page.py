@@ -1,0 +1,120 @@
+"""A self-contained HTML page of one run: every task with its trials as pass/fail marks, and
+each trial's conversation step by step with the critic's verdicts, the labels and the final
+state diff.
+
+Run-level text (ids, config) is rendered by Jinja2 with autoescaping; trajectories are rendered
+in the browser from the embedded records with `textContent` only. Either way nothing a model,
+a user simulator or a tool wrote is ever parsed as HTML.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from functools import cache
+from typing import Any
+
+import jinja2
+
+from castbench.report import RunSummary, summarize_run
+from castbench.runner.config import RunConfig
+from castbench.runner.records import TrialRecord
+from castbench.viewer.payload import encode_trials
+
+__all__ = ["render_run_page", "template_environment"]
+
+
+@cache
+def template_environment(package: str) -> jinja2.Environment:
+    """Templates of a castbench subpackage, always autoescaped, whitespace as written."""
+    return jinja2.Environment(
+        loader=jinja2.PackageLoader(package, "templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+    )
+
+
+def _trial(record: TrialRecord, index: int) -> dict[str, Any]:
+    if record.status == "error":
+        state, symbol, outcome = "error", "!", "error"
+    elif record.passed:
+        state, symbol, outcome = "pass", "✓", "pass"
+    else:
+        state, symbol, outcome = "fail", "✗", "fail"
+    category = record.grade.failure_category if record.grade else None
+    return {
+        "index": index,
+        "state": state,
+        "symbol": symbol,
+        "key": f"{record.domain}/{record.task_id}/{record.trial_index}",
+        "title": f"trial {record.trial_index}: {outcome}" + (f" ({category})" if category else ""),
+    }
+
+
+def _summary_table(summary: RunSummary, ks: list[int]) -> dict[str, Any]:
+    """One column per domain (and overall), one row per k: narrow enough beside the tasks."""
+    reports = list(summary.domains.items())
+    if len(reports) > 1:
+        reports.append(("overall", summary.overall))
+    rows = [{"name": "tasks", "cells": [str(report.n_tasks) for _, report in reports]}]
+    for k in ks:
+        cells = [
+            f"{report.pass_hat[k]:.3f} ({report.ci95[k][0]:.2f}–{report.ci95[k][1]:.2f})"
+            if k in report.pass_hat
+            else "–"
+            for _, report in reports
+        ]
+        rows.append({"name": f"pass^{k}", "cells": cells})
+    return {"columns": [name for name, _ in reports], "rows": rows}
+
+
+def render_run_page(
+    run_id: str, config: RunConfig, records: Sequence[TrialRecord], title: str | None = None
+) -> str:
+    ordered = sorted(records, key=lambda r: (r.domain, r.task_id, r.trial_index))
+    by_task: dict[str, dict[str, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
+    passed: dict[tuple[str, str], int] = defaultdict(int)
+    for index, record in enumerate(ordered):
+        by_task[record.domain][record.task_id].append(_trial(record, index))
+        passed[record.domain, record.task_id] += record.passed
+    domains = [
+        {
+            "name": domain,
+            "tasks": [
+                {"task_id": task_id, "trials": trials, "passed": passed[domain, task_id]}
+                for task_id, trials in sorted(tasks.items())
+            ],
+        }
+        for domain, tasks in sorted(by_task.items())
+    ]
+    ks = list(range(1, config.trials + 1))
+    try:
+        summary = _summary_table(summarize_run(run_id, config, ordered), ks)
+    except ValueError:  # no task has all its trials scored: nothing to summarise yet
+        summary = {"columns": [], "rows": []}
+    config_items = [
+        ("domains", ", ".join(f"{name} {version}" for name, version in sorted(config.domains.items()))),
+        ("split", config.split),
+        ("policy", config.policy),
+        ("critic", config.critic),
+        ("user", config.user),
+        ("trials", str(config.trials)),
+        ("seed", str(config.seed)),
+    ]
+    if config.privileged:
+        config_items.append(("privileged", ", ".join(config.privileged)))
+    if config.extra.get("traits"):
+        config_items.append(("traits", str(config.extra["traits"])))
+    return (
+        template_environment("castbench.viewer")
+        .get_template("viewer.html.j2")
+        .render(
+            title=title or f"run {run_id}",
+            config_items=config_items,
+            ks=ks,
+            summary=summary,
+            domains=domains,
+            trials_data=encode_trials(ordered),
+        )
+    )

@@ -1,0 +1,43 @@
+"""The trial data a viewer page carries: stored records minus timings and usage, compressed.
+
+The page reads the stored `TrialRecord` shape itself (one source for the trajectory format).
+Timings are left out because they are noise the page does not show and they would make the
+page differ between two runs with identical trajectories. A run of 960 trials is ~7 MB of
+JSON and ~0.3 MB gzip-compressed, so pages of whole runs stay small enough to publish; the page
+decompresses them with the browser's own `DecompressionStream`.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from castbench.runner.records import TrialRecord
+
+__all__ = ["encode_trials", "trial_payload"]
+
+_EXCLUDE: Any = {
+    "usage": True,
+    "duration_s": True,
+    "steps": {
+        "__all__": {
+            "timing": True,
+            "proposals": {"__all__": {"policy_s": True, "critic_s": True}},
+        }
+    },
+}
+
+
+def trial_payload(record: TrialRecord) -> dict[str, Any]:
+    payload = record.model_dump(mode="json", exclude=_EXCLUDE, exclude_none=True)
+    payload["seed"] = str(record.seed)  # 64-bit seeds do not survive a JavaScript number
+    return payload
+
+
+def encode_trials(records: Sequence[TrialRecord]) -> str:
+    """base64 of gzip of the JSON list of payloads, in the order the page indexes them."""
+    text = json.dumps([trial_payload(r) for r in records], sort_keys=True, separators=(",", ":"))
+    return base64.b64encode(gzip.compress(text.encode(), compresslevel=9, mtime=0)).decode("ascii")

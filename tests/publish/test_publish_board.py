@@ -1,0 +1,163 @@
+"""Leaderboards: definitions, eligibility, ranking, deterministic output, and the committed board."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from castbench.cli.app import app
+from castbench.publish.board import BoardError, BoardMetric, BoardSpec, Entry, load_board
+from castbench.publish.build import build_board
+from castbench.publish.curve import curve_svg
+from castbench.publish.render import Board, board_markdown
+from castbench.publish.rows import BoardRow, Cell, rank_rows
+from tests.publish.exports import Exports
+
+REPO = Path(__file__).resolve().parents[2]
+cli = CliRunner()
+
+
+def _files(folder: Path) -> dict[str, bytes]:
+    return {
+        p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()
+    }
+
+
+def test_committed_board_is_up_to_date_with_its_committed_runs(tmp_path: Path) -> None:
+    """If this fails: `castbench leaderboard build scripted-baselines` and commit the result."""
+    spec = load_board(REPO / "leaderboards" / "scripted-baselines.toml")
+    build_board(spec, REPO, tmp_path)
+    committed = _files(REPO / "leaderboards" / "scripted-baselines")
+    rebuilt = _files(tmp_path)
+    assert sorted(committed) == sorted(rebuilt)
+    stale = [name for name in rebuilt if rebuilt[name] != committed[name]]
+    assert not stale, f"out of date: {stale}"
+
+
+def test_committed_results_stay_small() -> None:
+    sizes = [p.stat().st_size for p in (REPO / "results").rglob("*.castbench.json.gz")]
+    assert sizes and sum(sizes) < 5 * 1024 * 1024
+
+
+def test_scripted_board_says_what_its_rows_are() -> None:
+    markdown = (REPO / "leaderboards" / "scripted-baselines" / "board.md").read_text()
+    spec = load_board(REPO / "leaderboards" / "scripted-baselines.toml")
+    assert spec.entries and all(entry.note.startswith("scripted baseline") for entry in spec.entries)
+    assert markdown.count("scripted baseline") >= len(spec.entries)
+    assert "† privileged" in markdown
+
+
+def _board(root: Path, text: str) -> BoardSpec:
+    path = root / "leaderboards" / "test-board.toml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return load_board(path)
+
+
+HEADER = (
+    'title = "Test board"\ndomains = { retail = 1 }\ntrials = 2\n'
+    'metrics = ["pass^1", { metric = "pass^2", name = "pass^2 (both)" }]\n'
+)
+
+
+def test_discovered_runs_exclude_the_ineligible(exports: Exports, tmp_path: Path) -> None:
+    spec = _board(exports.root, HEADER + "allow_privileged = true\n")
+    written = build_board(spec, exports.root, tmp_path)
+    board_md = (tmp_path / "board.md").read_text()
+    assert {p.name for p in written} >= {"board.md", "board.csv", "board.json", "index.html", "curve.svg"}
+    assert "| 1 | oracle † |" in board_md and "| 2 | scripted:noisy † |" in board_md
+    assert "pass^2 (both)" in board_md
+    assert "`results/subset.castbench.json.gz`: " in board_md and "ran a subset of 3 task(s)" in board_md
+    assert (tmp_path / "runs" / "oracle.html").exists()
+
+
+def test_privileged_runs_need_permission(exports: Exports, tmp_path: Path) -> None:
+    spec = _board(exports.root, HEADER)
+    with pytest.raises(BoardError, match="no eligible run") as error:
+        build_board(spec, exports.root, tmp_path)
+    assert "privileged policy (read the ground truth); the board allows none" in str(error.value)
+
+
+def test_declared_entries_must_be_eligible_and_match_their_recipe(exports: Exports, tmp_path: Path) -> None:
+    entries = (
+        'entries = [{ name = "noisy", run = "results/noisy.castbench.json.gz", '
+        'policy = "scripted:noisy?p=0.1" }]\n'
+    )
+    spec = _board(exports.root, HEADER + "allow_privileged = true\n" + entries)
+    with pytest.raises(
+        BoardError, match=r"policy is 'scripted:noisy', the entry says 'scripted:noisy\?p=0.1'"
+    ):
+        build_board(spec, exports.root, tmp_path)
+    newer = _board(exports.root, HEADER.replace("retail = 1", "retail = 2") + "allow_privileged = true\n")
+    with pytest.raises(BoardError, match="version 1-0 is not comparable with the board's 2-x"):
+        build_board(newer, exports.root, tmp_path)
+    missing = _board(exports.root, HEADER + 'entries = [{ name = "ghost", policy = "oracle" }]\n')
+    with pytest.raises(BoardError, match=r"ghost.castbench.json.gz is missing .*--rerun"):
+        build_board(missing, exports.root, tmp_path)
+
+
+def test_board_files_are_validated(tmp_path: Path) -> None:
+    with pytest.raises(BoardError, match="needs more than the board's 2 trials"):
+        _board(tmp_path, 'title = "x"\ndomains = { retail = 1 }\ntrials = 2\nmetrics = ["pass^4"]\n')
+    with pytest.raises(BoardError, match="rank_by pass\\^2 is not one of the board's metrics"):
+        _board(tmp_path, 'title = "x"\ndomains = { retail = 1 }\nmetrics = ["pass^1"]\nrank_by = "pass^2"\n')
+    with pytest.raises(BoardError, match="unknown metric"):
+        _board(tmp_path, 'title = "x"\ndomains = { retail = 1 }\nmetrics = ["accuracy"]\n')
+    with pytest.raises(BoardError, match="not valid TOML"):
+        _board(tmp_path, "title = \n")
+
+
+def _row(name: str, value: float, **extra: object) -> BoardRow:
+    cell = Cell(value=value, low=value - 0.1, high=value + 0.1)
+    fields: dict[str, object] = {
+        "name": name, "slug": name.lower(), "note": "", "run_id": "r-1", "policy": "p", "critic": "none",
+        "user": "scripted", "traits": None, "privileged": [], "tasks": 10, "trials": 2,
+        "metrics": {"pass^1": cell},
+        "curve": [value, value / 2], "false_flag_rate": None, "detection_rate": None, "cost_per_trial": None,
+    }  # fmt: skip
+    return BoardRow(**{**fields, **extra})  # type: ignore[arg-type]
+
+
+def test_ranking_shares_ranks_on_ties() -> None:
+    spec = BoardSpec(name="b", title="b", domains={"retail": 1}, trials=2, metrics=["pass^1"])  # type: ignore[list-item]
+    ranked = rank_rows(spec, [_row("c", 0.5), _row("a", 0.9), _row("b", 0.5)])
+    assert [(row.rank, row.name) for row in ranked] == [(1, "a"), (2, "b"), (2, "c")]
+
+
+def test_text_from_runs_is_escaped_in_markdown_and_svg() -> None:
+    row = _row("x", 0.5, rank=1, policy="evil|<script>alert(1)</script>", traits="a|<b>")
+    board = Board(
+        name="b", title="b", description="", domains={"retail": 1}, split="test", trials=2,
+        metrics=[BoardMetric(metric="pass^1")], rank_by="pass^1", allow_privileged=False, rows=[row],
+    )  # fmt: skip
+    lines = board_markdown(board).splitlines()
+    header = next(line for line in lines if line.startswith("| # |"))
+    table_row = next(line for line in lines if line.startswith("| 1 |"))
+    assert len(re.split(r"(?<!\\)\|", table_row)) == len(re.split(r"(?<!\\)\|", header))
+    assert "`evil\\|<script>alert(1)</script>`" in table_row  # literal inside a code span
+    assert "a\\|&lt;b&gt;" in table_row
+    svg = curve_svg("t", [("<script>alert(1)</script>", [1.0, 0.5])])
+    assert "<script>" not in svg and "&lt;script&gt;" in svg
+
+
+def test_rerun_recreates_entries_and_builds(tmp_path: Path) -> None:
+    board = tmp_path / "leaderboards" / "tiny.toml"
+    board.parent.mkdir(parents=True)
+    board.write_text(
+        'title = "Tiny"\ndomains = { retail = 1 }\ntrials = 1\nmetrics = ["pass^1"]\n'
+        "allow_privileged = true\n"
+        'entries = [{ name = "oracle", policy = "oracle", note = "scripted baseline" }]\n'
+    )
+    args = ["leaderboard", "build", "tiny", "--root", str(tmp_path)]
+    result = cli.invoke(app, [*args, "--rerun"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    export = tmp_path / "results" / "tiny" / "oracle.castbench.json.gz"
+    assert export.exists() and "re-ran oracle" in result.output
+    first = _files(tmp_path / "leaderboards" / "tiny")
+    assert "| 1 | oracle † | scripted baseline |" in first["board.md"].decode()
+    again = cli.invoke(app, args, env={"COLUMNS": "200"})
+    assert again.exit_code == 0 and _files(tmp_path / "leaderboards" / "tiny") == first
+    Entry(name="x")  # an entry without a recipe is allowed (a submitted run)
