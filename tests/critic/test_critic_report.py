@@ -204,7 +204,6 @@ def test_blocked_step_counts_its_verdicts_but_no_correction() -> None:
     assert report.rounds_mean == 2.0
 
 
-@pytest.mark.xfail(strict=True, reason="GAP: CriticReport has no count of steps the critic blocked")
 def test_report_counts_blocked_steps() -> None:
     report = critic_report([trial_record(fixture_steps())])
     assert report.model_dump()["blocked_steps"] == 1  # type: ignore[union-attr]

@@ -288,10 +288,6 @@ def test_every_oracle_proposal_on_the_retail_test_split_is_valid_or_unknown(tmp_
     assert seen["valid"] > 0 and seen["unknown"] > 0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG checks.py:_confirmed accepts any yes to any confirmation request, not one about this change",
-)
 def test_a_yes_to_another_change_does_not_confirm_this_one(retail: Domain) -> None:
     chat = Chat(retail, retail.task("retail-test-0004"))  # the truth changes the order's address
     chat.facts("first_name", "last_name", "zip", "order_id", "new_address")

@@ -155,10 +155,6 @@ def test_unknown_tool_malformed_output_and_replies(retail: Domain) -> None:
     assert not verify(chat, ReplyAction(text="Done!")).flags
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG checks.py:_supported matches id tokens as substrings: a truncated id is 'supported'",
-)
 def test_a_truncated_id_is_not_supported_by_the_full_one(retail: Domain) -> None:
     chat = Chat(retail, retail.task("retail-test-0002"))
     chat.facts("first_name", "last_name", "zip", "order_id")

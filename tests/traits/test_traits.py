@@ -70,7 +70,8 @@ def test_parse_traits_valid_profiles() -> None:
     assert parse_traits(" incoherence = medium ") == {"incoherence": "medium"}
     assert parse_traits("skepticism") == {"skepticism": "medium"}  # level defaults to medium
     assert parse_traits(None) == parse_traits("") == parse_traits("none") == {}
-    assert parse_traits("impatience=low,impatience=high") == {"impatience": "high"}  # the last one wins
+    with pytest.raises(ValueError, match="impatience is given twice"):
+        parse_traits("impatience=low,impatience=high")
     everything = ",".join(f"{trait}={level}" for trait, level in zip(TRAITS, LEVELS * 2, strict=False))
     assert set(parse_traits(everything)) == set(TRAITS)
 

@@ -42,6 +42,8 @@ def parse_traits(spec: str | None) -> dict[str, str]:
             raise ValueError(f"unknown trait '{name}' in '{spec}' (traits: {', '.join(TRAITS)})")
         if level not in LEVELS:
             raise ValueError(f"unknown level '{level}' for trait {name} (levels: {', '.join(LEVELS)})")
+        if name in profile:
+            raise ValueError(f"trait {name} is given twice in '{spec}'")
         profile[name] = level
     return dict(sorted(profile.items()))
 

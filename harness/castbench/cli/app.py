@@ -17,6 +17,7 @@ from castbench.cli import (  # noqa: E402
     gate_cmd,
     leaderboard_cmd,
     runs_cmd,
+    serve_cmd,
     view_cmd,
 )
 
@@ -40,6 +41,7 @@ app.add_typer(leaderboard_cmd.leaderboard_app, name="leaderboard")
 app.command("view")(view_cmd.view_command)
 app.command("export")(export_cmd.export_command)
 app.command("import")(export_cmd.import_command)
+app.command("serve")(serve_cmd.serve_command)
 
 
 def main() -> None:

@@ -36,6 +36,8 @@ class CriticReport(CriticMetrics):
     rounds_mean: float | None
     """Critic verdicts per verified step."""
     rejections: int
+    blocked_steps: int
+    """Steps whose last proposal was still rejected and, with `--on-exhausted block`, not run."""
     critic_usage: Usage
     critic_seconds: float
     policy_seconds: float
@@ -59,7 +61,7 @@ def critic_report(trials: Iterable[TrialRecord]) -> CriticReport | None:
     records: list[CriticRecord] = []
     rejections = resisted = 0
     invalid_rejected = corrected = valid_rejected = harmed = 0
-    verified_steps = verdicts = 0
+    verified_steps = verdicts = blocked = 0
     usage = Usage()
     critic_s = policy_s = 0.0
     for trial in trials:
@@ -72,6 +74,7 @@ def critic_report(trials: Iterable[TrialRecord]) -> CriticReport | None:
                 continue
             verified_steps += 1
             verdicts += len(judged)
+            blocked += step.action is None
             for proposal in judged:
                 assert proposal.verdict is not None
                 label = proposal.label
@@ -106,6 +109,7 @@ def critic_report(trials: Iterable[TrialRecord]) -> CriticReport | None:
         harmful_revision_rate=harmful_revision_rate(harmed, valid_rejected),
         rounds_mean=verdicts / verified_steps if verified_steps else None,
         rejections=rejections,
+        blocked_steps=blocked,
         critic_usage=usage,
         critic_seconds=critic_s,
         policy_seconds=policy_s,

@@ -159,6 +159,7 @@ def critic_table(summary: RunSummary) -> Table | None:
         ("correction rate", lambda c: _rate(c.correction_rate)),
         ("harmful-revision rate", lambda c: _rate(c.harmful_revision_rate)),
         ("rounds per verified step", lambda c: _rate(c.rounds_mean)),
+        ("blocked steps", lambda c: str(c.blocked_steps)),
         ("critic / policy seconds", lambda c: f"{c.critic_seconds:.2f} / {c.policy_seconds:.2f}"),
         ("critic tokens in / out", lambda c: f"{c.critic_usage.input_tokens} / {c.critic_usage.output_tokens}"),
     ]

@@ -30,7 +30,7 @@ class RunConfig(BaseModel):
     privileged: list[str] = Field(default_factory=list)
     """Roles whose agent read the ground truth (such runs are upper bounds, not entries)."""
     extra: dict[str, Any] = Field(default_factory=dict)
-    """Further scoring-relevant settings (model settings per role, traits, ...)."""
+    """Further scoring-relevant settings (model settings per role, ...)."""
 
     def config_hash(self) -> str:
         canonical = json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))

@@ -54,8 +54,21 @@ def observed_calls(conversation: Sequence[Event]) -> list[ObservedCall]:
     return calls
 
 
-def _confirmed(conversation: Sequence[Event], write_tools: frozenset[str]) -> bool:
-    """Is there a confirmation request answered yes since the last write that went through?"""
+def _id_tokens(value: Any) -> set[str]:
+    """The id-like or numeric tokens of an argument value, lowercased."""
+    found: set[str] = set()
+    for item in _values(value):
+        if isinstance(item, str):
+            found.update(token.strip(".-") for token in _TOKEN.findall(item.lower()))
+        elif isinstance(item, int | float) and not isinstance(item, bool):
+            found.add(str(item))
+    return {token for token in found if len(token) >= 2}
+
+
+def _confirmed(conversation: Sequence[Event], write_tools: frozenset[str], call: ToolCall) -> bool:
+    """Is there a request to confirm *this* change (it lists the call's ids and amounts, as the
+    policies ask), answered yes, since the last write that went through?"""
+    wanted = _id_tokens(call.arguments)
     answered_yes = False
     failed: set[str] = set()
     for event in reversed(conversation):
@@ -68,7 +81,8 @@ def _confirmed(conversation: Sequence[Event], write_tools: frozenset[str]) -> bo
             if isinstance(action, ToolCallAction) and action.name in write_tools and event.call_id not in failed:
                 return False
             if isinstance(action, ReplyAction) and asks_confirmation(action.text):
-                return answered_yes
+                named = all(token in action.text.lower() for token in wanted)
+                return answered_yes and named
     return False
 
 
@@ -106,29 +120,35 @@ def _forms(token: str) -> set[str]:
     }
 
 
-def _supported(value: Any, support: str) -> bool:
-    if isinstance(value, bool) or value is None:
-        return True
-    if isinstance(value, int | float):
-        forms = {str(value), f"{value:.2f}", f"{value:,.2f}"}
-        if float(value).is_integer():
-            forms.add(str(int(value)))
-        return value == 0 or any(form in support for form in forms)
-    if isinstance(value, str):
-        tokens = (token.strip(".-") for token in _TOKEN.findall(value.lower()))
-        return all(any(form in support for form in _forms(token)) for token in tokens if len(token) >= 2)
-    return True
-
-
-def _support_text(policy: str, conversation: Sequence[Event]) -> str:
+class _Support:
     """What may justify a value: the policy document (prices, today's date), what the user said
-    and what tools returned — never the agent's own words."""
-    parts = [policy] + [
-        event.text if isinstance(event, UserTurn) else event.content
-        for event in conversation
-        if isinstance(event, UserTurn | ToolResultTurn) and not getattr(event, "error", False)
-    ]
-    return " ".join(parts).lower()
+    and what tools returned — never the agent's own words. Tokens match whole (a truncated id
+    is not supported by the full one); dates may also match as the user said them."""
+
+    def __init__(self, policy: str, conversation: Sequence[Event]) -> None:
+        parts = [policy] + [
+            event.text if isinstance(event, UserTurn) else event.content
+            for event in conversation
+            if isinstance(event, UserTurn | ToolResultTurn) and not getattr(event, "error", False)
+        ]
+        self.text = " ".join(parts).lower()
+        self.tokens = {token.strip(".-") for token in _TOKEN.findall(self.text)}
+
+    def has(self, token: str) -> bool:
+        return token in self.tokens or any(form in self.text for form in _forms(token) - {token})
+
+    def supports(self, value: Any) -> bool:
+        if isinstance(value, bool) or value is None:
+            return True
+        if isinstance(value, int | float):
+            forms = {str(value), f"{value:.2f}"}
+            if float(value).is_integer():
+                forms.add(str(int(value)))
+            return value == 0 or any(form in self.tokens for form in forms)
+        if isinstance(value, str):
+            tokens = (token.strip(".-") for token in _TOKEN.findall(value.lower()))
+            return all(self.has(token) for token in tokens if len(token) >= 2)
+        return True
 
 
 def visible_findings(domain: Domain, call: ToolCall, conversation: Sequence[Event]) -> list[RuleFinding]:
@@ -147,11 +167,11 @@ def visible_findings(domain: Domain, call: ToolCall, conversation: Sequence[Even
         if not any(seen.name in rules.auth_tools and not seen.error for seen in observed):
             findings.append(RuleFinding("domain_violation", "the user has not been authenticated yet"))
     write_tools = frozenset(tool.name for tool in toolkit if tool.writes)
-    if call.name in write_tools and not _confirmed(conversation, write_tools):
+    if call.name in write_tools and not _confirmed(conversation, write_tools, call):
         findings.append(
             RuleFinding("domain_violation", "no explicit confirmation from the user for this change")
         )
-    support = _support_text(domain.policy, conversation)
+    support = _Support(domain.policy, conversation)
     enums = {
         name
         for name, spec in toolkit[call.name].schema["function"]["parameters"].get("properties", {}).items()
@@ -160,7 +180,7 @@ def visible_findings(domain: Domain, call: ToolCall, conversation: Sequence[Even
     for name, value in call.arguments.items():
         if name in enums:
             continue
-        unsupported = [item for item in _values(value) if not _supported(item, support)]
+        unsupported = [item for item in _values(value) if not support.supports(item)]
         if unsupported:
             findings.append(
                 RuleFinding("hallucination", f"argument '{name}' uses {unsupported[0]!r}, which nothing so far supports")
