@@ -2,156 +2,31 @@
 
     python -m castbench_telecom.generate --seed 20260515 [--out DIR]
 
-Every task's ground truth (agent and customer actions alike) is replayed through the real tools
-before anything is written: a task that errors, whose state change does not match its outcome,
-or whose unordered writes do not commute, stops the generator.
+Only the telecom parts are declared here; `castbench.domain.generation` draws the splits, replays
+every task's ground truth (agent and customer actions alike) through the real tools and stops on
+a broken one before anything is written. Test tasks draw from 100 customers, train from the rest.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
-from pathlib import Path
-from random import Random
-from typing import Any
-
-from castbench.domain import Database, Task, ToolCall, Toolkit, UserScenario
-from castbench.domain.database import Row
-from castbench_telecom import NOW
-from castbench_telecom.device import USER_TOOLS
+from castbench.domain import Task
+from castbench.domain.generation import Generator, Split, customer_pools, task_from_draft
+from castbench_telecom import domain
 from castbench_telecom.families import FAMILIES
 from castbench_telecom.scenario import Draft, Pool
-from castbench_telecom.tools import TOOLS
 from castbench_telecom.world import build_world
 
-__all__ = ["DEFAULT_SEED", "generate", "main"]
-
-DEFAULT_SEED = 20260515
-TEST_POOL_CUSTOMERS = 100
-"""Test tasks draw from these customers, train tasks from the rest."""
-MAX_ATTEMPTS = 200
-
-_TOOLKITS = {"agent": Toolkit(TOOLS), "user": Toolkit(USER_TOOLS)}
+__all__ = ["DEFAULT_SEED", "GENERATOR", "generate", "main"]
 
 
-def _task(draft: Draft, split: str, number: int) -> Task:
-    return Task(
-        id=f"telecom-{split}-{number:04d}",
-        split=split,  # type: ignore[arg-type]
-        family=draft.family,
-        outcome=draft.outcome,  # type: ignore[arg-type]
-        scenario=UserScenario(
-            request=draft.request,
-            facts=draft.facts,
-            confirm=draft.confirm,
-            persona=draft.persona,
-            device_steps=draft.device_steps,
-            instructions=draft.instructions(),
-        ),
-        actions=draft.actions,
-        declined_actions=draft.declined_actions,
-        required_outputs=draft.required_outputs,
-        grading=draft.grading,
-        ordered=draft.ordered,
-    )
+def _task(draft: Draft, task_id: str, split: Split) -> Task:
+    """Telecom drafts also carry the customer's device steps and how the state is compared."""
+    return task_from_draft(draft, task_id, split, device_steps=draft.device_steps, grading=draft.grading)
 
 
-def _split(pool: Pool, split: str) -> list[Task]:
-    drafts: list[Draft] = []
-    for family, (build, test_count, train_count) in FAMILIES.items():
-        wanted = test_count if split == "test" else train_count
-        made = 0
-        for _ in range(MAX_ATTEMPTS):
-            if made == wanted:
-                break
-            draft = build(pool)
-            if draft is not None:
-                drafts.append(draft)
-                made += 1
-        if made < wanted:
-            raise RuntimeError(f"family {family}: only {made} of {wanted} {split} tasks found entities")
-    pool.rng.shuffle(drafts)
-    return [_task(draft, split, number) for number, draft in enumerate(drafts, start=1)]
-
-
-def _is_write(call: ToolCall) -> bool:
-    return _TOOLKITS[call.actor].is_write(call.name)
-
-
-def _replay(snapshot: dict[str, dict[str, Row]], calls: list[ToolCall], task: Task) -> Database:
-    db = Database(snapshot, NOW)
-    for call in calls:
-        observation = _TOOLKITS[call.actor].call(db, call.name, call.arguments)
-        if observation.error:
-            raise RuntimeError(f"task {task.id} ({task.family}): {call.name} failed: {observation.content}")
-    return db
-
-
-def check(tasks: list[Task], snapshot: dict[str, dict[str, Row]]) -> None:
-    """Every ground truth replays; state changes iff the outcome is a change; unordered writes commute."""
-    for task in tasks:
-        db = _replay(snapshot, task.actions, task)
-        if db.has_changes() != (task.outcome == "change"):
-            raise RuntimeError(
-                f"task {task.id} ({task.family}): outcome {task.outcome} but has_changes={db.has_changes()}"
-            )
-        writes = [call for call in task.actions if _is_write(call)]
-        if not task.ordered and len(writes) > 1:
-            reads = [call for call in task.actions if not _is_write(call)]
-            twin = _replay(snapshot, reads + writes[::-1], task)
-            if twin.materialize() != db.materialize():
-                raise RuntimeError(f"task {task.id} ({task.family}): write order changes the final state")
-
-
-def _dump_state(state: dict[str, dict[str, Row]]) -> str:
-    """One row per line: small, and diffs of the seed data stay readable."""
-    tables = []
-    for table, rows in state.items():
-        lines = [
-            f"  {json.dumps(key)}: {json.dumps(row, separators=(',', ':'))}" for key, row in rows.items()
-        ]
-        body = "{\n" + ",\n".join(lines) + "\n }" if lines else "{}"
-        tables.append(f" {json.dumps(table)}: {body}")
-    return "{\n" + ",\n".join(tables) + "\n}\n"
-
-
-def _dump_tasks(tasks: list[Task]) -> str:
-    data: list[Any] = [task.model_dump(mode="json", exclude_defaults=True) for task in tasks]
-    return json.dumps(data, indent=1, ensure_ascii=False) + "\n"
-
-
-def generate(seed: int = DEFAULT_SEED, out: Path | None = None) -> dict[str, list[Task]]:
-    """Build state and tasks for `seed`, check them, and write them under `out` (data/, tasks/)."""
-    rng = Random(seed)
-    world = build_world(rng)
-    state = world.state()
-    snapshot: dict[str, dict[str, Row]] = json.loads(json.dumps(state))
-    customers = sorted(world.customers.values(), key=lambda customer: customer.customer_id)
-    rng.shuffle(customers)
-    splits = {
-        "test": _split(Pool(world, customers[:TEST_POOL_CUSTOMERS], rng), "test"),
-        "train": _split(Pool(world, customers[TEST_POOL_CUSTOMERS:], rng), "train"),
-    }
-    for tasks in splits.values():
-        check(tasks, snapshot)
-    if out is not None:
-        (out / "data").mkdir(parents=True, exist_ok=True)
-        (out / "tasks").mkdir(parents=True, exist_ok=True)
-        (out / "data" / "state.json").write_text(_dump_state(state))
-        for split, tasks in splits.items():
-            (out / "tasks" / f"{split}.json").write_text(_dump_tasks(tasks))
-    return splits
-
-
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seed", type=int, default=DEFAULT_SEED)
-    parser.add_argument("--out", type=Path, default=Path(__file__).parent, help="package root by default")
-    args = parser.parse_args(argv)
-    splits = generate(args.seed, args.out)
-    for split, tasks in splits.items():
-        print(f"{split}: {len(tasks)} tasks -> {args.out / 'tasks' / f'{split}.json'}")
-
+_POOLS = customer_pools(lambda world: world.customers.values(), 100, Pool)
+GENERATOR = Generator(domain, 20260515, build_world, FAMILIES, _POOLS, to_task=_task)
+DEFAULT_SEED, generate, main = GENERATOR.default_seed, GENERATOR.generate, GENERATOR.main
 
 if __name__ == "__main__":
     main()

@@ -16,16 +16,17 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import cached_property
 from pathlib import Path
+
 from pydantic import ValidationError
 
-from castbench.domain.database import SEQUENCES_TABLE, Database, Record, Row, Snapshot
+from castbench.domain.database import SEQUENCES_TABLE, Database, PristineIndex, Record, Row, Snapshot
 from castbench.domain.rules import DomainRules
 from castbench.domain.task import Task, TaskFileError, load_tasks
-from castbench.domain.tools import Toolkit
+from castbench.domain.tools import ToolCrash, Toolkit
 
 __all__ = ["Domain", "DomainDataError", "ExpectedStateError"]
 
@@ -101,6 +102,17 @@ class Domain:
             snapshot[table] = checked
         return snapshot
 
+    def with_state(self, snapshot: Snapshot) -> Domain:
+        """A copy of this domain whose pristine state is `snapshot` instead of data/state.json.
+
+        For a generator, which must replay its tasks against the state it has just built, before
+        anything is written. The snapshot is used as given (not validated against the record
+        models), and the copy starts with no tasks loaded.
+        """
+        copy = replace(self)
+        copy.__dict__["pristine"] = snapshot
+        return copy
+
     @property
     def splits(self) -> list[str]:
         return sorted(path.stem for path in (self.root / "tasks").glob("*.json"))
@@ -132,8 +144,12 @@ class Domain:
             return self.user_toolkit if self.user_toolkit is not None else Toolkit([])
         return self.toolkit
 
+    @cached_property
+    def _index(self) -> PristineIndex:
+        return PristineIndex(self.pristine)
+
     def fresh_database(self) -> Database:
-        return Database(self.pristine, self.now)
+        return Database(self.pristine, self.now, self._index)
 
     def replay(self, task: Task, db: Database | None = None) -> Database:
         """The state after the task's ground-truth actions, replayed through the real tools."""
@@ -142,9 +158,15 @@ class Domain:
             toolkit = self.toolkit_for(call.actor)
             if call.name not in toolkit:
                 raise ExpectedStateError(
-                    f"domain {self.name}: task {task.id}: action {position}: unknown {call.actor} tool '{call.name}'"
+                    f"domain {self.name}: task {task.id}: action {position}: "
+                    f"unknown {call.actor} tool '{call.name}'"
                 )
-            observation = toolkit.call(db, call.name, call.arguments)
+            try:
+                observation = toolkit.call(db, call.name, call.arguments)
+            except ToolCrash as exc:
+                raise ExpectedStateError(
+                    f"domain {self.name}: task {task.id}: action {position} {call.name} crashed: {exc}"
+                ) from exc
             if observation.error:
                 raise ExpectedStateError(
                     f"domain {self.name}: task {task.id}: action {position} "

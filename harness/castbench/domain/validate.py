@@ -3,13 +3,16 @@
 Checks per task: every action names an existing tool with arguments that validate; the replay
 raises no error; a `change` task changes state and a `no_change`/`refuse` task does not; and
 unless the task is marked `ordered`, replaying its write actions in reverse order gives the same
-final state (a task whose outcome depends on an order it does not fix is ambiguous).
+final state (a task whose outcome depends on an order it does not fix is ambiguous). Each device
+step's instruction, as the oracle says it, must set off that step in the scripted user and no
+other step of the task.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from castbench.agents.scripted.dialogue import device_instruction
 from castbench.domain.domain import Domain, ExpectedStateError
 from castbench.domain.task import Task, TaskFileError
 from castbench.domain.tools import ToolError
@@ -44,7 +47,7 @@ def validate_task(domain: Domain, task: Task) -> list[str]:
         final = domain.replay(task)
     except ExpectedStateError as exc:
         return [str(exc)]
-    changed = final.has_changes()
+    changed = bool(state_diff(final, domain.fresh_database()))
     if task.outcome == "change" and not changed:
         problems.append(f"{where}: outcome is 'change' but replaying its actions changes nothing")
     if task.outcome != "change" and changed:
@@ -69,6 +72,31 @@ def validate_task(domain: Domain, task: Task) -> list[str]:
     for output in task.required_outputs:
         if not output.strip():
             problems.append(f"{where}: empty required output")
+    problems.extend(_device_step_overlaps(task, where))
+    return problems
+
+
+def _device_step_overlaps(task: Task, where: str) -> list[str]:
+    """Device steps whose oracle instruction would set off the wrong steps in the scripted user.
+
+    The scripted user performs every step whose keywords all appear in the agent's message, so an
+    instruction that also holds another step's keywords makes the user do that step early (or
+    twice), and one that lacks its own keywords is never acted on.
+    """
+    problems = []
+    steps = task.scenario.device_steps
+    for position, step in enumerate(steps):
+        said = device_instruction(step.instruction).lower()
+        triggered = [n for n, other in enumerate(steps) if all(k.lower() in said for k in other.keywords)]
+        name = f"device step {position} ({step.call.name})"
+        if position not in triggered:
+            problems.append(f"{where}: {name}: its instruction lacks its own keywords {step.keywords}")
+        for other in triggered:
+            if other != position:
+                problems.append(
+                    f"{where}: {name}: its instruction also sets off device step {other} "
+                    f"({steps[other].call.name}, keywords {steps[other].keywords})"
+                )
     return problems
 
 

@@ -15,6 +15,7 @@ __all__ = [
     "asks_anything_else",
     "asks_confirmation",
     "confirmation_request",
+    "device_instruction",
     "gives_reason",
     "is_affirmative",
     "is_negative",
@@ -48,6 +49,12 @@ def confirmation_request(description: str, with_reason: bool = False) -> str:
             f"Here is exactly what will happen: {description}. Do you confirm? Please answer yes or no."
         )
     return f"Here is what I am about to do: {description}. Do you confirm? Please answer yes or no."
+
+
+def device_instruction(instruction: str) -> str:
+    """How an agent tells the user to do a device step; the user acts when it holds the step's
+    keywords, so `validate_task` checks this very sentence triggers that step and no other."""
+    return f"Please do this on your device: {instruction}"
 
 
 def gives_reason(message: str) -> bool:

@@ -18,6 +18,7 @@ from castbench.agents.scripted.dialogue import (
     ask_again,
     ask_for,
     confirmation_request,
+    device_instruction,
     is_affirmative,
     is_negative,
 )
@@ -64,7 +65,8 @@ class OraclePolicy:
                 if not is_affirmative(answer):
                     if not is_negative(answer) and self._reconfirms_left > 0 and step.call is not None:
                         self._reconfirms_left -= 1  # a question, not a no: explain and ask again
-                        return ReplyAction(text=confirmation_request(describe_call(step.call), with_reason=True))
+                        described = describe_call(step.call)
+                        return ReplyAction(text=confirmation_request(described, with_reason=True))
                     self._plan.popleft()
                     continue
             self._plan.popleft()
@@ -92,7 +94,7 @@ class OraclePolicy:
             return self._call(step.call, view)
         if step.kind == "instruct":
             device_step = next(d for d in self._task.scenario.device_steps if d.call == step.call)
-            return ReplyAction(text=f"Please do this on your device: {device_step.instruction}")
+            return ReplyAction(text=device_instruction(device_step.instruction))
         return ReplyAction(text=self._closing())
 
     def _call(self, call: ToolCall, view: PolicyView) -> Action:
@@ -103,6 +105,7 @@ class OraclePolicy:
         if self._task.outcome == "refuse":
             parts.append("I'm sorry, but I can't do that: our policy does not allow it.")
         if self._task.required_outputs:
-            parts.append("Here is the information you asked for: " + "; ".join(self._task.required_outputs) + ".")
+            outputs = "; ".join(self._task.required_outputs)
+            parts.append(f"Here is the information you asked for: {outputs}.")
         parts.append(ANYTHING_ELSE)
         return " ".join(parts)

@@ -1,0 +1,292 @@
+"""What every domain's task generator shares: from a seed to checked, written state and task splits.
+
+A domain's `generate.py` declares only what is its own in a `Generator`: how a seed becomes a
+world, the pool of entities each split draws from (`customer_pools` for the usual "test and train
+never share a customer"), its task families, and, if its drafts carry more than the common fields,
+how a draft becomes a `Task`. This module draws each split family by family, numbers the tasks,
+checks every one against the state it was built on (before anything is written, so a broken task
+never reaches a file) and writes `data/state.json` and `tasks/<split>.json` in one fixed format,
+so the same seed gives the same bytes."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from random import Random
+from typing import Any, Generic, Literal, Protocol, TypeVar
+
+from castbench.domain.database import Record, Snapshot
+from castbench.domain.domain import Domain, ExpectedStateError
+from castbench.domain.task import DeviceStep, Fact, GradingSpec, Task, ToolCall, UserScenario
+from castbench.domain.validate import validate_task
+
+__all__ = [
+    "Draft",
+    "Families",
+    "GenerationError",
+    "Generator",
+    "Pool",
+    "Split",
+    "World",
+    "check_generated_task",
+    "customer_pools",
+    "dump_state",
+    "dump_tasks",
+    "task_from_draft",
+    "write_generated",
+]
+
+Split = Literal["test", "train"]
+
+
+class Draft(Protocol):
+    """A task as a family builds it, before it has an id and a split."""
+
+    @property
+    def family(self) -> str: ...
+    @property
+    def outcome(self) -> str: ...
+    @property
+    def request(self) -> str: ...
+    @property
+    def facts(self) -> list[Fact]: ...
+    @property
+    def confirm(self) -> bool: ...
+    @property
+    def persona(self) -> str: ...
+    @property
+    def actions(self) -> list[ToolCall]: ...
+    @property
+    def declined_actions(self) -> list[ToolCall]: ...
+    @property
+    def required_outputs(self) -> list[str]: ...
+    @property
+    def ordered(self) -> bool: ...
+    def instructions(self) -> str:
+        """The brief for an LLM user simulator."""
+        ...
+
+
+class Pool(Protocol):
+    """The entities one split draws from. The generator needs only its random source, to shuffle
+    the split with the same stream the builders drew from."""
+
+    @property
+    def rng(self) -> Random: ...
+
+
+class World(Protocol):
+    """The generated world; the generator needs only its seed state, the rows it writes."""
+
+    def state(self) -> Snapshot: ...
+
+
+W = TypeVar("W", bound=World)
+P = TypeVar("P", bound=Pool)
+D = TypeVar("D", bound=Draft)
+C = TypeVar("C", bound=Record)
+
+Families = Mapping[str, tuple[Callable[[P], D | None], int, int]]
+"""family -> (builder, test count, train count). A builder returns None when the pool has nothing
+left that fits; the family's name must be the one its drafts carry."""
+
+
+class GenerationError(RuntimeError):
+    """The generator cannot produce a valid split: a family ran out of entities, or a generated
+    task fails its checks. Nothing is written; the message names the family or the task."""
+
+
+def task_from_draft(
+    draft: Draft,
+    task_id: str,
+    split: Split,
+    device_steps: Sequence[DeviceStep] = (),
+    grading: GradingSpec | None = None,
+) -> Task:
+    """The task a draft describes. `device_steps` and `grading` are for domains whose drafts carry
+    them; left at their defaults they are left out of the task file."""
+    return Task(
+        id=task_id,
+        split=split,
+        family=draft.family,
+        outcome=draft.outcome,  # type: ignore[arg-type]
+        scenario=UserScenario(
+            request=draft.request,
+            facts=draft.facts,
+            confirm=draft.confirm,
+            persona=draft.persona,
+            device_steps=list(device_steps),
+            instructions=draft.instructions(),
+        ),
+        actions=draft.actions,
+        declined_actions=draft.declined_actions,
+        required_outputs=draft.required_outputs,
+        grading=grading or GradingSpec(),
+        ordered=draft.ordered,
+    )
+
+
+def customer_pools(
+    customers: Callable[[W], Iterable[C]], test: int, pool: Callable[[W, list[C], Random], P]
+) -> Callable[[W, Random], dict[Split, P]]:
+    """Pools that split a world's customers: the first `test` (sorted by key, so dict order never
+    matters, then shuffled with the seed's stream) for the test split, the rest for train, so no
+    customer has tasks in both."""
+
+    def pools(world: W, rng: Random) -> dict[Split, P]:
+        people = sorted(customers(world), key=lambda customer: customer.key)
+        rng.shuffle(people)
+        return {"test": pool(world, people[:test], rng), "train": pool(world, people[test:], rng)}
+
+    return pools
+
+
+def check_generated_task(domain: Domain, task: Task) -> list[str]:
+    """Problems of a freshly generated task, each naming it; `domain` holds the generated state.
+
+    `validate_task` (ground truth replays, change iff the outcome says so, unordered writes
+    commute, declined and device steps consistent) plus two things a generator can promise about
+    its own tasks: a declined action would have succeeded (else declining it tests nothing), and
+    every required output appears in what the ground truth's tools said (else no agent can know it).
+    """
+    problems = validate_task(domain, task)
+    if problems:
+        return problems
+    where = f"{domain.name} task {task.id}"
+    if task.declined_actions:
+        try:
+            domain.replay(task.model_copy(update={"actions": [*task.actions, *task.declined_actions]}))
+        except ExpectedStateError as exc:
+            problems.append(f"{where}: a declined action would fail anyway ({exc})")
+    if task.required_outputs:
+        db = domain.fresh_database()
+        said = " ".join(
+            domain.toolkit_for(call.actor).call(db, call.name, call.arguments).content
+            for call in task.actions
+        )
+        problems.extend(
+            f"{where}: required output {output!r} is never shown by its tools"
+            for output in task.required_outputs
+            if output not in said
+        )
+    return problems
+
+
+def dump_state(state: Snapshot) -> str:
+    """One row per line: small, and diffs of the seed data stay readable."""
+    tables = []
+    for table, rows in state.items():
+        lines = [
+            f"  {json.dumps(key)}: {json.dumps(row, separators=(',', ':'))}" for key, row in rows.items()
+        ]
+        body = "{\n" + ",\n".join(lines) + "\n }" if lines else "{}"
+        tables.append(f" {json.dumps(table)}: {body}")
+    return "{\n" + ",\n".join(tables) + "\n}\n"
+
+
+def dump_tasks(tasks: Sequence[Task]) -> str:
+    """Defaults left out, so a task file shows only what each task sets."""
+    data: list[Any] = [task.model_dump(mode="json", exclude_defaults=True) for task in tasks]
+    return json.dumps(data, indent=1, ensure_ascii=False) + "\n"
+
+
+def write_generated(out: Path, state: Snapshot, splits: Mapping[str, Sequence[Task]]) -> None:
+    """`out/data/state.json` and `out/tasks/<split>.json`, the layout a `Domain` reads."""
+    (out / "data").mkdir(parents=True, exist_ok=True)
+    (out / "tasks").mkdir(parents=True, exist_ok=True)
+    (out / "data" / "state.json").write_text(dump_state(state))
+    for split, tasks in splits.items():
+        (out / "tasks" / f"{split}.json").write_text(dump_tasks(tasks))
+
+
+@dataclass(frozen=True)
+class Generator(Generic[W, P, D]):
+    """One domain's generator: its own parts, and the shared way of turning a seed into files."""
+
+    domain: Domain
+    """Names the task ids, replays the ground truth (tools, user tools, clock), and its root is
+    where the files go by default."""
+    default_seed: int
+    build_world: Callable[[Random], W]
+    families: Families[P, D]
+    pools: Callable[[W, Random], Mapping[Split, P]]
+    """The pool each split draws from, in the order the splits are drawn."""
+    max_attempts: int = 200
+    """Builder calls per family and split before giving up on finding entities."""
+    to_task: Callable[[D, str, Split], Task] = task_from_draft
+    """(draft, task id, split) -> task; replace it when drafts carry more than `Draft` says."""
+
+    def generate(self, seed: int | None = None, out: Path | None = None) -> dict[str, list[Task]]:
+        """State and tasks for `seed`, checked, then written under `out` (data/, tasks/) if given."""
+        rng = Random(self.default_seed if seed is None else seed)
+        world = self.build_world(rng)
+        state = world.state()
+        pools = self.pools(world, rng)
+        splits: dict[str, list[Task]] = {split: self.draw_split(pool, split) for split, pool in pools.items()}
+        self.check(state, splits)
+        if out is not None:
+            write_generated(out, state, splits)
+        return splits
+
+    def draw_split(self, pool: P, split: Split) -> list[Task]:
+        """Each family's tasks for this split, shuffled together and numbered."""
+        name = self.domain.name
+        drafts: list[D] = []
+        for family, (build, test_count, train_count) in self.families.items():
+            wanted = test_count if split == "test" else train_count
+            made = 0
+            for _ in range(self.max_attempts):
+                if made == wanted:
+                    break
+                draft = build(pool)
+                if draft is None:
+                    continue
+                if draft.family != family:
+                    raise GenerationError(
+                        f"{name}: family {family}: its builder made a '{draft.family}' task"
+                    )
+                drafts.append(draft)
+                made += 1
+            if made < wanted:
+                raise GenerationError(
+                    f"{name}: family {family}: only {made} of {wanted} {split} tasks found entities"
+                )
+        pool.rng.shuffle(drafts)
+        return [
+            self.to_task(draft, f"{name}-{split}-{number:04d}", split)
+            for number, draft in enumerate(drafts, start=1)
+        ]
+
+    def check(self, state: Snapshot, splits: Mapping[str, Sequence[Task]]) -> None:
+        """Raise `GenerationError` listing every generated task that fails `check_generated_task`
+        against `state` (a JSON round trip of it: what the written file will load as)."""
+        domain = self.domain.with_state(json.loads(json.dumps(state)))
+        problems = [
+            problem
+            for tasks in splits.values()
+            for task in tasks
+            for problem in check_generated_task(domain, task)
+        ]
+        if problems:
+            raise GenerationError(
+                f"{self.domain.name}: generated tasks fail their checks; nothing written:\n"
+                + "\n".join(problems)
+            )
+
+    def main(self, argv: list[str] | None = None) -> None:
+        """The `python -m castbench_<domain>.generate` command."""
+        parser = argparse.ArgumentParser(
+            description=(
+                f"Rebuild the {self.domain.name} domain's seed state and task splits from one seed, "
+                "byte-identically."
+            )
+        )
+        parser.add_argument("--seed", type=int, default=self.default_seed)
+        parser.add_argument("--out", type=Path, default=self.domain.root, help="package root by default")
+        args = parser.parse_args(argv)
+        splits = self.generate(args.seed, args.out)
+        for split, tasks in splits.items():
+            print(f"{split}: {len(tasks)} tasks -> {args.out / 'tasks' / f'{split}.json'}")
