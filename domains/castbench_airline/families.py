@@ -607,6 +607,7 @@ def _bags(pool: Pool, paid: bool) -> Draft | None:
             *actions,
             call("get_user_details", user_id=user.user_id),
             call("get_reservation_details", reservation_id=reservation.reservation_id),
+            call("calculate", expression=f"{reservation.total_baggages} + {added}"),
             call("update_reservation_baggages", **update),
         ],
         persona=persona,
@@ -721,6 +722,15 @@ def _payments(pool: Pool, user: User, total: float) -> tuple[list[dict[str, Any]
     return [{"payment_id": card.id, "amount": total}], f"put everything on {describe_method(card)}"
 
 
+def _remainder(payments: list[dict[str, Any]], total_text: str) -> list[ToolCall]:
+    """When the total is split, the amount left for the card is worked out with the calculator,
+    so every amount the booking uses is one the conversation showed."""
+    if len(payments) < 2:
+        return []
+    paid = " - ".join(f"{p['amount']}" for p in payments[:-1])
+    return [call("calculate", expression=f"{total_text} - {paid}")]
+
+
 def _book(pool: Pool, round_trip: bool) -> Draft | None:
     rng = pool.rng
     user = rng.choice(pool.users)
@@ -812,6 +822,7 @@ def _book(pool: Pool, round_trip: bool) -> Draft | None:
                 else []
             ),
             call("calculate", expression=expression),
+            *_remainder(payments, total_text),
             call(
                 "book_reservation",
                 user_id=user.user_id,
@@ -888,6 +899,10 @@ def _compensation(pool: Pool, statuses: tuple[str, ...], eligible: bool) -> Draf
             facts=facts,
             actions=[
                 *lookups,
+                call(
+                    "calculate",
+                    expression=f"{COMPENSATION_PER_PASSENGER[reason]} * {len(reservation.passengers)}",
+                ),
                 call(
                     "send_certificate",
                     user_id=user.user_id,

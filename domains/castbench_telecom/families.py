@@ -334,6 +334,7 @@ def resume_after_payment(pool: Pool) -> Draft | None:
             agent("get_line_details", phone_number=line.phone_number),
             check.call,
             agent("get_bills", customer_id=customer.customer_id),
+            agent("get_customer_details", customer_id=customer.customer_id),  # shows the card's id
             *[agent("pay_bill", bill_id=bill.bill_id, payment_method_id=method_id) for bill in overdue],
             agent("resume_line", phone_number=line.phone_number),
             check.call,
