@@ -17,7 +17,6 @@ Traits (see `castbench.agents.traits`) are acted out from the trial seed:
 from __future__ import annotations
 
 import random
-import re
 
 from castbench.agents.protocols import UserReply
 from castbench.agents.scripted.dialogue import asks_anything_else, asks_confirmation, gives_reason
