@@ -19,7 +19,7 @@ __all__ = ["NOW", "domain"]
 
 domain = Domain(
     name="airline",
-    version="1-0",
+    version="1-1",
     root=Path(__file__).parent,
     records=[Airport, Flight, User, Reservation],
     toolkit=Toolkit(TOOLS),
