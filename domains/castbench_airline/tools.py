@@ -220,9 +220,6 @@ def get_flight_status(db: Database, flight_number: str, date: str) -> dict[str, 
     return status
 
 
-
-
-
 # -- bookings --------------------------------------------------------------------------------
 @write_tool
 def book_reservation(
@@ -505,7 +502,6 @@ def send_certificate(
     db.put(user)
     db.put(reservation)
     return f"Certificate {certificate_id} of {money(amount):.2f} added to user {user_id}"
-
 
 
 TOOLS = [

@@ -730,7 +730,9 @@ def declined_confirmation(pool: Pool) -> Draft | None:
         goal=f"consider cancelling pending order {order.order_id}, but keep it in the end.",
         facts=[*facts, order_fact(order), reason_fact(reason)],
         actions=[*actions, read("get_order_details", order_id=order.order_id)],
-        declined_actions=[ToolCall(name="cancel_pending_order", arguments={"order_id": order.order_id, "reason": reason})],
+        declined_actions=[
+            ToolCall(name="cancel_pending_order", arguments={"order_id": order.order_id, "reason": reason})
+        ],
         confirm=False,
         persona=persona,
     )

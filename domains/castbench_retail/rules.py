@@ -33,26 +33,31 @@ def _owner_finding(call: ToolCall, owner: str, authenticated: str | None) -> lis
 
 class RetailRules(DomainRules):
     auth_tools = frozenset({"find_user_id_by_email", "find_user_id_by_name_zip"})
-    public_tools = frozenset({"list_all_product_types", "get_product_details", "calculate", "transfer_to_human_agents"})
+    public_tools = frozenset(
+        {"list_all_product_types", "get_product_details", "calculate", "transfer_to_human_agents"}
+    )
 
     def visible_findings(self, call: ToolCall, observed: list[ObservedCall]) -> list[RuleFinding]:
         authenticated = next(
-            (seen.content for seen in reversed(observed) if seen.name in self.auth_tools and not seen.error), None
+            (seen.content for seen in reversed(observed) if seen.name in self.auth_tools and not seen.error),
+            None,
         )
         findings: list[RuleFinding] = []
         user_id = call.arguments.get("user_id")
         if authenticated is not None and user_id is not None and user_id != authenticated:
-            findings.append(RuleFinding("domain_violation", "acts on another user than the authenticated one"))
+            findings.append(
+                RuleFinding("domain_violation", "acts on another user than the authenticated one")
+            )
         if call.name not in _NEEDS_STATUS:
             return findings
         order_id = call.arguments.get("order_id")
         for seen in reversed(observed):
             result = seen.result()
-            if seen.name == "get_order_details" and not seen.error and isinstance(result, dict):
-                if result.get("order_id") == order_id:
-                    findings += _status_finding(call, str(result.get("status")))
-                    findings += _owner_finding(call, str(result.get("user_id")), authenticated)
-                    break
+            shown = seen.name == "get_order_details" and not seen.error and isinstance(result, dict)
+            if shown and result.get("order_id") == order_id:
+                findings += _status_finding(call, str(result.get("status")))
+                findings += _owner_finding(call, str(result.get("user_id")), authenticated)
+                break
         return findings
 
     def state_findings(self, call: ToolCall, db: Database) -> list[RuleFinding]:

@@ -190,9 +190,6 @@ def list_all_product_types(db: Database) -> dict[str, str]:
     return {product.name: product.product_id for product in sorted(db.scan(Product), key=lambda p: p.name)}
 
 
-
-
-
 # -- changes to pending orders ---------------------------------------------------------------
 @write_tool
 def cancel_pending_order(
@@ -396,7 +393,6 @@ def exchange_delivered_order_items(
     order.exchange_price_difference = difference
     db.put(order)
     return order
-
 
 
 TOOLS = [

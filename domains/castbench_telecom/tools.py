@@ -153,9 +153,6 @@ def get_bills(db: Database, customer_id: str) -> list[dict[str, Any]]:
     return [bill_view(bill) for bill in sorted(bills, key=lambda bill: bill.period, reverse=True)]
 
 
-
-
-
 # -- lines -----------------------------------------------------------------------------------
 @write_tool
 def suspend_line(
@@ -344,7 +341,6 @@ def open_ticket(
     )
     db.insert(ticket)
     return ticket
-
 
 
 TOOLS = [

@@ -306,9 +306,6 @@ def check_coverage(
     }
 
 
-
-
-
 # -- appointments ----------------------------------------------------------------------------
 @write_tool
 def book_appointment(
@@ -458,7 +455,6 @@ def escalate_to_clinician(
         else "An on-call clinician will call the patient back within 2 hours."
     )
     return {"escalation_id": escalation.escalation_id, "status": "escalated", "advice": advice}
-
 
 
 TOOLS = [

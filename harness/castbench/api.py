@@ -44,7 +44,9 @@ def _git_commit() -> str | None:
         commit = subprocess.run(
             ["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5, check=True
         ).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain"], capture_output=True, text=True, timeout=5).stdout
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain"], capture_output=True, text=True, timeout=5
+        ).stdout
     except (OSError, subprocess.SubprocessError):
         return None
     return commit + ("-dirty" if dirty.strip() else "")
@@ -95,7 +97,9 @@ def build_config(
     critic_spec = configured(_resolve("critic", critic))
     if critic_spec.factory is not None:
         specs = AgentSet(policy=specs.policy, user=specs.user, critic=critic_spec)
-    privileged = [role for role, spec in (("policy", specs.policy), ("critic", critic_spec)) if spec.privileged]
+    privileged = [
+        role for role, spec in (("policy", specs.policy), ("critic", critic_spec)) if spec.privileged
+    ]
     config = RunConfig(
         domains={domain.name: domain.version for domain in resolved},
         split=split,

@@ -16,7 +16,11 @@ class ScriptedUserParams(BaseModel):
     patience: int = Field(4, ge=1, description="turns without progress before the user gives up")
 
 
-register(BuiltinAgent("policy", "oracle", OraclePolicy, "replays the ground truth (privileged upper bound)", None, True))
+register(
+    BuiltinAgent(
+        "policy", "oracle", OraclePolicy, "replays the ground truth (privileged upper bound)", None, True
+    )
+)
 register(
     BuiltinAgent(
         "policy",
@@ -27,9 +31,24 @@ register(
         True,
     )
 )
-register(BuiltinAgent("user", "scripted", ScriptedUser, "deterministic user: reveals facts when asked", ScriptedUserParams))
-register(BuiltinAgent("critic", "rules", RulesCritic, "model-free checks on the visible conversation (deployable)"))
-register(BuiltinAgent("critic", "oracle", OracleCritic, "flags exactly what the labeler calls invalid (privileged)", None, True))
+register(
+    BuiltinAgent(
+        "user", "scripted", ScriptedUser, "deterministic user: reveals facts when asked", ScriptedUserParams
+    )
+)
+register(
+    BuiltinAgent("critic", "rules", RulesCritic, "model-free checks on the visible conversation (deployable)")
+)
+register(
+    BuiltinAgent(
+        "critic",
+        "oracle",
+        OracleCritic,
+        "flags exactly what the labeler calls invalid (privileged)",
+        None,
+        True,
+    )
+)
 register(
     BuiltinAgent(
         "critic",

@@ -138,7 +138,9 @@ def resolve(role: Role, spec: str, model_factory: Callable[..., Any] | None = No
     if ":" in name and "/" not in name:
         factory = _import(name)
         privileged = bool(getattr(factory, "privileged", False))
-        return AgentSpec(role, spec, name, factory, {k: _coerce(v) for k, v in raw.items()}, privileged, "import")
+        return AgentSpec(
+            role, spec, name, factory, {k: _coerce(v) for k, v in raw.items()}, privileged, "import"
+        )
     if "/" in name:
         if model_factory is None:
             raise AgentSpecError(f"{role} '{spec}': no model backend is available for the {role} role")

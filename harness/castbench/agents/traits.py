@@ -65,7 +65,9 @@ def trait_instructions(traits: dict[str, str] | None) -> str:
     for name, level in traits.items():
         lines.append(
             _DESCRIPTIONS[name].format(
-                n=patience(level), pct=int(rate(level) * 100), degree={"low": "mild", "medium": "firm", "high": "very insistent"}[level]
+                n=patience(level),
+                pct=int(rate(level) * 100),
+                degree={"low": "mild", "medium": "firm", "high": "very insistent"}[level],
             )
         )
     return "\n".join(lines)

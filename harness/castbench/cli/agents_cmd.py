@@ -33,7 +33,8 @@ def _lister(role: Role) -> typer.Typer:
             params = ""
             if agent.params is not None:
                 params = "\n".join(
-                    f"{name}={field.default} — {field.description}" for name, field in agent.params.model_fields.items()
+                    f"{name}={field.default} — {field.description}"
+                    for name, field in agent.params.model_fields.items()
                 )
             table.add_row(agent.name, "yes" if agent.privileged else "no", params or "–", agent.summary)
         console.print(table)

@@ -26,7 +26,9 @@ def list_domains() -> None:
     for domain in resolve_domains("all"):
         writes = sum(tool.writes for tool in domain.toolkit)
         splits = ", ".join(f"{split} {len(domain.tasks(split))}" for split in domain.splits)
-        table.add_row(domain.name, domain.version, f"{len(domain.toolkit)} ({writes})", splits, domain.description)
+        table.add_row(
+            domain.name, domain.version, f"{len(domain.toolkit)} ({writes})", splits, domain.description
+        )
     console.print(table)
 
 

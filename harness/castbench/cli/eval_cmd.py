@@ -39,17 +39,30 @@ def eval_command(
     ctx: typer.Context,
     domain: DomainOption = "all",
     policy: Annotated[
-        str, typer.Option(help="Built-in name, module:Class import path, or litellm model string.", rich_help_panel=_AGENTS)
+        str,
+        typer.Option(
+            help="Built-in name, module:Class import path, or litellm model string.", rich_help_panel=_AGENTS
+        ),
     ] = "scripted:noisy",
-    critic: Annotated[str, typer.Option(help="Critic: none, a built-in, import path or model.", rich_help_panel=_AGENTS)] = "none",
-    user: Annotated[str, typer.Option(help="User simulator: scripted, import path or model.", rich_help_panel=_AGENTS)] = "scripted",
+    critic: Annotated[
+        str, typer.Option(help="Critic: none, a built-in, import path or model.", rich_help_panel=_AGENTS)
+    ] = "none",
+    user: Annotated[
+        str, typer.Option(help="User simulator: scripted, import path or model.", rich_help_panel=_AGENTS)
+    ] = "scripted",
     split: SplitOption = "test",
     trials: Annotated[int, typer.Option(min=1, help="Trials per task (n).", rich_help_panel=_RUN)] = 8,
-    seed: Annotated[int, typer.Option(help="Run seed; trial seeds derive from it.", rich_help_panel=_RUN)] = 0,
+    seed: Annotated[
+        int, typer.Option(help="Run seed; trial seeds derive from it.", rich_help_panel=_RUN)
+    ] = 0,
     tasks: Annotated[str | None, typer.Option(help="Comma-separated task ids.", rich_help_panel=_RUN)] = None,
     concurrency: Annotated[int, typer.Option(min=1, help="Trials run at once.", rich_help_panel=_RUN)] = 1,
-    max_steps: Annotated[int, typer.Option(min=1, help="Agent actions per trial.", rich_help_panel=_RUN)] = 40,
-    rounds: Annotated[int, typer.Option(min=1, max=10, help="Critic verdicts per step.", rich_help_panel=_LOOP)] = 3,
+    max_steps: Annotated[
+        int, typer.Option(min=1, help="Agent actions per trial.", rich_help_panel=_RUN)
+    ] = 40,
+    rounds: Annotated[
+        int, typer.Option(min=1, max=10, help="Critic verdicts per step.", rich_help_panel=_LOOP)
+    ] = 3,
     on_exhausted: Annotated[
         str, typer.Option(help="When the rounds run out: execute or block.", rich_help_panel=_LOOP)
     ] = "execute",
@@ -57,7 +70,10 @@ def eval_command(
         str, typer.Option(help="Actions the critic checks: tool_calls, writes or all.", rich_help_panel=_LOOP)
     ] = "tool_calls",
     paired: Annotated[
-        bool, typer.Option(help="Also run without the critic (same seeds) to measure its effect.", rich_help_panel=_LOOP)
+        bool,
+        typer.Option(
+            help="Also run without the critic (same seeds) to measure its effect.", rich_help_panel=_LOOP
+        ),
     ] = False,
     api_base: Annotated[
         str | None,
@@ -87,7 +103,9 @@ def eval_command(
     ] = None,
     strict: Annotated[
         bool,
-        typer.Option(help="Exit 1 if any task is incomplete (errored trials, stopped run).", rich_help_panel=_RUN),
+        typer.Option(
+            help="Exit 1 if any task is incomplete (errored trials, stopped run).", rich_help_panel=_RUN
+        ),
     ] = False,
     traits: Annotated[
         str | None,
@@ -172,7 +190,7 @@ def eval_command(
             max_cost=max_cost,
             on_start=on_start,
             on_trial=on_trial,
-            )
+        )
 
     profiles = [p.strip() for p in sweep_traits.split(";") if p.strip()] if sweep_traits else []
     try:
@@ -188,7 +206,9 @@ def eval_command(
         raise typer.Exit(2) from exc
     outcome, summary = result.outcome, result.summary
     verb = "resumed" if outcome.resumed else "stored"
-    console.print(f"run {outcome.run_id} {verb} in {db} ({outcome.ran} trials run, {outcome.already_done} reused)")
+    console.print(
+        f"run {outcome.run_id} {verb} in {db} ({outcome.ran} trials run, {outcome.already_done} reused)"
+    )
     print_summary(summary, console)
     if profiles:
         sweep = trait_sweep(baseline, swept)

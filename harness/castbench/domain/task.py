@@ -12,7 +12,16 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-__all__ = ["DeviceStep", "Fact", "GradingSpec", "Task", "TaskFileError", "ToolCall", "UserScenario", "load_tasks"]
+__all__ = [
+    "DeviceStep",
+    "Fact",
+    "GradingSpec",
+    "Task",
+    "TaskFileError",
+    "ToolCall",
+    "UserScenario",
+    "load_tasks",
+]
 
 
 class _Strict(BaseModel):

@@ -111,9 +111,7 @@ def read_tool(function: Callable[..., Any] | None = None, *, ends_conversation: 
     return _make_tool(function, "read", ends_conversation)
 
 
-def write_tool(
-    function: Callable[..., Any] | None = None, *, ends_conversation: bool = False
-) -> Any:
+def write_tool(function: Callable[..., Any] | None = None, *, ends_conversation: bool = False) -> Any:
     """Mark a function as a tool that may change state (needs the user's confirmation)."""
     if function is None:
         return lambda f: _make_tool(f, "write", ends_conversation)

@@ -19,7 +19,11 @@ from castbench.grading.state_diff import FieldDiff, state_diff
 __all__ = ["FailureCategory", "Grade", "SurfaceSignals", "grade_trial"]
 
 FailureCategory = Literal[
-    "tool_error_unrecovered", "missing_state_change", "incomplete_reply", "wrong_state_update", "did_not_finish"
+    "tool_error_unrecovered",
+    "missing_state_change",
+    "incomplete_reply",
+    "wrong_state_update",
+    "did_not_finish",
 ]
 
 
@@ -52,7 +56,12 @@ def _changed(db: Database) -> bool:
 
 
 def _category(
-    final: Database, expected: Database, state_ok: bool, outputs_ok: bool, finished: bool, saw_tool_error: bool
+    final: Database,
+    expected: Database,
+    state_ok: bool,
+    outputs_ok: bool,
+    finished: bool,
+    saw_tool_error: bool,
 ) -> FailureCategory:
     if state_ok and outputs_ok and not finished:
         return "did_not_finish"

@@ -40,14 +40,18 @@ def label_action(
     if isinstance(action, ReplyAction):
         return ActionLabel(label="unknown", reason="replies to the user are not labelled")
     if isinstance(action, MalformedAction):
-        return ActionLabel(label="invalid", failure_type="hallucination", reason=f"malformed: {action.reason}")
+        return ActionLabel(
+            label="invalid", failure_type="hallucination", reason=f"malformed: {action.reason}"
+        )
     truth = [call for call in task.actions if call.actor == "agent"]
     truth_tools = {call.name for call in truth}
     call = as_tool_call(action)
     if action.name not in domain.toolkit:
         return ActionLabel(label="invalid", failure_type="wrong_tool", reason=f"no tool '{action.name}'")
     if call is None:
-        return ActionLabel(label="invalid", failure_type="hallucination", reason="arguments are not a JSON object")
+        return ActionLabel(
+            label="invalid", failure_type="hallucination", reason="arguments are not a JSON object"
+        )
     try:
         domain.toolkit.validate(call.name, call.arguments)
     except ToolError as exc:
@@ -65,9 +69,17 @@ def label_action(
         return _label(findings[0])
     truth_writes = [c for c in truth if domain.toolkit.is_write(c.name)]
     if canonical in {c.canonical() for c in task.declined_actions}:
-        return ActionLabel(label="invalid", failure_type="domain_violation", reason="the user declined this change")
+        return ActionLabel(
+            label="invalid", failure_type="domain_violation", reason="the user declined this change"
+        )
     if any(c.name == call.name for c in truth_writes):
-        return ActionLabel(label="invalid", failure_type="hallucination", reason="wrong arguments for this change")
+        return ActionLabel(
+            label="invalid", failure_type="hallucination", reason="wrong arguments for this change"
+        )
     if not truth_writes:
-        return ActionLabel(label="invalid", failure_type="domain_violation", reason="no change is warranted here")
-    return ActionLabel(label="invalid", failure_type="wrong_tool", reason="the request needs a different tool")
+        return ActionLabel(
+            label="invalid", failure_type="domain_violation", reason="no change is warranted here"
+        )
+    return ActionLabel(
+        label="invalid", failure_type="wrong_tool", reason="the request needs a different tool"
+    )

@@ -8,7 +8,8 @@ from collections.abc import Iterable
 __all__ = ["claims_success", "missing_outputs", "normalize_output"]
 
 _SUCCESS = re.compile(
-    r"\b(has been|have been|successfully|is now|are now|done|completed|processed|cancelled|updated|refunded)\b"
+    r"\b(has been|have been|successfully|is now|are now|done|completed|processed|cancelled|updated"
+    r"|refunded)\b"
 )
 _REFUSAL = re.compile(r"\b(sorry|can't|cannot|unable|not able|not allowed|does not allow)\b")
 

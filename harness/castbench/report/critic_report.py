@@ -116,7 +116,9 @@ def critic_report(trials: Iterable[TrialRecord]) -> CriticReport | None:
     )
 
 
-def paired_effect(with_critic: Iterable[TrialRecord], without: Iterable[TrialRecord]) -> tuple[float | None, float | None]:
+def paired_effect(
+    with_critic: Iterable[TrialRecord], without: Iterable[TrialRecord]
+) -> tuple[float | None, float | None]:
     """(helpfulness, harmfulness) over trials scored in both runs, paired by (domain, task, trial)."""
     baseline = {(t.domain, t.task_id, t.trial_index): t.passed for t in without if t.status == "scored"}
     helped = failed_alone = harmed = passed_alone = 0

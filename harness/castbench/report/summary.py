@@ -121,7 +121,13 @@ def summarize_run(run_id: str, config: RunConfig, records: Iterable[TrialRecord]
     )
 
 
-def _paired(report: DomainReport, alone: DomainReport | None, with_critic: list[TrialRecord], without: list[TrialRecord], run_id: str) -> DomainReport:
+def _paired(
+    report: DomainReport,
+    alone: DomainReport | None,
+    with_critic: list[TrialRecord],
+    without: list[TrialRecord],
+    run_id: str,
+) -> DomainReport:
     if report.critic is None or alone is None:
         return report
     helped, harmed = paired_effect(with_critic, without)

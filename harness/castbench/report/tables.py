@@ -38,7 +38,10 @@ def reliability_table(summary: RunSummary) -> Table:
     for k in _ks(n):
         table.add_row(
             f"pass^{k}",
-            *[_cell(report.pass_hat[k], report.ci95[k]) if k in report.pass_hat else "–" for _, report in columns],
+            *[
+                _cell(report.pass_hat[k], report.ci95[k]) if k in report.pass_hat else "–"
+                for _, report in columns
+            ],
         )
     table.add_row(f"pass@{n}", *[f"{report.pass_at.get(n, float('nan')):.3f}" for _, report in columns])
     return table
@@ -66,7 +69,9 @@ def _details_table(summary: RunSummary) -> Table:
         table.add_row(f"ended: {reason}", *[str(report.end_reasons.get(reason, 0)) for _, report in columns])
     categories = sorted({c for _, report in columns for c in report.failure_categories})
     for category in categories:
-        table.add_row(f"failed: {category}", *[str(report.failure_categories.get(category, 0)) for _, report in columns])
+        table.add_row(
+            f"failed: {category}", *[str(report.failure_categories.get(category, 0)) for _, report in columns]
+        )
     return table
 
 
@@ -94,14 +99,20 @@ def print_trial(record: TrialRecord, console: Console) -> None:
             verdict = proposal.verdict
             label = f" label={proposal.label.label}" if proposal.label else ""
             judged = f"{verdict.verdict} ({verdict.failure_type}) {verdict.explanation}" if verdict else "–"
-            console.print(f"    [dim]round {proposal.round}: {_show(proposal.action)} → critic {judged}{label}[/]")
+            console.print(
+                f"    [dim]round {proposal.round}: {_show(proposal.action)} → critic {judged}{label}[/]"
+            )
         if step.action is None:
             console.print("  [magenta]blocked[/] by the critic")
         else:
             console.print(f"  [magenta]agent[/]: {_show(step.action)}")
         observation = step.observation
         if observation is not None:
-            who = "user" if observation.role == "user" else ("tool!" if getattr(observation, "error", False) else "tool")
+            who = (
+                "user"
+                if observation.role == "user"
+                else ("tool!" if getattr(observation, "error", False) else "tool")
+            )
             text = observation.text if observation.role == "user" else observation.content
             console.print(f"  [cyan]{who}[/]: {text[:300]}")
     if record.grade is not None and record.grade.diff:
@@ -161,7 +172,10 @@ def critic_table(summary: RunSummary) -> Table | None:
         ("rounds per verified step", lambda c: _rate(c.rounds_mean)),
         ("blocked steps", lambda c: str(c.blocked_steps)),
         ("critic / policy seconds", lambda c: f"{c.critic_seconds:.2f} / {c.policy_seconds:.2f}"),
-        ("critic tokens in / out", lambda c: f"{c.critic_usage.input_tokens} / {c.critic_usage.output_tokens}"),
+        (
+            "critic tokens in / out",
+            lambda c: f"{c.critic_usage.input_tokens} / {c.critic_usage.output_tokens}",
+        ),
     ]
     if any(c.helpfulness is not None for _, c in columns):
         rows += [

@@ -51,6 +51,7 @@ def sweep_table(sweep: TraitSweep) -> Table:
     table.add_row("(none)", *[cell for k in shown for cell in (f"{sweep.baseline[k]:.3f}", "")])
     for profile, result in sweep.profiles.items():
         table.add_row(
-            profile, *[cell for k in shown for cell in (f"{result.pass_hat[k]:.3f}", f"{-result.drop[k]:+.3f}")]
+            profile,
+            *[cell for k in shown for cell in (f"{result.pass_hat[k]:.3f}", f"{-result.drop[k]:+.3f}")],
         )
     return table

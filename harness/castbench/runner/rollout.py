@@ -107,7 +107,12 @@ class _Trial:
         self.critic: Any = None
         if self.agents.critic is not None and self.agents.critic.factory is not None:
             critic_briefing = briefing_for(
-                self.domain, self.task, self.seed, self.trial_index, self.agents.critic.privileged, self._state
+                self.domain,
+                self.task,
+                self.seed,
+                self.trial_index,
+                self.agents.critic.privileged,
+                self._state,
             )
             self.critic_briefing = critic_briefing
             self.critic = self.agents.critic.create(critic_briefing)
@@ -132,7 +137,9 @@ class _Trial:
         except Exception as exc:
             raise _AgentCrash(f"policy raised {exc!r}\n{traceback.format_exc()}") from exc
         if not isinstance(action, ToolCallAction | ReplyAction | MalformedAction):
-            action = MalformedAction(raw=repr(action)[:500], reason=f"policy returned {type(action).__name__}")
+            action = MalformedAction(
+                raw=repr(action)[:500], reason=f"policy returned {type(action).__name__}"
+            )
         self._charge("policy", action.usage)
         return action, _clock() - start
 
@@ -195,7 +202,9 @@ class _Trial:
             self.conversation += [AgentTurn(action=action, call_id=call_id), result]
             return result, None
         observation = self.domain.toolkit.call(self.db, action.name, action.arguments)
-        result = ToolResultTurn(call_id=call_id, name=action.name, content=observation.content, error=observation.error)
+        result = ToolResultTurn(
+            call_id=call_id, name=action.name, content=observation.content, error=observation.error
+        )
         if observation.error:
             self.saw_tool_error = True
         elif self.domain.toolkit.is_write(action.name):

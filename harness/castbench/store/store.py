@@ -184,7 +184,9 @@ class ResultsStore:
             query = select(TrialRow.record_json).where(TrialRow.run_id == run_id)
             if domains is not None:
                 query = query.where(TrialRow.domain.in_(list(domains)))  # type: ignore[attr-defined]
-            rows = session.exec(query.order_by(col(TrialRow.domain), col(TrialRow.task_id), col(TrialRow.trial_index))).all()
+            rows = session.exec(
+                query.order_by(col(TrialRow.domain), col(TrialRow.task_id), col(TrialRow.trial_index))
+            ).all()
         return [TrialRecord.model_validate_json(row) for row in rows]
 
     def count_trials(self, run_id: str) -> int:

@@ -78,7 +78,11 @@ def _confirmed(conversation: Sequence[Event], write_tools: frozenset[str], call:
             failed.add(event.call_id)
         elif isinstance(event, AgentTurn):
             action = event.action
-            if isinstance(action, ToolCallAction) and action.name in write_tools and event.call_id not in failed:
+            if (
+                isinstance(action, ToolCallAction)
+                and action.name in write_tools
+                and event.call_id not in failed
+            ):
                 return False
             if isinstance(action, ReplyAction) and asks_confirmation(action.text):
                 named = all(token in action.text.lower() for token in wanted)
@@ -98,8 +102,20 @@ def _values(value: Any) -> Iterable[Any]:
 
 
 _ISO_DATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})$")
-_MONTHS = ["january", "february", "march", "april", "may", "june", "july", "august", "september",
-           "october", "november", "december"]
+_MONTHS = [
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+]
 
 
 def _forms(token: str) -> set[str]:
@@ -163,9 +179,9 @@ def visible_findings(domain: Domain, call: ToolCall, conversation: Sequence[Even
     findings: list[RuleFinding] = []
     rules = domain.rules
     observed = observed_calls(conversation)
-    if rules.auth_tools and call.name not in rules.auth_tools | rules.public_tools:
-        if not any(seen.name in rules.auth_tools and not seen.error for seen in observed):
-            findings.append(RuleFinding("domain_violation", "the user has not been authenticated yet"))
+    needs_auth = rules.auth_tools and call.name not in rules.auth_tools | rules.public_tools
+    if needs_auth and not any(seen.name in rules.auth_tools and not seen.error for seen in observed):
+        findings.append(RuleFinding("domain_violation", "the user has not been authenticated yet"))
     write_tools = frozenset(tool.name for tool in toolkit if tool.writes)
     if call.name in write_tools and not _confirmed(conversation, write_tools, call):
         findings.append(
@@ -183,7 +199,10 @@ def visible_findings(domain: Domain, call: ToolCall, conversation: Sequence[Even
         unsupported = [item for item in _values(value) if not support.supports(item)]
         if unsupported:
             findings.append(
-                RuleFinding("hallucination", f"argument '{name}' uses {unsupported[0]!r}, which nothing so far supports")
+                RuleFinding(
+                    "hallucination",
+                    f"argument '{name}' uses {unsupported[0]!r}, which nothing so far supports",
+                )
             )
     findings.extend(rules.visible_findings(call, observed))
     return findings

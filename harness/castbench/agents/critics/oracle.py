@@ -34,7 +34,9 @@ class OracleCritic:
 
     def _truth(self, view: CriticView) -> ActionLabel:
         assert self._briefing.state is not None
-        return label_action(self._domain, self._briefing.task, view.proposal, self._briefing.state(), view.conversation)
+        return label_action(
+            self._domain, self._briefing.task, view.proposal, self._briefing.state(), view.conversation
+        )
 
     def verify(self, view: CriticView) -> Verdict:
         truth = self._truth(view)
@@ -62,5 +64,9 @@ class NoisyCritic(OracleCritic):
             return Verdict(verdict="invalid", failure_type=truth.failure_type, explanation=truth.reason)
         if truth.label == "valid" and draw < self._false_flag:
             kind = self._rng.choice(["hallucination", "domain_violation", "wrong_tool"])
-            return Verdict(verdict="invalid", failure_type=kind, explanation=f"this looks like a {kind.replace('_', ' ')}")  # type: ignore[arg-type]
+            return Verdict(
+                verdict="invalid",
+                failure_type=kind,
+                explanation=f"this looks like a {kind.replace('_', ' ')}",
+            )  # type: ignore[arg-type]
         return Verdict(verdict="valid", explanation="looks fine")

@@ -12,7 +12,7 @@ from castbench.domain import load_domain
 __all__ = ["RulesCritic"]
 
 _FIXES = {
-    "domain_violation": "Follow the policy first (authenticate the user, describe the change and get an explicit yes).",
+    "domain_violation": "Follow the policy: authenticate the user, describe the change, get a yes.",
     "hallucination": "Use only ids and values the user gave or a tool returned; look them up first.",
     "wrong_tool": "Pick the tool that matches the request.",
 }

@@ -46,9 +46,7 @@ def _swap_string(value: str, seen: Iterable[str], rng: random.Random) -> str:
     return _invent(value, rng)
 
 
-def hallucinate(
-    call: ToolCall, schema: dict[str, Any], seen_text: str, rng: random.Random
-) -> ToolCall:
+def hallucinate(call: ToolCall, schema: dict[str, Any], seen_text: str, rng: random.Random) -> ToolCall:
     """`call` with one argument replaced by a plausible but unsupported value."""
     properties = schema["function"]["parameters"].get("properties", {})
     seen = _TOKEN.findall(seen_text)

@@ -2,14 +2,15 @@
 
 For each ground-truth action, with probability `p` it makes one mistake: a hallucinated
 argument, the wrong tool, or (for a write) a domain violation — executing without the user's
-confirmation; a step the user must take on their side it forgets to ask for. After a mistaken call that errors it may first ask the user to repeat a detail
-(probability `clarify`: what an impatient user resents), then recovers (makes the right call)
-with probability `recover`. When a critic rejects a proposal it insists on the same action with
-probability `insist` (resistance); otherwise it revises: to the right action if the proposal was
-a mistake (correction; for a write it skipped confirming, by asking the user first), or to a
-fresh mistake if the proposal was right (a harmful revision, which is what an over-eager critic
-provokes). Every draw comes from the trial's seed, so the same
-seed replays the same mistakes.
+confirmation; a step the user must take on their side it forgets to ask for. After a mistaken
+call that errors it may first ask the user to repeat a detail (probability `clarify`: what an
+impatient user resents), then recovers (makes the right call) with probability `recover`.
+
+When a critic rejects a proposal it insists on the same action with probability `insist`
+(resistance); otherwise it revises: to the right action if the proposal was a mistake
+(correction; for a write it skipped confirming, by asking the user first), or to a fresh mistake
+if the proposal was right (a harmful revision, which is what an over-eager critic provokes).
+Every draw comes from the trial's seed, so the same seed replays the same mistakes.
 """
 
 from __future__ import annotations
@@ -52,7 +53,12 @@ class NoisyPolicy(OraclePolicy):
     ) -> None:
         super().__init__(briefing)
         params = NoisyParams(p=p, recover=recover, insist=insist, clarify=clarify)
-        self._p, self._recover, self._insist, self._clarify = params.p, params.recover, params.insist, params.clarify
+        self._p, self._recover, self._insist, self._clarify = (
+            params.p,
+            params.recover,
+            params.insist,
+            params.clarify,
+        )
         self._rng = random.Random(f"noisy:{briefing.seed}")
         self._schemas = {schema["function"]["name"]: schema for schema in briefing.tools}
         self._planned: dict[int, Mistake] = {}
@@ -88,7 +94,9 @@ class NoisyPolicy(OraclePolicy):
             facts = self._task.scenario.facts
             if not clarifying and facts and self._rng.random() < self._clarify:
                 self._retry, self._clarifying = retry, True  # ask the user again, then maybe recover
-                return ReplyAction(text="Sorry, something went wrong on my side. " + ask_again([facts[0].keywords[0]]))
+                return ReplyAction(
+                    text="Sorry, something went wrong on my side. " + ask_again([facts[0].keywords[0]])
+                )
             if self._rng.random() < self._recover:
                 self._intended = retry
                 return self._as_action(retry)
