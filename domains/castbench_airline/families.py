@@ -7,12 +7,14 @@ A family returns a `Draft`, or `None` when the pool holds no fitting entity this
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import timedelta
+from functools import partial
 from random import Random
 from typing import Any
 
 from castbench.domain import Fact, ToolCall
+from castbench.domain.generation import DraftBase, Families, confirm_answer, spoken_list
 from castbench_airline.checks import (
     BAG_PRICE,
     COMPENSATION_PER_PASSENGER,
@@ -41,43 +43,16 @@ __all__ = ["FAMILIES", "Draft", "Pool"]
 CABIN_WORDS = {"basic_economy": "basic economy", "economy": "economy", "business": "business"}
 
 
-@dataclass
-class Draft:
-    family: str
-    outcome: str
+@dataclass(kw_only=True)
+class Draft(DraftBase):
     user: User
-    request: str
-    goal: str
-    facts: list[Fact]
-    actions: list[ToolCall]
-    confirm: bool = True
-    declined_actions: list[ToolCall] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    required_outputs: list[str] = field(default_factory=list)
-    ordered: bool = False
-    persona: str = ""
 
     def instructions(self) -> str:
-        name = f"{self.user.name.first_name} {self.user.name.last_name}"
-        known = "\n".join(f"- {fact.statement}" for fact in self.facts) or "- (nothing beyond your request)"
-        answer = (
-            "When the agent describes the change and asks you to confirm, answer yes."
-            if self.confirm
-            else "When the agent describes the change and asks you to confirm, you change your mind: say "
-            "no, you want to keep things as they are."
-        )
-        notes = "".join(f"\n{note}" for note in self.notes)
-        return (
-            f"You are {name}, a customer of an airline, chatting with its support agent.\n"
-            f"Your goal: {self.goal}\n"
-            f'Open with: "{self.request}"\n'
-            f"What you know; say each thing only when the agent asks for it:\n{known}\n"
-            f"{answer}{notes}\n"
-            "You do not know flight prices or any ids other than those above; never invent facts you "
-            "were not given, and say you don't know when asked something else. When your request is "
-            "handled, or the agent explains that it cannot be done, thank the agent and end the "
-            "conversation.\n"
-            f"Persona: {self.persona}"
+        return self.brief(
+            f"{self.user.name.first_name} {self.user.name.last_name}",
+            "a customer of an airline",
+            unknown="flight prices or any ids other than those above",
+            answer=confirm_answer(self.confirm, declined="you want to keep things as they are"),
         )
 
 
@@ -164,10 +139,6 @@ def describe_trip(pool: Pool, reservation: Reservation, dated: bool = True) -> s
     return f"my {kind} from {cities[reservation.origin]} to {cities[reservation.destination]}{when}"
 
 
-def join(parts: list[str]) -> str:
-    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
-
-
 def person(passenger: Passenger) -> str:
     return f"{passenger.first_name} {passenger.last_name}"
 
@@ -246,76 +217,64 @@ def change_method(pool: Pool, user: User, charge: float) -> str | None:
 
 
 # -- cancellations ---------------------------------------------------------------------------
-def _cancel(
-    pool: Pool, family: str, fits: Callable[[User, Reservation], bool], reasons: list[str]
-) -> Draft | None:
-    picked = pool.pick(lambda u, r: changeable(pool, r) and fits(u, r))
-    if picked is None:
-        return None
-    user, reservation = picked
-    reason = pool.rng.choice(reasons)
-    facts, actions, persona = start(pool, user, reservation)
-    checks = []
-    if reason == "airline cancelled flight":
-        gone = next(f for f in reservation.flights if pool.status(f.flight_number, f.date) == "cancelled")
-        checks = [call("get_flight_status", flight_number=gone.flight_number, date=gone.date)]
-    return Draft(
-        family=family,
-        outcome="change",
-        user=user,
-        request=f"Hi, I need to cancel {describe_trip(pool, reservation)}.",
-        goal=f"cancel reservation {reservation.reservation_id} entirely and get your money back.",
-        facts=[*facts, reason_fact(reason)],
-        actions=[
-            *actions,
-            call("get_reservation_details", reservation_id=reservation.reservation_id),
-            *checks,
-            call("cancel_reservation", reservation_id=reservation.reservation_id, reason=reason),
-        ],
-        persona=persona,
-    )
-
-
-def cancel_within_24h(pool: Pool) -> Draft | None:
-    return _cancel(
-        pool,
-        "cancel_within_24h",
-        lambda u, r: (
+_CANCELS: dict[str, tuple[Callable[[Pool, Reservation], bool], list[str]]] = {
+    # family: (which changeable reservation fits, the reasons the customer may give)
+    "cancel_within_24h": (
+        lambda pool, r: (
             recent(r) and r.cabin != "business" and not r.insurance and not airline_cancelled(pool, r)
         ),
         ["change of plan", "other"],
-    )
-
-
-def cancel_airline_cancelled(pool: Pool) -> Draft | None:
-    return _cancel(
-        pool,
-        "cancel_airline_cancelled",
-        lambda u, r: (
+    ),
+    "cancel_airline_cancelled": (
+        lambda pool, r: (
             airline_cancelled(pool, r) and not recent(r) and r.cabin != "business" and not r.insurance
         ),
         ["airline cancelled flight"],
-    )
-
-
-def cancel_business(pool: Pool) -> Draft | None:
-    return _cancel(
-        pool,
-        "cancel_business",
-        lambda u, r: r.cabin == "business" and not recent(r) and not airline_cancelled(pool, r),
+    ),
+    "cancel_business": (
+        lambda pool, r: r.cabin == "business" and not recent(r) and not airline_cancelled(pool, r),
         ["change of plan", "other"],
-    )
-
-
-def cancel_insured(pool: Pool) -> Draft | None:
-    return _cancel(
-        pool,
-        "cancel_insured",
-        lambda u, r: (
+    ),
+    "cancel_insured": (
+        lambda pool, r: (
             r.insurance and r.cabin != "business" and not recent(r) and not airline_cancelled(pool, r)
         ),
         ["health", "weather"],
-    )
+    ),
+}
+
+
+def _cancel(family: str) -> Callable[[Pool], Draft | None]:
+    fits, reasons = _CANCELS[family]
+
+    def build(pool: Pool) -> Draft | None:
+        picked = pool.pick(lambda u, r: changeable(pool, r) and fits(pool, r))
+        if picked is None:
+            return None
+        user, reservation = picked
+        reason = pool.rng.choice(reasons)
+        facts, actions, persona = start(pool, user, reservation)
+        checks = []
+        if reason == "airline cancelled flight":
+            gone = next(f for f in reservation.flights if pool.status(f.flight_number, f.date) == "cancelled")
+            checks = [call("get_flight_status", flight_number=gone.flight_number, date=gone.date)]
+        return Draft(
+            family=family,
+            outcome="change",
+            user=user,
+            request=f"Hi, I need to cancel {describe_trip(pool, reservation)}.",
+            goal=f"cancel reservation {reservation.reservation_id} entirely and get your money back.",
+            facts=[*facts, reason_fact(reason)],
+            actions=[
+                *actions,
+                call("get_reservation_details", reservation_id=reservation.reservation_id),
+                *checks,
+                call("cancel_reservation", reservation_id=reservation.reservation_id, reason=reason),
+            ],
+            persona=persona,
+        )
+
+    return build
 
 
 def refuse_cancel(pool: Pool) -> Draft | None:
@@ -549,10 +508,6 @@ def _cabin_draft(pool: Pool, confirm: bool) -> Draft | None:
     )
 
 
-def change_cabin(pool: Pool) -> Draft | None:
-    return _cabin_draft(pool, confirm=True)
-
-
 # -- bags and passengers ---------------------------------------------------------------------
 def _bags(pool: Pool, paid: bool) -> Draft | None:
     plan: dict[str, tuple[int, int, str | None]] = {}
@@ -612,14 +567,6 @@ def _bags(pool: Pool, paid: bool) -> Draft | None:
         ],
         persona=persona,
     )
-
-
-def add_bags_free(pool: Pool) -> Draft | None:
-    return _bags(pool, paid=False)
-
-
-def add_bags_paid(pool: Pool) -> Draft | None:
-    return _bags(pool, paid=True)
 
 
 def update_passenger(pool: Pool) -> Draft | None:
@@ -716,7 +663,7 @@ def _payments(pool: Pool, user: User, total: float) -> tuple[list[dict[str, Any]
         parts = [{"payment_id": g.id, "amount": g.amount} for g in used]
         return (
             [*parts, {"payment_id": card.id, "amount": money(total - paid)}],
-            f"use the whole balance of {join([describe_method(g) for g in used])} and put the rest on "
+            f"use the whole balance of {spoken_list([describe_method(g) for g in used])} and put the rest on "
             f"{describe_method(card)}",
         )
     return [{"payment_id": card.id, "amount": total}], f"put everything on {describe_method(card)}"
@@ -773,9 +720,9 @@ def _book(pool: Pool, round_trip: bool) -> Draft | None:
     who = (
         "just me"
         if not companions
-        else "me and " + join([person(p) for p in companions]) + " (saved in my profile)"
+        else "me and " + spoken_list([person(p) for p in companions]) + " (saved in my profile)"
     )
-    times = join([f"the {f.scheduled_departure} departure on {pretty_date(d)}" for f, d in legs])
+    times = spoken_list([f"the {f.scheduled_departure} departure on {pretty_date(d)}" for f, d in legs])
     kind = "round trip" if round_trip else "one-way trip"
     back = f", coming back on {pretty_date(legs[1][1])}" if round_trip else ""
     facts = identity(user) + [
@@ -810,7 +757,7 @@ def _book(pool: Pool, round_trip: bool) -> Draft | None:
             f"{cities[destination]} on {pretty_date(day)}{back}, for {who}."
         ),
         goal=f"book a {kind} {origin}-{destination} in {CABIN_WORDS[cabin]}: {times} "
-        f"({join([f.flight_number for f, _ in legs])}), for {who}. The total should be {total_text}.",
+        f"({spoken_list([f.flight_number for f, _ in legs])}), for {who}. The total should be {total_text}.",
         facts=facts,
         actions=[
             verify(user),
@@ -842,14 +789,6 @@ def _book(pool: Pool, round_trip: bool) -> Draft | None:
         notes=[f"You want {times}. If the agent lists several flights, pick that one."],
         persona=rng.choice(PERSONAS),
     )
-
-
-def book_one_way(pool: Pool) -> Draft | None:
-    return _book(pool, round_trip=False)
-
-
-def book_round_trip(pool: Pool) -> Draft | None:
-    return _book(pool, round_trip=True)
 
 
 # -- compensation ----------------------------------------------------------------------------
@@ -926,18 +865,6 @@ def _compensation(pool: Pool, statuses: tuple[str, ...], eligible: bool) -> Draf
         notes=["If the agent says you are not eligible, accept it; you want no other change."],
         persona=persona,
     )
-
-
-def compensation_cancelled(pool: Pool) -> Draft | None:
-    return _compensation(pool, ("cancelled",), eligible=True)
-
-
-def compensation_delayed(pool: Pool) -> Draft | None:
-    return _compensation(pool, ("delayed",), eligible=True)
-
-
-def refuse_compensation(pool: Pool) -> Draft | None:
-    return _compensation(pool, ("delayed", "cancelled"), eligible=False)
 
 
 # -- a declined write ------------------------------------------------------------------------
@@ -1078,24 +1005,24 @@ def lookup_cheapest_flight(pool: Pool) -> Draft | None:
     )
 
 
-FAMILIES: dict[str, tuple[Callable[[Pool], Draft | None], int, int]] = {
+FAMILIES: Families[Pool, Draft] = {
     # family: (builder, test count, train count)
-    "cancel_within_24h": (cancel_within_24h, 3, 12),
-    "cancel_airline_cancelled": (cancel_airline_cancelled, 3, 12),
-    "cancel_business": (cancel_business, 3, 12),
-    "cancel_insured": (cancel_insured, 3, 12),
+    "cancel_within_24h": (_cancel("cancel_within_24h"), 3, 12),
+    "cancel_airline_cancelled": (_cancel("cancel_airline_cancelled"), 3, 12),
+    "cancel_business": (_cancel("cancel_business"), 3, 12),
+    "cancel_insured": (_cancel("cancel_insured"), 3, 12),
     "refuse_cancel": (refuse_cancel, 4, 14),
     "change_flight_date": (change_flight_date, 4, 16),
     "refuse_change_basic_economy": (refuse_change_basic_economy, 3, 12),
-    "change_cabin": (change_cabin, 4, 14),
-    "add_bags_free": (add_bags_free, 2, 9),
-    "add_bags_paid": (add_bags_paid, 3, 10),
+    "change_cabin": (partial(_cabin_draft, confirm=True), 4, 14),
+    "add_bags_free": (partial(_bags, paid=False), 2, 9),
+    "add_bags_paid": (partial(_bags, paid=True), 3, 10),
     "update_passenger": (update_passenger, 3, 12),
-    "book_one_way": (book_one_way, 4, 14),
-    "book_round_trip": (book_round_trip, 3, 12),
-    "compensation_cancelled": (compensation_cancelled, 2, 9),
-    "compensation_delayed": (compensation_delayed, 2, 8),
-    "refuse_compensation": (refuse_compensation, 3, 10),
+    "book_one_way": (partial(_book, round_trip=False), 4, 14),
+    "book_round_trip": (partial(_book, round_trip=True), 3, 12),
+    "compensation_cancelled": (partial(_compensation, statuses=("cancelled",), eligible=True), 2, 9),
+    "compensation_delayed": (partial(_compensation, statuses=("delayed",), eligible=True), 2, 8),
+    "refuse_compensation": (partial(_compensation, statuses=("delayed", "cancelled"), eligible=False), 3, 10),
     "declined_confirmation": (declined_confirmation, 3, 12),
     "lookup_total_paid": (lookup_total_paid, 2, 8),
     "lookup_flight_status": (lookup_flight_status, 2, 8),

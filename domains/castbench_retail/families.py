@@ -7,10 +7,12 @@ A family returns a `Draft`, or `None` when the pool holds no fitting entity this
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from functools import partial
 from random import Random
 
 from castbench.domain import Fact, ToolCall
+from castbench.domain.generation import DraftBase, Families, confirm_answer, spoken_list
 from castbench_retail.schema import (
     Address,
     CreditCard,
@@ -27,46 +29,19 @@ from castbench_retail.world import World, random_address
 
 __all__ = ["FAMILIES", "Draft", "Pool"]
 
-Outcome = str
+CANCEL_REASONS = ["no longer needed", "ordered by mistake"]
 
 
-@dataclass
-class Draft:
-    family: str
-    outcome: Outcome
+@dataclass(kw_only=True)
+class Draft(DraftBase):
     user: User
-    request: str
-    goal: str
-    facts: list[Fact]
-    actions: list[ToolCall]
-    confirm: bool = True
-    declined_actions: list[ToolCall] = field(default_factory=list)
-    """The write the user is asked to confirm and turns down."""
-    notes: list[str] = field(default_factory=list)
-    required_outputs: list[str] = field(default_factory=list)
-    ordered: bool = False
-    persona: str = ""
 
     def instructions(self) -> str:
-        name = f"{self.user.name.first_name} {self.user.name.last_name}"
-        known = "\n".join(f"- {fact.statement}" for fact in self.facts)
-        answer = (
-            "When the agent describes the change and asks you to confirm, answer yes."
-            if self.confirm
-            else "When the agent describes the change and asks you to confirm, you change your mind: say no, "
-            "you do not want it after all."
-        )
-        notes = "".join(f"\n{note}" for note in self.notes)
-        return (
-            f"You are {name}, a customer of an online store, chatting with its support agent.\n"
-            f"Your goal: {self.goal}\n"
-            f'Open with: "{self.request}"\n'
-            f"What you know; say each thing only when the agent asks for it:\n{known}\n"
-            f"{answer}{notes}\n"
-            "You do not know your user id or any item ids; never invent facts you were not given, and "
-            "say you don't know when asked something else. When your request is handled, or the agent "
-            "explains that it cannot be done, thank the agent and end the conversation.\n"
-            f"Persona: {self.persona}"
+        return self.brief(
+            f"{self.user.name.first_name} {self.user.name.last_name}",
+            "a customer of an online store",
+            unknown="your user id or any item ids",
+            answer=confirm_answer(self.confirm),
         )
 
 
@@ -130,10 +105,6 @@ def describe_method(method: CreditCard | PayPal | GiftCard) -> str:
 def describe_address(address: Address) -> str:
     line2 = f", {address.address2}" if address.address2 else ""
     return f"{address.address1}{line2}, {address.city}, {address.state} {address.zip}, {address.country}"
-
-
-def _join(parts: list[str]) -> str:
-    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
 
 
 def _address_args(address: Address) -> dict[str, str]:
@@ -273,7 +244,35 @@ def swap_sentence(pool: Pool, items: list[OrderItem], new_ids: list[str]) -> str
     for item, new_id in zip(items, new_ids, strict=True):
         variant = pool.product(item.product_id).variants[new_id]
         parts.append(f"{describe_item(item)} to the one with {_options(variant.options)}")
-    return _join(parts)
+    return spoken_list(parts)
+
+
+def returned_items(rng: Random, order: Order) -> list[OrderItem]:
+    """Some of a delivered order's items, in the order's own order."""
+    items = rng.sample(order.items, rng.randint(1, len(order.items)))
+    items.sort(key=lambda item: order.items.index(item))
+    return items
+
+
+def cancel_call(order: Order, reason: str) -> ToolCall:
+    return ToolCall(name="cancel_pending_order", arguments={"order_id": order.order_id, "reason": reason})
+
+
+def readdress_call(order: Order, address: Address) -> ToolCall:
+    return ToolCall(
+        name="modify_pending_order_address", arguments={"order_id": order.order_id, **_address_args(address)}
+    )
+
+
+def return_call(order: Order, items: list[OrderItem], method_id: str) -> ToolCall:
+    return ToolCall(
+        name="return_delivered_order_items",
+        arguments={
+            "order_id": order.order_id,
+            "item_ids": [item.item_id for item in items],
+            "payment_method_id": method_id,
+        },
+    )
 
 
 def _start(pool: Pool, user: User) -> tuple[list[Fact], list[ToolCall], str]:
@@ -282,26 +281,38 @@ def _start(pool: Pool, user: User) -> tuple[list[Fact], list[ToolCall], str]:
 
 
 # -- the families ----------------------------------------------------------------------------
-def cancel_pending(pool: Pool) -> Draft | None:
+def _cancel(pool: Pool, declined: bool) -> Draft | None:
+    """Cancel a pending order, or think about it and keep the order when asked to confirm."""
     picked = pool.pick_orders(1, is_pending)
     if picked is None:
         return None
     user, (order,) = picked
-    reason = pool.rng.choice(["no longer needed", "ordered by mistake"])
+    reason = pool.rng.choice(CANCEL_REASONS)
     facts, actions, persona = _start(pool, user)
-    what = _join([describe_item(item) for item in order.items])
+    facts = [*facts, order_fact(order), reason_fact(reason)]
+    actions = [*actions, read("get_order_details", order_id=order.order_id)]
+    if declined:
+        return Draft(
+            family="declined_confirmation",
+            outcome="no_change",
+            user=user,
+            request="Hi, I'm thinking about cancelling one of my orders.",
+            goal=f"consider cancelling pending order {order.order_id}, but keep it in the end.",
+            facts=facts,
+            actions=actions,
+            declined_actions=[cancel_call(order, reason)],
+            confirm=False,
+            persona=persona,
+        )
+    what = spoken_list([describe_item(item) for item in order.items])
     return Draft(
         family="cancel_pending",
         outcome="change",
         user=user,
         request="Hi, I'd like to cancel an order I placed recently.",
         goal=f"cancel your pending order {order.order_id} (it contains {what}).",
-        facts=[*facts, order_fact(order), reason_fact(reason)],
-        actions=[
-            *actions,
-            read("get_order_details", order_id=order.order_id),
-            ToolCall(name="cancel_pending_order", arguments={"order_id": order.order_id, "reason": reason}),
-        ],
+        facts=facts,
+        actions=[*actions, cancel_call(order, reason)],
         persona=persona,
     )
 
@@ -324,17 +335,17 @@ def modify_order_address(pool: Pool) -> Draft | None:
         actions=[
             *actions,
             read("get_order_details", order_id=order.order_id),
-            ToolCall(
-                name="modify_pending_order_address",
-                arguments={"order_id": order.order_id, **_address_args(address)},
-            ),
+            readdress_call(order, address),
         ],
         persona=persona,
     )
 
 
-def modify_order_items(pool: Pool) -> Draft | None:
-    picked = pool.pick_orders(1, lambda u, o: is_pending(u, o) and has_swappable(pool)(u, o))
+def _swap_items(pool: Pool, delivered: bool) -> Draft | None:
+    """Swap items for other variants of the same product: modify a pending order, or exchange
+    items of a delivered one. The customer pays or is refunded the price difference."""
+    status = is_delivered if delivered else is_pending
+    picked = pool.pick_orders(1, lambda u, o: status(u, o) and has_swappable(pool)(u, o))
     if picked is None:
         return None
     user, (order,) = picked
@@ -349,13 +360,20 @@ def modify_order_items(pool: Pool) -> Draft | None:
     facts, actions, persona = _start(pool, user)
     products = list(dict.fromkeys(item.product_id for item in items))
     swaps = swap_sentence(pool, items, new_ids)
+    if delivered:
+        request = f"Hello, I'd like to exchange {swaps} from an order I received."
+        goal = f"in delivered order {order.order_id}, exchange {swaps}."
+        together = " Both exchanges must be made together."
+    else:
+        request = f"Hi! My order hasn't shipped yet and I'd like to change {swaps}."
+        goal = f"in pending order {order.order_id}, change {swaps}."
+        together = " Both changes must be made together."
     return Draft(
-        family="modify_order_items",
+        family="exchange_items" if delivered else "modify_order_items",
         outcome="change",
         user=user,
-        request=f"Hi! My order hasn't shipped yet and I'd like to change {swaps}.",
-        goal=f"in pending order {order.order_id}, change {swaps}."
-        + (" Both changes must be made together." if len(items) > 1 else ""),
+        request=request,
+        goal=goal + (together if len(items) > 1 else ""),
         facts=[*facts, order_fact(order), method_fact(user, method_id, "price difference")],
         actions=[
             *actions,
@@ -363,7 +381,7 @@ def modify_order_items(pool: Pool) -> Draft | None:
             read("get_order_details", order_id=order.order_id),
             *[read("get_product_details", product_id=product_id) for product_id in products],
             ToolCall(
-                name="modify_pending_order_items",
+                name="exchange_delivered_order_items" if delivered else "modify_pending_order_items",
                 arguments={
                     "order_id": order.order_id,
                     "item_ids": [item.item_id for item in items],
@@ -452,9 +470,7 @@ def _return(pool: Pool, to_gift_card: bool) -> Draft | None:
     if picked is None:
         return None
     user, (order,) = picked
-    rng = pool.rng
-    items = rng.sample(order.items, rng.randint(1, len(order.items)))
-    items.sort(key=lambda item: order.items.index(item))
+    items = returned_items(pool.rng, order)
     if to_gift_card:
         method_id = next(m.id for m in user.payment_methods.values() if isinstance(m, GiftCard))
         family = "return_to_gift_card"
@@ -463,7 +479,7 @@ def _return(pool: Pool, to_gift_card: bool) -> Draft | None:
         family = "return_to_original"
     facts, actions, persona = _start(pool, user)
     lookups = [read("get_user_details", user_id=user.user_id)] if to_gift_card else []
-    what = _join([describe_item(item) for item in items])
+    what = spoken_list([describe_item(item) for item in items])
     return Draft(
         family=family,
         outcome="change",
@@ -476,65 +492,7 @@ def _return(pool: Pool, to_gift_card: bool) -> Draft | None:
             *actions,
             *lookups,
             read("get_order_details", order_id=order.order_id),
-            ToolCall(
-                name="return_delivered_order_items",
-                arguments={
-                    "order_id": order.order_id,
-                    "item_ids": [item.item_id for item in items],
-                    "payment_method_id": method_id,
-                },
-            ),
-        ],
-        persona=persona,
-    )
-
-
-def return_to_original(pool: Pool) -> Draft | None:
-    return _return(pool, to_gift_card=False)
-
-
-def return_to_gift_card(pool: Pool) -> Draft | None:
-    return _return(pool, to_gift_card=True)
-
-
-def exchange_items(pool: Pool) -> Draft | None:
-    picked = pool.pick_orders(1, lambda u, o: is_delivered(u, o) and has_swappable(pool)(u, o))
-    if picked is None:
-        return None
-    user, (order,) = picked
-    items, new_ids = choose_swaps(pool, order)
-    difference = money(
-        sum(pool.product(i.product_id).variants[n].price for i, n in zip(items, new_ids, strict=True))
-        - sum(item.price for item in items)
-    )
-    method_id = feasible_method(pool, user, difference)
-    if method_id is None:
-        return None
-    facts, actions, persona = _start(pool, user)
-    products = list(dict.fromkeys(item.product_id for item in items))
-    swaps = swap_sentence(pool, items, new_ids)
-    return Draft(
-        family="exchange_items",
-        outcome="change",
-        user=user,
-        request=f"Hello, I'd like to exchange {swaps} from an order I received.",
-        goal=f"in delivered order {order.order_id}, exchange {swaps}."
-        + (" Both exchanges must be made together." if len(items) > 1 else ""),
-        facts=[*facts, order_fact(order), method_fact(user, method_id, "price difference")],
-        actions=[
-            *actions,
-            read("get_user_details", user_id=user.user_id),
-            read("get_order_details", order_id=order.order_id),
-            *[read("get_product_details", product_id=product_id) for product_id in products],
-            ToolCall(
-                name="exchange_delivered_order_items",
-                arguments={
-                    "order_id": order.order_id,
-                    "item_ids": [item.item_id for item in items],
-                    "new_item_ids": new_ids,
-                    "payment_method_id": method_id,
-                },
-            ),
+            return_call(order, items, method_id),
         ],
         persona=persona,
     )
@@ -549,26 +507,20 @@ def multi_request(pool: Pool) -> Draft | None:
     rng = pool.rng
     facts, actions, persona = _start(pool, user)
     if rng.random() < 0.5:
-        reason = rng.choice(["no longer needed", "ordered by mistake"])
+        reason = rng.choice(CANCEL_REASONS)
         first_facts = [order_fact(first), reason_fact(reason)]
         first_goal = f"cancel pending order {first.order_id}"
-        first_call = ToolCall(
-            name="cancel_pending_order", arguments={"order_id": first.order_id, "reason": reason}
-        )
+        first_call = cancel_call(first, reason)
         opening = "cancel one order"
     else:
         address = random_address(rng)
         first_facts = [order_fact(first), address_fact(address)]
         first_goal = f"have pending order {first.order_id} shipped to {describe_address(address)}"
-        first_call = ToolCall(
-            name="modify_pending_order_address",
-            arguments={"order_id": first.order_id, **_address_args(address)},
-        )
+        first_call = readdress_call(first, address)
         opening = "change the shipping address of one order"
-    items = rng.sample(second.items, rng.randint(1, len(second.items)))
-    items.sort(key=lambda item: second.items.index(item))
+    items = returned_items(rng, second)
     method_id = second.payment_history[0].payment_method_id
-    what = _join([describe_item(item) for item in items])
+    what = spoken_list([describe_item(item) for item in items])
     return Draft(
         family="multi_request",
         outcome="change",
@@ -587,14 +539,7 @@ def multi_request(pool: Pool) -> Draft | None:
             read("get_order_details", order_id=first.order_id),
             first_call,
             read("get_order_details", order_id=second.order_id),
-            ToolCall(
-                name="return_delivered_order_items",
-                arguments={
-                    "order_id": second.order_id,
-                    "item_ids": [item.item_id for item in items],
-                    "payment_method_id": method_id,
-                },
-            ),
+            return_call(second, items, method_id),
         ],
         persona=persona,
     )
@@ -652,7 +597,7 @@ def refuse_cancel_not_pending(pool: Pool) -> Draft | None:
     if picked is None:
         return None
     user, (order,) = picked
-    reason = pool.rng.choice(["no longer needed", "ordered by mistake"])
+    reason = pool.rng.choice(CANCEL_REASONS)
     facts, actions, persona = _start(pool, user)
     return Draft(
         family="refuse_cancel_not_pending",
@@ -715,44 +660,21 @@ def refuse_return_not_delivered(pool: Pool) -> Draft | None:
     )
 
 
-def declined_confirmation(pool: Pool) -> Draft | None:
-    picked = pool.pick_orders(1, is_pending)
-    if picked is None:
-        return None
-    user, (order,) = picked
-    reason = pool.rng.choice(["no longer needed", "ordered by mistake"])
-    facts, actions, persona = _start(pool, user)
-    return Draft(
-        family="declined_confirmation",
-        outcome="no_change",
-        user=user,
-        request="Hi, I'm thinking about cancelling one of my orders.",
-        goal=f"consider cancelling pending order {order.order_id}, but keep it in the end.",
-        facts=[*facts, order_fact(order), reason_fact(reason)],
-        actions=[*actions, read("get_order_details", order_id=order.order_id)],
-        declined_actions=[
-            ToolCall(name="cancel_pending_order", arguments={"order_id": order.order_id, "reason": reason})
-        ],
-        confirm=False,
-        persona=persona,
-    )
-
-
-FAMILIES: dict[str, tuple[Callable[[Pool], Draft | None], int, int]] = {
+FAMILIES: Families[Pool, Draft] = {
     # family: (builder, test count, train count)
-    "cancel_pending": (cancel_pending, 10, 40),
+    "cancel_pending": (partial(_cancel, declined=False), 10, 40),
     "modify_order_address": (modify_order_address, 8, 35),
-    "modify_order_items": (modify_order_items, 10, 45),
+    "modify_order_items": (partial(_swap_items, delivered=False), 10, 45),
     "modify_order_payment": (modify_order_payment, 8, 35),
     "modify_user_address": (modify_user_address, 6, 30),
-    "return_to_original": (return_to_original, 10, 40),
-    "return_to_gift_card": (return_to_gift_card, 8, 35),
-    "exchange_items": (exchange_items, 10, 45),
+    "return_to_original": (partial(_return, to_gift_card=False), 10, 40),
+    "return_to_gift_card": (partial(_return, to_gift_card=True), 8, 35),
+    "exchange_items": (partial(_swap_items, delivered=True), 10, 45),
     "multi_request": (multi_request, 10, 45),
     "lookup_order_total": (lookup_order_total, 6, 25),
     "lookup_tracking": (lookup_tracking, 6, 25),
     "refuse_cancel_not_pending": (refuse_cancel_not_pending, 8, 30),
     "refuse_exchange_other_type": (refuse_exchange_other_type, 6, 30),
     "refuse_return_not_delivered": (refuse_return_not_delivered, 6, 25),
-    "declined_confirmation": (declined_confirmation, 8, 35),
+    "declined_confirmation": (partial(_cancel, declined=True), 8, 35),
 }

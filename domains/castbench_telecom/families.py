@@ -7,8 +7,10 @@ A family returns a `Draft`, or `None` when the pool holds no fitting entity this
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 
 from castbench.domain import Fact, GradingSpec, ToolCall
+from castbench.domain.generation import Families, spoken_list
 from castbench_telecom.rules import MAX_CREDIT
 from castbench_telecom.scenario import (
     Draft,
@@ -17,7 +19,6 @@ from castbench_telecom.scenario import (
     describe_method,
     fix_step,
     identify,
-    join,
     month_name,
     status_step,
 )
@@ -226,71 +227,58 @@ def data_plan_upgrade(pool: Pool) -> Draft | None:
     )
 
 
-def roaming_abroad(pool: Pool) -> Draft | None:
-    picked = pool.pick_line(_roaming_plan(pool, allowed=True))
-    if picked is None:
-        return None
-    customer, line = picked
-    country = pool.world.devices[line.phone_number].location
-    facts, actions, persona = _start(pool, customer, line)
-    check, switch = status_step(line), fix_step("data_roaming_on", line)
-    return Draft(
-        family="roaming_abroad",
-        outcome="change",
-        customer=customer,
-        request=f"Hi, I just landed in {country} and my phone has no service here.",
-        goal=f"get calls and mobile data working on your phone ({line.phone_number}) "
-        f"while you travel in {country}.",
-        facts=facts,
-        actions=[
-            *actions,
-            agent("get_line_details", phone_number=line.phone_number),
-            agent("get_plan_details", plan_id=line.plan_id),
-            check.call,
-            agent("enable_roaming", phone_number=line.phone_number),
-            switch.call,
-            check.call,
-        ],
-        persona=persona,
-        phone=line,
-        device_steps=[check, switch],
-    )
-
-
-def roaming_plan_upgrade(pool: Pool) -> Draft | None:
+def _roaming(pool: Pool, allowed: bool) -> Draft | None:
+    """A customer abroad without service: turn roaming on, after moving to a plan that allows it
+    if theirs does not."""
     plans = list(pool.world.plans.values())
 
     def target(line: Line) -> Plan | None:
         return _cheapest(plans, lambda p: p.roaming_allowed and p.data_gb >= pool.plan(line).data_gb)
 
     picked = pool.pick_line(
-        lambda c, line: _roaming_plan(pool, allowed=False)(c, line) and target(line) is not None
+        lambda c, line: _roaming_plan(pool, allowed)(c, line) and (allowed or target(line) is not None)
     )
     if picked is None:
         return None
     customer, line = picked
-    plan = target(line)
-    assert plan is not None
     country = pool.world.devices[line.phone_number].location
     wish = "the cheapest plan that allows roaming and has at least as much data as my current plan"
     facts, actions, persona = _start(pool, customer, line)
     check, switch = status_step(line), fix_step("data_roaming_on", line)
+    if allowed:
+        request = f"Hi, I just landed in {country} and my phone has no service here."
+        goal = (
+            f"get calls and mobile data working on your phone ({line.phone_number}) "
+            f"while you travel in {country}."
+        )
+        upgrade: list[ToolCall] = []
+    else:
+        plan = target(line)
+        assert plan is not None
+        request = f"Hello, I'm travelling in {country} and my phone has no service at all."
+        goal = (
+            f"get your phone ({line.phone_number}) working in {country}. If your plan does not allow "
+            f"roaming, you agree to move to {_yours(wish)} (that is the {plan.name} plan) and then have "
+            "roaming turned on."
+        )
+        facts = [*facts, _plan_fact(wish)]
+        upgrade = [
+            agent("list_plans"),
+            agent("change_plan", phone_number=line.phone_number, plan_id=plan.plan_id),
+        ]
     return Draft(
-        family="roaming_plan_upgrade",
+        family="roaming_abroad" if allowed else "roaming_plan_upgrade",
         outcome="change",
         customer=customer,
-        request=f"Hello, I'm travelling in {country} and my phone has no service at all.",
-        goal=f"get your phone ({line.phone_number}) working in {country}. If your plan does not allow "
-        f"roaming, you agree to move to {_yours(wish)} (that is the {plan.name} plan) and then have "
-        "roaming turned on.",
-        facts=[*facts, _plan_fact(wish)],
+        request=request,
+        goal=goal,
+        facts=facts,
         actions=[
             *actions,
             agent("get_line_details", phone_number=line.phone_number),
             agent("get_plan_details", plan_id=line.plan_id),
             check.call,
-            agent("list_plans"),
-            agent("change_plan", phone_number=line.phone_number, plan_id=plan.plan_id),
+            *upgrade,
             agent("enable_roaming", phone_number=line.phone_number),
             switch.call,
             check.call,
@@ -298,7 +286,7 @@ def roaming_plan_upgrade(pool: Pool) -> Draft | None:
         persona=persona,
         phone=line,
         device_steps=[check, switch],
-        ordered=True,
+        ordered=not allowed,
     )
 
 
@@ -316,7 +304,7 @@ def resume_after_payment(pool: Pool) -> Draft | None:
     customer, line = picked
     overdue = pool.bills(customer, "overdue")
     method_id = pool.rng.choice(sorted(customer.payment_methods))
-    months = join([month_name(bill.period) for bill in overdue])
+    months = spoken_list([month_name(bill.period) for bill in overdue])
     facts, actions, persona = _start(pool, customer, line)
     check = status_step(line)
     others = [phone for phone in customer.phone_numbers if phone != line.phone_number]
@@ -485,14 +473,6 @@ def _plan_change(pool: Pool, declined: bool) -> Draft | None:
     )
 
 
-def change_plan(pool: Pool) -> Draft | None:
-    return _plan_change(pool, declined=False)
-
-
-def declined_plan_change(pool: Pool) -> Draft | None:
-    return _plan_change(pool, declined=True)
-
-
 def refuse_other_customer_line(pool: Pool) -> Draft | None:
     customer = pool.pick_customer(lambda c: True)
     if customer is None:
@@ -546,7 +526,7 @@ def pay_bill(pool: Pool) -> Draft | None:
     facts, actions, persona = _start(pool, customer, None)
     if everything:
         request = "Hi, I'd like to pay everything I owe on my account."
-        what = f"all your open bills ({join([month_name(b.period) for b in chosen])})"
+        what = f"all your open bills ({spoken_list([month_name(b.period) for b in chosen])})"
     else:
         request = "Hi, I'd like to pay one of my bills."
         what = f"your bill for {month_name(chosen[0].period)}"
@@ -735,7 +715,7 @@ def transfer_port_out(pool: Pool) -> Draft | None:
     )
 
 
-FAMILIES: dict[str, tuple[Callable[[Pool], Draft | None], int, int]] = {
+FAMILIES: Families[Pool, Draft] = {
     # family: (builder, test count, train count)
     "no_service_airplane": (_phone_fix("no_service_airplane"), 3, 10),
     "no_service_sim": (_phone_fix("no_service_sim"), 3, 10),
@@ -743,14 +723,14 @@ FAMILIES: dict[str, tuple[Callable[[Pool], Draft | None], int, int]] = {
     "no_data_apn": (_phone_fix("no_data_apn"), 3, 10),
     "data_refuel": (data_refuel, 3, 10),
     "data_plan_upgrade": (data_plan_upgrade, 2, 8),
-    "roaming_abroad": (roaming_abroad, 3, 10),
-    "roaming_plan_upgrade": (roaming_plan_upgrade, 2, 8),
+    "roaming_abroad": (partial(_roaming, allowed=True), 3, 10),
+    "roaming_plan_upgrade": (partial(_roaming, allowed=False), 2, 8),
     "resume_after_payment": (resume_after_payment, 2, 8),
     "refuse_resume_overdue": (refuse_resume_overdue, 2, 7),
     "resume_line": (resume_line, 2, 6),
     "lost_phone": (lost_phone, 2, 7),
-    "change_plan": (change_plan, 2, 8),
-    "declined_plan_change": (declined_plan_change, 2, 7),
+    "change_plan": (partial(_plan_change, declined=False), 2, 8),
+    "declined_plan_change": (partial(_plan_change, declined=True), 2, 7),
     "refuse_other_customer_line": (refuse_other_customer_line, 2, 6),
     "pay_bill": (pay_bill, 3, 10),
     "bill_credit": (bill_credit, 3, 10),

@@ -10,6 +10,7 @@ from datetime import date
 from random import Random
 
 from castbench.domain import DeviceStep, Fact, GradingSpec, ToolCall
+from castbench.domain.generation import DraftBase, confirm_answer
 from castbench_telecom.schema import Bill, Customer, Line, Plan
 from castbench_telecom.vocabulary import PERSONAS
 from castbench_telecom.world import Fault, World
@@ -25,34 +26,15 @@ __all__ = [
 ]
 
 
-@dataclass
-class Draft:
-    family: str
-    outcome: str
+@dataclass(kw_only=True)
+class Draft(DraftBase):
     customer: Customer
-    request: str
-    goal: str
-    facts: list[Fact]
-    actions: list[ToolCall]
-    persona: str
     phone: Line | None = None
     """The customer's own phone, when the task involves it."""
     device_steps: list[DeviceStep] = field(default_factory=list)
-    confirm: bool = True
-    declined_actions: list[ToolCall] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    required_outputs: list[str] = field(default_factory=list)
-    ordered: bool = False
     grading: GradingSpec = field(default_factory=GradingSpec)
 
     def instructions(self) -> str:
-        known = "\n".join(f"- {fact.statement}" for fact in self.facts)
-        answer = (
-            "When the agent describes a change and asks you to confirm, answer yes."
-            if self.confirm
-            else "When the agent describes the change and asks you to confirm, you change your mind: "
-            "say no, you do not want it after all."
-        )
         phone = ""
         if self.device_steps and self.phone is not None:
             phone = (
@@ -61,17 +43,12 @@ class Draft:
                 "(give them your phone number) and tell the agent what the phone shows. Do not change "
                 "anything on the phone that the agent did not ask for."
             )
-        notes = "".join(f"\n{note}" for note in self.notes)
-        return (
-            f"You are {self.customer.full_name}, a customer of a mobile carrier, chatting with its support "
-            f"agent.\nYour goal: {self.goal}\n"
-            f'Open with: "{self.request}"\n'
-            f"What you know; say each thing only when the agent asks for it:\n{known}\n"
-            f"{answer}{phone}{notes}\n"
-            "You do not know any bill ids, plan ids or payment method ids; never invent facts you were not "
-            "given, and say you don't know when asked something else. When your request is handled, or the "
-            "agent explains that it cannot be done, thank the agent and end the conversation.\n"
-            f"Persona: {self.persona}"
+        return self.brief(
+            self.customer.full_name,
+            "a customer of a mobile carrier",
+            unknown="any bill ids, plan ids or payment method ids",
+            answer=confirm_answer(self.confirm, change="a change"),
+            situation=phone,
         )
 
 
@@ -134,10 +111,6 @@ def describe_method(customer: Customer, method_id: str) -> str:
     if method.kind == "credit_card":
         return f"my {method.brand} card ending in {method.last_four}"
     return f"my {method.bank} account ending in {method.last_four}"
-
-
-def join(parts: list[str]) -> str:
-    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
 
 
 # -- calls -----------------------------------------------------------------------------------

@@ -7,12 +7,13 @@ A family returns a `Draft`, or `None` when the pool holds no fitting entity this
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import date, timedelta
 from random import Random
 from typing import TypeVar
 
 from castbench.domain import Database, Fact, ToolCall
+from castbench.domain.generation import DraftBase, Families, confirm_answer
 from castbench_telehealth.schema import Appointment, Patient, Pharmacy, Prescription, Provider, VisitType
 from castbench_telehealth.tools import available_slots, copay_for
 from castbench_telehealth.vocabulary import EMERGENCIES, LANGUAGES, PERSONAS
@@ -26,47 +27,23 @@ SEARCH_DAYS = 21
 """Requested visits fall within this many days from today."""
 
 
-@dataclass
-class Draft:
-    family: str
-    outcome: str
+@dataclass(kw_only=True)
+class Draft(DraftBase):
     speaker: Patient
     """Who talks to the agent: the patient, or the guardian of a minor."""
-    request: str
-    goal: str
-    facts: list[Fact]
-    actions: list[ToolCall]
-    confirm: bool = True
-    declined_actions: list[ToolCall] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    required_outputs: list[str] = field(default_factory=list)
-    ordered: bool = False
-    persona: str = ""
 
     def instructions(self) -> str:
-        name = f"{self.speaker.first_name} {self.speaker.last_name}"
-        known = "\n".join(f"- {fact.statement}" for fact in self.facts)
         if self.declined_actions:
-            answer = (
-                "When the agent describes the change and asks you to confirm, you change your mind: say no, "
-                "you do not want it after all."
-            )
+            answer = confirm_answer(False)
         elif self.outcome in ("change", "refuse"):
-            answer = "When the agent describes a change and asks you to confirm, answer yes."
+            answer = confirm_answer(True, change="a change")
         else:
             answer = "Nothing needs to change on your record; if the agent proposes a change, say no."
-        notes = "".join(f"\n{note}" for note in self.notes)
-        return (
-            f"You are {name}, a patient of a telehealth service, chatting with its support agent.\n"
-            f"Your goal: {self.goal}\n"
-            f'Open with: "{self.request}"\n'
-            f"What you know; say each thing only when the agent asks for it:\n{known}\n"
-            f"{answer}{notes}\n"
-            "You do not know any patient, provider, appointment, prescription or pharmacy ids; never "
-            "invent facts you were not given, and say you don't know when asked something else. When "
-            "your request is handled, or the agent explains that it cannot be done, thank the agent "
-            "and end the conversation.\n"
-            f"Persona: {self.persona}"
+        return self.brief(
+            f"{self.speaker.first_name} {self.speaker.last_name}",
+            "a patient of a telehealth service",
+            unknown="any patient, provider, appointment, prescription or pharmacy ids",
+            answer=answer,
         )
 
 
@@ -302,9 +279,60 @@ def upcoming(pool: Pool, patient: Patient) -> list[Appointment]:
 
 
 # -- the families ----------------------------------------------------------------------------
-def _booking(
-    pool: Pool, speaker: Patient, patient: Patient, specialty: str
-) -> tuple[Provider, str | None, str] | None:
+@dataclass(frozen=True)
+class _Visit:
+    """A visit to book for a patient, found for whoever books it (the patient or their guardian)."""
+
+    patient: Patient
+    specialty: str
+    provider: Provider
+    language: str | None
+    """The language that singles the provider out, if the patient must ask for one."""
+    slot: str
+    visit_type: VisitType
+
+    @property
+    def day(self) -> date:
+        return date.fromisoformat(self.slot[:10])
+
+    def wording(self) -> str:
+        """How the brief describes it: 'a video visit with a dermatology provider ... (that is Dr. X)'."""
+        return (
+            f"a {self.visit_type} visit with a {self.specialty} provider licensed in your state"
+            + (f" who speaks {self.language}" if self.language else "")
+            + f", on {spoken_date(self.day)} at {self.slot[11:]} UTC (that is {provider_name(self.provider)})"
+        )
+
+    def facts(self) -> list[Fact]:
+        return [
+            language_fact(self.language),
+            date_fact(self.day),
+            time_fact(self.slot[11:]),
+            visit_type_fact(self.visit_type),
+        ]
+
+    def calls(self) -> list[ToolCall]:
+        """Find the provider, see the slot is free, book it."""
+        return [
+            read(
+                "search_providers", specialty=self.specialty, state=self.patient.state, language=self.language
+            ),
+            read("list_available_slots", provider_id=self.provider.provider_id, date=self.day.isoformat()),
+            ToolCall(
+                name="book_appointment",
+                arguments={
+                    "patient_id": self.patient.patient_id,
+                    "provider_id": self.provider.provider_id,
+                    "start": self.slot,
+                    "visit_type": self.visit_type,
+                },
+            ),
+        ]
+
+
+def _booking(pool: Pool, speaker: Patient, patient: Patient, specialty: str) -> _Visit | None:
+    """A visit `speaker` can book for `patient`: a provider they can single out and a free slot.
+    Both are then used in this split."""
     choice = unique_choice(pool, licensed(pool, specialty, patient.state))
     if choice is None:
         return None
@@ -312,7 +340,9 @@ def _booking(
     slot = free_slot(pool, patient, provider)
     if slot is None:
         return None
-    return provider, language, slot
+    pool.used.update({speaker.patient_id, patient.patient_id})
+    visit_type: VisitType = pool.rng.choice(["video", "video", "phone"])
+    return _Visit(patient, specialty, provider, language, slot, visit_type)
 
 
 def book_visit(pool: Pool) -> Draft | None:
@@ -321,44 +351,18 @@ def book_visit(pool: Pool) -> Draft | None:
         return None
     patient = pool.rng.choice(patients)
     specialty = pool.rng.choice([s for s in SPECIALIST_WORDS if s != "pediatrics"])
-    found = _booking(pool, patient, patient, specialty)
-    if found is None:
+    visit = _booking(pool, patient, patient, specialty)
+    if visit is None:
         return None
-    pool.used.add(patient.patient_id)
-    provider, language, slot = found
-    visit_type: VisitType = pool.rng.choice(["video", "video", "phone"])
-    day = date.fromisoformat(slot[:10])
     facts, actions, persona = _start(pool, patient)
     return Draft(
         family="book_visit",
         outcome="change",
         speaker=patient,
         request=f"Hi, I'd like to book an appointment with {a_or_an(SPECIALIST_WORDS[specialty])}.",
-        goal=f"book a {visit_type} visit with a {specialty} provider licensed in your state"
-        + (f" who speaks {language}" if language else "")
-        + f", on {spoken_date(day)} at {slot[11:]} UTC (that is {provider_name(provider)}).",
-        facts=[
-            *facts,
-            language_fact(language),
-            date_fact(day),
-            time_fact(slot[11:]),
-            visit_type_fact(visit_type),
-        ],
-        actions=[
-            *actions,
-            details(patient),
-            read("search_providers", specialty=specialty, state=patient.state, language=language),
-            read("list_available_slots", provider_id=provider.provider_id, date=day.isoformat()),
-            ToolCall(
-                name="book_appointment",
-                arguments={
-                    "patient_id": patient.patient_id,
-                    "provider_id": provider.provider_id,
-                    "start": slot,
-                    "visit_type": visit_type,
-                },
-            ),
-        ],
+        goal=f"book {visit.wording()}.",
+        facts=[*facts, *visit.facts()],
+        actions=[*actions, details(patient), *visit.calls()],
         persona=persona,
     )
 
@@ -370,13 +374,9 @@ def guardian_books_minor(pool: Pool) -> Draft | None:
     child = pool.rng.choice(minors)
     guardian = pool.world.patients[child.guardian_id]  # type: ignore[index]
     specialty = "pediatrics" if pool.rng.random() < 0.75 else "allergy and immunology"
-    found = _booking(pool, guardian, child, specialty)
-    if found is None:
+    visit = _booking(pool, guardian, child, specialty)
+    if visit is None:
         return None
-    pool.used.update({child.patient_id, guardian.patient_id})
-    provider, language, slot = found
-    visit_type: VisitType = pool.rng.choice(["video", "video", "phone"])
-    day = date.fromisoformat(slot[:10])
     facts, actions, persona = _start(pool, guardian)
     return Draft(
         family="guardian_books_minor",
@@ -385,34 +385,9 @@ def guardian_books_minor(pool: Pool) -> Draft | None:
         request=f"Hello, I need to book {a_or_an(SPECIALIST_WORDS[specialty])} visit for my child, "
         f"{child.first_name}.",
         goal=f"as {child.first_name}'s parent and guardian, book {child.first_name} {child.last_name} "
-        f"(born {child.date_of_birth}) a {visit_type} visit with a {specialty} provider licensed in "
-        "your state"
-        + (f" who speaks {language}" if language else "")
-        + f", on {spoken_date(day)} at {slot[11:]} UTC (that is {provider_name(provider)}). "
-        "You verify your own identity, not your child's.",
-        facts=[
-            *facts,
-            language_fact(language),
-            date_fact(day),
-            time_fact(slot[11:]),
-            visit_type_fact(visit_type),
-        ],
-        actions=[
-            *actions,
-            details(guardian),
-            details(child),
-            read("search_providers", specialty=specialty, state=child.state, language=language),
-            read("list_available_slots", provider_id=provider.provider_id, date=day.isoformat()),
-            ToolCall(
-                name="book_appointment",
-                arguments={
-                    "patient_id": child.patient_id,
-                    "provider_id": provider.provider_id,
-                    "start": slot,
-                    "visit_type": visit_type,
-                },
-            ),
-        ],
+        f"(born {child.date_of_birth}) {visit.wording()}. You verify your own identity, not your child's.",
+        facts=[*facts, *visit.facts()],
+        actions=[*actions, details(guardian), details(child), *visit.calls()],
         notes=[
             f"The visit is for {child.first_name}, not for you; say so if the agent seems to book it for you."
         ],
@@ -768,7 +743,7 @@ def declined_confirmation(pool: Pool) -> Draft | None:
     )
 
 
-FAMILIES: dict[str, tuple[Callable[[Pool], Draft | None], int, int]] = {
+FAMILIES: Families[Pool, Draft] = {
     # family: (builder, test count, train count)
     "book_visit": (book_visit, 5, 18),
     "reschedule_visit": (reschedule_visit, 4, 15),

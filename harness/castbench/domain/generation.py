@@ -3,17 +3,18 @@
 A domain's `generate.py` declares only what is its own in a `Generator`: how a seed becomes a
 world, the pool of entities each split draws from (`customer_pools` for the usual "test and train
 never share a customer"), its task families, and, if its drafts carry more than the common fields,
-how a draft becomes a `Task`. This module draws each split family by family, numbers the tasks,
-checks every one against the state it was built on (before anything is written, so a broken task
-never reaches a file) and writes `data/state.json` and `tasks/<split>.json` in one fixed format,
-so the same seed gives the same bytes."""
+how a draft becomes a `Task`; its drafts extend `DraftBase`, which holds the common fields and
+writes the LLM user's brief from them and a few phrases of the domain's own. This module draws
+each split family by family, numbers the tasks, checks every one against the state it was built on
+(before anything is written, so a broken task never reaches a file) and writes `data/state.json`
+and `tasks/<split>.json` in one fixed format, so the same seed gives the same bytes."""
 
 from __future__ import annotations
 
 import argparse
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from random import Random
 from typing import Any, Generic, Literal, Protocol, TypeVar
@@ -25,6 +26,7 @@ from castbench.domain.validate import validate_task
 
 __all__ = [
     "Draft",
+    "DraftBase",
     "Families",
     "GenerationError",
     "Generator",
@@ -32,9 +34,11 @@ __all__ = [
     "Split",
     "World",
     "check_generated_task",
+    "confirm_answer",
     "customer_pools",
     "dump_state",
     "dump_tasks",
+    "spoken_list",
     "task_from_draft",
     "write_generated",
 ]
@@ -68,6 +72,67 @@ class Draft(Protocol):
     def instructions(self) -> str:
         """The brief for an LLM user simulator."""
         ...
+
+
+@dataclass(kw_only=True)
+class DraftBase:
+    """The fields every domain's draft shares. A domain's `Draft` extends it with who is talking
+    (its customer, user or patient) and anything else its tasks carry, and defines `instructions()`
+    by calling `brief` with its own phrases."""
+
+    family: str
+    outcome: str
+    request: str
+    """The user's opening line."""
+    goal: str
+    facts: list[Fact]
+    actions: list[ToolCall]
+    confirm: bool = True
+    declined_actions: list[ToolCall] = field(default_factory=list)
+    """The write the user is asked to confirm and turns down."""
+    notes: list[str] = field(default_factory=list)
+    """Extra lines of the brief, such as how to take a refusal."""
+    required_outputs: list[str] = field(default_factory=list)
+    ordered: bool = False
+    persona: str = ""
+
+    def brief(self, name: str, role: str, unknown: str, answer: str, situation: str = "") -> str:
+        """The brief for an LLM user simulator: "You are {name}, {role}, chatting with its support
+        agent", the goal, the opening line, the facts to give only when asked, `answer` (how to
+        answer a confirmation, see `confirm_answer`), `situation` (a line of the domain's own, if
+        any), the notes, what the user does not know (`unknown`, "You do not know {unknown}; ...")
+        and the persona."""
+        known = "\n".join(f"- {fact.statement}" for fact in self.facts) or "- (nothing beyond your request)"
+        notes = "".join(f"\n{note}" for note in self.notes)
+        return (
+            f"You are {name}, {role}, chatting with its support agent.\n"
+            f"Your goal: {self.goal}\n"
+            f'Open with: "{self.request}"\n'
+            f"What you know; say each thing only when the agent asks for it:\n{known}\n"
+            f"{answer}{situation}{notes}\n"
+            f"You do not know {unknown}; never invent facts you were not given, and say you don't know "
+            "when asked something else. When your request is handled, or the agent explains that it "
+            "cannot be done, thank the agent and end the conversation.\n"
+            f"Persona: {self.persona}"
+        )
+
+
+def confirm_answer(
+    confirm: bool, change: str = "the change", declined: str = "you do not want it after all"
+) -> str:
+    """How the user answers when the agent describes `change` and asks to confirm: yes, or a change
+    of mind (`declined` says what they tell the agent)."""
+    if confirm:
+        return f"When the agent describes {change} and asks you to confirm, answer yes."
+    return (
+        "When the agent describes the change and asks you to confirm, you change your mind: "
+        f"say no, {declined}."
+    )
+
+
+def spoken_list(parts: Sequence[str]) -> str:
+    """'a', 'a and b', 'a, b and c': how a brief or a user's line lists things."""
+    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
 
 
 class Pool(Protocol):

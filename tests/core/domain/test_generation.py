@@ -15,11 +15,14 @@ import castbench_retail
 import castbench_telecom
 from castbench.domain import DeviceStep, Domain, ExpectedStateError, Fact, Task, ToolCall, Toolkit
 from castbench.domain.generation import (
+    DraftBase,
     GenerationError,
     Generator,
+    confirm_answer,
     customer_pools,
     dump_state,
     dump_tasks,
+    spoken_list,
     write_generated,
 )
 from castbench.domain.task import load_tasks
@@ -216,3 +219,27 @@ def test_a_family_that_runs_out_of_entities_is_named(tmp_path: Path) -> None:
     with pytest.raises(GenerationError, match="toy: family scarce: only 1 of 2 test tasks found entities"):
         generator.generate(out=tmp_path)
     assert not (tmp_path / "tasks").exists()
+
+
+# -- the user's brief ------------------------------------------------------------------------------
+
+
+def test_a_draft_brief_lists_facts_answers_and_notes_in_order() -> None:
+    fact = Fact(name="email", value="a@b.c", keywords=["email"], statement="My email is a@b.c.")
+    draft = DraftBase(family="f", outcome="change", request="Hi", goal="do it.", facts=[fact], actions=[])
+    draft.notes = ["Be brief."]
+    brief = draft.brief("Ann Lee", "a customer of a shop", "any ids", confirm_answer(True), "\nYou hold it.")
+    assert brief.startswith("You are Ann Lee, a customer of a shop, chatting with its support agent.\n")
+    assert (
+        "asks for it:\n- My email is a@b.c.\nWhen the agent describes the change and asks you to confirm, "
+        in brief
+    )
+    assert "answer yes.\nYou hold it.\nBe brief.\nYou do not know any ids; never invent" in brief
+    assert brief.endswith("Persona: ")
+    assert "- (nothing beyond your request)\n" in DraftBase(
+        family="f", outcome="no_change", request="Hi", goal="ask.", facts=[], actions=[]
+    ).brief("Ann Lee", "a customer of a shop", "any ids", "")
+    assert confirm_answer(False, declined="you keep it").endswith(
+        "you change your mind: say no, you keep it."
+    )
+    assert spoken_list(["a"]) == "a" and spoken_list(["a", "b", "c"]) == "a, b and c"
