@@ -123,9 +123,10 @@ def problems(call: ToolCall, known: Knowledge) -> list[str]:
             return []
         return checks.flight_change_problems(reservation, flights, str(args.get("payment_id")), known)
     if call.name == "update_reservation_cabin":
-        return checks.cabin_change_problems(
-            reservation, args.get("cabin"), str(args.get("payment_id")), known
-        )
+        cabin = args.get("cabin")
+        if cabin not in ("basic_economy", "economy", "business"):
+            return []  # the schema check reports it
+        return checks.cabin_change_problems(reservation, cabin, str(args.get("payment_id")), known)
     if call.name == "update_reservation_baggages":
         payment_id = args.get("payment_id")
         return checks.baggage_problems(

@@ -385,9 +385,9 @@ def update_reservation_flights(
         )
     difference = money((sum(f.price for f in lines) - sum(f.price for f in reservation.flights)) * n)
     new_keys = {(f.flight_number, f.date) for f in lines}
-    for key, flight in old.items():
+    for key, dropped in old.items():
         if key not in new_keys:
-            _take_seats(db, flight.flight_number, flight.date, reservation.cabin, -n)
+            _take_seats(db, dropped.flight_number, dropped.date, reservation.cabin, -n)
     for line in lines:
         if (line.flight_number, line.date) not in old:
             _take_seats(db, line.flight_number, line.date, reservation.cabin, n)

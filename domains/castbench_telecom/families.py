@@ -429,10 +429,10 @@ def _plan_change_target(pool: Pool, line: Line) -> tuple[Plan, str] | None:
     floor = pool.rng.choice([5, 10, 15, 20, 30])
     roaming = pool.rng.random() < 0.4 or line.roaming_enabled
     need = f"the cheapest plan with at least {floor} GB of data" + (" that allows roaming" if roaming else "")
-    plan = _cheapest(plans, lambda p: p.data_gb >= floor and (p.roaming_allowed or not roaming))
-    if plan is None or plan.plan_id == current.plan_id:
+    cheapest = _cheapest(plans, lambda p: p.data_gb >= floor and (p.roaming_allowed or not roaming))
+    if cheapest is None or cheapest.plan_id == current.plan_id:
         return None
-    return plan, need
+    return cheapest, need
 
 
 def _plan_change(pool: Pool, declined: bool) -> Draft | None:

@@ -7,11 +7,12 @@ active line, so a troubleshooting task has exactly one cause to find.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from random import Random
 from typing import Literal
 
-from castbench.domain.database import SEQUENCES_TABLE, Row
+from castbench.domain.database import SEQUENCES_TABLE, Record, Row
 from castbench_telecom.schema import (
     BankAccount,
     Bill,
@@ -74,7 +75,7 @@ class World:
 
     def state(self) -> dict[str, dict[str, Row]]:
         """table -> key -> row, as `data/state.json` stores it."""
-        tables = {
+        tables: dict[str, Mapping[str, Record]] = {
             "plans": self.plans,
             "customers": self.customers,
             "lines": self.lines,
