@@ -260,7 +260,7 @@ def main() -> None:
     _row("fresh sandbox (domain.fresh_database())", _us(costs["fresh_database"]))
     _row("grade one trial (state diff + outputs + surface)", _us(costs["grade_trial"]))
     _row("replay one task's ground truth", _us(costs["replay"]))
-    _row("one customer look-up by email (Database.find scan)", _us(costs["lookup"]))
+    _row("one customer look-up by email (Database.find, indexed)", _us(costs["lookup"]))
     _row("store one trial record (SQLite commit)", _us(store_s))
     _row("deep copy of the pristine state", _ms(costs["deepcopy"]))
     _row("materialize + sorted json.dumps + sha256 of the state", _ms(costs["hash_once"]))
