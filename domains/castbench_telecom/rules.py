@@ -9,6 +9,7 @@ unknown yields no finding.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from typing import Any
 
 from castbench.domain import Database, DomainRules, ObservedCall, RuleFinding, ToolCall
@@ -30,20 +31,25 @@ _WRITES_ON_LINES = {
 }
 
 
-class _Facts:
-    """What is known about the world; `None` for what is not."""
+class _Facts(ABC):
+    """What is known about the world (what the agent saw, or the true state); `None` for what
+    is not."""
 
+    @abstractmethod
     def line(self, phone_number: str) -> dict[str, Any] | None:
-        raise NotImplementedError
+        """The line with this number."""
 
+    @abstractmethod
     def plan(self, plan_id: str) -> dict[str, Any] | None:
-        raise NotImplementedError
+        """The plan with this id."""
 
+    @abstractmethod
     def bill(self, bill_id: str) -> dict[str, Any] | None:
-        raise NotImplementedError
+        """The bill with this id."""
 
+    @abstractmethod
     def bills_of(self, customer_id: str) -> list[dict[str, Any]] | None:
-        raise NotImplementedError
+        """Every bill of the customer."""
 
     def customer(self) -> dict[str, Any] | None:
         """The authenticated customer's profile, if known."""
