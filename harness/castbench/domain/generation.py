@@ -71,7 +71,6 @@ class Draft(Protocol):
     def ordered(self) -> bool: ...
     def instructions(self) -> str:
         """The brief for an LLM user simulator."""
-        ...
 
 
 @dataclass(kw_only=True)
