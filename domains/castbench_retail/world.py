@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from random import Random
 
 from castbench.domain.database import SEQUENCES_TABLE, Row
+from castbench.domain.generation import UniqueDigits
 from castbench_retail.schema import (
     Address,
     CreditCard,
@@ -62,21 +63,6 @@ class World:
         }
 
 
-class _Ids:
-    """Unique random digit strings."""
-
-    def __init__(self, rng: Random) -> None:
-        self._rng = rng
-        self._seen: set[str] = set()
-
-    def digits(self, width: int) -> str:
-        while True:
-            value = "".join(str(self._rng.randrange(10)) for _ in range(width))
-            if value[0] != "0" and value not in self._seen:
-                self._seen.add(value)
-                return value
-
-
 def random_address(rng: Random) -> Address:
     city, state, prefix = rng.choice(CITIES)
     unit = rng.choice(
@@ -92,7 +78,7 @@ def random_address(rng: Random) -> Address:
     )
 
 
-def _products(rng: Random, ids: _Ids) -> dict[str, Product]:
+def _products(rng: Random, ids: UniqueDigits) -> dict[str, Product]:
     products: dict[str, Product] = {}
     for name, (base, options) in CATALOGUE.items():
         combos = list(itertools.product(*options.values()))
@@ -111,7 +97,7 @@ def _products(rng: Random, ids: _Ids) -> dict[str, Product]:
     return products
 
 
-def _users(rng: Random, ids: _Ids) -> dict[str, User]:
+def _users(rng: Random, ids: UniqueDigits) -> dict[str, User]:
     users: dict[str, User] = {}
     seen_identity: set[tuple[str, str, str]] = set()
     emails: set[str] = set()
@@ -147,7 +133,7 @@ def _users(rng: Random, ids: _Ids) -> dict[str, User]:
     return users
 
 
-def _order(rng: Random, ids: _Ids, user: User, products: list[Product]) -> Order:
+def _order(rng: Random, ids: UniqueDigits, user: User, products: list[Product]) -> Order:
     lines = []
     for product in rng.sample(products, rng.choice([1, 1, 2, 2, 2, 3, 3, 4, 5])):
         variant = rng.choice(list(product.variants.values()))
@@ -197,7 +183,7 @@ def _order(rng: Random, ids: _Ids, user: User, products: list[Product]) -> Order
 
 
 def build_world(rng: Random) -> World:
-    ids = _Ids(rng)
+    ids = UniqueDigits(rng)
     products = _products(rng, ids)
     users = _users(rng, ids)
     catalogue = list(products.values())

@@ -8,6 +8,7 @@ from datetime import date, timedelta
 from random import Random
 
 from castbench.domain.database import SEQUENCES_TABLE, Record, Row
+from castbench.domain.generation import UniqueDigits
 from castbench_telehealth import NOW
 from castbench_telehealth.schema import (
     SPECIALTIES,
@@ -91,21 +92,6 @@ class World:
         return [p for p in self.patients.values() if p.guardian_id == guardian_id]
 
 
-class _Ids:
-    """Unique random digit strings."""
-
-    def __init__(self, rng: Random) -> None:
-        self._rng = rng
-        self._seen: set[str] = set()
-
-    def digits(self, width: int) -> str:
-        while True:
-            value = "".join(str(self._rng.randrange(10)) for _ in range(width))
-            if value[0] != "0" and value not in self._seen:
-                self._seen.add(value)
-                return value
-
-
 def _plans() -> dict[str, InsurancePlan]:
     plans = {}
     for number, (name, copays) in enumerate(PLANS.items(), start=1):
@@ -134,7 +120,7 @@ def _pharmacies(rng: Random) -> dict[str, Pharmacy]:
     return pharmacies
 
 
-def _providers(rng: Random, ids: _Ids) -> dict[str, Provider]:
+def _providers(rng: Random, ids: UniqueDigits) -> dict[str, Provider]:
     last_names = rng.sample(PROVIDER_LAST_NAMES, sum(SPECIALTY_COUNTS.values()))
     states = list(STATES)
     providers: dict[str, Provider] = {}
@@ -162,7 +148,7 @@ def _birth(rng: Random, first_year: int, last_year: int) -> str:
 
 
 def _patients(
-    rng: Random, ids: _Ids, plans: list[str], pharmacies: dict[str, Pharmacy]
+    rng: Random, ids: UniqueDigits, plans: list[str], pharmacies: dict[str, Pharmacy]
 ) -> dict[str, Patient]:
     by_state: dict[str, list[str]] = {}
     for pharmacy in pharmacies.values():
@@ -231,7 +217,7 @@ def _patients(
     return patients
 
 
-def _prescriptions(rng: Random, ids: _Ids, world: World) -> None:
+def _prescriptions(rng: Random, ids: UniqueDigits, world: World) -> None:
     specialists: dict[str, list[Provider]] = {}
     for provider in world.providers.values():
         specialists.setdefault(provider.specialty, []).append(provider)
@@ -341,7 +327,7 @@ def _appointments(rng: Random, world: World) -> None:
 
 
 def build_world(rng: Random) -> World:
-    ids = _Ids(rng)
+    ids = UniqueDigits(rng)
     plans = _plans()
     pharmacies = _pharmacies(rng)
     providers = _providers(rng, ids)

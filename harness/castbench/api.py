@@ -140,31 +140,13 @@ def evaluate(
     With `paired` and a critic, the same tasks, seeds and policy also run without the critic
     (a run of its own, resumable like any other) and the summary gains the critic's trial-level
     helpfulness and harmfulness. `max_cost` (USD) stops each run once it has spent that much."""
-    config, agents = build_config(**config_options)
     store = ResultsStore(db)
-    outcome = run_eval(
-        config,
-        agents,
-        store,
-        meta=run_metadata(),
-        concurrency=concurrency,
-        fresh=fresh,
-        max_cost=max_cost,
-        on_start=on_start,
-        on_trial=on_trial,
-    )
-    records = store.trials(outcome.run_id)
-    try:
-        summary = summarize_run(outcome.run_id, config, records)
-    except ValueError as exc:
-        if outcome.stopped is None:
-            raise
-        raise ValueError(f"{outcome.stopped}; {exc}: re-run the same command to resume") from exc
-    if paired and agents.critic is not None:
-        alone_config, alone_agents = build_config(**{**config_options, "critic": "none"})
-        alone = run_eval(
-            alone_config,
-            alone_agents,
+
+    def run(options: dict[str, Any]) -> tuple[RunConfig, EvalOutcome]:
+        config, agents = build_config(**options)
+        outcome = run_eval(
+            config,
+            agents,
             store,
             meta=run_metadata(),
             concurrency=concurrency,
@@ -173,6 +155,18 @@ def evaluate(
             on_start=on_start,
             on_trial=on_trial,
         )
+        return config, outcome
+
+    config, outcome = run(config_options)
+    records = store.trials(outcome.run_id)
+    try:
+        summary = summarize_run(outcome.run_id, config, records)
+    except ValueError as exc:
+        if outcome.stopped is None:
+            raise
+        raise ValueError(f"{outcome.stopped}; {exc}: re-run the same command to resume") from exc
+    if paired and config.critic != "none":
+        alone_config, alone = run({**config_options, "critic": "none"})
         alone_records = store.trials(alone.run_id)
         summary = pair_with_baseline(
             summary, summarize_run(alone.run_id, alone_config, alone_records), records, alone_records

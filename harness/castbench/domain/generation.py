@@ -25,6 +25,7 @@ from castbench.domain.task import DeviceStep, Fact, GradingSpec, Task, ToolCall,
 from castbench.domain.validate import validate_task
 
 __all__ = [
+    "UniqueDigits",
     "Draft",
     "DraftBase",
     "Families",
@@ -354,3 +355,18 @@ class Generator(Generic[W, P, D]):
         splits = self.generate(args.seed, args.out)
         for split, tasks in splits.items():
             print(f"{split}: {len(tasks)} tasks -> {args.out / 'tasks' / f'{split}.json'}")
+
+
+class UniqueDigits:
+    """Random digit strings (no leading zero) never handed out twice: seeded world ids."""
+
+    def __init__(self, rng: Random) -> None:
+        self._rng = rng
+        self._seen: set[str] = set()
+
+    def digits(self, width: int) -> str:
+        while True:
+            value = "".join(str(self._rng.randrange(10)) for _ in range(width))
+            if value[0] != "0" and value not in self._seen:
+                self._seen.add(value)
+                return value

@@ -29,11 +29,39 @@ TrialKey = tuple[str, str, int]
 """(domain, task id, trial index)"""
 
 
+_COLUMNS = (
+    "run_id",
+    "domain",
+    "task_id",
+    "trial_index",
+    "seed",
+    "status",
+    "reward",
+    "end_reason",
+    "n_steps",
+    "record_json",
+)
 _INSERT_OR_SKIP = (
-    "INSERT INTO trial (run_id, domain, task_id, trial_index, seed, status, reward, end_reason, n_steps, "
-    "record_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING"
+    f"INSERT INTO trial ({', '.join(_COLUMNS)}) VALUES ({', '.join(':' + c for c in _COLUMNS)}) "
+    "ON CONFLICT DO NOTHING"
 )
 """The hot path of a run, one statement per trial (SQLite)."""
+
+
+def _columns(run_id: str, record: TrialRecord) -> dict[str, Any]:
+    """A trial's row: the columns the store queries, plus the whole record as JSON."""
+    return {
+        "run_id": run_id,
+        "domain": record.domain,
+        "task_id": record.task_id,
+        "trial_index": record.trial_index,
+        "seed": record.seed,
+        "status": record.status,
+        "reward": record.reward,
+        "end_reason": record.end_reason,
+        "n_steps": len(record.steps),
+        "record_json": record.model_dump_json(),
+    }
 
 
 class StoreError(LookupError):
@@ -129,19 +157,8 @@ class ResultsStore:
 
         The common case is one INSERT that skips on conflict; only a conflict takes the slower
         path that looks at the stored row."""
+        values = _columns(run_id, record)
         if self._sqlite:
-            values = (
-                run_id,
-                record.domain,
-                record.task_id,
-                record.trial_index,
-                record.seed,
-                record.status,
-                record.reward,
-                record.end_reason,
-                len(record.steps),
-                record.model_dump_json(),
-            )
             with self.engine.begin() as connection:
                 inserted = connection.exec_driver_sql(_INSERT_OR_SKIP, values).rowcount
             if inserted:
@@ -161,23 +178,8 @@ class ResultsStore:
                 record = record.model_copy(update={"attempts": record.attempts + _attempts(existing)})
                 session.delete(existing)
                 session.flush()
-            session.add(self._row(run_id, record))
+            session.add(TrialRow(**_columns(run_id, record)))
             session.commit()
-
-    @staticmethod
-    def _row(run_id: str, record: TrialRecord) -> TrialRow:
-        return TrialRow(
-            run_id=run_id,
-            domain=record.domain,
-            task_id=record.task_id,
-            trial_index=record.trial_index,
-            seed=record.seed,
-            status=record.status,
-            reward=record.reward,
-            end_reason=record.end_reason,
-            n_steps=len(record.steps),
-            record_json=record.model_dump_json(),
-        )
 
     def trials(self, run_id: str, domains: Iterable[str] | None = None) -> list[TrialRecord]:
         with Session(self.engine) as session:
