@@ -26,7 +26,7 @@ from tests.models.fault_server import FaultServer
 from tests.models.responder import ScriptedResponder, unique_openings
 
 TRIALS = 2
-FAST = "timeout=0.25&backoff_s=0.01&backoff_max_s=0.05&max_attempts=4"
+FAST = "timeout=1.0&backoff_s=0.01&backoff_max_s=0.05&max_attempts=4"
 VARYING = ("usage", "retried_trials", "cost_per_trial", "_seconds")
 """Summary fields that report the faults themselves (retries, time and tokens spent on them)."""
 
@@ -102,7 +102,7 @@ def test_infrastructure_faults_are_retried_and_change_nothing_scored(
     fault_server: Callable[..., FaultServer],
     tmp_path: Path,
 ) -> None:
-    server = fault_server(rates={fault: 0.2}, seed=11, slow_s=0.5)
+    server = fault_server(rates={fault: 0.2}, seed=11, slow_s=1.5)
     db = f"sqlite:///{tmp_path / 'runs.db'}"
     result = _eval(server, db, _tasks(retail), "--output", str(tmp_path / "summary.json"), "--strict")
     assert result.exit_code == 0, result.output
@@ -162,7 +162,7 @@ def test_every_fault_at_once(
     retail: Domain, fault_server: Callable[..., FaultServer], tmp_path: Path
 ) -> None:
     kinds = ("rate_limit", "server_error", "slow", "empty", "malformed")
-    server = fault_server(rates=dict.fromkeys(kinds, 0.04), seed=2, slow_s=0.5)
+    server = fault_server(rates=dict.fromkeys(kinds, 0.04), seed=2, slow_s=1.5)
     db = f"sqlite:///{tmp_path / 'runs.db'}"
     result = _eval(server, db, _tasks(retail), "--output", str(tmp_path / "s.json"))
     assert result.exit_code == 0, result.output
