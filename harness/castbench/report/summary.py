@@ -28,6 +28,8 @@ class DomainReport(ReliabilitySummary):
     """Trials not scored (infrastructure or harness errors after retries)."""
     retried_trials: int = 0
     """Trials that needed more than one attempt because of infrastructure errors."""
+    timed_out_trials: int = 0
+    """Trials an agent ran past the step or trial time limit (scored 0)."""
     steps_mean: float = 0.0
     usage: dict[str, Usage] = Field(default_factory=dict)
     """Per role, summed over trials."""
@@ -78,6 +80,7 @@ def _report(records: list[TrialRecord], trials: int, seed: int, prefix_domain: b
         incomplete_tasks=incomplete,
         errored_trials=sum(r.status == "error" for r in records),
         retried_trials=sum(r.attempts > 1 for r in records),
+        timed_out_trials=sum(r.end_reason == "timeout" for r in records),
         steps_mean=sum(len(r.steps) for r in scored_records) / max(1, len(scored_records)),
         usage=usage,
         cost_per_trial=sum(costs) / len(records) if costs else None,

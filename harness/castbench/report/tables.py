@@ -58,6 +58,7 @@ def _details_table(summary: RunSummary) -> Table:
         ("trials", lambda r: str(r.n_trials)),
         ("steps per trial", lambda r: f"{r.steps_mean:.1f}"),
         ("errored / retried", lambda r: f"{r.errored_trials} / {r.retried_trials}"),
+        ("timed out (scored 0)", lambda r: str(r.timed_out_trials)),
         ("incomplete tasks", lambda r: str(len(r.incomplete_tasks))),
         ("failed but looked fine", lambda r: str(r.surface_success)),
         ("cost per trial", lambda r: "–" if r.cost_per_trial is None else f"${r.cost_per_trial:.4f}"),

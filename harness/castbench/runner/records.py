@@ -11,7 +11,11 @@ from castbench.grading import Grade
 
 __all__ = ["ActionLabel", "EndReason", "Proposal", "StepRecord", "StepTiming", "TrialRecord"]
 
-EndReason = Literal["user_stop", "transfer", "max_steps", "agent_error", "harness_error", "infra_error"]
+EndReason = Literal[
+    "user_stop", "transfer", "max_steps", "agent_error", "harness_error", "infra_error", "timeout"
+]
+"""Why a trial ended. `timeout`: an agent overran the step or trial time limit; the trial is
+scored 0 (the agent's failure) and counted apart in summaries."""
 
 
 class ActionLabel(BaseModel):
