@@ -5,7 +5,7 @@ An agent's bad output is *not* here: it is data (a `MalformedAction`, an error o
 
 from __future__ import annotations
 
-__all__ = ["FatalInfrastructureError", "InfrastructureError"]
+__all__ = ["AgentTimeout", "FatalInfrastructureError", "InfrastructureError"]
 
 
 class InfrastructureError(RuntimeError):
@@ -19,3 +19,9 @@ class InfrastructureError(RuntimeError):
 class FatalInfrastructureError(InfrastructureError):
     """A provider error no retry can cure (bad credentials, access denied, unknown model): every
     other trial would fail the same way, so the run stops; finished trials are kept."""
+
+
+class AgentTimeout(Exception):
+    """An agent overran the step or trial time limit. Raised by whatever waits for the agent (the
+    trial's in-process deadline, or a transport that had to kill its worker); the trial ends as
+    `timeout`, scored 0."""
