@@ -15,6 +15,7 @@ from castbench.domain import resolve_domains
 from castbench.models.settings import configure_model_agent, load_models_config
 from castbench.report.summary import RunSummary, pair_with_baseline, summarize_run
 from castbench.runner.config import RunConfig
+from castbench.runner.deadline import TimeLimits
 from castbench.runner.engine import EvalOutcome, run_eval
 from castbench.runner.records import TrialRecord
 from castbench.runner.rollout import AgentSet, Limits, Verification
@@ -133,14 +134,18 @@ def evaluate(
     on_trial: Callable[[TrialRecord], None] | None = None,
     paired: bool = False,
     max_cost: float | None = None,
+    time_limits: TimeLimits | None = None,
     **config_options: Any,
 ) -> EvalResult:
     """Run (or resume) an evaluation and summarise it. Options as in `build_config`.
 
     With `paired` and a critic, the same tasks, seeds and policy also run without the critic
     (a run of its own, resumable like any other) and the summary gains the critic's trial-level
-    helpfulness and harmfulness. `max_cost` (USD) stops each run once it has spent that much."""
+    helpfulness and harmfulness. `max_cost` (USD) stops each run once it has spent that much.
+    `time_limits` bound each agent's step and trial time (recorded in the run's metadata; not
+    part of its identity, so a resume may change them)."""
     store = ResultsStore(db)
+    time_limits = time_limits or TimeLimits()
 
     def run(options: dict[str, Any]) -> tuple[RunConfig, EvalOutcome]:
         config, agents = build_config(**options)
@@ -148,10 +153,11 @@ def evaluate(
             config,
             agents,
             store,
-            meta=run_metadata(),
+            meta={**run_metadata(), "time_limits": time_limits.model_dump()},
             concurrency=concurrency,
             fresh=fresh,
             max_cost=max_cost,
+            time_limits=time_limits,
             on_start=on_start,
             on_trial=on_trial,
         )

@@ -5,7 +5,7 @@ An agent's bad output is *not* here: it is data (a `MalformedAction`, an error o
 
 from __future__ import annotations
 
-__all__ = ["AgentTimeout", "FatalInfrastructureError", "InfrastructureError"]
+__all__ = ["AgentTimeout", "FatalInfrastructureError", "InfrastructureError", "RunInterrupted"]
 
 
 class InfrastructureError(RuntimeError):
@@ -25,3 +25,14 @@ class AgentTimeout(Exception):
     """An agent overran the step or trial time limit. Raised by whatever waits for the agent (the
     trial's in-process deadline, or a transport that had to kill its worker); the trial ends as
     `timeout`, scored 0."""
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """Ctrl-C stopped a run: no new trial started, those in flight were dropped, the run is
+    marked `interrupted`; re-running the same command resumes it."""
+
+    def __init__(self, run_id: str, stored: int, total: int) -> None:
+        super().__init__(f"run {run_id} interrupted with {stored} of {total} trials stored")
+        self.run_id = run_id
+        self.stored = stored
+        self.total = total

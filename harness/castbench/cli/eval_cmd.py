@@ -21,11 +21,11 @@ from castbench.agents.registry import AgentSpecError
 from castbench.api import EvalResult, evaluate
 from castbench.cli.options import DbOption, DomainOption, SplitOption
 from castbench.domain import ExpectedStateError, TaskFileError
-from castbench.errors import InfrastructureError
+from castbench.errors import InfrastructureError, RunInterrupted
 from castbench.report import print_summary
 from castbench.report.traits import sweep_table, trait_sweep
 from castbench.runner.records import TrialRecord
-from castbench.runner.rollout import Limits, Verification
+from castbench.runner.rollout import Limits, TimeLimits, Verification
 from castbench.store import DEFAULT_DB
 
 console = Console()
@@ -33,6 +33,7 @@ _AGENTS = "Agents"
 _RUN = "Run"
 _LOOP = "Critic loop"
 _MODELS = "Models"
+_DEFAULT_LIMITS = TimeLimits()
 
 
 def eval_command(
@@ -60,6 +61,22 @@ def eval_command(
     max_steps: Annotated[
         int, typer.Option(min=1, help="Agent actions per trial.", rich_help_panel=_RUN)
     ] = 40,
+    step_timeout: Annotated[
+        float,
+        typer.Option(
+            min=0,
+            help="Seconds an agent step may take (0: no limit); past it the trial ends as timeout.",
+            rich_help_panel=_RUN,
+        ),
+    ] = _DEFAULT_LIMITS.step_s or 0,
+    trial_timeout: Annotated[
+        float,
+        typer.Option(
+            min=0,
+            help="Seconds a trial may take (0: no limit); past it the trial ends as timeout.",
+            rich_help_panel=_RUN,
+        ),
+    ] = _DEFAULT_LIMITS.trial_s or 0,
     rounds: Annotated[
         int, typer.Option(min=1, max=10, help="Critic verdicts per step.", rich_help_panel=_LOOP)
     ] = 3,
@@ -179,6 +196,7 @@ def eval_command(
             seed=seed,
             tasks=[t.strip() for t in tasks.split(",")] if tasks else None,
             limits=Limits(max_steps=max_steps),
+            time_limits=TimeLimits(step_s=step_timeout or None, trial_s=trial_timeout or None),
             verification=verification,
             db=db,
             concurrency=concurrency,
@@ -204,6 +222,12 @@ def eval_command(
     except InfrastructureError as exc:  # fatal: bad credentials, unknown model
         console.print(f"[bold red]error:[/] {exc}\nfinished trials are kept; fix it and re-run to resume")
         raise typer.Exit(2) from exc
+    except RunInterrupted as exc:
+        console.print(
+            f"[yellow]interrupted:[/] run {exc.run_id} has {exc.stored} of {exc.total} trials stored "
+            "(trials in flight were dropped); re-run the same command to resume"
+        )
+        raise typer.Exit(130) from None
     outcome, summary = result.outcome, result.summary
     verb = "resumed" if outcome.resumed else "stored"
     console.print(

@@ -3,40 +3,70 @@
 from __future__ import annotations
 
 import json
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from castbench.cli.options import DbOption
 from castbench.report import print_summary, print_trial, summarize_run
+from castbench.runner.records import TrialRecord
 from castbench.store import DEFAULT_DB, ResultsStore, StoreError
 
 runs_app = typer.Typer(help="Stored runs.", no_args_is_help=True)
 console = Console()
 
 
-@runs_app.command("list")
-def list_runs(db: DbOption = DEFAULT_DB) -> None:
-    """Every stored run with its configuration and trial count."""
-    store = ResultsStore(db)
-    table = Table(title=f"runs in {db}", title_justify="left")
-    for column in ("run", "created", "status", "domains", "policy", "critic", "user", "n", "seed", "trials"):
-        table.add_column(column)
+def _listing(store: ResultsStore) -> list[dict[str, Any]]:
+    rows = []
     for row in store.runs():
         config = json.loads(row.config_json)
+        rows.append(
+            {
+                "id": row.id,
+                "created": row.created.isoformat(timespec="seconds"),
+                "status": row.status,
+                "domains": list(config["domains"]),
+                "policy": config["policy"],
+                "critic": config["critic"],
+                "user": config["user"],
+                "trials_per_task": config["trials"],
+                "seed": config["seed"],
+                "trials_stored": store.count_trials(row.id),
+            }
+        )
+    return rows
+
+
+@runs_app.command("list")
+def list_runs(
+    db: DbOption = DEFAULT_DB,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON array, for scripts.")] = False,
+) -> None:
+    """Every stored run with its configuration and trial count (full run ids; any unique prefix
+    of one is accepted wherever a run is named)."""
+    runs = _listing(ResultsStore(db))
+    if as_json:
+        print(json.dumps(runs, indent=2))
+        return
+    table = Table(title=escape(f"runs in {db}"), title_justify="left")
+    table.add_column("run", no_wrap=True, min_width=max((len(run["id"]) for run in runs), default=3))
+    for column in ("created", "status", "domains", "policy", "critic", "user", "n", "seed", "trials"):
+        table.add_column(column, overflow="fold")
+    for run in runs:
         table.add_row(
-            row.id,
-            row.created.strftime("%Y-%m-%d %H:%M"),
-            row.status,
-            ",".join(config["domains"]),
-            config["policy"],
-            config["critic"],
-            config["user"],
-            str(config["trials"]),
-            str(config["seed"]),
-            str(store.count_trials(row.id)),
+            run["id"],
+            run["created"][:16].replace("T", " "),
+            run["status"],
+            *[
+                escape(value)
+                for value in (",".join(run["domains"]), run["policy"], run["critic"], run["user"])
+            ],
+            str(run["trials_per_task"]),
+            str(run["seed"]),
+            str(run["trials_stored"]),
         )
     console.print(table)
 
@@ -80,5 +110,20 @@ def show_run(
             )
             per_task.add_row(domain, task_id, f"{outcome.successes}/{outcome.n}", marks)
     console.print(per_task)
+    _print_errors(records)
     for record in [r for r in records if not r.passed][:failures]:
         print_trial(record, console)
+
+
+def _print_errors(records: list[TrialRecord], limit: int = 20) -> None:
+    """Every trial that ended in an error or a timeout, with the first line of its reason."""
+    errored = [r for r in records if r.error is not None]
+    if not errored:
+        return
+    console.print(f"[bold]trials that ended in an error ({len(errored)})[/]")
+    for record in errored[:limit]:
+        reason = escape((record.error or "").splitlines()[0])
+        where = escape(f"{record.domain} {record.task_id} #{record.trial_index}")
+        console.print(f"  {where} [red]{record.end_reason}[/]: {reason}", soft_wrap=True)
+    if len(errored) > limit:
+        console.print(f"  ... and {len(errored) - limit} more (see --task)")

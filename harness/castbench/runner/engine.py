@@ -6,15 +6,22 @@ hashes the database every trial: that is where most of its harness time goes).
 
 from __future__ import annotations
 
+import os
+import signal
 import threading
-from collections.abc import Callable, Iterator
+import traceback
+from collections.abc import Callable, Generator, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from contextlib import contextmanager
 from dataclasses import dataclass
+
+from pydantic_core import PydanticSerializationError
 
 from castbench.agents.conversation import Usage
 from castbench.domain import Database, Domain, Task, TaskFileError, load_domain
-from castbench.errors import FatalInfrastructureError
+from castbench.errors import FatalInfrastructureError, RunInterrupted
 from castbench.runner.config import RunConfig
+from castbench.runner.deadline import Cancelled, TimeLimits
 from castbench.runner.records import TrialRecord
 from castbench.runner.rollout import AgentSet, run_trial
 from castbench.runner.seeds import trial_seed
@@ -81,25 +88,58 @@ def plan_trials(config: RunConfig) -> list[TrialJob]:
     return jobs
 
 
+def _harness_error(job: TrialJob, message: str) -> TrialRecord:
+    """The record of a trial our own code failed: stored with its reason, never scored."""
+    return TrialRecord(
+        domain=job.domain.name,
+        domain_version=job.domain.version,
+        task_id=job.task.id,
+        trial_index=job.trial_index,
+        seed=job.seed,
+        status="error",
+        reward=None,
+        end_reason="harness_error",
+        opening="",
+        error=message,
+    )
+
+
+@dataclass(frozen=True)
+class _Runtime:
+    """How trials run, beyond what decides their scores."""
+
+    time_limits: TimeLimits
+    stop: threading.Event
+    max_attempts: int
+
+
 def _run_with_retries(
-    job: TrialJob, config: RunConfig, agents: AgentSet, expected: ExpectedStates, max_attempts: int
+    job: TrialJob, config: RunConfig, agents: AgentSet, expected: ExpectedStates, runtime: _Runtime
 ) -> TrialRecord:
     """Infrastructure errors restart the trial from scratch with the same seed. The record's
-    usage counts every attempt: it is what the trial cost."""
+    usage counts every attempt: it is what the trial cost. A bug of ours in one trial is that
+    trial's `harness_error`, never the run's end."""
     record = None
     spent: dict[str, Usage] = {}
-    for attempt in range(1, max_attempts + 1):
-        record = run_trial(
-            job.domain,
-            job.task,
-            job.trial_index,
-            job.seed,
-            agents,
-            expected.get(job.domain, job.task),
-            config.limits,
-            config.verification,
-            config.traits,
-        )
+    for attempt in range(1, runtime.max_attempts + 1):
+        try:
+            record = run_trial(
+                job.domain,
+                job.task,
+                job.trial_index,
+                job.seed,
+                agents,
+                expected.get(job.domain, job.task),
+                config.limits,
+                config.verification,
+                config.traits,
+                runtime.time_limits,
+                runtime.stop,
+            )
+        except (FatalInfrastructureError, Cancelled):
+            raise
+        except Exception as exc:
+            return _harness_error(job, f"castbench failed in this trial: {exc!r}\n{traceback.format_exc()}")
         for role, usage in record.usage.items():
             spent[role] = spent.get(role, Usage()) + usage
         record = record.model_copy(update={"attempts": attempt, "usage": dict(spent)})
@@ -109,36 +149,58 @@ def _run_with_retries(
     return record
 
 
+@contextmanager
+def _second_interrupt_exits() -> Iterator[None]:
+    """While an interrupted run winds down, a second Ctrl-C exits at once (status 130). Trials
+    are committed one transaction each, so nothing stored is lost; the run, left `running` with
+    no live process, reads as interrupted."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, lambda *_: os._exit(130))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def _results(
-    jobs: list[TrialJob], work: Callable[[TrialJob], TrialRecord], concurrency: int, stop: Callable[[], bool]
-) -> Iterator[TrialRecord]:
-    """Finished trials as they come; once `stop()` is true no new trial starts (those running
-    finish and are kept)."""
+    jobs: list[TrialJob],
+    work: Callable[[TrialJob], TrialRecord],
+    concurrency: int,
+    budget_spent: Callable[[], bool],
+    halt: threading.Event,
+) -> Generator[TrialRecord, None, None]:
+    """Finished trials as they come; once `budget_spent()` is true no new trial starts (those
+    running finish and are kept). On any exception (Ctrl-C among them) `halt` is set: running
+    trials are abandoned at their next agent call and dropped, not stored half-done."""
     if concurrency <= 1:
         for job in jobs:
-            if stop():
+            if budget_spent():
                 return
             yield work(job)
         return
-    with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="trial") as pool:
-        pending: set[Future[TrialRecord]] = set()
-        queue = iter(jobs)
+    pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="trial")
+    pending: set[Future[TrialRecord]] = set()
+    queue = iter(jobs)
+    try:
         for job in queue:
             pending.add(pool.submit(work, job))
             if len(pending) >= concurrency * 2:
                 break
-        try:
-            while pending:
-                done, pending = wait(pending, return_when=FIRST_COMPLETED)
-                for future in done:
-                    yield future.result()
-                    following = None if stop() else next(queue, None)
-                    if following is not None:
-                        pending.add(pool.submit(work, following))
-        except BaseException:
-            for future in pending:
-                future.cancel()
-            raise
+        while pending:
+            done, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for future in done:
+                yield future.result()
+                following = None if budget_spent() else next(queue, None)
+                if following is not None:
+                    pending.add(pool.submit(work, following))
+    except BaseException:
+        halt.set()
+        with _second_interrupt_exits():
+            pool.shutdown(wait=True, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)
 
 
 def _cost(record: TrialRecord) -> float:
@@ -155,14 +217,17 @@ def run_eval(
     fresh: bool = False,
     max_attempts: int = 3,
     max_cost: float | None = None,
+    time_limits: TimeLimits | None = None,
     on_start: Callable[[int, int], None] | None = None,
     on_trial: Callable[[TrialRecord], None] | None = None,
 ) -> EvalOutcome:
     """Run (or resume) the evaluation `config` describes; every trial is committed as it ends.
 
     `max_cost` (USD, this invocation's spending) stops starting trials once reached; a fatal
-    provider error (bad credentials, unknown model) stops the run at once. Either way the
-    finished trials stay stored and re-running resumes."""
+    provider error (bad credentials, unknown model, a server that is down) stops the run at once
+    (`failed`); Ctrl-C stops it too (`interrupted`, raising `RunInterrupted`). Either way the
+    finished trials stay stored and re-running resumes. `time_limits` bound each agent's time
+    (a run-time setting, like `concurrency`: not part of the run's identity)."""
     jobs = plan_trials(config)
     run_id, resumed = store.open_run(config, meta or {}, fresh=fresh)
     done = store.scored_keys(run_id) if resumed else set()
@@ -171,23 +236,31 @@ def run_eval(
         on_start(len(jobs) - len(todo), len(jobs))
     expected = ExpectedStates()
     store.set_status(run_id, "running")
+    runtime = _Runtime(time_limits or TimeLimits(), threading.Event(), max_attempts)
 
     def work(job: TrialJob) -> TrialRecord:
-        return _run_with_retries(job, config, agents, expected, max_attempts)
+        return _run_with_retries(job, config, agents, expected, runtime)
 
     ran, spent = 0, 0.0
 
     def over_budget() -> bool:
         return max_cost is not None and spent >= max_cost
 
+    results = _results(todo, work, concurrency, over_budget, runtime.stop)
     try:
-        for record in _results(todo, work, concurrency, over_budget):
-            store.add_trial(run_id, record)
+        for record in results:
+            _store(store, run_id, record)
             ran += 1
             spent += _cost(record)
             if on_trial is not None:
                 on_trial(record)
-    except FatalInfrastructureError:
+    except (KeyboardInterrupt, Cancelled):
+        with _second_interrupt_exits():
+            runtime.stop.set()
+            results.close()
+            store.set_status(run_id, "interrupted")
+        raise RunInterrupted(run_id, len(jobs) - len(todo) + ran, len(jobs)) from None
+    except BaseException:
         store.set_status(run_id, "failed")
         raise
     stopped = None
@@ -195,3 +268,21 @@ def run_eval(
         stopped = f"cost limit reached: ${spent:.4f} spent of ${max_cost}; {len(todo) - ran} trial(s) not run"
     store.set_status(run_id, "stopped" if stopped else "complete")
     return EvalOutcome(run_id, resumed, len(jobs) - len(todo), ran, len(jobs), stopped)
+
+
+def _store(store: ResultsStore, run_id: str, record: TrialRecord) -> None:
+    """Commit one trial; a record that cannot be written as JSON (a value the rollout's checks
+    missed) is stored as that trial's harness error instead of ending the run."""
+    try:
+        store.add_trial(run_id, record)
+    except PydanticSerializationError as exc:
+        lost: dict[str, object] = {"opening": "", "steps": [], "grade": None, "reward": None}
+        unstorable = record.model_copy(
+            update={
+                **lost,
+                "status": "error",
+                "end_reason": "harness_error",
+                "error": f"the trial's record could not be stored: {exc}",
+            }
+        )
+        store.add_trial(run_id, unstorable)

@@ -8,15 +8,23 @@
         the action executes: a tool call on the sandbox, or a reply the user answers
     grade the final state against the expected state
 
-An agent's bad output is recorded and answered with an error observation; an exception raised by
-the policy's own code ends the trial as its failure (`agent_error`). Infrastructure errors and
+An agent's bad output is recorded and answered with an error observation. Whatever else an agent
+does wrong ends its trial, never the run: a policy or critic that raises (in `__init__` too), returns
+the wrong type or something that cannot be stored fails the trial (`agent_error`, scored 0); one
+that overruns its time limit ends it as `timeout` (scored 0). A simulated user that does so leaves
+the trial unscored (it is the environment, not the agent under test). Infrastructure errors and
 domain bugs mark the trial `error`: it is not scored.
+
+Every call into agent code goes through `_Trial._guarded`, on the trial's `AgentThread`, so the
+trial can stop waiting for it (see `castbench.runner.deadline`).
 """
 
 from __future__ import annotations
 
+import threading
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -33,16 +41,19 @@ from castbench.agents.conversation import (
     ToolResultTurn,
     Usage,
     UserTurn,
+    Verdict,
 )
+from castbench.agents.protocols import UserReply
 from castbench.agents.registry import AgentSpec
 from castbench.agents.views import CriticView, PolicyView, briefing_for, user_briefing_for
 from castbench.domain import Database, Domain, Task, ToolCrash
-from castbench.errors import FatalInfrastructureError, InfrastructureError
+from castbench.errors import AgentTimeout, FatalInfrastructureError, InfrastructureError
 from castbench.grading import grade_trial
 from castbench.grading.labeler import label_action
+from castbench.runner.deadline import AgentThread, Cancelled, TimeLimits
 from castbench.runner.records import EndReason, Proposal, StepRecord, StepTiming, TrialRecord
 
-__all__ = ["AgentSet", "Limits", "Verification", "run_trial"]
+__all__ = ["AgentSet", "Limits", "TimeLimits", "Verification", "run_trial"]
 
 _clock = time.perf_counter
 
@@ -68,8 +79,31 @@ class AgentSet:
     critic: AgentSpec | None = None
 
 
-class _AgentCrash(Exception):
-    """The policy's (or critic's) own code raised: the agent's failure, not the harness's."""
+class _TrialEnd(Exception):
+    """An agent ended the trial early: it raised, returned something unusable, or overran."""
+
+    def __init__(self, reason: EndReason, message: str, scored: bool = True) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.scored = scored
+
+
+def _storable(value: Any) -> str | None:
+    """Why `value` (an action, verdict or text) cannot be stored as JSON, or None when it can:
+    a lone surrogate (`"\\ud800"`, plausible from a real model) or an object that is no JSON."""
+    try:
+        if isinstance(value, str):
+            value.encode("utf-8")
+        elif isinstance(value, BaseModel):
+            value.model_dump_json()
+    except (ValueError, TypeError) as exc:  # UnicodeEncodeError, PydanticSerializationError
+        return str(exc).splitlines()[0]
+    return None
+
+
+def _names(expected: type | tuple[type, ...]) -> str:
+    kinds = expected if isinstance(expected, tuple) else (expected,)
+    return " or ".join(kind.__name__ for kind in kinds)
 
 
 def _in_scope(action: Action, scope: str, write_tools: frozenset[str]) -> bool:
@@ -88,6 +122,9 @@ class _Trial:
     seed: int
     trial_index: int
     traits: dict[str, str] | None = None
+    time_limits: TimeLimits = field(default_factory=TimeLimits)
+    stop: threading.Event | None = None
+    """Set when the run is interrupted: the trial is abandoned at its next agent call."""
     db: Database = field(init=False)
     conversation: list[Event] = field(default_factory=list)
     steps: list[StepRecord] = field(default_factory=list)
@@ -99,14 +136,15 @@ class _Trial:
 
     def __post_init__(self) -> None:
         self.db = self.domain.fresh_database()
-        privileged_policy = self.agents.policy.privileged
+        self.started = time.monotonic()
+        self.step_started = self.started
+        self.agent_thread = AgentThread(f"agents-{self.task.id}-{self.trial_index}", self.stop)
         self.policy_briefing = briefing_for(
-            self.domain, self.task, self.seed, self.trial_index, privileged_policy, self._state
+            self.domain, self.task, self.seed, self.trial_index, self.agents.policy.privileged, self._state
         )
-        self.policy: Any = self.agents.policy.create(self.policy_briefing)
-        self.critic: Any = None
+        self.critic_briefing: Any = None
         if self.agents.critic is not None and self.agents.critic.factory is not None:
-            critic_briefing = briefing_for(
+            self.critic_briefing = briefing_for(
                 self.domain,
                 self.task,
                 self.seed,
@@ -114,11 +152,62 @@ class _Trial:
                 self.agents.critic.privileged,
                 self._state,
             )
-            self.critic_briefing = critic_briefing
-            self.critic = self.agents.critic.create(critic_briefing)
-        self.user: Any = self.agents.user.create(
-            user_briefing_for(self.domain, self.task, self.seed, self.db, self.traits)
+        self.policy: Any = None
+        self.critic: Any = None
+        self.user: Any = None
+
+    def _create_agents(self) -> None:
+        """Agents are built inside the trial: a constructor that raises or hangs is that trial's
+        failure, like any other agent code."""
+        user_briefing = user_briefing_for(self.domain, self.task, self.seed, self.db, self.traits)
+        self.user = self._guarded("user", self.agents.user.create, user_briefing, what="creating the user")
+        self.policy = self._guarded(
+            "policy", self.agents.policy.create, self.policy_briefing, what="creating the policy"
         )
+        if self.critic_briefing is not None:
+            assert self.agents.critic is not None
+            self.critic = self._guarded(
+                "critic", self.agents.critic.create, self.critic_briefing, what="creating the critic"
+            )
+
+    def _deadline(self) -> tuple[float | None, str]:
+        """The nearer of the step's and the trial's deadline, and which limit it is."""
+        limits = self.time_limits
+        candidates = []
+        if limits.step_s is not None:
+            candidates.append((self.step_started + limits.step_s, f"step time limit ({limits.step_s:g} s)"))
+        if limits.trial_s is not None:
+            candidates.append((self.started + limits.trial_s, f"trial time limit ({limits.trial_s:g} s)"))
+        return min(candidates) if candidates else (None, "")
+
+    def _guarded(self, role: str, fn: Callable[..., Any], *args: Any, what: str) -> Any:
+        """Call agent code. Its exceptions and overruns end the trial: as the agent's failure for
+        the policy and critic; unscored for the simulated user (not the agent under test), and as
+        a harness error when that user is a built-in one (our bug)."""
+        deadline, limit = self._deadline()
+        try:
+            return self.agent_thread.call(fn, *args, deadline=deadline, what=what)
+        except (InfrastructureError, Cancelled):
+            raise
+        except AgentTimeout as exc:
+            message = f"{role} overran the {limit} while {what} at step {len(self.steps)}"
+            raise _TrialEnd("timeout", str(exc) if not limit else message, role != "user") from exc
+        except Exception as exc:
+            self._fail(role, f"{role} raised {exc!r} while {what}\n{traceback.format_exc()}")
+        raise AssertionError("unreachable")
+
+    def _fail(self, role: str, message: str) -> None:
+        if role != "user":
+            raise _TrialEnd("agent_error", message)
+        builtin = self.agents.user.kind == "builtin"
+        raise _TrialEnd("harness_error" if builtin else "agent_error", message, scored=False)
+
+    def _check(self, role: str, value: Any, expected: type | tuple[type, ...], what: str) -> None:
+        if not isinstance(value, expected):
+            self._fail(role, f"{role} returned {type(value).__name__} from {what}, not {_names(expected)}")
+        problem = _storable(value)
+        if problem is not None:
+            self._fail(role, f"{role} returned a {what} that cannot be stored ({problem}): {value!r:.300}")
 
     def _state(self) -> Database:
         """A copy of the true state for privileged agents (they can read it, not change it)."""
@@ -130,16 +219,13 @@ class _Trial:
 
     def _propose(self, conversation: tuple[Event, ...]) -> tuple[Action, float]:
         start = _clock()
-        try:
-            action = self.policy.propose(PolicyView(self.policy_briefing, conversation))
-        except InfrastructureError:
-            raise
-        except Exception as exc:
-            raise _AgentCrash(f"policy raised {exc!r}\n{traceback.format_exc()}") from exc
+        view = PolicyView(self.policy_briefing, conversation)
+        action = self._guarded("policy", self.policy.propose, view, what="proposing an action")
         if not isinstance(action, ToolCallAction | ReplyAction | MalformedAction):
             action = MalformedAction(
                 raw=repr(action)[:500], reason=f"policy returned {type(action).__name__}"
             )
+        self._check("policy", action, (ToolCallAction, ReplyAction, MalformedAction), "action")
         self._charge("policy", action.usage)
         return action, _clock() - start
 
@@ -160,12 +246,9 @@ class _Trial:
             ):
                 return proposals, action
             start = _clock()
-            try:
-                verdict = self.critic.verify(CriticView(self.critic_briefing, history, action))
-            except InfrastructureError:
-                raise
-            except Exception as exc:
-                raise _AgentCrash(f"critic raised {exc!r}\n{traceback.format_exc()}") from exc
+            view = CriticView(self.critic_briefing, history, action)
+            verdict = self._guarded("critic", self.critic.verify, view, what="verifying an action")
+            self._check("critic", verdict, Verdict, "verdict")
             proposal.critic_s = _clock() - start
             proposal.verdict = verdict
             timing.critic_s += proposal.critic_s
@@ -186,7 +269,9 @@ class _Trial:
         if isinstance(action, ReplyAction):
             self.replies.append(action.text)
             start = _clock()
-            reply = self.user.reply(action.text)
+            reply = self._guarded("user", self.user.reply, action.text, what="replying")
+            self._check("user", reply, UserReply, "reply")
+            self._check("user", reply.text, str, "reply text")
             timing.user_s += _clock() - start
             turn = UserTurn(text=reply.text)
             self.conversation += [AgentTurn(action=action), turn]
@@ -225,43 +310,53 @@ class _Trial:
         self.conversation += [AgentTurn(action=rejected.action, call_id=call_id), result]
         return result
 
-    def run(self) -> tuple[EndReason, str | None]:
+    def run(self) -> tuple[EndReason, str | None, bool]:
+        """How the trial ended, the error if any, and whether it is scored."""
         try:
-            self.opening = self.user.open()
-            self.conversation.append(UserTurn(text=self.opening))
-            while True:
-                if len(self.steps) >= self.limits.max_steps:
-                    return "max_steps", None
-                step_start = _clock()
-                timing = StepTiming()
-                index = len(self.steps)
-                proposals, action = self._decide(timing)
-                end: EndReason | None = None
-                if action is None:
-                    observation: Any = self._block(index, proposals)
-                else:
-                    observation, end = self._execute(index, action, timing)
-                timing.total_s = _clock() - step_start
-                self.steps.append(
-                    StepRecord(
-                        index=index,
-                        proposals=proposals,
-                        action=action,
-                        observation=observation,
-                        user_stop=end == "user_stop",
-                        timing=timing,
-                    )
-                )
-                if end is not None:
-                    return end, None
-        except _AgentCrash as exc:
-            return "agent_error", str(exc)
+            return (*self._converse(), True)
+        except _TrialEnd as end:
+            return end.reason, str(end), end.scored
         except FatalInfrastructureError:
             raise  # no trial can succeed: the engine stops the run
         except InfrastructureError as exc:
-            return "infra_error", str(exc)
+            return "infra_error", str(exc), False
         except ToolCrash as exc:
-            return "harness_error", str(exc)
+            return "harness_error", str(exc), False
+        finally:
+            self.agent_thread.close()
+
+    def _converse(self) -> tuple[EndReason, str | None]:
+        self._create_agents()
+        opening = self._guarded("user", self.user.open, what="opening")
+        self._check("user", opening, str, "opening")
+        self.opening = opening
+        self.conversation.append(UserTurn(text=self.opening))
+        while True:
+            if len(self.steps) >= self.limits.max_steps:
+                return "max_steps", None
+            self.step_started = time.monotonic()
+            step_start = _clock()
+            timing = StepTiming()
+            index = len(self.steps)
+            proposals, action = self._decide(timing)
+            end: EndReason | None = None
+            if action is None:
+                observation: Any = self._block(index, proposals)
+            else:
+                observation, end = self._execute(index, action, timing)
+            timing.total_s = _clock() - step_start
+            self.steps.append(
+                StepRecord(
+                    index=index,
+                    proposals=proposals,
+                    action=action,
+                    observation=observation,
+                    user_stop=end == "user_stop",
+                    timing=timing,
+                )
+            )
+            if end is not None:
+                return end, None
 
 
 def run_trial(
@@ -274,18 +369,31 @@ def run_trial(
     limits: Limits | None = None,
     verification: Verification | None = None,
     traits: dict[str, str] | None = None,
+    time_limits: TimeLimits | None = None,
+    stop: threading.Event | None = None,
 ) -> TrialRecord:
+    """One trial, start to grade. `Cancelled` when `stop` is set while an agent is at work (the
+    trial is then dropped)."""
     started = _clock()
     trial = _Trial(
-        domain, task, agents, limits or Limits(), verification or Verification(), seed, trial_index, traits
+        domain,
+        task,
+        agents,
+        limits or Limits(),
+        verification or Verification(),
+        seed,
+        trial_index,
+        traits,
+        time_limits or TimeLimits(),
+        stop,
     )
-    end_reason, error = trial.run()
+    end_reason, error, scored = trial.run()
     user_usage = getattr(trial.user, "usage", None)
     if isinstance(user_usage, Usage):
         trial.usage["user"] = user_usage
-    scored = end_reason not in ("infra_error", "harness_error")
+    scored = scored and end_reason not in ("infra_error", "harness_error")
     grade = None
-    if scored:
+    if scored and end_reason != "timeout":  # an abandoned agent may still be at work: no grade
         grade = grade_trial(
             task,
             trial.db,
@@ -303,7 +411,7 @@ def run_trial(
         trial_index=trial_index,
         seed=seed,
         status="scored" if scored else "error",
-        reward=grade.reward if grade is not None else None,
+        reward=grade.reward if grade is not None else (0.0 if scored else None),
         end_reason=end_reason,
         opening=trial.opening,
         steps=trial.steps,

@@ -3,9 +3,20 @@ and counted apart; the run goes on."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from castbench.api import evaluate
+from castbench.domain import load_domain
 from castbench.report.summary import summarize_run
 from castbench.runner.config import RunConfig
+from castbench.runner.deadline import TimeLimits
 from castbench.runner.records import TrialRecord
+from castbench.store import ResultsStore
 
 
 def _record(task: str, index: int, end: str, reward: float) -> TrialRecord:
@@ -28,3 +39,67 @@ def test_timed_out_trials_score_zero_and_are_counted_apart() -> None:
     report = summarize_run("r-x", config, records).domains["toy"]
     assert report.timed_out_trials == 1 and report.end_reasons["timeout"] == 1
     assert report.pass_hat[1] == 0.5 and report.incomplete_tasks == []
+
+
+HANG = "tests.core.hostile_agents:HostilePolicy?on_trial=0&mode="
+
+
+def _tasks(count: int = 2) -> list[str]:
+    return [task.id for task in load_domain("retail").tasks("test")[:count]]
+
+
+def _timed(tmp_path: Path, policy: str, limits: TimeLimits) -> tuple[float, list[TrialRecord]]:
+    db = f"sqlite:///{tmp_path / 'runs.db'}"
+    started = time.monotonic()
+    evaluate(domains="retail", tasks=_tasks(), trials=2, db=db, policy=policy, time_limits=limits)
+    elapsed = time.monotonic() - started
+    store = ResultsStore(db)
+    assert store.run("latest").status == "complete"
+    return elapsed, store.trials(store.run("latest").id)
+
+
+@pytest.mark.parametrize(
+    ("mode", "limits", "limit"),
+    [
+        ("hang", TimeLimits(step_s=0.5, trial_s=None), "step time limit (0.5 s)"),
+        ("hang_init", TimeLimits(step_s=0.5, trial_s=60), "step time limit (0.5 s)"),
+        ("slow&seconds=0.2", TimeLimits(step_s=5, trial_s=0.7), "trial time limit (0.7 s)"),
+    ],
+)
+def test_an_agent_past_its_time_limit_ends_its_trial_as_timeout(
+    tmp_path: Path, mode: str, limits: TimeLimits, limit: str
+) -> None:
+    elapsed, records = _timed(tmp_path, HANG + mode, limits)
+    assert elapsed < 30  # the hung calls (an hour each) were abandoned, not waited for
+    for record in records:
+        if record.trial_index == 0:
+            assert (record.status, record.end_reason, record.reward, record.grade) == (
+                "scored",
+                "timeout",
+                0.0,
+                None,
+            )
+            assert record.error is not None and limit in record.error and "policy overran" in record.error
+        else:
+            assert record.end_reason == "user_stop"
+
+
+def _castbench() -> str:
+    return str(Path(sys.executable).parent / "castbench")
+
+
+def _eval_command(db: Path, policy: str, *extra: str) -> list[str]:
+    tasks = ",".join(_tasks(6))
+    return [
+        *[_castbench(), "eval", "--domain", "retail", "--tasks", tasks, "--trials", "4", "--policy", policy],
+        *["--db", f"sqlite:///{db}", *extra],
+    ]
+
+
+def test_the_command_exits_despite_an_abandoned_agent(tmp_path: Path, repo_env: dict[str, str]) -> None:
+    command = _eval_command(
+        tmp_path / "runs.db", HANG + "hang", "--step-timeout", "0.5", "--concurrency", "2"
+    )
+    done = subprocess.run(command, cwd=tmp_path, env=repo_env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "timed out (scored 0)" in done.stdout

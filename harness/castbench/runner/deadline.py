@@ -1,0 +1,104 @@
+"""Waiting for an in-process agent with a deadline, and letting go of it.
+
+A Python thread cannot be killed, so an agent call that overruns is *abandoned*: it goes on
+running on its trial's daemon thread, its result is dropped, and the trial ends as `timeout`.
+That is safe because all the agent can reach (its views, the trial's private copy of the
+database) belongs to that trial alone, which is over; and a daemon thread never keeps the
+process alive at exit. Agents in their own process are killed by their transport instead.
+
+The same wait notices a run being interrupted (Ctrl-C): the trial is dropped, never stored half.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, Field
+
+from castbench.errors import AgentTimeout
+
+__all__ = ["AgentThread", "Cancelled", "TimeLimits"]
+
+T = TypeVar("T")
+
+_POLL_S = 0.1
+"""How often a wait looks at the run's stop flag."""
+
+
+class TimeLimits(BaseModel):
+    """Wall-clock limits on agents. Generous by default: a step may hold several model calls
+    (policy, critic rounds, user), each retried for minutes when a provider struggles."""
+
+    step_s: float | None = Field(900.0, gt=0, description="seconds per step (all its agent calls)")
+    trial_s: float | None = Field(3600.0, gt=0, description="seconds per trial")
+
+
+class Cancelled(Exception):
+    """The run is being interrupted: this trial is abandoned and not stored."""
+
+
+class _Call:
+    __slots__ = ("args", "done", "error", "fn", "value")
+
+    def __init__(self, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
+        self.fn, self.args = fn, args
+        self.done = threading.Event()
+        self.value: Any = None
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            self.value = self.fn(*self.args)
+        except BaseException as exc:  # handed to the waiting trial, which decides whose fault it is
+            self.error = exc
+        self.done.set()
+
+
+class AgentThread:
+    """One daemon thread per trial on which its agents' code runs, so the trial can stop waiting.
+
+    Calls run one at a time, in order, as they would on the trial's own thread."""
+
+    def __init__(self, name: str, stop: threading.Event | None = None) -> None:
+        self._name = name
+        self._stop = stop
+        self._jobs: queue.SimpleQueue[_Call | None] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+
+    def _serve(self) -> None:
+        while (job := self._jobs.get()) is not None:
+            job.run()
+
+    def call(self, fn: Callable[..., T], *args: Any, deadline: float | None = None, what: str = "") -> T:
+        """`fn(*args)` on the agent thread; `AgentTimeout` once `deadline` (a `time.monotonic()`
+        value) passes, `Cancelled` once the run's stop flag is set. `fn`'s own exception is
+        re-raised here with its traceback."""
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._serve, name=self._name, daemon=True)
+            self._thread.start()
+        job = _Call(fn, args)
+        self._jobs.put(job)
+        while not job.done.wait(self._slice(deadline)):
+            if self._stop is not None and self._stop.is_set():
+                raise Cancelled(f"run interrupted during {what}")
+            if deadline is not None and time.monotonic() >= deadline:
+                raise AgentTimeout(what)
+        if job.error is not None:
+            raise job.error
+        return job.value  # type: ignore[no-any-return]
+
+    def _slice(self, deadline: float | None) -> float | None:
+        if self._stop is None:
+            return None if deadline is None else max(0.0, deadline - time.monotonic())
+        if deadline is None:
+            return _POLL_S
+        return max(0.0, min(_POLL_S, deadline - time.monotonic()))
+
+    def close(self) -> None:
+        """Let the thread end after its current call (at once when idle)."""
+        if self._thread is not None:
+            self._jobs.put(None)
