@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from castbench.agents.registry import Role, builtin_agents
@@ -36,7 +37,8 @@ def _lister(role: Role) -> typer.Typer:
                     f"{name}={field.default} — {field.description}"
                     for name, field in agent.params.model_fields.items()
                 )
-            table.add_row(agent.name, "yes" if agent.privileged else "no", params or "–", agent.summary)
+            cells = (agent.name, "yes" if agent.privileged else "no", params or "–", agent.summary)
+            table.add_row(*map(escape, cells))
         console.print(table)
         console.print(_MORE[role])
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import sys
+from typing import Any, TextIO
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no price-map fetch at import
 
@@ -20,6 +22,7 @@ from castbench.cli import (  # noqa: E402
     serve_cmd,
     view_cmd,
 )
+from castbench.cli.errors import CastbenchGroup  # noqa: E402
 
 app = typer.Typer(
     name="castbench",
@@ -27,6 +30,7 @@ app = typer.Typer(
     no_args_is_help=True,
     rich_markup_mode="rich",
     pretty_exceptions_enable=False,
+    cls=CastbenchGroup,
 )
 app.command("eval")(eval_cmd.eval_command)
 app.add_typer(domains_cmd.domains_app, name="domains")
@@ -44,5 +48,38 @@ app.command("import")(export_cmd.import_command)
 app.command("serve")(serve_cmd.serve_command)
 
 
+class _PipeSafeStdout:
+    """stdout that goes quiet once its reader has left (`castbench ... | head`), as Unix tools do,
+    instead of raising `BrokenPipeError` in the middle of a run or at exit."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+        self._gone = False
+
+    def _leave(self) -> None:
+        self._gone = True
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, self._stream.fileno())  # what the interpreter flushes at exit goes nowhere
+
+    def write(self, text: str) -> int:
+        if not self._gone:
+            try:
+                return self._stream.write(text)
+            except BrokenPipeError:
+                self._leave()
+        return len(text)
+
+    def flush(self) -> None:
+        if not self._gone:
+            try:
+                self._stream.flush()
+            except BrokenPipeError:
+                self._leave()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
 def main() -> None:
+    sys.stdout = _PipeSafeStdout(sys.stdout)  # type: ignore[assignment]
     app()

@@ -6,7 +6,9 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
+from castbench.cli.errors import fail
 from castbench.cli.options import DbOption
 from castbench.compare import SourceError, comparability_problems, compare_runs, load_summary
 from castbench.compare.report import comparison_renderables
@@ -37,20 +39,15 @@ def compare_command(
     try:
         base, cand = load_summary(baseline, db), load_summary(candidate, db)
     except SourceError as exc:
-        console.print(f"[bold red]error:[/] {exc}")
-        raise typer.Exit(2) from exc
+        fail(exc)
     problems = comparability_problems(base, cand)
     if problems and not force:
-        console.print(
-            "[bold red]refusing to compare:[/] " + "; ".join(problems) + " (--force to compare anyway)"
-        )
-        raise typer.Exit(2)
+        fail("; ".join(problems) + " (--force to compare anyway)", label="refusing to compare")
     for problem in problems:
-        console.print(f"[bold yellow]warning (forced):[/] {problem}")
+        console.print(f"[bold yellow]warning (forced):[/] {escape(problem)}")
     try:
         comparison = compare_runs(base, cand, confidence=confidence)
     except ValueError as exc:
-        console.print(f"[bold red]error:[/] {exc}")
-        raise typer.Exit(2) from exc
+        fail(exc)
     for renderable in comparison_renderables(comparison):
         console.print(renderable)

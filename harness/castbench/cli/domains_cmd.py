@@ -6,8 +6,10 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
+from castbench.cli.errors import fail
 from castbench.cli.options import DomainOption, SplitOption
 from castbench.domain import resolve_domains
 from castbench.domain.validate import validate_domain
@@ -26,9 +28,8 @@ def list_domains() -> None:
     for domain in resolve_domains("all"):
         writes = sum(tool.writes for tool in domain.toolkit)
         splits = ", ".join(f"{split} {len(domain.tasks(split))}" for split in domain.splits)
-        table.add_row(
-            domain.name, domain.version, f"{len(domain.toolkit)} ({writes})", splits, domain.description
-        )
+        cells = (domain.name, domain.version, f"{len(domain.toolkit)} ({writes})", splits, domain.description)
+        table.add_row(*map(escape, cells))
     console.print(table)
 
 
@@ -40,12 +41,14 @@ def validate(domain: DomainOption = "all") -> None:
         report = validate_domain(item)
         counts = ", ".join(f"{split} {count}" for split, count in report.counts.items())
         if report.ok:
-            console.print(f"[green]✓[/] {report.domain} {report.version}: {counts} tasks valid")
+            console.print(f"[green]✓[/] {escape(f'{report.domain} {report.version}: {counts}')} tasks valid")
         else:
             failed = True
-            console.print(f"[red]✗[/] {report.domain} {report.version}: {len(report.problems)} problem(s)")
+            console.print(
+                f"[red]✗[/] {escape(f'{report.domain} {report.version}')}: {len(report.problems)} problem(s)"
+            )
             for problem in report.problems[:50]:
-                console.print(f"   {problem}")
+                console.print(f"   {escape(problem)}")
     raise typer.Exit(1 if failed else 0)
 
 
@@ -64,5 +67,23 @@ def list_tasks(
             if family and task.family != family:
                 continue
             writes = sum(item.toolkit.is_write(call.name) for call in task.actions)
-            table.add_row(task.id, task.family, task.outcome, str(writes), task.scenario.request[:80])
+            cells = (task.id, task.family, task.outcome, str(writes), task.scenario.request[:80])
+            table.add_row(*map(escape, cells))
     console.print(table)
+
+
+@tasks_app.command("show")
+def show_task(
+    task_id: Annotated[str, typer.Argument(help="The task's id, as `tasks list` shows it.")],
+    domain: DomainOption = "all",
+) -> None:
+    """One task in full, as stored: the user's scenario and hidden facts, the gold actions and the
+    grading checks (ground truth: for people reading it, never shown to agents)."""
+    for item in resolve_domains(domain):
+        for split in item.splits:
+            for task in item.tasks(split):
+                if task.id == task_id:
+                    console.print(f"{item.name} {item.version}, {split} split", markup=False)
+                    console.print_json(task.model_dump_json())
+                    return
+    fail(f"no task '{task_id}' in domain(s) {domain} (see `castbench tasks list`)")

@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -19,6 +20,7 @@ from rich.progress import (
 
 from castbench.agents.registry import AgentSpecError
 from castbench.api import EvalResult, evaluate
+from castbench.cli.errors import fail
 from castbench.cli.options import DbOption, DomainOption, SplitOption
 from castbench.domain import ExpectedStateError, TaskFileError
 from castbench.errors import InfrastructureError, RunInterrupted
@@ -148,7 +150,8 @@ def eval_command(
         f"domains {domain} ({split} split), policy {policy}, critic {critic}, user {user}, "
         f"{trials} trials, seed {seed}"
     )
-    console.print(("castbench eval on the offline defaults: " if defaults else "castbench eval: ") + what)
+    intro = "castbench eval on the offline defaults: " if defaults else "castbench eval: "
+    console.print(intro + what, markup=False)
     try:
         verification = Verification(rounds=rounds, on_exhausted=on_exhausted, scope=verify)  # type: ignore[arg-type]
     except ValueError as exc:
@@ -217,11 +220,9 @@ def eval_command(
             swept = {profile: run(profile).summary for profile in profiles}
             baseline = run(None).summary if profiles and traits else result.summary
     except (AgentSpecError, TaskFileError, ExpectedStateError, KeyError, ValueError) as exc:
-        console.print(f"[bold red]error:[/] {exc}")
-        raise typer.Exit(2) from exc
-    except InfrastructureError as exc:  # fatal: bad credentials, unknown model
-        console.print(f"[bold red]error:[/] {exc}\nfinished trials are kept; fix it and re-run to resume")
-        raise typer.Exit(2) from exc
+        fail(exc)
+    except InfrastructureError as exc:  # fatal: bad credentials, unknown model, server down
+        fail(f"{exc}\nfinished trials are kept; fix it and re-run the same command to resume")
     except RunInterrupted as exc:
         console.print(
             f"[yellow]interrupted:[/] run {exc.run_id} has {exc.stored} of {exc.total} trials stored "
@@ -229,23 +230,26 @@ def eval_command(
         )
         raise typer.Exit(130) from None
     outcome, summary = result.outcome, result.summary
+    sweep = trait_sweep(baseline, swept) if profiles else None
+    if sweep is not None:
+        summary = summary.model_copy(update={"trait_sweep": sweep})
+    if output is not None:  # first: a reader that leaves early (`| head`) must not cost the file
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.write_text(summary.model_dump_json(indent=2))
     verb = "resumed" if outcome.resumed else "stored"
     console.print(
-        f"run {outcome.run_id} {verb} in {db} ({outcome.ran} trials run, {outcome.already_done} reused)"
+        f"run {outcome.run_id} {verb} in {db} ({outcome.ran} trials run, {outcome.already_done} reused)",
+        markup=False,
     )
     print_summary(summary, console)
-    if profiles:
-        sweep = trait_sweep(baseline, swept)
+    if sweep is not None:
         console.print(sweep_table(sweep))
-        summary = summary.model_copy(update={"trait_sweep": sweep})
     if outcome.stopped:
-        console.print(f"[yellow]stopped:[/] {outcome.stopped}; re-run the same command to resume")
+        console.print(f"[yellow]stopped:[/] {escape(outcome.stopped)}; re-run the same command to resume")
+    if output is not None:
+        console.print(f"summary written to {output}", markup=False)
     if strict and (outcome.stopped or summary.overall.incomplete_tasks):
         incomplete = len(summary.overall.incomplete_tasks)
         why = "the run stopped early" if outcome.stopped else f"{incomplete} incomplete task(s)"
         console.print(f"[bold red]--strict:[/] {why}")
         raise typer.Exit(1)
-    if output is not None:
-        output.parent.mkdir(parents=True, exist_ok=True)
-        output.write_text(summary.model_dump_json(indent=2))
-        console.print(f"summary written to {output}")

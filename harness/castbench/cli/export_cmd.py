@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from castbench.cli.errors import fail
 from castbench.cli.options import DbOption
 from castbench.publish.archive import (
     EXPORT_SUFFIX,
@@ -33,11 +34,13 @@ def export_command(
     try:
         exported = export_run(ResultsStore(db), run)
     except ArchiveError as exc:
-        console.print(f"[bold red]error:[/] {exc}")
-        raise typer.Exit(2) from exc
+        fail(exc)
     target = out or Path("results") / f"{exported.run_id}{EXPORT_SUFFIX}"
     size = write_export(exported, target)
-    console.print(f"run {exported.run_id}: {len(exported.trials)} trials → {target} ({size / 1024:.0f} KiB)")
+    console.print(
+        f"run {exported.run_id}: {len(exported.trials)} trials → {target} ({size / 1024:.0f} KiB)",
+        markup=False,
+    )
 
 
 def import_command(
@@ -48,10 +51,10 @@ def import_command(
     try:
         outcome = import_run(ResultsStore(db), read_export(file))
     except ArchiveError as exc:
-        console.print(f"[bold red]error:[/] {exc}")
-        raise typer.Exit(2) from exc
+        fail(exc)
     verb = "created" if outcome.created_run else "already present,"
     console.print(
         f"run {outcome.run_id} {verb} in {db}: {outcome.added_trials} trials added, "
-        f"{outcome.already_present} already there"
+        f"{outcome.already_present} already there",
+        markup=False,
     )

@@ -13,6 +13,7 @@ import typer
 from rich.console import Console
 
 from castbench.cli.compare_cmd import ForceOption
+from castbench.cli.errors import fail
 from castbench.cli.options import DbOption
 from castbench.compare import (
     Check,
@@ -97,8 +98,7 @@ def gate_command(
             raise GateError("runs are not comparable: " + "; ".join(problems) + " (--force to gate anyway)")
         result = run_gate(base, cand, checks, level)
     except (GateError, SourceError) as exc:
-        console.print(f"[bold red]gate error (exit 2):[/] {exc}")
-        raise typer.Exit(2) from exc
+        fail(exc, label="gate error (exit 2)")
     console.print(gate_panel(result, policy))
     if markdown is not None:
         markdown.parent.mkdir(parents=True, exist_ok=True)

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from castbench.cli.errors import fail
 from castbench.publish.board import BoardError, Entry, board_path, load_board
 from castbench.publish.build import build_board
 from castbench.publish.rerun import rerun_entries
@@ -37,12 +38,11 @@ def build(
         if rerun:
 
             def report(entry: Entry, file: Path, size: int) -> None:
-                console.print(f"re-ran {entry.name}: {file} ({size / 1024:.0f} KiB)")
+                console.print(f"re-ran {entry.name}: {file} ({size / 1024:.0f} KiB)", markup=False)
 
             rerun_entries(spec, root, on_entry=report)
         target = out or path.parent / spec.name
         written = build_board(spec, root, target)
     except BoardError as exc:
-        console.print(f"[bold red]error:[/] {exc}")
-        raise typer.Exit(2) from exc
-    console.print(f"board {spec.name}: {len(written)} files written to {target}")
+        fail(exc)
+    console.print(f"board {spec.name}: {len(written)} files written to {target}", markup=False)

@@ -10,10 +10,11 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from castbench.cli.errors import fail
 from castbench.cli.options import DbOption
 from castbench.report import print_summary, print_trial, summarize_run
 from castbench.runner.records import TrialRecord
-from castbench.store import DEFAULT_DB, ResultsStore, StoreError
+from castbench.store import DEFAULT_DB, ResultsStore
 
 runs_app = typer.Typer(help="Stored runs.", no_args_is_help=True)
 console = Console()
@@ -81,18 +82,13 @@ def show_run(
 ) -> None:
     """Per-task successes, then failures with their state diff (or one task's trials in full)."""
     store = ResultsStore(db)
-    try:
-        row = store.run(run)
-    except StoreError as exc:
-        console.print(f"[bold red]error:[/] {exc}")
-        raise typer.Exit(2) from exc
+    row = store.run(run)
     config = store.config(row.id)
     records = store.trials(row.id)
     if task is not None:
         chosen = [r for r in records if r.task_id == task and (trial is None or r.trial_index == trial)]
         if not chosen:
-            console.print(f"[bold red]error:[/] run {row.id} has no trials of task '{task}'")
-            raise typer.Exit(2)
+            fail(f"run {row.id} has no trials of task '{task}'")
         for record in chosen:
             print_trial(record, console)
         return

@@ -9,7 +9,9 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
+from castbench.cli.errors import fail
 from castbench.models.serve import ServeError, ServeOptions, model_string, vllm_command, wait_until_ready
 
 console = Console()
@@ -41,27 +43,24 @@ def serve_command(
     try:
         command = vllm_command(options)
     except ServeError as exc:
-        console.print(f"[bold red]error:[/] {exc}")
-        raise typer.Exit(2) from exc
+        fail(exc)
     if dry_run:
         print(shlex.join(command))
         print(model_string(options))
         return
     if shutil.which("vllm") is None:
-        console.print(
-            "[bold red]error:[/] vllm is not installed here (on a GPU machine: pip install 'castbench[vllm]')"
-        )
-        raise typer.Exit(2)
-    console.print(f"starting: {shlex.join(command)}")
+        fail("vllm is not installed here (on a GPU machine: pip install 'castbench[vllm]')")
+    console.print(f"starting: {shlex.join(command)}", markup=False)
     process = subprocess.Popen(command)
     try:
         wait_until_ready(options.api_base, ready_timeout, process)
-        console.print(f"[green]ready[/]: use --policy '{model_string(options)}' (Ctrl-C stops the server)")
+        console.print(
+            f"[green]ready[/]: use --policy '{escape(model_string(options))}' (Ctrl-C stops the server)"
+        )
         process.wait()
     except ServeError as exc:
-        console.print(f"[bold red]error:[/] {exc}")
         process.terminate()
-        raise typer.Exit(1) from exc
+        fail(exc, code=1)
     except KeyboardInterrupt:
         process.terminate()
         process.wait()

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from castbench.cli.errors import fail
 from castbench.cli.options import DbOption
 from castbench.publish.archive import ArchiveError, is_export, read_export
 from castbench.store import DEFAULT_DB, ResultsStore, StoreError
@@ -38,12 +39,11 @@ def view_command(
     try:
         run_id, html = _page(run, db)
     except (StoreError, ArchiveError) as exc:
-        console.print(f"[bold red]error:[/] {exc}")
-        raise typer.Exit(2) from exc
+        fail(exc)
     if serve:
         server = page_server(html, port)
         url = f"http://127.0.0.1:{server.server_address[1]}/"
-        console.print(f"serving run {run_id} at {url} (Ctrl-C to stop)")
+        console.print(f"serving run {run_id} at {url} (Ctrl-C to stop)", markup=False)
         try:
             server.serve_forever()
         except KeyboardInterrupt:
@@ -54,4 +54,4 @@ def view_command(
     target = out or Path(f"{run_id}.html")
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(html, encoding="utf-8")
-    console.print(f"run {run_id}: {target} ({len(html.encode()) / 1024:.0f} KiB)")
+    console.print(f"run {run_id}: {target} ({len(html.encode()) / 1024:.0f} KiB)", markup=False)

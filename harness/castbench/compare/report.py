@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rich.console import RenderableType
+from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
@@ -28,8 +29,8 @@ def _tasks(ids: list[str]) -> str:
 
 def _domain(item: DomainComparison, confidence: float) -> list[RenderableType]:
     table = Table(
-        title=f"{item.domain}: {item.shared_tasks} shared tasks, "
-        f"candidate − baseline ({confidence:.0%} paired CI)",
+        title=escape(f"{item.domain}: {item.shared_tasks} shared tasks, ")
+        + f"candidate − baseline ({confidence:.0%} paired CI)",
         title_justify="left",
     )
     for column in ("metric", "baseline", "candidate", "difference", "interval", ""):
@@ -62,7 +63,7 @@ def _domain(item: DomainComparison, confidence: float) -> list[RenderableType]:
         if ids:
             out.append(Text(f"scored only in the {side} (left out): {_tasks(ids)}", "yellow"))
     if item.critic:
-        critic = Table(title=f"{item.domain}: critic (rates, no interval)", title_justify="left")
+        critic = Table(title=escape(f"{item.domain}: critic (rates, no interval)"), title_justify="left")
         for column in ("rate", "baseline", "candidate", "difference"):
             critic.add_column(column)
         for delta in item.critic:

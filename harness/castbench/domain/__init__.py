@@ -2,12 +2,19 @@
 
 from castbench.domain.database import Database, Record, RecordNotFound
 from castbench.domain.domain import Domain, DomainDataError, ExpectedStateError
-from castbench.domain.registry import available_domains, load_domain, register_domain, resolve_domains
+from castbench.domain.registry import (
+    UnknownDomainError,
+    available_domains,
+    load_domain,
+    register_domain,
+    resolve_domains,
+)
 from castbench.domain.rules import DomainRules, ObservedCall, RuleFinding
 from castbench.domain.task import DeviceStep, Fact, GradingSpec, Task, TaskFileError, ToolCall, UserScenario
 from castbench.domain.tools import Observation, Tool, ToolCrash, ToolError, Toolkit, read_tool, write_tool
 
 __all__ = [
+    "UnknownDomainError",
     "Database",
     "DeviceStep",
     "Domain",

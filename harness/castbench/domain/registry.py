@@ -8,11 +8,26 @@ from importlib.metadata import entry_points
 
 from castbench.domain.domain import Domain
 
-__all__ = ["ENTRY_POINT_GROUP", "available_domains", "load_domain", "register_domain", "resolve_domains"]
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "UnknownDomainError",
+    "available_domains",
+    "load_domain",
+    "register_domain",
+    "resolve_domains",
+]
 
 ENTRY_POINT_GROUP = "castbench.domains"
 
 _registered: dict[str, Domain] = {}
+
+
+class UnknownDomainError(KeyError):
+    """A domain name no installed package provides (a `KeyError`, as before, that reads as a
+    sentence rather than a quoted key)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
 
 
 def register_domain(domain: Domain) -> None:
@@ -36,7 +51,7 @@ def _load_entry_point(name: str) -> Domain:
     matches = [ep for ep in entry_points(group=ENTRY_POINT_GROUP) if ep.name == name]
     if not matches:
         known = ", ".join(available_domains()) or "none installed"
-        raise KeyError(f"unknown domain '{name}' (installed: {known})")
+        raise UnknownDomainError(f"unknown domain '{name}' (installed: {known})")
     domain = matches[0].load()
     if not isinstance(domain, Domain):
         raise TypeError(f"entry point {matches[0].value} for domain '{name}' is not a Domain")

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from castbench.report.critic_report import CriticReport
@@ -34,7 +35,7 @@ def reliability_table(summary: RunSummary) -> Table:
     table = Table(title=f"pass^k, 95% CI over tasks — run {summary.run_id}", title_justify="left")
     table.add_column("k", justify="right", style="bold")
     for name, report in columns:
-        table.add_column(f"{name} ({report.n_tasks} tasks)", justify="right")
+        table.add_column(escape(f"{name} ({report.n_tasks} tasks)"), justify="right")
     for k in _ks(n):
         table.add_row(
             f"pass^{k}",
@@ -53,7 +54,7 @@ def _details_table(summary: RunSummary) -> Table:
     table = Table(title="trials", title_justify="left")
     table.add_column("", style="bold")
     for name, _ in columns:
-        table.add_column(name, justify="right")
+        table.add_column(escape(name), justify="right")
     facts: list[tuple[str, Callable[[DomainReport], str]]] = [
         ("trials", lambda r: str(r.n_trials)),
         ("steps per trial", lambda r: f"{r.steps_mean:.1f}"),
@@ -83,16 +84,16 @@ def print_summary(summary: RunSummary, console: Console) -> None:
     if critic is not None:
         console.print(critic)
     for warning in summary.warnings:
-        console.print(f"[bold yellow]warning:[/] {warning}")
+        console.print(f"[bold yellow]warning:[/] {escape(warning)}")
 
 
 def print_trial(record: TrialRecord, console: Console) -> None:
     status = "[green]pass[/]" if record.passed else "[red]fail[/]"
     console.print(
-        f"[bold]{record.domain} {record.task_id} #{record.trial_index}[/] {status} "
+        f"[bold]{escape(record.domain)} {escape(record.task_id)} #{record.trial_index}[/] {status} "
         f"end={record.end_reason} steps={len(record.steps)} seed={record.seed}"
     )
-    console.print(f"  [cyan]user[/]: {record.opening}")
+    console.print(f"  [cyan]user[/]: {escape(record.opening)}")
     for step in record.steps:
         for proposal in step.proposals:
             if proposal.verdict is None and len(step.proposals) == 1:
@@ -100,13 +101,12 @@ def print_trial(record: TrialRecord, console: Console) -> None:
             verdict = proposal.verdict
             label = f" label={proposal.label.label}" if proposal.label else ""
             judged = f"{verdict.verdict} ({verdict.failure_type}) {verdict.explanation}" if verdict else "–"
-            console.print(
-                f"    [dim]round {proposal.round}: {_show(proposal.action)} → critic {judged}{label}[/]"
-            )
+            shown = escape(f"{_show(proposal.action)} → critic {judged}{label}")
+            console.print(f"    [dim]round {proposal.round}: {shown}[/]")
         if step.action is None:
             console.print("  [magenta]blocked[/] by the critic")
         else:
-            console.print(f"  [magenta]agent[/]: {_show(step.action)}")
+            console.print(f"  [magenta]agent[/]: {escape(_show(step.action))}")
         observation = step.observation
         if observation is not None:
             who = (
@@ -115,18 +115,19 @@ def print_trial(record: TrialRecord, console: Console) -> None:
                 else ("tool!" if getattr(observation, "error", False) else "tool")
             )
             text = observation.text if observation.role == "user" else observation.content
-            console.print(f"  [cyan]{who}[/]: {text[:300]}")
+            console.print(f"  [cyan]{who}[/]: {escape(text[:300])}")
     if record.grade is not None and record.grade.diff:
         diff = Table(title="state diff (expected vs got)", title_justify="left")
         for column in ("table", "key", "field", "expected", "got"):
             diff.add_column(column)
         for item in record.grade.diff[:40]:
-            diff.add_row(item.table, item.key, item.field, repr(item.expected), repr(item.got))
+            cells = (item.table, item.key, item.field, repr(item.expected), repr(item.got))
+            diff.add_row(*map(escape, cells))
         console.print(diff)
     if record.grade is not None and record.grade.missing_outputs:
-        console.print(f"  missing outputs: {record.grade.missing_outputs}")
+        console.print(f"  missing outputs: {escape(str(record.grade.missing_outputs))}")
     if record.error:
-        console.print(f"  [red]error[/]: {record.error.splitlines()[0]}")
+        console.print(f"  [red]error[/]: {escape(record.error.splitlines()[0])}")
 
 
 def _show(action: object) -> str:
@@ -150,10 +151,10 @@ def critic_table(summary: RunSummary) -> Table | None:
         return None
     if len(columns) > 1 and summary.overall.critic is not None:
         columns.append(("overall", summary.overall.critic))
-    table = Table(title=f"critic {summary.config.get('critic')}", title_justify="left")
+    table = Table(title=escape(f"critic {summary.config.get('critic')}"), title_justify="left")
     table.add_column("", style="bold")
     for name, _ in columns:
-        table.add_column(name, justify="right")
+        table.add_column(escape(name), justify="right")
     rows: list[tuple[str, Callable[[CriticReport], str]]] = [
         ("verified actions", lambda c: str(c.n_verified)),
         ("labels unknown", lambda c: str(c.unknown)),

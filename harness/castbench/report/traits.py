@@ -4,6 +4,7 @@ baseline, as τ-Trait reports it (the drop in pass^k per trait)."""
 from __future__ import annotations
 
 from pydantic import BaseModel
+from rich.markup import escape
 from rich.table import Table
 
 from castbench.report.summary import RunSummary
@@ -51,7 +52,7 @@ def sweep_table(sweep: TraitSweep) -> Table:
     table.add_row("(none)", *[cell for k in shown for cell in (f"{sweep.baseline[k]:.3f}", "")])
     for profile, result in sweep.profiles.items():
         table.add_row(
-            profile,
+            escape(profile),
             *[cell for k in shown for cell in (f"{result.pass_hat[k]:.3f}", f"{-result.drop[k]:+.3f}")],
         )
     return table

@@ -19,6 +19,7 @@ from sqlmodel import Session, SQLModel, col, create_engine, select
 
 from castbench.runner.config import RunConfig
 from castbench.runner.records import TrialRecord
+from castbench.store.connect import db_url, plain_db_errors
 from castbench.store.tables import RunRow, TrialRow
 
 __all__ = ["DEFAULT_DB", "ResultsStore", "StoreError", "TrialKey"]
@@ -80,21 +81,26 @@ def _sqlite_pragmas(engine: Engine) -> None:
 
 class ResultsStore:
     def __init__(self, url: str = DEFAULT_DB) -> None:
-        if url.startswith("sqlite:///") and not url.startswith("sqlite:///:memory:"):
-            Path(url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
+        """`url`: a SQLAlchemy URL or a plain path to a SQLite file. `StoreError` (one line that
+        names the problem and the fix) when it cannot be opened."""
+        url = db_url(url)
         self.url = url
-        self.engine = create_engine(url)
         self._sqlite = url.startswith("sqlite")
-        if self._sqlite:
-            _sqlite_pragmas(self.engine)
-        SQLModel.metadata.create_all(self.engine)
+        with plain_db_errors(url, StoreError):
+            if url.startswith("sqlite:///") and not url.startswith("sqlite:///:memory:"):
+                path = url.removeprefix("sqlite:///").split("?", 1)[0].removeprefix("file:")
+                Path(path).parent.mkdir(parents=True, exist_ok=True)
+            self.engine = create_engine(url)
+            if self._sqlite:
+                _sqlite_pragmas(self.engine)
+            SQLModel.metadata.create_all(self.engine)
 
     # -- runs ------------------------------------------------------------------------------
     def open_run(self, config: RunConfig, meta: dict[str, Any], fresh: bool = False) -> tuple[str, bool]:
         """The run for this config: the latest one with the same hash (resumed) unless `fresh`.
         Returns (run id, resumed)."""
         digest = config.config_hash()
-        with Session(self.engine) as session:
+        with plain_db_errors(self.url, StoreError), Session(self.engine) as session:
             existing = session.exec(
                 select(RunRow).where(RunRow.config_hash == digest).order_by(RunRow.created)  # type: ignore[arg-type]
             ).all()
@@ -114,7 +120,7 @@ class ResultsStore:
         return run_id, False
 
     def set_status(self, run_id: str, status: str) -> None:
-        with Session(self.engine) as session:
+        with plain_db_errors(self.url, StoreError), Session(self.engine) as session:
             row = session.get(RunRow, run_id)
             if row is None:
                 raise StoreError(f"no run '{run_id}' in {self.url}")

@@ -1,0 +1,65 @@
+"""Reading `--db`: a URL or a plain file path, and what to tell the user when it cannot be used.
+
+Every problem with the results database (a read-only file or directory, a file that is not a
+database, a server that does not answer, a driver that is not installed) becomes one sentence that
+names the problem and the fix, instead of a SQLAlchemy traceback.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError, NoSuchModuleError, SQLAlchemyError
+
+__all__ = ["db_url", "describe_db_error", "plain_db_errors"]
+
+_DRIVERS = {
+    "postgresql": "pip install 'psycopg[binary]'",
+    "mysql": "pip install mysqlclient",
+}
+
+
+def db_url(db: str) -> str:
+    """`--db` as a SQLAlchemy URL: a plain path (`results/runs.db`) means a SQLite file."""
+    return db if "://" in db else f"sqlite:///{db}"
+
+
+def _shown(url: str) -> str:
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except ArgumentError:
+        return url
+
+
+def describe_db_error(url: str, exc: BaseException) -> str:
+    """One line: which database, what is wrong, what to do."""
+    where = f"--db {_shown(url)}"
+    text = str(getattr(exc, "orig", None) or exc).splitlines()[0] if str(exc) else type(exc).__name__
+    lowered = text.lower()
+    sqlite = url.startswith("sqlite")
+    if isinstance(exc, ImportError | NoSuchModuleError):
+        backend = url.split(":", 1)[0].split("+", 1)[0]
+        install = _DRIVERS.get(backend, "install the SQLAlchemy driver it names")
+        return f"{where}: the database driver is not installed ({text}); {install}, or use a SQLite file path"
+    if isinstance(exc, ArgumentError):
+        return (
+            f"{where}: not a database URL ({text}); give a file path or a URL like sqlite:///results/runs.db"
+        )
+    if "not a database" in lowered or "encrypted" in lowered:
+        return f"{where}: the file is not a SQLite database; point --db at a results database or a new file"
+    if "readonly" in lowered or "read-only" in lowered or isinstance(exc, PermissionError):
+        return f"{where}: the database or its directory is read-only ({text}); use a writable location"
+    if sqlite:
+        return f"{where}: cannot open or create the database file ({text}); check that its folder is writable"
+    return f"{where}: cannot reach the database server ({text}); start it or fix the URL"
+
+
+@contextmanager
+def plain_db_errors(url: str, error: type[Exception]) -> Iterator[None]:
+    """Re-raise database, driver and file-system errors as `error(describe_db_error(...))`."""
+    try:
+        yield
+    except (SQLAlchemyError, ImportError, OSError) as exc:
+        raise error(describe_db_error(url, exc)) from exc
