@@ -222,7 +222,7 @@ def eval_command(
     except (AgentSpecError, TaskFileError, ExpectedStateError, KeyError, ValueError) as exc:
         fail(exc)
     except InfrastructureError as exc:  # fatal: bad credentials, unknown model, server down
-        fail(f"{exc}\nfinished trials are kept; fix it and re-run the same command to resume")
+        fail(f"{exc}\nfinished trials are kept; fix it and re-run to resume")
     except RunInterrupted as exc:
         console.print(
             f"[yellow]interrupted:[/] run {exc.run_id} has {exc.stored} of {exc.total} trials stored "
