@@ -1,28 +1,121 @@
-"""The `castbench` command line: a thin layer over `castbench.api` and the store."""
+"""The `castbench` command line: a thin layer over `castbench.api` and the store.
+
+Commands are imported only when used: `castbench --help` lists them from the table below without
+importing any of them, and `castbench eval` loads what eval needs (the store, the runner, the
+metrics), not the viewer, the leaderboard builder or litellm. `tests/cli/test_cli_lazy.py` checks
+that the table's one-line help matches each command's own.
+"""
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
-from typing import Any, TextIO
+from typing import Any, NamedTuple, TextIO
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no price-map fetch at import
 
 import typer  # noqa: E402
+from typer import _click as click  # noqa: E402  typer's own copy of click, the one its groups use
+from typer.core import TyperCommand  # noqa: E402
 
-from castbench.cli import (  # noqa: E402
-    agents_cmd,
-    compare_cmd,
-    domains_cmd,
-    eval_cmd,
-    export_cmd,
-    gate_cmd,
-    leaderboard_cmd,
-    runs_cmd,
-    serve_cmd,
-    view_cmd,
-)
 from castbench.cli.errors import CastbenchGroup  # noqa: E402
+
+__all__ = ["COMMANDS", "LazyCommand", "app", "main"]
+
+
+class CommandEntry(NamedTuple):
+    target: str
+    """`module:attribute`, a command function or a `typer.Typer` sub-app."""
+    help: str
+    """The start of its own help (`...` where cut), shown by `castbench --help`."""
+
+
+COMMANDS: dict[str, CommandEntry] = {
+    "eval": CommandEntry(
+        "castbench.cli.eval_cmd:eval_command",
+        "Run every selected task n times and report pass^k. Re-running resumes the same run.",
+    ),
+    "domains": CommandEntry("castbench.cli.domains_cmd:domains_app", "Installed domains."),
+    "tasks": CommandEntry("castbench.cli.domains_cmd:tasks_app", "Tasks of the installed domains."),
+    "runs": CommandEntry("castbench.cli.runs_cmd:runs_app", "Stored runs."),
+    "policies": CommandEntry("castbench.cli.agents_cmd:policies_app", "Built-in policies."),
+    "critics": CommandEntry("castbench.cli.agents_cmd:critics_app", "Built-in critics."),
+    "users": CommandEntry("castbench.cli.agents_cmd:users_app", "Built-in users."),
+    "compare": CommandEntry(
+        "castbench.cli.compare_cmd:compare_command",
+        "Difference in pass^k per domain on the tasks both runs scored (candidate − baseline), ...",
+    ),
+    "gate": CommandEntry(
+        "castbench.cli.gate_cmd:gate_command",
+        "PASS, FAIL or UNDECIDED for each check, from the paired bootstrap interval of ...",
+    ),
+    "leaderboard": CommandEntry(
+        "castbench.cli.leaderboard_cmd:leaderboard_app", "Leaderboards built from exported runs."
+    ),
+    "view": CommandEntry(
+        "castbench.cli.view_cmd:view_command",
+        "Tasks with their trials as pass/fail marks; click one for its conversation step by step, ...",
+    ),
+    "export": CommandEntry(
+        "castbench.cli.export_cmd:export_command",
+        "Write a run (config, meta and every trial record) as one compressed, portable file.",
+    ),
+    "import": CommandEntry(
+        "castbench.cli.export_cmd:import_command",
+        "Load an exported run into a database; importing it again adds nothing.",
+    ),
+    "serve": CommandEntry(
+        "castbench.cli.serve_cmd:serve_command",
+        "Serve MODEL with vLLM (tool calling on), wait until it answers, print the --policy string.",
+    ),
+}
+
+
+def load_command(name: str, entry: CommandEntry) -> click.Command:
+    """Import the command's module and build its click command (the one `typer` would build)."""
+    module, attribute = entry.target.split(":")
+    target: Any = getattr(importlib.import_module(module), attribute)
+    if isinstance(target, typer.Typer):
+        command: click.Command = typer.main.get_group(target)  # a group even with one command
+    else:
+        single = typer.Typer(pretty_exceptions_enable=False, rich_markup_mode="rich")
+        single.command(name)(target)
+        command = typer.main.get_command(single)
+    command.name = name
+    return command
+
+
+class LazyCommand(TyperCommand):
+    """A command's name and one-line help until it runs: then its module is imported and the
+    real command parses the arguments (`--help` included)."""
+
+    def __init__(self, name: str, entry: CommandEntry) -> None:
+        super().__init__(name, help=entry.help, short_help=entry.help)
+        self.entry = entry
+        self._real: click.Command | None = None
+
+    @property
+    def real(self) -> click.Command:
+        if self._real is None:
+            self._real = load_command(self.name or "", self.entry)
+        return self._real
+
+    def make_context(
+        self, info_name: str | None, args: list[str], parent: click.Context | None = None, **extra: Any
+    ) -> click.Context:
+        return self.real.make_context(info_name, args, parent=parent, **extra)
+
+
+class LazyGroup(CastbenchGroup):
+    def __init__(self, **attrs: Any) -> None:
+        super().__init__(**attrs)
+        for name, entry in COMMANDS.items():
+            self.commands.setdefault(name, LazyCommand(name, entry))
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(self.commands)
+
 
 app = typer.Typer(
     name="castbench",
@@ -30,22 +123,13 @@ app = typer.Typer(
     no_args_is_help=True,
     rich_markup_mode="rich",
     pretty_exceptions_enable=False,
-    cls=CastbenchGroup,
+    cls=LazyGroup,
 )
-app.command("eval")(eval_cmd.eval_command)
-app.add_typer(domains_cmd.domains_app, name="domains")
-app.add_typer(domains_cmd.tasks_app, name="tasks")
-app.add_typer(runs_cmd.runs_app, name="runs")
-app.add_typer(agents_cmd.policies_app, name="policies")
-app.add_typer(agents_cmd.critics_app, name="critics")
-app.add_typer(agents_cmd.users_app, name="users")
-app.command("compare")(compare_cmd.compare_command)
-app.command("gate")(gate_cmd.gate_command)
-app.add_typer(leaderboard_cmd.leaderboard_app, name="leaderboard")
-app.command("view")(view_cmd.view_command)
-app.command("export")(export_cmd.export_command)
-app.command("import")(export_cmd.import_command)
-app.command("serve")(serve_cmd.serve_command)
+
+
+@app.callback()
+def _root() -> None:
+    """Makes `app` a group even before any command is loaded."""
 
 
 class _PipeSafeStdout:

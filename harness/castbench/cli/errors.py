@@ -15,20 +15,25 @@ from rich.console import Console
 from rich.markup import escape
 from typer.core import TyperGroup
 
-from castbench.agents.registry import AgentSpecError
-from castbench.domain import DomainDataError, ExpectedStateError, TaskFileError, UnknownDomainError
-from castbench.store import StoreError
+__all__ = ["CastbenchGroup", "fail", "user_errors"]
 
-__all__ = ["USER_ERRORS", "CastbenchGroup", "fail"]
 
-USER_ERRORS: tuple[type[Exception], ...] = (
-    AgentSpecError,
-    DomainDataError,
-    ExpectedStateError,
-    StoreError,
-    TaskFileError,
-    UnknownDomainError,
-)
+def user_errors() -> tuple[type[Exception], ...]:
+    """The errors of input. Imported when a command fails, not at start-up: the store and the
+    domains are slow to import and `castbench --help` needs neither."""
+    from castbench.agents.registry import AgentSpecError
+    from castbench.domain import DomainDataError, ExpectedStateError, TaskFileError, UnknownDomainError
+    from castbench.store import StoreError
+
+    return (
+        AgentSpecError,
+        DomainDataError,
+        ExpectedStateError,
+        StoreError,
+        TaskFileError,
+        UnknownDomainError,
+    )
+
 
 _stderr = Console(stderr=True)
 
@@ -46,5 +51,7 @@ class CastbenchGroup(TyperGroup):
     def invoke(self, ctx: Any) -> Any:
         try:
             return super().invoke(ctx)
-        except USER_ERRORS as exc:
-            fail(exc)
+        except Exception as exc:
+            if isinstance(exc, user_errors()):
+                fail(exc)
+            raise

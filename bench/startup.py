@@ -1,0 +1,93 @@
+"""Start-up cost of the command line: `python bench/startup.py [--repeat 5]`.
+
+For each command it runs a fresh interpreter with `-X importtime`, runs the command in it and
+prints the import time (the sum of every module's own import time, as Python measures it), the
+heavy packages it loaded and the whole process's wall time; the median of `--repeat` runs.
+The last row imports every command module at once: what `castbench --help` cost when the command
+line loaded them all eagerly. Results go to a temporary database. No asserts: it reports.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from castbench.cli.app import COMMANDS
+
+HEAVY = ("litellm", "openai", "pandas", "scipy", "jinja2", "sqlalchemy", "sqlmodel", "numpy")
+
+_RUN = """
+import json, sys
+from castbench.cli.app import main
+sys.argv = ["castbench", *json.loads(sys.argv[1])]
+try:
+    main()
+except SystemExit:
+    pass
+print("LOADED=" + json.dumps(sorted({m.split('.')[0] for m in sys.modules} & set(%r))))
+"""
+_EAGER = (
+    "import sys, json\n"
+    + "".join(sorted({f"import {entry.target.split(':')[0]}\n" for entry in COMMANDS.values()}))
+    + "print('LOADED=' + json.dumps(sorted({m.split('.')[0] for m in sys.modules} & set(%r))))\n"
+)
+
+
+def _measure(code: str, args: list[str], env: dict[str, str], cwd: str) -> tuple[float, float, list[str]]:
+    """(import seconds, wall seconds, heavy packages loaded) of one fresh interpreter."""
+    started = time.perf_counter()
+    result = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", code % (HEAVY,), json.dumps(args)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd,
+        timeout=300,
+    )
+    wall = time.perf_counter() - started
+    imports_us = 0
+    for line in result.stderr.splitlines():
+        if line.startswith("import time:") and "self [us]" not in line:
+            imports_us += int(line.split(":", 1)[1].split("|")[0])
+    loaded = next(
+        (json.loads(line[7:]) for line in result.stdout.splitlines() if line.startswith("LOADED=")), ["?"]
+    )
+    return imports_us / 1e6, wall, loaded
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--repeat", type=int, default=5)
+    options = parser.parse_args()
+    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "COLUMNS": "120"}
+    with tempfile.TemporaryDirectory() as scratch:
+        db = f"sqlite:///{Path(scratch) / 'startup.db'}"
+        cases = [
+            ("castbench --help", _RUN, ["--help"]),
+            ("castbench eval --help", _RUN, ["eval", "--help"]),
+            (
+                "castbench eval (oracle, 1 trial)",
+                _RUN,
+                ["eval", "--domain", "retail", "--tasks", "retail-test-0001", "--policy", "oracle"]
+                + ["--trials", "1", "--fresh", "--db", db],
+            ),
+            ("every command module (the old eager CLI)", _EAGER, []),
+        ]
+        print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, median of {options.repeat} runs")
+        print(f"{'command':44} {'imports s':>10} {'wall s':>8}  heavy packages loaded")
+        for label, code, args in cases:
+            runs = [_measure(code, args, env, scratch) for _ in range(options.repeat)]
+            imports = statistics.median(run[0] for run in runs)
+            wall = statistics.median(run[1] for run in runs)
+            print(f"{label:44} {imports:10.3f} {wall:8.3f}  {', '.join(runs[-1][2]) or '-'}")
+
+
+if __name__ == "__main__":
+    main()
