@@ -80,10 +80,12 @@ def build_config(
     models_config: str | Path | dict[str, dict[str, Any]] | None = None,
     api_base: str | None = None,
     cache_dir: str | None = None,
+    concurrency: int | None = None,
 ) -> tuple[RunConfig, AgentSet]:
     """`models_config` (a TOML/JSON file or its parsed tables) and `api_base` set model roles'
     settings (see `castbench.models.settings`); they are recorded in `extra["models"]`.
-    `cache_dir` caches model answers and is not part of the run's identity."""
+    `cache_dir` caches model answers and `concurrency` (trials at once) sizes the model servers'
+    default limits; neither is part of the run's identity."""
     resolved = resolve_domains(domains)
     layers = load_models_config(models_config) if isinstance(models_config, str | Path) else models_config
     models: dict[str, Any] = {}
@@ -91,7 +93,7 @@ def build_config(
     def configured(agent: AgentSpec) -> AgentSpec:
         if agent.kind != "model":
             return agent
-        agent, models[agent.role] = configure_model_agent(agent, layers, api_base, cache_dir)
+        agent, models[agent.role] = configure_model_agent(agent, layers, api_base, cache_dir, concurrency)
         return agent
 
     specs = AgentSet(policy=configured(_resolve("policy", policy)), user=configured(_resolve("user", user)))
@@ -148,7 +150,7 @@ def evaluate(
     time_limits = time_limits or TimeLimits()
 
     def run(options: dict[str, Any]) -> tuple[RunConfig, EvalOutcome]:
-        config, agents = build_config(**options)
+        config, agents = build_config(**options, concurrency=concurrency)
         outcome = run_eval(
             config,
             agents,

@@ -105,3 +105,14 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     yield api_base
     process.terminate()
     process.wait(timeout=30)
+
+
+@pytest.fixture(autouse=True)
+def _custom_openai_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CUSTOM_OPENAI_API_KEY", "unused")
+
+
+def litellm_path_key(model: str) -> dict[str, str]:
+    """The tests that take litellm's path to the fault server use its `custom_openai` provider,
+    which insists on a key (the server ignores keys): these settings name one."""
+    return {"api_key_env": "CUSTOM_OPENAI_API_KEY"} if model.startswith("custom_openai/") else {}

@@ -13,6 +13,7 @@ import pytest
 
 from castbench.models.client import ModelClient, TrialKey
 from castbench.models.settings import ModelSettings
+from tests.models.conftest import litellm_path_key as _key
 from tests.models.fault_server import FaultServer
 
 HELLO = [{"role": "user", "content": "hello"}]
@@ -25,10 +26,19 @@ def _echo(body: dict[str, Any]) -> dict[str, Any]:
 FIRST_TRIAL = TrialKey(1, 0)
 
 
+PATHS = pytest.mark.parametrize("path", ["openai/echo", "custom_openai/echo"], ids=["lean", "litellm"])
+
+
 def _client(
-    server: FaultServer, trial: TrialKey = FIRST_TRIAL, role: str = "policy", **settings: Any
+    server: FaultServer,
+    trial: TrialKey = FIRST_TRIAL,
+    role: str = "policy",
+    path: str = "openai/echo",
+    **settings: Any,
 ) -> ModelClient:
-    return ModelClient(ModelSettings(model="openai/echo", api_base=server.base_url, **settings), role, trial)
+    return ModelClient(
+        ModelSettings(model=path, api_base=server.base_url, **_key(path), **settings), role, trial
+    )
 
 
 def test_the_cache_answers_repeats_but_never_merges_trials(
@@ -63,7 +73,10 @@ def test_provider_seeds_differ_per_trial_and_repeat_per_trial(
     assert _client(server).complete(HELLO).text == "seed None"  # no seed unless asked
 
 
-def test_calls_to_one_server_share_a_concurrency_limit(fault_server: Callable[..., FaultServer]) -> None:
+@PATHS
+def test_calls_to_one_server_share_a_concurrency_limit(
+    path: str, fault_server: Callable[..., FaultServer]
+) -> None:
     in_flight, peak, lock = 0, 0, threading.Lock()
 
     def slow(body: dict[str, Any]) -> dict[str, Any]:
@@ -79,12 +92,30 @@ def test_calls_to_one_server_share_a_concurrency_limit(fault_server: Callable[..
     server = fault_server(slow)
     roles = ["policy", "critic", "user"] * 3
     with ThreadPoolExecutor(max_workers=9) as pool:
-        list(pool.map(lambda role: _client(server, role=role, max_concurrency=2).complete(HELLO), roles))
+        list(
+            pool.map(
+                lambda role: _client(server, role=role, path=path, max_concurrency=2).complete(HELLO), roles
+            )
+        )
     assert server.requests == 9 and peak == 2
 
 
-def test_a_price_given_for_an_unknown_model_is_charged(fault_server: Callable[..., FaultServer]) -> None:
+@PATHS
+def test_a_price_given_for_an_unknown_model_is_charged(
+    path: str, fault_server: Callable[..., FaultServer]
+) -> None:
     server = fault_server(_echo)
-    usage = _client(server, input_cost_per_token=0.001, output_cost_per_token=0.002).complete(HELLO).usage
+    priced = _client(server, path=path, input_cost_per_token=0.001, output_cost_per_token=0.002)
+    usage = priced.complete(HELLO).usage
     assert usage.cost == pytest.approx(0.001 * usage.input_tokens + 0.002 * usage.output_tokens)
-    assert _client(server).complete(HELLO).usage.cost is None  # a local model without a price
+    assert _client(server, path=path).complete(HELLO).usage.cost is None  # a local model without a price
+    assert "input_cost_per_token" not in server.bodies[-2]  # castbench's setting, not the server's
+
+
+def test_a_known_model_behind_an_api_base_is_priced_from_litellms_map(
+    fault_server: Callable[..., FaultServer],
+) -> None:
+    server = fault_server(_echo)
+    usage = _client(server, path="openai/gpt-4o-mini").complete(HELLO).usage
+    assert usage.cost is not None and usage.cost > 0
+    assert server.bodies[-1]["model"] == "gpt-4o-mini"  # the provider prefix is castbench's, not the server's

@@ -1,5 +1,6 @@
-"""Provider errors through the real litellm client: rate limits wait as asked, transient errors
-are retried with backoff, permanent and auth errors are not, and every call is bounded."""
+"""Provider errors through both model paths (the lean client for OpenAI-compatible servers, and
+litellm for the rest, here its `custom_openai` provider): rate limits wait as asked, transient
+errors are retried with backoff, permanent and auth errors are not, and every call is bounded."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from castbench.errors import FatalInfrastructureError, InfrastructureError
 from castbench.models.client import ModelClient, TrialKey
 from castbench.models.retry import RetryPolicy, call_with_retries, classify, retry_after_s
 from castbench.models.settings import ModelSettings
+from tests.models.conftest import litellm_path_key as _key
 from tests.models.fault_server import FaultServer
 
 HELLO = [{"role": "user", "content": "hello"}]
@@ -23,15 +25,18 @@ def _echo(body: dict[str, object]) -> dict[str, object]:
     return {"content": "hi"}
 
 
-def _client(server: FaultServer, **settings: object) -> ModelClient:
+PATHS = pytest.mark.parametrize("path", ["openai/echo", "custom_openai/echo"], ids=["lean", "litellm"])
+
+
+def _client(server: FaultServer, path: str, **settings: object) -> ModelClient:
     defaults = {"timeout": 0.3, "backoff_s": 0.01, "backoff_max_s": 0.02, "max_attempts": 3}
-    model = ModelSettings(model="openai/echo", api_base=server.base_url, **{**defaults, **settings})  # type: ignore[arg-type]
+    model = ModelSettings(model=path, api_base=server.base_url, **_key(path), **{**defaults, **settings})  # type: ignore[arg-type]
     return ModelClient(model, "policy", TrialKey(seed=1, trial_index=0))
 
 
-def _raised(server: FaultServer, **settings: object) -> BaseException:
+def _raised(server: FaultServer, path: str, **settings: object) -> BaseException:
     with pytest.raises(InfrastructureError) as caught:
-        _client(server, **settings).complete(HELLO)
+        _client(server, path, **settings).complete(HELLO)
     assert caught.value.__cause__ is not None
     return caught.value.__cause__
 
@@ -47,56 +52,62 @@ def _raised(server: FaultServer, **settings: object) -> BaseException:
         ("unauthorized", "fatal"),
     ],
 )
-def test_litellm_errors_are_classified(
-    fault_server: Callable[..., FaultServer], fault: str, kind: str
+@PATHS
+def test_provider_errors_are_classified(
+    path: str, fault_server: Callable[..., FaultServer], fault: str, kind: str
 ) -> None:
     server = fault_server(_echo, rates={fault: 1.0}, slow_s=0.6)
-    assert classify(_raised(server)) == kind
+    assert classify(_raised(server, path)) == kind
 
 
 @pytest.mark.parametrize(
     ("fault", "requests"), [("server_error", 3), ("slow", 3), ("empty", 3), ("rate_limit", 3)]
 )
+@PATHS
 def test_retryable_errors_are_retried_then_reported(
-    fault_server: Callable[..., FaultServer], fault: str, requests: int
+    path: str, fault_server: Callable[..., FaultServer], fault: str, requests: int
 ) -> None:
     server = fault_server(_echo, rates={fault: 1.0}, slow_s=0.6)
     with pytest.raises(InfrastructureError, match="after 3 attempt"):
-        _client(server).complete(HELLO)
+        _client(server, path).complete(HELLO)
     assert server.requests == requests  # litellm's and the OpenAI SDK's own retries are off
 
 
 @pytest.mark.parametrize(
     ("fault", "error"), [("bad_request", InfrastructureError), ("unauthorized", FatalInfrastructureError)]
 )
+@PATHS
 def test_permanent_and_auth_errors_fail_fast(
-    fault_server: Callable[..., FaultServer], fault: str, error: type[Exception]
+    path: str, fault_server: Callable[..., FaultServer], fault: str, error: type[Exception]
 ) -> None:
     server = fault_server(_echo, rates={fault: 1.0})
     with pytest.raises(error, match="after 1 attempt"):
-        _client(server, max_attempts=6).complete(HELLO)
+        _client(server, path, max_attempts=6).complete(HELLO)
     assert server.requests == 1
 
 
-def test_retry_after_is_honoured(fault_server: Callable[..., FaultServer]) -> None:
+@PATHS
+def test_retry_after_is_honoured(path: str, fault_server: Callable[..., FaultServer]) -> None:
     server = fault_server(_echo, rates={"rate_limit": 1.0}, retry_after_ms=300)
     started = time.perf_counter()
     with pytest.raises(InfrastructureError):
-        _client(server, max_attempts=2).complete(HELLO)
+        _client(server, path, max_attempts=2).complete(HELLO)
     assert time.perf_counter() - started >= 0.3  # backoff alone would wait 0.02 s
 
 
-def test_a_call_is_bounded_in_total_time(fault_server: Callable[..., FaultServer]) -> None:
+@PATHS
+def test_a_call_is_bounded_in_total_time(path: str, fault_server: Callable[..., FaultServer]) -> None:
     server = fault_server(_echo, rates={"slow": 1.0}, slow_s=1.0)
     started = time.perf_counter()
     with pytest.raises(InfrastructureError):
-        _client(server, timeout=0.2, max_attempts=100, max_call_s=0.7).complete(HELLO)
+        _client(server, path, timeout=0.2, max_attempts=100, max_call_s=0.7).complete(HELLO)
     assert time.perf_counter() - started < 1.5
 
 
-def test_retries_are_counted_in_usage(fault_server: Callable[..., FaultServer]) -> None:
+@PATHS
+def test_retries_are_counted_in_usage(path: str, fault_server: Callable[..., FaultServer]) -> None:
     server = fault_server(_echo, fail_first=2)
-    completion = _client(server).complete(HELLO)
+    completion = _client(server, path).complete(HELLO)
     assert completion.text == "hi" and completion.usage.retries == 2 and completion.usage.calls == 1
 
 

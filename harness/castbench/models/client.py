@@ -1,28 +1,30 @@
-"""One model call through litellm, with castbench's retries, concurrency limit, cache and costs.
+"""One model call, with castbench's retries, concurrency limit, cache and costs.
 
+OpenAI-compatible servers given by `api_base` (`openai/NAME`, `hosted_vllm/NAME`) are called
+through the lean async client (`castbench.models.compat`); every other provider through litellm,
+imported on first use. Both paths share the retry loop, the limit, the cache and the pricing.
 Everything provider-specific ends here: agents get a `Completion` (text, raw tool calls, usage)
 and never see litellm's types, so what they record does not depend on litellm's version.
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import hashlib
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from castbench.agents.conversation import Usage
+from castbench.models import compat
 from castbench.models.cache import ResponseCache, cache_key
 from castbench.models.limits import slot
+from castbench.models.prices import UnitPrices, unit_prices
 from castbench.models.retry import EmptyResponse, RetryPolicy, call_with_retries
 from castbench.models.settings import ModelSettings
-
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no price-map fetch at import
-
-import litellm  # noqa: E402
-
-litellm.suppress_debug_info = True  # its "Give Feedback / Get Help" banners on every error
 
 __all__ = ["Completion", "ModelClient", "RawToolCall", "TrialKey"]
 
@@ -54,6 +56,16 @@ def _provider_seed(base: int, trial_seed: int) -> int:
     return int.from_bytes(digest[:4], "big") >> 1
 
 
+@functools.cache
+def _litellm() -> Any:
+    """litellm, imported on first use: ~3 s, and not needed for OpenAI-compatible servers."""
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no price-map fetch at import
+    import litellm
+
+    litellm.suppress_debug_info = True  # its "Give Feedback / Get Help" banners on every error
+    return litellm
+
+
 def _cost(response: Any) -> float | None:
     """The call's price: litellm's price map, or the `input_cost_per_token` /
     `output_cost_per_token` settings given for a model it does not know."""
@@ -61,9 +73,22 @@ def _cost(response: Any) -> float | None:
     if known is not None:
         return float(known)
     try:
-        return float(litellm.completion_cost(completion_response=response))
+        return float(_litellm().completion_cost(completion_response=response))
     except Exception:  # a model without a price (local servers) has no cost, not an error
         return None
+
+
+def _price(settings: ModelSettings, input_tokens: int, output_tokens: int) -> float | None:
+    """The lean path's price: the settings' per-token prices, else litellm's price map; local
+    models have none (no cost, not an error)."""
+    extra = settings.model_extra or {}
+    if all(key in extra for key in compat.PRICE_KEYS):
+        prices: UnitPrices | None = UnitPrices(
+            float(extra["input_cost_per_token"]), float(extra["output_cost_per_token"])
+        )
+    else:
+        prices = unit_prices(settings.model)
+    return None if prices is None else prices.input * input_tokens + prices.output * output_tokens
 
 
 class ModelClient:
@@ -77,15 +102,20 @@ class ModelClient:
         self._policy = RetryPolicy(
             settings.max_attempts, settings.max_call_s, settings.backoff_s, settings.backoff_max_s
         )
-        self._api_key = self._key()
+        self._lean = settings.openai_compatible
+        self._api_key = compat.api_key(settings) if self._lean else self._key()
 
     def _key(self) -> str | None:
         if self.settings.api_key_env is not None:
             return os.environ.get(self.settings.api_key_env)
         if self.settings.api_base is not None:
-            missing = litellm.validate_environment(model=self.settings.model)["missing_keys"]
+            missing = _litellm().validate_environment(model=self.settings.model)["missing_keys"]
             return "EMPTY" if missing else None  # OpenAI-compatible servers of one's own
         return None
+
+    def _limit(self) -> contextlib.AbstractContextManager[Any]:
+        limit = self.settings.max_concurrency
+        return contextlib.nullcontext() if limit is None else slot(self.settings.concurrency_key, limit)
 
     def _request(
         self,
@@ -107,6 +137,35 @@ class ModelClient:
             request["seed"] = _provider_seed(self.settings.seed, self.trial.seed)
         return request
 
+    def _lean_attempt(self, request: dict[str, Any]) -> Callable[[], dict[str, Any]]:
+        key = self._api_key or "EMPTY"
+
+        def attempt() -> dict[str, Any]:
+            with self._limit():
+                return compat.chat(self.settings, request, key)
+
+        return attempt
+
+    def _litellm_attempt(self, request: dict[str, Any]) -> Callable[[], Any]:
+        call = {
+            **request,
+            "api_base": self.settings.api_base,
+            "api_key": self._api_key,
+            "timeout": self.settings.timeout,
+            "num_retries": 0,  # castbench's retry loop is the only one
+            "max_retries": 0,
+        }
+        litellm = _litellm()
+
+        def attempt() -> Any:
+            with self._limit():
+                response = litellm.completion(**call)
+            if not getattr(response, "choices", None):
+                raise EmptyResponse(f"{self.settings.model} returned no choices")
+            return response
+
+        return attempt
+
     def complete(
         self,
         messages: list[dict[str, Any]],
@@ -123,29 +182,41 @@ class ModelClient:
             hit = self._cache.get(key)
             if hit is not None:
                 return _from_cache(hit, time.perf_counter() - started)
-        call = {
-            **request,
-            "api_base": self.settings.api_base,
-            "api_key": self._api_key,
-            "timeout": self.settings.timeout,
-            "num_retries": 0,  # castbench's retry loop is the only one
-            "max_retries": 0,
-        }
-        limit = slot(self.settings.concurrency_key, self.settings.max_concurrency)
-
-        def attempt() -> Any:
-            with limit:
-                response = litellm.completion(**call)
-            if not getattr(response, "choices", None):
-                raise EmptyResponse(f"{self.settings.model} returned no choices")
-            return response
-
         describe = f"{self.role} model {self.settings.model}"
-        response, retries = call_with_retries(attempt, self._policy, describe)
-        completion = _completion(response, _cost(response), retries, time.perf_counter() - started)
+        if self._lean:
+            answer, retries = call_with_retries(self._lean_attempt(request), self._policy, describe)
+            completion = _from_json(self.settings, answer, retries, time.perf_counter() - started)
+        else:
+            response, retries = call_with_retries(self._litellm_attempt(request), self._policy, describe)
+            completion = _completion(response, _cost(response), retries, time.perf_counter() - started)
         if self._cache is not None and key is not None:
             self._cache.put(key, _to_cache(completion))
         return completion
+
+
+def _from_json(settings: ModelSettings, answer: dict[str, Any], retries: int, latency_s: float) -> Completion:
+    """A Completion from the decoded JSON of an OpenAI-compatible answer."""
+    choice = answer["choices"][0]
+    message = choice.get("message") or {}
+    calls = tuple(
+        RawToolCall(
+            call.get("id") or f"call_{index}",
+            (call.get("function") or {}).get("name") or "",
+            (call.get("function") or {}).get("arguments") or "",
+        )
+        for index, call in enumerate(message.get("tool_calls") or [])
+    )
+    tokens = answer.get("usage") or {}
+    input_tokens, output_tokens = tokens.get("prompt_tokens") or 0, tokens.get("completion_tokens") or 0
+    usage = Usage(
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        cost=_price(settings, input_tokens, output_tokens),
+        latency_s=latency_s,
+        calls=1,
+        retries=retries,
+    )
+    return Completion(message.get("content") or "", calls, choice.get("finish_reason"), usage)
 
 
 def _completion(response: Any, cost: float | None, retries: int, latency_s: float) -> Completion:

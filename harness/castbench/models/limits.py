@@ -1,8 +1,9 @@
 """How many calls may be in flight at one model server at once.
 
-One semaphore per `api_base + model`, shared by every role and trial in the process: a policy
-and a critic on the same server share its capacity, while two different servers do not wait
-for each other. The first role to use a key sets its limit.
+One semaphore per `api_base + model` and limit, shared by every role and trial in the process: a
+policy and a critic on the same server share its capacity, while two different servers do not
+wait for each other. The limit is part of the key so that runs one after another in a process
+(with another `--concurrency`, hence another default limit) each get the limit they asked for.
 """
 
 from __future__ import annotations
@@ -11,14 +12,14 @@ import threading
 
 __all__ = ["slot"]
 
-_slots: dict[str, threading.BoundedSemaphore] = {}
+_slots: dict[tuple[str, int], threading.BoundedSemaphore] = {}
 _lock = threading.Lock()
 
 
 def slot(key: str, limit: int) -> threading.BoundedSemaphore:
     """The semaphore for `key`; use it as `with slot(key, limit): ...` around one attempt."""
     with _lock:
-        semaphore = _slots.get(key)
+        semaphore = _slots.get((key, limit))
         if semaphore is None:
-            semaphore = _slots[key] = threading.BoundedSemaphore(limit)
+            semaphore = _slots[(key, limit)] = threading.BoundedSemaphore(limit)
         return semaphore

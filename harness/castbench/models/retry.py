@@ -70,7 +70,8 @@ def classify(exc: BaseException) -> ErrorKind:
 def _headers(exc: BaseException) -> dict[str, str]:
     headers: dict[str, str] = {}
     response_headers = getattr(getattr(exc, "response", None), "headers", None)
-    for source in (response_headers, getattr(exc, "litellm_response_headers", None)):
+    litellm_headers = getattr(exc, "litellm_response_headers", None)
+    for source in (response_headers, litellm_headers, getattr(exc, "headers", None)):
         if source:
             headers.update({str(key).lower(): str(value) for key, value in dict(source).items()})
     return headers

@@ -15,6 +15,7 @@ recorded with the run.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import tomllib
 from dataclasses import replace
@@ -36,6 +37,10 @@ __all__ = [
 ]
 
 ROLES = ("policy", "critic", "user")
+
+log = logging.getLogger("castbench.models")
+
+LEAN_PROVIDERS = ("openai/", "hosted_vllm/")
 
 ResponseFormat = Literal["none", "json_object", "json_schema", "llama_cpp"]
 
@@ -66,7 +71,8 @@ class ModelSettings(BaseModel):
     max_call_s: float = Field(600.0, gt=0, description="seconds per call, all attempts and waits")
     backoff_s: float = Field(1.0, ge=0, description="first backoff wait; doubles, with full jitter")
     backoff_max_s: float = Field(60.0, ge=0)
-    max_concurrency: int = Field(16, ge=1, description="calls in flight per api_base + model")
+    max_concurrency: int | None = Field(None, ge=1, description="calls in flight per api_base + model")
+    """Unset: the run's `--concurrency` (each trial has one call in flight at a time)."""
     cache_dir: str | None = Field(None, exclude=True)
     """Response cache (runtime only: never recorded, never part of the run's identity)."""
 
@@ -83,6 +89,12 @@ class ModelSettings(BaseModel):
     def recorded(self) -> dict[str, Any]:
         """What the run's config records for this role (defaults left out, keys never present)."""
         return self.model_dump(mode="json", exclude_defaults=True)
+
+    @property
+    def openai_compatible(self) -> bool:
+        """Calls go through castbench's lean client (`castbench.models.compat`), not litellm:
+        `openai/NAME` or `hosted_vllm/NAME` at a given `api_base`."""
+        return self.api_base is not None and self.model.startswith(LEAN_PROVIDERS)
 
     @property
     def concurrency_key(self) -> str:
@@ -136,6 +148,10 @@ def load_models_config(path: str | Path) -> dict[str, dict[str, Any]]:
 
 def check_environment(role: str, settings: ModelSettings) -> None:
     """Fail before any trial starts when the provider is unknown or its API key is missing."""
+    if settings.api_key_env is not None and not os.environ.get(settings.api_key_env):
+        raise AgentSpecError(f"{role} model '{settings.model}': {settings.api_key_env} is not set")
+    if settings.openai_compatible:
+        return  # a known provider at a server of one's own: no litellm needed
     import litellm  # deferred: slow to import, only needed once a model string is used
 
     try:
@@ -145,12 +161,8 @@ def check_environment(role: str, settings: ModelSettings) -> None:
             f"{role} model '{settings.model}': unknown provider (use provider/model, e.g. "
             "openai/gpt-4o-mini, anthropic/..., hosted_vllm/...; see docs/models.md)"
         ) from exc
-    if settings.api_key_env is not None:
-        if not os.environ.get(settings.api_key_env):
-            raise AgentSpecError(f"{role} model '{settings.model}': {settings.api_key_env} is not set")
-        return
-    if settings.api_base is not None:
-        return  # a server of our own: local servers need no key
+    if settings.api_key_env is not None or settings.api_base is not None:
+        return  # a key named by the user, or a server of one's own: local servers need no key
     missing = litellm.validate_environment(model=settings.model)["missing_keys"]
     if missing:
         raise AgentSpecError(
@@ -164,12 +176,24 @@ def configure_model_agent(
     models_config: dict[str, dict[str, Any]] | None = None,
     api_base: str | None = None,
     cache_dir: str | None = None,
+    concurrency: int | None = None,
 ) -> tuple[AgentSpec, dict[str, Any]]:
     """A model agent's spec with its settings merged, validated and its environment checked,
-    and what the run records of them."""
+    and what the run records of them. Unless set, `max_concurrency` is the run's `concurrency`;
+    a smaller one set by the user is logged, since it, not `--concurrency`, then bounds the run."""
     layers = models_config or {}
     params = merge_settings(layers.get("*"), {"api_base": api_base}, layers.get(agent.role), agent.params)
     settings = model_settings(agent.role, agent.spec, params)
     check_environment(agent.role, settings)
-    runtime = {"cache_dir": cache_dir} if cache_dir else {}
+    runtime: dict[str, Any] = {"cache_dir": cache_dir} if cache_dir else {}
+    if settings.max_concurrency is None and concurrency is not None:
+        runtime["max_concurrency"] = concurrency
+    elif settings.max_concurrency is not None and concurrency and settings.max_concurrency < concurrency:
+        log.warning(
+            "note: %s model %s: max_concurrency=%d holds its calls in flight below --concurrency %d",
+            agent.role,
+            settings.model,
+            settings.max_concurrency,
+            concurrency,
+        )
     return replace(agent, params={**params, **runtime}), settings.recorded()

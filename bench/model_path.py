@@ -1,0 +1,255 @@
+"""Throughput of the model path: `python bench/model_path.py [--latency 0.5] [--litellm]`.
+
+A loopback OpenAI-compatible server (aiohttp, its own process) answers every chat request after
+`--latency` seconds. Each figure comes from a fresh process, side by side in one run:
+
+- share of ideal: `castbench eval` with a model policy (`openai/bench` at the server, scripted
+  user, 4 agent steps per trial) at concurrency 8, 32, 128 and 256; ideal is C / latency calls
+  per second, share = measured calls/s over that (goals: >= 90% at 128, >= 80% at 256); the
+  peak memory of the 256 run (goal < 1 GiB);
+- CPU per model call: 128 threads calling `ModelClient.complete` directly, process CPU time over
+  calls (goal <= 2 ms);
+- hung calls: 10 repeated runs at concurrency 128, counting calls slower than 4x the latency and
+  trials lost to infrastructure errors (goal 0).
+
+`--litellm` adds the same rows through litellm (its `custom_openai` provider): the old path.
+Results go to temporary databases. No asserts: it reports.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import resource
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+os.environ.setdefault("CUSTOM_OPENAI_API_KEY", "unused")
+
+STEPS = 4
+ANSWER = {
+    "id": "chatcmpl-bench",
+    "object": "chat.completion",
+    "created": 0,
+    "model": "bench",
+    "choices": [
+        {
+            "index": 0,
+            "message": {"role": "assistant", "content": "One moment, please."},
+            "finish_reason": "stop",
+        }
+    ],
+    "usage": {"prompt_tokens": 900, "completion_tokens": 6, "total_tokens": 906},
+}
+
+
+def serve(port: int, latency: float) -> None:
+    from aiohttp import web
+
+    body = json.dumps(ANSWER).encode()
+
+    async def chat(request: web.Request) -> web.Response:
+        await request.read()
+        await asyncio.sleep(latency)
+        return web.Response(body=body, content_type="application/json")
+
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", chat)
+    web.run_app(app, host="127.0.0.1", port=port, backlog=2048, print=None, access_log=None)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _wait_for(port: int) -> None:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            time.sleep(0.1)
+    raise RuntimeError("the bench server did not start")
+
+
+def _peak_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def eval_once(base: str, model: str, concurrency: int, trials: int, db: str) -> dict[str, Any]:
+    """One `castbench.evaluate` run (in this process): calls/s, trials/s, the slowest call."""
+    from castbench.api import evaluate
+    from castbench.runner.rollout import Limits
+    from castbench.store import ResultsStore
+
+    warm = {"db": db + "-warm", "domains": "retail", "policy": f"{model}?api_base={base}", "trials": 1}
+    evaluate(**warm, tasks=["retail-test-0001"], limits=Limits(max_steps=1))  # imports, domains
+    started, cpu = time.perf_counter(), time.process_time()
+    result = evaluate(
+        db=db,
+        domains="all",
+        policy=f"{model}?api_base={base}",
+        trials=trials,
+        concurrency=concurrency,
+        limits=Limits(max_steps=STEPS),
+    )
+    wall, cpu = time.perf_counter() - started, time.process_time() - cpu
+    records = ResultsStore(db).trials(result.outcome.run_id)
+    calls = sum(r.usage["policy"].calls for r in records if "policy" in r.usage)
+    slowest = max((p.policy_s for r in records for s in r.steps for p in s.proposals), default=0.0)
+    return {
+        "trials": len(records),
+        "calls": calls,
+        "wall_s": wall,
+        "cpu_s": cpu,
+        "errors": sum(r.end_reason == "infra_error" for r in records),
+        "slowest_call_s": slowest,
+        "peak_mib": _peak_mib(),
+    }
+
+
+def client_cpu(base: str, model: str, threads: int, calls: int) -> dict[str, Any]:
+    """CPU per call of the model path alone: `threads` callers, `calls` calls in all."""
+    from castbench.models.client import ModelClient, TrialKey
+    from castbench.models.settings import ModelSettings
+
+    settings = ModelSettings(model=model, api_base=base, max_concurrency=threads)
+    extra = {"api_key_env": "CUSTOM_OPENAI_API_KEY"} if model.startswith("custom_openai/") else {}
+    settings = settings.model_copy(update=extra)
+    messages = [{"role": "user", "content": "x" * 3000}]
+    ModelClient(settings, "policy", TrialKey(0, 0)).complete(messages)  # imports, connections
+    started, cpu = time.perf_counter(), time.process_time()
+    with ThreadPoolExecutor(threads) as pool:
+        list(
+            pool.map(
+                lambda i: ModelClient(settings, "policy", TrialKey(i, 0)).complete(messages), range(calls)
+            )
+        )
+    wall, cpu = time.perf_counter() - started, time.process_time() - cpu
+    return {"calls": calls, "wall_s": wall, "cpu_ms_per_call": 1000 * cpu / calls}
+
+
+def _child(args: list[str]) -> dict[str, Any]:
+    out = subprocess.run(
+        [sys.executable, __file__, *args], capture_output=True, text=True, timeout=900, check=False
+    )
+    for line in out.stdout.splitlines():
+        if line.startswith("RESULT="):
+            return dict(json.loads(line[7:]))
+    raise RuntimeError(out.stdout[-2000:] + out.stderr[-2000:])
+
+
+def _trials_for(concurrency: int) -> int:
+    """Trials per task (all 271 tasks) so that the run lasts about five waves of trials."""
+    return max(1, round(5 * concurrency / 271))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--latency", type=float, default=0.5)
+    parser.add_argument("--litellm", action="store_true", help="also measure the litellm path")
+    parser.add_argument("--repeats", type=int, default=10, help="runs counted for hung calls")
+    parser.add_argument("--levels", default="8,32,128,256", help="concurrency levels, comma-separated")
+    parser.add_argument("--serve", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    options = parser.parse_args()
+    if options.serve:
+        serve(options.serve, options.latency)
+        return
+    if options.child:
+        job = json.loads(options.child)
+        if job["kind"] == "eval":
+            result = eval_once(job["base"], job["model"], job["concurrency"], job["trials"], job["db"])
+        else:
+            result = client_cpu(job["base"], job["model"], job["threads"], job["calls"])
+        print("RESULT=" + json.dumps(result))
+        return
+    port = _free_port()
+    server = subprocess.Popen(
+        [sys.executable, __file__, "--serve", str(port), "--latency", str(options.latency)]
+    )
+    try:
+        _wait_for(port)
+        _report(f"http://127.0.0.1:{port}/v1", options)
+    finally:
+        server.terminate()
+        server.wait(10)
+
+
+def _report(base: str, options: argparse.Namespace) -> None:
+    latency = options.latency
+    paths = [("lean", "openai/bench")] + ([("litellm", "custom_openai/bench")] if options.litellm else [])
+    print(
+        f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}; server latency {latency} s, {STEPS} steps/trial"
+    )
+    print(
+        f"{'path':8} {'C':>4} {'trials':>6} {'calls/s':>8} {'ideal':>7} {'share':>6} {'trials/s':>8} "
+        f"{'CPU ms/call':>11} {'peak MiB':>8}"
+    )
+    with tempfile.TemporaryDirectory() as scratch:
+        for label, model in paths:
+            for concurrency in [int(level) for level in options.levels.split(",")]:
+                db = f"sqlite:///{Path(scratch) / f'{label}-{concurrency}.db'}"
+                job = {
+                    "kind": "eval",
+                    "base": base,
+                    "model": model,
+                    "concurrency": concurrency,
+                    "trials": _trials_for(concurrency),
+                    "db": db,
+                }
+                r = _child(["--child", json.dumps(job)])
+                rate, ideal = r["calls"] / r["wall_s"], concurrency / latency
+                print(
+                    f"{label:8} {concurrency:4d} {r['trials']:6d} {rate:8.1f} {ideal:7.1f} {rate / ideal:6.0%} "
+                    f"{r['trials'] / r['wall_s']:8.2f} {1000 * r['cpu_s'] / r['calls']:11.2f} {r['peak_mib']:8.0f}"
+                )
+        print("(CPU ms/call above: the whole process, harness and scripted user included, per model call)")
+        for label, model in paths:
+            r = _child(
+                [
+                    "--child",
+                    json.dumps(
+                        {"kind": "client", "base": base, "model": model, "threads": 128, "calls": 1280}
+                    ),
+                ]
+            )
+            print(
+                f"{label:8} model path alone, 128 threads, {r['calls']} calls: "
+                f"{r['cpu_ms_per_call']:.2f} ms CPU per call, {r['calls'] / r['wall_s']:.1f} calls/s"
+            )
+        hung, lost, slowest = 0, 0, 0.0
+        for repeat in range(options.repeats):
+            db = f"sqlite:///{Path(scratch) / f'repeat-{repeat}.db'}"
+            job = {
+                "kind": "eval",
+                "base": base,
+                "model": "openai/bench",
+                "concurrency": 128,
+                "trials": 1,
+                "db": db,
+            }
+            r = _child(["--child", json.dumps(job)])
+            lost += r["errors"]
+            slowest = max(slowest, r["slowest_call_s"])
+            hung += r["slowest_call_s"] > 4 * latency
+        print(
+            f"lean     {options.repeats} runs at C=128: {hung} run(s) with a call over {4 * latency:.1f} s, "
+            f"{lost} trial(s) lost to infrastructure errors, slowest call {slowest:.2f} s"
+        )
+
+
+if __name__ == "__main__":
+    main()

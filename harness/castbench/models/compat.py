@@ -1,0 +1,107 @@
+"""The lean path to OpenAI-compatible chat servers (`ModelSettings.openai_compatible`): vLLM,
+llama.cpp, `openai/NAME` or `hosted_vllm/NAME` with an `api_base`.
+
+One aiohttp session per server and limit, on the process's shared loop (`castbench.models.loop`),
+with a connection pool as large as the calls allowed in flight. litellm's synchronous path costs
+several milliseconds of CPU per call under the GIL and its pool stops at 100 connections; this
+costs well under one (see `bench/model_path.py`). It only moves bytes: retries, the concurrency
+limit, the cache and costs stay in `castbench.models.client`, the same for both paths.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+import aiohttp
+
+from castbench.models.loop import at_exit, run_on_loop
+from castbench.models.retry import EmptyResponse
+from castbench.models.settings import ModelSettings
+
+__all__ = ["PRICE_KEYS", "ServerError", "api_key", "chat"]
+
+PRICE_KEYS = ("input_cost_per_token", "output_cost_per_token")
+"""Settings that price a model for castbench; never sent to the server."""
+_GRACE_S = 5.0
+"""How long past its own timeout a call may take before its waiting trial gives up on it."""
+
+_sessions: dict[tuple[str, int], aiohttp.ClientSession] = {}
+"""Touched only on the shared loop's thread."""
+
+
+class ServerError(Exception):
+    """A non-200 answer: `status_code` and `headers` are what the retry policy reads."""
+
+    def __init__(self, status_code: int, message: str, headers: dict[str, str]) -> None:
+        super().__init__(f"HTTP {status_code}: {message}")
+        self.status_code = status_code
+        self.headers = headers
+
+
+def api_key(settings: ModelSettings) -> str:
+    """The key litellm would send: `api_key_env`'s, else the provider's usual variable, else a
+    placeholder (servers of one's own need none)."""
+    provider = settings.model.split("/", 1)[0]
+    variable = settings.api_key_env or ("OPENAI_API_KEY" if provider == "openai" else "HOSTED_VLLM_API_KEY")
+    return os.environ.get(variable) or "EMPTY"
+
+
+def _error_message(data: bytes) -> str:
+    try:
+        error = json.loads(data).get("error")
+        message = error.get("message") if isinstance(error, dict) else error
+        return str(message)[:500]
+    except (ValueError, AttributeError):
+        return data[:500].decode(errors="replace")
+
+
+async def _session(api_base: str, limit: int) -> aiohttp.ClientSession:
+    session = _sessions.get((api_base, limit))
+    if session is None or session.closed:
+        connector = aiohttp.TCPConnector(limit=limit, limit_per_host=0, ttl_dns_cache=300)
+        session = _sessions[(api_base, limit)] = aiohttp.ClientSession(connector=connector)
+    return session
+
+
+async def _close_sessions() -> None:
+    for session in list(_sessions.values()):
+        await session.close()
+    _sessions.clear()
+
+
+at_exit(_close_sessions())
+
+
+async def _post(api_base: str, limit: int, body: bytes, headers: dict[str, str], timeout: float) -> Any:
+    session = await _session(api_base, limit)
+    url = api_base.rstrip("/") + "/chat/completions"
+    try:
+        async with session.post(
+            url, data=body, headers=headers, timeout=aiohttp.ClientTimeout(total=timeout)
+        ) as response:
+            data = await response.read()
+            if response.status != 200:
+                raise ServerError(response.status, _error_message(data), dict(response.headers))
+    except aiohttp.ClientError as exc:  # refused, reset, disconnected: transient for the retry policy
+        raise ConnectionError(f"{type(exc).__name__}: {exc}") from exc
+    try:
+        return json.loads(data)
+    except ValueError as exc:
+        raise EmptyResponse(f"the server at {api_base} answered 200 with no JSON") from exc
+
+
+def chat(settings: ModelSettings, request: dict[str, Any], key: str) -> dict[str, Any]:
+    """One attempt: POST the chat request, the decoded answer or an exception the retry policy
+    classifies (`ServerError`, `ConnectionError`, `TimeoutError`, `EmptyResponse`)."""
+    assert settings.api_base is not None
+    body = {k: v for k, v in request.items() if k not in PRICE_KEYS}
+    body["model"] = settings.model.split("/", 1)[1]
+    headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
+    limit = settings.max_concurrency or 0  # 0: aiohttp's "no limit"
+    coroutine = _post(settings.api_base, limit, json.dumps(body).encode(), headers, settings.timeout)
+    answer = run_on_loop(coroutine, settings.timeout + _GRACE_S)
+    if not isinstance(answer, dict) or not answer.get("choices"):
+        raise EmptyResponse(f"{settings.model} returned no choices")
+    return answer
