@@ -19,6 +19,7 @@ from castbench.runner.deadline import TimeLimits
 from castbench.runner.engine import EvalOutcome, run_eval
 from castbench.runner.records import TrialRecord
 from castbench.runner.rollout import AgentSet, Limits, Verification
+from castbench.runner.shared import DEFAULT_LEASE_S
 from castbench.store import DEFAULT_DB, ResultsStore
 
 __all__ = ["EvalResult", "build_config", "evaluate", "model_factory", "run_metadata"]
@@ -137,6 +138,7 @@ def evaluate(
     paired: bool = False,
     max_cost: float | None = None,
     time_limits: TimeLimits | None = None,
+    lease_s: float = DEFAULT_LEASE_S,
     **config_options: Any,
 ) -> EvalResult:
     """Run (or resume) an evaluation and summarise it. Options as in `build_config`.
@@ -145,7 +147,10 @@ def evaluate(
     (a run of its own, resumable like any other) and the summary gains the critic's trial-level
     helpfulness and harmfulness. `max_cost` (USD) stops each run once it has spent that much.
     `time_limits` bound each agent's step and trial time (recorded in the run's metadata; not
-    part of its identity, so a resume may change them)."""
+    part of its identity, so a resume may change them).
+
+    With a Postgres `db`, several processes calling this with the same options split the run's
+    trials; a worker silent for `lease_s` seconds loses its trials to the others."""
     store = ResultsStore(db)
     time_limits = time_limits or TimeLimits()
 
@@ -162,6 +167,7 @@ def evaluate(
             time_limits=time_limits,
             on_start=on_start,
             on_trial=on_trial,
+            lease_s=lease_s,
         )
         return config, outcome
 

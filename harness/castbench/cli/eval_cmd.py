@@ -28,6 +28,7 @@ from castbench.report import print_summary
 from castbench.report.traits import sweep_table, trait_sweep
 from castbench.runner.records import TrialRecord
 from castbench.runner.rollout import Limits, TimeLimits, Verification
+from castbench.runner.shared import DEFAULT_LEASE_S
 from castbench.store import DEFAULT_DB
 
 console = Console()
@@ -59,7 +60,22 @@ def eval_command(
         int, typer.Option(help="Run seed; trial seeds derive from it.", rich_help_panel=_RUN)
     ] = 0,
     tasks: Annotated[str | None, typer.Option(help="Comma-separated task ids.", rich_help_panel=_RUN)] = None,
-    concurrency: Annotated[int, typer.Option(min=1, help="Trials run at once.", rich_help_panel=_RUN)] = 1,
+    concurrency: Annotated[
+        int,
+        typer.Option(
+            min=1, help="Trials run at once (and model calls in flight per server).", rich_help_panel=_RUN
+        ),
+    ] = 1,
+    lease: Annotated[
+        float,
+        typer.Option(
+            min=1,
+            envvar="CASTBENCH_LEASE_S",
+            help="Postgres --db: seconds a silent worker keeps its claimed trials before other "
+            "eval processes on the same run take them over.",
+            rich_help_panel=_RUN,
+        ),
+    ] = DEFAULT_LEASE_S,
     max_steps: Annotated[
         int, typer.Option(min=1, help="Agent actions per trial.", rich_help_panel=_RUN)
     ] = 40,
@@ -209,6 +225,7 @@ def eval_command(
             api_base=api_base,
             cache_dir=str(cache) if cache is not None else None,
             max_cost=max_cost,
+            lease_s=lease,
             on_start=on_start,
             on_trial=on_trial,
         )

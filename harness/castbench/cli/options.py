@@ -9,7 +9,13 @@ import typer
 from castbench.store import DEFAULT_DB
 
 DbOption = Annotated[
-    str, typer.Option("--db", envvar="CASTBENCH_DB", help="Results database URL (SQLAlchemy).")
+    str,
+    typer.Option(
+        "--db",
+        envvar="CASTBENCH_DB",
+        help="Results database: a SQLite file path or sqlite:///FILE URL, or postgresql://USER@HOST:PORT/DB, "
+        "a store several eval processes share (pip install 'castbench[postgres]').",
+    ),
 ]
 DomainOption = Annotated[
     str, typer.Option("--domain", "-d", help="Domain name(s), comma-separated, or 'all'.")

@@ -15,6 +15,7 @@ from castbench.cli.options import DbOption
 from castbench.report import print_summary, print_trial, summarize_run
 from castbench.runner.records import TrialRecord
 from castbench.store import DEFAULT_DB, ResultsStore
+from castbench.store.leases import workers
 
 runs_app = typer.Typer(help="Stored runs.", no_args_is_help=True)
 console = Console()
@@ -72,6 +73,31 @@ def list_runs(
     console.print(table)
 
 
+def print_workers(store: ResultsStore, run_id: str) -> None:
+    """The processes that worked on a run in a shared (Postgres) store, with their progress."""
+    status = workers(store.engine, run_id)
+    if not status:
+        return
+    table = Table(title=f"workers of {run_id}", title_justify="left")
+    for column in ("worker", "host", "pid", "started", "state", "trials stored", "running now"):
+        table.add_column(column)
+    for worker in status:
+        started = worker.started.strftime("%Y-%m-%d %H:%M:%S")
+        state = {"silent": "[red]silent[/] (presumed dead)", "live": "[green]live[/]"}.get(
+            worker.state, worker.state
+        )
+        table.add_row(
+            escape(worker.id),
+            escape(worker.host),
+            str(worker.pid),
+            started,
+            state,
+            str(worker.trials_done),
+            str(worker.running),
+        )
+    console.print(table)
+
+
 @runs_app.command("show")
 def show_run(
     run: Annotated[str, typer.Argument(help="Run id, a unique prefix of it, or 'latest'.")],
@@ -94,6 +120,7 @@ def show_run(
         return
     summary = summarize_run(row.id, config, records)
     print_summary(summary, console)
+    print_workers(store, row.id)
     per_task = Table(title="per task", title_justify="left")
     for column in ("domain", "task", "successes", "trials"):
         per_task.add_column(column)

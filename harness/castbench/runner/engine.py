@@ -10,7 +10,7 @@ import os
 import signal
 import threading
 import traceback
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -25,6 +25,7 @@ from castbench.runner.deadline import Cancelled, TimeLimits
 from castbench.runner.records import TrialRecord
 from castbench.runner.rollout import AgentSet, run_trial
 from castbench.runner.seeds import trial_seed
+from castbench.runner.shared import DEFAULT_LEASE_S, SharedPlan
 from castbench.store import ResultsStore
 
 __all__ = ["EvalOutcome", "TrialJob", "plan_trials", "run_eval", "select_tasks"]
@@ -165,7 +166,7 @@ def _second_interrupt_exits() -> Iterator[None]:
 
 
 def _results(
-    jobs: list[TrialJob],
+    jobs: Iterable[TrialJob],
     work: Callable[[TrialJob], TrialRecord],
     concurrency: int,
     budget_spent: Callable[[], bool],
@@ -203,6 +204,10 @@ def _results(
     pool.shutdown(wait=True)
 
 
+def _key(job: TrialJob) -> tuple[str, str, int]:
+    return (job.domain.name, job.task.id, job.trial_index)
+
+
 def _cost(record: TrialRecord) -> float:
     return sum(usage.cost or 0.0 for usage in record.usage.values())
 
@@ -220,6 +225,7 @@ def run_eval(
     time_limits: TimeLimits | None = None,
     on_start: Callable[[int, int], None] | None = None,
     on_trial: Callable[[TrialRecord], None] | None = None,
+    lease_s: float = DEFAULT_LEASE_S,
 ) -> EvalOutcome:
     """Run (or resume) the evaluation `config` describes; every trial is committed as it ends.
 
@@ -227,11 +233,14 @@ def run_eval(
     provider error (bad credentials, unknown model, a server that is down) stops the run at once
     (`failed`); Ctrl-C stops it too (`interrupted`, raising `RunInterrupted`). Either way the
     finished trials stay stored and re-running resumes. `time_limits` bound each agent's time
-    (a run-time setting, like `concurrency`: not part of the run's identity)."""
+    (a run-time setting, like `concurrency`: not part of the run's identity). On a shared store
+    (Postgres) any number of processes may run this for one run at once: they split its trials
+    through claims whose leases last `lease_s` seconds past a worker's last heartbeat
+    (`castbench.runner.shared`)."""
     jobs = plan_trials(config)
     run_id, resumed = store.open_run(config, meta or {}, fresh=fresh)
     done = store.scored_keys(run_id) if resumed else set()
-    todo = [job for job in jobs if (job.domain.name, job.task.id, job.trial_index) not in done]
+    todo = [job for job in jobs if _key(job) not in done]
     if on_start is not None:
         on_start(len(jobs) - len(todo), len(jobs))
     expected = ExpectedStates()
@@ -246,25 +255,47 @@ def run_eval(
     def over_budget() -> bool:
         return max_cost is not None and spent >= max_cost
 
-    results = _results(todo, work, concurrency, over_budget, runtime.stop)
-    try:
+    active: list[Generator[TrialRecord, None, None]] = []
+
+    def keep(
+        results: Generator[TrialRecord, None, None], stored: Callable[[TrialRecord], None] | None
+    ) -> None:
+        nonlocal ran, spent
+        active[:] = [results]
         for record in results:
             _store(store, run_id, record)
+            if stored is not None:
+                stored(record)
             ran += 1
             spent += _cost(record)
             if on_trial is not None:
                 on_trial(record)
+
+    unfinished = False
+    try:
+        if store.shared:
+            with SharedPlan(store, run_id, todo, _key, lease_s) as plan:
+                while True:
+                    keep(_results(plan.claimed(), work, concurrency, over_budget, runtime.stop), plan.finish)
+                    unfinished = not plan.settled()
+                    if not unfinished or over_budget():
+                        break
+                    plan.wait()
+        else:
+            keep(_results(todo, work, concurrency, over_budget, runtime.stop), None)
+            unfinished = ran < len(todo)
     except (KeyboardInterrupt, Cancelled):
         with _second_interrupt_exits():
             runtime.stop.set()
-            results.close()
+            for results in active:
+                results.close()
             store.set_status(run_id, "interrupted")
         raise RunInterrupted(run_id, len(jobs) - len(todo) + ran, len(jobs)) from None
     except BaseException:
         store.set_status(run_id, "failed")
         raise
     stopped = None
-    if ran < len(todo):
+    if unfinished:
         stopped = f"cost limit reached: ${spent:.4f} spent of ${max_cost}; {len(todo) - ran} trial(s) not run"
     store.set_status(run_id, "stopped" if stopped else "complete")
     return EvalOutcome(run_id, resumed, len(jobs) - len(todo), ran, len(jobs), stopped)

@@ -16,7 +16,7 @@ from sqlalchemy.exc import ArgumentError, NoSuchModuleError, SQLAlchemyError
 __all__ = ["db_url", "describe_db_error", "plain_db_errors"]
 
 _DRIVERS = {
-    "postgresql": "pip install 'psycopg[binary]'",
+    "postgresql": "pip install 'castbench[postgres]'",
     "mysql": "pip install mysqlclient",
 }
 

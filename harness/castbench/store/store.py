@@ -1,8 +1,10 @@
-"""The results store: runs and their trials in SQLite (default) or any SQLAlchemy database.
+"""The results store: runs and their trials in SQLite (default) or Postgres (shared).
 
 Every finished trial is committed in its own transaction the moment it ends, so a killed run
 loses at most the trials in flight. Re-running the same configuration finds the run by its
-config hash and only runs what is missing; a trial is never stored twice.
+config hash and only runs what is missing; a trial is never stored twice. A Postgres store is
+`shared`: several `castbench eval` processes may work on one run, each claiming trials with a
+lease (`castbench.store.leases`). Its schema is created, or migrated in place, on open.
 """
 
 from __future__ import annotations
@@ -13,8 +15,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import event
+from sqlalchemy import event, text
 from sqlalchemy.engine import Engine
+from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, SQLModel, col, create_engine, select
 
 from castbench.runner.config import RunConfig
@@ -42,11 +45,11 @@ _COLUMNS = (
     "n_steps",
     "record_json",
 )
-_INSERT_OR_SKIP = (
+_INSERT_OR_SKIP = text(
     f"INSERT INTO trial ({', '.join(_COLUMNS)}) VALUES ({', '.join(':' + c for c in _COLUMNS)}) "
     "ON CONFLICT DO NOTHING"
 )
-"""The hot path of a run, one statement per trial (SQLite)."""
+"""The hot path of a run, one statement per trial (SQLite and Postgres)."""
 
 
 def _columns(run_id: str, record: TrialRecord) -> dict[str, Any]:
@@ -79,6 +82,37 @@ def _sqlite_pragmas(engine: Engine) -> None:
         cursor.close()
 
 
+_POSTGRES_SCHEMES = ("postgresql://", "postgres://")
+
+
+def engine_url(url: str) -> str:
+    """The SQLAlchemy URL for `url`: `postgresql://...` (and `postgres://...`) use psycopg 3."""
+    for scheme in _POSTGRES_SCHEMES:
+        if url.startswith(scheme):
+            return "postgresql+psycopg://" + url.removeprefix(scheme)
+    return url
+
+
+_SCHEMA_LOCK = 0x63617374  # any constant: the advisory lock castbench processes take for DDL
+
+
+def _create_postgres_schema(engine: Engine) -> None:
+    """Create the schema, or bring one written by an older castbench up to date, in place (trial
+    seeds were 32-bit columns, too small for castbench's 63-bit seeds). Workers starting at once
+    take turns: concurrent CREATE TABLEs collide in Postgres's catalog."""
+    with engine.begin() as connection:
+        connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _SCHEMA_LOCK})
+        SQLModel.metadata.create_all(connection)
+        kind = connection.execute(
+            text(
+                "SELECT data_type FROM information_schema.columns "
+                "WHERE table_schema = current_schema() AND table_name = 'trial' AND column_name = 'seed'"
+            )
+        ).scalar()
+        if kind == "integer":
+            connection.execute(text("ALTER TABLE trial ALTER COLUMN seed TYPE BIGINT"))
+
+
 class ResultsStore:
     def __init__(self, url: str = DEFAULT_DB) -> None:
         """`url`: a SQLAlchemy URL or a plain path to a SQLite file. `StoreError` (one line that
@@ -86,14 +120,19 @@ class ResultsStore:
         url = db_url(url)
         self.url = url
         self._sqlite = url.startswith("sqlite")
+        self.shared = url.startswith(_POSTGRES_SCHEMES) or url.startswith("postgresql+")
+        """Several processes may work on one run (trials are claimed with leases)."""
         with plain_db_errors(url, StoreError):
             if url.startswith("sqlite:///") and not url.startswith("sqlite:///:memory:"):
                 path = url.removeprefix("sqlite:///").split("?", 1)[0].removeprefix("file:")
                 Path(path).parent.mkdir(parents=True, exist_ok=True)
-            self.engine = create_engine(url)
+            self.engine = create_engine(engine_url(url), pool_pre_ping=self.shared)
             if self._sqlite:
                 _sqlite_pragmas(self.engine)
-            SQLModel.metadata.create_all(self.engine)
+            if self.engine.dialect.name == "postgresql":
+                _create_postgres_schema(self.engine)
+            else:
+                SQLModel.metadata.create_all(self.engine)
 
     # -- runs ------------------------------------------------------------------------------
     def open_run(self, config: RunConfig, meta: dict[str, Any], fresh: bool = False) -> tuple[str, bool]:
@@ -116,7 +155,11 @@ class ResultsStore:
                     meta_json=json.dumps(meta, sort_keys=True),
                 )
             )
-            session.commit()
+            try:
+                session.commit()
+            except IntegrityError:  # another worker opened the same run a moment earlier: join it
+                session.rollback()
+                return run_id, True
         return run_id, False
 
     def set_status(self, run_id: str, status: str) -> None:
@@ -164,9 +207,9 @@ class ResultsStore:
         The common case is one INSERT that skips on conflict; only a conflict takes the slower
         path that looks at the stored row."""
         values = _columns(run_id, record)
-        if self._sqlite:
+        if self.engine.dialect.name in ("sqlite", "postgresql"):
             with self.engine.begin() as connection:
-                inserted = connection.exec_driver_sql(_INSERT_OR_SKIP, values).rowcount
+                inserted = connection.execute(_INSERT_OR_SKIP, values).rowcount
             if inserted:
                 return
         with Session(self.engine) as session:

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import UniqueConstraint
+from sqlalchemy import BigInteger, DateTime, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
-__all__ = ["RunRow", "TrialRow"]
+__all__ = ["ClaimRow", "RunRow", "TrialRow", "WorkerRow"]
 
 
 class RunRow(SQLModel, table=True):
@@ -32,9 +32,43 @@ class TrialRow(SQLModel, table=True):
     domain: str
     task_id: str
     trial_index: int
-    seed: int
+    seed: int = Field(sa_type=BigInteger)
+    """Trial seeds are 63-bit (`castbench.runner.seeds`)."""
     status: str
     reward: float | None
     end_reason: str
     n_steps: int
     record_json: str
+
+
+class WorkerRow(SQLModel, table=True):
+    """One `castbench eval` process working on a run in a shared (Postgres) store."""
+
+    __tablename__ = "worker"
+
+    id: str = Field(primary_key=True)
+    run_id: str = Field(foreign_key="run.id", index=True)
+    host: str
+    pid: int
+    started: datetime = Field(sa_type=DateTime(timezone=True))
+    heartbeat: datetime = Field(sa_type=DateTime(timezone=True))
+    """The database's clock, renewed while the worker lives: a stale one is a dead worker."""
+    finished: datetime | None = Field(default=None, sa_type=DateTime(timezone=True))
+    trials_done: int = 0
+    lease_s: float = 60.0
+
+
+class ClaimRow(SQLModel, table=True):
+    """Which worker runs a trial, until when (its lease), and whether it is done."""
+
+    __tablename__ = "claim"
+
+    run_id: str = Field(foreign_key="run.id", primary_key=True)
+    domain: str = Field(primary_key=True)
+    task_id: str = Field(primary_key=True)
+    trial_index: int = Field(primary_key=True)
+    worker_id: str = Field(index=True)
+    state: str
+    """`running` (leased until `lease_until`) or `done`."""
+    lease_until: datetime = Field(sa_type=DateTime(timezone=True))
+    finished_at: datetime | None = Field(default=None, sa_type=DateTime(timezone=True))

@@ -1,0 +1,176 @@
+"""Claims with leases: how several `castbench eval` processes split one run in a shared store.
+
+A worker claims a trial by writing a `claim` row that names it and a lease (the database's clock
+plus `lease_s`). A heartbeat renews the leases of the trials it is running; when the trial is
+stored, its claim is marked done. A worker that dies stops renewing, its leases run out and the
+trials become claimable again, so the others run them. A trial whose scored record is stored is
+never claimed again; one that ended in an error (an infrastructure failure after its retries) is
+claimable again only by a worker that started after it ended: a later invocation retries it, as
+a resumed run does, while the workers of this one do not loop on it.
+
+All times are the database's, so workers on machines with different clocks agree. Postgres only
+(`INSERT ... ON CONFLICT ... RETURNING`).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import uuid
+from datetime import datetime
+from typing import NamedTuple
+
+from sqlalchemy import text
+from sqlalchemy.engine import Engine
+
+__all__ = ["Leases", "RunProgress", "TrialKey", "WorkerStatus", "workers"]
+
+TrialKey = tuple[str, str, int]
+
+_CLAIM = text(
+    """
+    INSERT INTO claim (run_id, domain, task_id, trial_index, worker_id, state, lease_until)
+    VALUES (:run_id, :domain, :task_id, :trial_index, :worker, 'running',
+            now() + make_interval(secs => :lease_s))
+    ON CONFLICT (run_id, domain, task_id, trial_index) DO UPDATE
+       SET worker_id = EXCLUDED.worker_id, state = 'running',
+           lease_until = EXCLUDED.lease_until, finished_at = NULL
+     WHERE ((claim.state = 'running' AND claim.lease_until < now())
+            OR (claim.state = 'done' AND claim.finished_at < :since))
+       AND NOT EXISTS (
+           SELECT 1 FROM trial t
+            WHERE t.run_id = claim.run_id AND t.domain = claim.domain AND t.task_id = claim.task_id
+              AND t.trial_index = claim.trial_index AND t.status = 'scored')
+    RETURNING worker_id
+    """
+)
+_RENEW = text(
+    "UPDATE claim SET lease_until = now() + make_interval(secs => :lease_s) "
+    "WHERE worker_id = :worker AND state = 'running'"
+)
+_BEAT = text("UPDATE worker SET heartbeat = now(), trials_done = :done WHERE id = :worker")
+_FINISH = text(
+    "UPDATE claim SET state = 'done', finished_at = now() "
+    "WHERE run_id = :run_id AND domain = :domain AND task_id = :task_id AND trial_index = :trial_index "
+    "AND worker_id = :worker"
+)
+_SETTLED = text(
+    """
+    SELECT t.domain, t.task_id, t.trial_index FROM trial t
+     WHERE t.run_id = :run_id AND t.status = 'scored'
+    UNION
+    SELECT c.domain, c.task_id, c.trial_index FROM claim c
+     WHERE c.run_id = :run_id AND c.state = 'done' AND c.finished_at >= :since
+    """
+)
+_BUSY = text(
+    "SELECT domain, task_id, trial_index FROM claim "
+    "WHERE run_id = :run_id AND state = 'running' AND lease_until >= now()"
+)
+_WORKERS = text(
+    """
+    SELECT w.id, w.host, w.pid, w.started, w.trials_done, w.finished, w.lease_s,
+           EXTRACT(EPOCH FROM now() - w.heartbeat) AS silent_s,
+           (SELECT count(*) FROM claim c
+             WHERE c.worker_id = w.id AND c.state = 'running' AND c.lease_until >= now()) AS running
+      FROM worker w WHERE w.run_id = :run_id ORDER BY w.started
+    """
+)
+
+
+class RunProgress(NamedTuple):
+    settled: set[TrialKey]
+    """Scored, or done with an error since this worker started."""
+    busy: set[TrialKey]
+    """Claimed under a live lease (by any worker)."""
+
+
+class WorkerStatus(NamedTuple):
+    id: str
+    host: str
+    pid: int
+    started: datetime
+    trials_done: int
+    running: int
+    state: str
+    """`finished`, `live`, or `silent` (no heartbeat for longer than its leases: presumed dead)."""
+
+
+class Leases:
+    """One worker's side of the protocol, on one run."""
+
+    def __init__(self, engine: Engine, run_id: str, lease_s: float) -> None:
+        self.engine = engine
+        self.run_id = run_id
+        self.lease_s = float(lease_s)
+        self.worker = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+        with engine.begin() as connection:
+            self.since = connection.execute(
+                text(
+                    "INSERT INTO worker (id, run_id, host, pid, started, heartbeat, trials_done, lease_s) "
+                    "VALUES (:worker, :run_id, :host, :pid, now(), now(), 0, :lease_s) RETURNING started"
+                ),
+                {
+                    "worker": self.worker,
+                    "run_id": run_id,
+                    "host": socket.gethostname(),
+                    "pid": os.getpid(),
+                    "lease_s": self.lease_s,
+                },
+            ).scalar_one()
+
+    def _key(self, key: TrialKey) -> dict[str, object]:
+        domain, task_id, trial_index = key
+        return {"run_id": self.run_id, "domain": domain, "task_id": task_id, "trial_index": trial_index}
+
+    def claim(self, key: TrialKey) -> bool:
+        """Whether this worker now holds `key` (False: another holds it, or it is settled)."""
+        values = {**self._key(key), "worker": self.worker, "lease_s": self.lease_s, "since": self.since}
+        with self.engine.begin() as connection:
+            return connection.execute(_CLAIM, values).first() is not None
+
+    def finish(self, key: TrialKey) -> None:
+        with self.engine.begin() as connection:
+            connection.execute(_FINISH, {**self._key(key), "worker": self.worker})
+
+    def renew(self, trials_done: int) -> None:
+        """Extend the leases of the trials this worker runs; record that it is alive."""
+        with self.engine.begin() as connection:
+            connection.execute(_RENEW, {"worker": self.worker, "lease_s": self.lease_s})
+            connection.execute(_BEAT, {"worker": self.worker, "done": trials_done})
+
+    def leave(self, trials_done: int) -> None:
+        with self.engine.begin() as connection:
+            connection.execute(
+                text(
+                    "UPDATE worker SET finished = now(), heartbeat = now(), trials_done = :done WHERE id = :w"
+                ),
+                {"w": self.worker, "done": trials_done},
+            )
+
+    def progress(self) -> RunProgress:
+        values = {"run_id": self.run_id, "since": self.since}
+        with self.engine.connect() as connection:
+            settled = {tuple(row) for row in connection.execute(_SETTLED, values)}
+            busy = {tuple(row) for row in connection.execute(_BUSY, values)}
+        return RunProgress(settled, busy)  # type: ignore[arg-type]
+
+
+def workers(engine: Engine, run_id: str) -> list[WorkerStatus]:
+    """The workers that took part in a run, with their progress (for `castbench runs`)."""
+    if engine.dialect.name != "postgresql":
+        return []
+    with engine.connect() as connection:
+        rows = connection.execute(_WORKERS, {"run_id": run_id}).all()
+    return [
+        WorkerStatus(
+            row.id,
+            row.host,
+            row.pid,
+            row.started,
+            row.trials_done,
+            row.running,
+            "finished" if row.finished is not None else ("live" if row.silent_s <= row.lease_s else "silent"),
+        )
+        for row in rows
+    ]
