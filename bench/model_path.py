@@ -191,9 +191,8 @@ def main() -> None:
 def _report(base: str, options: argparse.Namespace) -> None:
     latency = options.latency
     paths = [("lean", "openai/bench")] + ([("litellm", "custom_openai/bench")] if options.litellm else [])
-    print(
-        f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}; server latency {latency} s, {STEPS} steps/trial"
-    )
+    load = os.getloadavg()[0]
+    print(f"{os.cpu_count()} CPUs, load {load:.1f}; server latency {latency} s, {STEPS} steps/trial")
     print(
         f"{'path':8} {'C':>4} {'trials':>6} {'calls/s':>8} {'ideal':>7} {'share':>6} {'trials/s':>8} "
         f"{'CPU ms/call':>11} {'peak MiB':>8}"
@@ -212,9 +211,10 @@ def _report(base: str, options: argparse.Namespace) -> None:
                 }
                 r = _child(["--child", json.dumps(job)])
                 rate, ideal = r["calls"] / r["wall_s"], concurrency / latency
+                trials_s, cpu_ms = r["trials"] / r["wall_s"], 1000 * r["cpu_s"] / r["calls"]
                 print(
                     f"{label:8} {concurrency:4d} {r['trials']:6d} {rate:8.1f} {ideal:7.1f} {rate / ideal:6.0%} "
-                    f"{r['trials'] / r['wall_s']:8.2f} {1000 * r['cpu_s'] / r['calls']:11.2f} {r['peak_mib']:8.0f}"
+                    f"{trials_s:8.2f} {cpu_ms:11.2f} {r['peak_mib']:8.0f}"
                 )
         print("(CPU ms/call above: the whole process, harness and scripted user included, per model call)")
         for label, model in paths:

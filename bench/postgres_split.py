@@ -70,14 +70,12 @@ def main() -> None:
     with postgres_server() as admin:
         one_rate, _, one = _run(new_database(admin), 1, options)
         two_rate, busy, two = _run(new_database(admin), 2, options)
-    print(
-        f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}; {len(one)} trials, {options.delay} s latency each,"
-    )
-    print(f"concurrency {options.concurrency} per process")
+    load, ideal = os.getloadavg()[0], options.concurrency / options.delay
+    print(f"{os.cpu_count()} CPUs, load {load:.1f}; {len(one)} trials, {options.delay} s latency each")
+    print(f"concurrency {options.concurrency} per process: ideal {ideal:.1f} trials/s per process")
     print(f"one process:   {one_rate:6.2f} trials/s")
-    print(
-        f"two processes: {two_rate:6.2f} trials/s ({busy} workers stored trials)  ratio {two_rate / one_rate:.2f}x"
-    )
+    ratio = two_rate / one_rate
+    print(f"two processes: {two_rate:6.2f} trials/s ({busy} workers stored trials)  ratio {ratio:.2f}x")
     same = one == two
     print(f"identical outcomes (task, trial, seed, status, reward, end, steps): {same} ({len(two)} trials)")
 
