@@ -212,8 +212,9 @@ def _report(base: str, options: argparse.Namespace) -> None:
                 r = _child(["--child", json.dumps(job)])
                 rate, ideal = r["calls"] / r["wall_s"], concurrency / latency
                 trials_s, cpu_ms = r["trials"] / r["wall_s"], 1000 * r["cpu_s"] / r["calls"]
+                share = rate / ideal
                 print(
-                    f"{label:8} {concurrency:4d} {r['trials']:6d} {rate:8.1f} {ideal:7.1f} {rate / ideal:6.0%} "
+                    f"{label:8} {concurrency:4d} {r['trials']:6d} {rate:8.1f} {ideal:7.1f} {share:6.0%} "
                     f"{trials_s:8.2f} {cpu_ms:11.2f} {r['peak_mib']:8.0f}"
                 )
         print("(CPU ms/call above: the whole process, harness and scripted user included, per model call)")
