@@ -10,56 +10,32 @@ line loaded them all eagerly. Results go to a temporary database. No asserts: it
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from castbench.cli.app import COMMANDS
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
 
-HEAVY = ("litellm", "openai", "pandas", "scipy", "jinja2", "sqlalchemy", "sqlmodel", "numpy")
+from castbench.cli.app import COMMANDS  # noqa: E402
+from tests.cli.import_probe import RUN_COMMAND, loaded, probe  # noqa: E402
 
-_RUN = """
-import json, sys
-from castbench.cli.app import main
-sys.argv = ["castbench", *json.loads(sys.argv[1])]
-try:
-    main()
-except SystemExit:
-    pass
-print("LOADED=" + json.dumps(sorted({m.split('.')[0] for m in sys.modules} & set(%r))))
-"""
-_EAGER = (
-    "import sys, json\n"
-    + "".join(sorted({f"import {entry.target.split(':')[0]}\n" for entry in COMMANDS.values()}))
-    + "print('LOADED=' + json.dumps(sorted({m.split('.')[0] for m in sys.modules} & set(%r))))\n"
-)
+_EAGER = "".join(sorted({f"import {entry.target.split(':')[0]}\n" for entry in COMMANDS.values()}))
 
 
 def _measure(code: str, args: list[str], env: dict[str, str], cwd: str) -> tuple[float, float, list[str]]:
     """(import seconds, wall seconds, heavy packages loaded) of one fresh interpreter."""
     started = time.perf_counter()
-    result = subprocess.run(
-        [sys.executable, "-X", "importtime", "-c", code % (HEAVY,), json.dumps(args)],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=cwd,
-        timeout=300,
-    )
+    result = probe(code, args, env, cwd, flags=("-X", "importtime"))
     wall = time.perf_counter() - started
     imports_us = 0
     for line in result.stderr.splitlines():
         if line.startswith("import time:") and "self [us]" not in line:
             imports_us += int(line.split(":", 1)[1].split("|")[0])
-    loaded = next(
-        (json.loads(line[7:]) for line in result.stdout.splitlines() if line.startswith("LOADED=")), ["?"]
-    )
-    return imports_us / 1e6, wall, loaded
+    return imports_us / 1e6, wall, loaded(result)
 
 
 def main() -> None:
@@ -70,11 +46,11 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as scratch:
         db = f"sqlite:///{Path(scratch) / 'startup.db'}"
         cases = [
-            ("castbench --help", _RUN, ["--help"]),
-            ("castbench eval --help", _RUN, ["eval", "--help"]),
+            ("castbench --help", RUN_COMMAND, ["--help"]),
+            ("castbench eval --help", RUN_COMMAND, ["eval", "--help"]),
             (
                 "castbench eval (oracle, 1 trial)",
-                _RUN,
+                RUN_COMMAND,
                 ["eval", "--domain", "retail", "--tasks", "retail-test-0001", "--policy", "oracle"]
                 + ["--trials", "1", "--fresh", "--db", db],
             ),

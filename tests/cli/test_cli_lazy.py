@@ -2,40 +2,16 @@
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from castbench.cli.app import COMMANDS, load_command
-
-HEAVY = ("litellm", "openai", "pandas", "scipy", "jinja2", "sqlalchemy", "sqlmodel", "numpy")
-
-_PROBE = """
-import json, sys
-from castbench.cli.app import main
-sys.argv = ["castbench", *json.loads(sys.argv[1])]
-try:
-    main()
-except SystemExit:
-    pass
-print("LOADED=" + json.dumps(sorted({m.split('.')[0] for m in sys.modules} & set(%s))))
-"""
+from tests.cli.import_probe import RUN_COMMAND, loaded, probe
 
 
 def _loaded(args: list[str], env: dict[str, str], cwd: Path) -> set[str]:
-    result = subprocess.run(
-        [sys.executable, "-c", _PROBE % (HEAVY,), json.dumps(args)],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=cwd,
-        timeout=120,
-    )
-    line = next(line for line in result.stdout.splitlines() if line.startswith("LOADED="))
-    return set(json.loads(line.removeprefix("LOADED=")))
+    return set(loaded(probe(RUN_COMMAND, args, env, str(cwd))))
 
 
 def test_help_imports_no_heavy_package(repo_env: dict[str, str], tmp_path: Path) -> None:

@@ -1,0 +1,45 @@
+"""Run a `castbench` command in a fresh interpreter and report which heavy packages it imported
+(used by `test_cli_lazy.py` and `bench/startup.py`)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+__all__ = ["HEAVY", "RUN_COMMAND", "loaded", "probe"]
+
+HEAVY = ("litellm", "openai", "pandas", "scipy", "jinja2", "sqlalchemy", "sqlmodel", "numpy")
+
+RUN_COMMAND = """
+import json, sys
+from castbench.cli.app import main
+sys.argv = ["castbench", *json.loads(sys.argv[1])]
+try:
+    main()
+except SystemExit:
+    pass
+"""
+_REPORT = "\nprint('LOADED=' + json.dumps(sorted({m.split('.')[0] for m in sys.modules} & set(%r))))\n"
+
+
+def probe(
+    code: str, args: list[str], env: dict[str, str], cwd: str, flags: tuple[str, ...] = ()
+) -> subprocess.CompletedProcess[str]:
+    """Run `code` (which reads its arguments from `sys.argv[1]`, JSON) and report the heavy
+    packages it left in `sys.modules` on a `LOADED=` line."""
+    return subprocess.run(
+        [sys.executable, *flags, "-c", "import json, sys\n" + code + _REPORT % (HEAVY,), json.dumps(args)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd,
+        timeout=300,
+    )
+
+
+def loaded(result: subprocess.CompletedProcess[str]) -> list[str]:
+    line = next((line for line in result.stdout.splitlines() if line.startswith("LOADED=")), None)
+    if line is None:
+        raise RuntimeError(result.stdout[-2000:] + result.stderr[-2000:])
+    return list(json.loads(line.removeprefix("LOADED=")))
