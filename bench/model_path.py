@@ -3,8 +3,9 @@
 A loopback OpenAI-compatible server (aiohttp, its own process) answers every chat request after
 `--latency` seconds. Each figure comes from a fresh process, side by side in one run:
 
-- share of ideal: `castbench eval` with a model policy (`openai/bench` at the server, scripted
-  user, 4 agent steps per trial) at concurrency 8, 32, 128 and 256; ideal is C / latency calls
+- share of ideal: `castbench.evaluate` with a model policy (`openai/bench` at the server,
+  scripted user, 4 agent steps per trial, five waves of retail trials) at concurrency 8, 32, 128
+  and 256; ideal is C / latency calls
   per second, share = measured calls/s over that (goals: >= 90% at 128, >= 80% at 256); the
   peak memory of the 256 run (goal < 1 GiB);
 - CPU per model call: 128 threads calling `ModelClient.complete` directly, process CPU time over
@@ -36,6 +37,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("CUSTOM_OPENAI_API_KEY", "unused")
 
 STEPS = 4
+RETAIL_TASKS = 120
 ANSWER = {
     "id": "chatcmpl-bench",
     "object": "chat.completion",
@@ -88,20 +90,25 @@ def _peak_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def eval_once(base: str, model: str, concurrency: int, trials: int, db: str) -> dict[str, Any]:
-    """One `castbench.evaluate` run (in this process): calls/s, trials/s, the slowest call."""
+def eval_once(base: str, model: str, concurrency: int, waves: int, db: str) -> dict[str, Any]:
+    """One `castbench.evaluate` run (in this process) of `waves` x `concurrency` retail trials:
+    calls/s, trials/s, the slowest call."""
     from castbench.api import evaluate
     from castbench.runner.rollout import Limits
     from castbench.store import ResultsStore
 
     warm = {"db": db + "-warm", "domains": "retail", "policy": f"{model}?api_base={base}", "trials": 1}
     evaluate(**warm, tasks=["retail-test-0001"], limits=Limits(max_steps=1))  # imports, domains
+    wanted = waves * concurrency
+    trials = -(-wanted // RETAIL_TASKS)
+    tasks = [f"retail-test-{index:04d}" for index in range(1, -(-wanted // trials) + 1)]
     started, cpu = time.perf_counter(), time.process_time()
     result = evaluate(
         db=db,
-        domains="all",
+        domains="retail",
         policy=f"{model}?api_base={base}",
         trials=trials,
+        tasks=tasks,
         concurrency=concurrency,
         limits=Limits(max_steps=STEPS),
     )
@@ -151,11 +158,6 @@ def _child(args: list[str]) -> dict[str, Any]:
     raise RuntimeError(out.stdout[-2000:] + out.stderr[-2000:])
 
 
-def _trials_for(concurrency: int) -> int:
-    """Trials per task (all 271 tasks) so that the run lasts about five waves of trials."""
-    return max(1, round(5 * concurrency / 271))
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--latency", type=float, default=0.5)
@@ -171,7 +173,7 @@ def main() -> None:
     if options.child:
         job = json.loads(options.child)
         if job["kind"] == "eval":
-            result = eval_once(job["base"], job["model"], job["concurrency"], job["trials"], job["db"])
+            result = eval_once(job["base"], job["model"], job["concurrency"], job["waves"], job["db"])
         else:
             result = client_cpu(job["base"], job["model"], job["threads"], job["calls"])
         print("RESULT=" + json.dumps(result))
@@ -206,7 +208,7 @@ def _report(base: str, options: argparse.Namespace) -> None:
                     "base": base,
                     "model": model,
                     "concurrency": concurrency,
-                    "trials": _trials_for(concurrency),
+                    "waves": 5,
                     "db": db,
                 }
                 r = _child(["--child", json.dumps(job)])
@@ -239,7 +241,7 @@ def _report(base: str, options: argparse.Namespace) -> None:
                 "base": base,
                 "model": "openai/bench",
                 "concurrency": 128,
-                "trials": 1,
+                "waves": 2,
                 "db": db,
             }
             r = _child(["--child", json.dumps(job)])
