@@ -7,6 +7,7 @@ get it through PYTHONPATH, see `repo_env`).
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 from pathlib import Path
@@ -29,3 +30,15 @@ def repo_env() -> dict[str, str]:
     env["COLUMNS"] = "200"
     env.pop("CASTBENCH_DB", None)
     return env
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _command_modules_loaded() -> None:
+    """`castbench` imports a command's module when the command first runs (`castbench.cli.app`),
+    and rich fixes a console's width from COLUMNS when the console is made (at that import). Tests
+    run many commands in one process, each with its own COLUMNS (CliRunner's env): loading every
+    command module up front keeps each console's width following the invocation's COLUMNS."""
+    from castbench.cli.app import COMMANDS
+
+    for entry in COMMANDS.values():
+        importlib.import_module(entry.target.split(":")[0])
