@@ -5,7 +5,9 @@
 (b) peak memory while 64 sandboxes run at once, and the memory of 64 live sandboxes with writes;
 (c) the cost of one fresh sandbox, one grading, one ground-truth replay, and the τ-Bench-style
     per-trial cost measured on the same data in the same process: deep-copy the whole pristine
-    state, replay the gold actions on the copy, hash the whole state twice (sorted JSON + sha256).
+    state, replay the gold actions on the copy, hash the whole state twice (sorted JSON + sha256);
+(d) the privileged labeler on every executed action (what the strict reward needs): the
+    sequential run's trials replayed (`castbench verify`'s path) with and without labelling.
 
 Results go to a temporary database; nothing is written to ./results. No asserts: it reports.
 """
@@ -35,6 +37,7 @@ from castbench.domain import Database, Domain, Task, load_domain  # noqa: E402
 from castbench.grading import grade_trial  # noqa: E402
 from castbench.runner.engine import run_eval  # noqa: E402
 from castbench.runner.records import TrialRecord  # noqa: E402
+from castbench.runner.replay import replay_trial  # noqa: E402
 from castbench.store import ResultsStore  # noqa: E402
 
 TRIALS = 8
@@ -195,6 +198,34 @@ def unit_costs(domain: Domain, tasks: list[Task]) -> dict[str, float]:
     }
 
 
+# -- (d) the labeler --------------------------------------------------------------------------
+def labeling_cost(domain: Domain, records: list[TrialRecord]) -> tuple[float, float, int]:
+    """(seconds to replay every trial with labels, without labels, labelled actions)."""
+    tasks = {task.id: task for task in domain.tasks()}
+    expected = {task_id: domain.replay(task) for task_id, task in tasks.items()}
+    unlabelled = [
+        r.model_copy(update={"grade": r.grade.model_copy(update={"strict_reward": None})}) if r.grade else r
+        for r in records
+    ]
+
+    def replay_all(trials: list[TrialRecord]) -> float:
+        start = time.perf_counter()
+        for r in trials:
+            replay_trial(
+                domain, tasks[r.task_id], r, expected[r.task_id], run_seed=0, user="scripted", traits={},
+                grading="castbench",
+            )  # fmt: skip
+        return time.perf_counter() - start
+
+    replay_all(records[:50])  # warm-up
+    with_labels = min(replay_all(records) for _ in range(2))
+    without = min(replay_all(unlabelled) for _ in range(2))
+    actions = sum(
+        1 for r in records for s in r.steps if s.action is not None and s.action.kind == "tool_call"
+    )
+    return with_labels, without, actions
+
+
 # -- report ----------------------------------------------------------------------------------
 def _row(label: str, value: str, note: str = "") -> None:
     print(f"  {label:<52} {value:>16}  {note}")
@@ -218,6 +249,8 @@ def main() -> None:
     live_mib, live_rows = live_sandboxes(domain, tasks, CONCURRENCY)
     copies_mib = deep_copies(domain, 4) / 4
     costs = unit_costs(domain, tasks)
+    labelled_s, unlabelled_s, labelled = labeling_cost(domain, records)
+    label_s = (labelled_s - unlabelled_s) / labelled
 
     n = len(records)
     ours_in_trial = statistics.mean(per_trial)
@@ -267,6 +300,20 @@ def main() -> None:
     _row("τ-Bench-style trial (deepcopy + replay + hash x2)", _ms(tau))
     _row("ratio τ-style / ours (in-trial overhead)", f"{tau / ours_in_trial:.0f}x")
     _row("ratio τ-style / ours (wall per trial)", f"{tau / ours_wall:.0f}x")
+
+    print("\n(d) the privileged labeler on every executed tool call (strict reward)")
+    _row("tool calls labelled", f"{labelled}", f"({labelled / n:.1f} per trial)")
+    _row("replay of all trials, with labels / without", f"{labelled_s:.2f} s / {unlabelled_s:.2f} s")
+    _row(
+        "labeler per executed tool call",
+        _us(label_s),
+        f"({label_s / median_step:.1f}x the median step overhead)",
+    )
+    _row(
+        "labeler per trial",
+        _ms(label_s * labelled / n),
+        f"({label_s * labelled / n / ours_wall:.0%} of wall per trial)",
+    )
 
     goals = [
         ("median per-step overhead < 1 ms", median_step < 1e-3, _us(median_step)),

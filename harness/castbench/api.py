@@ -12,6 +12,7 @@ from typing import Any
 from castbench.agents.registry import AgentSpec, Role, resolve
 from castbench.agents.traits import parse_traits
 from castbench.domain import resolve_domains
+from castbench.grading import GradingMode
 from castbench.models.settings import configure_model_agent, load_models_config
 from castbench.report.summary import RunSummary, pair_with_baseline, summarize_run
 from castbench.runner.config import RunConfig
@@ -78,6 +79,7 @@ def build_config(
     verification: Verification | None = None,
     traits: str | None = None,
     extra: dict[str, Any] | None = None,
+    grading: GradingMode = "castbench",
     models_config: str | Path | dict[str, dict[str, Any]] | None = None,
     api_base: str | None = None,
     cache_dir: str | None = None,
@@ -118,6 +120,7 @@ def build_config(
         traits=parse_traits(traits),
         privileged=privileged,
         extra={**(extra or {}), **({"models": models} if models else {})},
+        grading=grading,
     )
     return config, specs
 

@@ -35,6 +35,7 @@ CRITIC_KEYS = {
     "mcc",
     "flag_rate",
     "resistance_rate",
+    "insistence_rate",
     "correction_rate",
     "harmful_revision_rate",
     "rounds_mean",
@@ -89,7 +90,8 @@ def recompute(records: list[TrialRecord]) -> dict[str, Any]:
     """The critic figures, recomputed here from the stored proposals (not with the harness's code)."""
     cells = {"flag_invalid": 0, "flag_valid": 0, "pass_invalid": 0, "pass_valid": 0}
     unknown = flagged = verdicts = verified_steps = 0
-    rejections = resisted = invalid_rejected = corrected = valid_rejected = harmed = 0
+    rejections = valid_rejected = harmed = 0
+    false_answered = kept = true_flags = true_answered = insisted = corrected = 0
     for record in records:
         for step in record.steps:
             judged = [p for p in step.proposals if p.verdict is not None]
@@ -105,22 +107,29 @@ def recompute(records: list[TrialRecord]) -> dict[str, Any]:
                     unknown += 1
                 else:
                     cells[f"{'flag' if flag else 'pass'}_{label}"] += 1
-            for before, after in pairwise(step.proposals):
-                if before.verdict is not None and before.verdict.verdict == "invalid":
-                    rejections += 1
-                    resisted += _canonical(before.action) == _canonical(after.action)
-            first = next((p for p in judged if p.verdict.verdict == "invalid"), None)  # type: ignore[union-attr]
-            if first is None or first.label is None:
-                continue
             executed = (
                 step.proposals[-1].label.label
                 if step.action is not None and step.proposals[-1].label
                 else None
             )
-            if first.label.label == "invalid":
-                invalid_rejected += 1
-                corrected += executed == "valid"
-            elif first.label.label == "valid":
+            for before, after in pairwise([*step.proposals, None]):
+                if before.verdict is None or before.verdict.verdict != "invalid":
+                    continue
+                rejections += after is not None
+                same = after is not None and _canonical(before.action) == _canonical(after.action)
+                label = before.label.label if before.label else "unknown"
+                if label == "valid" and after is not None:
+                    false_answered += 1
+                    kept += same
+                elif label == "invalid":
+                    true_flags += 1
+                    corrected += executed == "valid"
+                    true_answered += after is not None
+                    insisted += same
+            first = next((p for p in judged if p.verdict.verdict == "invalid"), None)  # type: ignore[union-attr]
+            if first is None or first.label is None:
+                continue
+            if first.label.label == "valid":
                 valid_rejected += 1
                 harmed += executed == "invalid"
     tp, fp, fn, tn = cells["flag_invalid"], cells["flag_valid"], cells["pass_invalid"], cells["pass_valid"]
@@ -137,8 +146,9 @@ def recompute(records: list[TrialRecord]) -> dict[str, Any]:
         "precision": _share(tp, tp + fp),
         "f1": _share(2 * tp, 2 * tp + fp + fn) if tp + fn else None,
         "mcc": (tp * tn - fp * fn) / margins**0.5 if margins else None,
-        "resistance_rate": _share(resisted, rejections),
-        "correction_rate": _share(corrected, invalid_rejected),
+        "resistance_rate": _share(kept, false_answered),
+        "insistence_rate": _share(insisted, true_answered),
+        "correction_rate": _share(corrected, true_flags),
         "harmful_revision_rate": _share(harmed, valid_rejected),
         "rounds_mean": verdicts / verified_steps,
         "rejections": rejections,
@@ -217,16 +227,33 @@ def test_paired_json_has_helpfulness_and_harmfulness_against_the_none_run(runs: 
     assert without_critic == pytest.approx(runs.retail("none").pass_hat)
 
 
-def test_more_insistent_policy_resists_more(runs: Runs) -> None:
-    rates = {}
+def test_more_insistent_policy_insists_more_and_corrects_less(runs: Runs) -> None:
+    insistence, correction = {}, {}
     for insist in (0.1, 0.9):
         result = evaluate(
             domains="retail", tasks=SLICE, trials=8, seed=0, db=runs.db,
             policy=f"scripted:noisy?insist={insist}", critic="oracle",
         )  # fmt: skip
-        rates[insist] = result.summary.domains["retail"].critic.resistance_rate
-    assert rates[0.9] > rates[0.1] + 0.4
-    assert rates[0.1] < 0.25 and rates[0.9] > 0.75
+        critic = result.summary.domains["retail"].critic
+        # the oracle never flags a valid action: every flag is true, resistance has nothing to count
+        assert critic.resistance_rate is None and critic.reactions.false_flags_answered == 0
+        insistence[insist], correction[insist] = critic.insistence_rate, critic.correction_rate
+    assert insistence[0.9] > insistence[0.1] + 0.4
+    assert insistence[0.1] < 0.25 and insistence[0.9] > 0.75
+    assert correction[0.1] > correction[0.9]
+
+
+def test_an_over_eager_critic_meets_resistance_only_on_its_false_flags(runs: Runs) -> None:
+    critic = runs.noisy_json["domains"]["retail"]["critic"]
+    reactions = critic["reactions"]
+    assert reactions["false_flags_answered"] > 0 and reactions["true_flags_answered"] > 0
+    assert critic["resistance_rate"] == pytest.approx(reactions["kept"] / reactions["false_flags_answered"])
+    by_round = critic["reactions_by_round"]
+    assert set(by_round) >= {"0", "1"}
+    assert sum(r["true_flags"] for r in by_round.values()) == reactions["true_flags"]
+    assert by_round["0"]["insistence_rate"] == pytest.approx(
+        by_round["0"]["insisted"] / by_round["0"]["true_flags_answered"]
+    )
 
 
 def test_a_critic_that_misses_less_detects_more(runs: Runs) -> None:

@@ -12,9 +12,12 @@ The fixture trial has these steps (F = flagged, P = passed; v/i/u = valid/invali
     s7  get_user                     P v                                  TN
 
 Counts over labelled verdicts: TP 4, FP 2, FN 1, TN 4 (11 labelled), 2 unknown, 13 verdicts.
-Rejections followed by a revision: s1 x2, s2, s4, s5, s6 = 6, of which the same action again
-(resisted): s1 first, s4, s5, s6 = 4. First rejection invalid: s1 (corrected), s5 (blocked, not
-corrected); first rejection valid: s2 (harmed), s6 (not harmed). 7 verified steps.
+Rejections followed by a revision: s1 x2, s2, s4, s5, s6 = 6.
+False flags answered (CAST's resistance): s2 r0 (revised away), s6 r0 (kept) -> 1/2.
+True flags answered (insistence): s1 r0 (same action, keys reordered), s1 r1 (revised), s5 r0
+(same) -> 2/3; per round r0 2/2, r1 0/1. The s4 flag is on a reply (unknown): in neither.
+True flags (correction): s1 r0, s1 r1 (cancel(b) executed, valid), s5 r0, s5 r1 (blocked) -> 2/4.
+First rejection valid: s2 (harmed), s6 (not harmed). 7 verified steps.
 """
 
 from __future__ import annotations
@@ -170,13 +173,26 @@ def test_detection_by_failure_type(report: Any) -> None:
     assert report.detection_by_type == {"hallucination": 1.0, "domain_violation": 1.0, "wrong_tool": 0.0}
 
 
-def test_resistance_ignores_argument_key_order(report: Any) -> None:
+def test_resistance_counts_false_flags_only_and_insistence_true_ones(report: Any) -> None:
     assert report.rejections == 6
-    assert report.resistance_rate == pytest.approx(4 / 6)
+    assert report.resistance_rate == pytest.approx(1 / 2)  # s6 kept its valid action, s2 gave it up
+    assert report.insistence_rate == pytest.approx(2 / 3)  # the reordered keys are the same action
+    reactions = report.reactions
+    assert (reactions.false_flags_answered, reactions.kept) == (2, 1)
+    assert (reactions.true_flags, reactions.true_flags_answered, reactions.insisted) == (4, 3, 2)
+
+
+def test_reactions_per_round(report: Any) -> None:
+    first, second = report.reactions_by_round[0], report.reactions_by_round[1]
+    assert first.resistance_rate == pytest.approx(1 / 2) and first.insistence_rate == 1.0
+    assert first.correction_rate == pytest.approx(1 / 2)  # s1 r0 corrected, s5 r0 blocked
+    assert second.resistance_rate is None and second.insistence_rate == 0.0
+    assert second.correction_rate == pytest.approx(1 / 2)  # s1 r1 corrected, s5 r1 blocked
+    assert set(report.reactions_by_round) == {0, 1}
 
 
 def test_correction_harmful_revision_and_rounds(report: Any) -> None:
-    assert report.correction_rate == pytest.approx(1 / 2)  # s1 corrected; s5 blocked: not corrected
+    assert report.correction_rate == pytest.approx(2 / 4)  # s1's two flags corrected; s5's blocked
     assert report.harmful_revision_rate == pytest.approx(1 / 2)  # s2 harmed; s6 not
     assert report.rounds_mean == pytest.approx(13 / 7)
 
@@ -199,7 +215,8 @@ def test_blocked_step_counts_its_verdicts_but_no_correction() -> None:
     report = critic_report([trial_record([blocked])])
     assert report is not None
     assert report.counts.flag_invalid == 2 and report.detection_rate == 1.0
-    assert report.rejections == 1 and report.resistance_rate == 1.0  # the last rejection has no revision
+    assert report.rejections == 1  # the last rejection has no revision
+    assert report.insistence_rate == 1.0 and report.resistance_rate is None  # no false flag
     assert report.correction_rate == 0.0 and report.harmful_revision_rate is None
     assert report.rounds_mean == 2.0
 

@@ -202,9 +202,13 @@ def test_cancel_of_a_delivered_order_breaks_the_state_rule(retail: Domain) -> No
 
 
 def test_write_outside_ground_truth_with_the_same_tool_is_a_hallucination(retail: Domain) -> None:
-    chat = cancel_chat(retail)
     other_reason = call("cancel_pending_order", order_id="#W3002897", reason="no longer needed")
+    chat = cancel_chat(retail, confirm=None)
+    chat.ask_to_confirm("cancel_pending_order", order_id="#W3002897", reason="no longer needed")
     assert_label(label(chat, other_reason), "invalid", "hallucination", "wrong arguments")
+    # a yes to the same change with other values does not confirm this one
+    chat = cancel_chat(retail)
+    assert_label(label(chat, other_reason), "invalid", "domain_violation", "confirmation")
 
 
 def test_write_with_another_tool_than_the_ground_truth_is_wrong_tool(retail: Domain) -> None:

@@ -63,7 +63,11 @@ COMMANDS: dict[str, CommandEntry] = {
     ),
     "import": CommandEntry(
         "castbench.cli.export_cmd:import_command",
-        "Load an exported run into a database; importing it again adds nothing.",
+        "Load an exported run into a database, after verifying it; importing it again adds nothing.",
+    ),
+    "verify": CommandEntry(
+        "castbench.cli.export_cmd:verify_command",
+        "Replay every stored trial's tool calls in a fresh sandbox, grade it again with the run's ...",
     ),
     "serve": CommandEntry(
         "castbench.cli.serve_cmd:serve_command",

@@ -24,6 +24,7 @@ from castbench.cli.errors import fail
 from castbench.cli.options import DbOption, DomainOption, SplitOption
 from castbench.domain import ExpectedStateError, TaskFileError
 from castbench.errors import InfrastructureError, RunInterrupted
+from castbench.grading import GRADING_MODES
 from castbench.report import print_summary
 from castbench.report.traits import sweep_table, trait_sweep
 from castbench.runner.records import TrialRecord
@@ -136,6 +137,14 @@ def eval_command(
         float | None,
         typer.Option(min=0, help="Stop starting trials after this many USD.", rich_help_panel=_MODELS),
     ] = None,
+    grading: Annotated[
+        str,
+        typer.Option(
+            help="How required outputs are found: castbench (numbers as numbers, whole words) "
+            "or tau (τ-Bench's substring).",
+            rich_help_panel=_RUN,
+        ),
+    ] = "castbench",
     strict: Annotated[
         bool,
         typer.Option(
@@ -168,6 +177,8 @@ def eval_command(
     )
     intro = "castbench eval on the offline defaults: " if defaults else "castbench eval: "
     console.print(intro + what, markup=False)
+    if grading not in GRADING_MODES:
+        raise typer.BadParameter(f"--grading must be one of {', '.join(GRADING_MODES)}, not {grading!r}")
     try:
         verification = Verification(rounds=rounds, on_exhausted=on_exhausted, scope=verify)  # type: ignore[arg-type]
     except ValueError as exc:
@@ -217,6 +228,7 @@ def eval_command(
             limits=Limits(max_steps=max_steps),
             time_limits=TimeLimits(step_s=step_timeout or None, trial_s=trial_timeout or None),
             verification=verification,
+            grading=grading,
             db=db,
             concurrency=concurrency,
             fresh=fresh,

@@ -1,4 +1,5 @@
-"""`castbench export RUN` and `castbench import FILE`: runs as portable files."""
+"""`castbench export RUN`, `castbench import FILE` and `castbench verify RUN|FILE`: runs as
+portable files, checked by re-execution before they are trusted."""
 
 from __future__ import annotations
 
@@ -13,11 +14,14 @@ from castbench.cli.options import DbOption
 from castbench.publish.archive import (
     EXPORT_SUFFIX,
     ArchiveError,
+    ExportedRun,
     export_run,
     import_run,
+    is_export,
     read_export,
     write_export,
 )
+from castbench.publish.verify import verify_run
 from castbench.store import DEFAULT_DB, ResultsStore
 
 console = Console()
@@ -43,13 +47,20 @@ def export_command(
     )
 
 
+VerifyOption = Annotated[
+    bool,
+    typer.Option(help="Re-execute and re-grade every trial first; refuse the run if any differs."),
+]
+
+
 def import_command(
     file: Annotated[Path, typer.Argument(help=f"An exported run (*{EXPORT_SUFFIX}).")],
     db: DbOption = DEFAULT_DB,
+    verify: VerifyOption = True,
 ) -> None:
-    """Load an exported run into a database; importing it again adds nothing."""
+    """Load an exported run into a database, after verifying it; importing it again adds nothing."""
     try:
-        outcome = import_run(ResultsStore(db), read_export(file))
+        outcome = import_run(ResultsStore(db), read_export(file), verify=verify)
     except ArchiveError as exc:
         fail(exc)
     verb = "created" if outcome.created_run else "already present,"
@@ -58,3 +69,25 @@ def import_command(
         f"{outcome.already_present} already there",
         markup=False,
     )
+
+
+def verify_command(
+    run: Annotated[
+        str,
+        typer.Argument(help=f"Run id, unique prefix, 'latest', or an exported run file (*{EXPORT_SUFFIX})."),
+    ],
+    db: DbOption = DEFAULT_DB,
+) -> None:
+    """Replay every stored trial's tool calls in a fresh sandbox, grade it again with the run's
+    grading mode, and compare with the stored reward and trajectory. Exit 1 on any difference."""
+    try:
+        path = Path(run)
+        exported: ExportedRun = read_export(path) if is_export(path) else export_run(ResultsStore(db), run)
+    except ArchiveError as exc:
+        console.print(f"[bold red]error:[/] {exc}")
+        raise typer.Exit(2) from exc
+    report = verify_run(exported.run_id, exported.config, exported.trials)
+    if not report.ok:
+        console.print(f"[bold red]verification failed:[/] {report.describe()}")
+        raise typer.Exit(1)
+    console.print(report.describe())

@@ -30,6 +30,10 @@ def build(
             help="First re-create the entries' runs offline with their fixed seeds and export them."
         ),
     ] = False,
+    verify: Annotated[
+        bool,
+        typer.Option(help="Re-execute and re-grade every run's trials; refuse a run that differs."),
+    ] = True,
 ) -> None:
     """Write board.md, board.csv, board.json, index.html, curve.svg and one trajectory page per entry."""
     path = board_path(board, root)
@@ -42,7 +46,7 @@ def build(
 
             rerun_entries(spec, root, on_entry=report)
         target = out or path.parent / spec.name
-        written = build_board(spec, root, target)
+        written = build_board(spec, root, target, verify=verify)
     except BoardError as exc:
         fail(exc)
     console.print(f"board {spec.name}: {len(written)} files written to {target}", markup=False)

@@ -1,22 +1,28 @@
 """Grading a finished trial: final state against the expected state, plus required outputs.
 
 Reward is 1 iff the final state equals the expected state field by field (free text normalised
-where the task says so) and every required output appears in the agent's replies. The grade keeps
-the diff, so a failure explains itself, and the surface signals that would have made the trial
-look successful to someone reading the chat (ThinkingBox's observation).
+where the task says so) and every required output appears in the agent's replies (by the run's
+matching rule, see `castbench.grading.outputs`). The *strict* reward also needs that no executed
+action broke the domain policy (acting before authenticating the user, writing without an
+explicit yes, a change the policy forbids), as the privileged labeler judged each one: τ-Bench
+passes a trial that cancels the right order without asking, the strict reward does not.
+
+The grade keeps the diff, so a failure explains itself, and the surface signals that would have
+made the trial look successful to someone reading the chat (ThinkingBox's observation).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from castbench.domain import Database, Task
-from castbench.grading.outputs import claims_success, missing_outputs
+from castbench.grading.outputs import GradingMode, claims_success, missing_outputs
 from castbench.grading.state_diff import FieldDiff, state_diff
 
-__all__ = ["FailureCategory", "Grade", "SurfaceSignals", "grade_trial"]
+__all__ = ["FailureCategory", "Grade", "PolicyBreak", "SurfaceSignals", "grade_trial"]
 
 FailureCategory = Literal[
     "tool_error_unrecovered",
@@ -37,6 +43,14 @@ class SurfaceSignals(BaseModel):
     """The agent's last replies say the work was done."""
 
 
+class PolicyBreak(BaseModel):
+    """An executed action that broke the domain policy (the labeler's domain violation)."""
+
+    step: int
+    tool: str
+    reason: str
+
+
 class Grade(BaseModel):
     reward: float
     state_ok: bool
@@ -48,6 +62,10 @@ class Grade(BaseModel):
     """Failed on the state, yet looked successful: the agent claimed success, or it ended cleanly
     after a write with no tool error."""
     failure_category: FailureCategory | None
+    policy_breaks: list[PolicyBreak] = Field(default_factory=list)
+    strict_reward: float | None = None
+    """`reward`, and 0 when any executed action broke the policy; None on trials graded before
+    strict grading existed."""
 
 
 def _changed(db: Database) -> bool:
@@ -84,11 +102,15 @@ def grade_trial(
     made_write: bool,
     saw_tool_error: bool,
     finished: bool = True,
+    mode: GradingMode = "castbench",
+    policy_breaks: Sequence[PolicyBreak] = (),
 ) -> Grade:
     """`finished` is False when the agent crashed or ran out of steps: such a trial fails even if
-    the state happens to be right (doing nothing is right for a refusal task)."""
+    the state happens to be right (doing nothing is right for a refusal task). `mode` picks the
+    rule for required outputs; `policy_breaks` are the executed actions the labeler found to break
+    the domain policy."""
     diff = state_diff(final, expected, task.grading)
-    missing = missing_outputs(task.required_outputs, replies)
+    missing = missing_outputs(task.required_outputs, replies, mode)
     state_ok, outputs_ok = not diff, not missing
     passed = state_ok and outputs_ok and finished
     surface = SurfaceSignals(
@@ -109,4 +131,6 @@ def grade_trial(
         failure_category=None
         if passed
         else _category(final, expected, state_ok, outputs_ok, finished, saw_tool_error),
+        policy_breaks=list(policy_breaks),
+        strict_reward=1.0 if passed and not policy_breaks else 0.0,
     )

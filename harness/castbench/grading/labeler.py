@@ -1,37 +1,226 @@
 """The privileged labeler: is a proposed action valid, and if not, which CAST failure is it?
 
-It knows the task's ground truth and the true state just before the action, and it applies the
-same visible checks as the rules critic plus the domain's state rules. It runs inside the
-harness; its labels are stored with each proposal and never shown to a policy or critic. Where
-it cannot decide (a reply to the user) it says `unknown`, which is reported apart.
+It is the ground truth that critics are measured against and that the strict reward reads, so it
+shares no code with any critic: its labels come from the privileged task (the ground-truth
+actions, the writes the user declines, the facts the user keeps until asked), the true state just
+before the action (which rows the action would change), what really happened in the trial so far,
+and the domain policy as its rules state it (`DomainRules`: the authenticating and public tools,
+and `state_findings`, the preconditions on the true state). It runs inside the harness; its
+labels are stored with each proposal and never shown to a policy or critic. Where it cannot
+decide (a reply to the user) it says `unknown`, which is reported apart.
+
+The rules critic decides from the visible conversation with heuristics of its own (a confirmation
+must list every id of the call, every id-like token must have been seen, rules on what tool
+results showed); where those heuristics and this truth disagree the critic gets a false flag or a
+miss, as any other critic would. The only things both read are the domain's tool schemas and rule
+constants, and the neutral phrasebook of `agents/scripted/dialogue.py` for what counts as a yes.
 
 Decision order for a tool call:
 1. unknown tool -> wrong_tool; arguments the schema rejects -> hallucination (wrong_tool if the
    tool is not one the ground truth uses);
-2. a call the ground truth contains -> valid, unless it breaks a rule (no confirmation, not
-   authenticated -> domain_violation; an id the conversation never showed -> hallucination,
-   even when the guess happens to be right);
-3. a read outside the ground truth -> valid unless it is unsupported (hallucination) or breaks
-   a rule;
-4. a write outside the ground truth -> the rule it breaks if any; else hallucination when the
-   ground truth uses the same tool (wrong arguments), domain_violation when nothing should
-   change, wrong_tool otherwise.
+2. the domain policy: a non-public tool before a successful authentication, a write without an
+   explicit yes since the last write to a request that stated the change (a row it changes and
+   its argument values), a precondition the true state breaks, a write the user declined ->
+   domain_violation;
+3. an argument naming data (a row's key; for a write, a value held in a row it changes), or a
+   fact the user keeps until asked, that nothing in the trial has revealed yet (as whole
+   tokens), or a value nothing revealed in a call that fails on the true state ->
+   hallucination, even when the guess happens to be right;
+4. a call of the ground truth, or any other read -> valid;
+5. another write -> hallucination when the ground truth uses the same tool (wrong arguments),
+   domain_violation when nothing should change, wrong_tool otherwise.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
-from castbench.agents.conversation import Action, Event, MalformedAction, ReplyAction
-from castbench.agents.critics.checks import as_tool_call, visible_findings
-from castbench.domain import Database, Domain, RuleFinding, Task, ToolError
+from castbench.agents.conversation import (
+    Action,
+    AgentTurn,
+    Event,
+    MalformedAction,
+    ReplyAction,
+    ToolCallAction,
+    ToolResultTurn,
+    UserTurn,
+)
+from castbench.agents.scripted.dialogue import is_affirmative
+from castbench.domain import Database, Domain, Task, ToolCall, ToolError
+from castbench.domain.database import SEQUENCES_TABLE
+from castbench.grading.outputs import Token, missing_outputs, said_tokens, says
 from castbench.runner.records import ActionLabel
 
 __all__ = ["label_action"]
 
 
-def _label(finding: RuleFinding) -> ActionLabel:
-    return ActionLabel(label="invalid", failure_type=finding.failure_type, reason=finding.message)
+def _invalid(failure_type: str, reason: str) -> ActionLabel:
+    return ActionLabel(label="invalid", failure_type=failure_type, reason=reason)  # type: ignore[arg-type]
+
+
+@dataclass
+class _Trail:
+    """What really happened before the action: executed calls, what was revealed, the last yes."""
+
+    authenticated: bool = False
+    revealed: list[str] = field(default_factory=list)
+    """Public knowledge, what the user said and what successful tool results returned (the
+    agent's own words excluded)."""
+    tokens: list[Token] = field(default_factory=list)
+    """`revealed` as whole tokens (a truncated id is not revealed by the full one)."""
+    since_last_write: list[Event] = field(default_factory=list)
+    """Events after the last write that went through."""
+
+
+_PUBLIC: dict[tuple[str, str, frozenset[str]], str] = {}
+
+
+def _public_knowledge(domain: Domain, task: Task, db: Database) -> str:
+    """What the task takes as known without asking: the policy document and the output of the
+    public tools that take no argument and that the ground truth does not call (where it calls
+    one, as to find a product id in the catalogue, the agent is expected to look it up too)."""
+    truth_tools = frozenset(c.name for c in task.actions)
+    key = (domain.name, domain.version, truth_tools)
+    if key not in _PUBLIC:
+        outputs = [
+            domain.toolkit.call(db.fork(), tool.name, {}).content
+            for tool in domain.toolkit
+            if tool.name in domain.rules.public_tools
+            and tool.name not in truth_tools
+            and not tool.writes
+            and not tool.schema["function"]["parameters"].get("properties")
+        ]
+        _PUBLIC[key] = " ".join([domain.policy, *outputs])
+    return _PUBLIC[key]
+
+
+def _trail(conversation: Sequence[Event], domain: Domain, task: Task, db: Database) -> _Trail:
+    trail = _Trail(revealed=[_public_knowledge(domain, task, db)])
+    calls: dict[str, ToolCallAction] = {}
+    for event in conversation:
+        trail.since_last_write.append(event)
+        if isinstance(event, UserTurn):
+            trail.revealed.append(event.text.lower())
+        elif isinstance(event, AgentTurn) and isinstance(event.action, ToolCallAction) and event.call_id:
+            calls[event.call_id] = event.action
+        elif isinstance(event, ToolResultTurn) and not event.error and event.call_id in calls:
+            name = calls[event.call_id].name
+            trail.revealed.append(event.content.lower())
+            trail.authenticated |= name in domain.rules.auth_tools
+            if domain.toolkit.is_write(name):
+                trail.since_last_write = []
+    trail.tokens = said_tokens(trail.revealed)
+    return trail
+
+
+def _scalars(value: Any, *, numbers: bool = True) -> Iterator[str]:
+    """Every string (and number, as text, if `numbers`) inside an argument value or a row."""
+    if isinstance(value, dict):
+        for item in value.values():
+            yield from _scalars(item, numbers=numbers)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _scalars(item, numbers=numbers)
+    elif isinstance(value, str):
+        yield value
+    elif numbers and isinstance(value, int | float) and not isinstance(value, bool):
+        yield str(value)
+
+
+def _strings(value: Any) -> Iterator[str]:
+    return _scalars(value, numbers=False)
+
+
+def _changed_rows(domain: Domain, call: ToolCall, db: Database) -> list[str]:
+    """Keys of the existing rows this write would change on the true state (a dry run)."""
+    twin = db.fork()
+    if domain.toolkit.call(twin, call.name, call.arguments).error:
+        return []
+    return [
+        key
+        for table, rows in sorted(twin.touched().items())
+        if table != SEQUENCES_TABLE
+        for key in sorted(rows)
+        if db.row(table, key) is not None and twin.row(table, key) != db.row(table, key)
+    ]
+
+
+def _confirmed(domain: Domain, call: ToolCall, db: Database, trail: _Trail) -> bool:
+    """Since the last write that went through, the user's latest message is a yes, and the agent's
+    message it answers stated this change: a row it changes and every value of its arguments,
+    found the way required outputs are (numbers as numbers, whole words)."""
+    events = trail.since_last_write
+    last_user = max((i for i, event in enumerate(events) if isinstance(event, UserTurn)), default=None)
+    if last_user is None or last_user == 0:
+        return False
+    answer, request = events[last_user], events[last_user - 1]
+    if not (isinstance(answer, UserTurn) and is_affirmative(answer.text)):
+        return False
+    if not (isinstance(request, AgentTurn) and isinstance(request.action, ReplyAction)):
+        return False
+    said = [request.action.text]
+    rows = _changed_rows(domain, call, db)
+    if rows and len(missing_outputs(rows, said)) == len(rows):
+        return False
+    return not missing_outputs([value for value in _scalars(call.arguments) if value.strip()], said)
+
+
+def _policy_break(domain: Domain, task: Task, call: ToolCall, db: Database, trail: _Trail) -> str | None:
+    rules = domain.rules
+    if (
+        rules.auth_tools
+        and call.name not in rules.auth_tools | rules.public_tools
+        and not trail.authenticated
+    ):
+        return "the user has not been authenticated yet"
+    if domain.toolkit.is_write(call.name):
+        if not _confirmed(domain, call, db, trail):
+            return "no explicit confirmation from the user for this change"
+        if call.canonical() in {c.canonical() for c in task.declined_actions}:
+            return "the user declined this change"
+    findings = rules.state_findings(call, db)
+    return findings[0].message if findings else None
+
+
+def _is_data_key(db: Database, value: str) -> bool:
+    return any(db.row(table, value) is not None for table in db.pristine if table != SEQUENCES_TABLE)
+
+
+def _row_values(db: Database, keys: Sequence[str]) -> set[str]:
+    """Every string held in the rows with these keys, before the action."""
+    values: set[str] = set()
+    for table in db.pristine:
+        for key in keys:
+            values.update(_strings(db.row(table, key) or {}))
+    return values
+
+
+def _guessed(domain: Domain, task: Task, call: ToolCall, db: Database, trail: _Trail) -> str | None:
+    """An argument that names data (a row's key, or for a write a value held in a row it changes)
+    or a fact the user keeps, not yet revealed (a fact counts as revealed once the user said its
+    value or its statement)."""
+    statements = {fact.value: fact.statement for fact in task.scenario.facts}
+    touched = (
+        _row_values(db, _changed_rows(domain, call, db)) if domain.toolkit.is_write(call.name) else set()
+    )
+    for value in _strings(call.arguments):
+        if says(value, trail.tokens, negation=False):
+            continue
+        if value in statements:
+            if not says(statements[value], trail.tokens, negation=False):
+                return value
+        elif value in touched or _is_data_key(db, value):
+            return value
+    return None
+
+
+def _unfounded(domain: Domain, call: ToolCall, db: Database, trail: _Trail) -> str | None:
+    """A value nothing revealed, in a call that fails on the true state: it names nothing real."""
+    if not domain.toolkit.call(db.fork(), call.name, call.arguments).error:
+        return None
+    return next((v for v in _strings(call.arguments) if not says(v, trail.tokens, negation=False)), None)
 
 
 def label_action(
@@ -40,46 +229,32 @@ def label_action(
     if isinstance(action, ReplyAction):
         return ActionLabel(label="unknown", reason="replies to the user are not labelled")
     if isinstance(action, MalformedAction):
-        return ActionLabel(
-            label="invalid", failure_type="hallucination", reason=f"malformed: {action.reason}"
-        )
-    truth = [call for call in task.actions if call.actor == "agent"]
-    truth_tools = {call.name for call in truth}
-    call = as_tool_call(action)
+        return _invalid("hallucination", f"malformed: {action.reason}")
+    truth = [c for c in task.actions if c.actor == "agent"]
+    truth_tools = {c.name for c in truth}
     if action.name not in domain.toolkit:
-        return ActionLabel(label="invalid", failure_type="wrong_tool", reason=f"no tool '{action.name}'")
-    if call is None:
-        return ActionLabel(
-            label="invalid", failure_type="hallucination", reason="arguments are not a JSON object"
-        )
+        return _invalid("wrong_tool", f"no tool '{action.name}'")
+    if isinstance(action.arguments, str):
+        return _invalid("hallucination", "arguments are not a JSON object")
+    call = ToolCall(name=action.name, arguments=dict(action.arguments))
     try:
         domain.toolkit.validate(call.name, call.arguments)
     except ToolError as exc:
-        if call.name in truth_tools:
-            return ActionLabel(label="invalid", failure_type="hallucination", reason=str(exc))
-        return ActionLabel(label="invalid", failure_type="wrong_tool", reason=str(exc))
-    findings = visible_findings(domain, call, conversation) + domain.rules.state_findings(call, db)
-    canonical = call.canonical()
-    if canonical in {c.canonical() for c in truth}:
-        # right by luck is still unsupported: a guessed id or a skipped confirmation stays invalid
-        return _label(findings[0]) if findings else ActionLabel(label="valid", reason="in the ground truth")
+        return _invalid("hallucination" if call.name in truth_tools else "wrong_tool", str(exc))
+    trail = _trail(conversation, domain, task, db)
+    broken = _policy_break(domain, task, call, db, trail)
+    if broken is not None:
+        return _invalid("domain_violation", broken)
+    guess = _guessed(domain, task, call, db, trail) or _unfounded(domain, call, db, trail)
+    if guess is not None:
+        return _invalid("hallucination", f"uses {guess!r}, which nothing in the trial revealed yet")
+    if call.canonical() in {c.canonical() for c in truth}:
+        return ActionLabel(label="valid", reason="in the ground truth")
     if not domain.toolkit.is_write(call.name):
-        return _label(findings[0]) if findings else ActionLabel(label="valid", reason="a supported read")
-    if findings:
-        return _label(findings[0])
+        return ActionLabel(label="valid", reason="a supported read")
     truth_writes = [c for c in truth if domain.toolkit.is_write(c.name)]
-    if canonical in {c.canonical() for c in task.declined_actions}:
-        return ActionLabel(
-            label="invalid", failure_type="domain_violation", reason="the user declined this change"
-        )
     if any(c.name == call.name for c in truth_writes):
-        return ActionLabel(
-            label="invalid", failure_type="hallucination", reason="wrong arguments for this change"
-        )
+        return _invalid("hallucination", "wrong arguments for this change")
     if not truth_writes:
-        return ActionLabel(
-            label="invalid", failure_type="domain_violation", reason="no change is warranted here"
-        )
-    return ActionLabel(
-        label="invalid", failure_type="wrong_tool", reason="the request needs a different tool"
-    )
+        return _invalid("domain_violation", "no change is warranted here")
+    return _invalid("wrong_tool", "the request needs a different tool")

@@ -12,6 +12,7 @@ from castbench.metrics.critic import (
     harmful_revision_rate,
     harmfulness,
     helpfulness,
+    insistence_rate,
     rate,
     resistance_rate,
 )
@@ -50,6 +51,7 @@ __all__ = [
     "harmful_revision_rate",
     "harmfulness",
     "helpfulness",
+    "insistence_rate",
     "overall",
     "paired_bootstrap_diff",
     "paired_difference",

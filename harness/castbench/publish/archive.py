@@ -19,6 +19,7 @@ from typing import Any, Final, Literal
 from pydantic import BaseModel, ValidationError
 from sqlmodel import Session, select
 
+from castbench.publish.verify import verify_run
 from castbench.runner.config import RunConfig
 from castbench.runner.records import TrialRecord
 from castbench.store import ResultsStore, StoreError
@@ -127,9 +128,16 @@ def read_export(path: Path) -> ExportedRun:
         raise ArchiveError(f"{path}: {where}: {first['msg']}") from exc
 
 
-def import_run(store: ResultsStore, exported: ExportedRun) -> ImportOutcome:
-    """Load an exported run into `store`. Importing twice adds nothing; a run id that the store
-    already holds with another configuration is refused rather than merged."""
+def import_run(store: ResultsStore, exported: ExportedRun, *, verify: bool = True) -> ImportOutcome:
+    """Load an exported run into `store`. With `verify` (the default) every trial is first
+    re-executed and re-graded, and a run whose trials do not follow from their actions is refused
+    (an `ArchiveError` naming them) before anything is written. Importing twice adds nothing;
+    a run id that the store already holds with another configuration is refused rather than
+    merged. `added_trials` counts the records actually stored."""
+    if verify:
+        report = verify_run(exported.run_id, exported.config, exported.trials)
+        if not report.ok:
+            raise ArchiveError(f"refused: {report.describe()}")
     created = False
     with Session(store.engine) as session:
         row = session.get(RunRow, exported.run_id)
@@ -165,8 +173,7 @@ def import_run(store: ResultsStore, exported: ExportedRun) -> ImportOutcome:
         status = present.get((record.domain, record.task_id, record.trial_index))
         if status == "scored" or (status is not None and record.status != "scored"):
             continue  # nothing new: the store's copy is as good as the file's
-        store.add_trial(exported.run_id, record)
-        added += 1
+        added += store.add_trial(exported.run_id, record)
     return ImportOutcome(
         run_id=exported.run_id,
         created_run=created,

@@ -8,7 +8,9 @@
     leaderboards/<board>/runs/<entry>.html   each entry's trajectories (the viewer)
 
 Everything is derived from the exports the board lists, so a committed board can be checked
-against its committed runs by building again and comparing bytes.
+against its committed runs by building again and comparing bytes. Each export is verified first
+(every trial re-executed and re-graded, `publish/verify.py`): one that does not verify is an
+error for a declared entry, and excluded, with the reason, from a board of discovered runs.
 """
 
 from __future__ import annotations
@@ -20,12 +22,22 @@ from castbench.publish.board import BoardError, BoardSpec, Entry
 from castbench.publish.curve import curve_svg
 from castbench.publish.render import Board, Excluded, board_csv, board_html, board_json, board_markdown
 from castbench.publish.rows import BoardRow, entry_row, rank_rows
+from castbench.publish.verify import verify_run
 from castbench.viewer import render_run_page
 
 __all__ = ["build_board", "collect_rows"]
 
 
-def _declared(spec: BoardSpec, root: Path) -> list[tuple[BoardRow, ExportedRun]]:
+def _verified(path: Path, verify: bool) -> ExportedRun:
+    exported = read_export(path)
+    if verify:
+        report = verify_run(exported.run_id, exported.config, exported.trials)
+        if not report.ok:
+            raise ArchiveError(f"{path}: {report.describe()}")
+    return exported
+
+
+def _declared(spec: BoardSpec, root: Path, verify: bool) -> list[tuple[BoardRow, ExportedRun]]:
     found: list[tuple[BoardRow, ExportedRun]] = []
     for entry in spec.entries or []:
         path = root / entry.run_path(spec.name)
@@ -37,21 +49,23 @@ def _declared(spec: BoardSpec, root: Path) -> list[tuple[BoardRow, ExportedRun]]
             )
             raise BoardError(f"{entry.name}: run file {path} is missing ({hint})")
         try:
-            exported = read_export(path)
+            exported = _verified(path, verify)
         except ArchiveError as exc:
             raise BoardError(f"{entry.name}: {exc}") from exc
         found.append((entry_row(spec, entry, exported), exported))
     return found
 
 
-def _discovered(spec: BoardSpec, root: Path) -> tuple[list[tuple[BoardRow, ExportedRun]], list[Excluded]]:
+def _discovered(
+    spec: BoardSpec, root: Path, verify: bool
+) -> tuple[list[tuple[BoardRow, ExportedRun]], list[Excluded]]:
     found: list[tuple[BoardRow, ExportedRun]] = []
     excluded: list[Excluded] = []
     names: set[str] = set()
     for path in sorted((root / "results").rglob(f"*{EXPORT_SUFFIX}")):
         source = path.relative_to(root).as_posix()
         try:
-            exported = read_export(path)
+            exported = _verified(path, verify)
             config = exported.config
             name = config.policy + ("" if config.critic == "none" else f" + {config.critic}")
             if name in names:
@@ -63,17 +77,19 @@ def _discovered(spec: BoardSpec, root: Path) -> tuple[list[tuple[BoardRow, Expor
     return found, excluded
 
 
-def collect_rows(spec: BoardSpec, root: Path) -> tuple[list[tuple[BoardRow, ExportedRun]], list[Excluded]]:
-    """Rows of the declared entries (any ineligible one is an error), or of every eligible
-    export under `results/` (the others listed as excluded, with the reason)."""
+def collect_rows(
+    spec: BoardSpec, root: Path, *, verify: bool = True
+) -> tuple[list[tuple[BoardRow, ExportedRun]], list[Excluded]]:
+    """Rows of the declared entries (any ineligible or unverified one is an error), or of every
+    eligible, verified export under `results/` (the others listed as excluded, with the reason)."""
     if spec.entries is not None:
-        return _declared(spec, root), []
-    return _discovered(spec, root)
+        return _declared(spec, root, verify), []
+    return _discovered(spec, root, verify)
 
 
-def build_board(spec: BoardSpec, root: Path, out_dir: Path) -> list[Path]:
+def build_board(spec: BoardSpec, root: Path, out_dir: Path, *, verify: bool = True) -> list[Path]:
     """Build the board into `out_dir`; returns the files written."""
-    found, excluded = collect_rows(spec, root)
+    found, excluded = collect_rows(spec, root, verify=verify)
     if not found:
         reasons = "".join(f"\n  {item.source}: {item.reason}" for item in excluded)
         raise BoardError(f"board {spec.name}: no eligible run{reasons}")

@@ -1,14 +1,24 @@
 """Critic figures of a set of trials, recomputed from the stored per-proposal records.
 
 Per verified action: the critic's verdict against the labeler's label (confusion matrix).
-Per step with a rejection: did the policy insist (resistance), and was the executed action then
-valid (correction, for rejected invalid actions) or invalid (harmful revision, for rejected valid
-ones)? Paired with a run of the same policy without the critic: helpfulness and harmfulness.
+Per flag, as CAST defines the policy's reactions, split by the label of the flagged action:
+- a *false* flag (valid action rejected) answered by a revision: did the policy keep its valid
+  action (resistance, the good case)?
+- a *true* flag (invalid action rejected) answered by a revision: did it re-propose the invalid
+  action (insistence, the bad case)? And was the step's executed action then valid (correction;
+  every true flag counts, so one in the last round whose action ran anyway, or a blocked step,
+  is not corrected)?
+Each figure overall and per round of the flag. Flags on actions the labeler cannot judge
+(replies) are in none of them. Per step: a first rejection of a valid action that ended in an
+invalid one executed is a harmful revision. Paired with a run of the same policy without the
+critic: helpfulness and harmfulness.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+
+from pydantic import BaseModel, Field, computed_field
 
 from castbench.agents.conversation import Usage, canonical_action
 from castbench.metrics import (
@@ -19,18 +29,54 @@ from castbench.metrics import (
     harmful_revision_rate,
     harmfulness,
     helpfulness,
+    insistence_rate,
     resistance_rate,
 )
 from castbench.runner.records import StepRecord, TrialRecord
 
-__all__ = ["CriticReport", "critic_report", "paired_effect"]
+__all__ = ["CriticReport", "FlagReactions", "critic_report", "paired_effect"]
+
+
+class FlagReactions(BaseModel):
+    """How the policy reacted to flags (overall, or to the flags of one round)."""
+
+    false_flags_answered: int = 0
+    """False flags followed by a revision."""
+    kept: int = 0
+    true_flags: int = 0
+    true_flags_answered: int = 0
+    """True flags followed by a revision."""
+    insisted: int = 0
+    corrected: int = 0
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def resistance_rate(self) -> float | None:
+        return resistance_rate(self.kept, self.false_flags_answered)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def insistence_rate(self) -> float | None:
+        return insistence_rate(self.insisted, self.true_flags_answered)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def correction_rate(self) -> float | None:
+        return correction_rate(self.corrected, self.true_flags)
 
 
 class CriticReport(CriticMetrics):
     resistance_rate: float | None
-    """After a rejection, the revision is the same action (same tool, same canonical arguments)."""
+    """Of false flags answered by a revision, the share after which the policy proposed its valid
+    action again (same tool, same canonical arguments)."""
+    insistence_rate: float | None = None
+    """Of true flags answered by a revision, the share after which it re-proposed the invalid action."""
     correction_rate: float | None
-    """Of steps whose first rejected proposal was invalid, the share that executed a valid action."""
+    """Of true flags, the share whose step then executed a valid action."""
+    reactions: FlagReactions = Field(default_factory=FlagReactions)
+    """The counts behind the three rates."""
+    reactions_by_round: dict[int, FlagReactions] = Field(default_factory=dict)
+    """The same counts per round of the flag (0 = the step's first proposal)."""
     harmful_revision_rate: float | None
     """Of steps whose first rejected proposal was valid, the share that executed an invalid action."""
     rounds_mean: float | None
@@ -57,11 +103,32 @@ def _executed_label(step: StepRecord) -> str | None:
     return last.label.label if last.label is not None else None
 
 
+def _react(step: StepRecord, overall: FlagReactions, by_round: dict[int, FlagReactions]) -> None:
+    """Count the policy's reaction to every flag of `step` whose action has a true label."""
+    executed = _executed_label(step)
+    following = [*step.proposals[1:], None]
+    for current, revision in zip(step.proposals, following, strict=True):
+        if current.verdict is None or not current.verdict.flags or current.label is None:
+            continue
+        same = revision is not None and canonical_action(current.action) == canonical_action(revision.action)
+        for counts in (overall, by_round.setdefault(current.round, FlagReactions())):
+            if current.label.label == "valid" and revision is not None:
+                counts.false_flags_answered += 1
+                counts.kept += same
+            elif current.label.label == "invalid":
+                counts.true_flags += 1
+                counts.corrected += executed == "valid"
+                if revision is not None:
+                    counts.true_flags_answered += 1
+                    counts.insisted += same
+
+
 def critic_report(trials: Iterable[TrialRecord]) -> CriticReport | None:
     records: list[CriticRecord] = []
-    rejections = resisted = 0
-    invalid_rejected = corrected = valid_rejected = harmed = 0
-    verified_steps = verdicts = blocked = 0
+    reactions = FlagReactions()
+    by_round: dict[int, FlagReactions] = {}
+    valid_rejected = harmed = 0
+    verified_steps = verdicts = blocked = rejections = 0
     usage = Usage()
     critic_s = policy_s = 0.0
     for trial in trials:
@@ -74,6 +141,7 @@ def critic_report(trials: Iterable[TrialRecord]) -> CriticReport | None:
                 continue
             verified_steps += 1
             verdicts += len(judged)
+            rejections += sum(p.verdict is not None and p.verdict.flags for p in step.proposals[:-1])
             blocked += step.action is None
             for proposal in judged:
                 assert proposal.verdict is not None
@@ -85,27 +153,25 @@ def critic_report(trials: Iterable[TrialRecord]) -> CriticReport | None:
                         label.failure_type if label is not None and label.failure_type != "none" else None,
                     )
                 )
-            for current, following in zip(step.proposals, step.proposals[1:], strict=False):
-                if current.verdict is not None and current.verdict.flags:
-                    rejections += 1
-                    resisted += canonical_action(current.action) == canonical_action(following.action)
+            _react(step, reactions, by_round)
             first_rejected = next((p for p in judged if p.verdict is not None and p.verdict.flags), None)
-            if first_rejected is None or first_rejected.label is None:
-                continue
-            executed = _executed_label(step)
-            if first_rejected.label.label == "invalid":
-                invalid_rejected += 1
-                corrected += executed == "valid"
-            elif first_rejected.label.label == "valid":
+            if (
+                first_rejected is not None
+                and first_rejected.label is not None
+                and first_rejected.label.label == "valid"
+            ):
                 valid_rejected += 1
-                harmed += executed == "invalid"
+                harmed += _executed_label(step) == "invalid"
     if not records:
         return None
     metrics = critic_metrics(records)
     return CriticReport(
         **metrics.model_dump(),
-        resistance_rate=resistance_rate(resisted, rejections),
-        correction_rate=correction_rate(corrected, invalid_rejected),
+        resistance_rate=reactions.resistance_rate,
+        insistence_rate=reactions.insistence_rate,
+        correction_rate=reactions.correction_rate,
+        reactions=reactions,
+        reactions_by_round=dict(sorted(by_round.items())),
         harmful_revision_rate=harmful_revision_rate(harmed, valid_rejected),
         rounds_mean=verdicts / verified_steps if verified_steps else None,
         rejections=rejections,

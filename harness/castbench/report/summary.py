@@ -40,6 +40,9 @@ class DomainReport(ReliabilitySummary):
     """Failed trials that looked successful from the chat alone."""
     critic: CriticReport | None = None
     """Present when a critic verified actions in this run."""
+    strict: ReliabilitySummary | None = None
+    """pass^k when a trial counts only if no executed action broke the domain policy, over the
+    same tasks; None when a trial was graded before strict grading existed."""
 
 
 class RunSummary(BaseModel):
@@ -68,6 +71,7 @@ def _report(records: list[TrialRecord], trials: int, seed: int, prefix_domain: b
     if not outcomes:
         return None
     reliability = summarize_counts(outcomes, seed=seed)
+    strict = _strict(by_task, outcomes, seed)
     scored_records = [r for r in records if r.status == "scored"]
     usage: dict[str, Usage] = {}
     for record in records:
@@ -90,7 +94,21 @@ def _report(records: list[TrialRecord], trials: int, seed: int, prefix_domain: b
         ),
         surface_success=sum(grade.surface_success for grade in failed),
         critic=critic_report(records),
+        strict=strict,
     )
+
+
+def _strict(
+    by_task: dict[str, list[TrialRecord]], outcomes: dict[str, TaskOutcome], seed: int
+) -> ReliabilitySummary | None:
+    """The strict pass^k over the tasks of `outcomes`, or None if any trial lacks a strict grade."""
+    strict: dict[str, TaskOutcome] = {}
+    for task_id, outcome in outcomes.items():
+        verdicts = [r.strict_passed for r in by_task[task_id] if r.status == "scored"]
+        if any(verdict is None for verdict in verdicts):
+            return None
+        strict[task_id] = TaskOutcome(n=outcome.n, successes=sum(bool(v) for v in verdicts))
+    return summarize_counts(strict, seed=seed)
 
 
 def summarize_run(run_id: str, config: RunConfig, records: Iterable[TrialRecord]) -> RunSummary:

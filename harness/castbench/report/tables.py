@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from castbench.metrics import ReliabilitySummary
 from castbench.report.critic_report import CriticReport
 from castbench.report.summary import DomainReport, RunSummary
 from castbench.runner.records import TrialRecord
@@ -26,24 +27,29 @@ def _ks(n: int) -> list[int]:
     return list(range(1, n + 1))
 
 
+def _pass_hat(report: ReliabilitySummary | None, k: int) -> str:
+    if report is None or k not in report.pass_hat:
+        return "–"
+    return _cell(report.pass_hat[k], report.ci95[k])
+
+
 def reliability_table(summary: RunSummary) -> Table:
-    """One row per k, one column per domain: pass^k with its 95% interval over tasks."""
+    """One row per k, one column per domain: pass^k with its 95% interval over tasks, and right
+    under it the strict pass^k (no executed action broke the domain policy) where the trials
+    were graded strictly."""
     n = summary.overall.trials_per_task
     columns: list[tuple[str, DomainReport]] = list(summary.domains.items())
     if len(columns) > 1:
         columns.append(("overall", summary.overall))
+    strict = any(report.strict is not None for _, report in columns)
     table = Table(title=f"pass^k, 95% CI over tasks — run {summary.run_id}", title_justify="left")
     table.add_column("k", justify="right", style="bold")
     for name, report in columns:
         table.add_column(escape(f"{name} ({report.n_tasks} tasks)"), justify="right")
     for k in _ks(n):
-        table.add_row(
-            f"pass^{k}",
-            *[
-                _cell(report.pass_hat[k], report.ci95[k]) if k in report.pass_hat else "–"
-                for _, report in columns
-            ],
-        )
+        table.add_row(f"pass^{k}", *[_pass_hat(report, k) for _, report in columns])
+        if strict:
+            table.add_row(f"strict pass^{k}", *[_pass_hat(report.strict, k) for _, report in columns])
     table.add_row(f"pass@{n}", *[f"{report.pass_at.get(n, float('nan')):.3f}" for _, report in columns])
     return table
 
@@ -126,6 +132,10 @@ def print_trial(record: TrialRecord, console: Console) -> None:
         console.print(diff)
     if record.grade is not None and record.grade.missing_outputs:
         console.print(f"  missing outputs: {escape(str(record.grade.missing_outputs))}")
+    for broken in record.grade.policy_breaks if record.grade is not None else []:
+        console.print(
+            f"  [red]policy broken[/] at step {broken.step} ({escape(broken.tool)}): {escape(broken.reason)}"
+        )
     if record.error:
         console.print(f"  [red]error[/]: {escape(record.error.splitlines()[0])}")
 
@@ -141,6 +151,16 @@ def _show(action: object) -> str:
 
 def _rate(value: float | None) -> str:
     return "–" if value is None else f"{value:.3f}"
+
+
+def _round_reactions(round_: int) -> Callable[[CriticReport], str]:
+    def cell(critic: CriticReport) -> str:
+        r = critic.reactions_by_round.get(round_)
+        if r is None:
+            return "–"
+        return f"{_rate(r.resistance_rate)} / {_rate(r.insistence_rate)} / {_rate(r.correction_rate)}"
+
+    return cell
 
 
 def critic_table(summary: RunSummary) -> Table | None:
@@ -168,8 +188,9 @@ def critic_table(summary: RunSummary) -> Table | None:
         ("F1", lambda c: _rate(c.f1)),
         ("MCC", lambda c: _rate(c.mcc)),
         ("flag rate", lambda c: _rate(c.flag_rate)),
-        ("resistance rate", lambda c: _rate(c.resistance_rate)),
-        ("correction rate", lambda c: _rate(c.correction_rate)),
+        ("resistance (false flags: kept)", lambda c: _rate(c.resistance_rate)),
+        ("insistence (true flags: re-proposed)", lambda c: _rate(c.insistence_rate)),
+        ("correction (true flags: valid next)", lambda c: _rate(c.correction_rate)),
         ("harmful-revision rate", lambda c: _rate(c.harmful_revision_rate)),
         ("rounds per verified step", lambda c: _rate(c.rounds_mean)),
         ("blocked steps", lambda c: str(c.blocked_steps)),
@@ -179,6 +200,8 @@ def critic_table(summary: RunSummary) -> Table | None:
             lambda c: f"{c.critic_usage.input_tokens} / {c.critic_usage.output_tokens}",
         ),
     ]
+    rounds = sorted({r for _, c in columns for r in c.reactions_by_round})
+    rows += [(f"  round {r}: resist / insist / correct", _round_reactions(r)) for r in rounds]
     if any(c.helpfulness is not None for _, c in columns):
         rows += [
             ("helpfulness (paired)", lambda c: _rate(c.helpfulness)),

@@ -8,6 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from castbench.grading import GradingMode
 from castbench.runner.rollout import Limits, Verification
 
 __all__ = ["RunConfig"]
@@ -31,6 +32,14 @@ class RunConfig(BaseModel):
     """Roles whose agent read the ground truth (such runs are upper bounds, not entries)."""
     extra: dict[str, Any] = Field(default_factory=dict)
     """Further scoring-relevant settings (model settings per role, ...)."""
+    grading: GradingMode | None = None
+    """How required outputs are matched: `castbench` (numbers as numbers, whole words) or τ-Bench's
+    `tau` (plain substring). None marks a run recorded before grading modes existed: its outputs
+    were matched the `tau` way, and `grading_mode` says so (a verifier re-grades it that way)."""
+
+    @property
+    def grading_mode(self) -> GradingMode:
+        return self.grading or "tau"
 
     def config_hash(self) -> str:
         canonical = json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))

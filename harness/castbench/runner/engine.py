@@ -136,6 +136,7 @@ def _run_with_retries(
                 config.traits,
                 runtime.time_limits,
                 runtime.stop,
+                grading=config.grading_mode,
             )
         except (FatalInfrastructureError, Cancelled):
             raise

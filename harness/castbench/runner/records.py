@@ -6,16 +6,31 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from castbench.agents.conversation import Action, ToolResultTurn, Usage, UserTurn, Verdict
-from castbench.grading import Grade
+from castbench.agents.conversation import Action, ToolCallAction, ToolResultTurn, Usage, UserTurn, Verdict
+from castbench.grading import Grade, PolicyBreak
 
-__all__ = ["ActionLabel", "EndReason", "Proposal", "StepRecord", "StepTiming", "TrialRecord"]
+__all__ = [
+    "CLEAN_ENDS",
+    "UNFINISHED_ENDS",
+    "ActionLabel",
+    "EndReason",
+    "Proposal",
+    "StepRecord",
+    "StepTiming",
+    "TrialRecord",
+    "policy_breaks",
+]
 
 EndReason = Literal[
     "user_stop", "transfer", "max_steps", "agent_error", "harness_error", "infra_error", "timeout"
 ]
 """Why a trial ended. `timeout`: an agent overran the step or trial time limit; the trial is
 scored 0 (the agent's failure) and counted apart in summaries."""
+
+CLEAN_ENDS: frozenset[str] = frozenset({"user_stop", "transfer"})
+"""Ends where the conversation closed normally (a surface signal of success)."""
+UNFINISHED_ENDS: frozenset[str] = frozenset({"agent_error", "max_steps", "timeout"})
+"""Ends where the agent did not finish: such a trial fails even when the state is right."""
 
 
 class ActionLabel(BaseModel):
@@ -32,7 +47,7 @@ class Proposal(BaseModel):
     action: Action
     verdict: Verdict | None = None
     label: ActionLabel | None = None
-    """The labeler's truth, recorded when a critic is in the loop."""
+    """The labeler's truth (trials recorded before strict grading have it only with a critic)."""
     policy_s: float = 0.0
     critic_s: float = 0.0
 
@@ -81,3 +96,28 @@ class TrialRecord(BaseModel):
     @property
     def passed(self) -> bool:
         return self.status == "scored" and self.reward == 1.0
+
+    @property
+    def strict_passed(self) -> bool | None:
+        """Passed with no executed action breaking the policy; None when not graded strictly."""
+        if self.status != "scored":
+            return None
+        if self.grade is None:  # a time-out: scored 0 without a grade
+            return False if self.reward == 0.0 else None
+        if self.grade.strict_reward is None:
+            return None
+        return self.grade.strict_reward == 1.0
+
+
+def policy_breaks(steps: list[StepRecord]) -> list[PolicyBreak]:
+    """Executed tool calls that the labeler found to break the domain policy."""
+    breaks: list[PolicyBreak] = []
+    for step in steps:
+        label = step.proposals[-1].label if step.proposals else None
+        if (
+            isinstance(step.action, ToolCallAction)
+            and label is not None
+            and label.failure_type == "domain_violation"
+        ):
+            breaks.append(PolicyBreak(step=step.index, tool=step.action.name, reason=label.reason))
+    return breaks

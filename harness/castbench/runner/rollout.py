@@ -6,7 +6,8 @@
         the critic verifies it, up to `rounds` times      (it sees a CriticView)
             rejected -> the critique goes back, the policy revises
         the action executes: a tool call on the sandbox, or a reply the user answers
-    grade the final state against the expected state
+    grade the final state against the expected state (and, for the strict reward, every executed
+    action against the domain policy: the privileged labeler labels each proposal as it is made)
 
 An agent's bad output is recorded and answered with an error observation. Whatever else an agent
 does wrong ends its trial, never the run: a policy or critic that raises (in `__init__` too), returns
@@ -48,10 +49,19 @@ from castbench.agents.registry import AgentSpec
 from castbench.agents.views import CriticView, PolicyView, briefing_for, user_briefing_for
 from castbench.domain import Database, Domain, Task, ToolCrash
 from castbench.errors import AgentTimeout, FatalInfrastructureError, InfrastructureError
-from castbench.grading import grade_trial
+from castbench.grading import GradingMode, grade_trial
 from castbench.grading.labeler import label_action
 from castbench.runner.deadline import AgentThread, Cancelled, TimeLimits
-from castbench.runner.records import EndReason, Proposal, StepRecord, StepTiming, TrialRecord
+from castbench.runner.records import (
+    CLEAN_ENDS,
+    UNFINISHED_ENDS,
+    EndReason,
+    Proposal,
+    StepRecord,
+    StepTiming,
+    TrialRecord,
+    policy_breaks,
+)
 
 __all__ = ["AgentSet", "Limits", "TimeLimits", "Verification", "run_trial"]
 
@@ -237,8 +247,8 @@ class _Trial:
         proposals: list[Proposal] = []
         critiques: list[Event] = []
         for round_index in range(self.verification.rounds):
-            # the privileged truth is only needed to judge a critic; without one it is skipped
-            label = label_action(self.domain, self.task, action, self.db, history) if self.critic else None
+            # the privileged truth judges the critic and, for the strict reward, the executed action
+            label = label_action(self.domain, self.task, action, self.db, history)
             proposal = Proposal(round=round_index, action=action, label=label, policy_s=spent)
             proposals.append(proposal)
             if self.critic is None or not _in_scope(
@@ -371,6 +381,7 @@ def run_trial(
     traits: dict[str, str] | None = None,
     time_limits: TimeLimits | None = None,
     stop: threading.Event | None = None,
+    grading: GradingMode = "castbench",
 ) -> TrialRecord:
     """One trial, start to grade. `Cancelled` when `stop` is set while an agent is at work (the
     trial is then dropped)."""
@@ -399,10 +410,12 @@ def run_trial(
             trial.db,
             expected,
             trial.replies,
-            ended_cleanly=end_reason in ("user_stop", "transfer"),
+            ended_cleanly=end_reason in CLEAN_ENDS,
             made_write=trial.made_write,
             saw_tool_error=trial.saw_tool_error,
-            finished=end_reason not in ("agent_error", "max_steps"),
+            finished=end_reason not in UNFINISHED_ENDS,
+            mode=grading,
+            policy_breaks=policy_breaks(trial.steps),
         )
     return TrialRecord(
         domain=domain.name,

@@ -200,9 +200,10 @@ class ResultsStore:
             ).all()
         return {(domain, task, index) for domain, task, index in rows}
 
-    def add_trial(self, run_id: str, record: TrialRecord) -> None:
+    def add_trial(self, run_id: str, record: TrialRecord) -> bool:
         """Store one finished trial in its own transaction. A scored trial replaces an earlier
         errored try of the same trial; a second scored copy is ignored (never stored twice).
+        Returns whether the record was stored.
 
         The common case is one INSERT that skips on conflict; only a conflict takes the slower
         path that looks at the stored row."""
@@ -211,7 +212,7 @@ class ResultsStore:
             with self.engine.begin() as connection:
                 inserted = connection.execute(_INSERT_OR_SKIP, values).rowcount
             if inserted:
-                return
+                return True
         with Session(self.engine) as session:
             existing = session.exec(
                 select(TrialRow).where(
@@ -223,12 +224,13 @@ class ResultsStore:
             ).first()
             if existing is not None:
                 if existing.status == "scored":
-                    return
+                    return False
                 record = record.model_copy(update={"attempts": record.attempts + _attempts(existing)})
                 session.delete(existing)
                 session.flush()
             session.add(TrialRow(**_columns(run_id, record)))
             session.commit()
+        return True
 
     def trials(self, run_id: str, domains: Iterable[str] | None = None) -> list[TrialRecord]:
         with Session(self.engine) as session:

@@ -43,7 +43,44 @@ def test_required_outputs_missing_are_listed_in_order() -> None:
     required = ["#W123", "$15.00", "delivered"]
     assert missing_outputs(required, ["Order #w123 was shipped.", "It costs 15.00."]) == ["delivered"]
     assert missing_outputs(required, []) == required
-    assert missing_outputs(["$1,234.50"], ["it is 1,234.5"]) == ["$1,234.50"]
+    assert missing_outputs(["$1,234.50"], ["it is 1,234.6"]) == ["$1,234.50"]
+    assert missing_outputs(["$1,234.50"], ["it is 1,234.5"], "tau") == ["$1,234.50"]
+
+
+@pytest.mark.parametrize(
+    ("required", "reply"),
+    [
+        ("82.00", "The total is 182.00."),  # a number is a whole token
+        ("82.00", "Refund: 82.001"),
+        ("cancelled", "Your order was not cancelled."),  # a negated word is not said
+        ("cancelled", "It hasn't been cancelled yet."),
+        ("delivered", "The parcel is undelivered."),  # whole words only
+        ("999", "Tracking 1Z999."),
+        ("#W123", "Order #W1234 is pending."),
+    ],
+)
+def test_a_wrong_answer_does_not_pass_where_tau_substring_would(required: str, reply: str) -> None:
+    assert missing_outputs([required], [reply]) == [required]
+    assert missing_outputs([required], [reply], "tau") == []
+
+
+@pytest.mark.parametrize(
+    ("required", "reply"),
+    [
+        ("82.00", "That comes to $82."),  # numbers as numbers: currency, trailing zeros
+        ("$1,234.50", "It is 1234.5 dollars"),
+        ("1234", "You owe $1,234."),
+        ("cancelled", "No, it is cancelled."),  # the negation sits in another clause
+        ("#W123", "Order W123 is on its way."),
+        ("2026-05-22", "on 2026-05-22, at noon"),
+    ],
+)
+def test_the_same_answer_written_another_way_passes(required: str, reply: str) -> None:
+    assert missing_outputs([required], [reply]) == []
+
+
+def test_a_negation_in_one_reply_does_not_reach_into_the_next() -> None:
+    assert missing_outputs(["cancelled"], ["Is it not?", "cancelled, yes."]) == []
 
 
 def test_outputs_may_be_spread_over_replies() -> None:

@@ -1,0 +1,173 @@
+"""Re-execute a stored trial: its executed tool calls on a fresh sandbox, then grade it again.
+
+This is what makes a published result checkable: the stored reward must follow from the stored
+actions. A built-in (scripted, seeded) user is re-created and answers the stored agent replies
+again, so its words and the device steps it performs on its own side are re-executed too; the
+words of any other user (a model) are taken as stored. Everything the trial recorded is compared
+with what the replay produces: the opening, every tool result and user reply, the reward, and
+the strict reward where the trial has one (every executed action labelled again on the state
+it met).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from castbench.agents.conversation import (
+    AgentTurn,
+    Event,
+    MalformedAction,
+    ReplyAction,
+    ToolCallAction,
+    ToolResultTurn,
+    UserTurn,
+)
+from castbench.agents.registry import AgentSpecError, resolve
+from castbench.agents.views import user_briefing_for
+from castbench.domain import Database, Domain, Task
+from castbench.grading import Grade, GradingMode, PolicyBreak, grade_trial
+from castbench.grading.labeler import label_action
+from castbench.runner.records import CLEAN_ENDS, UNFINISHED_ENDS, StepRecord, TrialRecord
+from castbench.runner.seeds import trial_seed
+
+__all__ = ["replay_trial"]
+
+
+class _Replay:
+    def __init__(self, domain: Domain, task: Task, record: TrialRecord, user: str, traits: dict[str, str]):
+        self.domain, self.task, self.record = domain, task, record
+        self.db = domain.fresh_database()
+        self.conversation: list[Event] = []
+        self.replies: list[str] = []
+        self.breaks: list[PolicyBreak] = []
+        self.problems: list[str] = []
+        self.made_write = self.saw_tool_error = False
+        self.user: Any = None
+        try:
+            spec = resolve("user", user)
+        except AgentSpecError:
+            spec = None
+        if spec is not None and spec.kind == "builtin":
+            self.user = spec.create(user_briefing_for(domain, task, record.seed, self.db, traits or None))
+
+    def differ(self, what: str, stored: object, replayed: object) -> None:
+        if stored != replayed:
+            self.problems.append(f"{what}: stored {_short(stored)}, replayed {_short(replayed)}")
+
+    def open(self) -> None:
+        if self.user is not None:
+            self.differ("opening", self.record.opening, self.user.open())
+        self.conversation.append(UserTurn(text=self.record.opening))
+
+    def step(self, step: StepRecord, strict: bool) -> None:
+        stored = step.observation
+        action = step.action
+        if action is None:  # blocked by the critic: nothing ran; the record's notice goes back
+            rejected = step.proposals[-1].action if step.proposals else None
+            if rejected is not None and stored is not None:
+                self.conversation += [AgentTurn(action=rejected, call_id=f"call_{step.index}"), stored]
+            return
+        if isinstance(action, ReplyAction):
+            self.reply(step, action)
+        elif isinstance(action, MalformedAction):
+            self.saw_tool_error = True
+            if stored is not None:
+                self.conversation += [AgentTurn(action=action, call_id=f"call_{step.index}"), stored]
+        else:
+            self.call(step, action, strict)
+
+    def reply(self, step: StepRecord, action: ReplyAction) -> None:
+        self.replies.append(action.text)
+        stored = step.observation if isinstance(step.observation, UserTurn) else None
+        if self.user is not None:
+            answer = self.user.reply(action.text)
+            self.differ(f"step {step.index} user reply", stored.text if stored else None, answer.text)
+            self.differ(f"step {step.index} user stop", step.user_stop, answer.stop)
+        self.conversation += [AgentTurn(action=action), stored or UserTurn(text="")]
+
+    def call(self, step: StepRecord, action: ToolCallAction, strict: bool) -> None:
+        if strict:
+            label = label_action(self.domain, self.task, action, self.db, self.conversation)
+            if label.failure_type == "domain_violation":
+                self.breaks.append(PolicyBreak(step=step.index, tool=action.name, reason=label.reason))
+        observation = self.domain.toolkit.call(self.db, action.name, action.arguments)
+        stored = step.observation
+        got = (observation.content, observation.error)
+        want = (stored.content, stored.error) if isinstance(stored, ToolResultTurn) else None
+        self.differ(f"step {step.index} {action.name} result", want, got)
+        if observation.error:
+            self.saw_tool_error = True
+        elif self.domain.toolkit.is_write(action.name):
+            self.made_write = True
+        call_id = f"call_{step.index}"
+        self.conversation += [
+            AgentTurn(action=action, call_id=call_id),
+            ToolResultTurn(
+                call_id=call_id, name=action.name, content=observation.content, error=observation.error
+            ),
+        ]
+
+
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+def replay_trial(
+    domain: Domain,
+    task: Task,
+    record: TrialRecord,
+    expected: Database,
+    *,
+    run_seed: int,
+    user: str,
+    traits: dict[str, str],
+    grading: GradingMode,
+) -> tuple[Grade | None, list[str]]:
+    """Re-execute `record` and grade it again; returns the new grade (None for an unscored trial)
+    and every difference from what the record says, each naming its step."""
+    problems: list[str] = []
+    seed = trial_seed(run_seed, record.domain, record.task_id, record.trial_index)
+    if record.seed != seed:
+        problems.append(f"seed {record.seed} is not the run's seed for this trial ({seed})")
+    if record.domain_version != domain.version:
+        problems.append(f"recorded on domain version {record.domain_version}, installed {domain.version}")
+        return None, problems
+    if record.status != "scored":
+        if record.reward is not None:
+            problems.append(f"an unscored trial with reward {record.reward}")
+        return None, problems
+    if record.end_reason == "timeout":  # an abandoned agent's trial is scored 0 without a grade
+        if record.reward != 0.0 or record.grade is not None:
+            problems.append(f"a timed-out trial with reward {record.reward}")
+        return None, problems
+    strict = record.grade is not None and record.grade.strict_reward is not None
+    replay = _Replay(domain, task, record, user, traits)
+    replay.open()
+    for step in record.steps:
+        replay.step(step, strict)
+    grade = grade_trial(
+        task,
+        replay.db,
+        expected,
+        replay.replies,
+        ended_cleanly=record.end_reason in CLEAN_ENDS,
+        made_write=replay.made_write,
+        saw_tool_error=replay.saw_tool_error,
+        finished=record.end_reason not in UNFINISHED_ENDS,
+        mode=grading,
+        policy_breaks=replay.breaks,
+    )
+    problems += replay.problems
+    if record.reward != grade.reward:
+        problems.append(f"stored reward {record.reward}, re-graded {grade.reward}")
+    if record.grade is None:
+        problems.append("a scored trial without a grade")
+    else:
+        if record.grade.reward != grade.reward:
+            problems.append(f"stored grade says reward {record.grade.reward}, re-graded {grade.reward}")
+        if strict and record.grade.strict_reward != grade.strict_reward:
+            problems.append(
+                f"stored strict reward {record.grade.strict_reward}, re-graded {grade.strict_reward}"
+            )
+    return grade, problems
