@@ -13,7 +13,8 @@ A loopback OpenAI-compatible server (aiohttp, its own process) answers every cha
 - hung calls: 10 repeated runs at concurrency 128, counting runs with a call over `HUNG_S` and
   trials lost to infrastructure errors (goal 0).
 
-`--litellm` adds the same rows through litellm (its `custom_openai` provider): the old path.
+`--paths lean,litellm` adds the same rows through litellm (its `custom_openai` provider): the
+old path.
 Results go to temporary databases. No asserts: it reports.
 """
 
@@ -100,7 +101,10 @@ def eval_once(base: str, model: str, concurrency: int, waves: int, db: str) -> d
     from castbench.runner.rollout import Limits
     from castbench.store import ResultsStore
 
-    warm = {"db": db + "-warm", "domains": "retail", "policy": f"{model}?api_base={base}", "trials": 1}
+    spec = f"{model}?api_base={base}" + (
+        "&api_key_env=CUSTOM_OPENAI_API_KEY" if "custom_openai" in model else ""
+    )
+    warm = {"db": db + "-warm", "domains": "retail", "policy": spec, "trials": 1}
     evaluate(**warm, tasks=["retail-test-0001"], limits=Limits(max_steps=1))  # imports, domains
     wanted = waves * concurrency
     trials = -(-wanted // RETAIL_TASKS)
@@ -109,7 +113,7 @@ def eval_once(base: str, model: str, concurrency: int, waves: int, db: str) -> d
     result = evaluate(
         db=db,
         domains="retail",
-        policy=f"{model}?api_base={base}",
+        policy=spec,
         trials=trials,
         tasks=tasks,
         concurrency=concurrency,
@@ -164,7 +168,9 @@ def _child(args: list[str]) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--latency", type=float, default=0.5)
-    parser.add_argument("--litellm", action="store_true", help="also measure the litellm path")
+    parser.add_argument(
+        "--paths", default="lean", help="comma-separated: lean (OpenAI-compatible client), litellm (old path)"
+    )
     parser.add_argument("--repeats", type=int, default=10, help="runs counted for hung calls")
     parser.add_argument("--levels", default="8,32,128,256", help="concurrency levels, comma-separated")
     parser.add_argument("--serve", type=int, help=argparse.SUPPRESS)
@@ -195,7 +201,8 @@ def main() -> None:
 
 def _report(base: str, options: argparse.Namespace) -> None:
     latency = options.latency
-    paths = [("lean", "openai/bench")] + ([("litellm", "custom_openai/bench")] if options.litellm else [])
+    models = {"lean": "openai/bench", "litellm": "custom_openai/bench"}
+    paths = [(label, models[label]) for label in options.paths.split(",")]
     load = os.getloadavg()[0]
     print(f"{os.cpu_count()} CPUs, load {load:.1f}; server latency {latency} s, {STEPS} steps/trial")
     print(
