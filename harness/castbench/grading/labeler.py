@@ -35,6 +35,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from castbench.agents.conversation import (
@@ -50,7 +51,7 @@ from castbench.agents.conversation import (
 from castbench.agents.scripted.dialogue import is_affirmative
 from castbench.domain import Database, Domain, Task, ToolCall, ToolError
 from castbench.domain.database import SEQUENCES_TABLE
-from castbench.grading.outputs import Token, missing_outputs, said_tokens, says
+from castbench.grading.outputs import Said, missing_outputs
 from castbench.runner.records import ActionLabel
 
 __all__ = ["label_action"]
@@ -64,20 +65,25 @@ def _invalid(failure_type: str, reason: str) -> ActionLabel:
 class _Trail:
     """What really happened before the action: executed calls, what was revealed, the last yes."""
 
+    public: Said
     authenticated: bool = False
     revealed: list[str] = field(default_factory=list)
-    """Public knowledge, what the user said and what successful tool results returned (the
-    agent's own words excluded)."""
-    tokens: list[Token] = field(default_factory=list)
+    """What the user said and what successful tool results returned (the agent's own words
+    excluded)."""
+    said: Said | None = None
     """`revealed` as whole tokens (a truncated id is not revealed by the full one)."""
     since_last_write: list[Event] = field(default_factory=list)
     """Events after the last write that went through."""
 
+    def knows(self, value: str) -> bool:
+        assert self.said is not None
+        return self.public.says(value, negation=False) or self.said.says(value, negation=False)
 
-_PUBLIC: dict[tuple[str, str, frozenset[str]], str] = {}
+
+_PUBLIC: dict[tuple[str, str, frozenset[str]], Said] = {}
 
 
-def _public_knowledge(domain: Domain, task: Task, db: Database) -> str:
+def _public_knowledge(domain: Domain, task: Task, db: Database) -> Said:
     """What the task takes as known without asking: the policy document and the output of the
     public tools that take no argument and that the ground truth does not call (where it calls
     one, as to find a product id in the catalogue, the agent is expected to look it up too)."""
@@ -92,12 +98,12 @@ def _public_knowledge(domain: Domain, task: Task, db: Database) -> str:
             and not tool.writes
             and not tool.schema["function"]["parameters"].get("properties")
         ]
-        _PUBLIC[key] = " ".join([domain.policy, *outputs])
+        _PUBLIC[key] = Said([domain.policy, *outputs])
     return _PUBLIC[key]
 
 
 def _trail(conversation: Sequence[Event], domain: Domain, task: Task, db: Database) -> _Trail:
-    trail = _Trail(revealed=[_public_knowledge(domain, task, db)])
+    trail = _Trail(public=_public_knowledge(domain, task, db))
     calls: dict[str, ToolCallAction] = {}
     for event in conversation:
         trail.since_last_write.append(event)
@@ -111,7 +117,7 @@ def _trail(conversation: Sequence[Event], domain: Domain, task: Task, db: Databa
             trail.authenticated |= name in domain.rules.auth_tools
             if domain.toolkit.is_write(name):
                 trail.since_last_write = []
-    trail.tokens = said_tokens(trail.revealed)
+    trail.said = Said(trail.revealed)
     return trail
 
 
@@ -133,21 +139,37 @@ def _strings(value: Any) -> Iterator[str]:
     return _scalars(value, numbers=False)
 
 
-def _changed_rows(domain: Domain, call: ToolCall, db: Database) -> list[str]:
-    """Keys of the existing rows this write would change on the true state (a dry run)."""
-    twin = db.fork()
-    if domain.toolkit.call(twin, call.name, call.arguments).error:
-        return []
-    return [
-        key
-        for table, rows in sorted(twin.touched().items())
-        if table != SEQUENCES_TABLE
-        for key in sorted(rows)
-        if db.row(table, key) is not None and twin.row(table, key) != db.row(table, key)
-    ]
+class _DryRun:
+    """The call run once, when a decision needs it, on a copy of the true state."""
+
+    def __init__(self, domain: Domain, call: ToolCall, db: Database) -> None:
+        self._domain, self._call, self._db = domain, call, db
+
+    @cached_property
+    def _outcome(self) -> tuple[bool, list[str]]:
+        twin = self._db.fork()
+        if self._domain.toolkit.call(twin, self._call.name, self._call.arguments).error:
+            return True, []
+        changed = [
+            key
+            for table, rows in sorted(twin.touched().items())
+            if table != SEQUENCES_TABLE
+            for key in sorted(rows)
+            if self._db.row(table, key) is not None and twin.row(table, key) != self._db.row(table, key)
+        ]
+        return False, changed
+
+    @property
+    def failed(self) -> bool:
+        return self._outcome[0]
+
+    @property
+    def changed_rows(self) -> list[str]:
+        """Keys of the existing rows the call changes (none when it fails)."""
+        return self._outcome[1]
 
 
-def _confirmed(domain: Domain, call: ToolCall, db: Database, trail: _Trail) -> bool:
+def _confirmed(call: ToolCall, dry: _DryRun, trail: _Trail) -> bool:
     """Since the last write that went through, the user's latest message is a yes, and the agent's
     message it answers stated this change: a row it changes and every value of its arguments,
     found the way required outputs are (numbers as numbers, whole words)."""
@@ -161,13 +183,15 @@ def _confirmed(domain: Domain, call: ToolCall, db: Database, trail: _Trail) -> b
     if not (isinstance(request, AgentTurn) and isinstance(request.action, ReplyAction)):
         return False
     said = [request.action.text]
-    rows = _changed_rows(domain, call, db)
+    rows = dry.changed_rows
     if rows and len(missing_outputs(rows, said)) == len(rows):
         return False
     return not missing_outputs([value for value in _scalars(call.arguments) if value.strip()], said)
 
 
-def _policy_break(domain: Domain, task: Task, call: ToolCall, db: Database, trail: _Trail) -> str | None:
+def _policy_break(
+    domain: Domain, task: Task, call: ToolCall, db: Database, dry: _DryRun, trail: _Trail
+) -> str | None:
     rules = domain.rules
     if (
         rules.auth_tools
@@ -176,7 +200,7 @@ def _policy_break(domain: Domain, task: Task, call: ToolCall, db: Database, trai
     ):
         return "the user has not been authenticated yet"
     if domain.toolkit.is_write(call.name):
-        if not _confirmed(domain, call, db, trail):
+        if not _confirmed(call, dry, trail):
             return "no explicit confirmation from the user for this change"
         if call.canonical() in {c.canonical() for c in task.declined_actions}:
             return "the user declined this change"
@@ -197,30 +221,32 @@ def _row_values(db: Database, keys: Sequence[str]) -> set[str]:
     return values
 
 
-def _guessed(domain: Domain, task: Task, call: ToolCall, db: Database, trail: _Trail) -> str | None:
+def _guessed(
+    domain: Domain, task: Task, call: ToolCall, db: Database, dry: _DryRun, trail: _Trail
+) -> str | None:
     """An argument that names data (a row's key, or for a write a value held in a row it changes)
     or a fact the user keeps, not yet revealed (a fact counts as revealed once the user said its
     value or its statement)."""
     statements = {fact.value: fact.statement for fact in task.scenario.facts}
-    touched = (
-        _row_values(db, _changed_rows(domain, call, db)) if domain.toolkit.is_write(call.name) else set()
-    )
+    touched: set[str] | None = None
     for value in _strings(call.arguments):
-        if says(value, trail.tokens, negation=False):
+        if trail.knows(value):
             continue
         if value in statements:
-            if not says(statements[value], trail.tokens, negation=False):
+            if not trail.knows(statements[value]):
                 return value
-        elif value in touched or _is_data_key(db, value):
+            continue
+        if touched is None:
+            touched = _row_values(db, dry.changed_rows) if domain.toolkit.is_write(call.name) else set()
+        if value in touched or _is_data_key(db, value):
             return value
     return None
 
 
-def _unfounded(domain: Domain, call: ToolCall, db: Database, trail: _Trail) -> str | None:
+def _unfounded(call: ToolCall, dry: _DryRun, trail: _Trail) -> str | None:
     """A value nothing revealed, in a call that fails on the true state: it names nothing real."""
-    if not domain.toolkit.call(db.fork(), call.name, call.arguments).error:
-        return None
-    return next((v for v in _strings(call.arguments) if not says(v, trail.tokens, negation=False)), None)
+    unknown = next((v for v in _strings(call.arguments) if not trail.knows(v)), None)
+    return unknown if unknown is not None and dry.failed else None
 
 
 def label_action(
@@ -242,10 +268,11 @@ def label_action(
     except ToolError as exc:
         return _invalid("hallucination" if call.name in truth_tools else "wrong_tool", str(exc))
     trail = _trail(conversation, domain, task, db)
-    broken = _policy_break(domain, task, call, db, trail)
+    dry = _DryRun(domain, call, db)
+    broken = _policy_break(domain, task, call, db, dry, trail)
     if broken is not None:
         return _invalid("domain_violation", broken)
-    guess = _guessed(domain, task, call, db, trail) or _unfounded(domain, call, db, trail)
+    guess = _guessed(domain, task, call, db, dry, trail) or _unfounded(call, dry, trail)
     if guess is not None:
         return _invalid("hallucination", f"uses {guess!r}, which nothing in the trial revealed yet")
     if call.canonical() in {c.canonical() for c in truth}:

@@ -17,8 +17,10 @@ Two rules for finding a required output in the agent's replies, chosen per run (
 from __future__ import annotations
 
 import re
+from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from decimal import Decimal
+from functools import lru_cache
 from typing import Literal, NamedTuple
 
 __all__ = [
@@ -28,8 +30,7 @@ __all__ = [
     "missing_outputs",
     "normalize_output",
     "output_tokens",
-    "said_tokens",
-    "says",
+    "Said",
 ]
 
 GradingMode = Literal["castbench", "tau"]
@@ -65,6 +66,12 @@ def _number(text: str) -> str:
 
 def output_tokens(text: str) -> list[Token]:
     """`text` as comparable tokens, each with the index of the clause it stands in."""
+    return list(_tokenised(text))
+
+
+@lru_cache(maxsize=8192)
+def _tokenised(text: str) -> tuple[Token, ...]:
+    """Cached: the labeler reads the same tool results again at every later step of a trial."""
     tokens: list[Token] = []
     lowered = text.lower().replace("’", "'")
     for clause, part in enumerate(_CLAUSE_END.split(lowered)):
@@ -75,7 +82,7 @@ def output_tokens(text: str) -> list[Token]:
                 word = match.group("word").lstrip("#'.-")
                 if word:
                     tokens.append(Token(word, clause))
-    return tokens
+    return tuple(tokens)
 
 
 def _negated(said: Sequence[Token], start: int) -> bool:
@@ -84,26 +91,34 @@ def _negated(said: Sequence[Token], start: int) -> bool:
     return any(word in _NEGATIONS or word.endswith("n't") for word in before)
 
 
-def said_tokens(texts: Iterable[str]) -> list[Token]:
-    """The tokens of several texts, each text's clauses numbered apart (a clause, and so a
-    negation, never runs from one text into the next)."""
-    said: list[Token] = []
-    for text in texts:
-        offset = said[-1].clause + 1 if said else 0
-        said += [Token(t.text, t.clause + offset) for t in output_tokens(text)]
-    return said
+class Said:
+    """Several texts as tokens, for look-ups of whole-token runs. A match stays inside one text
+    and a negation inside one clause of it. Each text's tokens and index (token -> positions)
+    are cached, so a look-up costs the occurrences of the output's first token."""
+
+    def __init__(self, texts: Iterable[str]) -> None:
+        self._texts = [(_tokenised(text), _positions(text)) for text in texts]
+
+    def says(self, output: str, *, negation: bool = True) -> bool:
+        """Whether `output` appears as a run of whole tokens (not negated, if `negation`)."""
+        wanted = [t.text for t in _tokenised(output)]
+        if not wanted:
+            return True
+        width = len(wanted)
+        return any(
+            [t.text for t in tokens[start : start + width]] == wanted
+            and not (negation and _negated(tokens, start))
+            for tokens, positions in self._texts
+            for start in positions.get(wanted[0], ())
+        )
 
 
-def says(output: str, said: Sequence[Token], *, negation: bool = True) -> bool:
-    """Whether `output` appears in `said` as a run of whole tokens (not negated, if `negation`)."""
-    wanted = [t.text for t in output_tokens(output)]
-    width = len(wanted)
-    if not width:
-        return True
-    return any(
-        [t.text for t in said[start : start + width]] == wanted and not (negation and _negated(said, start))
-        for start in range(len(said) - width + 1)
-    )
+@lru_cache(maxsize=8192)
+def _positions(text: str) -> dict[str, list[int]]:
+    at: dict[str, list[int]] = defaultdict(list)
+    for position, token in enumerate(_tokenised(text)):
+        at[token.text].append(position)
+    return dict(at)
 
 
 def normalize_output(text: str) -> str:
@@ -122,8 +137,8 @@ def missing_outputs(
     if mode == "tau":
         joined = " ".join(normalize_output(reply) for reply in replies)
         return [output for output in required if normalize_output(output) not in joined]
-    said = said_tokens(replies)
-    return [output for output in required if not says(output, said)]
+    said = Said(replies)
+    return [output for output in required if not said.says(output)]
 
 
 def claims_success(replies: list[str]) -> bool:
