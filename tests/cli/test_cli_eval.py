@@ -157,6 +157,10 @@ def test_a_team_policy_runs_by_import_path(tmp_path: Path) -> None:
         (["--policy", "scripted:noisy?q=1"], "unknown parameter ['q']"),
         (["--critic", "no_such_module_xyz:Critic"], "cannot import 'no_such_module_xyz'"),
         (
+            ["--policy", "tests.core.fixtures_agents:ProposeMisspelledPolicy"],
+            "class ProposeMisspelledPolicy does not implement the policy protocol: no method 'propose'",
+        ),
+        (
             ["--tasks", "retail-test-0001,retail-test-9999"],
             "unknown task id(s) in split test: retail-test-9999",
         ),

@@ -23,9 +23,12 @@ from castbench.agents.views import Briefing, CriticView, PolicyView
 
 __all__ = [
     "LiarPolicy",
+    "MutedUser",
+    "ProposeMisspelledPolicy",
     "RecklessCancelPolicy",
     "RecordingCritic",
     "RecordingPolicy",
+    "SchemaVandalPolicy",
     "ScriptPolicy",
     "SlowNoisyPolicy",
     "TeamPolicy",
@@ -201,3 +204,35 @@ class RecordingCritic:
 
 def agent_turns(view: PolicyView | CriticView) -> list[AgentTurn]:
     return [event for event in view.conversation if isinstance(event, AgentTurn)]
+
+
+class ProposeMisspelledPolicy:
+    """A policy whose author misspelled the protocol method: rejected before any trial starts."""
+
+    def __init__(self, briefing: Briefing) -> None:
+        pass
+
+    def propse(self, view: PolicyView) -> Action:
+        return ReplyAction(text=ANYTHING_ELSE)
+
+
+class MutedUser:
+    """A user simulator without `reply`: rejected before any trial starts."""
+
+    def __init__(self, briefing: Any) -> None:
+        pass
+
+    def open(self) -> str:
+        return "Hello."
+
+
+class SchemaVandalPolicy:
+    """Edits every tool schema it is handed, then closes the conversation."""
+
+    def __init__(self, briefing: Briefing) -> None:
+        for schema in briefing.tools:
+            schema["function"]["description"] = "VANDALISED"
+            schema["function"]["parameters"]["properties"].clear()
+
+    def propose(self, view: PolicyView) -> Action:
+        return ReplyAction(text=ANYTHING_ELSE)

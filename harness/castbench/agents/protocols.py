@@ -13,7 +13,7 @@ from typing import Protocol, runtime_checkable
 from castbench.agents.conversation import Action, Verdict
 from castbench.agents.views import CriticView, PolicyView
 
-__all__ = ["Critic", "Policy", "UserReply", "UserSimulator"]
+__all__ = ["PROTOCOL_METHODS", "Critic", "Policy", "UserReply", "UserSimulator"]
 
 
 @runtime_checkable
@@ -42,3 +42,11 @@ class UserSimulator(Protocol):
 
     def reply(self, message: str) -> UserReply:
         """Answer the agent's message."""
+
+
+PROTOCOL_METHODS: dict[str, tuple[str, ...]] = {
+    "policy": ("propose",),
+    "critic": ("verify",),
+    "user": ("open", "reply"),
+}
+"""The methods each role's protocol above requires: checked when an agent is resolved."""

@@ -125,6 +125,23 @@ def _import(path: str) -> Callable[..., Any]:
         raise AgentSpecError(f"module '{module_name}' has no attribute '{attribute}'") from exc
 
 
+def protocol_problem(role: Role, path: str, target: Any) -> str | None:
+    """Why the class `path` names cannot play `role` (a method of the role's protocol is missing),
+    or None. Factories that are not classes are only known once called."""
+    from castbench.agents.protocols import PROTOCOL_METHODS
+
+    if not isinstance(target, type):
+        return None
+    missing = [method for method in PROTOCOL_METHODS[role] if not callable(getattr(target, method, None))]
+    if not missing:
+        return None
+    methods = " and ".join(f"'{method}'" for method in missing)
+    return (
+        f"{role} '{path}': class {target.__name__} does not implement the {role} protocol: "
+        f"no method {methods} (see castbench/agents/protocols.py)"
+    )
+
+
 def resolve(role: Role, spec: str, model_factory: Callable[..., Any] | None = None) -> AgentSpec:
     """The factory a spec names. `model_factory` builds the model-backed agent for this role."""
     _load_builtins()
@@ -137,6 +154,9 @@ def resolve(role: Role, spec: str, model_factory: Callable[..., Any] | None = No
         return AgentSpec(role, spec, name, builtin.factory, params, builtin.privileged)
     if ":" in name and "/" not in name:
         factory = _import(name)
+        problem = protocol_problem(role, name, factory)
+        if problem is not None:
+            raise AgentSpecError(problem)
         privileged = bool(getattr(factory, "privileged", False))
         return AgentSpec(
             role, spec, name, factory, {k: _coerce(v) for k, v in raw.items()}, privileged, "import"

@@ -170,7 +170,13 @@ class Toolkit:
             if tool.name in self._tools:
                 raise ValueError(f"duplicate tool name '{tool.name}'")
             self._tools[tool.name] = tool
-        self.schemas: list[dict[str, Any]] = [tool.schema for tool in self._tools.values()]
+        self._schemas_json = json.dumps([tool.schema for tool in self._tools.values()])
+
+    @property
+    def schemas(self) -> list[dict[str, Any]]:
+        """The tools' schemas as fresh copies: an agent that edits what it was handed changes
+        nothing that later trials, the critic or the domain itself see."""
+        return json.loads(self._schemas_json)  # type: ignore[no-any-return]
 
     def __contains__(self, name: object) -> bool:
         return name in self._tools
