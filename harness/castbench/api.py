@@ -38,8 +38,8 @@ def model_factory(role: Role) -> Callable[..., Any]:
     return create
 
 
-def _resolve(role: Role, spec: str) -> AgentSpec:
-    return resolve(role, spec, model_factory(role))
+def _resolve(role: Role, spec: str, in_process: bool) -> AgentSpec:
+    return resolve(role, spec, model_factory(role), in_process=in_process)
 
 
 def _git_commit() -> str | None:
@@ -84,11 +84,14 @@ def build_config(
     api_base: str | None = None,
     cache_dir: str | None = None,
     concurrency: int | None = None,
+    in_process: bool = False,
 ) -> tuple[RunConfig, AgentSet]:
     """`models_config` (a TOML/JSON file or its parsed tables) and `api_base` set model roles'
     settings (see `castbench.models.settings`); they are recorded in `extra["models"]`.
     `cache_dir` caches model answers and `concurrency` (trials at once) sizes the model servers'
-    default limits; neither is part of the run's identity."""
+    default limits; neither is part of the run's identity. `in_process` runs import-path agents
+    inside this process (debugging): the roles it affects are recorded in the config, and
+    leaderboards refuse the run."""
     resolved = resolve_domains(domains)
     layers = load_models_config(models_config) if isinstance(models_config, str | Path) else models_config
     models: dict[str, Any] = {}
@@ -99,9 +102,12 @@ def build_config(
         agent, models[agent.role] = configure_model_agent(agent, layers, api_base, cache_dir, concurrency)
         return agent
 
-    specs = AgentSet(policy=configured(_resolve("policy", policy)), user=configured(_resolve("user", user)))
-    critic_spec = configured(_resolve("critic", critic))
-    if critic_spec.factory is not None:
+    specs = AgentSet(
+        policy=configured(_resolve("policy", policy, in_process)),
+        user=configured(_resolve("user", user, in_process)),
+    )
+    critic_spec = configured(_resolve("critic", critic, in_process))
+    if critic_spec.kind != "none":
         specs = AgentSet(policy=specs.policy, user=specs.user, critic=critic_spec)
     privileged = [
         role for role, spec in (("policy", specs.policy), ("critic", critic_spec)) if spec.privileged
@@ -119,6 +125,11 @@ def build_config(
         verification=verification or Verification(),
         traits=parse_traits(traits),
         privileged=privileged,
+        in_process=[
+            role
+            for role, spec in (("policy", specs.policy), ("critic", critic_spec), ("user", specs.user))
+            if spec.kind == "import" and spec.transport == "in-process" and not spec.privileged
+        ],
         extra={**(extra or {}), **({"models": models} if models else {})},
         grading=grading,
     )

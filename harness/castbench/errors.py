@@ -5,7 +5,7 @@ An agent's bad output is *not* here: it is data (a `MalformedAction`, an error o
 
 from __future__ import annotations
 
-__all__ = ["AgentTimeout", "FatalInfrastructureError", "InfrastructureError", "RunInterrupted"]
+__all__ = ["AgentError", "AgentTimeout", "FatalInfrastructureError", "InfrastructureError", "RunInterrupted"]
 
 
 class InfrastructureError(RuntimeError):
@@ -36,3 +36,8 @@ class RunInterrupted(KeyboardInterrupt):
         self.run_id = run_id
         self.stored = stored
         self.total = total
+
+
+class AgentError(Exception):
+    """An agent failed where a transport saw it (its code raised in its worker, or the worker
+    crashed or hung up): the trial ends as `agent_error` with this message, scored 0."""

@@ -228,6 +228,7 @@ def test_a_non_privileged_critic_sees_no_privileged_data(tmp_path: Any) -> None:
         db=f"sqlite:///{tmp_path}/p.db",
         policy="tests.critic.recording:AskingPolicy",
         critic="tests.critic.recording:RecordingCritic",
+        in_process=True,  # the recorder keeps what it saw where this test can read it
     )
     retail = load_domain("retail")
     critics = RecordingCritic.instances
@@ -299,6 +300,7 @@ def test_a_non_privileged_critic_next_to_a_privileged_policy_gets_a_plain_briefi
         db=f"sqlite:///{tmp_path}/q.db",
         policy="scripted:noisy",
         critic="tests.critic.recording:RecordingCritic",
+        in_process=True,
     )
     retail = load_domain("retail")
     instructions = [retail.task(task_id).scenario.instructions for task_id in FAMILY_TASKS[:5]]

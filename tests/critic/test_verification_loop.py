@@ -38,8 +38,10 @@ def trial(
     task_id: str = TASK,
 ) -> TrialRecord:
     task = retail.task(task_id)
-    agents = AgentSet(
-        policy=resolve("policy", policy), user=resolve("user", "scripted"), critic=resolve("critic", critic)
+    agents = AgentSet(  # in process: the recorders keep what they saw where the tests read it
+        policy=resolve("policy", policy, in_process=True),
+        user=resolve("user", "scripted"),
+        critic=resolve("critic", critic, in_process=True),
     )
     RecordingOraclePolicy.instances.clear()
     RejectAllCritic.calls = 0

@@ -1,8 +1,11 @@
 """The small protocols a team implements to plug its own agent, critic or user into castbench.
 
 A factory is any callable `factory(briefing, **params) -> instance`, typically the class itself;
-it is called once per trial, so an instance may keep per-trial state. A class attribute
-`privileged = True` asks for a `PrivilegedBriefing` (the task): such agents are marked in results.
+it is called once per trial, so an instance may keep per-trial state. An agent given by import
+path runs in a worker process of its own (see `castbench.agents.transports`): it receives its
+briefing and views as copies and must not count on sharing anything else with castbench. A class
+attribute `privileged = True` asks for a `PrivilegedBriefing` (the task): such agents run in
+castbench's process and are marked in results.
 """
 
 from __future__ import annotations

@@ -19,7 +19,17 @@ from urllib.parse import parse_qsl
 
 from pydantic import BaseModel, ValidationError
 
-__all__ = ["AgentSpec", "AgentSpecError", "BuiltinAgent", "Role", "builtin_agents", "register", "resolve"]
+__all__ = [
+    "AgentSpec",
+    "AgentSpecError",
+    "BuiltinAgent",
+    "Role",
+    "builtin_agents",
+    "import_target",
+    "protocol_problem",
+    "register",
+    "resolve",
+]
 
 Role = Literal["policy", "critic", "user"]
 
@@ -49,6 +59,9 @@ class AgentSpec:
     params: dict[str, Any] = field(default_factory=dict)
     privileged: bool = False
     kind: Literal["builtin", "import", "model", "none"] = "builtin"
+    transport: Literal["in-process", "worker"] = "in-process"
+    """Where the agent runs: import-path agents run in worker processes of their own unless
+    they declare themselves privileged or `in_process` was asked for (see `agents.transports`)."""
 
     def create(self, briefing: Any) -> Any:
         if self.factory is None:
@@ -109,7 +122,7 @@ def _typed(role: Role, agent: BuiltinAgent, spec: str, raw: dict[str, str]) -> d
     return {key: getattr(model, key) for key in raw}
 
 
-def _import(path: str) -> Callable[..., Any]:
+def import_target(path: str) -> Callable[..., Any]:
     """Import `module:attribute`, looking in the working directory too (as `python -m` does), so
     a team's agent module next to its config is found by the `castbench` console script."""
     module_name, _, attribute = path.partition(":")
@@ -142,8 +155,13 @@ def protocol_problem(role: Role, path: str, target: Any) -> str | None:
     )
 
 
-def resolve(role: Role, spec: str, model_factory: Callable[..., Any] | None = None) -> AgentSpec:
-    """The factory a spec names. `model_factory` builds the model-backed agent for this role."""
+def resolve(
+    role: Role, spec: str, model_factory: Callable[..., Any] | None = None, *, in_process: bool = False
+) -> AgentSpec:
+    """The factory a spec names. `model_factory` builds the model-backed agent for this role.
+
+    An import path is imported and checked in a worker process (its module's code never runs
+    in castbench's process), unless `in_process` or the class declares itself privileged."""
     _load_builtins()
     name, raw = _split(spec)
     if role == "critic" and name in ("", "none"):
@@ -153,14 +171,18 @@ def resolve(role: Role, spec: str, model_factory: Callable[..., Any] | None = No
         params = _typed(role, builtin, spec, raw)
         return AgentSpec(role, spec, name, builtin.factory, params, builtin.privileged)
     if ":" in name and "/" not in name:
-        factory = _import(name)
+        params = {key: _coerce(value) for key, value in raw.items()}
+        if not in_process:
+            from castbench.agents.transports.worker import probe
+
+            if not probe(role, name):
+                return AgentSpec(role, spec, name, None, params, False, "import", "worker")
+        factory = import_target(name)
         problem = protocol_problem(role, name, factory)
         if problem is not None:
             raise AgentSpecError(problem)
         privileged = bool(getattr(factory, "privileged", False))
-        return AgentSpec(
-            role, spec, name, factory, {k: _coerce(v) for k, v in raw.items()}, privileged, "import"
-        )
+        return AgentSpec(role, spec, name, factory, params, privileged, "import")
     if "/" in name:
         if model_factory is None:
             raise AgentSpecError(f"{role} '{spec}': no model backend is available for the {role} role")

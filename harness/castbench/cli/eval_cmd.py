@@ -163,6 +163,15 @@ def eval_command(
             rich_help_panel=_AGENTS,
         ),
     ] = None,
+    in_process: Annotated[
+        bool,
+        typer.Option(
+            "--in-process",
+            help="Run import-path agents inside castbench's process (debugging; recorded in the run, "
+            "refused by leaderboards). By default each runs in a worker process of its own.",
+            rich_help_panel=_AGENTS,
+        ),
+    ] = False,
     db: DbOption = DEFAULT_DB,
     output: Annotated[Path | None, typer.Option(help="Write the JSON summary here.")] = None,
     fresh: Annotated[bool, typer.Option(help="Start a new run even if this config was run before.")] = False,
@@ -238,6 +247,7 @@ def eval_command(
             cache_dir=str(cache) if cache is not None else None,
             max_cost=max_cost,
             lease_s=lease,
+            in_process=in_process,
             on_start=on_start,
             on_trial=on_trial,
         )

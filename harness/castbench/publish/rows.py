@@ -98,6 +98,11 @@ def eligibility_problems(spec: BoardSpec, exported: ExportedRun, summary: RunSum
         problems.append(
             f"privileged {', '.join(config.privileged)} (read the ground truth); the board allows none"
         )
+    if config.in_process:
+        problems.append(
+            f"ran the {', '.join(config.in_process)} inside castbench's process (--in-process), "
+            "where it could read the ground truth"
+        )
     if spec.user is not None and config.user != spec.user:
         problems.append(f"user simulator {config.user}, the board uses {spec.user}")
     return problems

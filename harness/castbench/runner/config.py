@@ -30,6 +30,9 @@ class RunConfig(BaseModel):
     """The simulated user's trait profile (empty: no traits)."""
     privileged: list[str] = Field(default_factory=list)
     """Roles whose agent read the ground truth (such runs are upper bounds, not entries)."""
+    in_process: list[str] = Field(default_factory=list)
+    """Roles whose import-path agent ran inside castbench's process (`--in-process`, for
+    debugging): it could have read the ground truth, so leaderboards refuse the run."""
     extra: dict[str, Any] = Field(default_factory=dict)
     """Further scoring-relevant settings (model settings per role, ...)."""
     grading: GradingMode | None = None
@@ -42,5 +45,9 @@ class RunConfig(BaseModel):
         return self.grading or "tau"
 
     def config_hash(self) -> str:
-        canonical = json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+        # an empty `in_process` is left out, so runs stored before the field existed still resume
+        exclude = None if self.in_process else {"in_process"}
+        canonical = json.dumps(
+            self.model_dump(mode="json", exclude=exclude), sort_keys=True, separators=(",", ":")
+        )
         return hashlib.sha256(canonical.encode()).hexdigest()

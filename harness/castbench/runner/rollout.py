@@ -17,7 +17,10 @@ the trial unscored (it is the environment, not the agent under test). Infrastruc
 domain bugs mark the trial `error`: it is not scored.
 
 Every call into agent code goes through `_Trial._guarded`, on the trial's `AgentThread`, so the
-trial can stop waiting for it (see `castbench.runner.deadline`).
+trial can stop waiting for it (see `castbench.runner.deadline`). Agents are reached through their
+transports (`castbench.agents.transports`): in process, or in a worker process of their own,
+which the transport stops when it overruns the step time limit and which is released (or
+stopped, if still at work) when the trial ends.
 """
 
 from __future__ import annotations
@@ -43,12 +46,14 @@ from castbench.agents.conversation import (
     Usage,
     UserTurn,
     Verdict,
+    as_action,
 )
 from castbench.agents.protocols import UserReply
 from castbench.agents.registry import AgentSpec
+from castbench.agents.transports import Transport, connect
 from castbench.agents.views import CriticView, PolicyView, briefing_for, user_briefing_for
 from castbench.domain import Database, Domain, Task, ToolCrash
-from castbench.errors import AgentTimeout, FatalInfrastructureError, InfrastructureError
+from castbench.errors import AgentError, AgentTimeout, FatalInfrastructureError, InfrastructureError
 from castbench.grading import GradingMode, grade_trial
 from castbench.grading.labeler import label_action
 from castbench.runner.deadline import AgentThread, Cancelled, TimeLimits
@@ -143,6 +148,8 @@ class _Trial:
     made_write: bool = False
     saw_tool_error: bool = False
     opening: str = ""
+    opened: list[tuple[Transport, Any]] = field(default_factory=list)
+    """Every agent this trial opened, with its transport: all are released when it ends."""
 
     def __post_init__(self) -> None:
         self.db = self.domain.fresh_database()
@@ -153,7 +160,7 @@ class _Trial:
             self.domain, self.task, self.seed, self.trial_index, self.agents.policy.privileged, self._state
         )
         self.critic_briefing: Any = None
-        if self.agents.critic is not None and self.agents.critic.factory is not None:
+        if self.agents.critic is not None and self.agents.critic.kind != "none":
             self.critic_briefing = briefing_for(
                 self.domain,
                 self.task,
@@ -170,15 +177,26 @@ class _Trial:
         """Agents are built inside the trial: a constructor that raises or hangs is that trial's
         failure, like any other agent code."""
         user_briefing = user_briefing_for(self.domain, self.task, self.seed, self.db, self.traits)
-        self.user = self._guarded("user", self.agents.user.create, user_briefing, what="creating the user")
-        self.policy = self._guarded(
-            "policy", self.agents.policy.create, self.policy_briefing, what="creating the policy"
-        )
+        self.user = self._open("user", self.agents.user, user_briefing)
+        self.policy = self._open("policy", self.agents.policy, self.policy_briefing)
         if self.critic_briefing is not None:
             assert self.agents.critic is not None
-            self.critic = self._guarded(
-                "critic", self.agents.critic.create, self.critic_briefing, what="creating the critic"
-            )
+            self.critic = self._open("critic", self.agents.critic, self.critic_briefing)
+
+    def _open(self, role: str, spec: AgentSpec, briefing: Any) -> Any:
+        """The role's agent for this trial, through its transport (a worker agent is held to
+        the step time limit by its transport too, which can stop its process)."""
+        transport = connect(spec)
+        agent = self._guarded(
+            role, transport.open, briefing, self.time_limits.step_s, what=f"creating the {role}"
+        )
+        self.opened.append((transport, agent))
+        return agent
+
+    def release(self) -> None:
+        for transport, agent in self.opened:
+            transport.release(agent)
+        self.opened.clear()
 
     def _deadline(self) -> tuple[float | None, str]:
         """The nearer of the step's and the trial's deadline, and which limit it is."""
@@ -202,6 +220,8 @@ class _Trial:
         except AgentTimeout as exc:
             message = f"{role} overran the {limit} while {what} at step {len(self.steps)}"
             raise _TrialEnd("timeout", str(exc) if not limit else message, role != "user") from exc
+        except AgentError as exc:  # seen by its transport: the message says what happened
+            self._fail(role, f"{exc} (while {what})")
         except Exception as exc:
             self._fail(role, f"{role} raised {exc!r} while {what}\n{traceback.format_exc()}")
         raise AssertionError("unreachable")
@@ -230,11 +250,9 @@ class _Trial:
     def _propose(self, conversation: tuple[Event, ...]) -> tuple[Action, float]:
         start = _clock()
         view = PolicyView(self.policy_briefing, conversation)
-        action = self._guarded("policy", self.policy.propose, view, what="proposing an action")
-        if not isinstance(action, ToolCallAction | ReplyAction | MalformedAction):
-            action = MalformedAction(
-                raw=repr(action)[:500], reason=f"policy returned {type(action).__name__}"
-            )
+        action = as_action(
+            self._guarded("policy", self.policy.propose, view, what="proposing an action"), "policy"
+        )
         self._check("policy", action, (ToolCallAction, ReplyAction, MalformedAction), "action")
         self._charge("policy", action.usage)
         return action, _clock() - start
@@ -334,6 +352,7 @@ class _Trial:
             return "harness_error", str(exc), False
         finally:
             self.agent_thread.close()
+            self.release()
 
     def _converse(self) -> tuple[EndReason, str | None]:
         self._create_agents()

@@ -61,10 +61,14 @@ def test_model_strings_need_a_model_factory() -> None:
 
 def test_a_team_policy_by_import_path() -> None:
     spec = resolve("policy", "tests.core.fixtures_agents:TeamPolicy?closing=Bye%20then")
-    assert spec.factory is TeamPolicy and spec.kind == "import" and not spec.privileged
+    assert spec.kind == "import" and spec.transport == "worker" and not spec.privileged
+    assert spec.factory is None  # imported in its worker process, not here
     assert spec.params == {"closing": "Bye then"}
+    local = resolve("policy", "tests.core.fixtures_agents:TeamPolicy", in_process=True)
+    assert local.factory is TeamPolicy and local.transport == "in-process"
     slow = resolve("policy", "tests.core.fixtures_agents:SlowNoisyPolicy?delay=0&p=0.5")
-    assert slow.factory is SlowNoisyPolicy and slow.privileged  # inherits the noisy policy's privilege
+    # inherits the noisy policy's privilege, so it runs where privileged agents run
+    assert slow.factory is SlowNoisyPolicy and slow.privileged and slow.transport == "in-process"
     assert slow.params == {"delay": 0, "p": 0.5}
 
 

@@ -110,6 +110,7 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Domain, list[Tas
         trials=2,
         tasks=[task.id for task in tasks],
         db=db,
+        in_process=True,  # the recorders keep what they saw where this test can read it
     )
     assert result.summary.config["privileged"] == []
     return retail, tasks, list(RecordingPolicy.instances), list(RecordingCritic.instances)

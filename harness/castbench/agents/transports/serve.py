@@ -1,0 +1,148 @@
+"""The worker process: one role's import-path agent, a fresh instance per trial, and nothing of
+castbench's tasks, sandboxes or ground truth.
+
+Started by `castbench.agents.transports.worker` as `python -m castbench.agents.transports.serve FD`
+with one end of a socket pair on FD. It learns its role and the agent's import path from the
+first message, refuses imports of the installed domain packages (they hold the tasks' ground
+truth), imports the agent and answers one request at a time. It ignores Ctrl-C (castbench
+decides what an interruption does) and exits when castbench closes the pipe or dies.
+"""
+
+from __future__ import annotations
+
+import importlib.abc
+import signal
+import sys
+import traceback
+from multiprocessing.connection import Connection
+from typing import Any
+
+from castbench.agents.conversation import Event, Usage, Verdict, as_action
+from castbench.agents.protocols import UserReply
+from castbench.agents.registry import AgentSpecError, import_target, protocol_problem
+from castbench.agents.transports.wire import (
+    ACTION,
+    EVENTS,
+    VERDICT,
+    briefing_from_wire,
+    decode,
+    encode,
+    observation_from_wire,
+)
+from castbench.agents.views import CriticView, PolicyView
+from castbench.domain import Observation, ToolCall
+from castbench.errors import FatalInfrastructureError, InfrastructureError
+
+
+class _RefuseDomains(importlib.abc.MetaPathFinder):
+    """Keeps the domain packages (tasks, ground truth) out of the agent's process."""
+
+    def __init__(self, packages: list[str]) -> None:
+        self.packages = frozenset(packages)
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> None:
+        if fullname.partition(".")[0] in self.packages:
+            raise ImportError(
+                f"'{fullname}' is a castbench domain package: an agent's worker may not import it"
+            )
+
+
+class _Host:
+    """The agent of the current trial and what it has been shown so far."""
+
+    def __init__(self, factory: Any, connection: Connection) -> None:
+        self.factory = factory
+        self.connection = connection
+        self.agent: Any = None
+        self.briefing: Any = None
+        self.conversation: tuple[Event, ...] = ()
+
+    def _perform(self, call: ToolCall) -> Observation:
+        """A user-side tool runs on the trial's state, which stays in castbench: ask for it."""
+        self.connection.send_bytes(encode({"perform": call.model_dump(mode="json")}))
+        return observation_from_wire(decode(self.connection.recv_bytes())["observation"])
+
+    def _conversation(self, message: dict[str, Any]) -> tuple[Event, ...]:
+        added = tuple(EVENTS.validate_python(message["events"]))
+        self.conversation = self.conversation[: message["keep"]] + added
+        return self.conversation
+
+    def handle(self, message: dict[str, Any]) -> dict[str, Any]:
+        op = message["op"]
+        if op == "open":
+            self.conversation = ()
+            self.briefing = briefing_from_wire(message["briefing"], self._perform)
+            self.agent = self.factory(self.briefing, **message["params"])
+            return {}
+        if op == "close":
+            usage = getattr(self.agent, "usage", None)
+            self.agent = self.briefing = None
+            return {"usage": usage.model_dump(mode="json") if isinstance(usage, Usage) else None}
+        return {"result": self._call(message["method"], message)}
+
+    def _call(self, method: str, message: dict[str, Any]) -> Any:
+        if method == "propose":
+            view = PolicyView(self.briefing, self._conversation(message))
+            return ACTION.dump_python(as_action(self.agent.propose(view), "policy"), mode="json")
+        if method == "verify":
+            proposal = ACTION.validate_python(message["proposal"])
+            verdict = self.agent.verify(CriticView(self.briefing, self._conversation(message), proposal))
+            return VERDICT.dump_python(_checked(verdict, Verdict, "critic verify()"), mode="json")
+        if method == "open":
+            return _checked(self.agent.open(), str, "user open()")
+        reply = _checked(self.agent.reply(message["message"]), UserReply, "user reply()")
+        return {"text": reply.text, "stop": reply.stop}
+
+
+def _checked(value: Any, kind: type, what: str) -> Any:
+    if not isinstance(value, kind):
+        raise TypeError(f"{what} returned {type(value).__name__}, not a {kind.__name__}")
+    return value
+
+
+def _failure(role: str, exc: BaseException) -> dict[str, Any]:
+    """An exception of the agent's, as the message castbench turns into the trial's outcome."""
+    kind = "agent"
+    if isinstance(exc, FatalInfrastructureError):
+        kind = "fatal"
+    elif isinstance(exc, InfrastructureError):
+        kind = "infra"
+    return {"error": f"{role} raised {exc!r}\n{traceback.format_exc()}", "kind": kind}
+
+
+def _load(hello: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+    sys.path[:] = hello["sys_path"]
+    sys.meta_path.insert(0, _RefuseDomains(hello["domain_packages"]))
+    try:
+        factory = import_target(hello["target"])
+    except AgentSpecError as exc:
+        return None, {"error": str(exc), "kind": "spec"}
+    problem = protocol_problem(hello["role"], hello["target"], factory)
+    if problem is not None:
+        return None, {"error": problem, "kind": "spec"}
+    return factory, {"privileged": bool(getattr(factory, "privileged", False))}
+
+
+def main() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    connection = Connection(int(sys.argv[1]))
+    hello = decode(connection.recv_bytes())
+    factory, answer = _load(hello)
+    connection.send_bytes(encode(answer))
+    if factory is None:
+        return
+    host = _Host(factory, connection)
+    while True:
+        try:
+            message = decode(connection.recv_bytes())
+        except (EOFError, OSError):
+            return  # castbench closed the pipe or exited
+        try:
+            data = encode(host.handle(message))
+        except Exception as exc:
+            data = encode(_failure(hello["role"], exc))
+        connection.send_bytes(data)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,293 @@
+"""Import-path agents in a process of their own: what reaches them is the serialized view, so no
+task, sandbox or ground truth exists in their address space, and a frame walk, a heap scan or an
+import finds nothing to read.
+
+One pool of workers per (role, agent); a worker hosts one trial at a time and builds a fresh
+agent instance for each, so the interpreter starts once per concurrent trial slot, not once per
+trial. The step time limit is enforced here: a worker that does not answer in time is killed
+(`AgentTimeout`), one that crashes or hangs up ends the trial as the agent's failure
+(`AgentError`); either way the pool starts a fresh worker for the next trial.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from importlib.metadata import entry_points
+from multiprocessing.connection import Connection
+from typing import Any
+
+from castbench.agents.conversation import Action, Event, Usage, Verdict
+from castbench.agents.protocols import UserReply
+from castbench.agents.registry import AgentSpec, AgentSpecError
+from castbench.agents.transports.wire import (
+    ACTION,
+    EVENTS,
+    VERDICT,
+    briefing_to_wire,
+    decode,
+    encode,
+    observation_to_wire,
+)
+from castbench.agents.views import CriticView, PolicyView, UserBriefing
+from castbench.domain import ToolCall
+from castbench.errors import AgentError, AgentTimeout, FatalInfrastructureError, InfrastructureError
+
+__all__ = ["WorkerTransport", "probe", "shutdown_workers"]
+
+_STARTUP_S = 120.0
+"""How long a worker may take to start and import the agent (a cold interpreter on a busy machine)."""
+
+
+def _domain_packages() -> list[str]:
+    """Top-level packages of the installed domains: the worker refuses to import them."""
+    packages = {
+        ep.value.partition(":")[0].partition(".")[0] for ep in entry_points(group="castbench.domains")
+    }
+    packages.discard("castbench")
+    return sorted(packages)
+
+
+class _Worker:
+    """One agent process and the pipe to it."""
+
+    def __init__(self, role: str, target: str) -> None:
+        self.role = role
+        ours, theirs = socket.socketpair()
+        with theirs:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "castbench.agents.transports.serve", str(theirs.fileno())],
+                pass_fds=[theirs.fileno()],
+                stdin=subprocess.DEVNULL,
+            )
+        self.connection = Connection(ours.detach())
+        hello = {"role": role, "target": target, "sys_path": sys.path, "domain_packages": _domain_packages()}
+        self.connection.send_bytes(encode(hello))
+        self.loaded = self._answer("its start", _STARTUP_S)
+        if "error" in self.loaded:
+            self.kill()
+            raise AgentSpecError(self.loaded["error"])
+
+    def _answer(self, what: str, limit: float | None, deadline: float | None = None) -> dict[str, Any]:
+        try:
+            if deadline is None and limit is not None:
+                deadline = time.monotonic() + limit
+            wait = None if deadline is None else max(0.0, deadline - time.monotonic())
+            if not self.connection.poll(wait):
+                self.kill()
+                raise AgentTimeout(
+                    f"{self.role} did not answer {what} within {limit:g} s; its worker process was stopped"
+                )
+            return decode(self.connection.recv_bytes())
+        except (EOFError, OSError, ValueError) as exc:
+            self.kill()
+            raise AgentError(
+                f"{self.role} worker process exited (code {self.process.poll()}) during {what}: {exc!r}"
+            ) from exc
+
+    def request(
+        self, message: dict[str, Any], timeout: float | None, perform: Callable[[ToolCall], Any] | None
+    ) -> dict[str, Any]:
+        """Send one request and wait for its answer, running the user-side tools it asks for on
+        the way. Anything but a clean answer leaves the worker dead (never half a conversation)."""
+        what = message.get("method", message["op"])
+        deadline = None if timeout is None else time.monotonic() + timeout
+        try:
+            self.connection.send_bytes(encode(message))
+            while True:
+                answer = self._answer(what, timeout, deadline)
+                if "perform" not in answer or perform is None:
+                    break
+                observation = perform(ToolCall.model_validate(answer["perform"]))
+                self.connection.send_bytes(encode({"observation": observation_to_wire(observation)}))
+        except (OSError, ValueError) as exc:
+            self.kill()
+            raise AgentError(
+                f"{self.role} worker process could not be reached during {what}: {exc!r}"
+            ) from exc
+        except BaseException:
+            self.kill()
+            raise
+        if "error" in answer:
+            raise {"fatal": FatalInfrastructureError, "infra": InfrastructureError}.get(
+                answer["kind"], AgentError
+            )(answer["error"])
+        return answer
+
+    @property
+    def alive(self) -> bool:
+        return self.process.poll() is None and not self.connection.closed
+
+    def kill(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait()
+        self.connection.close()
+
+
+class _Pool:
+    """Idle workers for one (role, agent), started on demand and kept for the next trial."""
+
+    def __init__(self, role: str, target: str) -> None:
+        self.role, self.target = role, target
+        self._idle: list[_Worker] = []
+        self._lock = threading.Lock()
+
+    def acquire(self) -> _Worker:
+        with self._lock:
+            while self._idle:
+                worker = self._idle.pop()
+                if worker.alive:
+                    return worker
+        return _Worker(self.role, self.target)
+
+    def release(self, worker: _Worker) -> None:
+        if worker.alive:
+            with self._lock:
+                self._idle.append(worker)
+
+    def close(self) -> None:
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for worker in idle:
+            worker.kill()
+
+
+_POOLS: dict[tuple[str, str, tuple[str, ...]], _Pool] = {}
+_POOLS_LOCK = threading.Lock()
+
+
+def _pool(role: str, target: str) -> _Pool:
+    if os.getcwd() not in sys.path:  # as for in-process imports: the working directory counts
+        sys.path.append(os.getcwd())
+    key = (role, target, tuple(sys.path))
+    with _POOLS_LOCK:
+        if key not in _POOLS:
+            _POOLS[key] = _Pool(role, target)
+        return _POOLS[key]
+
+
+@atexit.register
+def shutdown_workers() -> None:
+    """Stop every idle worker (they would exit on their own once this process has gone)."""
+    with _POOLS_LOCK:
+        pools = list(_POOLS.values())
+    for pool in pools:
+        pool.close()
+
+
+def probe(role: str, target: str) -> bool:
+    """Import the agent in a worker (which stays in the pool for the first trial) and check it
+    implements the role's protocol; whether it asks for privilege. Raises `AgentSpecError`."""
+    pool = _pool(role, target)
+    worker = pool.acquire()
+    privileged = bool(worker.loaded["privileged"])
+    pool.release(worker)
+    if privileged:  # it will run in castbench's process, where privileged agents run
+        pool.close()
+    return privileged
+
+
+@dataclass
+class _Remote:
+    """The proxy of one trial's agent: the role's protocol methods, forwarded to its worker."""
+
+    pool: _Pool
+    worker: _Worker | None
+    timeout: float | None
+    perform: Callable[[ToolCall], Any] | None = None
+    usage: Usage | None = None
+    _shown: tuple[Event, ...] = field(default=())
+    _busy: bool = False
+    """A request is in flight (the trial may have stopped waiting for it: time limit, Ctrl-C)."""
+
+    def _request(self, message: dict[str, Any]) -> Any:
+        worker = self.worker
+        if worker is None:
+            raise AgentError(f"{self.pool.role} worker process is gone")
+        self._busy = True
+        try:
+            return worker.request(message, self.timeout, self.perform).get("result")
+        finally:
+            self._busy = False
+
+    def _delta(self, conversation: tuple[Event, ...]) -> dict[str, Any]:
+        """The events the worker has not seen: the conversation after the prefix it shares with
+        what was sent last (events are immutable, so sameness is identity)."""
+        keep = 0
+        for shown, event in zip(self._shown, conversation, strict=False):
+            if shown is not event:
+                break
+            keep += 1
+        self._shown = conversation
+        return {"keep": keep, "events": EVENTS.dump_python(list(conversation[keep:]), mode="json")}
+
+    def close(self) -> None:
+        """End the trial: the worker drops the instance and goes back to the pool."""
+        worker, self.worker = self.worker, None
+        if worker is None or not worker.alive:
+            return
+        if self._busy:  # abandoned mid-call: the agent may still be at work, so it goes
+            worker.kill()
+            return
+        try:
+            usage = worker.request({"op": "close"}, _STARTUP_S, None)["usage"]
+        except (AgentError, AgentTimeout):
+            return
+        self.usage = None if usage is None else Usage.model_validate(usage)
+        self.pool.release(worker)
+
+
+class _RemotePolicy(_Remote):
+    def propose(self, view: PolicyView) -> Action:
+        message = {"op": "call", "method": "propose", **self._delta(view.conversation)}
+        return ACTION.validate_python(self._request(message))
+
+
+class _RemoteCritic(_Remote):
+    def verify(self, view: CriticView) -> Verdict:
+        proposal = ACTION.dump_python(view.proposal, mode="json")
+        message = {"op": "call", "method": "verify", "proposal": proposal, **self._delta(view.conversation)}
+        return VERDICT.validate_python(self._request(message))
+
+
+class _RemoteUser(_Remote):
+    def open(self) -> str:
+        return str(self._request({"op": "call", "method": "open"}))
+
+    def reply(self, message: str) -> UserReply:
+        answer = self._request({"op": "call", "method": "reply", "message": message})
+        return UserReply(text=answer["text"], stop=bool(answer["stop"]))
+
+
+_PROXIES: dict[str, type[_Remote]] = {"policy": _RemotePolicy, "critic": _RemoteCritic, "user": _RemoteUser}
+
+
+@dataclass(frozen=True)
+class WorkerTransport:
+    """An import-path agent reached through its pool of worker processes."""
+
+    spec: AgentSpec
+
+    def open(self, briefing: Any, timeout: float | None = None) -> Any:
+        pool = _pool(self.spec.role, self.spec.name)
+        perform = briefing.perform if isinstance(briefing, UserBriefing) else None
+        remote = _PROXIES[self.spec.role](pool, pool.acquire(), timeout, perform)
+        try:
+            remote._request(
+                {"op": "open", "briefing": briefing_to_wire(briefing), "params": self.spec.params}
+            )
+        except BaseException:
+            remote.close()
+            raise
+        return remote
+
+    def release(self, agent: Any) -> None:
+        agent.close()
