@@ -32,9 +32,14 @@ def _on_the_stack(request: str) -> Task | None:
 
 
 def _on_the_heap(request: str) -> Task | None:
+    """The task of a live trial object on the heap (other `Task` copies may be stale)."""
     for obj in gc.get_objects():
-        if isinstance(obj, Task) and obj.scenario.request == request:
-            return obj
+        try:
+            task = getattr(obj, "task", None) if hasattr(obj, "db") else None
+        except Exception:  # some objects answer attribute look-ups strangely
+            continue
+        if isinstance(task, Task) and task.scenario.request == request:
+            return task
     return None
 
 

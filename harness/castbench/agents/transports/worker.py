@@ -187,7 +187,10 @@ def probe(role: str, target: str) -> bool:
     """Import the agent in a worker (which stays in the pool for the first trial) and check it
     implements the role's protocol; whether it asks for privilege. Raises `AgentSpecError`."""
     pool = _pool(role, target)
-    worker = pool.acquire()
+    try:
+        worker = pool.acquire()
+    except (AgentError, AgentTimeout) as exc:
+        raise AgentSpecError(f"{role} '{target}': its worker process did not start: {exc}") from exc
     privileged = bool(worker.loaded["privileged"])
     pool.release(worker)
     if privileged:  # it will run in castbench's process, where privileged agents run
@@ -279,7 +282,11 @@ class WorkerTransport:
     def open(self, briefing: Any, timeout: float | None = None) -> Any:
         pool = _pool(self.spec.role, self.spec.name)
         perform = briefing.perform if isinstance(briefing, UserBriefing) else None
-        remote = _PROXIES[self.spec.role](pool, pool.acquire(), timeout, perform)
+        try:
+            worker = pool.acquire()
+        except AgentSpecError as exc:  # it loaded when resolved: what changed is the agent's
+            raise AgentError(str(exc)) from exc
+        remote = _PROXIES[self.spec.role](pool, worker, timeout, perform)
         try:
             remote._request(
                 {"op": "open", "briefing": briefing_to_wire(briefing), "params": self.spec.params}
