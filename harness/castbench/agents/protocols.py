@@ -11,12 +11,14 @@ castbench's process and are marked in results.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
+
+from pydantic import BaseModel
 
 from castbench.agents.conversation import Action, Verdict
 from castbench.agents.views import CriticView, PolicyView
 
-__all__ = ["PROTOCOL_METHODS", "Critic", "Policy", "UserReply", "UserSimulator"]
+__all__ = ["PROTOCOL_METHODS", "Critic", "Policy", "UserReply", "UserSimulator", "output_problem"]
 
 
 @runtime_checkable
@@ -53,3 +55,29 @@ PROTOCOL_METHODS: dict[str, tuple[str, ...]] = {
     "user": ("open", "reply"),
 }
 """The methods each role's protocol above requires: checked when an agent is resolved."""
+
+
+def _storable(value: Any) -> str | None:
+    """Why `value` (an action, verdict or text) cannot be stored as JSON, or None when it can:
+    a lone surrogate (`"\\ud800"`, plausible from a real model) or an object that is no JSON."""
+    try:
+        if isinstance(value, str):
+            value.encode("utf-8")
+        elif isinstance(value, BaseModel):
+            value.model_dump_json()
+    except (ValueError, TypeError) as exc:  # UnicodeEncodeError, PydanticSerializationError
+        return str(exc).splitlines()[0]
+    return None
+
+
+def output_problem(role: str, value: Any, expected: type | tuple[type, ...], what: str) -> str | None:
+    """Why what an agent returned cannot be used (the wrong type, or not storable), or None.
+    Checked where the agent runs: in the trial loop, and in a worker before it answers."""
+    if not isinstance(value, expected):
+        kinds = expected if isinstance(expected, tuple) else (expected,)
+        names = " or ".join(kind.__name__ for kind in kinds)
+        return f"{role} returned {type(value).__name__} from {what}, not {names}"
+    problem = _storable(value)
+    if problem is not None:
+        return f"{role} returned a {what} that cannot be stored ({problem}): {value!r:.300}"
+    return None

@@ -48,7 +48,7 @@ from castbench.agents.conversation import (
     Verdict,
     as_action,
 )
-from castbench.agents.protocols import UserReply
+from castbench.agents.protocols import UserReply, output_problem
 from castbench.agents.registry import AgentSpec
 from castbench.agents.transports import Transport, connect
 from castbench.agents.views import CriticView, PolicyView, briefing_for, user_briefing_for
@@ -101,24 +101,6 @@ class _TrialEnd(Exception):
         super().__init__(message)
         self.reason = reason
         self.scored = scored
-
-
-def _storable(value: Any) -> str | None:
-    """Why `value` (an action, verdict or text) cannot be stored as JSON, or None when it can:
-    a lone surrogate (`"\\ud800"`, plausible from a real model) or an object that is no JSON."""
-    try:
-        if isinstance(value, str):
-            value.encode("utf-8")
-        elif isinstance(value, BaseModel):
-            value.model_dump_json()
-    except (ValueError, TypeError) as exc:  # UnicodeEncodeError, PydanticSerializationError
-        return str(exc).splitlines()[0]
-    return None
-
-
-def _names(expected: type | tuple[type, ...]) -> str:
-    kinds = expected if isinstance(expected, tuple) else (expected,)
-    return " or ".join(kind.__name__ for kind in kinds)
 
 
 def _in_scope(action: Action, scope: str, write_tools: frozenset[str]) -> bool:
@@ -184,13 +166,21 @@ class _Trial:
             self.critic = self._open("critic", self.agents.critic, self.critic_briefing)
 
     def _open(self, role: str, spec: AgentSpec, briefing: Any) -> Any:
-        """The role's agent for this trial, through its transport (a worker agent is held to
-        the step time limit by its transport too, which can stop its process)."""
+        """The role's agent for this trial, through its transport. A worker agent is held to the
+        time limit by its transport, which can stop its process; starting a fresh worker (after
+        one was stopped: seconds on a busy machine) is castbench's time, not the agent's."""
         transport = connect(spec)
+        deadline, _ = self._deadline()
+        opening = time.monotonic()
+        left = None if deadline is None else max(0.0, deadline - opening)
         agent = self._guarded(
-            role, transport.open, briefing, self.time_limits.step_s, what=f"creating the {role}"
+            role, transport.open, briefing, left, what=f"creating the {role}", wait=transport.isolated
         )
         self.opened.append((transport, agent))
+        if transport.isolated:  # bounded by what was left; the clocks run on from here
+            spent = time.monotonic() - opening
+            self.started += spent
+            self.step_started += spent
         return agent
 
     def release(self) -> None:
@@ -208,13 +198,14 @@ class _Trial:
             candidates.append((self.started + limits.trial_s, f"trial time limit ({limits.trial_s:g} s)"))
         return min(candidates) if candidates else (None, "")
 
-    def _guarded(self, role: str, fn: Callable[..., Any], *args: Any, what: str) -> Any:
+    def _guarded(self, role: str, fn: Callable[..., Any], *args: Any, what: str, wait: bool = False) -> Any:
         """Call agent code. Its exceptions and overruns end the trial: as the agent's failure for
         the policy and critic; unscored for the simulated user (not the agent under test), and as
-        a harness error when that user is a built-in one (our bug)."""
+        a harness error when that user is a built-in one (our bug). `wait`: no deadline here, the
+        callee enforces its own."""
         deadline, limit = self._deadline()
         try:
-            return self.agent_thread.call(fn, *args, deadline=deadline, what=what)
+            return self.agent_thread.call(fn, *args, deadline=None if wait else deadline, what=what)
         except (InfrastructureError, Cancelled):
             raise
         except AgentTimeout as exc:
@@ -233,11 +224,9 @@ class _Trial:
         raise _TrialEnd("harness_error" if builtin else "agent_error", message, scored=False)
 
     def _check(self, role: str, value: Any, expected: type | tuple[type, ...], what: str) -> None:
-        if not isinstance(value, expected):
-            self._fail(role, f"{role} returned {type(value).__name__} from {what}, not {_names(expected)}")
-        problem = _storable(value)
+        problem = output_problem(role, value, expected, what)
         if problem is not None:
-            self._fail(role, f"{role} returned a {what} that cannot be stored ({problem}): {value!r:.300}")
+            self._fail(role, problem)
 
     def _state(self) -> Database:
         """A copy of the true state for privileged agents (they can read it, not change it)."""

@@ -20,14 +20,15 @@ __all__ = ["CrashingPolicy", "PeekingPolicy", "PidPolicy", "SleepyPolicy", "Work
 
 
 def _on_the_stack(request: str) -> Task | None:
-    """A `Task` held by any caller's local variables (the trial loop holds this trial's)."""
-    frame = sys._getframe(1)
-    while frame is not None:
-        for value in list(frame.f_locals.values()):
-            task = getattr(value, "task", value)
-            if isinstance(task, Task) and task.scenario.request == request:
-                return task
-        frame = frame.f_back  # type: ignore[assignment]
+    """A `Task` held by the local variables of any frame of any thread (the trial loop, waiting
+    for this agent, holds this trial's)."""
+    for frame in sys._current_frames().values():
+        while frame is not None:
+            for value in list(frame.f_locals.values()):
+                task = getattr(value, "task", value)
+                if isinstance(task, Task) and task.scenario.request == request:
+                    return task
+            frame = frame.f_back  # type: ignore[assignment]
     return None
 
 
@@ -88,10 +89,13 @@ class PeekingPolicy:
 
 
 class SleepyPolicy:
-    """Takes `seconds` to think about each step."""
+    """Takes `seconds` to think about each step; writes its process id to `pidfile` if given."""
 
-    def __init__(self, briefing: Briefing, seconds: float = 60.0) -> None:
+    def __init__(self, briefing: Briefing, seconds: float = 60.0, pidfile: str = "") -> None:
         self.seconds = seconds
+        if pidfile:
+            with open(pidfile, "w") as handle:
+                handle.write(str(os.getpid()))
 
     def propose(self, view: PolicyView) -> Action:
         time.sleep(self.seconds)

@@ -21,7 +21,7 @@ from castbench.publish.archive import export_run
 from castbench.publish.board import load_board
 from castbench.publish.rows import eligibility_problems
 from castbench.report import summarize_run
-from castbench.runner.rollout import AgentSet, run_trial
+from castbench.runner.rollout import AgentSet, TimeLimits, run_trial
 from castbench.store import ResultsStore
 
 HOSTILE = "tests.core.agents.hostile_agents"
@@ -49,19 +49,36 @@ def test_a_peeking_policy_finds_the_ground_truth_only_in_process(where: str, tmp
     assert peeked.config["in_process"] == ["policy"]
 
 
+def _stopped(pid: int, within: float = 20.0) -> bool:
+    """The process has exited (reaped, or a zombie waiting to be) within `within` seconds."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{pid}/stat") as stat:
+                if stat.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    return True
+        except FileNotFoundError:
+            return True
+        time.sleep(0.1)
+    return False
+
+
 def _trial(policy: str, step_timeout: float | None = None, task_index: int = 0):  # type: ignore[no-untyped-def]
     retail = load_domain("retail")
     task = retail.tasks("test")[task_index]
     agents = AgentSet(policy=resolve("policy", policy), user=resolve("user", "scripted"))
-    return run_trial(retail, task, 0, 1, agents, retail.replay(task), step_timeout=step_timeout)
+    limits = TimeLimits(step_s=step_timeout)
+    return run_trial(retail, task, 0, 1, agents, retail.replay(task), time_limits=limits)
 
 
-def test_a_worker_past_the_step_time_limit_is_stopped_and_the_trial_times_out() -> None:
+def test_a_worker_past_the_step_time_limit_is_stopped_and_the_trial_times_out(tmp_path: Path) -> None:
+    pidfile = tmp_path / "pid"
     started = time.monotonic()
-    record = _trial(f"{HOSTILE}:SleepyPolicy?seconds=120", step_timeout=1.0)
+    record = _trial(f"{HOSTILE}:SleepyPolicy?seconds=120&pidfile={pidfile}", step_timeout=1.0)
     assert time.monotonic() - started < 60
     assert record.end_reason == "timeout" and record.status == "scored" and record.reward == 0.0
-    assert record.error is not None and "did not answer propose within 1 s" in record.error
+    assert record.error is not None and "1 s" in record.error and "propos" in record.error
+    assert _stopped(int(pidfile.read_text()))  # its worker process was stopped, not left sleeping
     # the next trial gets a fresh worker
     assert _trial(f"{HOSTILE}:SleepyPolicy?seconds=0", step_timeout=30).end_reason == "user_stop"
 

@@ -19,6 +19,9 @@ __all__ = ["InProcessTransport", "Transport", "connect"]
 
 
 class Transport(Protocol):
+    isolated: bool
+    """The agent runs outside castbench's process, and `open` enforces its own time limit."""
+
     def open(self, briefing: Any, timeout: float | None = None) -> Any:
         """The agent for one trial, implementing its role's protocol. A call that overruns
         `timeout` seconds raises `AgentTimeout`; an agent that crashes raises `AgentError`."""

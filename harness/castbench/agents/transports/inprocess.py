@@ -15,6 +15,7 @@ __all__ = ["InProcessTransport"]
 @dataclass(frozen=True)
 class InProcessTransport:
     spec: AgentSpec
+    isolated = False
 
     def open(self, briefing: Any, timeout: float | None = None) -> Any:
         """The instance itself: its calls are direct (a time limit here is the trial loop's)."""

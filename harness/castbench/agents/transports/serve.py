@@ -17,8 +17,16 @@ import traceback
 from multiprocessing.connection import Connection
 from typing import Any
 
-from castbench.agents.conversation import Event, Usage, Verdict, as_action
-from castbench.agents.protocols import UserReply
+from castbench.agents.conversation import (
+    Event,
+    MalformedAction,
+    ReplyAction,
+    ToolCallAction,
+    Usage,
+    Verdict,
+    as_action,
+)
+from castbench.agents.protocols import UserReply, output_problem
 from castbench.agents.registry import AgentSpecError, import_target, protocol_problem
 from castbench.agents.transports.wire import (
     ACTION,
@@ -83,25 +91,36 @@ class _Host:
     def _call(self, method: str, message: dict[str, Any]) -> Any:
         if method == "propose":
             view = PolicyView(self.briefing, self._conversation(message))
-            return ACTION.dump_python(as_action(self.agent.propose(view), "policy"), mode="json")
+            action = _checked("policy", as_action(self.agent.propose(view), "policy"), _ACTIONS, "action")
+            return ACTION.dump_python(action, mode="json")
         if method == "verify":
             proposal = ACTION.validate_python(message["proposal"])
             verdict = self.agent.verify(CriticView(self.briefing, self._conversation(message), proposal))
-            return VERDICT.dump_python(_checked(verdict, Verdict, "critic verify()"), mode="json")
+            return VERDICT.dump_python(_checked("critic", verdict, Verdict, "verdict"), mode="json")
         if method == "open":
-            return _checked(self.agent.open(), str, "user open()")
-        reply = _checked(self.agent.reply(message["message"]), UserReply, "user reply()")
-        return {"text": reply.text, "stop": reply.stop}
+            return _checked("user", self.agent.open(), str, "opening")
+        reply = _checked("user", self.agent.reply(message["message"]), UserReply, "reply")
+        return {"text": _checked("user", reply.text, str, "reply text"), "stop": reply.stop}
 
 
-def _checked(value: Any, kind: type, what: str) -> Any:
-    if not isinstance(value, kind):
-        raise TypeError(f"{what} returned {type(value).__name__}, not a {kind.__name__}")
+_ACTIONS = (ToolCallAction, ReplyAction, MalformedAction)
+
+
+class _Unusable(Exception):
+    """The agent answered, with something that cannot be used (said as the trial loop says it)."""
+
+
+def _checked(role: str, value: Any, expected: type | tuple[type, ...], what: str) -> Any:
+    problem = output_problem(role, value, expected, what)
+    if problem is not None:
+        raise _Unusable(problem)
     return value
 
 
 def _failure(role: str, exc: BaseException) -> dict[str, Any]:
     """An exception of the agent's, as the message castbench turns into the trial's outcome."""
+    if isinstance(exc, _Unusable):
+        return {"error": str(exc), "kind": "agent"}
     kind = "agent"
     if isinstance(exc, FatalInfrastructureError):
         kind = "fatal"

@@ -60,6 +60,7 @@ class _Worker:
 
     def __init__(self, role: str, target: str) -> None:
         self.role = role
+        self._lock = threading.Lock()
         ours, theirs = socket.socketpair()
         with theirs:
             self.process = subprocess.Popen(
@@ -126,10 +127,14 @@ class _Worker:
         return self.process.poll() is None and not self.connection.closed
 
     def kill(self) -> None:
-        if self.process.poll() is None:
-            self.process.kill()
-        self.process.wait()
-        self.connection.close()
+        """Stop the process and close the pipe (once, whichever thread gets here first)."""
+        with self._lock:
+            if self.connection.closed:
+                return
+            if self.process.poll() is None:
+                self.process.kill()
+            self.process.wait()
+            self.connection.close()
 
 
 class _Pool:
@@ -237,8 +242,8 @@ class _Remote:
         worker, self.worker = self.worker, None
         if worker is None or not worker.alive:
             return
-        if self._busy:  # abandoned mid-call: the agent may still be at work, so it goes
-            worker.kill()
+        if self._busy:  # abandoned mid-call: the agent may still be at work, so it goes; the
+            worker.process.kill()  # waiting thread sees the pipe close and cleans up
             return
         try:
             usage = worker.request({"op": "close"}, _STARTUP_S, None)["usage"]
@@ -278,6 +283,7 @@ class WorkerTransport:
     """An import-path agent reached through its pool of worker processes."""
 
     spec: AgentSpec
+    isolated = True
 
     def open(self, briefing: Any, timeout: float | None = None) -> Any:
         pool = _pool(self.spec.role, self.spec.name)
