@@ -122,6 +122,20 @@ class Database:
             if changed_row is not None:
                 yield key, changed_row
 
+    def table_rows(self, table: str) -> Iterator[tuple[str, Row]]:
+        """Committed rows of a table in the order a dict changed in place keeps: pristine order
+        with changed rows where they were, then rows this sandbox added. For adapters whose tools
+        work on plain data and whose outputs list rows in storage order."""
+        changed = self._overlay.get(table, {})
+        pristine = self._pristine.get(table, {})
+        for key, row in pristine.items():
+            current = changed.get(key, row) if key in changed else row
+            if current is not None:
+                yield key, current
+        for key, added in changed.items():
+            if key not in pristine and added is not None:
+                yield key, added
+
     def exists(self, model: type[Record], key: str) -> bool:
         return self._raw(model.table, key) is not None
 
@@ -177,6 +191,11 @@ class Database:
         if self._raw(model.table, key) is None:
             raise RecordNotFound(model.table, key)
         self._layer(model.table)[key] = _DELETED
+
+    def set_row(self, table: str, key: str, row: Row | None) -> None:
+        """Write one raw row (`None` deletes it), for adapters whose tools work on plain data;
+        the row must not be shared with anything else."""
+        self._layer(table)[key] = row
 
     def new_id(self, sequence: str) -> str:
         """The next id of a sequence declared in the seed state; deterministic per trial."""

@@ -132,6 +132,11 @@ class Domain:
             self._tasks[split] = tasks
         return self._tasks[split]
 
+    def excluded_tasks(self, split: str) -> dict[str, list[str]]:
+        """Task id -> why, for tasks of the split left out of its scores because their ground
+        truth is broken (a task pack that publishes such tasks); castbench's own domains have none."""
+        return {}
+
     def task(self, task_id: str) -> Task:
         for task in self.tasks():
             if task.id == task_id:

@@ -1,5 +1,9 @@
 """Finding domains: every installed package registered under the `castbench.domains` entry
-point group, built-in or third-party, takes the same road."""
+point group, built-in or third-party, takes the same road.
+
+An entry point that names an extra (`tau-retail = "castbench_tau:retail [tau]"`) is a domain
+with an optional dependency: `all` leaves it out (name it to use it), and loading it without the
+extra installed fails with the command that installs it."""
 
 from __future__ import annotations
 
@@ -36,8 +40,10 @@ def register_domain(domain: Domain) -> None:
     _registered[domain.name] = domain
 
 
-def available_domains() -> list[str]:
-    return sorted({ep.name for ep in entry_points(group=ENTRY_POINT_GROUP)} | set(_registered))
+def available_domains(include_extras: bool = True) -> list[str]:
+    """Names of the installed domains; `include_extras=False` leaves out those of an extra."""
+    names = {ep.name for ep in entry_points(group=ENTRY_POINT_GROUP) if include_extras or not ep.extras}
+    return sorted(names | set(_registered))
 
 
 def load_domain(name: str) -> Domain:
@@ -52,13 +58,20 @@ def _load_entry_point(name: str) -> Domain:
     if not matches:
         known = ", ".join(available_domains()) or "none installed"
         raise UnknownDomainError(f"unknown domain '{name}' (installed: {known})")
-    domain = matches[0].load()
+    try:
+        domain = matches[0].load()
+    except ImportError as exc:
+        extras = ",".join(matches[0].extras)
+        hint = f": pip install 'castbench[{extras}]'" if extras else ""
+        raise UnknownDomainError(f"domain '{name}' cannot be loaded ({exc}){hint}") from exc
     if not isinstance(domain, Domain):
         raise TypeError(f"entry point {matches[0].value} for domain '{name}' is not a Domain")
     return domain
 
 
 def resolve_domains(spec: str | None) -> list[Domain]:
-    """`None` or `all` -> every installed domain; else a comma-separated list of names."""
-    names = available_domains() if spec in (None, "", "all") else [s.strip() for s in spec.split(",")]
+    """`None` or `all` -> every installed domain that needs no extra; else a comma-separated list
+    of names."""
+    everything = spec in (None, "", "all")
+    names = available_domains(include_extras=False) if everything else [s.strip() for s in (spec or "").split(",")]
     return [load_domain(name) for name in names]

@@ -88,7 +88,8 @@ class GradingSpec(_Strict):
 
 class Task(_Strict):
     id: str
-    split: Literal["train", "test"]
+    split: str = Field(pattern=r"^[a-z][a-z0-9_-]*$")
+    """`train` and `test` for castbench's generated domains; a task pack may have others (`dev`)."""
     family: str
     outcome: Literal["change", "no_change", "refuse"]
     """What a correct agent achieves: a state change, nothing to change, or a refusal."""

@@ -2,6 +2,10 @@
 
 Both states share one pristine snapshot, so only rows that either of them wrote can differ:
 the comparison costs O(rows touched), not O(database).
+
+Values compare with their JSON types: `1`, `1.0` and `true` are three different values (Python's
+`==` says they are equal). τ-Bench compares states by hashing their text, where they differ too,
+and a domain whose tools store plain data can write either.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from pydantic import BaseModel
 from castbench.domain import Database, GradingSpec
 from castbench.domain.database import SEQUENCES_TABLE
 
-__all__ = ["FieldDiff", "state_diff"]
+__all__ = ["FieldDiff", "same", "state_diff"]
 
 _ABSENT = "<absent>"
 
@@ -41,6 +45,17 @@ def _flatten(value: Any, prefix: str, out: dict[str, Any]) -> None:
         out[prefix] = value
 
 
+def same(a: Any, b: Any) -> bool:
+    """Equal, and of the same JSON type all the way down."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(same(value, b[key]) for key, value in a.items())
+    if isinstance(a, list):
+        return len(a) == len(b) and all(map(same, a, b))
+    return bool(a == b)
+
+
 def _normal(text: Any) -> Any:
     return " ".join(text.lower().split()) if isinstance(text, str) else text
 
@@ -58,7 +73,7 @@ def state_diff(final: Database, expected: Database, grading: GradingSpec | None 
     for table in sorted((set(final_touched) | set(expected_touched)) - {SEQUENCES_TABLE}):
         for key in sorted(final_touched.get(table, set()) | expected_touched.get(table, set())):
             want, got = expected.row(table, key), final.row(table, key)
-            if want == got:
+            if same(want, got):
                 continue
             if want is None or got is None:
                 diffs.append(
@@ -82,6 +97,6 @@ def state_diff(final: Database, expected: Database, grading: GradingSpec | None 
                 a, b = flat_want.get(path, _ABSENT), flat_got.get(path, _ABSENT)
                 if column in normalized:
                     a, b = _normal(a), _normal(b)
-                if a != b:
+                if not same(a, b):
                     diffs.append(FieldDiff(table=table, key=key, field=path, expected=a, got=b))
     return diffs

@@ -1,0 +1,143 @@
+"""A τ environment as a castbench `Domain`: state, wiki, tools and tasks from the installed package.
+
+Differences from castbench's generated domains, each for parity with τ:
+
+- the expected state is τ's: the gold actions replayed in order from the pristine state, errors
+  and unknown tools passing silently, transfer tools skipped (τ's `calculate_reward`);
+- the policy a model reads is τ's wiki verbatim, and nothing is added to it;
+- tasks whose gold is broken (a tool that does not exist, arguments a tool rejects, a replay that
+  changes nothing although the gold writes) are left out of their split and form the split
+  `<split>-broken`, so they are excluded from scores by default and can be run on their own.
+
+The version is `N-X` with N = the package's release in digits plus this adapter's generation
+(tau-trait 0.1.1, adapter 1 -> `10101`), so runs on different releases never compare.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from functools import cached_property
+from pathlib import Path
+
+from castbench.domain import Database, Domain, Task, TaskFileError
+from castbench.domain.database import Snapshot
+from castbench.domain.validate import validate_task
+from castbench_tau.rules import TauRules
+from castbench_tau.source import TauSource, load_source
+from castbench_tau.tasks import convert_task
+from castbench_tau.toolkit import tau_toolkit
+
+__all__ = ["ADAPTER_GENERATION", "BROKEN_SUFFIX", "TauDomain", "tau_domain", "tau_version"]
+
+ADAPTER_GENERATION = 1
+"""Goes up when a change of this adapter changes scores."""
+BROKEN_SUFFIX = "-broken"
+
+
+def tau_version(release: str) -> str:
+    parts = [int(part) for part in (release.split(".") + ["0", "0"])[:3]]
+    return f"{parts[0]}{parts[1]:02d}{parts[2]:02d}{ADAPTER_GENERATION:02d}".lstrip("0") + "-0"
+
+
+@dataclass(eq=False)
+class TauDomain(Domain):
+    source: TauSource | None = field(default=None, repr=False)
+
+    @property
+    def _source(self) -> TauSource:
+        assert self.source is not None
+        return self.source
+
+    @cached_property
+    def policy(self) -> str:
+        return self._source.wiki
+
+    @cached_property
+    def pristine(self) -> Snapshot:
+        return self._source.load_data()
+
+    @property
+    def splits(self) -> list[str]:
+        return self._source.splits
+
+    def replay(self, task: Task, db: Database | None = None) -> Database:
+        """τ's gold replay: every action in order, whatever it answers; transfers skipped."""
+        db = db if db is not None else self.fresh_database()
+        for call in task.actions:
+            if call.name not in self._source.terminate_tools:
+                self.toolkit.call(db, call.name, call.arguments)
+        return db
+
+    def gold_problems(self, task: Task) -> list[str]:
+        """Why the task's gold cannot be used (empty: it can): castbench's task checks, plus any
+        gold *write* that answers with an error. A gold read that fails (retail's original tasks
+        look up item ids as product ids) leaves the expected state as meant: not broken."""
+        problems = validate_task(self, task)
+        db = self.fresh_database()
+        for position, call in enumerate(task.actions):
+            if not self.toolkit.is_write(call.name):
+                continue  # unknown tools are reported by validate_task
+            observation = self.toolkit.call(db, call.name, call.arguments)
+            if observation.error:
+                problems.append(
+                    f"{self.name} task {task.id}: action {position} {call.name} answers {observation.content!r}"
+                )
+        return problems
+
+    @cached_property
+    def _all_tasks(self) -> dict[str, list[Task]]:
+        return {
+            split: [convert_task(raw, split, index, self.toolkit) for index, raw in enumerate(tasks)]
+            for split, tasks in self._source.raw_tasks.items()
+        }
+
+    @cached_property
+    def broken(self) -> dict[str, list[str]]:
+        """Task id -> why its gold is broken, over every split."""
+        found: dict[str, list[str]] = {}
+        for tasks in self._all_tasks.values():
+            for task in tasks:
+                problems = self.gold_problems(task)
+                if problems:
+                    found[task.id] = problems
+        return found
+
+    def tasks(self, split: str | None = None) -> list[Task]:
+        if split is None:
+            return [task for name in self.splits for task in self.tasks(name)]
+        base, broken = split.removesuffix(BROKEN_SUFFIX), split.endswith(BROKEN_SUFFIX)
+        if base not in self._all_tasks:
+            raise TaskFileError(
+                f"domain {self.name} has no split '{split}' (splits: {', '.join(self.splits)}, "
+                f"and <split>{BROKEN_SUFFIX} for the broken tasks)"
+            )
+        return [task for task in self._all_tasks[base] if (task.id in self.broken) == broken]
+
+    def task(self, task_id: str) -> Task:
+        split = task_id.rsplit("-", 1)[0]
+        for task in self._all_tasks.get(split, []):
+            if task.id == task_id:
+                return task
+        raise KeyError(f"domain {self.name} has no task '{task_id}'")
+
+    def excluded_tasks(self, split: str) -> dict[str, list[str]]:
+        return {task.id: self.broken[task.id] for task in self.tasks(split + BROKEN_SUFFIX)}
+
+
+def tau_domain(name: str) -> TauDomain:
+    """`tau-<name>` built from the installed package."""
+    source = load_source(name)
+    toolkit = tau_toolkit(source.tools, source.terminate_tools)
+    domain = TauDomain(
+        name=f"tau-{name}",
+        version=tau_version(source.version),
+        root=Path(__file__).parent,
+        records=[],
+        toolkit=toolkit,
+        now=datetime(2024, 5, 15, 20, 0, tzinfo=UTC),  # τ airline's wiki: 2024-05-15 15:00 EST
+        description=f"τ {name} from tau-trait {source.version}: its data, wiki, tools and tasks",
+        source=source,
+    )
+    domain.rules = TauRules(toolkit, domain.pristine)
+    return domain

@@ -1,0 +1,93 @@
+"""τ's tasks as castbench tasks, built at load time from the package's own task lists.
+
+What castbench needs beyond τ's `instruction`, `actions` and `outputs` is derived from them:
+
+- `id` is `<split>-<index>` (the index in τ's list, so `test-7` is τ's test task 7);
+- the ground truth is τ's action list as is, `ordered` (τ replays it in order);
+- `outcome` is `change` when the gold calls a tool that writes, else `no_change`;
+- `family` names the write tools the gold uses (`read_only` when it uses none);
+- the scripted user's opening is the instruction in the first person, and the facts it gives
+  when asked are the arguments of the gold's first identity look-up (`find_*`, or a `get_*`
+  whose only argument is the customer's id), e.g. an email, or a name and a zip code;
+- the LLM users get the instruction verbatim (τ's own user prompt is built from it).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from castbench.domain import Fact, Task, Toolkit, ToolCall, UserScenario
+
+__all__ = ["convert_task", "first_person", "identity_call"]
+
+_PRONOUNS = [
+    (r"\bYou are\b", "I am"),
+    (r"\byou are\b", "I am"),
+    (r"\bYou're\b", "I'm"),
+    (r"\byou're\b", "I'm"),
+    (r"\bYou've\b", "I've"),
+    (r"\byou've\b", "I've"),
+    (r"\bYou'd\b", "I'd"),
+    (r"\byou'd\b", "I'd"),
+    (r"\bYour\b", "My"),
+    (r"\byour\b", "my"),
+    (r"\byourself\b", "myself"),
+    (r"\bYou\b", "I"),
+    (r"\byou\b", "I"),
+]
+_IDENTITY_ARGUMENTS = ("user_id", "customer_id", "patient_id")
+
+
+def first_person(instruction: str) -> str:
+    """τ's second-person instruction ("You are Yusuf Rossi in 19122...") as the user's opening."""
+    text = " ".join(instruction.split())
+    for pattern, replacement in _PRONOUNS:
+        text = re.sub(pattern, replacement, text)
+    return text
+
+
+def identity_call(actions: list[ToolCall]) -> ToolCall | None:
+    """The gold's first look-up of who the customer is, if it has one."""
+    for call in actions:
+        if call.name.startswith("find_"):
+            return call
+        if call.name.startswith("get_") and list(call.arguments) in ([key] for key in _IDENTITY_ARGUMENTS):
+            return call
+    return None
+
+
+def _facts(actions: list[ToolCall]) -> list[Fact]:
+    call = identity_call(actions)
+    if call is None:
+        return []
+    facts = []
+    for name, value in call.arguments.items():
+        spoken = name.replace("_", " ")
+        facts.append(Fact(name=name, value=str(value), keywords=[spoken], statement=f"My {spoken} is {value}."))
+    return facts
+
+
+def _family(actions: list[ToolCall], toolkit: Toolkit) -> str:
+    writes = sorted({call.name for call in actions if toolkit.is_write(call.name)})
+    return "+".join(writes) if writes else "read_only"
+
+
+def convert_task(raw: Any, split: str, index: int, toolkit: Toolkit) -> Task:
+    """One τ `Task` (user_id, instruction, actions, outputs) as a castbench `Task`."""
+    actions = [ToolCall(name=action.name, arguments=dict(action.kwargs)) for action in raw.actions]
+    writes = any(toolkit.is_write(call.name) for call in actions)
+    return Task(
+        id=f"{split}-{index}",
+        split=split,
+        family=_family(actions, toolkit),
+        outcome="change" if writes else "no_change",
+        scenario=UserScenario(
+            request=first_person(raw.instruction),
+            facts=_facts(actions),
+            instructions=raw.instruction.strip(),
+        ),
+        actions=actions,
+        required_outputs=list(raw.outputs),
+        ordered=True,
+    )

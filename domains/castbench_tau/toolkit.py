@@ -1,0 +1,127 @@
+"""τ's tool classes as a castbench `Toolkit`: same schemas, same outputs, castbench sandboxes.
+
+A model sees exactly what τ shows it: each tool's schema is τ's own `get_info()`, and a call runs
+τ's own `invoke(data=..., **arguments)` with the arguments as given (no coercion), so a wrong
+argument fails as it fails under τ (`Error: <exception>`), and an unknown tool answers
+`Unknown action <name>` as τ's env does. Only the `data` is castbench's: a copy-on-write view
+of the trial's `Database` (see `castbench_tau.cow`).
+
+τ does not say which tools change data. castbench needs it (confirmations, the labeler, the
+`writes` critic scope); it is derived from τ's naming: look-ups are `get_*`, `find_*`, `list_*`,
+`search_*`, `check_*`, plus `calculate`, `think` and the transfer tools; every other tool may
+write (telecom's `manage_*` tools, which also list, count as writes).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, create_model
+
+from castbench.domain import Database, Observation, Tool, Toolkit
+from castbench_tau.cow import TauData
+
+__all__ = ["TauTool", "TauToolkit", "tau_toolkit"]
+
+_READ_PREFIXES = ("get_", "find_", "list_", "search_", "check_", "transfer_")
+_READ_NAMES = frozenset({"calculate", "think"})
+_JSON_TYPES: dict[str, Any] = {
+    "string": str,
+    "integer": int,
+    "number": float,
+    "boolean": bool,
+    "array": list,
+    "object": dict,
+}
+
+
+@dataclass(frozen=True)
+class TauTool(Tool):
+    """A τ tool: its schema is τ's `get_info()` verbatim."""
+
+    info: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "schema", self.info)
+
+
+def _field_type(schema: Mapping[str, Any]) -> Any:
+    if "enum" in schema:
+        return Literal[tuple(schema["enum"])]
+    return _JSON_TYPES.get(str(schema.get("type")), Any)
+
+
+def _arguments_model(name: str, parameters: Mapping[str, Any]) -> type[BaseModel]:
+    """What `Toolkit.validate` checks (the labeler, `domains validate`): required arguments,
+    no unknown ones, JSON types and enums, as τ's schema declares them."""
+    required = set(parameters.get("required", []))
+    fields: dict[str, Any] = {}
+    for argument, schema in parameters.get("properties", {}).items():
+        kind = _field_type(schema)
+        if argument in required:
+            fields[argument] = (kind, Field(...))
+        else:
+            fields[argument] = (kind | None, Field(None))
+    return create_model(  # type: ignore[call-overload, no-any-return]
+        f"{name}_arguments", __config__=ConfigDict(extra="forbid", strict=False), **fields
+    )
+
+
+def _is_read(name: str) -> bool:
+    return name in _READ_NAMES or name.startswith(_READ_PREFIXES)
+
+
+class TauToolkit(Toolkit):
+    """Runs τ's `invoke` on a `TauData` view of the sandbox, then writes back the rows it changed."""
+
+    def __init__(self, tools: list[TauTool], classes: Mapping[str, Any]) -> None:
+        super().__init__(tools)
+        self._classes = dict(classes)
+
+    def call(self, db: Database, name: str, arguments: Mapping[str, Any] | str) -> Observation:
+        if name not in self._classes:
+            return Observation(f"Unknown action {name}", error=True)
+        if isinstance(arguments, str):
+            try:
+                arguments = json.loads(arguments) if arguments.strip() else {}
+            except json.JSONDecodeError as exc:
+                return Observation(f"Error: arguments for {name} are not valid JSON ({exc.msg})", error=True)
+        if not isinstance(arguments, Mapping):
+            return Observation(f"Error: arguments for {name} must be a JSON object", error=True)
+        data = TauData(db)
+        try:
+            result = self._classes[name].invoke(data=data, **arguments)
+        except Exception as exc:  # τ's env answers any exception this way; it is the agent's error
+            result = f"Error: {exc}"
+        finally:
+            with db.transaction():
+                data.commit()
+        content = result if isinstance(result, str) else str(result)
+        return Observation(
+            content, error=content.startswith("Error"), ends_conversation=self[name].ends_conversation
+        )
+
+
+def tau_toolkit(classes: tuple[Any, ...], terminate: tuple[str, ...]) -> TauToolkit:
+    tools: list[TauTool] = []
+    by_name: dict[str, Any] = {}
+    for cls in classes:
+        info = cls.get_info()
+        function = info["function"]
+        name = function["name"]
+        by_name[name] = cls
+        tools.append(
+            TauTool(
+                name=name,
+                kind="read" if _is_read(name) else "write",
+                description=function.get("description", ""),
+                function=cls.invoke,
+                arguments_model=_arguments_model(name, function.get("parameters", {})),
+                ends_conversation=name in terminate,
+                info=info,
+            )
+        )
+    return TauToolkit(tools, by_name)
