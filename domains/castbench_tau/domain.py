@@ -98,7 +98,8 @@ class TauDomain(Domain):
         found: dict[str, list[str]] = {}
         for tasks in self._all_tasks.values():
             for task in tasks:
-                problems = self.gold_problems(task)
+                prefix = f"{self.name} task {task.id}: "
+                problems = [problem.removeprefix(prefix) for problem in self.gold_problems(task)]
                 if problems:
                     found[task.id] = problems
         return found
@@ -137,6 +138,7 @@ def tau_domain(name: str) -> TauDomain:
         toolkit=toolkit,
         now=datetime(2024, 5, 15, 20, 0, tzinfo=UTC),  # τ airline's wiki: 2024-05-15 15:00 EST
         description=f"τ {name} from tau-trait {source.version}: its data, wiki, tools and tasks",
+        verbatim_policy=True,
         source=source,
     )
     domain.rules = TauRules(toolkit, domain.pristine)

@@ -16,7 +16,7 @@ from importlib.metadata import PackageNotFoundError, version
 from types import ModuleType
 from typing import Any
 
-__all__ = ["DOMAINS", "PACKAGE", "TauSource", "TauUnavailable", "load_source", "package_version"]
+__all__ = ["DOMAINS", "PACKAGE", "TauSource", "TauUnavailable", "import_tau", "load_source", "package_version"]
 
 PACKAGE = "tau-trait"
 DOMAINS = ("retail", "airline", "telecom", "telehealth")
@@ -38,7 +38,8 @@ def package_version() -> str:
         ) from exc
 
 
-def _import(name: str) -> ModuleType:
+def import_tau(name: str) -> ModuleType:
+    """Import a module of `tau_trait` (with the placeholder key it needs at import)."""
     placeholder = "OPENAI_API_KEY" not in os.environ
     if placeholder:
         os.environ["OPENAI_API_KEY"] = "unused-placeholder"
@@ -94,9 +95,9 @@ def load_source(domain: str) -> TauSource:
     if domain not in DOMAINS:
         raise KeyError(f"tau-trait has no domain '{domain}' (it has {', '.join(DOMAINS)})")
     release = package_version()
-    types = _import("tau_trait.types")
+    types = import_tau("tau_trait.types")
     base = f"tau_trait.envs.{domain}"
-    env_module = _import(f"{base}.env")
+    env_module = import_tau(f"{base}.env")
     env_class = next(
         value for name, value in vars(env_module).items() if name.startswith("Mock") and name.endswith("Env")
     )
@@ -107,16 +108,16 @@ def load_source(domain: str) -> TauSource:
         except ModuleNotFoundError:
             continue
         raw_tasks[split] = _tasks_of(module, types.Task, types.Action)
-    rules = _import(f"{base}.rules").RULES
+    rules = import_tau(f"{base}.rules").RULES
     # τ sets the tools that end an episode in each env's constructor: read them off one (a
     # `human` user strategy builds no model client)
     terminate = tuple(env_class(user_strategy="human", task_split="test", task_index=0).terminate_tools)
     return TauSource(
         domain=domain,
         version=release,
-        tools=tuple(_import(f"{base}.tools").ALL_TOOLS),
-        load_data=_import(f"{base}.data").load_data,
-        wiki=_import(f"{base}.wiki").WIKI,
+        tools=tuple(import_tau(f"{base}.tools").ALL_TOOLS),
+        load_data=import_tau(f"{base}.data").load_data,
+        wiki=import_tau(f"{base}.wiki").WIKI,
         rules=tuple(rules) if isinstance(rules, list) else (str(rules),),
         terminate_tools=terminate,
         raw_tasks=raw_tasks,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel, Field
 
 from castbench.agents.critics.oracle import NoisyCritic, NoisyCriticParams, OracleCritic
@@ -34,6 +36,22 @@ register(
 register(
     BuiltinAgent(
         "user", "scripted", ScriptedUser, "deterministic user: reveals facts when asked", ScriptedUserParams
+    )
+)
+def _tau_user(briefing: Any, **settings: Any) -> Any:
+    """τ's LLM user (its prompt from the installed package): needs `pip install 'castbench[tau]'`."""
+    from castbench_tau.user import TauUser
+
+    return TauUser(briefing, **settings)
+
+
+register(
+    BuiltinAgent(
+        "user",
+        "tau",
+        _tau_user,
+        "τ-Bench's LLM user: τ's own prompt from the tau-trait package (tau?model=provider/model)",
+        model_backed=True,
     )
 )
 register(

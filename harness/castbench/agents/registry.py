@@ -46,6 +46,9 @@ class BuiltinAgent:
     summary: str
     params: type[BaseModel] | None = None
     privileged: bool = False
+    model_backed: bool = False
+    """It calls a model (`name?model=provider/model&...`): its parameters are model settings,
+    merged and checked like a model string's."""
 
 
 @dataclass(frozen=True)
@@ -167,6 +170,12 @@ def resolve(
     if role == "critic" and name in ("", "none"):
         return AgentSpec(role, spec, "none", None, kind="none")
     builtin = _BUILTINS[role].get(name)
+    if builtin is not None and builtin.model_backed:
+        if "model" not in raw:
+            raise AgentSpecError(f"{role} '{spec}' needs a model: {name}?model=provider/model")
+        params = {key: _coerce(value) for key, value in raw.items()}
+        params["model"] = raw["model"]
+        return AgentSpec(role, spec, name, builtin.factory, params, False, "model")
     if builtin is not None:
         params = _typed(role, builtin, spec, raw)
         return AgentSpec(role, spec, name, builtin.factory, params, builtin.privileged)

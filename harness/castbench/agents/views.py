@@ -13,7 +13,7 @@ Everything else in castbench receives one of these views, never a `Task`.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from castbench.agents.conversation import Action, CritiqueTurn, Event
@@ -40,6 +40,9 @@ class Briefing:
     write_tools: frozenset[str]
     seed: int
     trial_index: int
+    verbatim_policy: bool = field(default=False, kw_only=True)
+    """The domain's policy is the whole system prompt of a model policy using native function
+    calling, as the benchmark it comes from shows it (τ's wiki): castbench adds nothing."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,9 +104,10 @@ def briefing_for(
         seed,
         trial_index,
     )
+    verbatim = domain.verbatim_policy
     if kind is PrivilegedBriefing:
-        return PrivilegedBriefing(*public, task=task, state=state)
-    return Briefing(*public)
+        return PrivilegedBriefing(*public, task=task, state=state, verbatim_policy=verbatim)
+    return Briefing(*public, verbatim_policy=verbatim)
 
 
 def user_briefing_for(

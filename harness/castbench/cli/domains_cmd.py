@@ -11,7 +11,7 @@ from rich.table import Table
 
 from castbench.cli.errors import fail
 from castbench.cli.options import DomainOption, SplitOption
-from castbench.domain import resolve_domains
+from castbench.domain import Domain, available_domains, load_domain, resolve_domains
 from castbench.domain.validate import validate_domain
 
 domains_app = typer.Typer(help="Installed domains.", no_args_is_help=True)
@@ -21,16 +21,26 @@ console = Console()
 
 @domains_app.command("list")
 def list_domains() -> None:
-    """Installed domains with their version, tools and task counts."""
+    """Installed domains with their version, tools and task counts (those of an extra too)."""
     table = Table(title="domains", title_justify="left")
     for column in ("name", "version", "tools (write)", "splits", "description"):
         table.add_column(column)
-    for domain in resolve_domains("all"):
+    for name in available_domains():
+        try:
+            domain = load_domain(name)
+        except KeyError as exc:
+            table.add_row(escape(name), "–", "–", "–", escape(str(exc)))
+            continue
         writes = sum(tool.writes for tool in domain.toolkit)
-        splits = ", ".join(f"{split} {len(domain.tasks(split))}" for split in domain.splits)
+        splits = ", ".join(_split_count(domain, split) for split in domain.splits)
         cells = (domain.name, domain.version, f"{len(domain.toolkit)} ({writes})", splits, domain.description)
         table.add_row(*map(escape, cells))
     console.print(table)
+
+
+def _split_count(domain: Domain, split: str) -> str:
+    excluded = len(domain.excluded_tasks(split))
+    return f"{split} {len(domain.tasks(split))}" + (f" (+{excluded} broken)" if excluded else "")
 
 
 @domains_app.command("validate")
@@ -42,6 +52,10 @@ def validate(domain: DomainOption = "all") -> None:
         counts = ", ".join(f"{split} {count}" for split, count in report.counts.items())
         if report.ok:
             console.print(f"[green]✓[/] {escape(f'{report.domain} {report.version}: {counts}')} tasks valid")
+            if report.excluded:
+                console.print(f"   [yellow]{len(report.excluded)} broken task(s) excluded from scores:[/]")
+                for line in report.excluded:
+                    console.print(f"   {escape(line)}")
         else:
             failed = True
             console.print(

@@ -55,6 +55,9 @@ class Domain:
     """Executable policy rules, used by the rules critic and the labeler."""
     user_toolkit: Toolkit | None = None
     """Tools the simulated *user* performs on their own side (a phone's settings, say)."""
+    verbatim_policy: bool = False
+    """A model policy's system prompt is the policy document alone, nothing added (a published
+    benchmark's prompt, kept so that scores compare with its own harness's)."""
     _tasks: dict[str, list[Task]] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:

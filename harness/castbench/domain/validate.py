@@ -27,6 +27,9 @@ class ValidationReport:
     version: str
     counts: dict[str, int] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
+    excluded: list[str] = field(default_factory=list)
+    """Tasks the domain itself leaves out of scores as broken (a published task set's), with why:
+    reported, not failed."""
 
     @property
     def ok(self) -> bool:
@@ -112,6 +115,8 @@ def validate_domain(domain: Domain) -> ValidationReport:
             report.counts[split] = len(tasks)
             for task in tasks:
                 report.problems.extend(validate_task(domain, task))
+            for task_id, reasons in domain.excluded_tasks(split).items():
+                report.excluded.append(f"{domain.name} task {task_id}: {'; '.join(reasons)}")
     except (TaskFileError, ValueError) as exc:
         report.problems.append(str(exc))
     return report

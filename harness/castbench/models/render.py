@@ -91,6 +91,8 @@ def policy_system_prompt(briefing: Briefing, style: str) -> str:
     if style == "prompted":
         manual = tool_manual(briefing.tools, briefing.write_tools)
         return f"{briefing.policy.strip()}\n\n# Tools\n{manual}\n{_PROMPTED_RULES}"
+    if briefing.verbatim_policy:
+        return briefing.policy
     return f"{briefing.policy.strip()}\n{_FUNCTION_CALLING_RULES}"
 
 

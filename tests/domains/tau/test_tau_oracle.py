@@ -1,0 +1,58 @@
+"""Every castbench capability on the packs: the oracle scores 1.0 on every task that is not broken
+(scripted user, offline), the noisy policy's pass^k falls with k, a critic runs in the loop."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from castbench.api import evaluate
+from castbench_tau.domain import TauDomain
+
+
+@pytest.mark.slow
+def test_oracle_scores_one_on_every_task_of_every_split(pack: TauDomain, tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path / 'oracle.db'}"
+    for split in pack.splits:
+        tasks = pack.tasks(split)
+        if not tasks:
+            continue
+        result = evaluate(domains=pack.name, split=split, policy="oracle", trials=1, db=db)
+        report = result.summary.domains[pack.name]
+        assert report.n_tasks == len(tasks), split
+        assert report.pass_hat[1] == 1.0, (split, report.incomplete_tasks)
+        assert report.errored_trials == 0
+
+
+def test_noisy_policy_pass_k_falls_with_k(pack: TauDomain, tmp_path: Path) -> None:
+    split = "test" if len(pack.tasks("test")) >= 5 else "dev"
+    tasks = [task.id for task in pack.tasks(split)][:12]
+    result = evaluate(
+        domains=pack.name,
+        split=split,
+        tasks=tasks,
+        policy="scripted:noisy?p=0.3",
+        trials=4,
+        seed=3,
+        db=f"sqlite:///{tmp_path / 'noisy.db'}",
+    )
+    curve = result.summary.domains[pack.name].pass_hat
+    assert curve[1] > curve[4] and curve[1] < 1.0
+    assert all(curve[k] >= curve[k + 1] for k in range(1, 4))
+
+
+def test_a_critic_in_the_loop_is_labelled(tmp_path: Path) -> None:
+    result = evaluate(
+        domains="tau-retail",
+        tasks=["test-0", "test-1", "test-2"],
+        policy="scripted:noisy?p=0.5",
+        critic="rules",
+        trials=2,
+        db=f"sqlite:///{tmp_path / 'critic.db'}",
+    )
+    critic = result.summary.overall.critic
+    assert critic is not None and critic.n_verified > critic.unknown
+    counts = critic.counts
+    assert counts.flag_invalid + counts.pass_invalid > 0  # the labeler found the noisy mistakes
+    assert counts.pass_valid > 0
