@@ -37,11 +37,6 @@ from castbench_tau.parity import (  # noqa: E402
 PACKS = ["tau-telecom", "tau-telehealth", "tau-retail", "tau-airline"]
 
 
-def _index(task_id: str) -> tuple[str, int]:
-    split, index = task_id.rsplit("-", 1)
-    return split, int(index)
-
-
 def run_pack(name: str, count: int, seed: int) -> dict[str, object]:
     domain = load_domain(name)
     assert isinstance(domain, TauDomain)
@@ -57,7 +52,7 @@ def run_pack(name: str, count: int, seed: int) -> dict[str, object]:
         spent = {"tau": 0.0, "castbench": 0.0}
         for task, trajectory in cases:
             start = time.perf_counter()
-            theirs, their_outputs = reference.run(*_index(task.id), trajectory)
+            theirs, their_outputs = reference.run(*domain.locate(task.id), trajectory)
             spent["tau"] += time.perf_counter() - start
             start = time.perf_counter()
             record = castbench_trial(domain, task, trajectory, expected[task.id])

@@ -88,7 +88,7 @@ class TauDomain(Domain):
     @cached_property
     def _all_tasks(self) -> dict[str, list[Task]]:
         return {
-            split: [convert_task(raw, split, index, self.toolkit) for index, raw in enumerate(tasks)]
+            split: [convert_task(raw, self.name, split, index, self.toolkit) for index, raw in enumerate(tasks)]
             for split, tasks in self._source.raw_tasks.items()
         }
 
@@ -98,7 +98,7 @@ class TauDomain(Domain):
         found: dict[str, list[str]] = {}
         for tasks in self._all_tasks.values():
             for task in tasks:
-                prefix = f"{self.name} task {task.id}: "
+                prefix = f"{self.name} task {task.id}: "  # validate_task's form
                 problems = [problem.removeprefix(prefix) for problem in self.gold_problems(task)]
                 if problems:
                     found[task.id] = problems
@@ -115,12 +115,16 @@ class TauDomain(Domain):
             )
         return [task for task in self._all_tasks[base] if (task.id in self.broken) == broken]
 
+    def locate(self, task_id: str) -> tuple[str, int]:
+        """`tau-retail-test-7` -> (`test`, 7): the split and the index in τ's list."""
+        split, _, index = task_id.removeprefix(f"{self.name}-").rpartition("-")
+        if split not in self._all_tasks or not index.isdigit() or int(index) >= len(self._all_tasks[split]):
+            raise KeyError(f"domain {self.name} has no task '{task_id}'")
+        return split, int(index)
+
     def task(self, task_id: str) -> Task:
-        split = task_id.rsplit("-", 1)[0]
-        for task in self._all_tasks.get(split, []):
-            if task.id == task_id:
-                return task
-        raise KeyError(f"domain {self.name} has no task '{task_id}'")
+        split, index = self.locate(task_id)
+        return self._all_tasks[split][index]
 
     def excluded_tasks(self, split: str) -> dict[str, list[str]]:
         return {task.id: self.broken[task.id] for task in self.tasks(split + BROKEN_SUFFIX)}

@@ -2,7 +2,8 @@
 
 What castbench needs beyond τ's `instruction`, `actions` and `outputs` is derived from them:
 
-- `id` is `<split>-<index>` (the index in τ's list, so `test-7` is τ's test task 7);
+- `id` is `<pack>-<split>-<index>` (the index in τ's list: `tau-retail-test-7` is τ's retail
+  test task 7);
 - the ground truth is τ's action list as is, `ordered` (τ replays it in order);
 - `outcome` is `change` when the gold calls a tool that writes, else `no_change`;
 - `family` names the write tools the gold uses (`read_only` when it uses none);
@@ -73,12 +74,12 @@ def _family(actions: list[ToolCall], toolkit: Toolkit) -> str:
     return "+".join(writes) if writes else "read_only"
 
 
-def convert_task(raw: Any, split: str, index: int, toolkit: Toolkit) -> Task:
+def convert_task(raw: Any, domain: str, split: str, index: int, toolkit: Toolkit) -> Task:
     """One τ `Task` (user_id, instruction, actions, outputs) as a castbench `Task`."""
     actions = [ToolCall(name=action.name, arguments=dict(action.kwargs)) for action in raw.actions]
     writes = any(toolkit.is_write(call.name) for call in actions)
     return Task(
-        id=f"{split}-{index}",
+        id=f"{domain}-{split}-{index}",
         split=split,
         family=_family(actions, toolkit),
         outcome="change" if writes else "no_change",

@@ -25,6 +25,7 @@ from castbench.cli.options import DbOption, DomainOption, SplitOption
 from castbench.domain import ExpectedStateError, TaskFileError
 from castbench.errors import InfrastructureError, RunInterrupted
 from castbench.grading import GRADING_MODES
+from castbench.publish.board import BoardError, board_path, load_board
 from castbench.report import print_summary
 from castbench.report.traits import sweep_table, trait_sweep
 from castbench.runner.records import TrialRecord
@@ -38,6 +39,24 @@ _RUN = "Run"
 _LOOP = "Critic loop"
 _MODELS = "Models"
 _DEFAULT_LIMITS = TimeLimits()
+
+
+def _suite_settings(ctx: typer.Context, suite: str, domain: str, split: str, trials: int) -> tuple[str, str, int]:
+    """The suite's domains, split and trials, except those given on the command line."""
+    try:
+        spec = load_board(board_path(suite, Path(".")))
+    except BoardError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--suite") from exc
+
+    def given(name: str) -> bool:
+        source = ctx.get_parameter_source(name)
+        return source is not None and source.name not in ("DEFAULT", "ENVIRONMENT")
+
+    return (
+        domain if given("domain") else ",".join(spec.domains),
+        split if given("split") else spec.split,
+        trials if given("trials") else spec.trials,
+    )
 
 
 def eval_command(
@@ -172,6 +191,14 @@ def eval_command(
             rich_help_panel=_AGENTS,
         ),
     ] = False,
+    suite: Annotated[
+        str | None,
+        typer.Option(
+            help="A leaderboard board (name under leaderboards/ or a .toml path) whose domains, split and "
+            "trials this run uses, e.g. cast-paper; --domain/--split/--trials given too win.",
+            rich_help_panel=_RUN,
+        ),
+    ] = None,
     db: DbOption = DEFAULT_DB,
     output: Annotated[Path | None, typer.Option(help="Write the JSON summary here.")] = None,
     fresh: Annotated[bool, typer.Option(help="Start a new run even if this config was run before.")] = False,
@@ -180,6 +207,8 @@ def eval_command(
     # compared by name: typer ships its own copy of click, whose enum is not click's
     sources = [ctx.get_parameter_source(name) for name in ctx.params]
     defaults = all(source is not None and source.name in ("DEFAULT", "ENVIRONMENT") for source in sources)
+    if suite is not None:
+        domain, split, trials = _suite_settings(ctx, suite, domain, split, trials)
     what = (
         f"domains {domain} ({split} split), policy {policy}, critic {critic}, user {user}, "
         f"{trials} trials, seed {seed}"

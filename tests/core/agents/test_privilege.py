@@ -25,7 +25,7 @@ from castbench.runner.seeds import trial_seed
 from tests.core.fixtures_agents import RecordingCritic, RecordingPolicy
 
 PRIVATE_TYPES = (Task, UserScenario, Fact, GradingSpec, ToolCall, PrivilegedBriefing)
-BRIEFING_FIELDS = {"domain", "policy", "tools", "write_tools", "seed", "trial_index"}
+BRIEFING_FIELDS = {"domain", "policy", "tools", "write_tools", "seed", "trial_index", "verbatim_policy"}
 
 
 def _plain(value: Any) -> Any:

@@ -31,7 +31,8 @@ def test_splits_and_tasks_are_the_packages(pack: TauDomain) -> None:
         kept, broken = pack.tasks(split), pack.tasks(split + BROKEN_SUFFIX)
         assert len(kept) + len(broken) == len(raw)
         for task in kept + broken:
-            original = raw[int(task.id.rsplit("-", 1)[1])]
+            assert pack.locate(task.id)[0] == split and pack.task(task.id) == task
+            original = raw[pack.locate(task.id)[1]]
             assert task.scenario.instructions == original.instruction.strip()
             assert [(c.name, c.arguments) for c in task.actions] == [(a.name, a.kwargs) for a in original.actions]
             assert task.required_outputs == original.outputs

@@ -23,8 +23,7 @@ SAMPLE = {"tau-telecom": (None, 40), "tau-telehealth": (None, 40), "tau-retail":
 
 def _agree(domain: TauDomain, reference: TauReference, task_id: str, trajectory: tuple[Step, ...]) -> None:
     task = domain.task(task_id)
-    split, index = task_id.rsplit("-", 1)
-    theirs, their_outputs = reference.run(split, int(index), trajectory)
+    theirs, their_outputs = reference.run(*domain.locate(task_id), trajectory)
     record = castbench_trial(domain, task, trajectory, domain.replay(task))
     assert tau_reward(domain, task, record) == theirs, (task_id, trajectory, record.grade)
     assert tool_outputs(record) == their_outputs, task_id
@@ -53,6 +52,5 @@ def test_the_checks_can_tell_rewards_apart(packs: dict[str, TauDomain]) -> None:
     comma = (*gold[:-1], closing([output.replace(" ", ", ", 1) for output in task.required_outputs]))
     for trajectory in (gold, silent, comma, gold[1:]):
         _agree(telehealth, reference, task.id, trajectory)
-    split, index = task.id.rsplit("-", 1)
-    assert reference.reward(split, int(index), gold) == 1.0
-    assert reference.reward(split, int(index), silent) == 0.0
+    assert reference.reward(*telehealth.locate(task.id), gold) == 1.0
+    assert reference.reward(*telehealth.locate(task.id), silent) == 0.0
