@@ -26,7 +26,6 @@ from castbench.domain import Database, Task
 from castbench.runner.records import TrialRecord
 from castbench.runner.rollout import AgentSet, Limits, run_trial
 from castbench_tau.domain import TauDomain
-from castbench_tau.grading import tau_missing_outputs
 
 __all__ = ["Step", "Trajectory", "castbench_reward", "gold_trajectory", "perturbed", "TauReference"]
 
@@ -141,7 +140,8 @@ def castbench_trial(domain: TauDomain, task: Task, trajectory: Trajectory, expec
         policy=AgentSpec("policy", "replay", "replay", lambda b: _ReplayPolicy(b, trajectory)),
         user=AgentSpec("user", "replay", "replay", _ReplayUser),
     )
-    return run_trial(domain, task, 0, 0, agents, expected, Limits(max_steps=len(trajectory) + 5))
+    limits = Limits(max_steps=len(trajectory) + 5)
+    return run_trial(domain, task, 0, 0, agents, expected, limits, grading="tau")
 
 
 def tool_outputs(record: TrialRecord) -> list[str]:
@@ -158,13 +158,10 @@ def castbench_reward(domain: TauDomain, task: Task, trajectory: Trajectory, expe
 
 
 def tau_reward(domain: TauDomain, task: Task, record: TrialRecord) -> float:
-    grade = record.grade
-    if grade is None:
+    """The trial's reward as the run recorded it (graded the `tau` way)."""
+    if record.reward is None:
         raise RuntimeError(f"{domain.name} {task.id}: trial not graded: {record.error}")
-    replies = [s.action.text for s in record.steps if isinstance(s.action, ReplyAction)]
-    finished = record.end_reason in ("user_stop", "transfer")
-    ok = grade.state_ok and not tau_missing_outputs(task.required_outputs, replies) and finished
-    return 1.0 if ok else 0.0
+    return record.reward
 
 
 # -- perturbations --------------------------------------------------------------------------

@@ -10,8 +10,9 @@ Two rules for finding a required output in the agent's replies, chosen per run (
   when a negation ("not", "no", "never", "cannot", a "n't" contraction) stands among the three
   tokens before it in the same clause: "was not cancelled" does not say "cancelled", while
   "No, it is cancelled" does (the comma ends the clause).
-- `tau` is τ-Bench's check, for comparable figures: a plain substring of the replies after
-  lowercasing and dropping currency signs and thousands separators ("182.00" passes for "82.00").
+- `tau` is τ-Bench's check verbatim, for comparable figures: a plain substring of one reply after
+  lowercasing it and dropping its commas ("182.00" passes for "82.00"); the τ packs' parity bench
+  checks it against τ's own `calculate_reward`.
 """
 
 from __future__ import annotations
@@ -134,9 +135,9 @@ def missing_outputs(
 ) -> list[str]:
     """The required outputs that the replies do not say, in their order."""
     replies = list(replies)
-    if mode == "tau":
-        joined = " ".join(normalize_output(reply) for reply in replies)
-        return [output for output in required if normalize_output(output) not in joined]
+    if mode == "tau":  # τ's `calculate_reward`, verbatim: per message, lowercased, commas dropped
+        texts = [reply.lower().replace(",", "") for reply in replies]
+        return [output for output in required if not any(output.lower() in text for text in texts)]
     said = Said(replies)
     return [output for output in required if not said.says(output)]
 
