@@ -29,7 +29,6 @@ __all__ = [
     "GradingMode",
     "claims_success",
     "missing_outputs",
-    "normalize_output",
     "output_tokens",
     "Said",
 ]
@@ -120,14 +119,6 @@ def _positions(text: str) -> dict[str, list[int]]:
     for position, token in enumerate(_tokenised(text)):
         at[token.text].append(position)
     return dict(at)
-
-
-def normalize_output(text: str) -> str:
-    """The `tau` rule's normal form: case, whitespace, thousands separators and currency signs
-    do not matter."""
-    text = text.lower().replace("$", "")
-    text = re.sub(r"(?<=\d),(?=\d{3}\b)", "", text)
-    return " ".join(text.split())
 
 
 def missing_outputs(
