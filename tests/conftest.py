@@ -1,8 +1,11 @@
-"""Shared test setup: offline, and the repository root importable.
+"""Shared test setup: offline, the repository root importable, and the fixtures every folder uses.
 
 The repository root goes on `sys.path` so that test-only agents can be named the way a team names
 its own (`--policy tests.core.fixtures_agents:TeamPolicy`), in process and in subprocesses (which
 get it through PYTHONPATH, see `repo_env`).
+
+Domain fixtures: `domain` runs a test once per built-in domain; `retail`, `airline`, `telecom` and
+`telehealth` name one. Domains are loaded once per process (`load_domain` caches them).
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -19,6 +23,47 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
+
+from castbench.domain import Domain, load_domain  # noqa: E402
+from tests.support import DOMAINS, sqlite_url  # noqa: E402
+
+
+@pytest.fixture(scope="session", params=DOMAINS)
+def domain(request: pytest.FixtureRequest) -> Domain:
+    """Each built-in domain in turn."""
+    return load_domain(request.param)
+
+
+def _one_domain(name: str) -> Callable[[], Domain]:
+    @pytest.fixture(scope="session", name=name)
+    def fixture() -> Domain:
+        return load_domain(name)
+
+    fixture.__doc__ = f"The built-in {name} domain."
+    return fixture
+
+
+airline, retail, telecom, telehealth = (_one_domain(name) for name in DOMAINS)
+
+
+@pytest.fixture
+def db_url(tmp_path: Path) -> str:
+    """A fresh SQLite store for one test."""
+    return sqlite_url(tmp_path / "runs.db")
+
+
+@pytest.fixture(autouse=True)
+def _fresh_recorders() -> Iterator[None]:
+    """Test agents that keep what they saw in class-level lists start every test empty, so no
+    test reads another's instances (a module-scoped fixture that records keeps its own copy)."""
+    from tests.core.fixtures_agents import RecordingCritic, RecordingPolicy
+    from tests.critic.recording import RecordingCritic as CriticTestsCritic
+    from tests.critic.recording import RecordingOraclePolicy, RejectAllCritic
+
+    for recorder in (RecordingCritic, RecordingPolicy, CriticTestsCritic, RecordingOraclePolicy):
+        recorder.instances.clear()
+    RejectAllCritic.calls = 0
+    yield
 
 
 @pytest.fixture

@@ -5,24 +5,19 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner, Result
 
-from castbench.cli.app import app
 from castbench.domain import load_domain
 from castbench.store import ResultsStore
 from tests.core.toy import add_call, build_toy_domain, register_toy, toy_task
+from tests.support import invoke, sqlite_url
 
 TASKS = "retail-test-0001,retail-test-0006"
-
-
-def invoke(*args: str) -> Result:
-    return CliRunner().invoke(app, list(args), env={"COLUMNS": "200", "CASTBENCH_DB": None})
 
 
 @pytest.fixture(scope="module")
 def db(tmp_path_factory: pytest.TempPathFactory) -> str:
     """A store with one oracle run and one noisy run that has failures."""
-    url = f"sqlite:///{tmp_path_factory.mktemp('cli') / 'r.db'}"
+    url = sqlite_url(tmp_path_factory.mktemp("cli") / "r.db")
     for policy in ("oracle", "scripted:noisy?p=0.9&recover=0"):
         result = invoke(
             "eval", "--domain", "retail", "--policy", policy, "--trials", "2", "--tasks", TASKS, "--db", url

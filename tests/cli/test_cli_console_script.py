@@ -9,6 +9,8 @@ import subprocess
 import time
 from pathlib import Path
 
+from tests.support import sqlite_url
+
 CASTBENCH = shutil.which("castbench") or str(
     Path(__file__).resolve().parents[2] / ".." / "venv" / "bin" / "castbench"
 )
@@ -42,7 +44,7 @@ def test_eval_without_flags_runs_the_offline_defaults(tmp_path: Path, repo_env: 
     """No flags at all; the results go where CASTBENCH_DB says, nothing lands in the working directory.
     The full default run takes a while, so the test stops it once trials are being stored."""
     db = tmp_path / "env.db"
-    env = {**repo_env, "CASTBENCH_DB": f"sqlite:///{db}", "PYTHONUNBUFFERED": "1"}
+    env = {**repo_env, "CASTBENCH_DB": sqlite_url(db), "PYTHONUNBUFFERED": "1"}
     process = subprocess.Popen(
         [_castbench(), "eval"],
         cwd=tmp_path,

@@ -8,16 +8,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner, Result
+from typer.testing import Result
 
 from castbench.cli import eval_cmd
-from castbench.cli.app import app
+from tests.support import invoke, sqlite_url
 
 TASKS = "retail-test-0001,retail-test-0006,retail-test-0010"
-
-
-def invoke(*args: str, env: dict[str, str | None] | None = None) -> Result:
-    return CliRunner().invoke(app, list(args), env={"COLUMNS": "200", "CASTBENCH_DB": None, **(env or {})})
 
 
 def _first_line_and_options(
@@ -59,9 +55,9 @@ def test_no_flags_says_so_in_the_first_line(tmp_path: Path, monkeypatch: pytest.
 
 
 def test_a_database_from_the_environment_keeps_the_defaults(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    db_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    db = f"sqlite:///{tmp_path / 'env.db'}"
+    db = db_url
     first_line, received, _ = _first_line_and_options(monkeypatch, env={"CASTBENCH_DB": db})
     assert received["db"] == db
     assert first_line.startswith("castbench eval on the offline defaults: ")
@@ -85,7 +81,7 @@ def _eval(tmp_path: Path, *extra: str) -> Result:
         "--tasks",
         TASKS,
         "--db",
-        f"sqlite:///{tmp_path / 'r.db'}",
+        sqlite_url(tmp_path / "r.db"),
         "--output",
         str(tmp_path / "summary.json"),
         *extra,
@@ -123,7 +119,7 @@ def test_running_the_same_command_again_resumes(tmp_path: Path) -> None:
 
 
 def test_a_team_policy_runs_by_import_path(tmp_path: Path) -> None:
-    db = f"sqlite:///{tmp_path / 'team.db'}"
+    db = sqlite_url(tmp_path / "team.db")
     spec = "tests.core.fixtures_agents:TeamPolicy?closing=Is%20there%20anything%20else%3F"
     result = invoke(
         "eval",
@@ -167,10 +163,8 @@ def test_a_team_policy_runs_by_import_path(tmp_path: Path) -> None:
         (["--domain", "atlantis"], "unknown domain 'atlantis'"),
     ],
 )
-def test_bad_options_exit_2_with_a_clear_error(tmp_path: Path, args: list[str], message: str) -> None:
-    result = invoke(
-        "eval", "--domain", "retail", "--trials", "1", "--db", f"sqlite:///{tmp_path / 'r.db'}", *args
-    )
+def test_bad_options_exit_2_with_a_clear_error(db_url: str, args: list[str], message: str) -> None:
+    result = invoke("eval", "--domain", "retail", "--trials", "1", "--db", db_url, *args)
     assert result.exit_code == 2, result.output
     assert message in " ".join(result.output.split())
     assert "Traceback" not in result.output

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from castbench.api import evaluate
 from castbench.report import RunSummary
+from tests.support import sqlite_url
 
 SMALL_TASKS = ["retail-test-0001", "retail-test-0002", "retail-test-0003"]
 
@@ -35,7 +36,7 @@ class Runs:
 
 
 def make_runs(folder: Path) -> Runs:
-    db = f"sqlite:///{folder / 'runs.db'}"
+    db = sqlite_url(folder / "runs.db")
 
     def run(name: str, policy: str, seed: int, trials: int = 8, tasks: list[str] | None = None) -> StoredRun:
         result = evaluate(db=db, domains="retail", policy=policy, trials=trials, seed=seed, tasks=tasks)

@@ -66,8 +66,8 @@ def test_refuses_incomparable_runs(runs: Runs, tmp_path: Path) -> None:
     assert "version 1-0 vs 7-1" in problem
 
 
-def test_critic_rates_are_compared(tmp_path: Path) -> None:
-    db = f"sqlite:///{tmp_path / 'critic.db'}"
+def test_critic_rates_are_compared(db_url: str) -> None:
+    db = db_url
     tasks = [f"retail-test-{i:04d}" for i in range(1, 13)]
     common = {"db": db, "domains": "retail", "policy": "scripted:noisy", "trials": 2, "tasks": tasks}
     rules = evaluate(critic="rules", **common).summary

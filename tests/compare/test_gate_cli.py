@@ -83,17 +83,21 @@ def test_config_file_with_per_domain_checks(runs: Runs, tmp_path: Path) -> None:
     assert code in (0, 1), out  # undecided = "pass" from the file: never 3
 
 
-def test_summary_and_store_give_the_same_verdict(runs: Runs, tmp_path: Path) -> None:
-    def junit(baseline: str, candidate: str) -> str:
-        path = tmp_path / "out.xml"
-        gate(runs, "--baseline", baseline, "--candidate", candidate,
-             "--metric", "pass^2", "--max-drop", "0.03",
-             "--junit", str(path))  # fmt: skip
-        return path.read_text()
-
-    from_store = junit(runs.low_noise.run_id, runs.high_noise.run_id)
-    from_files = junit(str(runs.low_noise.path), str(runs.high_noise.path))
-    assert from_store == from_files
+def test_summary_files_and_the_store_give_the_same_verdict(runs: Runs, tmp_path: Path) -> None:
+    sources = {
+        "store": (runs.low_noise.run_id, runs.high_noise.run_id),
+        "files": (str(runs.low_noise.path), str(runs.high_noise.path)),
+    }
+    reports = {}
+    for source, (baseline, candidate) in sources.items():
+        report = tmp_path / f"{source}.xml"
+        code, out = gate(runs, "--baseline", baseline, "--candidate", candidate,
+                         "--metric", "pass^2", "--max-drop", "0.03", "--junit", str(report))  # fmt: skip
+        assert code == 1, f"{source}: {out}"
+        reports[source] = report.read_text()
+    assert reports["store"] == reports["files"]
+    suite = ElementTree.fromstring(reports["files"]).find("testsuite")
+    assert suite is not None and suite.get("failures") == "1"
 
 
 def test_unusable_input_exits_2(runs: Runs, tmp_path: Path) -> None:

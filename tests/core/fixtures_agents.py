@@ -17,9 +17,11 @@ from castbench.agents.conversation import (
     UserTurn,
     Verdict,
 )
+from castbench.agents.protocols import UserReply
 from castbench.agents.scripted.dialogue import ANYTHING_ELSE
 from castbench.agents.scripted.noisy import NoisyPolicy
-from castbench.agents.views import Briefing, CriticView, PolicyView
+from castbench.agents.scripted.user import ScriptedUser
+from castbench.agents.views import Briefing, CriticView, PolicyView, UserBriefing
 
 __all__ = [
     "LiarPolicy",
@@ -28,6 +30,7 @@ __all__ = [
     "RecklessCancelPolicy",
     "RecordingCritic",
     "RecordingPolicy",
+    "RecordingUser",
     "SchemaVandalPolicy",
     "ScriptPolicy",
     "SlowNoisyPolicy",
@@ -110,28 +113,31 @@ class ScriptPolicy:
         return ReplyAction(text=ANYTHING_ELSE)
 
 
-_PARSE = {
-    "first_name": re.compile(r"My first name is (.+?)\."),
-    "last_name": re.compile(r"My last name is (.+?)\."),
-    "zip": re.compile(r"My zip code is (\d+)\."),
-    "email": re.compile(r"My email is (\S+@\S+?)\.(?:\s|$)"),
-    "order_id": re.compile(r"The order id is (#W\d+)\."),
-}
-_QUESTIONS = [
-    "Could you tell me your first name?",
-    "Thanks. And your last name?",
-    "What is your zip code?",
-    "What is your email?",
-    "What is the order id?",
-]
+_STATEMENT = re.compile(r"\b(?:My|The) ([a-z][a-z ]*?) (?:is|are) (\S.*?)\.(?:\s|$)")
+"""How the scripted user states a fact: "My zip code is 12345.", "The order id is #W1."."""
+_DEVICE_STEP = "Please open the status screen on your phone and tell me what it shows."
+"""Telecom's users act on their phones when told to; other domains' users just say okay."""
+
+
+def _questions(tools: tuple[dict[str, Any], ...]) -> list[str]:
+    """One question per identifying argument the domain's public tools take (names, ids, contact
+    details): what any agent could ask knowing only the tool schemas."""
+    names = {name for tool in tools for name in tool["function"]["parameters"]["properties"]}
+    identifying = sorted(
+        name
+        for name in names
+        if name.endswith(("_id", "_name", "zip", "email", "phone_number", "date_of_birth"))
+        and not name.startswith(("payment", "new_", "item"))
+    )
+    return [f"Could you tell me your {name.replace('_', ' ')}?" for name in identifying]
 
 
 class RecordingPolicy:
-    """A non-privileged policy that keeps everything it is given.
+    """A non-privileged policy for any domain that keeps everything it is given.
 
-    It asks for the identifying facts one by one, looks the customer and the order up with what
-    it was told, and closes; it never asks for reasons, addresses or payment methods, so those
-    facts stay unrevealed for the whole conversation.
+    It asks for identifying facts one by one (the arguments its tools take), looks things up as
+    soon as it was told enough, asks a telecom user to read their phone's status screen, and closes;
+    it never asks for reasons, addresses or payment methods, so those facts stay unrevealed.
     """
 
     instances: ClassVar[list[RecordingPolicy]] = []
@@ -139,52 +145,69 @@ class RecordingPolicy:
     def __init__(self, briefing: Briefing) -> None:
         self.briefing = briefing
         self.views: list[PolicyView] = []
-        self._questions = list(_QUESTIONS)
+        self.replies: list[str] = []
+        self._questions = [*_questions(briefing.tools), _DEVICE_STEP]
         self._calls_made: set[str] = set()
         RecordingPolicy.instances.append(self)
 
-    def _told(self, view: PolicyView) -> dict[str, str]:
+    @staticmethod
+    def _told(view: PolicyView) -> dict[str, str]:
+        """What the user said (by argument name) and ids that look-ups returned."""
         told: dict[str, str] = {}
         for event in view.conversation:
             if isinstance(event, UserTurn):
-                for name, pattern in _PARSE.items():
-                    match = pattern.search(event.text)
-                    if match:
-                        told[name] = match.group(1)
+                for subject, value in _STATEMENT.findall(event.text):
+                    told[subject.replace(" ", "_")] = value
+            elif isinstance(event, ToolResultTurn) and event.name.startswith("find_") and not event.error:
+                found = json.loads(event.content)
+                if isinstance(found, str):  # find_user_id_by_email, find_patient_by_email -> *_id
+                    subject = event.name.removeprefix("find_").split("_by_")[0]
+                    told[subject if subject.endswith("_id") else subject + "_id"] = found
         return told
 
-    def _user_id(self, view: PolicyView) -> str | None:
-        for event in view.conversation:
-            if (
-                isinstance(event, ToolResultTurn)
-                and event.name.startswith("find_user_id")
-                and not event.error
-            ):
-                return event.content.strip('"')
+    @staticmethod
+    def _value(told: dict[str, str], argument: str) -> str | None:
+        for subject, value in told.items():
+            if subject == argument or subject.startswith(argument + "_"):  # zip <- zip_code
+                return value
         return None
 
     def propose(self, view: PolicyView) -> Action:
         self.views.append(view)
+        action = self._next(view)
+        if isinstance(action, ReplyAction):
+            self.replies.append(action.text)
+        return action
+
+    def _next(self, view: PolicyView) -> Action:
+        """A look-up as soon as what it needs was told, else the next question, else goodbye."""
+        told = self._told(view)
+        for tool in self.briefing.tools:
+            name, parameters = tool["function"]["name"], tool["function"]["parameters"]
+            arguments = {argument: self._value(told, argument) for argument in parameters.get("required", [])}
+            if name in self._calls_made or name in self.briefing.write_tools or None in arguments.values():
+                continue
+            self._calls_made.add(name)
+            return ToolCallAction(name=name, arguments=arguments)
         if self._questions:
             return ReplyAction(text=self._questions.pop(0))
-        told = self._told(view)
-        calls: list[tuple[str, dict[str, str]]] = []
-        if {"first_name", "last_name", "zip"} <= told.keys():
-            calls.append(
-                ("find_user_id_by_name_zip", {k: told[k] for k in ("first_name", "last_name", "zip")})
-            )
-        elif "email" in told:
-            calls.append(("find_user_id_by_email", {"email": told["email"]}))
-        user_id = self._user_id(view)
-        if user_id:
-            calls.append(("get_user_details", {"user_id": user_id}))
-        if "order_id" in told:
-            calls.append(("get_order_details", {"order_id": told["order_id"]}))
-        for name, arguments in calls:
-            if name not in self._calls_made:
-                self._calls_made.add(name)
-                return ToolCallAction(name=name, arguments=arguments)
         return ReplyAction(text=ANYTHING_ELSE)
+
+
+class RecordingUser(ScriptedUser):
+    """The scripted user, keeping its briefing and every message it is sent."""
+
+    instances: ClassVar[list[RecordingUser]] = []
+
+    def __init__(self, briefing: UserBriefing) -> None:
+        super().__init__(briefing)
+        self.briefing = briefing
+        self.messages: list[str] = []
+        RecordingUser.instances.append(self)
+
+    def reply(self, message: str) -> UserReply:
+        self.messages.append(message)
+        return super().reply(message)
 
 
 class RecordingCritic:

@@ -15,14 +15,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner, Result
 
 from castbench.agents.conversation import ReplyAction, ToolCallAction
 from castbench.api import EvalResult, evaluate
-from castbench.cli.app import app
 from castbench.domain import load_domain
 from castbench.runner.records import TrialRecord
 from castbench.store import ResultsStore
+from tests.support import invoke, sqlite_url
 
 NOISY_CRITIC = "scripted:noisy?false_flag=0.45&miss=0.2"
 SLICE = [task.id for task in load_domain("retail").tasks("test")[:24]]
@@ -40,10 +39,6 @@ CRITIC_KEYS = {
     "harmful_revision_rate",
     "rounds_mean",
 }
-
-
-def invoke(*args: str) -> Result:
-    return CliRunner().invoke(app, list(args), env={"COLUMNS": "200", "CASTBENCH_DB": None})
 
 
 class Runs:
@@ -71,7 +66,7 @@ class Runs:
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
     where = tmp_path_factory.mktemp("effects")
-    return Runs(f"sqlite:///{where / 'effects.db'}", where / "noisy.json")
+    return Runs(sqlite_url(where / "effects.db"), where / "noisy.json")
 
 
 def _canonical(action: Any) -> str:

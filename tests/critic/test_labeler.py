@@ -10,8 +10,6 @@ Tasks used (retail test split):
 
 from __future__ import annotations
 
-import pytest
-
 from castbench.agents.conversation import MalformedAction, ReplyAction, ToolCallAction
 from castbench.api import evaluate
 from castbench.domain import Domain, load_domain
@@ -19,11 +17,7 @@ from castbench.grading.labeler import label_action
 from castbench.runner.records import ActionLabel
 from castbench.runner.rollout import Verification
 from tests.critic.builders import NO, Chat, call
-
-
-@pytest.fixture(scope="module")
-def retail() -> Domain:
-    return load_domain("retail")
+from tests.support import sqlite_url
 
 
 def label(chat: Chat, action: ToolCallAction | ReplyAction | MalformedAction) -> ActionLabel:
@@ -266,7 +260,7 @@ def test_reply_is_unknown(retail: Domain) -> None:
 def test_every_oracle_proposal_on_the_retail_test_split_is_valid_or_unknown(tmp_path) -> None:  # type: ignore[no-untyped-def]
     from castbench.store import ResultsStore
 
-    db = f"sqlite:///{tmp_path}/oracle.db"
+    db = sqlite_url(tmp_path / "oracle.db")
     # a critic that passes everything leaves the trials as they are and has every proposal labelled
     result = evaluate(
         domains="retail", policy="oracle", critic="tests.critic.recording:ApproveAllCritic", trials=1, db=db,

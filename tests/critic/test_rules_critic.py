@@ -37,13 +37,9 @@ from castbench.runner.rollout import AgentSet, Verification, run_trial
 from castbench_retail.rules import RetailRules
 from tests.critic.builders import Chat, call
 from tests.critic.recording import RecordingCritic
+from tests.support import sqlite_url
 
 REPO_ROOT = __import__("pathlib").Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture(scope="module")
-def retail() -> Domain:
-    return load_domain("retail")
 
 
 def critic_for(retail: Domain, task: Task) -> RulesCritic:
@@ -220,12 +216,11 @@ FAMILY_TASKS = sorted({task.family: task.id for task in load_domain("retail").ta
 
 
 def test_a_non_privileged_critic_sees_no_privileged_data(tmp_path: Any) -> None:
-    RecordingCritic.instances.clear()
     evaluate(
         domains="retail",
         tasks=FAMILY_TASKS,
         trials=2,
-        db=f"sqlite:///{tmp_path}/p.db",
+        db=sqlite_url(tmp_path / "p.db"),
         policy="tests.critic.recording:AskingPolicy",
         critic="tests.critic.recording:RecordingCritic",
         in_process=True,  # the recorder keeps what it saw where this test can read it
@@ -292,12 +287,11 @@ def test_the_leak_check_would_see_a_privileged_briefing(retail: Domain) -> None:
 
 
 def test_a_non_privileged_critic_next_to_a_privileged_policy_gets_a_plain_briefing(tmp_path: Any) -> None:
-    RecordingCritic.instances.clear()
     evaluate(
         domains="retail",
         tasks=FAMILY_TASKS[:5],
         trials=1,
-        db=f"sqlite:///{tmp_path}/q.db",
+        db=sqlite_url(tmp_path / "q.db"),
         policy="scripted:noisy",
         critic="tests.critic.recording:RecordingCritic",
         in_process=True,

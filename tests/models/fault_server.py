@@ -3,9 +3,10 @@
 Answers come from a `Responder` (request body -> assistant message), so they depend only on the
 request. Faults are drawn from a seed and the request itself:
 
-- infrastructure faults (`rate_limit` 429 with Retry-After, `server_error` 500, `slow` past the
-  client's timeout, `empty` 200 with no choices, and the ones no retry cures: `bad_request` 400,
-  `unauthorized` 401) are drawn per (request, how often it was seen): a retry of the same request
+- infrastructure faults (`rate_limit` 429 with Retry-After, `server_error` 500, `slow` (no answer
+  for a minute, far past any client timeout in the tests; released when the server stops),
+  `empty` 200 with no choices, and the ones no retry cures: `bad_request` 400, `unauthorized`
+  401) are drawn per (request, how often it was seen): a retry of the same request
   draws again, and the answer it finally gets is the fault-free one;
 - the agent fault `malformed` (tool-call arguments that are not JSON) is drawn per request only,
   so every replay of that request gets the same broken answer, as a model would give.
@@ -16,7 +17,6 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
-import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -36,7 +36,9 @@ class FaultPlan:
     rates: dict[str, float] = field(default_factory=dict)
     """Fault kind -> probability per request (infrastructure kinds share one draw)."""
     seed: int = 0
-    slow_s: float = 1.0
+    slow_s: float = 60.0
+    """How long a `slow` answer keeps the client waiting: far past its timeout, so a loaded machine
+    cannot turn a fault into a success."""
     retry_after_ms: int = 20
     fail_first: int = 0
     """The first n requests get a 500 whatever the draw (a deterministic outage)."""
@@ -56,6 +58,7 @@ class FaultServer:
         self.bodies: list[dict[str, Any]] = []
         self._seen: Counter[str] = Counter()
         self._lock = threading.Lock()
+        self._stopping = threading.Event()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,), daemon=True)
@@ -69,6 +72,7 @@ class FaultServer:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self._stopping.set()  # slow answers still waiting give up: the client left long ago
         self._server.shutdown()
         self._server.server_close()
 
@@ -107,7 +111,7 @@ class FaultServer:
         if fault == "unauthorized":
             return 401, {}, {"error": {"message": "invalid api key (injected)", "type": "invalid_api_key"}}
         if fault == "slow":
-            time.sleep(self.plan.slow_s)
+            self._stopping.wait(self.plan.slow_s)
         message = self.responder(body)
         if fault == "malformed":
             calls = message.get("tool_calls") or [{"name": _first_tool(body)}]

@@ -24,6 +24,7 @@ from castbench.runner.records import TrialRecord
 from castbench.store import ResultsStore
 from tests.models.fault_server import FaultServer
 from tests.models.responder import ScriptedResponder, unique_openings
+from tests.support import sqlite_url
 
 TRIALS = 2
 FAST = "timeout=1.0&backoff_s=0.01&backoff_max_s=0.05&max_attempts=4"
@@ -77,7 +78,7 @@ def _actions(records: list[TrialRecord]) -> dict[tuple[str, int], list[str]]:
 def baseline(retail: Domain, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """The fault-free run the faulty ones must equal."""
     folder = tmp_path_factory.mktemp("baseline")
-    db = f"sqlite:///{folder / 'runs.db'}"
+    db = sqlite_url(folder / "runs.db")
     with FaultServer(ScriptedResponder(retail, retail.tasks("test"))) as server:
         result = _eval(server, db, _tasks(retail), "--output", str(folder / "summary.json"))
     assert result.exit_code == 0, result.output
@@ -102,8 +103,8 @@ def test_infrastructure_faults_are_retried_and_change_nothing_scored(
     fault_server: Callable[..., FaultServer],
     tmp_path: Path,
 ) -> None:
-    server = fault_server(rates={fault: 0.2}, seed=11, slow_s=1.5)
-    db = f"sqlite:///{tmp_path / 'runs.db'}"
+    server = fault_server(rates={fault: 0.2}, seed=11)
+    db = sqlite_url(tmp_path / "runs.db")
     result = _eval(server, db, _tasks(retail), "--output", str(tmp_path / "summary.json"), "--strict")
     assert result.exit_code == 0, result.output
     assert server.faults[fault] > 0
@@ -122,7 +123,7 @@ def test_the_prompted_style_through_faults_scores_like_function_calling(
     baseline: dict[str, Any], retail: Domain, fault_server: Callable[..., FaultServer], tmp_path: Path
 ) -> None:
     server = fault_server(rates={"rate_limit": 0.1, "server_error": 0.1}, seed=5)
-    db = f"sqlite:///{tmp_path / 'runs.db'}"
+    db = sqlite_url(tmp_path / "runs.db")
     result = _eval(
         server, db, _tasks(retail), "--output", str(tmp_path / "s.json"), policy_settings="&style=prompted"
     )
@@ -137,7 +138,7 @@ def test_malformed_tool_calls_are_the_agents_failures(
     summaries = []
     for attempt in range(2):  # the same seed twice: the same faults, the same summary
         server = fault_server(rates={"malformed": 0.2}, seed=7)
-        db = f"sqlite:///{tmp_path / f'runs{attempt}.db'}"
+        db = sqlite_url(tmp_path / f"runs{attempt}.db")
         result = _eval(server, db, _tasks(retail), "--output", str(tmp_path / f"s{attempt}.json"))
         assert result.exit_code == 0, result.output
         summaries.append(_scored(json.loads((tmp_path / f"s{attempt}.json").read_text())))
@@ -162,8 +163,8 @@ def test_every_fault_at_once(
     retail: Domain, fault_server: Callable[..., FaultServer], tmp_path: Path
 ) -> None:
     kinds = ("rate_limit", "server_error", "slow", "empty", "malformed")
-    server = fault_server(rates=dict.fromkeys(kinds, 0.04), seed=2, slow_s=1.5)
-    db = f"sqlite:///{tmp_path / 'runs.db'}"
+    server = fault_server(rates=dict.fromkeys(kinds, 0.04), seed=2)
+    db = sqlite_url(tmp_path / "runs.db")
     result = _eval(server, db, _tasks(retail), "--output", str(tmp_path / "s.json"))
     assert result.exit_code == 0, result.output
     _, records = _run(db)
@@ -177,7 +178,7 @@ def test_an_outage_longer_than_a_call_restarts_the_trial_from_its_seed(
     baseline: dict[str, Any], retail: Domain, fault_server: Callable[..., FaultServer], tmp_path: Path
 ) -> None:
     server = fault_server(fail_first=1)
-    db = f"sqlite:///{tmp_path / 'runs.db'}"
+    db = sqlite_url(tmp_path / "runs.db")
     result = _eval(
         server, db, _tasks(retail), "--output", str(tmp_path / "s.json"), policy_settings="&max_attempts=1"
     )
@@ -190,10 +191,10 @@ def test_an_outage_longer_than_a_call_restarts_the_trial_from_its_seed(
 
 
 def test_a_trial_that_never_gets_through_is_stored_as_an_error(
-    retail: Domain, fault_server: Callable[..., FaultServer], tmp_path: Path
+    retail: Domain, fault_server: Callable[..., FaultServer], db_url: str
 ) -> None:
     server = fault_server(fail_first=10_000)
-    db = f"sqlite:///{tmp_path / 'runs.db'}"
+    db = db_url
     result = _eval(server, db, _tasks(retail, 1), "--strict", policy_settings="&max_attempts=2")
     assert result.exit_code == 2 and "no complete task" in " ".join(result.output.split())
     _, records = _run(db)
@@ -205,10 +206,10 @@ def test_a_trial_that_never_gets_through_is_stored_as_an_error(
 
 
 def test_bad_credentials_stop_the_run_at_once(
-    retail: Domain, fault_server: Callable[..., FaultServer], tmp_path: Path
+    retail: Domain, fault_server: Callable[..., FaultServer], db_url: str
 ) -> None:
     server = fault_server(rates={"unauthorized": 1.0})
-    db = f"sqlite:///{tmp_path / 'runs.db'}"
+    db = db_url
     result = _eval(server, db, _tasks(retail))
     said = " ".join(result.output.split())
     assert result.exit_code == 2 and "fatal error" in said and "re-run to resume" in said
@@ -217,10 +218,10 @@ def test_bad_credentials_stop_the_run_at_once(
 
 
 def test_max_cost_stops_cleanly_and_a_rerun_resumes(
-    retail: Domain, fault_server: Callable[..., FaultServer], tmp_path: Path
+    retail: Domain, fault_server: Callable[..., FaultServer], db_url: str
 ) -> None:
     server = fault_server()
-    db = f"sqlite:///{tmp_path / 'runs.db'}"
+    db = db_url
     priced = "&input_cost_per_token=0.000001&output_cost_per_token=0.000002"
     tasks = _tasks(retail, 2)
     stopped = _eval(server, db, tasks, "--max-cost", "0.000001", "--strict", policy_settings=priced, trials=1)
@@ -238,10 +239,10 @@ def test_max_cost_stops_cleanly_and_a_rerun_resumes(
 
 
 def test_the_user_model_never_leaks_its_instructions(
-    retail: Domain, fault_server: Callable[..., FaultServer], tmp_path: Path
+    retail: Domain, fault_server: Callable[..., FaultServer], db_url: str
 ) -> None:
     server = fault_server()
-    result = _eval(server, f"sqlite:///{tmp_path / 'runs.db'}", _tasks(retail, 1))
+    result = _eval(server, db_url, _tasks(retail, 1))
     assert result.exit_code == 0, result.output
     task = retail.task(_tasks(retail, 1)[0])
     secret = task.scenario.instructions[:100]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -77,19 +76,24 @@ def test_provider_seeds_differ_per_trial_and_repeat_per_trial(
 def test_calls_to_one_server_share_a_concurrency_limit(
     path: str, fault_server: Callable[..., FaultServer]
 ) -> None:
-    in_flight, peak, lock = 0, 0, threading.Lock()
+    """Nine calls from three roles, at most two at once. The server holds each answer until
+    another call has come in while it waits (the last call, alone, is let through), so two calls
+    in flight is reached whatever the thread scheduling, and a third would be seen."""
+    in_flight, peak, arrivals, condition = 0, 0, 0, threading.Condition()
 
-    def slow(body: dict[str, Any]) -> dict[str, Any]:
-        nonlocal in_flight, peak
-        with lock:
+    def paired(body: dict[str, Any]) -> dict[str, Any]:
+        nonlocal in_flight, peak, arrivals
+        with condition:
             in_flight += 1
+            arrivals += 1
             peak = max(peak, in_flight)
-        time.sleep(0.1)
-        with lock:
+            condition.notify_all()
+            mine = arrivals
+            condition.wait_for(lambda: in_flight >= 2 or arrivals > mine or arrivals == 9, timeout=10)
             in_flight -= 1
         return {"content": "ok"}
 
-    server = fault_server(slow)
+    server = fault_server(paired)
     roles = ["policy", "critic", "user"] * 3
     with ThreadPoolExecutor(max_workers=9) as pool:
         list(
@@ -97,7 +101,7 @@ def test_calls_to_one_server_share_a_concurrency_limit(
                 lambda role: _client(server, role=role, path=path, max_concurrency=2).complete(HELLO), roles
             )
         )
-    assert server.requests == 9 and peak == 2
+    assert server.requests == arrivals == 9 and peak == 2
 
 
 @PATHS

@@ -97,9 +97,9 @@ def test_bad_model_specs_fail_before_any_trial(spec: str, message: str) -> None:
         build_config(domains="retail", policy=spec + ("&" if "?" in spec else "?") + f"api_base={LOCAL}")
 
 
-def test_a_missing_key_fails_fast_with_exit_2(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_a_missing_key_fails_fast_with_exit_2(monkeypatch: pytest.MonkeyPatch, db_url: str) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    db = f"sqlite:///{tmp_path / 'runs.db'}"
+    db = db_url
     result = CliRunner().invoke(
         app, ["eval", "--policy", "openai/gpt-4o-mini", "--user", "openai/gpt-4o-mini", "--db", db]
     )

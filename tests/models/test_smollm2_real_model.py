@@ -19,6 +19,7 @@ from castbench.cli.app import app
 from castbench.domain import Domain
 from castbench.models.agents import LLMCritic, LLMUser
 from castbench.store import ResultsStore
+from tests.support import sqlite_url
 
 pytestmark = pytest.mark.model
 
@@ -29,7 +30,7 @@ SMALL = {"temperature": 0, "seed": 7, "timeout": 600, "max_attempts": 2}
 def test_smollm2_runs_a_graded_retail_trial(
     llama_server: str, retail: Domain, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
-    db = f"sqlite:///{tmp_path_factory.mktemp('smollm2') / 'runs.db'}"
+    db = sqlite_url(tmp_path_factory.mktemp("smollm2") / "runs.db")
     task = retail.tasks("test")[4].id
     policy = (
         f"{MODEL}?style=prompted&response_format=llama_cpp&max_tokens=48&temperature=0&seed=7&timeout=600"

@@ -11,6 +11,7 @@ import pytest
 from castbench.api import evaluate
 from castbench.publish.archive import export_run, write_export
 from castbench.store import ResultsStore
+from tests.support import sqlite_url
 
 
 @dataclass(frozen=True)
@@ -27,7 +28,7 @@ class Exports:
 @pytest.fixture(scope="session")
 def exports(tmp_path_factory: pytest.TempPathFactory) -> Exports:
     root = tmp_path_factory.mktemp("project")
-    db = f"sqlite:///{root / 'runs.db'}"
+    db = sqlite_url(root / "runs.db")
     store = ResultsStore(db)
     paths: dict[str, Path] = {}
     run_ids: dict[str, str] = {}

@@ -13,25 +13,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner, Result
 
 from castbench.agents.scripted.dialogue import ask_for, confirmation_request
 from castbench.agents.scripted.user import _DRIFT, ScriptedUser
 from castbench.agents.traits import LEVELS, TRAITS, parse_traits, trait_instructions
 from castbench.agents.views import user_briefing_for
 from castbench.api import build_config, evaluate
-from castbench.cli.app import app
-from castbench.domain import Domain, Task, load_domain
+from castbench.domain import Domain, Task
 from castbench.store import ResultsStore
+from tests.support import invoke, sqlite_url
 
 TASK = "retail-test-0002"
 CONFIRM = confirmation_request("cancel pending order #W3002897")
 CONFIRM_WITH_REASON = confirmation_request("cancel pending order #W3002897", with_reason=True)
-
-
-@pytest.fixture(scope="module")
-def retail() -> Domain:
-    return load_domain("retail")
 
 
 @pytest.fixture(scope="module")
@@ -92,8 +86,8 @@ def test_parse_traits_unknown_level_names_it_the_trait_and_the_levels() -> None:
     assert all(level in message for level in LEVELS)
 
 
-def test_cli_rejects_a_bad_profile_before_any_trial(tmp_path: Path) -> None:
-    db = f"sqlite:///{tmp_path}/bad.db"
+def test_cli_rejects_a_bad_profile_before_any_trial(db_url: str) -> None:
+    db = db_url
     result = invoke("eval", "--domain", "retail", "--tasks", TASK, "--traits", "grumpiness=high", "--db", db)
     assert result.exit_code == 2 and "unknown trait 'grumpiness'" in result.output
     assert ResultsStore(db).runs() == []
@@ -279,20 +273,18 @@ def test_incoherent_user_sometimes_answers_off_topic_first(retail: Domain, task:
 
 
 # -- end to end ---------------------------------------------------------------------------------------
-def invoke(*args: str) -> Result:
-    return CliRunner().invoke(app, list(args), env={"COLUMNS": "200", "CASTBENCH_DB": None})
 
 
 @pytest.mark.parametrize("trait", TRAITS)
 def test_oracle_passes_every_retail_test_task_under_each_high_trait(trait: str, tmp_path: Path) -> None:
     result = evaluate(
-        domains="retail", policy="oracle", trials=1, traits=f"{trait}=high", db=f"sqlite:///{tmp_path}/o.db"
+        domains="retail", policy="oracle", trials=1, traits=f"{trait}=high", db=sqlite_url(tmp_path / "o.db")
     )
     report = result.summary.domains["retail"]
     assert report.n_tasks == 120
     failed = [
         r.task_id
-        for r in ResultsStore(f"sqlite:///{tmp_path}/o.db").trials(result.outcome.run_id)
+        for r in ResultsStore(sqlite_url(tmp_path / "o.db")).trials(result.outcome.run_id)
         if not r.passed
     ]
     assert failed == [] and report.pass_hat[1] == 1.0
@@ -300,7 +292,7 @@ def test_oracle_passes_every_retail_test_task_under_each_high_trait(trait: str, 
 
 class Sweep:
     def __init__(self, where: Path) -> None:
-        self.db = f"sqlite:///{where / 'sweep.db'}"
+        self.db = sqlite_url(where / "sweep.db")
         out = where / "sweep.json"
         result = invoke(
             "eval", "--domain", "retail", "--trials", "8", "--seed", "0", "--sweep-traits", "impatience=high",
@@ -357,7 +349,7 @@ def test_sweep_trials_are_reproducible_with_the_same_seed(sweep: Sweep, tmp_path
     some = sorted({task_id for task_id, _ in stored})[:12]
 
     def replay(seed: int) -> dict[tuple[str, int], Any]:
-        db = f"sqlite:///{tmp_path}/again-{seed}.db"
+        db = sqlite_url(tmp_path / f"again-{seed}.db")
         result = evaluate(domains="retail", tasks=some, trials=8, seed=seed, traits="impatience=high", db=db)
         return {(r.task_id, r.trial_index): r for r in ResultsStore(db).trials(result.outcome.run_id)}
 

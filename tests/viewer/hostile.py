@@ -12,6 +12,7 @@ from castbench.grading.state_diff import FieldDiff
 from castbench.runner.config import RunConfig
 from castbench.runner.records import TrialRecord
 from castbench.store import ResultsStore
+from tests.support import sqlite_url
 
 SCRIPT = "<script>window.__pwned = 1</script>"
 IMAGE = '<img src="x" onerror="window.__pwned = 1">'
@@ -57,7 +58,7 @@ def poison(record: TrialRecord) -> TrialRecord:
 
 @pytest.fixture(scope="session")
 def hostile_run(tmp_path_factory: pytest.TempPathFactory) -> HostileRun:
-    db = f"sqlite:///{tmp_path_factory.mktemp('hostile') / 'runs.db'}"
+    db = sqlite_url(tmp_path_factory.mktemp("hostile") / "runs.db")
     result = evaluate(
         db=db,
         domains="retail",

@@ -3,8 +3,6 @@ import path, model strings; every mistake is an `AgentSpecError` that says what 
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from castbench.agents.registry import AgentSpecError, builtin_agents, resolve
@@ -72,8 +70,8 @@ def test_a_team_policy_by_import_path() -> None:
     assert slow.params == {"delay": 0, "p": 0.5}
 
 
-def test_a_bad_spec_fails_before_anything_is_stored(tmp_path: Path) -> None:
-    db = f"sqlite:///{tmp_path / 'r.db'}"
+def test_a_bad_spec_fails_before_anything_is_stored(db_url: str) -> None:
+    db = db_url
     with pytest.raises(AgentSpecError):
         evaluate(domains="retail", policy="scripted:noisy?p=2", trials=1, db=db)
     with pytest.raises(AgentSpecError):
@@ -81,8 +79,8 @@ def test_a_bad_spec_fails_before_anything_is_stored(tmp_path: Path) -> None:
     assert ResultsStore(db).runs() == []
 
 
-def test_a_team_policy_runs_and_is_not_marked_privileged(tmp_path: Path) -> None:
-    db = f"sqlite:///{tmp_path / 'r.db'}"
+def test_a_team_policy_runs_and_is_not_marked_privileged(db_url: str) -> None:
+    db = db_url
     result = evaluate(
         domains="retail",
         policy="tests.core.fixtures_agents:TeamPolicy",

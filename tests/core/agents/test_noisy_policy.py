@@ -9,6 +9,7 @@ import pytest
 
 from castbench.api import EvalResult, evaluate
 from castbench.store import ResultsStore
+from tests.support import sqlite_url
 
 TASKS = [f"retail-test-{i:04d}" for i in range(1, 121, 2)]
 """Every other retail test task (60 of them): enough for the figures to separate, half the time."""
@@ -21,7 +22,7 @@ def _run(tmp_path: Path, name: str, seed: int) -> EvalResult:
         trials=8,
         seed=seed,
         tasks=TASKS,
-        db=f"sqlite:///{tmp_path / name}",
+        db=sqlite_url(tmp_path / name),
     )
 
 
@@ -56,8 +57,8 @@ def test_same_seed_same_figures(runs: dict[str, EvalResult]) -> None:
 
 
 def test_same_seed_same_trials(runs: dict[str, EvalResult], tmp: Path) -> None:
-    first = ResultsStore(f"sqlite:///{tmp / 'a.db'}").trials(runs["a"].outcome.run_id)
-    second = ResultsStore(f"sqlite:///{tmp / 'b.db'}").trials(runs["b"].outcome.run_id)
+    first = ResultsStore(sqlite_url(tmp / "a.db")).trials(runs["a"].outcome.run_id)
+    second = ResultsStore(sqlite_url(tmp / "b.db")).trials(runs["b"].outcome.run_id)
     assert [(r.task_id, r.trial_index, r.seed, r.reward) for r in first] == [
         (r.task_id, r.trial_index, r.seed, r.reward) for r in second
     ]
@@ -70,8 +71,8 @@ def test_another_seed_other_figures(runs: dict[str, EvalResult]) -> None:
     assert a.pass_hat != other.pass_hat
 
 
-def test_fresh_run_in_the_same_store_repeats_the_figures(tmp_path: Path) -> None:
-    db = f"sqlite:///{tmp_path / 'same.db'}"
+def test_fresh_run_in_the_same_store_repeats_the_figures(db_url: str) -> None:
+    db = db_url
     options = {"domains": "retail", "policy": "scripted:noisy?p=0.5", "trials": 3, "seed": 7, "db": db}
     tasks = [f"retail-test-{i:04d}" for i in range(1, 21)]
     first = evaluate(tasks=tasks, **options)

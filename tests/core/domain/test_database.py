@@ -10,14 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from castbench.domain import Database, Domain, RecordNotFound, ToolCrash, load_domain
+from castbench.domain import Database, Domain, RecordNotFound, ToolCrash
 from castbench_retail.schema import Order, User
 from tests.core.toy import Counter, Ticket, build_toy_domain
-
-
-@pytest.fixture(scope="module")
-def retail() -> Domain:
-    return load_domain("retail")
 
 
 @pytest.fixture

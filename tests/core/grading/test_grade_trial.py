@@ -154,10 +154,10 @@ def test_an_honest_failure_is_not_surface_success(toy: Domain) -> None:
     assert grade.reward == 0.0 and not grade.surface_success
 
 
-def test_surface_success_is_recorded_for_a_trial_and_counted(tmp_path: Path) -> None:
+def test_surface_success_is_recorded_for_a_trial_and_counted(db_url: str) -> None:
     retail = load_domain("retail")
     cancel = next(task for task in retail.tasks("test") if task.family == "cancel_pending")
-    db = f"sqlite:///{tmp_path / 'r.db'}"
+    db = db_url
     result = evaluate(
         domains="retail", policy="tests.core.fixtures_agents:LiarPolicy", trials=2, tasks=[cancel.id], db=db
     )

@@ -4,7 +4,6 @@ stores exactly what the sequential run stores, timings aside."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -12,24 +11,16 @@ from castbench.api import build_config
 from castbench.runner.engine import run_eval
 from castbench.runner.records import TrialRecord
 from castbench.store import ResultsStore
+from tests.support import sqlite_url, without_durations
 
-TIMING_KEYS = {"duration_s", "timing", "policy_s", "critic_s", "latency_s"}
 TASKS = [f"retail-test-{i:04d}" for i in range(1, 121, 3)]
-
-
-def _without_timing(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {key: _without_timing(item) for key, item in value.items() if key not in TIMING_KEYS}
-    if isinstance(value, list):
-        return [_without_timing(item) for item in value]
-    return value
 
 
 def _run(tmp_path: Path, name: str, concurrency: int, critic: str) -> list[TrialRecord]:
     config, agents = build_config(
         domains="retail", policy="scripted:noisy?p=0.4", critic=critic, trials=4, seed=3, tasks=TASKS
     )
-    store = ResultsStore(f"sqlite:///{tmp_path / name}")
+    store = ResultsStore(sqlite_url(tmp_path / name))
     outcome = run_eval(config, agents, store, concurrency=concurrency)
     assert outcome.ran == outcome.total == 4 * len(TASKS)
     assert store.count_trials(outcome.run_id) == outcome.total
@@ -44,6 +35,6 @@ def test_concurrent_run_equals_sequential_run(tmp_path: Path, concurrency: int, 
     assert 0 < sum(r.passed for r in sequential) < len(sequential)  # mistakes were made and caught
     for one, other in zip(sequential, concurrent, strict=True):
         assert (one.task_id, one.trial_index) == (other.task_id, other.trial_index)
-        assert _without_timing(one.model_dump(mode="json")) == _without_timing(
+        assert without_durations(one.model_dump(mode="json")) == without_durations(
             other.model_dump(mode="json")
         ), f"{one.task_id} #{one.trial_index} differs under concurrency"

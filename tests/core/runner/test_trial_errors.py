@@ -13,6 +13,7 @@ from castbench.api import evaluate
 from castbench.runner.rollout import Limits
 from castbench.store import ResultsStore
 from tests.core.toy import build_toy_domain, register_toy, toy_task
+from tests.support import sqlite_url
 
 POLICY = "tests.core.fixtures_agents:ScriptPolicy"
 
@@ -39,7 +40,7 @@ def toy_db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
         toy_task("toy-garbage", [], outcome="no_change", request="GARBAGE please"),
     ]
     register_toy(monkeypatch, build_toy_domain(tmp_path / "toy", tasks))
-    return f"sqlite:///{tmp_path / 'results.db'}"
+    return sqlite_url(tmp_path / "results.db")
 
 
 def _records(db: str, task: str, trials: int = 2, max_steps: int = 10):  # type: ignore[no-untyped-def]

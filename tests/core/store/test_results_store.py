@@ -11,6 +11,7 @@ import pytest
 from castbench.api import build_config
 from castbench.runner.engine import run_eval
 from castbench.store import ResultsStore, StoreError
+from tests.support import sqlite_url
 
 TASKS = ["retail-test-0001", "retail-test-0002", "retail-test-0003"]
 
@@ -27,7 +28,7 @@ def _rows(path: Path) -> list[tuple[str, str, int]]:
 
 
 def test_rerun_resumes_and_reuses_everything(tmp_path: Path) -> None:
-    store = ResultsStore(f"sqlite:///{tmp_path / 'r.db'}")
+    store = ResultsStore(sqlite_url(tmp_path / "r.db"))
     config, agents = _config()
     first = run_eval(config, agents, store)
     again = run_eval(config, agents, store)
@@ -37,7 +38,7 @@ def test_rerun_resumes_and_reuses_everything(tmp_path: Path) -> None:
 
 
 def test_rerun_runs_only_the_missing_trials(tmp_path: Path) -> None:
-    store = ResultsStore(f"sqlite:///{tmp_path / 'r.db'}")
+    store = ResultsStore(sqlite_url(tmp_path / "r.db"))
     config, agents = _config()
     first = run_eval(config, agents, store)
     before = store.trials(first.run_id)
@@ -54,7 +55,7 @@ def test_rerun_runs_only_the_missing_trials(tmp_path: Path) -> None:
 
 
 def test_another_config_is_another_run_and_fresh_starts_over(tmp_path: Path) -> None:
-    store = ResultsStore(f"sqlite:///{tmp_path / 'r.db'}")
+    store = ResultsStore(sqlite_url(tmp_path / "r.db"))
     config, agents = _config()
     first = run_eval(config, agents, store)
     other_config, other_agents = _config(seed=1)
@@ -66,8 +67,8 @@ def test_another_config_is_another_run_and_fresh_starts_over(tmp_path: Path) -> 
     assert len(_rows(tmp_path / "r.db")) == 27
 
 
-def test_a_trial_is_never_stored_twice(tmp_path: Path) -> None:
-    store = ResultsStore(f"sqlite:///{tmp_path / 'r.db'}")
+def test_a_trial_is_never_stored_twice(db_url: str) -> None:
+    store = ResultsStore(db_url)
     config, agents = _config()
     outcome = run_eval(config, agents, store)
     record = store.trials(outcome.run_id)[0]
@@ -76,8 +77,8 @@ def test_a_trial_is_never_stored_twice(tmp_path: Path) -> None:
     assert store.trials(outcome.run_id)[0].reward == record.reward
 
 
-def test_an_errored_try_is_replaced_by_its_scored_retry(tmp_path: Path) -> None:
-    store = ResultsStore(f"sqlite:///{tmp_path / 'r.db'}")
+def test_an_errored_try_is_replaced_by_its_scored_retry(db_url: str) -> None:
+    store = ResultsStore(db_url)
     config, agents = _config()
     template = store.trials(run_eval(config, agents, store).run_id)[0]
     run_id, resumed = store.open_run(config, {}, fresh=True)
@@ -93,8 +94,8 @@ def test_an_errored_try_is_replaced_by_its_scored_retry(tmp_path: Path) -> None:
     assert store.scored_keys(run_id) == {("retail", template.task_id, template.trial_index)}
 
 
-def test_run_references(tmp_path: Path) -> None:
-    store = ResultsStore(f"sqlite:///{tmp_path / 'r.db'}")
+def test_run_references(db_url: str) -> None:
+    store = ResultsStore(db_url)
     with pytest.raises(StoreError, match="no run 'latest'"):
         store.run("latest")
     config, agents = _config()

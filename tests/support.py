@@ -1,0 +1,42 @@
+"""Small helpers every test folder shares (the fixtures built on them live in `tests/conftest.py`).
+
+Import them as `from tests.support import invoke, sqlite_url`; they hold no state of their own.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from typer.testing import CliRunner, Result
+
+__all__ = ["DOMAINS", "invoke", "sqlite_url", "without_durations"]
+
+DOMAINS = ("airline", "retail", "telecom", "telehealth")
+"""The built-in domains, in the order the summaries list them."""
+
+
+def sqlite_url(path: Path) -> str:
+    """The SQLAlchemy URL of a SQLite database file (the store's `--db`)."""
+    return f"sqlite:///{path}"
+
+
+def invoke(*args: str, env: dict[str, str | None] | None = None) -> Result:
+    """`castbench ARGS` in process, as a user types it: a wide terminal (no wrapped tables) and
+    no `CASTBENCH_DB` from the caller's environment unless `env` sets it."""
+    from castbench.cli.app import app
+
+    return CliRunner().invoke(app, list(args), env={"COLUMNS": "200", "CASTBENCH_DB": None, **(env or {})})
+
+
+DURATIONS = frozenset({"duration_s", "policy_s", "critic_s", "user_s", "total_s", "latency_s"})
+"""Fields of a trial record that measure time: the only ones two copies of a trial may differ in."""
+
+
+def without_durations(value: Any) -> Any:
+    """A dumped record (`model_dump(mode="json")`) with every duration field left out, at any depth."""
+    if isinstance(value, dict):
+        return {key: without_durations(item) for key, item in value.items() if key not in DURATIONS}
+    if isinstance(value, list):
+        return [without_durations(item) for item in value]
+    return value
