@@ -21,12 +21,15 @@ def sqlite_url(path: Path) -> str:
     return f"sqlite:///{path}"
 
 
-def invoke(*args: str, env: dict[str, str | None] | None = None) -> Result:
-    """`castbench ARGS` in process, as a user types it: a wide terminal (no wrapped tables) and
-    no `CASTBENCH_DB` from the caller's environment unless `env` sets it."""
+def invoke(*args: str, env: dict[str, str | None] | None = None, width: int = 200) -> Result:
+    """`castbench ARGS` in process, as a user types it: a terminal `width` columns wide (by default
+    wide enough for unwrapped tables) and no `CASTBENCH_DB` from the caller's environment unless
+    `env` sets it."""
     from castbench.cli.app import app
 
-    return CliRunner().invoke(app, list(args), env={"COLUMNS": "200", "CASTBENCH_DB": None, **(env or {})})
+    return CliRunner().invoke(
+        app, list(args), env={"COLUMNS": str(width), "CASTBENCH_DB": None, **(env or {})}
+    )
 
 
 DURATIONS = frozenset({"duration_s", "policy_s", "critic_s", "user_s", "total_s", "latency_s"})

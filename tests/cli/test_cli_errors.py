@@ -12,17 +12,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner, Result
+from typer.testing import Result
 
-from castbench.cli.app import app
 from castbench.domain import Domain
 from tests.core.toy import Counter, Ticket, build_toy_domain, register_toy, toy_task
+from tests.support import invoke
 
 TASK = "retail-test-0001"
-
-
-def invoke(*args: str, width: int = 200) -> Result:
-    return CliRunner().invoke(app, list(args), env={"COLUMNS": str(width), "CASTBENCH_DB": None})
 
 
 def _one_line_error(result: Result, *needles: str) -> str:

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from castbench.domain import load_domain
+from tests.support import sqlite_url
 
 TASKS, TRIALS = 4, 4
 HANGS_ON_LAST_TRIAL = f"tests.core.hostile_agents:HostilePolicy?mode=hang&on_trial={TRIALS - 1}"
@@ -34,7 +35,7 @@ def _command(db: Path, *extra: str) -> list[str]:
     castbench = str(Path(sys.executable).parent / "castbench")
     return [
         *[castbench, "eval", "--domain", "retail", "--tasks", tasks, "--trials", str(TRIALS)],
-        *["--policy", HANGS_ON_LAST_TRIAL, "--concurrency", "2", "--db", f"sqlite:///{db}", *extra],
+        *["--policy", HANGS_ON_LAST_TRIAL, "--concurrency", "2", "--db", sqlite_url(db), *extra],
     ]
 
 
@@ -72,7 +73,7 @@ def test_ctrl_c_interrupts_a_run_with_hung_agents_and_the_run_resumes(
     assert _count(db, "select count(*) from trial") == stored  # nothing half-done was added
     assert _count(db, "select count(*) from trial where end_reason = 'timeout'") == 0
     status = subprocess.run(
-        [command[0], "runs", "list", "--db", f"sqlite:///{db}", "--json"],
+        [command[0], "runs", "list", "--db", sqlite_url(db), "--json"],
         env=repo_env,
         capture_output=True,
         text=True,

@@ -7,15 +7,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
 from castbench.api import evaluate
-from castbench.cli.app import app
 from castbench.domain import load_domain
 from castbench.runner import rollout
 from castbench.runner.records import TrialRecord
 from castbench.runner.rollout import Verification
 from castbench.store import ResultsStore
+from tests.support import invoke, sqlite_url
 
 HOSTILE = "tests.core.hostile_agents"
 TASKS = 2
@@ -26,7 +25,7 @@ def _tasks() -> list[str]:
 
 
 def _run(tmp_path: Path, **options: object) -> tuple[str, str, list[TrialRecord]]:
-    db = f"sqlite:///{tmp_path / 'runs.db'}"
+    db = sqlite_url(tmp_path / "runs.db")
     options = {"policy": f"{HOSTILE}:HostilePolicy?mode=none", **options}
     try:
         evaluate(domains="retail", tasks=_tasks(), trials=2, db=db, **options)  # type: ignore[arg-type]
@@ -59,7 +58,7 @@ def test_a_policy_failure_ends_its_trial_as_agent_error_and_the_run_goes_on(
         assert (record.status, record.end_reason, record.reward) == ("scored", "agent_error", 0.0)
         assert record.error is not None and reason in record.error
     assert all(record.end_reason == "user_stop" and record.error is None for record in fine)
-    shown = CliRunner().invoke(app, ["runs", "show", "latest", "--db", db, "--failures", "0"])
+    shown = invoke("runs", "show", "latest", "--db", db, "--failures", "0")
     assert shown.exit_code == 0, shown.output
     assert reason in shown.output and "agent_error" in shown.output
 

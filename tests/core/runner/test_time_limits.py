@@ -17,6 +17,7 @@ from castbench.runner.config import RunConfig
 from castbench.runner.deadline import TimeLimits
 from castbench.runner.records import TrialRecord
 from castbench.store import ResultsStore
+from tests.support import sqlite_url
 
 
 def _record(task: str, index: int, end: str, reward: float) -> TrialRecord:
@@ -49,7 +50,7 @@ def _tasks(count: int = 2) -> list[str]:
 
 
 def _timed(tmp_path: Path, policy: str, limits: TimeLimits) -> tuple[float, list[TrialRecord]]:
-    db = f"sqlite:///{tmp_path / 'runs.db'}"
+    db = sqlite_url(tmp_path / "runs.db")
     started = time.monotonic()
     evaluate(domains="retail", tasks=_tasks(), trials=2, db=db, policy=policy, time_limits=limits)
     elapsed = time.monotonic() - started
@@ -92,7 +93,7 @@ def _eval_command(db: Path, policy: str, *extra: str) -> list[str]:
     tasks = ",".join(_tasks(6))
     return [
         *[_castbench(), "eval", "--domain", "retail", "--tasks", tasks, "--trials", "4", "--policy", policy],
-        *["--db", f"sqlite:///{db}", *extra],
+        *["--db", sqlite_url(db), *extra],
     ]
 
 
