@@ -22,6 +22,8 @@ from castbench.store import ResultsStore
 from tests.metrics.reference import recompute
 from tests.support import invoke, sqlite_url
 
+pytestmark = pytest.mark.slow  # a subprocess run killed half-way, then resumed
+
 N_TASKS, N_TRIALS = 30, 8
 SLOW = "tests.core.fixtures_agents:SlowNoisyPolicy?delay=0.005&p=0.4"
 FAST = "tests.core.fixtures_agents:SlowNoisyPolicy?delay=0&p=0.4"

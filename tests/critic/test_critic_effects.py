@@ -23,6 +23,8 @@ from castbench.runner.records import TrialRecord
 from castbench.store import ResultsStore
 from tests.support import invoke, sqlite_url
 
+pytestmark = pytest.mark.slow  # the full retail split x 8 trials, five critics
+
 NOISY_CRITIC = "scripted:noisy?false_flag=0.45&miss=0.2"
 SLICE = [task.id for task in load_domain("retail").tasks("test")[:24]]
 CRITIC_KEYS = {

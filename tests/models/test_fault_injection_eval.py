@@ -26,6 +26,8 @@ from tests.models.fault_server import FaultServer
 from tests.models.responder import ScriptedResponder, unique_openings
 from tests.support import sqlite_url
 
+pytestmark = pytest.mark.slow  # model-backed runs through a real HTTP server
+
 TRIALS = 2
 FAST = "timeout=1.0&backoff_s=0.01&backoff_max_s=0.05&max_attempts=4"
 VARYING = ("usage", "retried_trials", "cost_per_trial", "_seconds")

@@ -13,6 +13,8 @@ from castbench.runner.records import TrialRecord
 from castbench.store import ResultsStore
 from tests.support import sqlite_url, without_durations
 
+pytestmark = pytest.mark.slow  # the same runs sequentially and with 8 and 32 workers
+
 TASKS = [f"retail-test-{i:04d}" for i in range(1, 121, 3)]
 
 
