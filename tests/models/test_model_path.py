@@ -14,13 +14,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
 
 from castbench.api import build_config
-from castbench.cli.app import app
 from castbench.domain import Domain
 from tests.models.fault_server import FaultServer
 from tests.models.responder import unique_openings
+from tests.support import invoke, sqlite_url
 
 
 class _InFlight:
@@ -72,7 +71,7 @@ def test_calls_in_flight_follow_concurrency(
     tasks = ",".join(task.id for task in unique_openings(retail.tasks("test"))[:3])
     argv = ["eval", "--domain", "retail", "--tasks", tasks, "--trials", "8", "--max-steps", "1"]
     argv += ["--concurrency", "24", "--policy", f"openai/p?api_base={server.base_url}"]
-    result = CliRunner().invoke(app, [*argv, "--db", f"sqlite:///{tmp_path / 'r.db'}"])
+    result = invoke(*argv, "--db", sqlite_url(tmp_path / "r.db"))
     assert result.exit_code == 0, result.output
     assert server.requests == 24
     assert responder.peak > 16

@@ -7,23 +7,17 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
 from castbench.agents.conversation import ToolResultTurn
-from castbench.cli.app import app
 from castbench.publish.archive import ArchiveError, ExportedRun, import_run, read_export, write_export
 from castbench.publish.board import BoardError, BoardSpec, Entry
 from castbench.publish.build import build_board, collect_rows
 from castbench.publish.verify import verify_run
 from castbench.store import ResultsStore
 from tests.publish.exports import Exports
+from tests.support import invoke, sqlite_url
 
 REPO = Path(__file__).resolve().parents[2]
-cli = CliRunner()
-
-
-def invoke(*args: str):  # type: ignore[no-untyped-def]
-    return cli.invoke(app, list(args), env={"COLUMNS": "200", "CASTBENCH_DB": None})
 
 
 def flipped(exported: ExportedRun) -> tuple[ExportedRun, list[tuple[str, int]]]:
@@ -55,7 +49,7 @@ def test_flipped_rewards_are_refused_by_import_naming_run_task_and_trial(
 
     path = tmp_path / "forged.castbench.json.gz"
     write_export(forged, path)
-    db = f"sqlite:///{tmp_path / 'import.db'}"
+    db = sqlite_url(tmp_path / "import.db")
     result = invoke("import", str(path), "--db", db)
     assert result.exit_code == 2, result.output
     task, index = changed[0]
@@ -109,7 +103,7 @@ def test_leaderboard_build_refuses_or_excludes_a_forged_run(exports: Exports, tm
 def test_import_counts_the_trials_actually_added(exports: Exports, tmp_path: Path) -> None:
     exported = read_export(exports.oracle)
     doubled = exported.model_copy(update={"trials": [*exported.trials, exported.trials[0]]})
-    outcome = import_run(ResultsStore(f"sqlite:///{tmp_path / 'd.db'}"), doubled)
+    outcome = import_run(ResultsStore(sqlite_url(tmp_path / "d.db")), doubled)
     assert outcome.added_trials == len(exported.trials) and outcome.already_present == 1
 
 
