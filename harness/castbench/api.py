@@ -18,12 +18,18 @@ from castbench.report.summary import RunSummary, pair_with_baseline, summarize_r
 from castbench.runner.config import RunConfig
 from castbench.runner.deadline import TimeLimits
 from castbench.runner.engine import EvalOutcome, run_eval
+from castbench.runner.identity import fingerprint
+from castbench.runner.plan import plan_tasks
 from castbench.runner.records import TrialRecord
 from castbench.runner.rollout import AgentSet, Limits, Verification
 from castbench.runner.shared import DEFAULT_LEASE_S
+from castbench.runner.topup import top_up
 from castbench.store import DEFAULT_DB, ResultsStore
 
-__all__ = ["EvalResult", "build_config", "evaluate", "model_factory", "run_metadata"]
+__all__ = ["DEFAULT_MAX_TRIALS", "EvalResult", "build_config", "evaluate", "model_factory", "run_metadata"]
+
+DEFAULT_MAX_TRIALS = 64
+"""The most trials per task `add_trials` tops a run up to unless told otherwise."""
 
 
 def model_factory(role: Role) -> Callable[..., Any]:
@@ -116,6 +122,7 @@ def build_config(
         domains={domain.name: domain.version for domain in resolved},
         split=split,
         task_ids=tasks,
+        planned_tasks=plan_tasks(resolved, split, tasks),
         policy=policy,
         critic=critic,
         user=user,
@@ -132,6 +139,7 @@ def build_config(
         ],
         extra={**(extra or {}), **({"models": models} if models else {})},
         grading=grading,
+        fingerprint=fingerprint(resolved, [specs.policy, specs.user, critic_spec]),
     )
     return config, specs
 
@@ -153,6 +161,8 @@ def evaluate(
     max_cost: float | None = None,
     time_limits: TimeLimits | None = None,
     lease_s: float = DEFAULT_LEASE_S,
+    add_trials: int = 0,
+    max_trials: int = DEFAULT_MAX_TRIALS,
     **config_options: Any,
 ) -> EvalResult:
     """Run (or resume) an evaluation and summarise it. Options as in `build_config`.
@@ -162,6 +172,8 @@ def evaluate(
     helpfulness and harmfulness. `max_cost` (USD) stops each run once it has spent that much.
     `time_limits` bound each agent's step and trial time (recorded in the run's metadata; not
     part of its identity, so a resume may change them).
+    `add_trials` tops up the stored run with these options (whatever its trials per task) with
+    that many more trials per task, up to `max_trials` (see `castbench.runner.topup`).
 
     With a Postgres `db`, several processes calling this with the same options split the run's
     trials; a worker silent for `lease_s` seconds loses its trials to the others."""
@@ -170,6 +182,8 @@ def evaluate(
 
     def run(options: dict[str, Any]) -> tuple[RunConfig, EvalOutcome]:
         config, agents = build_config(**options, concurrency=concurrency)
+        if add_trials:
+            _, config, _ = top_up(store, config, add_trials, max_trials)
         outcome = run_eval(
             config,
             agents,
@@ -187,16 +201,12 @@ def evaluate(
 
     config, outcome = run(config_options)
     records = store.trials(outcome.run_id)
-    try:
-        summary = summarize_run(outcome.run_id, config, records)
-    except ValueError as exc:
-        if outcome.stopped is None:
-            raise
-        raise ValueError(f"{outcome.stopped}; {exc}: re-run the same command to resume") from exc
+    summary = summarize_run(outcome.run_id, config, records, store.run(outcome.run_id).status)
     if paired and config.critic != "none":
         alone_config, alone = run({**config_options, "critic": "none"})
         alone_records = store.trials(alone.run_id)
-        summary = pair_with_baseline(
-            summary, summarize_run(alone.run_id, alone_config, alone_records), records, alone_records
+        alone_summary = summarize_run(
+            alone.run_id, alone_config, alone_records, store.run(alone.run_id).status
         )
+        summary = pair_with_baseline(summary, alone_summary, records, alone_records)
     return EvalResult(outcome, summary)

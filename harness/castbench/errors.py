@@ -1,11 +1,19 @@
 """Errors that are nobody's answer: the trial did not get a fair chance, so it is not scored.
 
-An agent's bad output is *not* here: it is data (a `MalformedAction`, an error observation).
+An agent's bad output is *not* here: it is data (a `MalformedAction`, an error observation), and
+so is a provider's refusal of a request the agent built (`ProviderRejection`).
 """
 
 from __future__ import annotations
 
-__all__ = ["AgentError", "AgentTimeout", "FatalInfrastructureError", "InfrastructureError", "RunInterrupted"]
+__all__ = [
+    "AgentError",
+    "AgentTimeout",
+    "FatalInfrastructureError",
+    "InfrastructureError",
+    "ProviderRejection",
+    "RunInterrupted",
+]
 
 
 class InfrastructureError(RuntimeError):
@@ -41,3 +49,10 @@ class RunInterrupted(KeyboardInterrupt):
 class AgentError(Exception):
     """An agent failed where a transport saw it (its code raised in its worker, or the worker
     crashed or hung up): the trial ends as `agent_error` with this message, scored 0."""
+
+
+class ProviderRejection(RuntimeError):
+    """The provider refused a request built from the agent's own conversation (HTTP 400/413/422:
+    the context is too long, a message it wrote is invalid). Not an infrastructure error: the
+    agent caused it and would cause it again, so the trial ends as the agent's failure, scored 0.
+    Counting it as unscored would drop exactly the tasks an agent cannot handle from pass^k."""

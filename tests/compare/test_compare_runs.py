@@ -46,7 +46,8 @@ def test_compare_cli(runs: Runs) -> None:
 
 def test_refuses_incomparable_runs(runs: Runs, tmp_path: Path) -> None:
     assert comparability_problems(runs.low_noise.summary, runs.tiny_low.summary) == [
-        "trials per task differ: 8 (baseline) vs 2 (candidate)"
+        'task selection (--tasks) differs: null (baseline) vs ["retail-test-0001","retail-test-0002",'
+        '"retail-test-0003"] (candidate)'
     ]
     args = ["compare", str(runs.low_noise.path), str(runs.tiny_low.path), "--db", runs.db]
     refused = cli.invoke(app, args, env={"COLUMNS": "200"})

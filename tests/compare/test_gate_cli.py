@@ -113,7 +113,7 @@ def test_unusable_input_exits_2(runs: Runs, tmp_path: Path) -> None:
     code, out = gate(
         runs, *base, "--candidate", str(runs.tiny_low.path), "--metric", "pass^1", "--max-drop", "0.1"
     )
-    assert code == 2 and "trials per task differ" in out
+    assert code == 2 and "task selection (--tasks) differs" in out
     bad_metric = [
         "--metric",
         "pass^1",

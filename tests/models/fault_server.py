@@ -8,8 +8,9 @@ request. Faults are drawn from a seed and the request itself:
   `empty` 200 with no choices, and the ones no retry cures: `bad_request` 400, `unauthorized`
   401) are drawn per (request, how often it was seen): a retry of the same request
   draws again, and the answer it finally gets is the fault-free one;
-- the agent fault `malformed` (tool-call arguments that are not JSON) is drawn per request only,
-  so every replay of that request gets the same broken answer, as a model would give.
+- the agent faults are drawn per request only, so every replay of that request gets the same
+  answer, as a model would give: `malformed` (tool-call arguments that are not JSON), and
+  `context_length` (a 400 "maximum context length exceeded": the conversation itself is refused).
 """
 
 from __future__ import annotations
@@ -42,6 +43,8 @@ class FaultPlan:
     retry_after_ms: int = 20
     fail_first: int = 0
     """The first n requests get a 500 whatever the draw (a deterministic outage)."""
+    agent_models: tuple[str, ...] | None = None
+    """The models (request `model` field) agent faults are drawn for; None: every model."""
 
 
 def _unit(*parts: object) -> float:
@@ -85,10 +88,12 @@ class FaultServer:
             self._seen[digest] += 1
             if self.requests <= self.plan.fail_first:
                 return "server_error"
-        if body.get("tools") and _unit(self.plan.seed, digest, "agent") < self.plan.rates.get(
-            "malformed", 0.0
-        ):
+        chosen = self.plan.agent_models is None or body.get("model") in self.plan.agent_models
+        agent_draw = _unit(self.plan.seed, digest, "agent") if chosen else 1.0
+        if body.get("tools") and agent_draw < self.plan.rates.get("malformed", 0.0):
             return "malformed"
+        if agent_draw < self.plan.rates.get("context_length", 0.0):
+            return "context_length"
         draw, edge = _unit(self.plan.seed, digest, seen), 0.0
         for kind in INFRA_FAULTS:
             edge += self.plan.rates.get(kind, 0.0)
@@ -108,6 +113,13 @@ class FaultServer:
             return 500, {}, {"error": {"message": "internal error (injected)", "type": "server_error"}}
         if fault == "bad_request":
             return 400, {}, {"error": {"message": "bad request (injected)", "type": "invalid_request_error"}}
+        if fault == "context_length":
+            error = {
+                "message": "This model's maximum context length is 8192 tokens (injected)",
+                "type": "invalid_request_error",
+                "code": "context_length_exceeded",
+            }
+            return 400, {}, {"error": error}
         if fault == "unauthorized":
             return 401, {}, {"error": {"message": "invalid api key (injected)", "type": "invalid_api_key"}}
         if fault == "slow":

@@ -107,7 +107,7 @@ def test_infrastructure_faults_are_retried_and_change_nothing_scored(
 ) -> None:
     server = fault_server(rates={fault: 0.2}, seed=11)
     db = sqlite_url(tmp_path / "runs.db")
-    result = _eval(server, db, _tasks(retail), "--output", str(tmp_path / "summary.json"), "--strict")
+    result = _eval(server, db, _tasks(retail), "--output", str(tmp_path / "summary.json"))
     assert result.exit_code == 0, result.output
     assert server.faults[fault] > 0
     summary = json.loads((tmp_path / "summary.json").read_text())
@@ -161,6 +161,27 @@ def test_malformed_tool_calls_are_the_agents_failures(
     assert summaries[0]["retail"]["pass_hat"]["1"] < 1.0  # it cost the agent
 
 
+def test_a_conversation_the_provider_refuses_is_the_agents_failure(
+    retail: Domain, fault_server: Callable[..., FaultServer], tmp_path: Path
+) -> None:
+    """A 400 "context length exceeded" is caused by the agent's own conversation: the trial
+    scores 0 as its failure, is not retried, and its task stays in pass^k (counting it as an
+    infrastructure error would drop exactly the tasks the agent cannot handle)."""
+    server = fault_server(rates={"context_length": 0.15}, seed=4, agent_models=("policy",))
+    db = f"sqlite:///{tmp_path / 'runs.db'}"
+    result = _eval(server, db, _tasks(retail), "--output", str(tmp_path / "s.json"))
+    assert result.exit_code == 0, result.output
+    run, records = _run(db)
+    assert run["status"] == "complete" and len(records) == 3 * TRIALS
+    refused = [record for record in records if "maximum context length" in (record.error or "")]
+    assert refused and server.faults["context_length"] > 0
+    assert all(r.status == "scored" and r.end_reason == "agent_error" and r.reward == 0.0 for r in refused)
+    assert all(record.attempts == 1 for record in records)  # never retried: it would be refused again
+    summary = json.loads((tmp_path / "s.json").read_text())
+    assert summary["status"] == "complete" and summary["overall"]["n_tasks"] == 3
+    assert summary["overall"]["pass_hat"]["1"] < 1.0
+
+
 def test_every_fault_at_once(
     retail: Domain, fault_server: Callable[..., FaultServer], tmp_path: Path
 ) -> None:
@@ -193,13 +214,19 @@ def test_an_outage_longer_than_a_call_restarts_the_trial_from_its_seed(
 
 
 def test_a_trial_that_never_gets_through_is_stored_as_an_error(
-    retail: Domain, fault_server: Callable[..., FaultServer], db_url: str
+    retail: Domain, fault_server: Callable[..., FaultServer], db_url: str, tmp_path: Path
 ) -> None:
     server = fault_server(fail_first=10_000)
     db = db_url
-    result = _eval(server, db, _tasks(retail, 1), "--strict", policy_settings="&max_attempts=2")
-    assert result.exit_code == 2 and "no complete task" in " ".join(result.output.split())
-    _, records = _run(db)
+    tasks = _tasks(retail, 1)
+    result = _eval(server, db, tasks, "--output", str(tmp_path / "s.json"), policy_settings="&max_attempts=2")
+    said = " ".join(result.output.split())
+    assert result.exit_code == 1 and "INCOMPLETE" in said and tasks[0] in said  # at the top, naming it
+    summary = json.loads((tmp_path / "s.json").read_text())
+    assert summary["status"] == "incomplete" and summary["overall"]["missing_tasks"] == [f"retail/{tasks[0]}"]
+    assert summary["overall"]["pass_hat"]["1"] == 0.0  # still in the denominator, as a failure
+    run, records = _run(db)
+    assert run["status"] == "incomplete"
     assert len(records) == TRIALS
     for record in records:
         assert record.status == "error" and record.end_reason == "infra_error" and record.attempts == 3
@@ -226,14 +253,14 @@ def test_max_cost_stops_cleanly_and_a_rerun_resumes(
     db = db_url
     priced = "&input_cost_per_token=0.000001&output_cost_per_token=0.000002"
     tasks = _tasks(retail, 2)
-    stopped = _eval(server, db, tasks, "--max-cost", "0.000001", "--strict", policy_settings=priced, trials=1)
+    stopped = _eval(server, db, tasks, "--max-cost", "0.000001", policy_settings=priced, trials=1)
     assert stopped.exit_code == 1, stopped.output
     said = " ".join(stopped.output.split())
     assert "cost limit reached" in said and "re-run the same command to resume" in said
     run, records = _run(db)
     assert run["status"] == "stopped" and len(records) == 1  # one trial, then the budget was spent
     assert records[0].usage["policy"].cost
-    resumed = _eval(server, db, tasks, "--strict", policy_settings=priced, trials=1)
+    resumed = _eval(server, db, tasks, policy_settings=priced, trials=1)
     assert resumed.exit_code == 0, resumed.output
     assert "1 trials run, 1 reused" in " ".join(resumed.output.split())
     run, records = _run(db)

@@ -11,7 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from castbench.errors import FatalInfrastructureError, InfrastructureError
+from castbench.errors import FatalInfrastructureError, InfrastructureError, ProviderRejection
 from castbench.models.client import ModelClient, TrialKey
 from castbench.models.retry import RetryPolicy, call_with_retries, classify, retry_after_s
 from castbench.models.settings import ModelSettings
@@ -35,7 +35,7 @@ def _client(server: FaultServer, path: str, **settings: object) -> ModelClient:
 
 
 def _raised(server: FaultServer, path: str, **settings: object) -> BaseException:
-    with pytest.raises(InfrastructureError) as caught:
+    with pytest.raises((InfrastructureError, ProviderRejection)) as caught:
         _client(server, path, **settings).complete(HELLO)
     assert caught.value.__cause__ is not None
     return caught.value.__cause__
@@ -48,7 +48,8 @@ def _raised(server: FaultServer, path: str, **settings: object) -> BaseException
         ("server_error", "transient"),
         ("slow", "transient"),
         ("empty", "transient"),
-        ("bad_request", "permanent"),
+        ("bad_request", "rejected"),
+        ("context_length", "rejected"),
         ("unauthorized", "fatal"),
     ],
 )
@@ -74,7 +75,12 @@ def test_retryable_errors_are_retried_then_reported(
 
 
 @pytest.mark.parametrize(
-    ("fault", "error"), [("bad_request", InfrastructureError), ("unauthorized", FatalInfrastructureError)]
+    ("fault", "error"),
+    [
+        ("bad_request", ProviderRejection),
+        ("context_length", ProviderRejection),
+        ("unauthorized", FatalInfrastructureError),
+    ],
 )
 @PATHS
 def test_permanent_and_auth_errors_fail_fast(

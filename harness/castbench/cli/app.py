@@ -50,6 +50,10 @@ COMMANDS: dict[str, CommandEntry] = {
         "castbench.cli.gate_cmd:gate_command",
         "PASS, FAIL or UNDECIDED for each check, from the paired bootstrap interval of ...",
     ),
+    "gate-plan": CommandEntry(
+        "castbench.cli.gate_cmd:gate_plan_command",
+        "How many tasks x trials a candidate run needs for each check to be decided, from the ...",
+    ),
     "leaderboard": CommandEntry(
         "castbench.cli.leaderboard_cmd:leaderboard_app", "Leaderboards built from exported runs."
     ),

@@ -20,7 +20,12 @@ RunRef = Annotated[
     str, typer.Argument(help="Run id, unique prefix, 'latest', summary.json or exported run file.")
 ]
 ForceOption = Annotated[
-    bool, typer.Option("--force", help="Compare even if domain versions or trials per task differ.")
+    bool,
+    typer.Option(
+        "--force",
+        help="Go on even if the runs differ in what they measured (domain versions, user simulator, "
+        "step limit, traits, tasks, grading, critic loop) or are incomplete.",
+    ),
 ]
 ConfidenceOption = Annotated[
     float, typer.Option(min=0.5, max=0.999, help="Confidence of the paired bootstrap intervals.")

@@ -19,7 +19,7 @@ from rich.progress import (
 )
 
 from castbench.agents.registry import AgentSpecError
-from castbench.api import EvalResult, evaluate
+from castbench.api import DEFAULT_MAX_TRIALS, EvalResult, evaluate
 from castbench.cli.errors import fail
 from castbench.cli.options import DbOption, DomainOption, SplitOption
 from castbench.domain import ExpectedStateError, TaskFileError
@@ -164,10 +164,23 @@ def eval_command(
             rich_help_panel=_RUN,
         ),
     ] = "castbench",
-    strict: Annotated[
+    add_trials: Annotated[
+        int,
+        typer.Option(
+            min=0,
+            help="Top up the stored run with these options by N more trials per task (fresh seeds); "
+            "pass^k is re-estimated on all.",
+            rich_help_panel=_RUN,
+        ),
+    ] = 0,
+    max_trials: Annotated[
+        int, typer.Option(min=1, help="Cap on trials per task for --add-trials.", rich_help_panel=_RUN)
+    ] = DEFAULT_MAX_TRIALS,
+    allow_incomplete: Annotated[
         bool,
         typer.Option(
-            help="Exit 1 if any task is incomplete (errored trials, stopped run).", rich_help_panel=_RUN
+            help="Exit 0 even if planned trials are unscored (infrastructure errors, a stopped run).",
+            rich_help_panel=_RUN,
         ),
     ] = False,
     traits: Annotated[
@@ -277,6 +290,8 @@ def eval_command(
             max_cost=max_cost,
             lease_s=lease,
             in_process=in_process,
+            add_trials=add_trials,
+            max_trials=max_trials,
             on_start=on_start,
             on_trial=on_trial,
         )
@@ -304,11 +319,18 @@ def eval_command(
     if output is not None:  # first: a reader that leaves early (`| head`) must not cost the file
         output.parent.mkdir(parents=True, exist_ok=True)
         output.write_text(summary.model_dump_json(indent=2))
+    if outcome.superseded:
+        console.print(
+            f"[yellow]not resuming {outcome.superseded}[/]: {escape(', '.join(outcome.changes))} changed "
+            "since; this is a new run"
+        )
     verb = "resumed" if outcome.resumed else "stored"
     console.print(
         f"run {outcome.run_id} {verb} in {db} ({outcome.ran} trials run, {outcome.already_done} reused)",
         markup=False,
     )
+    if add_trials:
+        console.print(f"topped up to {summary.config['trials']} trials per task (cap {max_trials})")
     print_summary(summary, console)
     if sweep is not None:
         console.print(sweep_table(sweep))
@@ -316,8 +338,9 @@ def eval_command(
         console.print(f"[yellow]stopped:[/] {escape(outcome.stopped)}; re-run the same command to resume")
     if output is not None:
         console.print(f"summary written to {output}", markup=False)
-    if strict and (outcome.stopped or summary.overall.incomplete_tasks):
-        incomplete = len(summary.overall.incomplete_tasks)
-        why = "the run stopped early" if outcome.stopped else f"{incomplete} incomplete task(s)"
-        console.print(f"[bold red]--strict:[/] {why}")
+    if summary.status != "complete" and not allow_incomplete:
+        console.print(
+            f"[bold red]{summary.status}:[/] {summary.overall.unscored_trials} planned trial(s) unscored; "
+            "re-run the same command to retry them (--allow-incomplete to exit 0 anyway)"
+        )
         raise typer.Exit(1)

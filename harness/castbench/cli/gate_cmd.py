@@ -11,21 +11,26 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
 
 from castbench.cli.compare_cmd import ForceOption
 from castbench.cli.errors import fail
 from castbench.cli.options import DbOption
 from castbench.compare import (
     Check,
+    GateConfig,
     GateError,
     SourceError,
     UndecidedPolicy,
     comparability_problems,
+    incomplete_runs,
     load_gate_config,
     load_summary,
     run_gate,
 )
 from castbench.compare.gate_report import gate_junit, gate_markdown, gate_panel
+from castbench.compare.plan import CheckPlan, plan_checks
 from castbench.store import DEFAULT_DB
 
 console = Console()
@@ -49,29 +54,46 @@ def _cli_checks(metrics: list[str], drops: list[float], domain: str | None) -> l
         raise GateError(str(exc)) from exc
 
 
+BaselineOption = Annotated[
+    str, typer.Option(help="Baseline: summary.json, exported run, or run id in --db.", show_default=False)
+]
+MetricOption = Annotated[
+    list[str] | None, typer.Option(help="pass^k or pass@k; repeat for several.", rich_help_panel=_CHECKS)
+]
+MaxDropOption = Annotated[
+    list[float] | None,
+    typer.Option(help="Allowed drop: one for all metrics, or one per --metric.", rich_help_panel=_CHECKS),
+]
+DomainCheckOption = Annotated[
+    str | None,
+    typer.Option(help="Check this domain (default: all shared tasks pooled).", rich_help_panel=_CHECKS),
+]
+GateConfigOption = Annotated[
+    Path | None,
+    typer.Option(help="gate.toml with [[checks]] (metric, max_drop, domain).", rich_help_panel=_CHECKS),
+]
+ConfidenceOption = Annotated[
+    float | None, typer.Option(min=0.5, max=0.999, help="Interval confidence [default: 0.95].")
+]
+
+
+def _settings(
+    config: Path | None, metric: list[str] | None, max_drop: list[float] | None, domain: str | None
+) -> tuple[GateConfig | None, list[Check]]:
+    """gate.toml (if given) and its checks followed by those of the command line."""
+    settings = load_gate_config(config) if config else None
+    checks = (settings.checks if settings else []) + _cli_checks(metric or [], max_drop or [], domain)
+    return settings, checks
+
+
 def gate_command(
-    baseline: Annotated[
-        str, typer.Option(help="Baseline: summary.json, exported run, or run id in --db.", show_default=False)
-    ],
+    baseline: BaselineOption,
     candidate: Annotated[str, typer.Option(help="Candidate: as --baseline.", show_default=False)],
-    metric: Annotated[
-        list[str] | None, typer.Option(help="pass^k or pass@k; repeat for several.", rich_help_panel=_CHECKS)
-    ] = None,
-    max_drop: Annotated[
-        list[float] | None,
-        typer.Option(help="Allowed drop: one for all metrics, or one per --metric.", rich_help_panel=_CHECKS),
-    ] = None,
-    domain: Annotated[
-        str | None,
-        typer.Option(help="Check this domain (default: all shared tasks pooled).", rich_help_panel=_CHECKS),
-    ] = None,
-    config: Annotated[
-        Path | None,
-        typer.Option(help="gate.toml with [[checks]] (metric, max_drop, domain).", rich_help_panel=_CHECKS),
-    ] = None,
-    confidence: Annotated[
-        float | None, typer.Option(min=0.5, max=0.999, help="Interval confidence [default: 0.95].")
-    ] = None,
+    metric: MetricOption = None,
+    max_drop: MaxDropOption = None,
+    domain: DomainCheckOption = None,
+    config: GateConfigOption = None,
+    confidence: ConfidenceOption = None,
     undecided: Annotated[
         UndecidedPolicy | None,
         typer.Option(help="Exit for UNDECIDED: undecided (3), fail (1) or pass (0) [default: undecided]."),
@@ -88,15 +110,18 @@ def gate_command(
     """PASS, FAIL or UNDECIDED for each check, from the paired bootstrap interval of
     candidate − baseline: FAIL if its upper bound < −max_drop, PASS if its lower bound ≥ −max_drop."""
     try:
-        settings = load_gate_config(config) if config else None
-        checks = (settings.checks if settings else []) + _cli_checks(metric or [], max_drop or [], domain)
+        settings, checks = _settings(config, metric, max_drop, domain)
         policy = undecided or (settings.undecided if settings else None) or UndecidedPolicy.UNDECIDED
         level = confidence or (settings.confidence if settings else None) or 0.95
         base, cand = load_summary(baseline, db), load_summary(candidate, db)
+        unfinished = incomplete_runs(base, cand)
+        if unfinished and not force:
+            raise GateError("; ".join(unfinished) + " (re-run it to finish, or --force to gate anyway)")
         problems = comparability_problems(base, cand)
         if problems and not force:
             raise GateError("runs are not comparable: " + "; ".join(problems) + " (--force to gate anyway)")
         result = run_gate(base, cand, checks, level)
+        result.warnings[:0] = [f"forced: {problem}" for problem in unfinished + problems]
     except (GateError, SourceError) as exc:
         fail(exc, label="gate error (exit 2)")
     console.print(gate_panel(result, policy))
@@ -107,3 +132,62 @@ def gate_command(
         junit.parent.mkdir(parents=True, exist_ok=True)
         junit.write_text(gate_junit(result, policy))
     raise typer.Exit(result.exit_code(policy))
+
+
+def _plan_table(plan: CheckPlan) -> Table:
+    table = Table(
+        title=f"{plan.check.label}: allowed drop {plan.check.max_drop:.3f}, power {plan.power:.0%}, "
+        f"{plan.confidence:.0%} intervals",
+        title_justify="left",
+    )
+    for column in (
+        "trials per task",
+        "std. error",
+        "tasks needed",
+        f"decides on {plan.baseline_tasks} tasks",
+    ):
+        table.add_column(column, justify="right")
+    for row in plan.rows:
+        needed = "> 100000" if row.tasks_needed is None else str(row.tasks_needed)
+        mark = "[green]yes[/]" if row.decides_with(plan.baseline_tasks) else "no"
+        table.add_row(str(row.trials), f"{row.standard_error:.4f}", needed, mark)
+    return table
+
+
+def gate_plan_command(
+    baseline: BaselineOption,
+    metric: MetricOption = None,
+    max_drop: MaxDropOption = None,
+    domain: DomainCheckOption = None,
+    config: GateConfigOption = None,
+    power: Annotated[
+        float,
+        typer.Option(
+            min=0.5, max=0.999, help="Chance the gate decides: PASS unchanged, FAIL worse by twice the drop."
+        ),
+    ] = 0.9,
+    confidence: ConfidenceOption = None,
+    db: DbOption = DEFAULT_DB,
+) -> None:
+    """How many tasks x trials a candidate run needs for each check to be decided, from the
+    baseline's own per-task variance (see `castbench.compare.plan`)."""
+    try:
+        settings, checks = _settings(config, metric, max_drop, domain)
+        level = confidence or (settings.confidence if settings else None) or 0.95
+        plans = plan_checks(load_summary(baseline, db), checks, power=power, confidence=level)
+    except (GateError, SourceError, ValueError) as exc:
+        console.print(f"[bold red]gate plan error (exit 2):[/] {escape(str(exc))}")
+        raise typer.Exit(2) from exc
+    for plan in plans:
+        console.print(_plan_table(plan))
+        best = plan.recommended
+        if best is None:
+            console.print(
+                f"[yellow]{escape(plan.check.label)}: no trial count up to {plan.rows[-1].trials} "
+                f"decides it on {plan.baseline_tasks} tasks[/]: allow a larger drop or add tasks"
+            )
+        else:
+            console.print(
+                f"{escape(plan.check.label)}: {best.trials} trials per task on the baseline's "
+                f"{plan.baseline_tasks} tasks decide it with {plan.power:.0%} power"
+            )

@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from castbench.cli.errors import fail
 from castbench.publish.board import BoardError, Entry, board_path, load_board
@@ -34,6 +35,13 @@ def build(
         bool,
         typer.Option(help="Re-execute and re-grade every run's trials; refuse a run that differs."),
     ] = True,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force",
+            help="Rank incomplete or failed runs, or runs that differ in what they measured, anyway.",
+        ),
+    ] = False,
 ) -> None:
     """Write board.md, board.csv, board.json, index.html, curve.svg and one trajectory page per entry."""
     path = board_path(board, root)
@@ -46,7 +54,14 @@ def build(
 
             rerun_entries(spec, root, on_entry=report)
         target = out or path.parent / spec.name
-        written = build_board(spec, root, target, verify=verify)
+        written = build_board(
+            spec,
+            root,
+            target,
+            verify=verify,
+            force=force,
+            on_warning=lambda text: console.print(f"warning (forced): {escape(text)}"),
+        )
     except BoardError as exc:
         fail(exc)
     console.print(f"board {spec.name}: {len(written)} files written to {target}", markup=False)

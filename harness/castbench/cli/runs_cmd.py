@@ -118,7 +118,7 @@ def show_run(
         for record in chosen:
             print_trial(record, console)
         return
-    summary = summarize_run(row.id, config, records)
+    summary = summarize_run(row.id, config, records, row.status)
     print_summary(summary, console)
     print_workers(store, row.id)
     per_task = Table(title="per task", title_justify="left")

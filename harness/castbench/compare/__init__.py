@@ -1,6 +1,11 @@
 """Comparing two runs task by task, and the CI regression gate built on that comparison."""
 
-from castbench.compare.comparability import comparability_number, comparability_problems, shared_domains
+from castbench.compare.comparability import (
+    comparability_number,
+    comparability_problems,
+    incomplete_runs,
+    shared_domains,
+)
 from castbench.compare.gate import (
     Check,
     CheckResult,
@@ -38,6 +43,7 @@ __all__ = [
     "compare_runs",
     "decide",
     "describe",
+    "incomplete_runs",
     "load_gate_config",
     "load_summary",
     "paired_metric",

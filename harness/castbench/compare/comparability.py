@@ -1,16 +1,30 @@
 """Whether two runs may be compared at all.
 
 A domain's version is `N-X`; scores are comparable only while N is the same (new tasks, data,
-tools or policy bump it). pass^k also depends on n, the trials per task: pass^4 estimated from
-8 trials and from 4 are different estimates with different noise, so runs with different n are
-refused too unless the user forces it.
+tools or policy bump it). So is any other difference in what was measured rather than who was
+measured: the user simulator, the step limit, the user's traits, the tasks selected, the grading
+mode, and (when both runs have a critic) how the critic sits in the loop. The agents themselves
+(policy, critic, their model settings) and the seed may differ: that is the point. So may n, the
+trials per task: pass^k from n trials is an unbiased estimate for every n >= k, and the paired
+bootstrap over tasks carries the extra noise of the smaller run into the interval; a candidate
+topped up with `eval --add-trials` is gated against a baseline with another n.
 """
 
 from __future__ import annotations
 
-from castbench.report import RunSummary
+import json
+from typing import Any
 
-__all__ = ["comparability_number", "comparability_problems", "shared_domains"]
+from castbench.report import RunSummary
+from castbench.runner.config import RunConfig
+
+__all__ = [
+    "comparability_number",
+    "comparability_problems",
+    "incomplete_runs",
+    "setting_differences",
+    "shared_domains",
+]
 
 
 def comparability_number(version: str) -> str:
@@ -37,7 +51,55 @@ def comparability_problems(baseline: RunSummary, candidate: RunSummary) -> list[
                 f"domain {name}: version {a} vs {b} — scores of different comparability numbers "
                 f"({comparability_number(a)} vs {comparability_number(b)}) measure different tasks"
             )
-    base_trials, cand_trials = baseline.config.get("trials"), candidate.config.get("trials")
-    if base_trials != cand_trials:
-        problems.append(f"trials per task differ: {base_trials} (baseline) vs {cand_trials} (candidate)")
-    return problems
+    return problems + setting_differences(baseline.config, candidate.config)
+
+
+def _default(key: str) -> Any:
+    field = RunConfig.model_fields.get(key)
+    if field is None:
+        return None
+    value = field.get_default(call_default_factory=True)
+    return value.model_dump(mode="json") if hasattr(value, "model_dump") else value
+
+
+def _setting(config: dict[str, Any], key: str) -> Any:
+    """A measurement setting as a run recorded it; a run stored before it was recorded had the default."""
+    if key == "user":  # a model user is its model string and settings
+        return [config.get("user", _default("user")), config.get("extra", {}).get("models", {}).get("user")]
+    if key == "grading":  # runs from before grading modes matched outputs τ-Bench's way
+        return config.get("grading") or "tau"
+    value = config.get(key)
+    return _default(key) if value is None else value
+
+
+_MEASUREMENT = {
+    "split": "split",
+    "task_ids": "task selection (--tasks)",
+    "user": "user simulator",
+    "limits": "step limit (--max-steps)",
+    "traits": "user traits (--traits)",
+    "grading": "grading mode",
+}
+
+
+def _show(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":")) if not isinstance(value, str) else value
+
+
+def setting_differences(baseline: dict[str, Any], candidate: dict[str, Any]) -> list[str]:
+    """Measurement settings on which two run configs differ, named, with both values."""
+    keys = dict(_MEASUREMENT)
+    if baseline.get("critic", "none") != "none" and candidate.get("critic", "none") != "none":
+        keys["verification"] = "critic loop (--rounds, --on-exhausted, --verify)"
+    found = []
+    for key, label in keys.items():
+        base, cand = _setting(baseline, key), _setting(candidate, key)
+        if base != cand:
+            found.append(f"{label} differs: {_show(base)} (baseline) vs {_show(cand)} (candidate)")
+    return found
+
+
+def incomplete_runs(*summaries: RunSummary) -> list[str]:
+    """Why any of these runs' figures are not final (unscored planned trials, a failed or stopped
+    run), naming the tasks: a gate or board on them would judge an agent by part of its work."""
+    return [reason for summary in summaries if (reason := summary.incomplete_reason()) is not None]

@@ -36,6 +36,7 @@ __all__ = [
     "GateResult",
     "UndecidedPolicy",
     "Verdict",
+    "check_report",
     "decide",
     "load_gate_config",
     "run_gate",
@@ -155,7 +156,8 @@ def load_gate_config(path: Path) -> GateConfig:
         raise GateError(f"{path}: {problems}") from exc
 
 
-def _report(summary: RunSummary, domain: str | None, who: str) -> DomainReport:
+def check_report(summary: RunSummary, domain: str | None, who: str) -> DomainReport:
+    """The report a check reads: a domain's, or all tasks pooled."""
     if domain is None:
         return summary.overall
     if domain not in summary.domains:
@@ -175,8 +177,8 @@ def run_gate(
     results: list[CheckResult] = []
     warnings: list[str] = []
     for check in checks:
-        base = _report(baseline, check.domain, "baseline")
-        cand = _report(candidate, check.domain, "candidate")
+        base = check_report(baseline, check.domain, "baseline")
+        cand = check_report(candidate, check.domain, "candidate")
         try:
             paired = paired_metric(
                 base, cand, parse_metric(check.metric), confidence=check.confidence or confidence

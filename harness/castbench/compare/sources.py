@@ -30,7 +30,7 @@ def load_summary(ref: str, db: str) -> RunSummary:
             exported = read_export(path)
         except ArchiveError as exc:
             raise SourceError(str(exc)) from exc
-        return summarize_run(exported.run_id, exported.config, exported.trials)
+        return summarize_run(exported.run_id, exported.config, exported.trials, exported.status)
     if path.suffix == ".json":
         try:
             return RunSummary.model_validate_json(path.read_text())
@@ -46,7 +46,7 @@ def load_summary(ref: str, db: str) -> RunSummary:
     try:
         store = ResultsStore(db)
         row = store.run(ref)
-        return summarize_run(row.id, store.config(row.id), store.trials(row.id))
+        return summarize_run(row.id, store.config(row.id), store.trials(row.id), row.status)
     except (StoreError, ValueError) as exc:
         raise SourceError(str(exc)) from exc
 

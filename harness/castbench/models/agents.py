@@ -1,8 +1,9 @@
 """Model-backed policy, critic and simulated user: what `--policy openai/...` and friends create.
 
 Each is created once per trial (see `castbench.agents.protocols`) with the role's validated
-settings. They raise nothing but `InfrastructureError` (a provider failed after retries):
-anything the model itself gets wrong is returned as data.
+settings. They raise nothing but `InfrastructureError` (a provider failed after retries) and
+`ProviderRejection` (the provider refused the conversation: the agent's failure); anything else
+the model itself gets wrong is returned as data.
 """
 
 from __future__ import annotations

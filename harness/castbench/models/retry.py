@@ -3,7 +3,9 @@
 - rate limit (429): retried, waiting at least what the provider's Retry-After asks;
 - transient (5xx, timeouts, dropped connections, an empty answer): retried with exponential
   backoff and full jitter;
-- permanent (400, 422, ...): not retried; the trial fails as an infrastructure error (the engine
+- rejected (400, 413, 422: context length exceeded, an invalid request built from the model's own
+  output): not retried; raised as `ProviderRejection`, the agent's failure (the trial scores 0);
+- permanent (other 4xx, ...): not retried; the trial fails as an infrastructure error (the engine
   restarts it from its seed, then stores it as `error`);
 - fatal (401/403 auth, 404 unknown model): not retried; nothing else in the run can succeed.
 
@@ -23,15 +25,17 @@ import openai
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt, stop_before_delay
 from tenacity.wait import wait_random_exponential
 
-from castbench.errors import FatalInfrastructureError, InfrastructureError
+from castbench.errors import FatalInfrastructureError, InfrastructureError, ProviderRejection
 
 __all__ = ["EmptyResponse", "ErrorKind", "RetryPolicy", "call_with_retries", "classify", "retry_after_s"]
 
 T = TypeVar("T")
-ErrorKind = Literal["rate_limit", "transient", "permanent", "fatal"]
+ErrorKind = Literal["rate_limit", "transient", "rejected", "permanent", "fatal"]
 
 _RETRIED: frozenset[ErrorKind] = frozenset({"rate_limit", "transient"})
 _TRANSIENT_STATUS = frozenset({408, 409, 425})
+_REJECTED_STATUS = frozenset({400, 413, 422})
+"""What the request itself got wrong: with the same conversation every retry gets the same answer."""
 
 
 class EmptyResponse(RuntimeError):
@@ -64,6 +68,8 @@ def classify(exc: BaseException) -> ErrorKind:
         return "fatal"
     if status >= 500 or status in _TRANSIENT_STATUS:
         return "transient"
+    if status in _REJECTED_STATUS:
+        return "rejected"
     return "permanent"
 
 
@@ -108,7 +114,8 @@ def _wait(policy: RetryPolicy) -> Callable[[RetryCallState], float]:
 
 
 def call_with_retries(fn: Callable[[], T], policy: RetryPolicy, describe: str) -> tuple[T, int]:
-    """`fn()` and the number of retries it took; `InfrastructureError` once retrying must stop."""
+    """`fn()` and the number of retries it took; `InfrastructureError` once retrying must stop,
+    `ProviderRejection` when the request itself was refused."""
     retrying = Retrying(
         stop=stop_after_attempt(policy.max_attempts) | stop_before_delay(policy.max_call_s),
         wait=_wait(policy),
@@ -123,5 +130,7 @@ def call_with_retries(fn: Callable[[], T], policy: RetryPolicy, describe: str) -
         message = f"{describe}: {kind} error after {attempts} attempt(s): {type(exc).__name__}: {exc}"
         if kind == "fatal":
             raise FatalInfrastructureError(message) from exc
+        if kind == "rejected":
+            raise ProviderRejection(message) from exc
         raise InfrastructureError(message) from exc
     return value, retrying.statistics.get("attempt_number", 1) - 1

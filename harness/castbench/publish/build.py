@@ -15,8 +15,10 @@ error for a declared entry, and excluded, with the reason, from a board of disco
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
+from castbench.compare.comparability import setting_differences
 from castbench.publish.archive import EXPORT_SUFFIX, ArchiveError, ExportedRun, read_export
 from castbench.publish.board import BoardError, BoardSpec, Entry
 from castbench.publish.curve import curve_svg
@@ -37,7 +39,9 @@ def _verified(path: Path, verify: bool) -> ExportedRun:
     return exported
 
 
-def _declared(spec: BoardSpec, root: Path, verify: bool) -> list[tuple[BoardRow, ExportedRun]]:
+def _declared(
+    spec: BoardSpec, root: Path, verify: bool, allow_incomplete: bool
+) -> list[tuple[BoardRow, ExportedRun]]:
     found: list[tuple[BoardRow, ExportedRun]] = []
     for entry in spec.entries or []:
         path = root / entry.run_path(spec.name)
@@ -52,12 +56,12 @@ def _declared(spec: BoardSpec, root: Path, verify: bool) -> list[tuple[BoardRow,
             exported = _verified(path, verify)
         except ArchiveError as exc:
             raise BoardError(f"{entry.name}: {exc}") from exc
-        found.append((entry_row(spec, entry, exported), exported))
+        found.append((entry_row(spec, entry, exported, allow_incomplete), exported))
     return found
 
 
 def _discovered(
-    spec: BoardSpec, root: Path, verify: bool
+    spec: BoardSpec, root: Path, verify: bool, allow_incomplete: bool
 ) -> tuple[list[tuple[BoardRow, ExportedRun]], list[Excluded]]:
     found: list[tuple[BoardRow, ExportedRun]] = []
     excluded: list[Excluded] = []
@@ -70,7 +74,8 @@ def _discovered(
             name = config.policy + ("" if config.critic == "none" else f" + {config.critic}")
             if name in names:
                 name = f"{name} ({exported.run_id})"
-            found.append((entry_row(spec, Entry(name=name, run=source), exported), exported))
+            row = entry_row(spec, Entry(name=name, run=source), exported, allow_incomplete)
+            found.append((row, exported))
             names.add(name)
         except (ArchiveError, BoardError) as exc:
             excluded.append(Excluded(source=source, reason=str(exc)))
@@ -78,21 +83,51 @@ def _discovered(
 
 
 def collect_rows(
-    spec: BoardSpec, root: Path, *, verify: bool = True
+    spec: BoardSpec, root: Path, *, verify: bool = True, allow_incomplete: bool = False
 ) -> tuple[list[tuple[BoardRow, ExportedRun]], list[Excluded]]:
     """Rows of the declared entries (any ineligible or unverified one is an error), or of every
     eligible, verified export under `results/` (the others listed as excluded, with the reason)."""
     if spec.entries is not None:
-        return _declared(spec, root, verify), []
-    return _discovered(spec, root, verify)
+        return _declared(spec, root, verify, allow_incomplete), []
+    return _discovered(spec, root, verify, allow_incomplete)
 
 
-def build_board(spec: BoardSpec, root: Path, out_dir: Path, *, verify: bool = True) -> list[Path]:
-    """Build the board into `out_dir`; returns the files written."""
-    found, excluded = collect_rows(spec, root, verify=verify)
+def _incomparable(found: list[tuple[BoardRow, ExportedRun]]) -> list[str]:
+    """How the runs differ in what they measured (user simulator, step limit, traits, grading, ...):
+    rows of one board must differ only in the agents."""
+    (first, reference), *others = found
+    reference_config = reference.config.model_dump(mode="json")
+    return [
+        f"{row.name} vs {first.name}: {difference}"
+        for row, exported in others
+        for difference in setting_differences(reference_config, exported.config.model_dump(mode="json"))
+    ]
+
+
+def build_board(
+    spec: BoardSpec,
+    root: Path,
+    out_dir: Path,
+    *,
+    verify: bool = True,
+    force: bool = False,
+    on_warning: Callable[[str], None] | None = None,
+) -> list[Path]:
+    """Build the board into `out_dir`; returns the files written. Incomplete or failed runs, and
+    runs that differ in what they measured, are refused unless `force` (then each difference is
+    passed to `on_warning`)."""
+    found, excluded = collect_rows(spec, root, verify=verify, allow_incomplete=force)
     if not found:
         reasons = "".join(f"\n  {item.source}: {item.reason}" for item in excluded)
         raise BoardError(f"board {spec.name}: no eligible run{reasons}")
+    differences = _incomparable(found)
+    if differences and not force:
+        raise BoardError(
+            f"board {spec.name}: runs not comparable: " + "; ".join(differences) + " (--force to rank anyway)"
+        )
+    for difference in differences:
+        if on_warning is not None:
+            on_warning(difference)
     rows = rank_rows(spec, [row for row, _ in found])
     exports = {row.slug: exported for row, exported in found}
     board = Board(

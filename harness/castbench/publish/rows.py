@@ -69,9 +69,16 @@ def _traits(extra: dict[str, Any]) -> str | None:
     return str(traits)
 
 
-def eligibility_problems(spec: BoardSpec, exported: ExportedRun, summary: RunSummary) -> list[str]:
+def eligibility_problems(
+    spec: BoardSpec, exported: ExportedRun, summary: RunSummary, allow_incomplete: bool = False
+) -> list[str]:
+    """Why this run does not belong on the board; an incomplete or failed run is refused unless
+    `allow_incomplete` (its pass^k would rank part of the agent's work)."""
     config = exported.config
     problems: list[str] = []
+    reason = summary.incomplete_reason()
+    if reason is not None and not allow_incomplete:
+        problems.append(f"{reason} (--force to rank it anyway)")
     for domain, number in sorted(spec.domains.items()):
         version = config.domains.get(domain)
         if version is None:
@@ -81,13 +88,8 @@ def eligibility_problems(spec: BoardSpec, exported: ExportedRun, summary: RunSum
             problems.append(
                 f"domain {domain} version {version} is not comparable with the board's {number}-x"
             )
-        report = summary.domains.get(domain)
-        if report is None:
-            problems.append(f"domain {domain}: no task has all its trials scored")
-        elif report.incomplete_tasks:
-            problems.append(
-                f"domain {domain}: {len(report.incomplete_tasks)} task(s) without all trials scored"
-            )
+        if domain not in summary.domains:
+            problems.append(f"domain {domain}: no task planned or stored")
     if config.split != spec.split:
         problems.append(f"ran the {config.split} split, the board ranks {spec.split}")
     if config.task_ids is not None:
@@ -143,11 +145,15 @@ def _cost(reports: list[DomainReport]) -> float | None:
     return sum(cost * trials for cost, trials in priced) / sum(r.n_trials + r.errored_trials for r in reports)
 
 
-def entry_row(spec: BoardSpec, entry: Entry, exported: ExportedRun) -> BoardRow:
+def entry_row(
+    spec: BoardSpec, entry: Entry, exported: ExportedRun, allow_incomplete: bool = False
+) -> BoardRow:
     """The row of one entry, or BoardError saying why its run does not belong on the board."""
     config = exported.config
-    summary = summarize_run(exported.run_id, config, exported.trials)
-    problems = _entry_mismatch(entry, exported) + eligibility_problems(spec, exported, summary)
+    summary = summarize_run(exported.run_id, config, exported.trials, exported.status)
+    problems = _entry_mismatch(entry, exported) + eligibility_problems(
+        spec, exported, summary, allow_incomplete
+    )
     if problems:
         raise BoardError(f"{entry.name} ({entry.run_path(spec.name)}): " + "; ".join(problems))
     reports = [summary.domains[domain] for domain in sorted(spec.domains)]

@@ -1,17 +1,20 @@
 """A run's summary, derived from its stored trial records and nothing else.
 
 This is what `--output summary.json` writes, what the tables show and what a CI gate reads.
-Trials that ended in an infrastructure or harness error are not scored; a task with fewer than
-the configured trials scored is *incomplete*: excluded from pass^k and reported loudly.
+pass^k is taken over every task the run planned: a task with fewer scored trials than planned is
+estimated from those it has, a task with none counts as failed (and is listed as missing), so
+tasks an agent cannot get through never drop out of the denominator. Only infrastructure and
+harness errors leave a trial unscored; then the run is `incomplete`, and a conservative bound
+(every unscored trial counted as a failure) is reported beside pass^k.
 """
 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from castbench.agents.conversation import Usage
 from castbench.metrics import ReliabilitySummary, TaskOutcome, summarize_counts
@@ -19,11 +22,21 @@ from castbench.report.critic_report import CriticReport, critic_report, paired_e
 from castbench.runner.config import RunConfig
 from castbench.runner.records import TrialRecord
 
-__all__ = ["DomainReport", "RunSummary", "pair_with_baseline", "summarize_run"]
+__all__ = ["DomainReport", "RunStatus", "RunSummary", "pair_with_baseline", "summarize_run"]
+
+RunStatus = Literal["complete", "incomplete", "stopped", "failed", "running", "interrupted"]
 
 
 class DomainReport(ReliabilitySummary):
     incomplete_tasks: list[str] = Field(default_factory=list)
+    """Planned tasks with fewer scored trials than planned (in pass^k, estimated from what they have)."""
+    missing_tasks: list[str] = Field(default_factory=list)
+    """Planned tasks without a single scored trial (in pass^k as failed)."""
+    unscored_trials: int = 0
+    """Planned trials without a scored record: errored, or never run."""
+    pass_hat_conservative: dict[int, float] | None = None
+    """pass^k with every unscored planned trial counted as a failure (only when any is unscored):
+    the lowest pass^k the completed run could have."""
     errored_trials: int = 0
     """Trials not scored (infrastructure or harness errors after retries)."""
     retried_trials: int = 0
@@ -47,6 +60,8 @@ class DomainReport(ReliabilitySummary):
 
 class RunSummary(BaseModel):
     run_id: str
+    status: RunStatus = "complete"
+    """`complete` only when every planned trial is scored; gates and leaderboards refuse others."""
     config: dict[str, Any]
     domains: dict[str, DomainReport]
     overall: DomainReport
@@ -54,24 +69,62 @@ class RunSummary(BaseModel):
     trait_sweep: Any = None
     """With `--sweep-traits`: each profile's pass^k and its drop against no traits."""
 
+    @model_validator(mode="after")
+    def _incomplete_when_trials_are_missing(self) -> RunSummary:
+        """Summaries written before runs had a status say so through their incomplete tasks."""
+        if self.status == "complete" and (self.overall.incomplete_tasks or self.overall.unscored_trials):
+            self.status = "incomplete"
+        return self
 
-def _report(records: list[TrialRecord], trials: int, seed: int, prefix_domain: bool) -> DomainReport | None:
+    @property
+    def missing(self) -> list[str]:
+        """Planned tasks (domain/task) without every planned trial scored."""
+        return list(self.overall.incomplete_tasks)
+
+    def incomplete_reason(self) -> str | None:
+        """Why this run's figures are not final, naming the tasks; None for a complete run."""
+        if self.status == "complete":
+            return None
+        tasks = self.missing
+        listed = ", ".join(tasks[:10]) + (f" and {len(tasks) - 10} more" if len(tasks) > 10 else "")
+        what = f"{self.overall.unscored_trials} planned trial(s) unscored" + (
+            f" in {len(tasks)} task(s): {listed}" if tasks else ""
+        )
+        return f"run {self.run_id} is {self.status}: {what}"
+
+
+def _outcomes(
+    by_task: dict[str, list[TrialRecord]], tasks: list[str], trials: int
+) -> tuple[dict[str, TaskOutcome], dict[str, TaskOutcome]]:
+    """Per planned task: the estimate from its scored trials (no scored trial: `trials` failures),
+    and the conservative count with every unscored planned trial a failure."""
+    estimate: dict[str, TaskOutcome] = {}
+    conservative: dict[str, TaskOutcome] = {}
+    for task_id in tasks:
+        scored = [r for r in by_task.get(task_id, []) if r.status == "scored"]
+        successes = sum(r.passed for r in scored)
+        estimate[task_id] = TaskOutcome(n=len(scored) or trials, successes=successes)
+        conservative[task_id] = TaskOutcome(n=max(trials, len(scored)), successes=successes)
+    return estimate, conservative
+
+
+def _report(
+    records: list[TrialRecord], planned: list[str] | None, trials: int, seed: int, prefix_domain: bool
+) -> DomainReport | None:
     by_task: dict[str, list[TrialRecord]] = defaultdict(list)
     for record in records:
         key = f"{record.domain}/{record.task_id}" if prefix_domain else record.task_id
         by_task[key].append(record)
-    outcomes: dict[str, TaskOutcome] = {}
-    incomplete: list[str] = []
-    for task_id, task_records in sorted(by_task.items()):
-        scored = [r for r in task_records if r.status == "scored"]
-        if len(scored) < trials:
-            incomplete.append(task_id)
-            continue
-        outcomes[task_id] = TaskOutcome(n=len(scored), successes=sum(r.passed for r in scored))
-    if not outcomes:
+    tasks = planned if planned is not None else sorted(by_task)
+    if not tasks:
         return None
-    reliability = summarize_counts(outcomes, seed=seed)
-    strict = _strict(by_task, outcomes, seed)
+    estimate, conservative = _outcomes(by_task, tasks, trials)
+    scored_counts = {
+        task_id: sum(r.status == "scored" for r in by_task.get(task_id, [])) for task_id in tasks
+    }
+    unscored = sum(max(0, trials - count) for count in scored_counts.values())
+    reliability = summarize_counts(estimate, seed=seed)
+    strict = _strict(by_task, estimate, seed)
     scored_records = [r for r in records if r.status == "scored"]
     usage: dict[str, Usage] = {}
     for record in records:
@@ -81,7 +134,10 @@ def _report(records: list[TrialRecord], trials: int, seed: int, prefix_domain: b
     failed = [r.grade for r in scored_records if not r.passed and r.grade is not None]
     return DomainReport(
         **reliability.model_dump(),
-        incomplete_tasks=incomplete,
+        incomplete_tasks=sorted(task_id for task_id, count in scored_counts.items() if count < trials),
+        missing_tasks=sorted(task_id for task_id, count in scored_counts.items() if count == 0),
+        unscored_trials=unscored,
+        pass_hat_conservative=summarize_counts(conservative, seed=seed).pass_hat if unscored else None,
         errored_trials=sum(r.status == "error" for r in records),
         retried_trials=sum(r.attempts > 1 for r in records),
         timed_out_trials=sum(r.end_reason == "timeout" for r in records),
@@ -111,30 +167,47 @@ def _strict(
     return summarize_counts(strict, seed=seed)
 
 
-def summarize_run(run_id: str, config: RunConfig, records: Iterable[TrialRecord]) -> RunSummary:
+def _status(run_status: str | None, overall: DomainReport) -> RunStatus:
+    """The stored status where it says more than the records (failed, stopped, ...); otherwise
+    complete exactly when every planned trial is scored."""
+    if run_status in ("failed", "stopped", "running", "interrupted"):
+        return run_status  # type: ignore[return-value]
+    return "incomplete" if overall.unscored_trials else "complete"
+
+
+def summarize_run(
+    run_id: str, config: RunConfig, records: Iterable[TrialRecord], run_status: str | None = None
+) -> RunSummary:
+    """`run_status` is the store's status of the run, when known."""
     records = list(records)
     by_domain: dict[str, list[TrialRecord]] = defaultdict(list)
     for record in records:
         by_domain[record.domain].append(record)
+    planned = config.planned_tasks or None
     domains: dict[str, DomainReport] = {}
     warnings: list[str] = []
     for name in config.domains:
-        report = _report(by_domain.get(name, []), config.trials, config.seed, prefix_domain=False)
+        tasks = planned.get(name, []) if planned is not None else None
+        report = _report(by_domain.get(name, []), tasks, config.trials, config.seed, prefix_domain=False)
         if report is None:
-            warnings.append(f"{name}: no task has all {config.trials} trials scored yet")
+            warnings.append(f"{name}: no task planned or stored")
             continue
         domains[name] = report
-        if report.incomplete_tasks:
+        if report.unscored_trials:
             warnings.append(
-                f"{name}: {len(report.incomplete_tasks)} incomplete task(s) excluded from pass^k "
-                f"(fewer than {config.trials} scored trials): {', '.join(report.incomplete_tasks[:5])}"
+                f"{name}: {report.unscored_trials} planned trial(s) unscored in "
+                f"{len(report.incomplete_tasks)} task(s) (in pass^k from their scored trials; "
+                f"{len(report.missing_tasks)} with none count as failed): "
+                + ", ".join(report.incomplete_tasks[:5])
                 + (" ..." if len(report.incomplete_tasks) > 5 else "")
             )
-    overall = _report(records, config.trials, config.seed, prefix_domain=True)
+    pooled = [f"{name}/{task_id}" for name, ids in planned.items() for task_id in ids] if planned else None
+    overall = _report(records, pooled, config.trials, config.seed, prefix_domain=True)
     if overall is None:
-        raise ValueError(f"run {run_id}: no complete task to summarise")
+        raise ValueError(f"run {run_id}: no task planned or stored to summarise")
     return RunSummary(
         run_id=run_id,
+        status=_status(run_status, overall),
         config=config.model_dump(mode="json"),
         domains=domains,
         overall=overall,

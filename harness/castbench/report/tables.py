@@ -30,7 +30,9 @@ def _ks(n: int) -> list[int]:
 def _pass_hat(report: ReliabilitySummary | None, k: int) -> str:
     if report is None or k not in report.pass_hat:
         return "–"
-    return _cell(report.pass_hat[k], report.ci95[k])
+    cell = _cell(report.pass_hat[k], report.ci95[k])
+    bound = (getattr(report, "pass_hat_conservative", None) or {}).get(k)
+    return cell if bound is None else f"{cell} [yellow]≥ {bound:.3f}[/]"
 
 
 def reliability_table(summary: RunSummary) -> Table:
@@ -42,7 +44,10 @@ def reliability_table(summary: RunSummary) -> Table:
     if len(columns) > 1:
         columns.append(("overall", summary.overall))
     strict = any(report.strict is not None for _, report in columns)
-    table = Table(title=f"pass^k, 95% CI over tasks — run {summary.run_id}", title_justify="left")
+    title = f"pass^k, 95% CI over tasks — run {summary.run_id}"
+    if any(report.pass_hat_conservative for _, report in columns):
+        title += "\n≥ x: conservative bound, every unscored planned trial counted as a failure"
+    table = Table(title=title, title_justify="left")
     table.add_column("k", justify="right", style="bold")
     for name, report in columns:
         table.add_column(escape(f"{name} ({report.n_tasks} tasks)"), justify="right")
@@ -66,7 +71,7 @@ def _details_table(summary: RunSummary) -> Table:
         ("steps per trial", lambda r: f"{r.steps_mean:.1f}"),
         ("errored / retried", lambda r: f"{r.errored_trials} / {r.retried_trials}"),
         ("timed out (scored 0)", lambda r: str(r.timed_out_trials)),
-        ("incomplete tasks", lambda r: str(len(r.incomplete_tasks))),
+        ("incomplete / missing tasks", lambda r: f"{len(r.incomplete_tasks)} / {len(r.missing_tasks)}"),
         ("failed but looked fine", lambda r: str(r.surface_success)),
         ("cost per trial", lambda r: "–" if r.cost_per_trial is None else f"${r.cost_per_trial:.4f}"),
     ]
@@ -84,6 +89,9 @@ def _details_table(summary: RunSummary) -> Table:
 
 
 def print_summary(summary: RunSummary, console: Console) -> None:
+    reason = summary.incomplete_reason()
+    if reason is not None:
+        console.print(f"[bold red]{summary.status.upper()}:[/] {escape(reason)}; its figures are not final")
     console.print(reliability_table(summary))
     console.print(_details_table(summary))
     critic = critic_table(summary)

@@ -6,9 +6,10 @@ import hashlib
 import json
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 from castbench.grading import GradingMode
+from castbench.runner.identity import Fingerprint
 from castbench.runner.rollout import Limits, Verification
 
 __all__ = ["RunConfig"]
@@ -19,6 +20,10 @@ class RunConfig(BaseModel):
     """Domain name -> version."""
     split: str = "test"
     task_ids: list[str] | None = None
+    """The `--tasks` selection, sorted and deduplicated: `b,a,a` is the same run as `a,b`."""
+    planned_tasks: dict[str, list[str]] = Field(default_factory=dict)
+    """Domain -> ids of the tasks the run planned; pass^k is over all of them. Empty in runs
+    stored before plans were recorded (their tasks are those with a stored trial)."""
     policy: str
     critic: str = "none"
     user: str = "scripted"
@@ -35,6 +40,15 @@ class RunConfig(BaseModel):
     debugging): it could have read the ground truth, so leaderboards refuse the run."""
     extra: dict[str, Any] = Field(default_factory=dict)
     """Further scoring-relevant settings (model settings per role, ...)."""
+    fingerprint: Fingerprint = Field(default_factory=Fingerprint)
+    """Digests of the agents' code, the domains' files and castbench's version: a run resumes only
+    when these match too (see `castbench.runner.identity`)."""
+
+    @field_validator("task_ids")
+    @classmethod
+    def _normalised(cls, value: list[str] | None) -> list[str] | None:
+        return sorted(set(value)) if value else None
+
     grading: GradingMode | None = None
     """How required outputs are matched: `castbench` (numbers as numbers, whole words) or τ-Bench's
     `tau` (plain substring). None marks a run recorded before grading modes existed: its outputs
@@ -45,9 +59,23 @@ class RunConfig(BaseModel):
         return self.grading or "tau"
 
     def config_hash(self) -> str:
-        # an empty `in_process` is left out, so runs stored before the field existed still resume
-        exclude = None if self.in_process else {"in_process"}
-        canonical = json.dumps(
-            self.model_dump(mode="json", exclude=exclude), sort_keys=True, separators=(",", ":")
-        )
-        return hashlib.sha256(canonical.encode()).hexdigest()
+        """The run's identity: options and fingerprint."""
+        return _hash(self._dump())
+
+    def _dump(self, exclude: set[str] | None = None) -> Any:
+        # an empty `in_process` is left out, so runs stored before the field existed keep their hash
+        left_out = set(exclude or ()) | (set() if self.in_process else {"in_process"})
+        return self.model_dump(mode="json", exclude=left_out)
+
+    def hash_except_trials(self) -> str:
+        """Everything but the trials per task: a run topped up with more trials keeps this."""
+        return _hash(self._dump({"trials"}))
+
+    def options_hash(self) -> str:
+        """The options alone: equal for two runs that differ only in code or data."""
+        return _hash(self._dump({"fingerprint"}))
+
+
+def _hash(value: Any) -> str:
+    canonical = json.dumps(value, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()

@@ -15,28 +15,21 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+from pydantic import ValidationError
 from pydantic_core import PydanticSerializationError
 
 from castbench.agents.conversation import Usage
-from castbench.domain import Database, Domain, Task, TaskFileError, load_domain
+from castbench.domain import Database, Domain, Task
 from castbench.errors import FatalInfrastructureError, RunInterrupted
 from castbench.runner.config import RunConfig
 from castbench.runner.deadline import Cancelled, TimeLimits
+from castbench.runner.plan import TrialJob, plan_trials, planned_trials
 from castbench.runner.records import TrialRecord
 from castbench.runner.rollout import AgentSet, run_trial
-from castbench.runner.seeds import trial_seed
 from castbench.runner.shared import DEFAULT_LEASE_S, SharedPlan
 from castbench.store import ResultsStore
 
-__all__ = ["EvalOutcome", "TrialJob", "plan_trials", "run_eval", "select_tasks"]
-
-
-@dataclass(frozen=True)
-class TrialJob:
-    domain: Domain
-    task: Task
-    trial_index: int
-    seed: int
+__all__ = ["EvalOutcome", "run_eval", "superseded_run"]
 
 
 @dataclass(frozen=True)
@@ -48,6 +41,13 @@ class EvalOutcome:
     total: int
     stopped: str | None = None
     """Why the run stopped before its last trial (re-running the same command resumes it)."""
+    unscored: int = 0
+    """Planned trials without a scored record at the end (infrastructure errors): the run is
+    incomplete and its pass^k is not final."""
+    superseded: str | None = None
+    """A stored run with the same options that was not resumed because its code or data differ."""
+    changes: tuple[str, ...] = ()
+    """What differs from `superseded` (the policy's code, a domain's task files, ...)."""
 
 
 class ExpectedStates:
@@ -63,30 +63,6 @@ class ExpectedStates:
             if key not in self._cache:
                 self._cache[key] = domain.replay(task)
             return self._cache[key]
-
-
-def select_tasks(domain: Domain, split: str, task_ids: list[str] | None) -> list[Task]:
-    """The split's tasks, or those of them named in `task_ids` (ids of other domains ignored)."""
-    tasks = domain.tasks(split)
-    if not task_ids:
-        return tasks
-    wanted = set(task_ids)
-    return [task for task in tasks if task.id in wanted]
-
-
-def plan_trials(config: RunConfig) -> list[TrialJob]:
-    jobs = []
-    for name in config.domains:
-        domain = load_domain(name)
-        for task in select_tasks(domain, config.split, config.task_ids):
-            for index in range(config.trials):
-                jobs.append(TrialJob(domain, task, index, trial_seed(config.seed, name, task.id, index)))
-    if config.task_ids:
-        found = {job.task.id for job in jobs}
-        missing = sorted(set(config.task_ids) - found)
-        if missing:
-            raise TaskFileError(f"unknown task id(s) in split {config.split}: {', '.join(missing)}")
-    return jobs
 
 
 def _harness_error(job: TrialJob, message: str) -> TrialRecord:
@@ -213,6 +189,23 @@ def _cost(record: TrialRecord) -> float:
     return sum(usage.cost or 0.0 for usage in record.usage.values())
 
 
+def superseded_run(store: ResultsStore, config: RunConfig) -> tuple[str, list[str]] | None:
+    """The latest stored run with the same options but other code, data or castbench version,
+    and what changed: why a re-run did not resume it."""
+    digest, options = config.config_hash(), config.options_hash()
+    rows = store.runs()
+    if any(row.config_hash == digest for row in rows):
+        return None
+    for row in reversed(rows):
+        try:
+            before = RunConfig.model_validate_json(row.config_json)
+        except ValidationError:
+            continue
+        if before.options_hash() == options:
+            return row.id, config.fingerprint.changes(before.fingerprint)
+    return None
+
+
 def run_eval(
     config: RunConfig,
     agents: AgentSet,
@@ -238,12 +231,14 @@ def run_eval(
     (Postgres) any number of processes may run this for one run at once: they split its trials
     through claims whose leases last `lease_s` seconds past a worker's last heartbeat
     (`castbench.runner.shared`)."""
-    jobs = plan_trials(config)
+    total = planned_trials(config)
+    superseded = None if fresh else superseded_run(store, config)
     run_id, resumed = store.open_run(config, meta or {}, fresh=fresh)
     done = store.scored_keys(run_id) if resumed else set()
-    todo = [job for job in jobs if _key(job) not in done]
+    already = min(len(done), total)
+    todo = (job for job in plan_trials(config) if _key(job) not in done)  # lazy: 10^6 trials stay cheap
     if on_start is not None:
-        on_start(len(jobs) - len(todo), len(jobs))
+        on_start(already, total)
     expected = ExpectedStates()
     store.set_status(run_id, "running")
     runtime = _Runtime(time_limits or TimeLimits(), threading.Event(), max_attempts)
@@ -275,7 +270,7 @@ def run_eval(
     unfinished = False
     try:
         if store.shared:
-            with SharedPlan(store, run_id, todo, _key, lease_s) as plan:
+            with SharedPlan(store, run_id, list(todo), _key, lease_s) as plan:
                 while True:
                     keep(_results(plan.claimed(), work, concurrency, over_budget, runtime.stop), plan.finish)
                     unfinished = not plan.settled()
@@ -284,22 +279,25 @@ def run_eval(
                     plan.wait()
         else:
             keep(_results(todo, work, concurrency, over_budget, runtime.stop), None)
-            unfinished = ran < len(todo)
+            unfinished = ran < total - already
     except (KeyboardInterrupt, Cancelled):
         with _second_interrupt_exits():
             runtime.stop.set()
             for results in active:
                 results.close()
             store.set_status(run_id, "interrupted")
-        raise RunInterrupted(run_id, len(jobs) - len(todo) + ran, len(jobs)) from None
+        raise RunInterrupted(run_id, already + ran, total) from None
     except BaseException:
         store.set_status(run_id, "failed")
         raise
     stopped = None
     if unfinished:
-        stopped = f"cost limit reached: ${spent:.4f} spent of ${max_cost}; {len(todo) - ran} trial(s) not run"
-    store.set_status(run_id, "stopped" if stopped else "complete")
-    return EvalOutcome(run_id, resumed, len(jobs) - len(todo), ran, len(jobs), stopped)
+        not_run = total - already - ran
+        stopped = f"cost limit reached: ${spent:.4f} spent of ${max_cost}; {not_run} trial(s) not run"
+    unscored = total - min(total, len(store.scored_keys(run_id)))  # other workers' trials count too
+    store.set_status(run_id, "stopped" if stopped else "incomplete" if unscored else "complete")
+    superseded_id, changes = superseded or (None, [])
+    return EvalOutcome(run_id, resumed, already, ran, total, stopped, unscored, superseded_id, tuple(changes))
 
 
 def _store(store: ResultsStore, run_id: str, record: TrialRecord) -> None:

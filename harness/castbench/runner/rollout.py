@@ -10,8 +10,9 @@
     action against the domain policy: the privileged labeler labels each proposal as it is made)
 
 An agent's bad output is recorded and answered with an error observation. Whatever else an agent
-does wrong ends its trial, never the run: a policy or critic that raises (in `__init__` too), returns
-the wrong type or something that cannot be stored fails the trial (`agent_error`, scored 0); one
+does wrong ends its trial, never the run: a policy or critic that raises (in `__init__` too; a
+provider's refusal of the conversation it built, `ProviderRejection`, included), returns the
+wrong type or something that cannot be stored fails the trial (`agent_error`, scored 0); one
 that overruns its time limit ends it as `timeout` (scored 0). A simulated user that does so leaves
 the trial unscored (it is the environment, not the agent under test). Infrastructure errors and
 domain bugs mark the trial `error`: it is not scored.

@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import event, text
+from sqlalchemy import event, inspect, text
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, SQLModel, col, create_engine, select
@@ -25,7 +25,7 @@ from castbench.runner.records import TrialRecord
 from castbench.store.connect import db_url, plain_db_errors
 from castbench.store.tables import RunRow, TrialRow
 
-__all__ = ["DEFAULT_DB", "ResultsStore", "StoreError", "TrialKey"]
+__all__ = ["DEFAULT_DB", "ResultsStore", "StoreError", "TrialKey", "last_written"]
 
 DEFAULT_DB = "sqlite:///results/castbench.db"
 
@@ -113,6 +113,22 @@ def _create_postgres_schema(engine: Engine) -> None:
             connection.execute(text("ALTER TABLE trial ALTER COLUMN seed TYPE BIGINT"))
 
 
+_ADDED_COLUMNS = {"run": {"updated": "TIMESTAMP"}}
+"""Columns added since the first schema: databases made before gain them, empty, on opening."""
+
+
+def _add_missing_columns(engine: Engine) -> None:
+    """(Postgres workers may open a store at once: there the statement tolerates a lost race.)"""
+    guard = " IF NOT EXISTS" if engine.dialect.name == "postgresql" else ""
+    inspector = inspect(engine)
+    for table, columns in _ADDED_COLUMNS.items():
+        have = {column["name"] for column in inspector.get_columns(table)}
+        with engine.begin() as connection:
+            for name, kind in columns.items():
+                if name not in have:
+                    connection.exec_driver_sql(f"ALTER TABLE {table} ADD COLUMN{guard} {name} {kind}")
+
+
 class ResultsStore:
     def __init__(self, url: str = DEFAULT_DB) -> None:
         """`url`: a SQLAlchemy URL or a plain path to a SQLite file. `StoreError` (one line that
@@ -133,6 +149,7 @@ class ResultsStore:
                 _create_postgres_schema(self.engine)
             else:
                 SQLModel.metadata.create_all(self.engine)
+            _add_missing_columns(self.engine)
 
     # -- runs ------------------------------------------------------------------------------
     def open_run(self, config: RunConfig, meta: dict[str, Any], fresh: bool = False) -> tuple[str, bool]:
@@ -146,10 +163,12 @@ class ResultsStore:
             if existing and not fresh:
                 return existing[-1].id, True
             run_id = f"r-{digest[:12]}" + (f"-{len(existing) + 1}" if existing else "")
+            now = datetime.now(UTC)
             session.add(
                 RunRow(
                     id=run_id,
-                    created=datetime.now(UTC),
+                    created=now,
+                    updated=now,
                     config_hash=digest,
                     config_json=config.model_dump_json(),
                     meta_json=json.dumps(meta, sort_keys=True),
@@ -162,12 +181,25 @@ class ResultsStore:
                 return run_id, True
         return run_id, False
 
+    def set_config(self, run_id: str, config: RunConfig) -> None:
+        """Replace a run's config (and so its identity): only to give it more trials per task."""
+        with Session(self.engine) as session:
+            row = session.get(RunRow, run_id)
+            if row is None:
+                raise StoreError(f"no run '{run_id}' in {self.url}")
+            row.config_json = config.model_dump_json()
+            row.config_hash = config.config_hash()
+            row.updated = datetime.now(UTC)
+            session.add(row)
+            session.commit()
+
     def set_status(self, run_id: str, status: str) -> None:
         with plain_db_errors(self.url, StoreError), Session(self.engine) as session:
             row = session.get(RunRow, run_id)
             if row is None:
                 raise StoreError(f"no run '{run_id}' in {self.url}")
             row.status = status
+            row.updated = datetime.now(UTC)
             session.add(row)
             session.commit()
 
@@ -176,10 +208,11 @@ class ResultsStore:
             return list(session.exec(select(RunRow).order_by(RunRow.created)).all())  # type: ignore[arg-type]
 
     def run(self, ref: str) -> RunRow:
-        """A run by id or unique id prefix; `latest` for the newest."""
+        """A run by id or unique id prefix; `latest` for the one most recently written (a resumed
+        old run is later than one created before the resume)."""
         runs = self.runs()
         if ref == "latest" and runs:
-            return runs[-1]
+            return max(runs, key=last_written)
         matches = [row for row in runs if row.id == ref] or [row for row in runs if row.id.startswith(ref)]
         if len(matches) == 1:
             return matches[0]
@@ -245,6 +278,11 @@ class ResultsStore:
     def count_trials(self, run_id: str) -> int:
         with Session(self.engine) as session:
             return len(session.exec(select(TrialRow.id).where(TrialRow.run_id == run_id)).all())
+
+
+def last_written(row: RunRow) -> datetime:
+    when = row.updated or row.created
+    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
 
 
 def _attempts(row: TrialRow) -> int:

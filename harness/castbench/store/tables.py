@@ -21,6 +21,8 @@ class RunRow(SQLModel, table=True):
     meta_json: str
     """Package versions, git commit, platform: context that does not change scores."""
     status: str = "running"
+    updated: datetime | None = None
+    """When the run was last written (opened, resumed, finished): what `latest` means."""
 
 
 class TrialRow(SQLModel, table=True):

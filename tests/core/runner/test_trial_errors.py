@@ -72,8 +72,8 @@ def test_bad_calls_are_observations_and_the_trial_goes_on(toy_db: str) -> None:
 
 
 def test_a_crashing_tool_is_a_harness_error_not_a_score(toy_db: str) -> None:
-    with pytest.raises(ValueError, match="no complete task"):
-        _records(toy_db, "toy-crash")
+    result, _ = _records(toy_db, "toy-crash")
+    assert result.summary.status == "incomplete" and result.outcome.unscored == 2
     store = ResultsStore(toy_db)
     run = store.run("latest")
     records = store.trials(run.id)
@@ -84,7 +84,7 @@ def test_a_crashing_tool_is_a_harness_error_not_a_score(toy_db: str) -> None:
         assert record.error is not None and "tool crash crashed" in record.error
         assert "ZeroDivisionError" in record.error
         assert len(record.steps) == 1  # the add before the crash ran; the crash never became a step
-    assert store.scored_keys(run.id) == set()
+    assert store.scored_keys(run.id) == set() and run.status == "incomplete"
 
 
 def test_an_errored_task_is_reported_incomplete_beside_scored_ones(toy_db: str) -> None:
@@ -97,9 +97,14 @@ def test_an_errored_task_is_reported_incomplete_beside_scored_ones(toy_db: str) 
         limits=Limits(max_steps=5),
     )
     report = result.summary.domains["toy"]
-    assert report.incomplete_tasks == ["toy-crash"]
+    assert report.incomplete_tasks == report.missing_tasks == ["toy-crash"]
     assert report.errored_trials == 2 and report.end_reasons["harness_error"] == 2
-    assert list(report.per_task) == ["toy-bad"] and report.n_trials == 2
+    # every planned task stays in pass^k: the one without a scored trial counts as failed
+    assert list(report.per_task) == ["toy-bad", "toy-crash"] and report.per_task["toy-crash"].successes == 0
+    assert report.n_tasks == 2 and report.unscored_trials == 2
+    assert report.pass_hat_conservative == report.pass_hat  # toy-bad is complete, toy-crash failed
+    assert result.summary.status == "incomplete"
+    assert "toy-crash" in (result.summary.incomplete_reason() or "")
     assert any("toy-crash" in warning for warning in result.summary.warnings)
 
 

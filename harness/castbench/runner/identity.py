@@ -1,0 +1,111 @@
+"""What makes two runs the same run: the options *and* the code and data behind them.
+
+A run is resumed only when everything that can change its results is unchanged: the normalised
+options (`RunConfig` without its fingerprint), the agents' code, the domains' task and data
+files, and castbench's version. Options alone are not enough: after fixing an agent's code the
+old trials would be reused ("0 trials run"), and an edited task file would resume trials graded
+against the old task.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import json
+import sys
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from castbench import __version__
+from castbench.agents.registry import AgentSpec
+from castbench.domain import Domain
+
+__all__ = ["Fingerprint", "agent_fingerprint", "domain_fingerprint", "fingerprint"]
+
+_DOMAIN_CONTENT = ("tasks", "data", "policy.md")
+"""What of a domain package decides results beyond its version: its tasks, seed data and policy."""
+
+
+class Fingerprint(BaseModel):
+    """Digests of everything behind a run that its options do not spell out."""
+
+    castbench: str = ""
+    agents: dict[str, str] = Field(default_factory=dict)
+    """Role -> digest of the agent's code (import path), spec and parameters."""
+    domains: dict[str, str] = Field(default_factory=dict)
+    """Domain -> digest of its task files, data files and policy."""
+
+    def changes(self, before: Fingerprint) -> list[str]:
+        """What differs from `before`, in words ("the policy's code", "domain retail's task files")."""
+        found: list[str] = []
+        if self.castbench != before.castbench:
+            found.append(f"castbench version ({before.castbench or 'unrecorded'} -> {self.castbench})")
+        for role in sorted(self.agents.keys() | before.agents.keys()):
+            if self.agents.get(role) != before.agents.get(role):
+                found.append(f"the {role}'s code")
+        for name in sorted(self.domains.keys() | before.domains.keys()):
+            if self.domains.get(name) != before.domains.get(name):
+                found.append(f"domain {name}'s task or data files")
+        return found
+
+
+def _digest(parts: Iterable[bytes]) -> str:
+    hasher = hashlib.sha256()
+    for part in parts:
+        hasher.update(len(part).to_bytes(8, "big"))
+        hasher.update(part)
+    return hasher.hexdigest()
+
+
+def _files(root: Path, pattern: str) -> Iterator[bytes]:
+    """Relative path and content of each file under `root` matching `pattern`, in sorted order."""
+    for path in sorted(root.rglob(pattern)):
+        if path.is_file() and "__pycache__" not in path.parts:
+            yield path.relative_to(root).as_posix().encode()
+            yield path.read_bytes()
+
+
+def _source(module: ModuleType) -> Iterator[bytes]:
+    """The source of the top-level package `module` belongs to (agents import their siblings), or of
+    the module alone when it is not in a package."""
+    top = sys.modules.get(module.__name__.partition(".")[0], module)
+    for folder in getattr(top, "__path__", []):
+        yield from _files(Path(folder), "*.py")
+    if not hasattr(top, "__path__") and getattr(top, "__file__", None):
+        yield Path(top.__file__).read_bytes()  # type: ignore[arg-type]
+
+
+def agent_fingerprint(spec: AgentSpec) -> str:
+    """A built-in is its name and parameters (its code is castbench's version); a model its model
+    string (its settings are among the run's options, bar the cache, which changes no result); an
+    import-path agent also the source of its module or package."""
+    params = {} if spec.kind == "model" else spec.params
+    described: dict[str, Any] = {"kind": spec.kind, "name": spec.name, "params": params}
+    parts = [json.dumps(described, sort_keys=True, default=str).encode()]
+    if spec.kind == "import":
+        module_name = spec.name.partition(":")[0]
+        parts.extend(_source(importlib.import_module(module_name)))
+    return _digest(parts)
+
+
+def domain_fingerprint(domain: Domain) -> str:
+    parts: list[bytes] = [domain.name.encode(), domain.version.encode()]
+    for item in _DOMAIN_CONTENT:
+        path = domain.root / item
+        if path.is_dir():
+            parts.extend(_files(path, "*"))
+        elif path.is_file():
+            parts.extend([item.encode(), path.read_bytes()])
+    return _digest(parts)
+
+
+def fingerprint(domains: Iterable[Domain], agents: Iterable[AgentSpec]) -> Fingerprint:
+    return Fingerprint(
+        castbench=__version__,
+        agents={spec.role: agent_fingerprint(spec) for spec in agents},
+        domains={domain.name: domain_fingerprint(domain) for domain in domains},
+    )

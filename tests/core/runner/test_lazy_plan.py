@@ -1,0 +1,51 @@
+"""A run's trial grid is produced lazily: `--trials 1000000` must not build a million jobs (1.5 GB
+on the whole split) before the first trial starts."""
+
+from __future__ import annotations
+
+import itertools
+import tracemalloc
+from pathlib import Path
+
+import pytest
+
+from castbench.api import build_config
+from castbench.runner.engine import run_eval
+from castbench.runner.plan import plan_trials
+from castbench.store import ResultsStore
+
+MILLION = 1_000_000
+
+
+class _Started(Exception):
+    pass
+
+
+def test_a_million_trials_are_planned_without_building_them(tmp_path: Path) -> None:
+    config, agents = build_config(
+        domains="retail", policy="oracle", trials=MILLION, tasks=["retail-test-0001"]
+    )
+    store = ResultsStore(f"sqlite:///{tmp_path / 'runs.db'}")
+    counts: list[tuple[int, int]] = []
+
+    def started(already: int, total: int) -> None:
+        counts.append((already, total))
+        raise _Started
+
+    tracemalloc.start()
+    try:
+        with pytest.raises(_Started):
+            run_eval(config, agents, store, on_start=started)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert counts == [(0, MILLION)]
+    assert peak < 32 * 1024 * 1024  # a built grid of 10^6 jobs alone takes well over 100 MB
+
+
+def test_the_grid_is_an_iterator_in_task_then_trial_order() -> None:
+    config, _ = build_config(domains="retail", policy="oracle", trials=MILLION, tasks=["retail-test-0002"])
+    grid = plan_trials(config)
+    first = list(itertools.islice(grid, 3))
+    assert [job.trial_index for job in first] == [0, 1, 2] and iter(grid) is grid
+    assert len({job.seed for job in first}) == 3
