@@ -35,7 +35,7 @@ def _with(summary: RunSummary, **config: Any) -> RunSummary:
         ({"traits": {"impatience": "high"}}, "user traits (--traits) differs: "),
         ({"task_ids": ["retail-test-0001"]}, "task selection (--tasks) differs: "),
         ({"split": "train"}, "split differs: test (baseline) vs train (candidate)"),
-        ({"grading": "castbench"}, "grading mode differs: "),
+        ({"grading": "tau"}, "grading mode differs: "),
     ],
 )
 def test_each_measurement_setting_is_named(runs: Runs, change: dict[str, Any], named: str) -> None:
