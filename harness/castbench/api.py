@@ -144,6 +144,21 @@ def build_config(
     return config, specs
 
 
+def _check_servers(config: RunConfig) -> None:
+    """One cheap request to each model server the run uses, before its first trial: a server that
+    is down fails the command at once (`ServerDown`) instead of every trial slowly."""
+    servers = {
+        settings["api_base"]: role
+        for role, settings in config.extra.get("models", {}).items()
+        if settings.get("api_base")
+    }
+    if servers:
+        from castbench.models.breaker import check_server  # httpx: only when models are used
+
+        for api_base, role in servers.items():
+            check_server(api_base, role)
+
+
 class EvalResult:
     def __init__(self, outcome: EvalOutcome, summary: RunSummary) -> None:
         self.outcome = outcome
@@ -184,6 +199,7 @@ def evaluate(
         config, agents = build_config(**options, concurrency=concurrency)
         if add_trials:
             _, config, _ = top_up(store, config, add_trials, max_trials)
+        _check_servers(config)
         outcome = run_eval(
             config,
             agents,

@@ -13,6 +13,7 @@ __all__ = [
     "InfrastructureError",
     "ProviderRejection",
     "RunInterrupted",
+    "ServerDown",
 ]
 
 
@@ -27,6 +28,11 @@ class InfrastructureError(RuntimeError):
 class FatalInfrastructureError(InfrastructureError):
     """A provider error no retry can cure (bad credentials, access denied, unknown model): every
     other trial would fail the same way, so the run stops; finished trials are kept."""
+
+
+class ServerDown(FatalInfrastructureError):
+    """A model server that cannot be reached (see `castbench.models.breaker`); its message says
+    which server and how to resume."""
 
 
 class AgentTimeout(Exception):

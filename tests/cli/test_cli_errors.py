@@ -73,7 +73,7 @@ def test_a_server_db_that_cannot_be_used_is_one_line() -> None:
     the server cannot be reached."""
     result = invoke("runs", "list", "--db", "postgresql://castbench:secret@127.0.0.1:9/results")
     has_driver = importlib.util.find_spec("psycopg") is not None
-    needle = "cannot reach the database server" if has_driver else "pip install 'psycopg[binary]'"
+    needle = "cannot reach the database server" if has_driver else "pip install 'castbench[postgres]'"
     error = _one_line_error(result, needle)
     assert "secret" not in error
 

@@ -23,7 +23,7 @@ from castbench.api import DEFAULT_MAX_TRIALS, EvalResult, evaluate
 from castbench.cli.errors import fail
 from castbench.cli.options import DbOption, DomainOption, SplitOption
 from castbench.domain import ExpectedStateError, TaskFileError
-from castbench.errors import InfrastructureError, RunInterrupted
+from castbench.errors import InfrastructureError, RunInterrupted, ServerDown
 from castbench.grading import GRADING_MODES
 from castbench.publish.board import BoardError, board_path, load_board
 from castbench.report import print_summary
@@ -304,7 +304,9 @@ def eval_command(
             baseline = run(None).summary if profiles and traits else result.summary
     except (AgentSpecError, TaskFileError, ExpectedStateError, KeyError, ValueError) as exc:
         fail(exc)
-    except InfrastructureError as exc:  # fatal: bad credentials, unknown model, server down
+    except ServerDown as exc:  # says which server and how to resume
+        fail(exc)
+    except InfrastructureError as exc:  # fatal: bad credentials, unknown model
         fail(f"{exc}\nfinished trials are kept; fix it and re-run to resume")
     except RunInterrupted as exc:
         console.print(

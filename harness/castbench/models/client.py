@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from castbench.agents.conversation import Usage
-from castbench.models import compat
+from castbench.models import breaker, compat
 from castbench.models.cache import ResponseCache, cache_key
 from castbench.models.limits import slot
 from castbench.models.prices import UnitPrices, unit_prices
@@ -183,11 +183,14 @@ class ModelClient:
             if hit is not None:
                 return _from_cache(hit, time.perf_counter() - started)
         describe = f"{self.role} model {self.settings.model}"
+        server = self.settings.server
         if self._lean:
-            answer, retries = call_with_retries(self._lean_attempt(request), self._policy, describe)
+            lean = breaker.counted(server, self._lean_attempt(request))
+            answer, retries = call_with_retries(lean, self._policy, describe)
             completion = _from_json(self.settings, answer, retries, time.perf_counter() - started)
         else:
-            response, retries = call_with_retries(self._litellm_attempt(request), self._policy, describe)
+            through_litellm = breaker.counted(server, self._litellm_attempt(request))
+            response, retries = call_with_retries(through_litellm, self._policy, describe)
             completion = _completion(response, _cost(response), retries, time.perf_counter() - started)
         if self._cache is not None and key is not None:
             self._cache.put(key, _to_cache(completion))

@@ -55,6 +55,8 @@ def _status(exc: BaseException) -> int | None:
 
 
 def classify(exc: BaseException) -> ErrorKind:
+    if isinstance(exc, FatalInfrastructureError):  # decided already (a model server that is down)
+        return "fatal"
     if isinstance(exc, EmptyResponse | TimeoutError | ConnectionError | httpx.TransportError):
         return "transient"
     if isinstance(exc, openai.APITimeoutError | openai.APIConnectionError):
@@ -124,6 +126,8 @@ def call_with_retries(fn: Callable[[], T], policy: RetryPolicy, describe: str) -
     )
     try:
         value = retrying(fn)
+    except FatalInfrastructureError:
+        raise
     except Exception as exc:
         kind = classify(exc)
         attempts = retrying.statistics.get("attempt_number", 1)

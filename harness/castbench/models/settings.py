@@ -100,6 +100,12 @@ class ModelSettings(BaseModel):
     def concurrency_key(self) -> str:
         return f"{self.api_base or 'default'}|{self.model}"
 
+    @property
+    def server(self) -> str:
+        """Which server the calls go to (its circuit breaker's key): the api base, or the
+        provider of a hosted model."""
+        return self.api_base or self.model.split("/", 1)[0]
+
 
 def merge_settings(*layers: dict[str, Any] | None) -> dict[str, Any]:
     """Later layers win; `None` values do not override."""

@@ -12,11 +12,12 @@ import threading
 import traceback
 from collections.abc import Callable, Generator, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 
 from pydantic import ValidationError
 from pydantic_core import PydanticSerializationError
+from sqlalchemy.exc import SQLAlchemyError
 
 from castbench.agents.conversation import Usage
 from castbench.domain import Database, Domain, Task
@@ -27,7 +28,7 @@ from castbench.runner.plan import TrialJob, plan_trials, planned_trials
 from castbench.runner.records import TrialRecord
 from castbench.runner.rollout import AgentSet, run_trial
 from castbench.runner.shared import DEFAULT_LEASE_S, SharedPlan
-from castbench.store import ResultsStore
+from castbench.store import HEARTBEAT_S, ResultsStore
 
 __all__ = ["EvalOutcome", "run_eval", "superseded_run"]
 
@@ -269,17 +270,21 @@ def run_eval(
 
     unfinished = False
     try:
-        if store.shared:
-            with SharedPlan(store, run_id, list(todo), _key, lease_s) as plan:
-                while True:
-                    keep(_results(plan.claimed(), work, concurrency, over_budget, runtime.stop), plan.finish)
-                    unfinished = not plan.settled()
-                    if not unfinished or over_budget():
-                        break
-                    plan.wait()
-        else:
-            keep(_results(todo, work, concurrency, over_budget, runtime.stop), None)
-            unfinished = ran < total - already
+        with _held(store, run_id):
+            if store.shared:
+                with SharedPlan(store, run_id, list(todo), _key, lease_s) as plan:
+                    while True:
+                        keep(
+                            _results(plan.claimed(), work, concurrency, over_budget, runtime.stop),
+                            plan.finish,
+                        )
+                        unfinished = not plan.settled()
+                        if not unfinished or over_budget():
+                            break
+                        plan.wait()
+            else:
+                keep(_results(todo, work, concurrency, over_budget, runtime.stop), None)
+                unfinished = ran < total - already
     except (KeyboardInterrupt, Cancelled):
         with _second_interrupt_exits():
             runtime.stop.set()
@@ -298,6 +303,26 @@ def run_eval(
     store.set_status(run_id, "stopped" if stopped else "incomplete" if unscored else "complete")
     superseded_id, changes = superseded or (None, [])
     return EvalOutcome(run_id, resumed, already, ran, total, stopped, unscored, superseded_id, tuple(changes))
+
+
+@contextmanager
+def _held(store: ResultsStore, run_id: str) -> Iterator[None]:
+    """This process's lease on the run, renewed every `HEARTBEAT_S` while it runs, so that the
+    stored `running` is only ever true while a live process runs it."""
+    store.hold(run_id)
+    done = threading.Event()
+
+    def renew() -> None:
+        while not done.wait(HEARTBEAT_S):
+            with suppress(SQLAlchemyError):  # a missed beat only makes the run look stale sooner
+                store.heartbeat(run_id)
+
+    threading.Thread(target=renew, name=f"lease-{run_id}", daemon=True).start()
+    try:
+        yield
+    finally:
+        done.set()
+        store.release(run_id)
 
 
 def _store(store: ResultsStore, run_id: str, record: TrialRecord) -> None:

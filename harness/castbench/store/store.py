@@ -10,8 +10,10 @@ lease (`castbench.store.leases`). Its schema is created, or migrated in place, o
 from __future__ import annotations
 
 import json
+import os
+import socket
 from collections.abc import Iterable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -23,14 +25,17 @@ from sqlmodel import Session, SQLModel, col, create_engine, select
 from castbench.runner.config import RunConfig
 from castbench.runner.records import TrialRecord
 from castbench.store.connect import db_url, plain_db_errors
-from castbench.store.tables import RunRow, TrialRow
+from castbench.store.tables import RunLease, RunRow, TrialRow
 
-__all__ = ["DEFAULT_DB", "ResultsStore", "StoreError", "TrialKey", "last_written"]
+__all__ = ["DEFAULT_DB", "HEARTBEAT_S", "ResultsStore", "StoreError", "TrialKey", "last_written"]
 
 DEFAULT_DB = "sqlite:///results/castbench.db"
 
 TrialKey = tuple[str, str, int]
 """(domain, task id, trial index)"""
+
+HEARTBEAT_S = 30.0
+"""How often a running process renews its lease; one not renewed for four times that is stale."""
 
 
 _COLUMNS = (
@@ -204,8 +209,38 @@ class ResultsStore:
             session.commit()
 
     def runs(self) -> list[RunRow]:
+        """Every run, oldest first, with its true status: a `running` run that no live process
+        holds reads as `interrupted`."""
         with Session(self.engine) as session:
-            return list(session.exec(select(RunRow).order_by(RunRow.created)).all())  # type: ignore[arg-type]
+            rows = list(session.exec(select(RunRow).order_by(RunRow.created)).all())  # type: ignore[arg-type]
+            leases = {lease.run_id: lease for lease in session.exec(select(RunLease)).all()}
+        for row in rows:
+            if row.status == "running" and not _alive(leases.get(row.id)):
+                row.status = "interrupted"
+        return rows
+
+    # -- who is running a run ----------------------------------------------------------------
+    def hold(self, run_id: str) -> None:
+        """Record that this process runs `run_id` (renew with `heartbeat`, end with `release`)."""
+        lease = RunLease(run_id=run_id, host=socket.gethostname(), pid=os.getpid(), heartbeat=_now())
+        with plain_db_errors(self.url, StoreError), Session(self.engine) as session:
+            session.merge(lease)
+            session.commit()
+
+    def heartbeat(self, run_id: str) -> None:
+        with Session(self.engine) as session:
+            lease = session.get(RunLease, run_id)
+            if lease is not None:
+                lease.heartbeat = _now()
+                session.add(lease)
+                session.commit()
+
+    def release(self, run_id: str) -> None:
+        with Session(self.engine) as session:
+            lease = session.get(RunLease, run_id)
+            if lease is not None:
+                session.delete(lease)
+                session.commit()
 
     def run(self, ref: str) -> RunRow:
         """A run by id or unique id prefix; `latest` for the one most recently written (a resumed
@@ -287,3 +322,26 @@ def last_written(row: RunRow) -> datetime:
 
 def _attempts(row: TrialRow) -> int:
     return int(json.loads(row.record_json).get("attempts", 1))
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _alive(lease: RunLease | None) -> bool:
+    """Whether a live process holds the lease: renewed lately, and on this host its process
+    still exists."""
+    if lease is None:
+        return False
+    beat = lease.heartbeat if lease.heartbeat.tzinfo else lease.heartbeat.replace(tzinfo=UTC)
+    if _now() - beat > timedelta(seconds=4 * HEARTBEAT_S):
+        return False
+    if lease.host != socket.gethostname():
+        return True
+    try:
+        os.kill(lease.pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process: it exists
+        return True
+    return True

@@ -8,7 +8,7 @@ from datetime import datetime
 from sqlalchemy import BigInteger, DateTime, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
-__all__ = ["ClaimRow", "RunRow", "TrialRow", "WorkerRow"]
+__all__ = ["ClaimRow", "RunLease", "RunRow", "TrialRow", "WorkerRow"]
 
 
 class RunRow(SQLModel, table=True):
@@ -74,3 +74,17 @@ class ClaimRow(SQLModel, table=True):
     """`running` (leased until `lease_until`) or `done`."""
     lease_until: datetime = Field(sa_type=DateTime(timezone=True))
     finished_at: datetime | None = Field(default=None, sa_type=DateTime(timezone=True))
+
+
+class RunLease(SQLModel, table=True):
+    """Which process is running a run, and when it last said so. A `running` run whose lease is
+    gone, stale, or held by a process that no longer exists reads as `interrupted`.
+
+    A table of its own (not columns of `run`), so databases written before it gain it on open."""
+
+    __tablename__ = "run_lease"
+
+    run_id: str = Field(primary_key=True, foreign_key="run.id")
+    host: str
+    pid: int
+    heartbeat: datetime = Field(sa_type=DateTime(timezone=True))
