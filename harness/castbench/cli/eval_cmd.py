@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -59,6 +59,14 @@ def _suite_settings(ctx: typer.Context, suite: str, domain: str, split: str, tri
     )
 
 
+def _time_limit(what: str) -> Any:
+    return typer.Option(
+        min=0,
+        help=f"Seconds {what} may take (0: no limit); past it the trial ends as timeout.",
+        rich_help_panel=_RUN,
+    )
+
+
 def eval_command(
     ctx: typer.Context,
     domain: DomainOption = "all",
@@ -99,22 +107,8 @@ def eval_command(
     max_steps: Annotated[
         int, typer.Option(min=1, help="Agent actions per trial.", rich_help_panel=_RUN)
     ] = 40,
-    step_timeout: Annotated[
-        float,
-        typer.Option(
-            min=0,
-            help="Seconds an agent step may take (0: no limit); past it the trial ends as timeout.",
-            rich_help_panel=_RUN,
-        ),
-    ] = _DEFAULT_LIMITS.step_s or 0,
-    trial_timeout: Annotated[
-        float,
-        typer.Option(
-            min=0,
-            help="Seconds a trial may take (0: no limit); past it the trial ends as timeout.",
-            rich_help_panel=_RUN,
-        ),
-    ] = _DEFAULT_LIMITS.trial_s or 0,
+    step_timeout: Annotated[float, _time_limit("an agent step")] = _DEFAULT_LIMITS.step_s or 0,
+    trial_timeout: Annotated[float, _time_limit("a trial")] = _DEFAULT_LIMITS.trial_s or 0,
     rounds: Annotated[
         int, typer.Option(min=1, max=10, help="Critic verdicts per step.", rich_help_panel=_LOOP)
     ] = 3,

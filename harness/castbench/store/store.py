@@ -228,19 +228,22 @@ class ResultsStore:
             session.commit()
 
     def heartbeat(self, run_id: str) -> None:
-        with Session(self.engine) as session:
-            lease = session.get(RunLease, run_id)
-            if lease is not None:
-                lease.heartbeat = _now()
-                session.add(lease)
-                session.commit()
+        self._update_lease(run_id, renew=True)
 
     def release(self, run_id: str) -> None:
+        self._update_lease(run_id, renew=False)
+
+    def _update_lease(self, run_id: str, renew: bool) -> None:
         with Session(self.engine) as session:
             lease = session.get(RunLease, run_id)
-            if lease is not None:
+            if lease is None:
+                return
+            if renew:
+                lease.heartbeat = _now()
+                session.add(lease)
+            else:
                 session.delete(lease)
-                session.commit()
+            session.commit()
 
     def run(self, ref: str) -> RunRow:
         """A run by id or unique id prefix; `latest` for the one most recently written (a resumed
