@@ -19,7 +19,8 @@ __all__ = ["HostileCritic", "HostilePolicy", "HostileUser"]
 
 class HostilePolicy(TeamPolicy):
     """`mode`: init (raises in `__init__`), hang_init, hang (in `propose`), slow (every step
-    takes `seconds`), surrogate / not_json (tool arguments that cannot be stored)."""
+    takes `seconds`), exit (calls `sys.exit`), surrogate / not_json (tool arguments that cannot
+    be stored)."""
 
     def __init__(self, briefing: Briefing, mode: str, on_trial: int = 0, seconds: float = 3600) -> None:
         super().__init__(briefing)
@@ -38,6 +39,8 @@ class HostilePolicy(TeamPolicy):
             return ReplyAction(text="One moment please.")
         if self.mode == "surrogate":
             return ToolCallAction(name="get_order_details", arguments={"order_id": "#W\ud800"})
+        if self.mode == "exit":
+            raise SystemExit(3)
         if self.mode == "not_json":
             return ToolCallAction(name="get_order_details", arguments={"order_id": object()})
         return super().propose(view)

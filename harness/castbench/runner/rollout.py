@@ -214,7 +214,7 @@ class _Trial:
             raise _TrialEnd("timeout", str(exc) if not limit else message, role != "user") from exc
         except AgentError as exc:  # seen by its transport: the message says what happened
             self._fail(role, f"{exc} (while {what})")
-        except Exception as exc:
+        except (Exception, SystemExit) as exc:  # an agent calling sys.exit() ends its trial only
             self._fail(role, f"{role} raised {exc!r} while {what}\n{traceback.format_exc()}")
         raise AssertionError("unreachable")
 
