@@ -8,6 +8,7 @@ import pytest
 
 from castbench.cli.app import COMMANDS, load_command
 from tests.cli.import_probe import RUN_COMMAND, loaded, probe
+from tests.support import sqlite_url
 
 
 def _loaded(args: list[str], env: dict[str, str], cwd: Path) -> set[str]:
@@ -20,7 +21,7 @@ def test_help_imports_no_heavy_package(repo_env: dict[str, str], tmp_path: Path)
 
 def test_oracle_eval_loads_no_model_client_nor_templates(repo_env: dict[str, str], tmp_path: Path) -> None:
     args = ["eval", "--domain", "retail", "--policy", "oracle", "--trials", "1"]
-    args += ["--tasks", "retail-test-0001", "--db", f"sqlite:///{tmp_path / 'r.db'}"]
+    args += ["--tasks", "retail-test-0001", "--db", sqlite_url(tmp_path / "r.db")]
     loaded = _loaded(args, repo_env, tmp_path)
     assert "sqlalchemy" in loaded  # it did run and store
     assert loaded.isdisjoint({"litellm", "openai", "pandas", "scipy", "jinja2"})

@@ -9,11 +9,12 @@ import pytest
 
 from castbench.api import evaluate
 from castbench_tau.domain import TauDomain
+from tests.support import sqlite_url
 
 
 @pytest.mark.slow
 def test_oracle_scores_one_on_every_task_of_every_split(pack: TauDomain, tmp_path: Path) -> None:
-    db = f"sqlite:///{tmp_path / 'oracle.db'}"
+    db = sqlite_url(tmp_path / "oracle.db")
     for split in pack.splits:
         tasks = pack.tasks(split)
         if not tasks:
@@ -35,7 +36,7 @@ def test_noisy_policy_pass_k_falls_with_k(pack: TauDomain, tmp_path: Path) -> No
         policy="scripted:noisy?p=0.5",
         trials=6,
         seed=3,
-        db=f"sqlite:///{tmp_path / 'noisy.db'}",
+        db=sqlite_url(tmp_path / "noisy.db"),
     )
     curve = result.summary.domains[pack.name].pass_hat
     assert curve[1] > curve[4] and curve[1] < 1.0
@@ -49,7 +50,7 @@ def test_a_critic_in_the_loop_is_labelled(tmp_path: Path) -> None:
         policy="scripted:noisy?p=0.5",
         critic="rules",
         trials=2,
-        db=f"sqlite:///{tmp_path / 'critic.db'}",
+        db=sqlite_url(tmp_path / "critic.db"),
     )
     critic = result.summary.overall.critic
     assert critic is not None and critic.n_verified > critic.unknown

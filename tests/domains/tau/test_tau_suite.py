@@ -7,13 +7,12 @@ import json
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
 from castbench.agents.views import briefing_for
-from castbench.cli.app import app
 from castbench.models.render import policy_messages
 from castbench.publish.board import board_path, load_board
 from castbench_tau.domain import TauDomain
+from tests.support import invoke, sqlite_url
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 
@@ -29,13 +28,13 @@ def test_eval_suite_runs_the_boards_settings(tmp_path: Path, monkeypatch: pytest
     monkeypatch.chdir(REPO_ROOT)
     out = tmp_path / "summary.json"
     args = ["eval", "--suite", "cast-paper", "--policy", "oracle", "--tasks", "tau-telecom-test-0"]
-    args += ["--db", f"sqlite:///{tmp_path / 'suite.db'}", "--output", str(out)]
-    result = CliRunner().invoke(app, args)
+    args += ["--db", sqlite_url(tmp_path / "suite.db"), "--output", str(out)]
+    result = invoke(*args)
     assert result.exit_code == 0, result.output
     config = json.loads(out.read_text())["config"]
     assert sorted(config["domains"]) == ["tau-airline", "tau-retail", "tau-telecom", "tau-telehealth"]
     assert config["trials"] == 4 and config["split"] == "test"
-    bad = CliRunner().invoke(app, ["eval", "--suite", "no-such-board", "--db", f"sqlite:///{tmp_path / 'x.db'}"])
+    bad = invoke("eval", "--suite", "no-such-board", "--db", sqlite_url(tmp_path / "x.db"))
     assert bad.exit_code != 0 and "no-such-board" in bad.output
 
 

@@ -10,6 +10,7 @@ from castbench.api import evaluate
 from castbench_tau.domain import TauDomain
 from castbench_tau.user import TAU_GREETING, tau_user_prompt
 from tests.models.fault_server import FaultPlan, FaultServer
+from tests.support import sqlite_url
 
 
 def test_tau_user_prompt_and_flow(packs: dict[str, TauDomain]) -> None:
@@ -40,7 +41,7 @@ def test_a_run_with_the_tau_user_is_stored(packs: dict[str, TauDomain], tmp_path
             policy="oracle",
             user=f"tau?model=openai/user&api_base={server.base_url}",
             trials=1,
-            db=f"sqlite:///{tmp_path / 'tau-user.db'}",
+            db=sqlite_url(tmp_path / "tau-user.db"),
         )
     assert result.summary.config["user"].startswith("tau?model=openai/user")
     assert result.summary.domains["tau-telecom"].n_trials == len(packs["tau-telecom"].tasks("test"))
