@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -26,6 +27,11 @@ if str(REPO_ROOT) not in sys.path:
 
 from castbench.domain import Domain, load_domain  # noqa: E402
 from tests.support import DOMAINS, sqlite_url  # noqa: E402
+
+# No per-example deadline: on a loaded machine one example of a cheap property took 380 ms and
+# failed the suite as "flaky"; a property that is too slow is still stopped by pytest-timeout.
+settings.register_profile("castbench", deadline=None)
+settings.load_profile("castbench")
 
 
 @pytest.fixture(scope="session", params=DOMAINS)

@@ -8,7 +8,7 @@ from castbench.metrics import Difference, Interval, bootstrap_ci, paired_bootstr
 per_task = st.lists(st.integers(0, 8).map(lambda c: c / 8), min_size=1, max_size=60)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60)
 @given(per_task, st.integers(0, 2**32))
 def test_interval_contains_point_and_is_seeded(values: list[float], seed: int) -> None:
     point = float(np.mean(values))

@@ -59,7 +59,7 @@ def runs(draw: st.DrawFn) -> dict[str, list[bool]]:
     return {f"t{i}": draw(st.lists(st.booleans(), min_size=n, max_size=n)) for i in range(tasks)}
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=40)
 @given(runs(), st.integers(0, 1000))
 def test_summary_properties(trials: dict[str, list[bool]], seed: int) -> None:
     summary = summarize(trials, resamples=200, seed=seed)
