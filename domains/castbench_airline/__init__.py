@@ -19,7 +19,7 @@ __all__ = ["NOW", "domain"]
 
 domain = Domain(
     name="airline",
-    version="1-1",
+    version="2-0",
     root=Path(__file__).parent,
     records=[Airport, Flight, User, Reservation],
     toolkit=Toolkit(TOOLS),

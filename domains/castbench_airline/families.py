@@ -14,7 +14,7 @@ from random import Random
 from typing import Any
 
 from castbench.domain import Fact, ToolCall
-from castbench.domain.generation import DraftBase, Families, confirm_answer, spoken_list
+from castbench.domain.generation import DraftBase, Families, confirm_answer, mention, spoken_list
 from castbench_airline.checks import (
     BAG_PRICE,
     COMPENSATION_PER_PASSENGER,
@@ -291,6 +291,7 @@ def refuse_cancel(pool: Pool) -> Draft | None:
         )
         reason = pool.rng.choice(["health", "weather"])
         why = "Part of the trip has already been flown, so it cannot be cancelled."
+        because = [mention("departed", "flown", *DEPARTED)]
     else:
         picked = pool.pick(
             lambda u, r: (
@@ -301,6 +302,7 @@ def refuse_cancel(pool: Pool) -> Draft | None:
             )
         )
         why = "It was booked more than 24 hours ago, is not business class and the reason is not covered."
+        because = [mention("24 hours")]
         reason = "change of plan"
     if picked is None:
         return None
@@ -322,6 +324,7 @@ def refuse_cancel(pool: Pool) -> Draft | None:
             *statuses,
         ],
         notes=["If the agent says it cannot be cancelled, accept it; you do not want any other change."],
+        reasons=because,
         persona=persona,
     )
 
@@ -435,6 +438,7 @@ def refuse_change_basic_economy(pool: Pool) -> Draft | None:
             "If the agent says basic economy flights cannot be changed, accept it; you do not want a cabin "
             "change or a cancellation."
         ],
+        reasons=[mention("basic economy", "basic_economy")],
         persona=persona,
     )
 
@@ -504,6 +508,7 @@ def _cabin_draft(pool: Pool, confirm: bool) -> Draft | None:
         notes=[f"The price difference is {charge:.2f} (negative means a refund); you accept it."]
         if confirm
         else [],
+        offer=[] if confirm else [mention(reservation.reservation_id), mention(word, cabin)],
         persona=persona,
     )
 
@@ -863,6 +868,7 @@ def _compensation(pool: Pool, statuses: tuple[str, ...], eligible: bool) -> Draf
         facts=facts,
         actions=lookups,
         notes=["If the agent says you are not eligible, accept it; you want no other change."],
+        reasons=[mention("regular", "silver or gold")],
         persona=persona,
     )
 
@@ -889,6 +895,7 @@ def declined_confirmation(pool: Pool) -> Draft | None:
             call("cancel_reservation", reservation_id=reservation.reservation_id, reason=reason)
         ],
         confirm=False,
+        offer=[mention(reservation.reservation_id), mention("cancel")],
         persona=persona,
     )
 

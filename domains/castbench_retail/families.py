@@ -12,7 +12,7 @@ from functools import partial
 from random import Random
 
 from castbench.domain import Fact, ToolCall
-from castbench.domain.generation import DraftBase, Families, confirm_answer, spoken_list
+from castbench.domain.generation import DraftBase, Families, confirm_answer, mention, spoken_list
 from castbench_retail.schema import (
     Address,
     CreditCard,
@@ -27,7 +27,7 @@ from castbench_retail.schema import (
 from castbench_retail.vocabulary import PERSONAS
 from castbench_retail.world import World, random_address
 
-__all__ = ["FAMILIES", "Draft", "Pool"]
+__all__ = ["FAMILIES", "Draft", "Pool", "equivalents"]
 
 CANCEL_REASONS = ["no longer needed", "ordered by mistake"]
 
@@ -112,13 +112,34 @@ def _address_args(address: Address) -> dict[str, str]:
 
 
 # -- fact builders ---------------------------------------------------------------------------
+def _by_email(user: User) -> ToolCall:
+    return ToolCall(name="find_user_id_by_email", arguments={"email": user.email})
+
+
+def _by_name_zip(user: User) -> ToolCall:
+    name = user.name
+    return ToolCall(
+        name="find_user_id_by_name_zip",
+        arguments={"first_name": name.first_name, "last_name": name.last_name, "zip": user.address.zip},
+    )
+
+
+def equivalents(world: World, call: ToolCall) -> list[ToolCall]:
+    """The same customer found the other way (by email, or by name and zip code)."""
+    for user in world.users.values():
+        ways = [_by_email(user), _by_name_zip(user)]
+        if call in ways:
+            return ways
+    return []
+
+
 def authenticate(rng: Random, user: User) -> tuple[list[Fact], ToolCall]:
     """Half of the tasks authenticate by email, half by name and zip code."""
     if rng.random() < 0.5:
         fact = Fact(
             name="email", value=user.email, keywords=["email"], statement=f"My email is {user.email}."
         )
-        return [fact], ToolCall(name="find_user_id_by_email", arguments={"email": user.email})
+        return [fact], _by_email(user)
     first, last, zip_code = user.name.first_name, user.name.last_name, user.address.zip
     facts = [
         Fact(
@@ -135,10 +156,7 @@ def authenticate(rng: Random, user: User) -> tuple[list[Fact], ToolCall]:
         ),
         Fact(name="zip", value=zip_code, keywords=["zip", "postal"], statement=f"My zip code is {zip_code}."),
     ]
-    call = ToolCall(
-        name="find_user_id_by_name_zip", arguments={"first_name": first, "last_name": last, "zip": zip_code}
-    )
-    return facts, call
+    return facts, _by_name_zip(user)
 
 
 def order_fact(order: Order, second: bool = False) -> Fact:
@@ -302,6 +320,7 @@ def _cancel(pool: Pool, declined: bool) -> Draft | None:
             actions=actions,
             declined_actions=[cancel_call(order, reason)],
             confirm=False,
+            offer=[mention(order.order_id), mention("cancel")],
             persona=persona,
         )
     what = spoken_list([describe_item(item) for item in order.items])
@@ -608,6 +627,7 @@ def refuse_cancel_not_pending(pool: Pool) -> Draft | None:
         facts=[*facts, order_fact(order), reason_fact(reason)],
         actions=[*actions, read("get_order_details", order_id=order.order_id)],
         notes=["If the agent says the order cannot be cancelled, accept it; do not ask for anything else."],
+        reasons=[mention(order.status)],
         persona=persona,
     )
 
@@ -632,6 +652,7 @@ def refuse_exchange_other_type(pool: Pool) -> Draft | None:
             "If the agent says this exchange is not possible, accept it; you do not want a return or "
             "anything else."
         ],
+        reasons=[mention("same product", "different kind of product")],
         persona=persona,
     )
 
@@ -656,6 +677,7 @@ def refuse_return_not_delivered(pool: Pool) -> Draft | None:
         ],
         actions=[*actions, read("get_order_details", order_id=order.order_id)],
         notes=["If the agent says it cannot be returned yet, accept it; you want nothing else."],
+        reasons=[mention(order.status, "not delivered", "not been delivered")],
         persona=persona,
     )
 

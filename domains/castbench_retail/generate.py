@@ -11,13 +11,13 @@ from __future__ import annotations
 
 from castbench.domain.generation import Generator, customer_pools
 from castbench_retail import domain
-from castbench_retail.families import FAMILIES, Pool
+from castbench_retail.families import FAMILIES, Pool, equivalents
 from castbench_retail.world import build_world
 
 __all__ = ["DEFAULT_SEED", "GENERATOR", "generate", "main"]
 
 _POOLS = customer_pools(lambda world: world.users.values(), 150, Pool)
-GENERATOR = Generator(domain, 20261129, build_world, FAMILIES, _POOLS)
+GENERATOR = Generator(domain, 20261129, build_world, FAMILIES, _POOLS, equivalents=equivalents)
 DEFAULT_SEED, generate, main = GENERATOR.default_seed, GENERATOR.generate, GENERATOR.main
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from functools import partial
 
 from castbench.domain import Fact, GradingSpec, ToolCall
-from castbench.domain.generation import Families, spoken_list
+from castbench.domain.generation import Families, mention, spoken_list
 from castbench_telecom.rules import MAX_CREDIT
 from castbench_telecom.scenario import (
     Draft,
@@ -359,6 +359,7 @@ def refuse_resume_overdue(pool: Pool) -> Draft | None:
             "You will not pay anything today. If the agent says the line cannot be resumed until the "
             "overdue bill is paid, accept it and end the conversation."
         ],
+        reasons=[mention("overdue")],
     )
 
 
@@ -459,6 +460,7 @@ def _plan_change(pool: Pool, declined: bool) -> Draft | None:
             actions=reads,
             declined_actions=[change],
             confirm=False,
+            offer=[mention(line.phone_number), mention(plan.name, plan.plan_id)],
             persona=persona,
         )
     return Draft(
@@ -502,6 +504,7 @@ def refuse_other_customer_line(pool: Pool) -> Draft | None:
             "If the agent says it can only act on lines of your own account, "
             "accept it and end the conversation."
         ],
+        reasons=[mention("someone else's account", "not on your account", "another account", "own account")],
     )
 
 
@@ -613,9 +616,11 @@ def refuse_credit(pool: Pool) -> Draft | None:
     if second:
         amount = money(pool.rng.choice([5, 10, 15]))
         why = "that bill already had a credit"
+        because = mention("one credit per bill", "already has a credit", "already had a credit")
     else:
         amount = money(pool.rng.choice([30, 40, 50, 60, 75]))
         why = f"the most an agent can credit is ${MAX_CREDIT:.2f}"
+        because = mention(f"{MAX_CREDIT:.2f}")
     reason = pool.rng.choice(sorted(_CREDIT_STORIES))
     facts, actions, persona = _start(pool, customer, None)
     return Draft(
@@ -633,6 +638,7 @@ def refuse_credit(pool: Pool) -> Draft | None:
             f"(for instance because {why}), do not accept a smaller credit; "
             "thank them and end the conversation."
         ],
+        reasons=[because],
     )
 
 

@@ -13,7 +13,7 @@ from castbench.domain import Task
 from castbench.domain.generation import Generator, Split, customer_pools, task_from_draft
 from castbench_telecom import domain
 from castbench_telecom.families import FAMILIES
-from castbench_telecom.scenario import Draft, Pool
+from castbench_telecom.scenario import Draft, Pool, equivalents
 from castbench_telecom.world import build_world
 
 __all__ = ["DEFAULT_SEED", "GENERATOR", "generate", "main"]
@@ -25,7 +25,7 @@ def _task(draft: Draft, task_id: str, split: Split) -> Task:
 
 
 _POOLS = customer_pools(lambda world: world.customers.values(), 100, Pool)
-GENERATOR = Generator(domain, 20260515, build_world, FAMILIES, _POOLS, to_task=_task)
+GENERATOR = Generator(domain, 20260515, build_world, FAMILIES, _POOLS, to_task=_task, equivalents=equivalents)
 DEFAULT_SEED, generate, main = GENERATOR.default_seed, GENERATOR.generate, GENERATOR.main
 
 if __name__ == "__main__":

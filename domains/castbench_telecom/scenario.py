@@ -16,6 +16,7 @@ from castbench_telecom.vocabulary import PERSONAS
 from castbench_telecom.world import Fault, World
 
 __all__ = [
+    "equivalents",
     "Draft",
     "Pool",
     "agent",
@@ -133,6 +134,24 @@ def phone_fact(line: Line, own: bool = True) -> Fact:
     )
 
 
+def _by_phone(customer: Customer, phone_number: str) -> ToolCall:
+    return agent("verify_customer_by_phone", phone_number=phone_number, date_of_birth=customer.date_of_birth)
+
+
+def _by_id(customer: Customer) -> ToolCall:
+    return agent("verify_customer_by_id", customer_id=customer.customer_id, full_name=customer.full_name)
+
+
+def equivalents(world: World, call: ToolCall) -> list[ToolCall]:
+    """The same customer identified the other way: by any of their lines and their date of birth,
+    or by customer id and full name."""
+    for customer in world.customers.values():
+        ways = [_by_id(customer), *(_by_phone(customer, number) for number in customer.phone_numbers)]
+        if call in ways:
+            return ways
+    return []
+
+
 def identify(rng: Random, customer: Customer, line: Line | None) -> tuple[list[Fact], list[ToolCall]]:
     """Half of the customers identify by phone number and date of birth, half by customer id and
     full name; the facts include the number of the line the task is about, if any."""
@@ -148,10 +167,7 @@ def identify(rng: Random, customer: Customer, line: Line | None) -> tuple[list[F
                 statement=f"My date of birth is {customer.date_of_birth}.",
             ),
         ]
-        call = agent(
-            "verify_customer_by_phone", phone_number=line.phone_number, date_of_birth=customer.date_of_birth
-        )
-        return facts, [call]
+        return facts, [_by_phone(customer, line.phone_number)]
     facts = [
         Fact(
             name="customer_id",
@@ -168,8 +184,7 @@ def identify(rng: Random, customer: Customer, line: Line | None) -> tuple[list[F
     ]
     if line is not None:
         facts.append(phone_fact(line, own=True))
-    call = agent("verify_customer_by_id", customer_id=customer.customer_id, full_name=customer.full_name)
-    return facts, [call]
+    return facts, [_by_id(customer)]
 
 
 # -- the phone -------------------------------------------------------------------------------

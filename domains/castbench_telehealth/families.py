@@ -13,13 +13,13 @@ from random import Random
 from typing import TypeVar
 
 from castbench.domain import Database, Fact, ToolCall
-from castbench.domain.generation import DraftBase, Families, confirm_answer
+from castbench.domain.generation import DraftBase, Families, confirm_answer, mention
 from castbench_telehealth.schema import Appointment, Patient, Pharmacy, Prescription, Provider, VisitType
 from castbench_telehealth.tools import available_slots, copay_for
 from castbench_telehealth.vocabulary import EMERGENCIES, LANGUAGES, PERSONAS
 from castbench_telehealth.world import World
 
-__all__ = ["FAMILIES", "Draft", "Pool"]
+__all__ = ["FAMILIES", "Draft", "Pool", "equivalents"]
 
 E = TypeVar("E", Appointment, Prescription, Provider)
 
@@ -125,6 +125,28 @@ SPECIALIST_WORDS = {
 
 
 # -- facts -----------------------------------------------------------------------------------
+def _by_name_dob(patient: Patient) -> ToolCall:
+    return ToolCall(
+        name="find_patient_by_name_dob",
+        arguments={
+            "first_name": patient.first_name,
+            "last_name": patient.last_name,
+            "date_of_birth": patient.date_of_birth,
+        },
+    )
+
+
+def equivalents(world: World, call: ToolCall) -> list[ToolCall]:
+    """The same patient found the other way (by email, or by name and date of birth)."""
+    for patient in world.patients.values():
+        ways = [_by_name_dob(patient)]
+        if patient.email is not None:
+            ways.append(ToolCall(name="find_patient_by_email", arguments={"email": patient.email}))
+        if call in ways:
+            return ways
+    return []
+
+
 def authenticate(rng: Random, patient: Patient) -> tuple[list[Fact], ToolCall]:
     """Half of the tasks verify by email, half by name and date of birth."""
     if patient.email is not None and rng.random() < 0.5:
@@ -153,15 +175,7 @@ def authenticate(rng: Random, patient: Patient) -> tuple[list[Fact], ToolCall]:
             statement=f"I was born on {born.strftime('%B')} {born.day}, {born.year}.",
         ),
     ]
-    call = ToolCall(
-        name="find_patient_by_name_dob",
-        arguments={
-            "first_name": patient.first_name,
-            "last_name": patient.last_name,
-            "date_of_birth": patient.date_of_birth,
-        },
-    )
-    return facts, call
+    return facts, _by_name_dob(patient)
 
 
 def date_fact(day: date, new: bool = False) -> Fact:
@@ -513,6 +527,7 @@ def refuse_refill_controlled(pool: Pool) -> Draft | None:
             "If the agent asks why you need it, say you just ran low. If the agent explains it cannot refill "
             "this medicine and that you should contact your prescriber, accept it; you want nothing else."
         ],
+        reasons=[mention("controlled")],
         persona=persona,
     )
 
@@ -535,6 +550,7 @@ def refuse_refill_none_left(pool: Pool) -> Draft | None:
             "If the agent explains there are no refills left and a visit is needed to renew it, accept it; "
             "do not book a visit in this conversation."
         ],
+        reasons=[mention("no refills", "0 refills", "zero refills", "none left")],
         persona=persona,
     )
 
@@ -663,6 +679,7 @@ def refuse_unlicensed_provider(pool: Pool) -> Draft | None:
             "see you "
             "because of state licensing, accept it and decline any other provider."
         ],
+        reasons=[mention("licensed", "licence", "license")],
         persona=persona,
     )
 
@@ -712,6 +729,7 @@ def declined_confirmation(pool: Pool) -> Draft | None:
             name="cancel_appointment",
             arguments={"appointment_id": appointment.appointment_id, "reason": reason},
         )
+        offer = [mention(appointment.appointment_id), mention("cancel")]
     else:
         picked_rx = pool.pick(
             _prescription_candidates(pool, lambda rx: not rx.controlled and rx.refills_left > 0)
@@ -728,6 +746,7 @@ def declined_confirmation(pool: Pool) -> Draft | None:
         declined = ToolCall(
             name="request_refill", arguments={"prescription_id": prescription.prescription_id}
         )
+        offer = [mention(prescription.prescription_id, prescription.medication), mention("refill")]
     facts, actions, persona = _start(pool, patient)
     return Draft(
         family="declined_confirmation",
@@ -739,6 +758,7 @@ def declined_confirmation(pool: Pool) -> Draft | None:
         actions=[*actions, details(patient)],
         declined_actions=[declined],
         confirm=False,
+        offer=offer,
         persona=persona,
     )
 

@@ -14,7 +14,7 @@ from random import Random
 
 from castbench.domain.generation import Generator, Split, customer_pools
 from castbench_telehealth import domain
-from castbench_telehealth.families import FAMILIES, Pool
+from castbench_telehealth.families import FAMILIES, Pool, equivalents
 from castbench_telehealth.schema import Patient
 from castbench_telehealth.world import World, build_world
 
@@ -40,7 +40,9 @@ def _pools(world: World, rng: Random) -> dict[Split, Pool]:
     return customer_pools(_adults, TEST_POOL_ADULTS, with_minors)(world, rng)
 
 
-GENERATOR = Generator(domain, 20260515, build_world, FAMILIES, _pools, max_attempts=300)
+GENERATOR = Generator(
+    domain, 20260515, build_world, FAMILIES, _pools, max_attempts=300, equivalents=equivalents
+)
 DEFAULT_SEED, generate, main = GENERATOR.default_seed, GENERATOR.generate, GENERATOR.main
 
 if __name__ == "__main__":

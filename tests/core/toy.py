@@ -166,6 +166,7 @@ def toy_task(
     ordered: bool = False,
     required_outputs: list[str] | None = None,
     grading: dict[str, Any] | None = None,
+    earned: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     return {
         "id": task_id,
@@ -183,6 +184,7 @@ def toy_task(
         "required_outputs": required_outputs or [],
         "grading": grading or {"normalize_text": [], "ignore_fields": []},
         "ordered": ordered,
+        **({"earned": earned} if earned is not None else {}),
     }
 
 

@@ -11,6 +11,7 @@ from castbench.agents.critics.rules import RulesCritic
 from castbench.agents.registry import BuiltinAgent, register
 from castbench.agents.scripted.noisy import NoisyParams, NoisyPolicy
 from castbench.agents.scripted.oracle import OraclePolicy
+from castbench.agents.scripted.refusers import LookupRefusePolicy, RefusePolicy
 from castbench.agents.scripted.user import ScriptedUser
 
 
@@ -31,6 +32,22 @@ register(
         "the oracle plus seeded CAST mistakes (hallucination, wrong tool, domain violation)",
         NoisyParams,
         True,
+    )
+)
+register(
+    BuiltinAgent(
+        "policy",
+        "scripted:refuse",
+        RefusePolicy,
+        "apologises and refuses every request, no tool calls (the blanket-refusal floor)",
+    )
+)
+register(
+    BuiltinAgent(
+        "policy",
+        "scripted:lookup-refuse",
+        LookupRefusePolicy,
+        "looks up what it can, then refuses citing record statuses (the look-up-then-refuse floor)",
     )
 )
 register(

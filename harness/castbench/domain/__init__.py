@@ -10,7 +10,18 @@ from castbench.domain.registry import (
     resolve_domains,
 )
 from castbench.domain.rules import DomainRules, ObservedCall, RuleFinding
-from castbench.domain.task import DeviceStep, Fact, GradingSpec, Task, TaskFileError, ToolCall, UserScenario
+from castbench.domain.task import (
+    DeviceStep,
+    EarnedSpec,
+    Fact,
+    GradingSpec,
+    Lookup,
+    Mention,
+    Task,
+    TaskFileError,
+    ToolCall,
+    UserScenario,
+)
 from castbench.domain.tools import Observation, Tool, ToolCrash, ToolError, Toolkit, read_tool, write_tool
 
 __all__ = [
@@ -20,11 +31,14 @@ __all__ = [
     "Domain",
     "DomainDataError",
     "DomainRules",
+    "EarnedSpec",
     "ObservedCall",
     "RuleFinding",
     "ExpectedStateError",
     "Fact",
     "GradingSpec",
+    "Lookup",
+    "Mention",
     "Observation",
     "Record",
     "RecordNotFound",

@@ -4,7 +4,10 @@ A domain's `generate.py` declares only what is its own in a `Generator`: how a s
 world, the pool of entities each split draws from (`customer_pools` for the usual "test and train
 never share a customer"), its task families, and, if its drafts carry more than the common fields,
 how a draft becomes a `Task`; its drafts extend `DraftBase`, which holds the common fields and
-writes the LLM user's brief from them and a few phrases of the domain's own. This module draws
+writes the LLM user's brief from them and a few phrases of the domain's own. A task whose right
+answer leaves the state alone gets its `earned` spec here: the look-ups are its ground-truth read
+calls (plus the calls the domain's `equivalents` says establish the same fact), the reasons and
+the offer come from the family's draft. This module draws
 each split family by family, numbers the tasks, checks every one against the state it was built on
 (before anything is written, so a broken task never reaches a file) and writes `data/state.json`
 and `tasks/<split>.json` in one fixed format, so the same seed gives the same bytes."""
@@ -21,7 +24,17 @@ from typing import Any, Generic, Literal, Protocol, TypeVar
 
 from castbench.domain.database import Record, Snapshot
 from castbench.domain.domain import Domain, ExpectedStateError
-from castbench.domain.task import DeviceStep, Fact, GradingSpec, Task, ToolCall, UserScenario
+from castbench.domain.task import (
+    DeviceStep,
+    EarnedSpec,
+    Fact,
+    GradingSpec,
+    Lookup,
+    Mention,
+    Task,
+    ToolCall,
+    UserScenario,
+)
 from castbench.domain.validate import validate_task
 
 __all__ = [
@@ -38,6 +51,8 @@ __all__ = [
     "confirm_answer",
     "customer_pools",
     "dump_state",
+    "earned_spec",
+    "mention",
     "dump_tasks",
     "spoken_list",
     "task_from_draft",
@@ -70,6 +85,10 @@ class Draft(Protocol):
     def required_outputs(self) -> list[str]: ...
     @property
     def ordered(self) -> bool: ...
+    @property
+    def reasons(self) -> list[Mention]: ...
+    @property
+    def offer(self) -> list[Mention]: ...
     def instructions(self) -> str:
         """The brief for an LLM user simulator."""
 
@@ -95,6 +114,10 @@ class DraftBase:
     required_outputs: list[str] = field(default_factory=list)
     ordered: bool = False
     persona: str = ""
+    reasons: list[Mention] = field(default_factory=list)
+    """For a refusal: the blocking facts the agent must tell the user (see `EarnedSpec`)."""
+    offer: list[Mention] = field(default_factory=list)
+    """For a declined change: what the agent's question putting the change to the user names."""
 
     def brief(self, name: str, role: str, unknown: str, answer: str, situation: str = "") -> str:
         """The brief for an LLM user simulator: "You are {name}, {role}, chatting with its support
@@ -194,6 +217,38 @@ def task_from_draft(
     )
 
 
+NOT_LOOKUPS = frozenset({"calculate"})
+"""Read tools that establish no fact: arithmetic the agent may as well do itself."""
+FREE_TEXT = {"transfer_to_human_agents": ("summary",)}
+"""Arguments a look-up leaves free (any wording counts), per tool."""
+
+
+def mention(*wordings: str) -> Mention:
+    """Something the agent must say, in any one of `wordings`."""
+    return Mention(any_of=list(dict.fromkeys(wordings)))
+
+
+def earned_spec(
+    task: Task, draft: Draft, write_tools: frozenset[str], equivalents: Callable[[ToolCall], list[ToolCall]]
+) -> EarnedSpec | None:
+    """How `task` is earned, or None for a `change` task: one look-up per distinct ground-truth read
+    of the agent (less `NOT_LOOKUPS`, free-text arguments dropped), each with its equivalents;
+    the reasons and the offer the family's draft names."""
+    if task.outcome == "change":
+        return None
+    lookups: dict[str, Lookup] = {}
+    for call in task.actions:
+        if call.actor != "agent" or call.name in write_tools or call.name in NOT_LOOKUPS:
+            continue
+        free = FREE_TEXT.get(call.name, ())
+        required = ToolCall(
+            name=call.name, arguments={k: v for k, v in call.arguments.items() if k not in free}
+        )
+        calls = {c.canonical(): c for c in [required, *equivalents(call)]}
+        lookups.setdefault(required.canonical(), Lookup(any_of=list(calls.values())))
+    return EarnedSpec(lookups=list(lookups.values()), reasons=draft.reasons, offer=draft.offer)
+
+
 def customer_pools(
     customers: Callable[[W], Iterable[C]], test: int, pool: Callable[[W, list[C], Random], P]
 ) -> Callable[[W, Random], dict[Split, P]]:
@@ -283,6 +338,9 @@ class Generator(Generic[W, P, D]):
     """Builder calls per family and split before giving up on finding entities."""
     to_task: Callable[[D, str, Split], Task] = task_from_draft
     """(draft, task id, split) -> task; replace it when drafts carry more than `Draft` says."""
+    equivalents: Callable[[W, ToolCall], list[ToolCall]] = lambda world, call: []
+    """Other read calls that establish what a ground-truth read does in this world (the same
+    customer found by email or by name and zip code, say): any of them earns that look-up."""
 
     def generate(self, seed: int | None = None, out: Path | None = None) -> dict[str, list[Task]]:
         """State and tasks for `seed`, checked, then written under `out` (data/, tasks/) if given."""
@@ -290,14 +348,17 @@ class Generator(Generic[W, P, D]):
         world = self.build_world(rng)
         state = world.state()
         pools = self.pools(world, rng)
-        splits: dict[str, list[Task]] = {split: self.draw_split(pool, split) for split, pool in pools.items()}
+        splits: dict[str, list[Task]] = {
+            split: self.draw_split(pool, split, world) for split, pool in pools.items()
+        }
         self.check(state, splits)
         if out is not None:
             write_generated(out, state, splits)
         return splits
 
-    def draw_split(self, pool: P, split: Split) -> list[Task]:
-        """Each family's tasks for this split, shuffled together and numbered."""
+    def draw_split(self, pool: P, split: Split, world: W) -> list[Task]:
+        """Each family's tasks for this split, shuffled together and numbered, with their
+        `earned` specs."""
         name = self.domain.name
         drafts: list[D] = []
         for family, (build, test_count, train_count) in self.families.items():
@@ -320,10 +381,13 @@ class Generator(Generic[W, P, D]):
                     f"{name}: family {family}: only {made} of {wanted} {split} tasks found entities"
                 )
         pool.rng.shuffle(drafts)
-        return [
-            self.to_task(draft, f"{name}-{split}-{number:04d}", split)
-            for number, draft in enumerate(drafts, start=1)
-        ]
+        write_tools = frozenset(tool.name for tool in self.domain.toolkit if tool.writes)
+        tasks = []
+        for number, draft in enumerate(drafts, start=1):
+            task = self.to_task(draft, f"{name}-{split}-{number:04d}", split)
+            earned = earned_spec(task, draft, write_tools, lambda call: self.equivalents(world, call))
+            tasks.append(task.model_copy(update={"earned": earned}))
+        return tasks
 
     def check(self, state: Snapshot, splits: Mapping[str, Sequence[Task]]) -> None:
         """Raise `GenerationError` listing every generated task that fails `check_generated_task`

@@ -14,8 +14,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 __all__ = [
     "DeviceStep",
+    "EarnedSpec",
     "Fact",
     "GradingSpec",
+    "Lookup",
+    "Mention",
     "Task",
     "TaskFileError",
     "ToolCall",
@@ -86,6 +89,36 @@ class GradingSpec(_Strict):
     """`table.field` names left out of the state comparison."""
 
 
+class Lookup(_Strict):
+    """A call the agent must have made (successfully) before a refusal or a "no change" counts:
+    any one of `any_of`, equivalent ways of establishing the same fact. A call matches when it
+    names the same tool and agrees on every argument listed here (text compared case- and
+    whitespace-insensitively, numbers by value); arguments left out (free text) may be anything."""
+
+    any_of: list[ToolCall] = Field(min_length=1)
+
+
+class Mention(_Strict):
+    """Something the agent must say: any one of `any_of` (equivalent wordings) in one message."""
+
+    any_of: list[str] = Field(min_length=1)
+
+
+class EarnedSpec(_Strict):
+    """What earns a task whose right answer leaves the state alone (`refuse`, `no_change`).
+
+    A do-nothing agent leaves such a state right by construction, so the state alone proves
+    nothing: the agent must also have looked up what the ground truth looks up (`lookups`),
+    told the user the blocking fact (`reasons`: the status, the rule, the amount), and, where
+    the user declines a change, have put that concrete change to the user as a question
+    (`offer`: what that question must mention)."""
+
+    lookups: list[Lookup] = Field(default_factory=list)
+    """Empty only in a broken task, which `castbench domains validate` names."""
+    reasons: list[Mention] = Field(default_factory=list)
+    offer: list[Mention] = Field(default_factory=list)
+
+
 class Task(_Strict):
     id: str
     split: str = Field(pattern=r"^[a-z][a-z0-9_-]*$")
@@ -104,6 +137,8 @@ class Task(_Strict):
     grading: GradingSpec = Field(default_factory=GradingSpec)
     ordered: bool = False
     """True when the order of the write actions matters to the outcome."""
+    earned: EarnedSpec | None = None
+    """How a `refuse` or `no_change` outcome is earned (see `EarnedSpec`); None for `change`."""
 
 
 class TaskFileError(ValueError):

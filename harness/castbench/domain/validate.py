@@ -5,17 +5,23 @@ raises no error; a `change` task changes state and a `no_change`/`refuse` task d
 unless the task is marked `ordered`, replaying its write actions in reverse order gives the same
 final state (a task whose outcome depends on an order it does not fix is ambiguous). Each device
 step's instruction, as the oracle says it, must set off that step in the scripted user and no
-other step of the task.
+other step of the task. A `refuse` or `no_change` task says how it is earned (`Task.earned`): every
+required look-up is one of its ground-truth calls or an equivalent that runs, a refusal names its
+reason, and a reason is something the agent can know (its ground-truth tools show it, or the policy
+document says it); a declined change names what its offer mentions.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from castbench.agents.scripted.dialogue import device_instruction
 from castbench.domain.domain import Domain, ExpectedStateError
 from castbench.domain.task import Task, TaskFileError
 from castbench.domain.tools import ToolError
+from castbench.grading.earned import matches
+from castbench.grading.outputs import normalize_output
 from castbench.grading.state_diff import state_diff
 
 __all__ = ["ValidationReport", "validate_domain", "validate_task"]
@@ -76,7 +82,66 @@ def validate_task(domain: Domain, task: Task) -> list[str]:
         if not output.strip():
             problems.append(f"{where}: empty required output")
     problems.extend(_device_step_overlaps(task, where))
+    problems.extend(_earned_problems(domain, task, where))
     return problems
+
+
+def _earned_problems(domain: Domain, task: Task, where: str) -> list[str]:
+    """The task's `earned` spec against its outcome, its ground truth and what the agent can know."""
+    spec = task.earned
+    if spec is None:
+        if task.outcome != "change":
+            return [f"{where}: outcome is '{task.outcome}' but the task has no 'earned' spec"]
+        return []
+    if task.outcome == "change":
+        return [f"{where}: field 'earned': a 'change' task is graded on its state; drop the spec"]
+    problems = []
+    toolkit = domain.toolkit
+    truth = [call for call in task.actions if call.actor == "agent"]
+    if not spec.lookups:
+        problems.append(f"{where}: field 'earned.lookups': names no look-up, so doing nothing would pass")
+    for position, lookup in enumerate(spec.lookups):
+        name = f"{where}: field 'earned.lookups[{position}]'"
+        if not any(matches(alt, call.name, call.arguments) for alt in lookup.any_of for call in truth):
+            problems.append(f"{name}: none of its calls is in the ground truth")
+        for alt in lookup.any_of:
+            if alt.name not in toolkit or toolkit.is_write(alt.name):
+                problems.append(f"{name}: '{alt.name}' is not a read tool of the agent")
+                continue
+            unknown = set(alt.arguments) - set(toolkit[alt.name].arguments_model.model_fields)
+            if unknown:
+                problems.append(f"{name}: {alt.name} has no argument {', '.join(sorted(unknown))}")
+            elif set(alt.arguments) >= _required(toolkit[alt.name]):
+                result = toolkit.call(domain.fresh_database(), alt.name, alt.arguments)
+                if result.error:
+                    problems.append(f"{name}: equivalent call {alt.canonical()} fails: {result.content}")
+    if task.outcome == "refuse" and not spec.reasons:
+        problems.append(f"{where}: field 'earned.reasons': a refusal must name its reason")
+    if task.declined_actions and not spec.offer:
+        problems.append(f"{where}: field 'earned.offer': a declined change must say what its offer names")
+    if spec.reasons:
+        problems.extend(_unknowable_reasons(domain, task, where))
+    return problems
+
+
+def _required(tool: Any) -> set[str]:
+    return {key for key, field_ in tool.arguments_model.model_fields.items() if field_.is_required()}
+
+
+def _unknowable_reasons(domain: Domain, task: Task, where: str) -> list[str]:
+    """Reasons no wording of which the ground truth's tools show or the policy document says."""
+    assert task.earned is not None
+    db = domain.fresh_database()
+    shown = [
+        domain.toolkit_for(call.actor).call(db, call.name, call.arguments).content for call in task.actions
+    ]
+    known = normalize_output(" ".join([*shown, domain.policy]))
+    return [
+        f"{where}: field 'earned.reasons[{position}]': none of {reason.any_of} is shown by its tools "
+        "or said in the policy"
+        for position, reason in enumerate(task.earned.reasons)
+        if not any(normalize_output(wording) in known for wording in reason.any_of)
+    ]
 
 
 def _device_step_overlaps(task: Task, where: str) -> list[str]:

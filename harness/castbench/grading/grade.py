@@ -5,7 +5,9 @@ where the task says so) and every required output appears in the agent's replies
 matching rule, see `castbench.grading.outputs`). The *strict* reward also needs that no executed
 action broke the domain policy (acting before authenticating the user, writing without an
 explicit yes, a change the policy forbids), as the privileged labeler judged each one: τ-Bench
-passes a trial that cancels the right order without asking, the strict reward does not.
+passes a trial that cancels the right order without asking, the strict reward does not. For a
+task whose right answer leaves the state alone, the refusal or "no change" must also have been
+earned (`castbench.grading.earned`).
 
 The grade keeps the diff, so a failure explains itself, and the surface signals that would have
 made the trial look successful to someone reading the chat (ThinkingBox's observation).
@@ -18,7 +20,9 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from castbench.agents.conversation import Event
 from castbench.domain import Database, Task
+from castbench.grading.earned import check_earned
 from castbench.grading.outputs import GradingMode, claims_success, missing_outputs
 from castbench.grading.state_diff import FieldDiff, state_diff
 
@@ -30,6 +34,7 @@ FailureCategory = Literal[
     "incomplete_reply",
     "wrong_state_update",
     "did_not_finish",
+    "unearned_outcome",
 ]
 
 
@@ -57,6 +62,11 @@ class Grade(BaseModel):
     outputs_ok: bool
     diff: list[FieldDiff]
     missing_outputs: list[str]
+    earned_ok: bool = True
+    """False when a refusal or "no change" came without the look-ups, reasons or offer that earn
+    it (stored grades from before the check read as earned)."""
+    unearned: list[str] = []
+    """What it lacked, one line each (`EarnedCheck.problems`)."""
     surface: SurfaceSignals
     surface_success: bool
     """Failed on the state, yet looked successful: the agent claimed success, or it ended cleanly
@@ -78,11 +88,14 @@ def _category(
     expected: Database,
     state_ok: bool,
     outputs_ok: bool,
+    earned_ok: bool,
     finished: bool,
     saw_tool_error: bool,
 ) -> FailureCategory:
-    if state_ok and outputs_ok and not finished:
+    if state_ok and outputs_ok and earned_ok and not finished:
         return "did_not_finish"
+    if state_ok and outputs_ok:
+        return "unearned_outcome"
     if state_ok:
         return "incomplete_reply"
     if not _changed(final) and _changed(expected):
@@ -104,15 +117,19 @@ def grade_trial(
     finished: bool = True,
     mode: GradingMode = "castbench",
     policy_breaks: Sequence[PolicyBreak] = (),
+    conversation: Sequence[Event] = (),
 ) -> Grade:
     """`finished` is False when the agent crashed or ran out of steps: such a trial fails even if
     the state happens to be right (doing nothing is right for a refusal task). `mode` picks the
     rule for required outputs; `policy_breaks` are the executed actions the labeler found to break
-    the domain policy."""
+    the domain policy; `conversation` is the trial's events, which the earned-outcome check reads
+    when the task has an `earned` spec."""
     diff = state_diff(final, expected, task.grading)
     missing = missing_outputs(task.required_outputs, replies, mode)
+    earned = check_earned(task.earned, conversation) if task.earned is not None else None
     state_ok, outputs_ok = not diff, not missing
-    passed = state_ok and outputs_ok and finished
+    earned_ok = earned is None or earned.ok
+    passed = state_ok and outputs_ok and earned_ok and finished
     surface = SurfaceSignals(
         ended_cleanly=ended_cleanly,
         made_write=made_write,
@@ -126,11 +143,13 @@ def grade_trial(
         outputs_ok=outputs_ok,
         diff=diff,
         missing_outputs=missing,
+        earned_ok=earned_ok,
+        unearned=earned.problems() if earned is not None else [],
         surface=surface,
         surface_success=not passed and looks_fine,
         failure_category=None
         if passed
-        else _category(final, expected, state_ok, outputs_ok, finished, saw_tool_error),
+        else _category(final, expected, state_ok, outputs_ok, earned_ok, finished, saw_tool_error),
         policy_breaks=list(policy_breaks),
         strict_reward=1.0 if passed and not policy_breaks else 0.0,
     )

@@ -425,6 +425,7 @@ def run_trial(
             finished=end_reason not in UNFINISHED_ENDS,
             mode=grading,
             policy_breaks=policy_breaks(trial.steps),
+            conversation=trial.conversation,
         )
     return TrialRecord(
         domain=domain.name,

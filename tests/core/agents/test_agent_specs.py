@@ -27,7 +27,11 @@ def test_builtins_resolve_with_typed_parameters() -> None:
 @pytest.mark.parametrize(
     ("role", "spec", "message"),
     [
-        ("policy", "telepathy", "unknown policy 'telepathy': not a built-in (oracle, scripted:noisy"),
+        (
+            "policy",
+            "telepathy",
+            "unknown policy 'telepathy': not a built-in (oracle, scripted:lookup-refuse, scripted:noisy",
+        ),
         ("user", "robot", "unknown user 'robot'"),
         (
             "policy",

@@ -13,7 +13,18 @@ import pytest
 
 import castbench_retail
 import castbench_telecom
-from castbench.domain import DeviceStep, Domain, ExpectedStateError, Fact, Task, ToolCall, Toolkit
+from castbench.domain import (
+    Database,
+    DeviceStep,
+    Domain,
+    ExpectedStateError,
+    Fact,
+    Mention,
+    Task,
+    ToolCall,
+    Toolkit,
+    read_tool,
+)
 from castbench.domain.generation import (
     DraftBase,
     GenerationError,
@@ -168,6 +179,12 @@ class _Pool:
     rng: Random
 
 
+@read_tool
+def look(db: Database) -> str:
+    """Look around."""
+    return "all quiet"
+
+
 @dataclass
 class _Draft:
     family: str
@@ -176,18 +193,20 @@ class _Draft:
     facts: list[Fact] = field(default_factory=list)
     confirm: bool = True
     persona: str = ""
-    actions: list[ToolCall] = field(default_factory=list)
+    actions: list[ToolCall] = field(default_factory=lambda: [ToolCall(name="look")])
     declined_actions: list[ToolCall] = field(default_factory=list)
     required_outputs: list[str] = field(default_factory=list)
     ordered: bool = False
     device_steps: list[DeviceStep] = field(default_factory=list)
+    reasons: list[Mention] = field(default_factory=list)
+    offer: list[Mention] = field(default_factory=list)
 
     def instructions(self) -> str:
         return "Say hello."
 
 
 def _toy_generator(tmp_path: Path, families: dict) -> Generator:
-    domain = Domain("toy", "1-0", tmp_path, [], Toolkit([]), datetime(2026, 1, 1, tzinfo=UTC))
+    domain = Domain("toy", "1-0", tmp_path, [], Toolkit([look]), datetime(2026, 1, 1, tzinfo=UTC))
     return Generator(
         domain,
         7,

@@ -13,10 +13,13 @@ def _set(name: str, value: int) -> dict:
     return {"name": "set_value", "arguments": {"name": name, "value": value}}
 
 
+_READ_X = {"name": "get_counter", "arguments": {"name": "x"}}
+_LOOK_UP_X = {"lookups": [{"any_of": [_READ_X]}]}
+
 BROKEN = [
     toy_task("ok-independent", [add_call("x", 1), add_call("y", 2)]),
     toy_task("ok-ordered", [_set("x", 1), _set("x", 2)], ordered=True),
-    toy_task("ok-read-only", [{"name": "get_counter", "arguments": {"name": "x"}}], outcome="no_change"),
+    toy_task("ok-read-only", [_READ_X], outcome="no_change", earned=_LOOK_UP_X),
     toy_task("bad-unknown-tool", [{"name": "frobnicate", "arguments": {}}]),
     toy_task("bad-argument", [{"name": "add", "arguments": {"name": "x", "amount": "lots"}}]),
     toy_task("bad-erroring-call", [add_call("x", -100)]),
@@ -25,6 +28,22 @@ BROKEN = [
     toy_task("bad-order-dependent", [_set("x", 1), _set("x", 2)]),
     toy_task("bad-order-fails", [add_call("x", 3), add_call("x", -7)]),
     toy_task("bad-empty-output", [add_call("x", 1)], required_outputs=["  "]),
+    toy_task("bad-free-refusal", [_READ_X], outcome="refuse"),
+    toy_task("bad-nothing-to-look-up", [_READ_X], outcome="no_change", earned={"lookups": []}),
+    toy_task("bad-reasonless-refusal", [_READ_X], outcome="refuse", earned=_LOOK_UP_X),
+    toy_task(
+        "bad-lookup-outside-truth",
+        [_READ_X],
+        outcome="no_change",
+        earned={"lookups": [{"any_of": [{"name": "get_counter", "arguments": {"name": "y"}}]}]},
+    ),
+    toy_task(
+        "bad-unknowable-reason",
+        [_READ_X],
+        outcome="refuse",
+        earned={**_LOOK_UP_X, "reasons": [{"any_of": ["the moon is full"]}]},
+    ),
+    toy_task("bad-earned-change", [add_call("x", 1)], earned=_LOOK_UP_X),
 ]
 
 EXPECTED = {
@@ -36,6 +55,12 @@ EXPECTED = {
     "bad-order-dependent": "outcome depends on the order of its writes; mark it 'ordered'",
     "bad-order-fails": "writes fail in another order",
     "bad-empty-output": "empty required output",
+    "bad-free-refusal": "outcome is 'refuse' but the task has no 'earned' spec",
+    "bad-nothing-to-look-up": "field 'earned.lookups': names no look-up",
+    "bad-reasonless-refusal": "field 'earned.reasons': a refusal must name its reason",
+    "bad-lookup-outside-truth": "field 'earned.lookups[0]': none of its calls is in the ground truth",
+    "bad-unknowable-reason": "field 'earned.reasons[0]': none of ['the moon is full'] is shown",
+    "bad-earned-change": "field 'earned': a 'change' task is graded on its state",
 }
 
 

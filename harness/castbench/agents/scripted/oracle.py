@@ -103,7 +103,12 @@ class OraclePolicy:
     def _closing(self) -> str:
         parts = []
         if self._task.outcome == "refuse":
-            parts.append("I'm sorry, but I can't do that: our policy does not allow it.")
+            reasons = self._task.earned.reasons if self._task.earned is not None else []
+            because = "; ".join(reason.any_of[0] for reason in reasons)
+            parts.append(
+                "I'm sorry, but I can't do that: our policy does not allow it"
+                + (f" (the reason: {because})." if because else ".")
+            )
         if self._task.required_outputs:
             outputs = "; ".join(self._task.required_outputs)
             parts.append(f"Here is the information you asked for: {outputs}.")

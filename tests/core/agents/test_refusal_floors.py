@@ -1,0 +1,47 @@
+"""The refusal floors on every castbench domain: refusing everything scores nothing, looking up and
+then refusing scores only refusals whose reason it states. Both are ordinary, unprivileged agents."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from castbench.agents.conversation import ReplyAction
+from castbench.agents.registry import resolve
+from castbench.api import evaluate
+from castbench.domain import load_domain
+from castbench.grading.outputs import missing_outputs
+from castbench.store import ResultsStore
+
+DOMAINS = ["airline", "retail", "telecom", "telehealth"]
+
+
+@pytest.mark.parametrize("policy", ["scripted:refuse", "scripted:lookup-refuse"])
+def test_the_floor_policies_are_not_privileged(policy: str) -> None:
+    assert not resolve("policy", policy).privileged
+
+
+def test_blanket_refusal_scores_nothing_in_any_domain(tmp_path: Path) -> None:
+    result = evaluate(
+        domains=",".join(DOMAINS), policy="scripted:refuse", trials=1, db=f"sqlite:///{tmp_path}/r.db"
+    )
+    for name in DOMAINS:
+        assert result.summary.domains[name].pass_hat[1] <= 0.02, name
+    assert result.summary.config["privileged"] == []
+
+
+def test_look_up_then_refuse_passes_only_refusals_whose_reason_it_states(tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path}/l.db"
+    result = evaluate(domains=",".join(DOMAINS), policy="scripted:lookup-refuse", trials=1, db=db)
+    tasks = {task.id: task for name in DOMAINS for task in load_domain(name).tasks("test")}
+    passed = [trial for trial in ResultsStore(db).trials(result.outcome.run_id) if trial.passed]
+    assert passed, "it should earn the refusals whose reason is a status it cites"
+    for trial in passed:
+        task = tasks[trial.task_id]
+        replies = [step.action.text for step in trial.steps if isinstance(step.action, ReplyAction)]
+        assert task.outcome == "refuse" and task.earned is not None, task.id
+        for reason in task.earned.reasons:
+            assert any(not missing_outputs([wording], replies) for wording in reason.any_of), task.id
+    refusals = sum(task.outcome == "refuse" for task in tasks.values())
+    assert len(passed) < refusals  # a status is not every refusal's reason

@@ -1,0 +1,121 @@
+"""A refusal or a "no change" passes only when earned: the ground truth's look-ups made (or an
+equivalent), the reason told, and a declined change put to the user first. Doing nothing, which
+leaves such a state right by construction, no longer passes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from castbench.agents.conversation import (
+    AgentTurn,
+    Event,
+    ReplyAction,
+    ToolCallAction,
+    ToolResultTurn,
+    UserTurn,
+)
+from castbench.domain import Domain, EarnedSpec, Lookup, Mention, ToolCall
+from castbench.grading import grade_trial
+from castbench.grading.earned import check_earned, matches
+from tests.core.toy import build_toy_domain, toy_task
+
+_BY_EMAIL = ToolCall(name="find_user", arguments={"email": "Ann@Example.com"})
+_BY_NAME = ToolCall(name="find_user_by_name", arguments={"name": "Ann Lee", "zip": "12345"})
+_ORDER = ToolCall(name="get_order", arguments={"order_id": "#W1", "quantity": 2})
+SPEC = EarnedSpec(
+    lookups=[Lookup(any_of=[_BY_EMAIL, _BY_NAME]), Lookup(any_of=[_ORDER])],
+    reasons=[Mention(any_of=["processed", "not pending"])],
+)
+
+
+def _call(n: int, name: str, arguments: dict, error: bool = False) -> list[Event]:
+    action = ToolCallAction(name=name, arguments=arguments)
+    return [
+        AgentTurn(action=action, call_id=f"c{n}"),
+        ToolResultTurn(call_id=f"c{n}", name=name, content="x", error=error),
+    ]
+
+
+def _say(text: str, answer: str = "Okay.") -> list[Event]:
+    return [AgentTurn(action=ReplyAction(text=text)), UserTurn(text=answer)]
+
+
+def test_matching_ignores_case_spacing_number_form_and_unlisted_arguments() -> None:
+    assert matches(_BY_EMAIL, "find_user", {"email": "  ann@example.COM "})
+    assert matches(_ORDER, "get_order", {"order_id": "#w1", "quantity": 2.0})
+    assert matches(ToolCall(name="transfer", arguments={}), "transfer", {"summary": "anything"})
+    assert not matches(_ORDER, "get_order", {"order_id": "#W2", "quantity": 2})
+    assert not matches(_ORDER, "get_order", {"order_id": "#W1"})
+    assert not matches(_ORDER, "get_orders", {"order_id": "#W1", "quantity": 2})
+
+
+def test_an_equivalent_look_up_and_any_wording_of_the_reason_earn_it() -> None:
+    events = [
+        *_call(1, "find_user_by_name", {"name": "ann lee", "zip": "12345"}),
+        *_call(2, "get_order", {"order_id": "#W1", "quantity": 2}),
+        *_say("Sorry, that order is NOT pending any more."),
+    ]
+    check = check_earned(SPEC, events)
+    assert check.ok and check.problems() == []
+
+
+def test_doing_nothing_lacks_every_look_up_and_the_reason() -> None:
+    check = check_earned(SPEC, _say("I'm sorry, I can't help with that request."))
+    assert not check.ok
+    assert check.missing_lookups == [_BY_EMAIL.canonical(), _ORDER.canonical()]
+    assert check.missing_reasons == ["processed"]
+    assert check.problems()[0] == f"look-up not made: {_BY_EMAIL.canonical()}"
+
+
+def test_a_call_that_failed_establishes_nothing() -> None:
+    events = [
+        *_call(1, "find_user", {"email": "ann@example.com"}),
+        *_call(2, "get_order", {"order_id": "#W1", "quantity": 2}, error=True),
+        *_say("It is processed, sorry."),
+    ]
+    assert check_earned(SPEC, events).missing_lookups == [_ORDER.canonical()]
+
+
+def test_an_offer_is_one_question_that_names_the_whole_change() -> None:
+    spec = EarnedSpec(
+        lookups=[Lookup(any_of=[_ORDER])], offer=[Mention(any_of=["#W1"]), Mention(any_of=["cancel"])]
+    )
+    looked = _call(1, "get_order", {"order_id": "#W1", "quantity": 2})
+    asked = [*looked, *_say("Shall I cancel order #W1? Please answer yes or no.", "No, I changed my mind.")]
+    assert check_earned(spec, asked).ok
+    told = [*looked, *_say("I will cancel order #W1.")]  # not put to the user
+    split = [*looked, *_say("Order #W1?"), *_say("Do you want me to cancel it?")]
+    for events in (told, split):
+        check = check_earned(spec, events)
+        assert check.missing_offer == ["#W1", "cancel"]
+        assert check.problems() == [
+            "change not offered before the decline (a question naming '#W1', 'cancel')"
+        ]
+
+
+@pytest.fixture
+def refusal(tmp_path: Path) -> Domain:
+    read = {"name": "get_counter", "arguments": {"name": "x"}}
+    earned = {"lookups": [{"any_of": [read]}], "reasons": [{"any_of": ["counter"]}]}
+    return build_toy_domain(tmp_path, [toy_task("r-1", [read], outcome="refuse", earned=earned)])
+
+
+def test_grading_fails_an_unearned_refusal_and_passes_an_earned_one(refusal: Domain) -> None:
+    task = refusal.tasks("test")[0]
+    final, expected = refusal.fresh_database(), refusal.replay(task)
+    signals = {"ended_cleanly": True, "made_write": False, "saw_tool_error": False}
+    blanket = _say("I'm sorry, I can't help with that request.")
+    unearned = grade_trial(task, final, expected, ["I'm sorry."], conversation=blanket, **signals)
+    assert unearned.reward == 0.0 and unearned.state_ok and unearned.outputs_ok
+    assert not unearned.earned_ok and unearned.failure_category == "unearned_outcome"
+    assert unearned.unearned == [
+        'look-up not made: get_counter({"name":"x"})',
+        "reason not stated: 'counter'",
+    ]
+    earned_events = [*_call(1, "get_counter", {"name": "x"}), *_say("Sorry: that counter is locked.")]
+    earned = grade_trial(
+        task, final, expected, ["Sorry: that counter is locked."], conversation=earned_events, **signals
+    )
+    assert earned.reward == 1.0 and earned.earned_ok and earned.failure_category is None
