@@ -14,6 +14,7 @@ from castbench.agents.traits import parse_traits
 from castbench.domain import resolve_domains
 from castbench.grading import GradingMode
 from castbench.models.settings import configure_model_agent, load_models_config
+from castbench.report.floors import reference_floors
 from castbench.report.summary import RunSummary, pair_with_baseline, summarize_run
 from castbench.runner.config import RunConfig
 from castbench.runner.deadline import TimeLimits
@@ -225,4 +226,5 @@ def evaluate(
             alone.run_id, alone_config, alone_records, store.run(alone.run_id).status
         )
         summary = pair_with_baseline(summary, alone_summary, records, alone_records)
+    summary = summary.model_copy(update={"floors": reference_floors(config)})
     return EvalResult(outcome, summary)

@@ -140,8 +140,8 @@ def test_a_team_policy_runs_by_import_path(tmp_path: Path) -> None:
     summary = json.loads((tmp_path / "team.json").read_text())
     assert summary["config"]["policy"] == spec and summary["config"]["privileged"] == []
     assert summary["domains"]["retail"]["n_trials"] == 6
-    # it did nothing: the task with nothing to change passes, the others fail
-    assert summary["domains"]["retail"]["per_task"]["retail-test-0001"] == {"n": 2, "successes": 2}
+    # it did nothing: even the task with nothing to change fails (nothing looked up, no reason given)
+    assert summary["domains"]["retail"]["per_task"]["retail-test-0001"] == {"n": 2, "successes": 0}
     assert summary["domains"]["retail"]["per_task"]["retail-test-0006"] == {"n": 2, "successes": 0}
 
 

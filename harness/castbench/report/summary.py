@@ -19,6 +19,7 @@ from pydantic import BaseModel, Field, model_validator
 from castbench.agents.conversation import Usage
 from castbench.metrics import ReliabilitySummary, TaskOutcome, summarize_counts
 from castbench.report.critic_report import CriticReport, critic_report, paired_effect
+from castbench.report.floors import ReferenceFloors
 from castbench.runner.config import RunConfig
 from castbench.runner.records import TrialRecord
 
@@ -68,6 +69,8 @@ class RunSummary(BaseModel):
     warnings: list[str] = Field(default_factory=list)
     trait_sweep: Any = None
     """With `--sweep-traits`: each profile's pass^k and its drop against no traits."""
+    floors: ReferenceFloors | None = None
+    """What refusing scores on the same tasks (`castbench.report.floors`); `castbench eval` adds it."""
 
     @model_validator(mode="after")
     def _incomplete_when_trials_are_missing(self) -> RunSummary:

@@ -38,7 +38,8 @@ def _pass_hat(report: ReliabilitySummary | None, k: int) -> str:
 def reliability_table(summary: RunSummary) -> Table:
     """One row per k, one column per domain: pass^k with its 95% interval over tasks, and right
     under it the strict pass^k (no executed action broke the domain policy) where the trials
-    were graded strictly."""
+    were graded strictly; then the reference floors (refusing everything, looking up then
+    refusing) on the same tasks."""
     n = summary.overall.trials_per_task
     columns: list[tuple[str, DomainReport]] = list(summary.domains.items())
     if len(columns) > 1:
@@ -56,7 +57,23 @@ def reliability_table(summary: RunSummary) -> Table:
         if strict:
             table.add_row(f"strict pass^{k}", *[_pass_hat(report.strict, k) for _, report in columns])
     table.add_row(f"pass@{n}", *[f"{report.pass_at.get(n, float('nan')):.3f}" for _, report in columns])
+    if summary.floors is not None:
+        floors = summary.floors
+        for floor in floors.policies:
+            by_column = [
+                floors.overall.get(floor) if name == "overall" else floors.domains.get(name, {}).get(floor)
+                for name, _ in columns
+            ]
+            table.add_row(f"floor: {floor}", *[_floor_cell(values, n) for values in by_column])
     return table
+
+
+def _floor_cell(values: dict[int, float] | None, n: int) -> str:
+    """A floor's pass^1, and its pass^n when that differs (a floor run with traits)."""
+    if not values:
+        return "–"
+    first, last = values[1], values.get(n, values[max(values)])
+    return f"{first:.3f}" if abs(first - last) < 5e-4 else f"{first:.3f} → {last:.3f} (pass^{n})"
 
 
 def _details_table(summary: RunSummary) -> Table:

@@ -3,15 +3,18 @@ then refusing scores only refusals whose reason it states. Both are ordinary, un
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
 from castbench.agents.conversation import ReplyAction
 from castbench.agents.registry import resolve
 from castbench.api import evaluate
 from castbench.domain import load_domain
 from castbench.grading.outputs import missing_outputs
+from castbench.report import reliability_table
 from castbench.store import ResultsStore
 
 DOMAINS = ["airline", "retail", "telecom", "telehealth"]
@@ -29,6 +32,35 @@ def test_blanket_refusal_scores_nothing_in_any_domain(tmp_path: Path) -> None:
     for name in DOMAINS:
         assert result.summary.domains[name].pass_hat[1] <= 0.02, name
     assert result.summary.config["privileged"] == []
+    floors = result.summary.floors
+    assert floors is not None and floors.overall["refuse"] == {1: result.summary.overall.pass_hat[1]}
+
+
+def test_every_summary_carries_both_floors_from_the_same_engine(tmp_path: Path) -> None:
+    """The floors of a run equal what running the floor policy itself gives on those tasks; the
+    floor policies are deterministic, so a task passes all its trials or none."""
+    tasks = [t.id for t in load_domain("retail").tasks("test") if t.outcome != "change"][:12]
+    options = {
+        "domains": "retail",
+        "trials": 3,
+        "tasks": tasks,
+        "db": f"sqlite:///{tmp_path}/f.db",
+    }
+    noisy = evaluate(policy="scripted:noisy", **options).summary
+    floor_run = evaluate(policy="scripted:lookup-refuse", **options).summary
+    assert noisy.floors is not None and floor_run.floors == noisy.floors
+    retail = floor_run.domains["retail"]
+    assert {outcome.successes for outcome in retail.per_task.values()} <= {0, 3}
+    assert noisy.floors.domains["retail"]["lookup-refuse"] == retail.pass_hat
+    assert 0 < retail.pass_hat[1] < 1 and noisy.floors.domains["retail"]["refuse"] == {1: 0.0, 2: 0.0, 3: 0.0}
+    table = io.StringIO()
+    Console(file=table, width=200).print(reliability_table(noisy))
+    rows = {
+        line.split("│")[1].strip(): line.split("│")[2].strip()
+        for line in table.getvalue().splitlines()
+        if "floor" in line
+    }
+    assert rows == {"floor: refuse": "0.000", "floor: lookup-refuse": f"{retail.pass_hat[1]:.3f}"}
 
 
 def test_look_up_then_refuse_passes_only_refusals_whose_reason_it_states(tmp_path: Path) -> None:
