@@ -115,3 +115,27 @@ def test_domains_validate_names_each_broken_task(tmp_path: Path, monkeypatch: py
     assert "task changes-nothing: outcome is 'change' but replaying its actions changes nothing" in output
     assert "task order-dependent: outcome depends on the order of its writes; mark it 'ordered'" in output
     assert "task fine" not in output
+
+
+def test_runs_show_says_why_a_refusal_was_not_earned(tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path / 'refuse.db'}"
+    ran = invoke(
+        "eval",
+        "--domain",
+        "retail",
+        "--policy",
+        "scripted:refuse",
+        "--trials",
+        "1",
+        "--tasks",
+        TASKS,
+        "--db",
+        db,
+    )
+    assert ran.exit_code == 0, ran.output
+    assert "floor: refuse" in ran.output and "floor: lookup-refuse" in ran.output
+    shown = invoke("runs", "show", "latest", "--task", "retail-test-0001", "--db", db)
+    assert shown.exit_code == 0, shown.output
+    text = " ".join(shown.output.split())
+    assert "not earned: look-up not made: find_user_id_by" in text
+    assert "change not offered before the decline" in text

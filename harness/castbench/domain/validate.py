@@ -14,12 +14,11 @@ document says it); a declined change names what its offer mentions.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from castbench.agents.scripted.dialogue import device_instruction
 from castbench.domain.domain import Domain, ExpectedStateError
 from castbench.domain.task import Task, TaskFileError
-from castbench.domain.tools import ToolError
+from castbench.domain.tools import Tool, ToolError
 from castbench.grading.earned import matches
 from castbench.grading.outputs import normalize_output
 from castbench.grading.state_diff import state_diff
@@ -124,7 +123,7 @@ def _earned_problems(domain: Domain, task: Task, where: str) -> list[str]:
     return problems
 
 
-def _required(tool: Any) -> set[str]:
+def _required(tool: Tool) -> set[str]:
     return {key for key, field_ in tool.arguments_model.model_fields.items() if field_.is_required()}
 
 

@@ -1,6 +1,6 @@
 """Reference floors: what refusing is worth on a run's own tasks, shown next to its pass^k.
 
-Two built-in, unprivileged policies run through the same engine (`run_trial`, the same grading)
+Two built-in, unprivileged policies run through the same engine (`run_job`, the same grading)
 on the run's domains, split, tasks, trials, seed, step limit and traits, with the scripted user
 and no critic: `scripted:refuse` (refuses everything) and `scripted:lookup-refuse` (looks things
 up, then refuses). An agent that scores near a floor has learned little beyond refusing.
@@ -20,8 +20,9 @@ from pydantic import BaseModel
 from castbench.agents.registry import resolve
 from castbench.metrics.passk import pass_hat_k
 from castbench.runner.config import RunConfig
-from castbench.runner.engine import ExpectedStates, plan_trials
-from castbench.runner.rollout import AgentSet, run_trial
+from castbench.runner.engine import ExpectedStates, run_job
+from castbench.runner.plan import plan_trials
+from castbench.runner.rollout import AgentSet
 
 __all__ = ["FLOOR_POLICIES", "ReferenceFloors", "reference_floors"]
 
@@ -55,17 +56,7 @@ def _floors(canonical: str) -> ReferenceFloors:
         agents = AgentSet(policy=resolve("policy", spec), user=user)
         successes: dict[tuple[str, str], int] = defaultdict(int)
         for job in jobs:
-            record = run_trial(
-                job.domain,
-                job.task,
-                job.trial_index,
-                job.seed,
-                agents,
-                expected.get(job.domain, job.task),
-                config.limits,
-                None,
-                config.traits,
-            )
+            record = run_job(job, config, agents, expected)
             successes[(job.domain.name, job.task.id)] += record.passed * (config.trials // repeats)
         counts = {key: (config.trials, c) for key, c in successes.items()}
         for name in config.domains:

@@ -49,7 +49,7 @@ def reliability_table(summary: RunSummary) -> Table:
     if any(report.pass_hat_conservative for _, report in columns):
         title += "\n≥ x: conservative bound, every unscored planned trial counted as a failure"
     table = Table(title=title, title_justify="left")
-    table.add_column("k", justify="right", style="bold")
+    table.add_column("k", justify="right", style="bold", no_wrap=True)
     for name, report in columns:
         table.add_column(escape(f"{name} ({report.n_tasks} tasks)"), justify="right")
     for k in _ks(n):
@@ -161,6 +161,8 @@ def print_trial(record: TrialRecord, console: Console) -> None:
         console.print(
             f"  [red]policy broken[/] at step {broken.step} ({escape(broken.tool)}): {escape(broken.reason)}"
         )
+    if record.grade is not None and record.grade.unearned:
+        console.print("  not earned: " + escape("; ".join(record.grade.unearned)))
     if record.error:
         console.print(f"  [red]error[/]: {escape(record.error.splitlines()[0])}")
 

@@ -30,7 +30,7 @@ from castbench.runner.rollout import AgentSet, run_trial
 from castbench.runner.shared import DEFAULT_LEASE_S, SharedPlan
 from castbench.store import HEARTBEAT_S, ResultsStore
 
-__all__ = ["EvalOutcome", "run_eval", "superseded_run"]
+__all__ = ["EvalOutcome", "ExpectedStates", "run_eval", "run_job", "superseded_run"]
 
 
 @dataclass(frozen=True)
@@ -91,6 +91,31 @@ class _Runtime:
     max_attempts: int
 
 
+def run_job(
+    job: TrialJob,
+    config: RunConfig,
+    agents: AgentSet,
+    expected: ExpectedStates,
+    time_limits: TimeLimits | None = None,
+    stop: threading.Event | None = None,
+) -> TrialRecord:
+    """One trial of the grid, once, under the run's limits, verification and traits."""
+    return run_trial(
+        job.domain,
+        job.task,
+        job.trial_index,
+        job.seed,
+        agents,
+        expected.get(job.domain, job.task),
+        config.limits,
+        config.verification,
+        config.traits,
+        time_limits,
+        stop,
+        grading=config.grading_mode,
+    )
+
+
 def _run_with_retries(
     job: TrialJob, config: RunConfig, agents: AgentSet, expected: ExpectedStates, runtime: _Runtime
 ) -> TrialRecord:
@@ -101,20 +126,7 @@ def _run_with_retries(
     spent: dict[str, Usage] = {}
     for attempt in range(1, runtime.max_attempts + 1):
         try:
-            record = run_trial(
-                job.domain,
-                job.task,
-                job.trial_index,
-                job.seed,
-                agents,
-                expected.get(job.domain, job.task),
-                config.limits,
-                config.verification,
-                config.traits,
-                runtime.time_limits,
-                runtime.stop,
-                grading=config.grading_mode,
-            )
+            record = run_job(job, config, agents, expected, runtime.time_limits, runtime.stop)
         except (FatalInfrastructureError, Cancelled):
             raise
         except Exception as exc:

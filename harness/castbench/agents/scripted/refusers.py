@@ -59,17 +59,6 @@ def _parameters(schema: dict[str, Any]) -> tuple[str, list[str]]:
     return function["name"], list(function["parameters"].get("required", []))
 
 
-def _records(value: Any) -> Iterator[dict[str, Any]]:
-    """Every JSON object inside a tool result, outermost first."""
-    if isinstance(value, dict):
-        yield value
-        for item in value.values():
-            yield from _records(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _records(item)
-
-
 class LookupRefusePolicy:
     """Looks up everything it can reach from the user's details, then refuses citing statuses."""
 
@@ -96,36 +85,33 @@ class LookupRefusePolicy:
                 return ToolCallAction(name=name, arguments=arguments)
         return ReplyAction(text=self._refusal(view))
 
-    def _sources(self, view: PolicyView) -> list[dict[str, Any]]:
-        """Groups of values found together: what the user said, each record a tool returned, and
-        each bare id a tool returned (under `<word>_id` for a word of the tool's name)."""
-        said: dict[str, Any] = {}
-        sources: list[dict[str, Any]] = [said]
+    def _known(self, view: PolicyView) -> dict[str, Any]:
+        """What the user stated ("My email is ..."), and each bare id a tool returned (under
+        `<word>_id` for each word of the tool's name: `find_user_id_by_email` -> `user_id`)."""
+        known: dict[str, Any] = {}
         names = {param for _, required in self._reads for param in required}
         calls = {e.call_id: e.action for e in view.conversation if isinstance(e, AgentTurn) and e.call_id}
         for event in view.conversation:
             if isinstance(event, UserTurn):
-                said.update(_stated(event.text, names))
+                known.update(_stated(event.text, names))
             elif isinstance(event, ToolResultTurn) and not event.error:
                 action = calls.get(event.call_id)
-                sources.extend(
-                    _found(event.content, action.name if isinstance(action, ToolCallAction) else "")
-                )
-        return sources
+                if isinstance(action, ToolCallAction):
+                    known.update(_bare_id(event.content, action.name))
+        return known
 
     def _candidates(self, view: PolicyView) -> Iterator[tuple[str, dict[str, Any]]]:
-        sources = self._sources(view)
+        known = self._known(view)
         for name, required in self._reads:
-            for source in sources:
-                if all(isinstance(source.get(param), str | int | float) for param in required):
-                    yield name, {param: source[param] for param in required}
+            if all(param in known for param in required):
+                yield name, {param: known[param] for param in required}
 
     def _refusal(self, view: PolicyView) -> str:
         statuses = []
         for event in view.conversation:
             if not isinstance(event, ToolResultTurn) or event.error:
                 continue
-            for record in _found(event.content, ""):
+            for record in _records(event.content):
                 ids = [key for key in record if key.endswith("_id") and isinstance(record[key], str)]
                 if ids and isinstance(record.get("status"), str):
                     statuses.append(f"{record[ids[0]]} is {record['status']}")
@@ -151,16 +137,23 @@ def _stated(text: str, names: set[str]) -> dict[str, str]:
     return values
 
 
-def _found(content: str, tool: str) -> list[dict[str, Any]]:
+def _bare_id(content: str, tool: str) -> dict[str, str]:
+    token = content.strip()
+    if not token or " " in token or token[0] in "[{":
+        return {}
+    return {f"{word}_id": token for word in tool.split("_") if word not in ("find", "by", "id", "verify")}
+
+
+def _records(content: str) -> Iterator[dict[str, Any]]:
+    """Every JSON object inside a tool result, outermost first."""
     try:
-        value = json.loads(content)
+        stack = [json.loads(content)]
     except json.JSONDecodeError:
-        value = content
-    if isinstance(value, str):
-        token = value.strip()
-        if not token or " " in token:
-            return []
-        return [
-            {f"{word}_id": token for word in tool.split("_") if word not in ("find", "by", "id", "verify")}
-        ]
-    return list(_records(value))
+        return
+    while stack:
+        value = stack.pop(0)
+        if isinstance(value, dict):
+            yield value
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
