@@ -157,6 +157,7 @@ def replay_trial(
         finished=record.end_reason not in UNFINISHED_ENDS,
         mode=grading,
         policy_breaks=replay.breaks,
+        conversation=replay.conversation,
     )
     problems += replay.problems
     if record.reward != grade.reward:
