@@ -86,7 +86,7 @@ def test_leaderboard_build_refuses_or_excludes_a_forged_run(exports: Exports, tm
     write_export(forged, root / "results" / "forged.castbench.json.gz")
     write_export(read_export(exports.oracle), root / "results" / "oracle.castbench.json.gz")
     spec = BoardSpec(
-        name="b", title="B", domains={"retail": 1}, trials=2, metrics=["pass^1"], allow_privileged=True
+        name="b", title="B", domains={"retail": 2}, trials=2, metrics=["pass^1"], allow_privileged=True
     )  # type: ignore[list-item]
     found, excluded = collect_rows(spec, root)
     assert [row.run_id for row, _ in found] == [exports.run_ids["oracle"]]

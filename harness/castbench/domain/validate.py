@@ -20,7 +20,7 @@ from castbench.domain.domain import Domain, ExpectedStateError
 from castbench.domain.task import Task, TaskFileError
 from castbench.domain.tools import Tool, ToolError
 from castbench.grading.earned import matches
-from castbench.grading.outputs import normalize_output
+from castbench.grading.outputs import missing_outputs
 from castbench.grading.state_diff import state_diff
 
 __all__ = ["ValidationReport", "validate_domain", "validate_task"]
@@ -134,12 +134,12 @@ def _unknowable_reasons(domain: Domain, task: Task, where: str) -> list[str]:
     shown = [
         domain.toolkit_for(call.actor).call(db, call.name, call.arguments).content for call in task.actions
     ]
-    known = normalize_output(" ".join([*shown, domain.policy]))
+    known = [*shown, domain.policy]
     return [
         f"{where}: field 'earned.reasons[{position}]': none of {reason.any_of} is shown by its tools "
         "or said in the policy"
         for position, reason in enumerate(task.earned.reasons)
-        if not any(normalize_output(wording) in known for wording in reason.any_of)
+        if all(missing_outputs([wording], known) for wording in reason.any_of)
     ]
 
 
