@@ -5,6 +5,8 @@ Differences from castbench's generated domains, each for parity with τ:
 - the expected state is τ's: the gold actions replayed in order from the pristine state, errors
   and unknown tools passing silently, transfer tools skipped (τ's `calculate_reward`);
 - the policy a model reads is τ's wiki verbatim, and nothing is added to it;
+- a `no_change` task is earned (castbench grading; `--grading tau` keeps τ's rule) by making the
+  gold's successful look-ups, any identity look-up standing for another (see `earned_spec`);
 - tasks whose gold is broken (a tool that does not exist, arguments a tool rejects, a replay that
   changes nothing although the gold writes) are left out of their split and form the split
   `<split>-broken`, so they are excluded from scores by default and can be run on their own.
@@ -20,19 +22,21 @@ from datetime import UTC, datetime
 from functools import cached_property
 from pathlib import Path
 
-from castbench.domain import Database, Domain, Task, TaskFileError
+from castbench.domain import Database, Domain, EarnedSpec, Lookup, Task, TaskFileError, ToolCall
 from castbench.domain.database import Snapshot
 from castbench.domain.validate import validate_task
 from castbench_tau.rules import TauRules
 from castbench_tau.source import TauSource, load_source
-from castbench_tau.tasks import convert_task
+from castbench_tau.tasks import IDENTITY_PREFIX, convert_task
 from castbench_tau.toolkit import tau_toolkit
 
 __all__ = ["ADAPTER_GENERATION", "BROKEN_SUFFIX", "TauDomain", "tau_domain", "tau_version"]
 
-ADAPTER_GENERATION = 1
+ADAPTER_GENERATION = 2
 """Goes up when a change of this adapter changes scores."""
 BROKEN_SUFFIX = "-broken"
+_NO_FACT = frozenset({"think", "calculate"})
+"""τ tools that read nothing from the domain."""
 
 
 def tau_version(release: str) -> str:
@@ -85,11 +89,40 @@ class TauDomain(Domain):
                 )
         return problems
 
+    def earned_spec(self, task: Task) -> EarnedSpec | None:
+        """How a `no_change` task is earned: every gold read that succeeds and establishes a fact
+        (not `think`, `calculate` or a transfer) made successfully by the agent. Any identity
+        look-up (`find_*`) stands for another, whatever its arguments: a user found by name and zip
+        code is as found as one found by email. None when the gold looks nothing up (such a task
+        keeps τ's rule: `requires_earned` is False for the packs)."""
+        if task.outcome != "no_change":
+            return None
+        db = self.fresh_database()
+        finders = [name for name in self.toolkit.names if name.startswith(IDENTITY_PREFIX)]
+        lookups: list[Lookup] = []
+        for call in task.actions:
+            if call.name in _NO_FACT or call.name in self._source.terminate_tools or call.name not in self.toolkit:
+                continue
+            if self.toolkit.is_write(call.name) or self.toolkit.call(db, call.name, call.arguments).error:
+                continue
+            if call.name.startswith(IDENTITY_PREFIX):
+                others = [ToolCall(name=name, arguments={}) for name in finders if name != call.name]
+                lookup = Lookup(any_of=[call, *others])
+            else:
+                lookup = Lookup(any_of=[call])
+            if lookup not in lookups:
+                lookups.append(lookup)
+        return EarnedSpec(lookups=lookups) if lookups else None
+
     @cached_property
     def _all_tasks(self) -> dict[str, list[Task]]:
-        return {
+        converted = {
             split: [convert_task(raw, self.name, split, index, self.toolkit) for index, raw in enumerate(tasks)]
             for split, tasks in self._source.raw_tasks.items()
+        }
+        return {
+            split: [task.model_copy(update={"earned": self.earned_spec(task)}) for task in tasks]
+            for split, tasks in converted.items()
         }
 
     @cached_property
@@ -143,6 +176,7 @@ def tau_domain(name: str) -> TauDomain:
         now=datetime(2024, 5, 15, 20, 0, tzinfo=UTC),  # τ airline's wiki: 2024-05-15 15:00 EST
         description=f"τ {name} from tau-trait {source.version}: its data, wiki, tools and tasks",
         verbatim_policy=True,
+        requires_earned=False,
         source=source,
     )
     domain.rules = TauRules(toolkit, domain.pristine)

@@ -20,7 +20,7 @@ from typing import Any
 
 from castbench.domain import Fact, Task, Toolkit, ToolCall, UserScenario
 
-__all__ = ["convert_task", "first_person", "identity_call"]
+__all__ = ["IDENTITY_PREFIX", "convert_task", "first_person", "identity_call"]
 
 _PRONOUNS = [
     (r"\bYou are\b", "I am"),
@@ -38,6 +38,8 @@ _PRONOUNS = [
     (r"\byou\b", "I"),
 ]
 _IDENTITY_ARGUMENTS = ("user_id", "customer_id", "patient_id")
+IDENTITY_PREFIX = "find_"
+"""τ's look-ups of who the customer is (`find_user_id_by_email`, `find_user_id_by_name_zip`, ...)."""
 
 
 def first_person(instruction: str) -> str:
@@ -51,7 +53,7 @@ def first_person(instruction: str) -> str:
 def identity_call(actions: list[ToolCall]) -> ToolCall | None:
     """The gold's first look-up of who the customer is, if it has one."""
     for call in actions:
-        if call.name.startswith("find_"):
+        if call.name.startswith(IDENTITY_PREFIX):
             return call
         if call.name.startswith("get_") and list(call.arguments) in ([key] for key in _IDENTITY_ARGUMENTS):
             return call

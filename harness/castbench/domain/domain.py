@@ -58,6 +58,10 @@ class Domain:
     verbatim_policy: bool = False
     """A model policy's system prompt is the policy document alone, nothing added (a published
     benchmark's prompt, kept so that scores compare with its own harness's)."""
+    requires_earned: bool = True
+    """Every `refuse` / `no_change` task must say how it is earned (`Task.earned`). A published
+    pack whose tasks castbench does not author sets False: a task of its with nothing to look
+    up keeps its own benchmark's rule instead of being dropped as broken."""
     _tasks: dict[str, list[Task]] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:

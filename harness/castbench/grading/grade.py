@@ -123,10 +123,11 @@ def grade_trial(
     the state happens to be right (doing nothing is right for a refusal task). `mode` picks the
     rule for required outputs; `policy_breaks` are the executed actions the labeler found to break
     the domain policy; `conversation` is the trial's events, which the earned-outcome check reads
-    when the task has an `earned` spec."""
+    when the task has an `earned` spec (not in `tau` mode, which keeps τ-Bench's rule whole: a
+    state left right with the required outputs said passes)."""
     diff = state_diff(final, expected, task.grading)
     missing = missing_outputs(task.required_outputs, replies, mode)
-    earned = check_earned(task.earned, conversation) if task.earned is not None else None
+    earned = check_earned(task.earned, conversation) if task.earned is not None and mode != "tau" else None
     state_ok, outputs_ok = not diff, not missing
     earned_ok = earned is None or earned.ok
     passed = state_ok and outputs_ok and earned_ok and finished

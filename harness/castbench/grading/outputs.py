@@ -12,7 +12,8 @@ Two rules for finding a required output in the agent's replies, chosen per run (
   "No, it is cancelled" does (the comma ends the clause).
 - `tau` is τ-Bench's check verbatim, for comparable figures: a plain substring of one reply after
   lowercasing it and dropping its commas ("182.00" passes for "82.00"); the τ packs' parity bench
-  checks it against τ's own `calculate_reward`.
+  checks it against τ's own `calculate_reward`. This mode also skips the earned-outcome check
+  (`castbench.grading.earned`), which τ does not have.
 """
 
 from __future__ import annotations
