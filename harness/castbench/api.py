@@ -19,6 +19,7 @@ from castbench.report.summary import RunSummary, pair_with_baseline, summarize_r
 from castbench.runner.config import RunConfig
 from castbench.runner.deadline import TimeLimits
 from castbench.runner.engine import EvalOutcome, run_eval
+from castbench.runner.executors import Executor
 from castbench.runner.identity import fingerprint
 from castbench.runner.plan import plan_tasks
 from castbench.runner.records import TrialRecord
@@ -177,6 +178,7 @@ def evaluate(
     max_cost: float | None = None,
     time_limits: TimeLimits | None = None,
     lease_s: float = DEFAULT_LEASE_S,
+    executor: Executor | None = None,
     add_trials: int = 0,
     max_trials: int = DEFAULT_MAX_TRIALS,
     **config_options: Any,
@@ -192,7 +194,8 @@ def evaluate(
     that many more trials per task, up to `max_trials` (see `castbench.runner.topup`).
 
     With a Postgres `db`, several processes calling this with the same options split the run's
-    trials; a worker silent for `lease_s` seconds loses its trials to the others."""
+    trials; a worker silent for `lease_s` seconds loses its trials to the others. `executor`
+    (`castbench.runner.executors.make_executor`) runs the trials elsewhere, e.g. on Ray."""
     store = ResultsStore(db)
     time_limits = time_limits or TimeLimits()
 
@@ -213,6 +216,7 @@ def evaluate(
             on_start=on_start,
             on_trial=on_trial,
             lease_s=lease_s,
+            executor=executor,
         )
         return config, outcome
 

@@ -102,8 +102,8 @@ def test_a_second_ctrl_c_while_winding_down_exits_at_once(
         textwrap.dedent(
             """
             import time
-            from castbench.runner.engine import _second_interrupt_exits
-            with _second_interrupt_exits():
+            from castbench.runner.executors.local import second_interrupt_exits
+            with second_interrupt_exits():
                 print("winding down", flush=True)
                 time.sleep(5)
             print("wound down", flush=True)

@@ -80,10 +80,14 @@ class RecklessCancelPolicy:
 
 
 class SlowNoisyPolicy(NoisyPolicy):
-    """The noisy policy, slowed down per trial so a test can kill a run half-way."""
+    """The noisy policy, slowed down per trial so a test can kill a run half-way; with `started`,
+    each trial (attempt) it starts appends its seed to that file, so a test sees restarts."""
 
-    def __init__(self, briefing: Any, delay: float = 0.01, **params: Any) -> None:
+    def __init__(self, briefing: Any, delay: float = 0.01, started: str = "", **params: Any) -> None:
         super().__init__(briefing, **params)
+        if started:
+            with open(started, "a") as log:
+                log.write(f"{briefing.seed}\n")
         time.sleep(delay)
 
 

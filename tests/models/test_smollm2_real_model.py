@@ -9,6 +9,9 @@ writes. The prompted style with a JSON-schema response format is the robust way 
 
 from __future__ import annotations
 
+from importlib.util import find_spec
+from pathlib import Path
+
 import pytest
 from typer.testing import CliRunner
 
@@ -64,6 +67,28 @@ def test_smollm2_runs_a_graded_retail_trial(
 
     shown = CliRunner().invoke(app, ["runs", "show", "latest", "--db", db, "--task", task])
     assert shown.exit_code == 0 and task in shown.output and "user:" in shown.output
+
+
+@pytest.mark.skipif(find_spec("tau_trait") is None, reason="the τ packs need pip install -e '.[tau]'")
+def test_smollm2_runs_a_graded_tau_retail_trial(llama_server: str, tmp_path: Path) -> None:
+    """The τ pack's prompt (τ's wiki verbatim, τ's tool schemas: ~4,000 tokens) reaches a real model
+    and its trial is graded by τ's rule, as the README's τ section documents."""
+    db = sqlite_url(tmp_path / "tau.db")
+    task = "tau-retail-test-0"
+    policy = f"{MODEL}?style=prompted&response_format=llama_cpp&max_tokens=48&temperature=0&seed=7&timeout=600"
+    argv = ["eval", "--domain", "tau-retail", "--tasks", task, "--trials", "1", "--max-steps", "2"]
+    argv += ["--policy", policy, "--api-base", llama_server, "--grading", "tau", "--db", db]
+    result = CliRunner().invoke(app, argv)
+    assert result.exit_code == 0, result.output
+
+    store = ResultsStore(db)
+    run = store.run("latest")
+    (record,) = store.trials(run.id)
+    assert store.config(run.id).grading_mode == "tau"
+    assert record.status == "scored" and record.grade is not None and record.reward in (0.0, 1.0)
+    assert 1 <= len(record.steps) <= 2
+    first = record.steps[0].action
+    assert first.usage is not None and first.usage.input_tokens > 3000  # type: ignore[union-attr]  # τ's wiki
 
 
 def test_smollm2_as_critic_and_user(llama_server: str, retail: Domain) -> None:

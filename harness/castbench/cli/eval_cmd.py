@@ -28,6 +28,7 @@ from castbench.grading import GRADING_MODES
 from castbench.publish.board import BoardError, board_path, load_board
 from castbench.report import print_summary
 from castbench.report.traits import sweep_table, trait_sweep
+from castbench.runner.executors import make_executor
 from castbench.runner.records import TrialRecord
 from castbench.runner.rollout import Limits, TimeLimits, Verification
 from castbench.runner.shared import DEFAULT_LEASE_S
@@ -41,7 +42,9 @@ _MODELS = "Models"
 _DEFAULT_LIMITS = TimeLimits()
 
 
-def _suite_settings(ctx: typer.Context, suite: str, domain: str, split: str, trials: int) -> tuple[str, str, int]:
+def _suite_settings(
+    ctx: typer.Context, suite: str, domain: str, split: str, trials: int
+) -> tuple[str, str, int]:
     """The suite's domains, split and trials, except those given on the command line."""
     try:
         spec = load_board(board_path(suite, Path(".")))
@@ -104,6 +107,22 @@ def eval_command(
             rich_help_panel=_RUN,
         ),
     ] = DEFAULT_LEASE_S,
+    executor: Annotated[
+        str,
+        typer.Option(
+            help="Where trials run: 'local' (threads in this process) or 'ray' (tasks on a Ray "
+            "cluster, pip install 'castbench[ray]'; this process still owns the run and the store).",
+            rich_help_panel=_RUN,
+        ),
+    ] = "local",
+    ray_address: Annotated[
+        str | None,
+        typer.Option(
+            envvar="RAY_ADDRESS",
+            help="--executor ray: the cluster to join (HOST:PORT or ray://HOST:PORT); default: a local one.",
+            rich_help_panel=_RUN,
+        ),
+    ] = None,
     max_steps: Annotated[
         int, typer.Option(min=1, help="Agent actions per trial.", rich_help_panel=_RUN)
     ] = 40,
@@ -283,6 +302,7 @@ def eval_command(
             cache_dir=str(cache) if cache is not None else None,
             max_cost=max_cost,
             lease_s=lease,
+            executor=make_executor(executor, ray_address),
             in_process=in_process,
             add_trials=add_trials,
             max_trials=max_trials,

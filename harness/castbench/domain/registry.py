@@ -73,5 +73,9 @@ def resolve_domains(spec: str | None) -> list[Domain]:
     """`None` or `all` -> every installed domain that needs no extra; else a comma-separated list
     of names."""
     everything = spec in (None, "", "all")
-    names = available_domains(include_extras=False) if everything else [s.strip() for s in (spec or "").split(",")]
+    names = (
+        available_domains(include_extras=False)
+        if everything
+        else [s.strip() for s in (spec or "").split(",")]
+    )
     return [load_domain(name) for name in names]

@@ -20,9 +20,9 @@ from pydantic import BaseModel
 from castbench.agents.registry import resolve
 from castbench.metrics.passk import pass_hat_k
 from castbench.runner.config import RunConfig
-from castbench.runner.engine import ExpectedStates, run_job
 from castbench.runner.plan import plan_trials
 from castbench.runner.rollout import AgentSet
+from castbench.runner.work import ExpectedStates, run_job
 
 __all__ = ["FLOOR_POLICIES", "ReferenceFloors", "reference_floors"]
 

@@ -6,12 +6,8 @@ hashes the database every trial: that is where most of its harness time goes).
 
 from __future__ import annotations
 
-import os
-import signal
 import threading
-import traceback
-from collections.abc import Callable, Generator, Iterable, Iterator
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from collections.abc import Callable, Generator, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 
@@ -19,18 +15,19 @@ from pydantic import ValidationError
 from pydantic_core import PydanticSerializationError
 from sqlalchemy.exc import SQLAlchemyError
 
-from castbench.agents.conversation import Usage
-from castbench.domain import Database, Domain, Task
-from castbench.errors import FatalInfrastructureError, RunInterrupted
+from castbench.errors import RunInterrupted
 from castbench.runner.config import RunConfig
 from castbench.runner.deadline import Cancelled, TimeLimits
+from castbench.runner.executors import Executor
+from castbench.runner.executors.local import LocalExecutor, second_interrupt_exits
 from castbench.runner.plan import TrialJob, plan_trials, planned_trials
 from castbench.runner.records import TrialRecord
-from castbench.runner.rollout import AgentSet, run_trial
+from castbench.runner.rollout import AgentSet
 from castbench.runner.shared import DEFAULT_LEASE_S, SharedPlan
+from castbench.runner.work import TrialWork
 from castbench.store import HEARTBEAT_S, ResultsStore
 
-__all__ = ["EvalOutcome", "ExpectedStates", "run_eval", "run_job", "superseded_run"]
+__all__ = ["EvalOutcome", "run_eval", "superseded_run"]
 
 
 @dataclass(frozen=True)
@@ -49,149 +46,6 @@ class EvalOutcome:
     """A stored run with the same options that was not resumed because its code or data differ."""
     changes: tuple[str, ...] = ()
     """What differs from `superseded` (the policy's code, a domain's task files, ...)."""
-
-
-class ExpectedStates:
-    """Expected state per task, replayed once and shared read-only by every trial."""
-
-    def __init__(self) -> None:
-        self._cache: dict[tuple[str, str], Database] = {}
-        self._lock = threading.Lock()
-
-    def get(self, domain: Domain, task: Task) -> Database:
-        key = (domain.name, task.id)
-        with self._lock:
-            if key not in self._cache:
-                self._cache[key] = domain.replay(task)
-            return self._cache[key]
-
-
-def _harness_error(job: TrialJob, message: str) -> TrialRecord:
-    """The record of a trial our own code failed: stored with its reason, never scored."""
-    return TrialRecord(
-        domain=job.domain.name,
-        domain_version=job.domain.version,
-        task_id=job.task.id,
-        trial_index=job.trial_index,
-        seed=job.seed,
-        status="error",
-        reward=None,
-        end_reason="harness_error",
-        opening="",
-        error=message,
-    )
-
-
-@dataclass(frozen=True)
-class _Runtime:
-    """How trials run, beyond what decides their scores."""
-
-    time_limits: TimeLimits
-    stop: threading.Event
-    max_attempts: int
-
-
-def run_job(
-    job: TrialJob,
-    config: RunConfig,
-    agents: AgentSet,
-    expected: ExpectedStates,
-    time_limits: TimeLimits | None = None,
-    stop: threading.Event | None = None,
-) -> TrialRecord:
-    """One trial of the grid, once, under the run's limits, verification and traits."""
-    return run_trial(
-        job.domain,
-        job.task,
-        job.trial_index,
-        job.seed,
-        agents,
-        expected.get(job.domain, job.task),
-        config.limits,
-        config.verification,
-        config.traits,
-        time_limits,
-        stop,
-        grading=config.grading_mode,
-    )
-
-
-def _run_with_retries(
-    job: TrialJob, config: RunConfig, agents: AgentSet, expected: ExpectedStates, runtime: _Runtime
-) -> TrialRecord:
-    """Infrastructure errors restart the trial from scratch with the same seed. The record's
-    usage counts every attempt: it is what the trial cost. A bug of ours in one trial is that
-    trial's `harness_error`, never the run's end."""
-    record = None
-    spent: dict[str, Usage] = {}
-    for attempt in range(1, runtime.max_attempts + 1):
-        try:
-            record = run_job(job, config, agents, expected, runtime.time_limits, runtime.stop)
-        except (FatalInfrastructureError, Cancelled):
-            raise
-        except Exception as exc:
-            return _harness_error(job, f"castbench failed in this trial: {exc!r}\n{traceback.format_exc()}")
-        for role, usage in record.usage.items():
-            spent[role] = spent.get(role, Usage()) + usage
-        record = record.model_copy(update={"attempts": attempt, "usage": dict(spent)})
-        if record.end_reason != "infra_error":
-            break
-    assert record is not None
-    return record
-
-
-@contextmanager
-def _second_interrupt_exits() -> Iterator[None]:
-    """While an interrupted run winds down, a second Ctrl-C exits at once (status 130). Trials
-    are committed one transaction each, so nothing stored is lost; the run, left `running` with
-    no live process, reads as interrupted."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGINT, lambda *_: os._exit(130))
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-
-
-def _results(
-    jobs: Iterable[TrialJob],
-    work: Callable[[TrialJob], TrialRecord],
-    concurrency: int,
-    budget_spent: Callable[[], bool],
-    halt: threading.Event,
-) -> Generator[TrialRecord, None, None]:
-    """Finished trials as they come; once `budget_spent()` is true no new trial starts (those
-    running finish and are kept). On any exception (Ctrl-C among them) `halt` is set: running
-    trials are abandoned at their next agent call and dropped, not stored half-done."""
-    if concurrency <= 1:
-        for job in jobs:
-            if budget_spent():
-                return
-            yield work(job)
-        return
-    pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="trial")
-    pending: set[Future[TrialRecord]] = set()
-    queue = iter(jobs)
-    try:
-        for job in queue:
-            pending.add(pool.submit(work, job))
-            if len(pending) >= concurrency * 2:
-                break
-        while pending:
-            done, pending = wait(pending, return_when=FIRST_COMPLETED)
-            for future in done:
-                yield future.result()
-                following = None if budget_spent() else next(queue, None)
-                if following is not None:
-                    pending.add(pool.submit(work, following))
-    except BaseException:
-        halt.set()
-        with _second_interrupt_exits():
-            pool.shutdown(wait=True, cancel_futures=True)
-        raise
-    pool.shutdown(wait=True)
 
 
 def _key(job: TrialJob) -> tuple[str, str, int]:
@@ -233,6 +87,7 @@ def run_eval(
     on_start: Callable[[int, int], None] | None = None,
     on_trial: Callable[[TrialRecord], None] | None = None,
     lease_s: float = DEFAULT_LEASE_S,
+    executor: Executor | None = None,
 ) -> EvalOutcome:
     """Run (or resume) the evaluation `config` describes; every trial is committed as it ends.
 
@@ -243,7 +98,8 @@ def run_eval(
     (a run-time setting, like `concurrency`: not part of the run's identity). On a shared store
     (Postgres) any number of processes may run this for one run at once: they split its trials
     through claims whose leases last `lease_s` seconds past a worker's last heartbeat
-    (`castbench.runner.shared`)."""
+    (`castbench.runner.shared`). `executor` runs the trials (`castbench.runner.executors`: a
+    thread pool here by default, or a Ray cluster); this process commits every record."""
     total = planned_trials(config)
     superseded = None if fresh else superseded_run(store, config)
     run_id, resumed = store.open_run(config, meta or {}, fresh=fresh)
@@ -252,12 +108,10 @@ def run_eval(
     todo = (job for job in plan_trials(config) if _key(job) not in done)  # lazy: 10^6 trials stay cheap
     if on_start is not None:
         on_start(already, total)
-    expected = ExpectedStates()
     store.set_status(run_id, "running")
-    runtime = _Runtime(time_limits or TimeLimits(), threading.Event(), max_attempts)
-
-    def work(job: TrialJob) -> TrialRecord:
-        return _run_with_retries(job, config, agents, expected, runtime)
+    work = TrialWork(config, agents, time_limits or TimeLimits(), max_attempts)
+    executor = executor or LocalExecutor()
+    halt = threading.Event()
 
     ran, spent = 0, 0.0
 
@@ -287,7 +141,7 @@ def run_eval(
                 with SharedPlan(store, run_id, list(todo), _key, lease_s) as plan:
                     while True:
                         keep(
-                            _results(plan.claimed(), work, concurrency, over_budget, runtime.stop),
+                            executor.results(plan.claimed(), work, concurrency, over_budget, halt),
                             plan.finish,
                         )
                         unfinished = not plan.settled()
@@ -295,11 +149,11 @@ def run_eval(
                             break
                         plan.wait()
             else:
-                keep(_results(todo, work, concurrency, over_budget, runtime.stop), None)
+                keep(executor.results(todo, work, concurrency, over_budget, halt), None)
                 unfinished = ran < total - already
     except (KeyboardInterrupt, Cancelled):
-        with _second_interrupt_exits():
-            runtime.stop.set()
+        with second_interrupt_exits():
+            halt.set()
             for results in active:
                 results.close()
             store.set_status(run_id, "interrupted")

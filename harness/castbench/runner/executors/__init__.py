@@ -1,0 +1,52 @@
+"""Executors: where a run's trials run. The engine owns the run and the store and commits each
+record as it comes back; an executor only turns the trial plan into finished records.
+
+- `local` (default): threads in this process (`--concurrency` trials at once).
+- `ray`: tasks on a Ray cluster (`--executor ray [--ray-address ADDR]`), each trial rebuilt and
+  run on a worker, its record sent back; a trial lost with its node is run again elsewhere.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Generator, Iterable
+from importlib.util import find_spec
+from typing import Protocol
+
+from castbench.runner.plan import TrialJob
+from castbench.runner.records import TrialRecord
+from castbench.runner.work import TrialWork
+
+__all__ = ["EXECUTORS", "Executor", "make_executor"]
+
+EXECUTORS = ("local", "ray")
+
+
+class Executor(Protocol):
+    def results(
+        self,
+        jobs: Iterable[TrialJob],
+        work: TrialWork,
+        concurrency: int,
+        budget_spent: Callable[[], bool],
+        halt: threading.Event,
+    ) -> Generator[TrialRecord, None, None]:
+        """Finished trials as they come, at most `concurrency` running; once `budget_spent()` is
+        true no new trial starts. On any exception (Ctrl-C among them) `halt` is set and running
+        trials are abandoned, not yielded."""
+        ...
+
+
+def make_executor(name: str = "local", ray_address: str | None = None) -> Executor:
+    """The executor `--executor NAME` names (`ray` imports Ray only here)."""
+    if name == "local":
+        from castbench.runner.executors.local import LocalExecutor
+
+        return LocalExecutor()
+    if name == "ray":
+        if find_spec("ray") is None:
+            raise ValueError("--executor ray needs Ray: pip install 'castbench[ray]'")
+        from castbench.runner.executors.ray import RayExecutor
+
+        return RayExecutor(address=ray_address)
+    raise ValueError(f"--executor: unknown executor '{name}' (choose from {', '.join(EXECUTORS)})")

@@ -1,0 +1,115 @@
+"""One trial of a run, as every executor runs it: the rollout under the run's limits, retried
+from its seed on infrastructure errors, our own failures turned into that trial's record.
+
+`TrialWork` holds only what the run's trials share and is picklable, so an executor on other
+machines (Ray) runs each trial exactly as this process would; what is per process (the expected
+states, the interrupt flag) is passed in where the trial runs.
+"""
+
+from __future__ import annotations
+
+import threading
+import traceback
+from dataclasses import dataclass
+
+from castbench.agents.conversation import Usage
+from castbench.domain import Database, Domain, Task
+from castbench.errors import FatalInfrastructureError
+from castbench.runner.config import RunConfig
+from castbench.runner.deadline import Cancelled, TimeLimits
+from castbench.runner.plan import TrialJob
+from castbench.runner.records import TrialRecord
+from castbench.runner.rollout import AgentSet, run_trial
+
+__all__ = ["ExpectedStates", "TrialWork", "failed_record", "run_job"]
+
+
+class ExpectedStates:
+    """Expected state per task, replayed once and shared read-only by every trial."""
+
+    def __init__(self) -> None:
+        self._cache: dict[tuple[str, str], Database] = {}
+        self._lock = threading.Lock()
+
+    def get(self, domain: Domain, task: Task) -> Database:
+        key = (domain.name, task.id)
+        with self._lock:
+            if key not in self._cache:
+                self._cache[key] = domain.replay(task)
+            return self._cache[key]
+
+
+def failed_record(job: TrialJob, message: str, end_reason: str = "harness_error") -> TrialRecord:
+    """The record of a trial that did not run to its end for a reason that is not the agent's
+    (our own code, or infrastructure): stored with its reason, never scored."""
+    return TrialRecord(
+        domain=job.domain.name,
+        domain_version=job.domain.version,
+        task_id=job.task.id,
+        trial_index=job.trial_index,
+        seed=job.seed,
+        status="error",
+        reward=None,
+        end_reason=end_reason,  # type: ignore[arg-type]
+        opening="",
+        error=message,
+    )
+
+
+def run_job(
+    job: TrialJob,
+    config: RunConfig,
+    agents: AgentSet,
+    expected: ExpectedStates,
+    time_limits: TimeLimits | None = None,
+    stop: threading.Event | None = None,
+) -> TrialRecord:
+    """One trial of the grid, once, under the run's limits, verification and traits."""
+    return run_trial(
+        job.domain,
+        job.task,
+        job.trial_index,
+        job.seed,
+        agents,
+        expected.get(job.domain, job.task),
+        config.limits,
+        config.verification,
+        config.traits,
+        time_limits,
+        stop,
+        grading=config.grading_mode,
+    )
+
+
+@dataclass(frozen=True)
+class TrialWork:
+    """Everything a run's trials share: its config, its agents (specs: each trial builds its
+    own), the agents' time limits and how often an infrastructure error restarts a trial."""
+
+    config: RunConfig
+    agents: AgentSet
+    time_limits: TimeLimits
+    max_attempts: int = 3
+
+    def run(self, job: TrialJob, expected: ExpectedStates, stop: threading.Event) -> TrialRecord:
+        """Infrastructure errors restart the trial from scratch with the same seed. The record's
+        usage counts every attempt: it is what the trial cost. A bug of ours in one trial is that
+        trial's `harness_error`, never the run's end."""
+        record = None
+        spent: dict[str, Usage] = {}
+        for attempt in range(1, self.max_attempts + 1):
+            try:
+                record = run_job(job, self.config, self.agents, expected, self.time_limits, stop)
+            except (FatalInfrastructureError, Cancelled):
+                raise
+            except Exception as exc:
+                return failed_record(
+                    job, f"castbench failed in this trial: {exc!r}\n{traceback.format_exc()}"
+                )
+            for role, usage in record.usage.items():
+                spent[role] = spent.get(role, Usage()) + usage
+            record = record.model_copy(update={"attempts": attempt, "usage": dict(spent)})
+            if record.end_reason != "infra_error":
+                break
+        assert record is not None
+        return record
