@@ -1,0 +1,108 @@
+"""The Ray executor on a local two-node cluster against the local executor, in one run:
+`python bench/ray_executor.py [--delay 0.5] [--concurrency 16] [--trials 2]`.
+
+The policy is the noisy scripted one with `--delay` seconds of latency per trial (a model's
+waiting, without a model), over the retail test split. It prints, for the local executor and
+for Ray (head + one more node, two CPUs each, started here): trials/s and whether the stored
+records equal the local run's (same seed); then a Ray run whose second node is killed once a
+quarter of the trials are stored: trials lost, stored twice, and started more than once (those
+Ray re-ran elsewhere). No asserts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+import ray  # noqa: E402
+from ray.cluster_utils import Cluster  # noqa: E402
+
+from castbench.api import build_config  # noqa: E402
+from castbench.runner.engine import run_eval  # noqa: E402
+from castbench.runner.executors import make_executor  # noqa: E402
+from castbench.runner.records import TrialRecord  # noqa: E402
+from castbench.store import ResultsStore  # noqa: E402
+from tests.support import without_durations  # noqa: E402
+
+
+def _records(store: ResultsStore, run_id: str) -> list[object]:
+    return [without_durations(r.model_dump(mode="json")) for r in store.trials(run_id)]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--delay", type=float, default=0.5)
+    parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--trials", type=int, default=2)
+    options = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="castbench-ray-"))
+    started = work / "started.txt"
+    policy = f"tests.core.fixtures_agents:SlowNoisyPolicy?delay={options.delay}&p=0.4&started={started}"
+    config, agents = build_config(domains="retail", policy=policy, trials=options.trials, seed=11)
+
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 2})
+    extra = cluster.add_node(num_cpus=2)
+    cluster.wait_for_nodes()
+    env = {"env_vars": {"PYTHONPATH": str(ROOT)}}  # the workers import the bench's policy from here
+    ray.init(address=cluster.address, runtime_env=env, log_to_driver=False)
+    try:
+        runs: dict[str, tuple[ResultsStore, str, float]] = {}
+        for name in ("local", "ray"):
+            store = ResultsStore(f"sqlite:///{work / name}.db")
+            executor = make_executor(name, cluster.address)
+            start = time.perf_counter()
+            outcome = run_eval(config, agents, store, concurrency=options.concurrency, executor=executor)
+            runs[name] = (store, outcome.run_id, outcome.ran / (time.perf_counter() - start))
+        local = _records(*runs["local"][:2])
+        for name, (store, run_id, rate) in runs.items():
+            same = _records(store, run_id) == local
+            print(f"{name:>5}: {rate:6.2f} trials/s  ({len(local)} trials, records equal to local: {same})")
+
+        started.write_text("")
+        store = ResultsStore(f"sqlite:///{work / 'killed'}.db")
+        stored: list[TrialRecord] = []
+        quarter = threading.Event()
+
+        def on_trial(record: TrialRecord) -> None:
+            stored.append(record)
+            if len(stored) == len(local) // 4:
+                quarter.set()
+
+        def kill() -> None:
+            quarter.wait()
+            cluster.remove_node(extra, allow_graceful=False)
+
+        killer = threading.Thread(target=kill, daemon=True)
+        killer.start()
+        outcome = run_eval(
+            config,
+            agents,
+            store,
+            concurrency=options.concurrency,
+            executor=make_executor("ray", cluster.address),
+            on_trial=on_trial,
+        )
+        keys = [(r.task_id, r.trial_index) for r in store.trials(outcome.run_id)]
+        starts = started.read_text().split()
+        lost, twice = outcome.total - len(set(keys)), len(keys) - len(set(keys))
+        print(
+            f"node killed mid-run: {lost} lost, {twice} stored twice, "
+            f"{len(starts) - len(set(starts))} trial(s) re-run elsewhere; records equal to local: "
+            f"{_records(store, outcome.run_id) == local}; status {store.run(outcome.run_id).status}"
+        )
+    finally:
+        ray.shutdown()
+        cluster.shutdown()
+
+
+if __name__ == "__main__":
+    main()
