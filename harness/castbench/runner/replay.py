@@ -11,6 +11,7 @@ it met).
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from castbench.agents.conversation import (
@@ -92,8 +93,8 @@ class _Replay:
                 self.breaks.append(PolicyBreak(step=step.index, tool=action.name, reason=label.reason))
         observation = self.domain.toolkit.call(self.db, action.name, action.arguments)
         stored = step.observation
-        got = (observation.content, observation.error)
-        want = (stored.content, stored.error) if isinstance(stored, ToolResultTurn) else None
+        got = (_value(observation.content), observation.error)
+        want = (_value(stored.content), stored.error) if isinstance(stored, ToolResultTurn) else None
         self.differ(f"step {step.index} {action.name} result", want, got)
         if observation.error:
             self.saw_tool_error = True
@@ -106,6 +107,16 @@ class _Replay:
                 call_id=call_id, name=action.name, content=observation.content, error=observation.error
             ),
         ]
+
+
+def _value(content: str) -> object:
+    """A tool result as the value it states: JSON is compared as JSON, so a result whose object
+    keys come out in another order (a tool echoing its arguments, whose order an export does not
+    keep) is the same result."""
+    try:
+        return json.loads(content)
+    except ValueError:
+        return content
 
 
 def _short(value: object) -> str:

@@ -34,7 +34,9 @@ def test_blanket_refusal_earns_no_read_only_task_but_tau_grading_keeps_taus_rule
     assert len(tasks) >= 5
     db = sqlite_url(tmp_path / "earned.db")
     runs = {
-        grading: evaluate(domains=pack.name, tasks=tasks, policy="scripted:refuse", trials=1, grading=grading, db=db)
+        grading: evaluate(
+            domains=pack.name, tasks=tasks, policy="scripted:refuse", trials=1, grading=grading, db=db
+        )
         for grading in ("castbench", "tau")
     }
     assert runs["castbench"].summary.domains[pack.name].pass_hat[1] == 0.0
@@ -57,3 +59,4 @@ def test_an_identity_look_up_stands_for_another(packs: dict[str, TauDomain]) -> 
         others = {call.name for call in lookup.any_of[1:]}
         assert others and all(not call.arguments for call in lookup.any_of[1:])
         assert lookup.any_of[0].name not in others
+
