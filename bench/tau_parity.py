@@ -8,9 +8,9 @@ For every task of every split (broken ones included), the gold trajectory (gold 
 message that says the required outputs) is graded by τ's env (`step`, `calculate_reward`, stub
 user, no model) and by castbench's harness (`run_trial`, `tau` grading); then `--count` distinct
 perturbed trajectories per pack (see `castbench_tau.parity`). It prints the agreement per pack
-as it goes, every disagreement (of rewards, or of any tool output), and exits 1 on any. τ's side is slow (it hashes the whole
-database twice per trajectory): about 0.3 s per retail and 1 s per airline trajectory on an idle
-core, several times that on a loaded machine.
+as it goes, every disagreement (of rewards, or of any tool output), and exits 1 on any. τ's side
+is slow (it hashes the whole database twice per trajectory): about 0.3 s per retail and 1 s per
+airline trajectory on an idle core, several times that on a loaded machine.
 """
 
 from __future__ import annotations
@@ -41,7 +41,9 @@ def run_pack(name: str, count: int, seed: int) -> dict[str, object]:
     domain = load_domain(name)
     assert isinstance(domain, TauDomain)
     reference = TauReference(domain)
-    every = [task for split in domain.splits for task in domain.tasks(split) + domain.tasks(split + BROKEN_SUFFIX)]
+    every = [
+        task for split in domain.splits for task in domain.tasks(split) + domain.tasks(split + BROKEN_SUFFIX)
+    ]
     expected = {task.id: domain.replay(task) for task in every}
     figures: dict[str, object] = {"domain": name, "version": domain.version}
     for label, cases in (
@@ -86,7 +88,9 @@ def run_pack(name: str, count: int, seed: int) -> dict[str, object]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--domains", default=",".join(PACKS))
     parser.add_argument("--count", type=int, default=1000, help="perturbed trajectories per pack")
     parser.add_argument("--seed", type=int, default=0)

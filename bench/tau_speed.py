@@ -61,13 +61,17 @@ def run_pack(name: str, split: str, limit: int | None, repeats: int) -> float:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--domains", default="tau-retail,tau-airline")
     parser.add_argument("--split", default="test")
     parser.add_argument("--tasks", type=int, default=None, help="first N tasks of the split (default all)")
     parser.add_argument("--repeats", type=int, default=1, help="trials per task on each side")
     args = parser.parse_args()
-    worst = min(run_pack(name.strip(), args.split, args.tasks, args.repeats) for name in args.domains.split(","))
+    worst = min(
+        run_pack(name.strip(), args.split, args.tasks, args.repeats) for name in args.domains.split(",")
+    )
     print(f"smallest ratio at n=1: {worst:.0f}x (goal: 50x)")
     return 0 if worst >= 50 else 1
 

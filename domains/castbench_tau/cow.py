@@ -375,7 +375,9 @@ class TauData(dict):  # type: ignore[type-arg]
         return len(self._views)
 
     def __setitem__(self, key: Any, value: Any) -> None:
-        raise TypeError(f"a τ tool tried to replace the whole table '{key}', which the adapter does not allow")
+        raise TypeError(
+            f"a τ tool tried to replace the whole table '{key}', which the adapter does not allow"
+        )
 
     def commit(self) -> None:
         for view in self._views.values():

@@ -84,9 +84,8 @@ class TauDomain(Domain):
                 continue  # unknown tools are reported by validate_task
             observation = self.toolkit.call(db, call.name, call.arguments)
             if observation.error:
-                problems.append(
-                    f"{self.name} task {task.id}: action {position} {call.name} answers {observation.content!r}"
-                )
+                where = f"{self.name} task {task.id}: action {position}"
+                problems.append(f"{where} {call.name} answers {observation.content!r}")
         return problems
 
     def earned_spec(self, task: Task) -> EarnedSpec | None:
@@ -101,7 +100,11 @@ class TauDomain(Domain):
         finders = [name for name in self.toolkit.names if name.startswith(IDENTITY_PREFIX)]
         lookups: list[Lookup] = []
         for call in task.actions:
-            if call.name in _NO_FACT or call.name in self._source.terminate_tools or call.name not in self.toolkit:
+            if (
+                call.name in _NO_FACT
+                or call.name in self._source.terminate_tools
+                or call.name not in self.toolkit
+            ):
                 continue
             if self.toolkit.is_write(call.name) or self.toolkit.call(db, call.name, call.arguments).error:
                 continue
@@ -117,7 +120,9 @@ class TauDomain(Domain):
     @cached_property
     def _all_tasks(self) -> dict[str, list[Task]]:
         converted = {
-            split: [convert_task(raw, self.name, split, index, self.toolkit) for index, raw in enumerate(tasks)]
+            split: [
+                convert_task(raw, self.name, split, index, self.toolkit) for index, raw in enumerate(tasks)
+            ]
             for split, tasks in self._source.raw_tasks.items()
         }
         return {

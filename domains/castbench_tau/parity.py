@@ -193,21 +193,22 @@ def id_pool(pristine: Any) -> dict[str, list[str]]:
 
 def _change_argument(step: Step, pool: dict[str, list[str]], rng: random.Random) -> Step | None:
     choices = []
-    for position, (name, value) in enumerate(step.arguments):
+    for position, (_name, value) in enumerate(step.arguments):
         if isinstance(value, str) and len(pool.get(_shape(value), [])) > 1:
             choices.append((position, None))
         elif isinstance(value, list):
-            choices += [(position, i) for i, v in enumerate(value) if isinstance(v, str) and len(pool.get(_shape(v), [])) > 1]
+            choices += [
+                (position, i)
+                for i, v in enumerate(value)
+                if isinstance(v, str) and len(pool.get(_shape(v), [])) > 1
+            ]
     if not choices:
         return None
     position, item = rng.choice(choices)
     name, value = step.arguments[position]
     old = value if item is None else value[item]
     new = rng.choice([candidate for candidate in pool[_shape(old)] if candidate != old])
-    if item is not None:
-        value = [*value[:item], new, *value[item + 1 :]]
-    else:
-        value = new
+    value = new if item is None else [*value[:item], new, *value[item + 1 :]]
     arguments = list(step.arguments)
     arguments[position] = (name, value)
     return Step("call", step.name, tuple(arguments))

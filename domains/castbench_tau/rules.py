@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from castbench.domain import Database, DomainRules, ObservedCall, RuleFinding, Toolkit, ToolCall
+from castbench.domain import Database, DomainRules, ObservedCall, RuleFinding, ToolCall, Toolkit
 
 __all__ = ["TauRules"]
 
@@ -80,7 +80,9 @@ class TauRules(DomainRules):
         _, table, needed = self._status[call.name]
         if str(status) == needed:
             return []
-        return [RuleFinding("domain_violation", f"{call.name} needs a {needed} row of {table}, it is {status}")]
+        return [
+            RuleFinding("domain_violation", f"{call.name} needs a {needed} row of {table}, it is {status}")
+        ]
 
     def visible_findings(self, call: ToolCall, observed: list[ObservedCall]) -> list[RuleFinding]:
         if call.name not in self._status:
@@ -89,9 +91,9 @@ class TauRules(DomainRules):
         wanted = call.arguments.get(argument)
         for seen in reversed(observed):
             result = seen.result()
-            if not seen.error and isinstance(result, dict) and result.get(argument) == wanted:
-                if "status" in result:
-                    return self._finding(call, result["status"])
+            found = not seen.error and isinstance(result, dict) and result.get(argument) == wanted
+            if found and "status" in result:
+                return self._finding(call, result["status"])
         return []
 
     def state_findings(self, call: ToolCall, db: Database) -> list[RuleFinding]:

@@ -16,7 +16,15 @@ from importlib.metadata import PackageNotFoundError, version
 from types import ModuleType
 from typing import Any
 
-__all__ = ["DOMAINS", "PACKAGE", "TauSource", "TauUnavailable", "import_tau", "load_source", "package_version"]
+__all__ = [
+    "DOMAINS",
+    "PACKAGE",
+    "TauSource",
+    "TauUnavailable",
+    "import_tau",
+    "load_source",
+    "package_version",
+]
 
 PACKAGE = "tau-trait"
 DOMAINS = ("retail", "airline", "telecom", "telehealth")
@@ -24,6 +32,7 @@ DOMAINS = ("retail", "airline", "telecom", "telehealth")
 _TASK_MODULES = {"original": "tasks", "test": "tasks_test", "train": "tasks_train", "dev": "tasks_dev"}
 """Split -> module of `tau_trait.envs.<domain>`; `original` is the first τ-Bench release's list
 (retail 115, airline 50 tasks), which τ's own env does not offer."""
+
 
 class TauUnavailable(ImportError):
     """`tau-trait` is not installed: the τ packs need `pip install 'castbench[tau]'`."""

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from castbench.domain import Fact, Task, Toolkit, ToolCall, UserScenario
+from castbench.domain import Fact, Task, ToolCall, Toolkit, UserScenario
 
 __all__ = ["IDENTITY_PREFIX", "convert_task", "first_person", "identity_call"]
 
@@ -67,7 +67,9 @@ def _facts(actions: list[ToolCall]) -> list[Fact]:
     facts = []
     for name, value in call.arguments.items():
         spoken = name.replace("_", " ")
-        facts.append(Fact(name=name, value=str(value), keywords=[spoken], statement=f"My {spoken} is {value}."))
+        facts.append(
+            Fact(name=name, value=str(value), keywords=[spoken], statement=f"My {spoken} is {value}.")
+        )
     return facts
 
 

@@ -232,7 +232,15 @@ def test_a_non_privileged_critic_sees_no_privileged_data(tmp_path: Any) -> None:
     for critic in critics:
         briefing = critic.briefing
         assert type(briefing) is Briefing and not isinstance(briefing, PrivilegedBriefing)
-        assert set(briefing.__slots__) == {"domain", "policy", "tools", "write_tools", "seed", "trial_index", "verbatim_policy"}
+        assert set(briefing.__slots__) == {
+            "domain",
+            "policy",
+            "tools",
+            "write_tools",
+            "seed",
+            "trial_index",
+            "verbatim_policy",
+        }
         assert critic.views, "the critic verified nothing"
         # the trial's task, recognised by its opening request
         opening = critic.views[0].conversation[0]

@@ -75,7 +75,9 @@ def test_smollm2_runs_a_graded_tau_retail_trial(llama_server: str, tmp_path: Pat
     and its trial is graded by τ's rule, as the README's τ section documents."""
     db = sqlite_url(tmp_path / "tau.db")
     task = "tau-retail-test-0"
-    policy = f"{MODEL}?style=prompted&response_format=llama_cpp&max_tokens=48&temperature=0&seed=7&timeout=600"
+    policy = (
+        f"{MODEL}?style=prompted&response_format=llama_cpp&max_tokens=48&temperature=0&seed=7&timeout=600"
+    )
     argv = ["eval", "--domain", "tau-retail", "--tasks", task, "--trials", "1", "--max-steps", "2"]
     argv += ["--policy", policy, "--api-base", llama_server, "--grading", "tau", "--db", db]
     result = CliRunner().invoke(app, argv)

@@ -77,7 +77,12 @@ def test_a_node_killed_mid_run_loses_and_duplicates_nothing(cluster: Any, tmp_pa
     killer = threading.Thread(target=kill_the_extra_node)
     killer.start()
     outcome = run_eval(
-        config, agents, store, concurrency=8, executor=make_executor("ray", cluster.address), on_trial=on_trial
+        config,
+        agents,
+        store,
+        concurrency=8,
+        executor=make_executor("ray", cluster.address),
+        on_trial=on_trial,
     )
     killer.join()
     total = 4 * len(TASKS)

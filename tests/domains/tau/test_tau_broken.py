@@ -16,9 +16,13 @@ README = Path(__file__).resolve().parents[3] / "domains" / "castbench_tau" / "RE
 
 def test_known_broken_gold_is_found(packs: dict[str, TauDomain]) -> None:
     airline, telecom, retail = packs["tau-airline"], packs["tau-telecom"], packs["tau-retail"]
-    assert any("unknown tool 'update_reservation_baggage'" in r for r in airline.broken["tau-airline-test-51"])
+    assert any(
+        "unknown tool 'update_reservation_baggage'" in r for r in airline.broken["tau-airline-test-51"]
+    )
     assert any("unknown tool 'check_network_status'" in r for r in telecom.broken["tau-telecom-train-0"])
-    assert any("unexpected keyword argument 'item_ids_to_remove'" in r for r in retail.broken["tau-retail-test-116"])
+    assert any(
+        "unexpected keyword argument 'item_ids_to_remove'" in r for r in retail.broken["tau-retail-test-116"]
+    )
     assert any("changes nothing" in r for r in retail.broken["tau-retail-test-12"])
 
 
@@ -44,6 +48,8 @@ def test_the_cli_lists_them() -> None:
 
 
 def test_the_pack_documentation_lists_every_broken_task(packs: dict[str, TauDomain]) -> None:
-    listed = set(re.findall(r"^\| (tau-[a-z]+) \| (tau-[a-z]+-[a-z]+-\d+) \|", README.read_text(), re.MULTILINE))
+    listed = set(
+        re.findall(r"^\| (tau-[a-z]+) \| (tau-[a-z]+-[a-z]+-\d+) \|", README.read_text(), re.MULTILINE)
+    )
     found = {(name, task_id) for name, domain in packs.items() for task_id in domain.broken}
     assert listed == found

@@ -59,4 +59,3 @@ def test_an_identity_look_up_stands_for_another(packs: dict[str, TauDomain]) -> 
         others = {call.name for call in lookup.any_of[1:]}
         assert others and all(not call.arguments for call in lookup.any_of[1:])
         assert lookup.any_of[0].name not in others
-

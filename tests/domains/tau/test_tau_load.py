@@ -34,7 +34,9 @@ def test_splits_and_tasks_are_the_packages(pack: TauDomain) -> None:
             assert pack.locate(task.id)[0] == split and pack.task(task.id) == task
             original = raw[pack.locate(task.id)[1]]
             assert task.scenario.instructions == original.instruction.strip()
-            assert [(c.name, c.arguments) for c in task.actions] == [(a.name, a.kwargs) for a in original.actions]
+            assert [(c.name, c.arguments) for c in task.actions] == [
+                (a.name, a.kwargs) for a in original.actions
+            ]
             assert task.required_outputs == original.outputs
 
 
@@ -43,7 +45,11 @@ def test_counts_of_the_published_sets(packs: dict[str, TauDomain]) -> None:
         domain = packs[name]
         return len(domain.tasks(split)) + len(domain.tasks(split + BROKEN_SUFFIX))
 
-    assert (total("tau-retail", "test"), total("tau-retail", "train"), total("tau-retail", "dev")) == (120, 500, 20)
+    assert (total("tau-retail", "test"), total("tau-retail", "train"), total("tau-retail", "dev")) == (
+        120,
+        500,
+        20,
+    )
     assert (total("tau-retail", "original"), total("tau-airline", "original")) == (115, 50)
     assert total("tau-airline", "test") == 60 and total("tau-telehealth", "test") == 12
 
@@ -56,17 +62,21 @@ def test_what_a_model_sees_is_what_tau_shows(pack: TauDomain) -> None:
 
 
 def test_version_records_the_package_release(pack: TauDomain) -> None:
-    assert tau_version("0.1.1") == "10101-0"
+    assert tau_version("0.1.1") == "10102-0"
     assert pack.version == tau_version(version("tau-trait"))
     assert tau_version("0.2.0") != tau_version("0.1.1")  # another release: not comparable
     assert version("tau-trait") in pack.description
 
 
 def test_nothing_of_tau_is_copied_into_castbench() -> None:
-    files = {path.suffix for path in PACKAGE_DIR.rglob("*") if path.is_file() and "__pycache__" not in path.parts}
+    files = {
+        path.suffix for path in PACKAGE_DIR.rglob("*") if path.is_file() and "__pycache__" not in path.parts
+    }
     assert files <= {".py", ".md"}
     tau_root = Path(import_tau("tau_trait").__file__).parent
-    tau_texts = {p.read_text() for p in tau_root.rglob("*.md")} | {p.read_text() for p in tau_root.rglob("tools/*.py")}
+    tau_texts = {p.read_text() for p in tau_root.rglob("*.md")} | {
+        p.read_text() for p in tau_root.rglob("tools/*.py")
+    }
     ours = [p.read_text() for p in PACKAGE_DIR.rglob("*.py")]
     assert not any(text in mine for text in tau_texts for mine in ours if len(text) > 200)
 

@@ -17,7 +17,12 @@ from castbench_tau.parity import (
     tool_outputs,
 )
 
-SAMPLE = {"tau-telecom": (None, 40), "tau-telehealth": (None, 40), "tau-retail": (3, 4), "tau-airline": (2, 2)}
+SAMPLE = {
+    "tau-telecom": (None, 40),
+    "tau-telehealth": (None, 40),
+    "tau-retail": (3, 4),
+    "tau-airline": (2, 2),
+}
 """pack -> (tasks per split for the gold check, None: all; perturbed trajectories)."""
 
 

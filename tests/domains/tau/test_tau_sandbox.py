@@ -27,7 +27,9 @@ def test_a_write_lands_in_its_own_sandbox_only(retail: TauDomain) -> None:
     key, row = _pending_order(retail)
     before = json.dumps(row, sort_keys=True)
     first, second = retail.fresh_database(), retail.fresh_database()
-    observation = retail.toolkit.call(first, "cancel_pending_order", {"order_id": key, "reason": "no longer needed"})
+    observation = retail.toolkit.call(
+        first, "cancel_pending_order", {"order_id": key, "reason": "no longer needed"}
+    )
     assert not observation.error and json.loads(observation.content)["status"] == "cancelled"
     assert first.row("orders", key)["status"] == "cancelled"
     assert second.row("orders", key)["status"] == "pending"
@@ -49,7 +51,11 @@ def test_errors_read_as_under_tau(retail: TauDomain) -> None:
     unknown = retail.toolkit.call(db, "no_such_tool", {})
     assert unknown.content == "Unknown action no_such_tool" and unknown.error
     wrong = retail.toolkit.call(db, "get_order_details", {"order": "#W1"})
-    assert wrong.error and wrong.content.startswith("Error: ") and "unexpected keyword argument 'order'" in wrong.content
+    assert (
+        wrong.error
+        and wrong.content.startswith("Error: ")
+        and "unexpected keyword argument 'order'" in wrong.content
+    )
     missing = retail.toolkit.call(db, "get_order_details", {"order_id": "#W0"})
     assert missing.content == "Error: order not found"
 

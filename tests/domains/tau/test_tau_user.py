@@ -16,7 +16,9 @@ from tests.support import sqlite_url
 def test_tau_user_prompt_and_flow(packs: dict[str, TauDomain]) -> None:
     retail = packs["tau-retail"]
     task = retail.tasks("test")[0]
-    replies = iter(["Hi, I want to exchange two items.", "It is yusuf.rossi@example.com", "Thanks! ###STOP###"])
+    replies = iter(
+        ["Hi, I want to exchange two items.", "It is yusuf.rossi@example.com", "Thanks! ###STOP###"]
+    )
     with FaultServer(lambda body: {"content": next(replies)}, FaultPlan()) as server:
         spec = resolve("user", f"tau?model=openai/user&api_base={server.base_url}")
         assert spec.kind == "model" and spec.name == "tau"
