@@ -3,6 +3,8 @@
     pip install -e '.[tau]'
     python bench/tau_parity.py                          # every pack, 1,000 perturbations each
     python bench/tau_parity.py --domains tau-telecom --count 200 --json out.json
+    python bench/tau_parity.py --domains tau-airline --shard 0/2 & \
+        python bench/tau_parity.py --domains tau-airline --shard 1/2   # one core each
 
 For every task of every split (broken ones included), the gold trajectory (gold calls, then a
 message that says the required outputs) is graded by τ's env (`step`, `calculate_reward`, stub
@@ -37,7 +39,9 @@ from castbench_tau.parity import (  # noqa: E402
 PACKS = ["tau-telecom", "tau-telehealth", "tau-retail", "tau-airline"]
 
 
-def run_pack(name: str, count: int, seed: int) -> dict[str, object]:
+def run_pack(name: str, count: int, seed: int, shard: tuple[int, int] = (0, 1)) -> dict[str, object]:
+    """With `shard` (I, N) only every N-th case from the I-th is run: N processes with I = 0..N-1
+    together run every case once (the perturbations are drawn identically in each)."""
     domain = load_domain(name)
     assert isinstance(domain, TauDomain)
     reference = TauReference(domain)
@@ -52,7 +56,9 @@ def run_pack(name: str, count: int, seed: int) -> dict[str, object]:
     ):
         agree = total = passed = same_outputs = 0
         spent = {"tau": 0.0, "castbench": 0.0}
-        for task, trajectory in cases:
+        for position, (task, trajectory) in enumerate(cases):
+            if position % shard[1] != shard[0]:
+                continue
             start = time.perf_counter()
             theirs, their_outputs = reference.run(*domain.locate(task.id), trajectory)
             spent["tau"] += time.perf_counter() - start
@@ -95,8 +101,11 @@ def main() -> int:
     parser.add_argument("--count", type=int, default=1000, help="perturbed trajectories per pack")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", help="also write the figures here")
+    parser.add_argument("--shard", default="0/1", help="I/N: run the I-th of N equal shares of the cases")
     args = parser.parse_args()
-    results = [run_pack(name.strip(), args.count, args.seed) for name in args.domains.split(",")]
+    index, _, of = args.shard.partition("/")
+    shard = (int(index), int(of))
+    results = [run_pack(name.strip(), args.count, args.seed, shard) for name in args.domains.split(",")]
     if args.json:
         with open(args.json, "w") as handle:
             json.dump(results, handle, indent=2)
