@@ -115,7 +115,7 @@ class TauDomain(Domain):
                 lookup = Lookup(any_of=[call])
             if lookup not in lookups:
                 lookups.append(lookup)
-        return EarnedSpec(lookups=lookups) if lookups else None
+        return EarnedSpec(lookups=lookups, derived=True) if lookups else None
 
     @cached_property
     def _all_tasks(self) -> dict[str, list[Task]]:

@@ -117,6 +117,10 @@ class EarnedSpec(_Strict):
     """Empty only in a broken task, which `castbench domains validate` names."""
     reasons: list[Mention] = Field(default_factory=list)
     offer: list[Mention] = Field(default_factory=list)
+    derived: bool = False
+    """Derived by castbench for a published task set that has no such rule (the τ packs): the
+    `tau` grading mode, which reproduces that benchmark's own reward, leaves it out. A spec
+    written into a task file is part of the task in every grading mode."""
 
 
 class Task(_Strict):

@@ -123,11 +123,12 @@ def grade_trial(
     the state happens to be right (doing nothing is right for a refusal task). `mode` picks the
     rule for required outputs; `policy_breaks` are the executed actions the labeler found to break
     the domain policy; `conversation` is the trial's events, which the earned-outcome check reads
-    when the task has an `earned` spec (not in `tau` mode, which keeps τ-Bench's rule whole: a
-    state left right with the required outputs said passes)."""
+    when the task has an `earned` spec (in `tau` mode only when the task itself carries it: one
+    castbench derived for a τ pack is left out there, so that mode is τ-Bench's reward whole)."""
     diff = state_diff(final, expected, task.grading)
     missing = missing_outputs(task.required_outputs, replies, mode)
-    earned = check_earned(task.earned, conversation) if task.earned is not None and mode != "tau" else None
+    spec = task.earned
+    earned = None if spec is None or (spec.derived and mode == "tau") else check_earned(spec, conversation)
     state_ok, outputs_ok = not diff, not missing
     earned_ok = earned is None or earned.ok
     passed = state_ok and outputs_ok and earned_ok and finished

@@ -12,8 +12,8 @@ Two rules for finding a required output in the agent's replies, chosen per run (
   "No, it is cancelled" does (the comma ends the clause).
 - `tau` is τ-Bench's check verbatim, for comparable figures: a plain substring of one reply after
   lowercasing it and dropping its commas ("182.00" passes for "82.00"); the τ packs' parity bench
-  checks it against τ's own `calculate_reward`. This mode also skips the earned-outcome check
-  (`castbench.grading.earned`), which τ does not have.
+  checks it against τ's own `calculate_reward`. On the τ packs this mode also leaves out the
+  earned-outcome check castbench derives for them (`EarnedSpec.derived`), which τ does not have.
 """
 
 from __future__ import annotations
