@@ -76,6 +76,8 @@ def run_pack(name: str, count: int, seed: int, shard: tuple[int, int] = (0, 1)) 
                 agree += 1
             else:
                 print(f"  DISAGREE {name} {task.id}: τ {theirs} castbench {ours}: {trajectory}", flush=True)
+            if total % 100 == 0:
+                print(f"  {name} {label}: {agree}/{total} agree so far", flush=True)
         share = 100.0 * agree / total if total else 100.0
         print(
             f"{name} {label}: {agree}/{total} rewards agree ({share:.2f}%), tool outputs identical on "
