@@ -13,7 +13,7 @@ Everything else in castbench receives one of these views, never a `Task`.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from castbench.agents.conversation import Action, CritiqueTurn, Event
@@ -26,6 +26,7 @@ __all__ = [
     "PrivilegedBriefing",
     "UserBriefing",
     "briefing_for",
+    "public_briefing",
     "user_briefing_for",
 ]
 
@@ -95,19 +96,25 @@ def briefing_for(
     privileged: bool,
     state: Callable[[], Database] | None = None,
 ) -> Briefing:
-    kind = PrivilegedBriefing if privileged else Briefing
-    public = (
+    if privileged:
+        public = public_briefing(domain, seed, trial_index)
+        known = {item.name: getattr(public, item.name) for item in fields(Briefing)}
+        return PrivilegedBriefing(**known, task=task, state=state)
+    return public_briefing(domain, seed, trial_index)
+
+
+def public_briefing(domain: Domain, seed: int, trial_index: int) -> Briefing:
+    """The briefing of a policy or deployed critic: built from the domain alone, so no task can
+    reach it (training data for them is built with it too)."""
+    return Briefing(
         domain.name,
         domain.policy,
         tuple(domain.toolkit.schemas),
         frozenset(tool.name for tool in domain.toolkit if tool.writes),
         seed,
         trial_index,
+        verbatim_policy=domain.verbatim_policy,
     )
-    verbatim = domain.verbatim_policy
-    if kind is PrivilegedBriefing:
-        return PrivilegedBriefing(*public, task=task, state=state, verbatim_policy=verbatim)
-    return Briefing(*public, verbatim_policy=verbatim)
 
 
 def user_briefing_for(

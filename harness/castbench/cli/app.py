@@ -4,6 +4,12 @@ Commands are imported only when used: `castbench --help` lists them from the tab
 importing any of them, and `castbench eval` loads what eval needs (the store, the runner, the
 metrics), not the viewer, the leaderboard builder or litellm. `tests/cli/test_cli_lazy.py` checks
 that the table's one-line help matches each command's own.
+
+Installed plugins add commands through the `castbench.commands` entry-point group (a `typer.Typer`
+sub-app each, e.g. `cast = "castbench_cast.cli:app [train]"`). The group is read only when a name
+is not one of castbench's own or when the commands are listed, so running a built-in command costs
+nothing more. A plugin whose module raises `ImportError` (its extra is not installed) is not
+listed, and naming it says which extra to install.
 """
 
 from __future__ import annotations
@@ -11,6 +17,7 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+from importlib.metadata import entry_points
 from typing import Any, NamedTuple, TextIO
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no price-map fetch at import
@@ -19,9 +26,11 @@ import typer  # noqa: E402
 from typer import _click as click  # noqa: E402  typer's own copy of click, the one its groups use
 from typer.core import TyperCommand  # noqa: E402
 
-from castbench.cli.errors import CastbenchGroup  # noqa: E402
+from castbench.cli.errors import CastbenchGroup, fail  # noqa: E402
 
-__all__ = ["COMMANDS", "LazyCommand", "app", "main"]
+__all__ = ["COMMANDS", "PLUGIN_GROUP", "LazyCommand", "app", "main", "plugin_commands"]
+
+PLUGIN_GROUP = "castbench.commands"
 
 
 class CommandEntry(NamedTuple):
@@ -83,7 +92,10 @@ COMMANDS: dict[str, CommandEntry] = {
 def load_command(name: str, entry: CommandEntry) -> click.Command:
     """Import the command's module and build its click command (the one `typer` would build)."""
     module, attribute = entry.target.split(":")
-    target: Any = getattr(importlib.import_module(module), attribute)
+    return _as_command(name, getattr(importlib.import_module(module), attribute))
+
+
+def _as_command(name: str, target: Any) -> click.Command:
     if isinstance(target, typer.Typer):
         command: click.Command = typer.main.get_group(target)  # a group even with one command
     else:
@@ -115,14 +127,52 @@ class LazyCommand(TyperCommand):
         return self.real.make_context(info_name, args, parent=parent, **extra)
 
 
+class PluginCommands(NamedTuple):
+    loaded: dict[str, click.Command]
+    missing: dict[str, str]
+    """Name -> why it cannot be loaded (the extra to install)."""
+
+
+def plugin_commands() -> PluginCommands:
+    """The commands installed plugins register (castbench's own names cannot be taken)."""
+    loaded: dict[str, click.Command] = {}
+    missing: dict[str, str] = {}
+    for point in entry_points(group=PLUGIN_GROUP):
+        if point.name in COMMANDS or point.name in loaded:
+            continue
+        try:
+            loaded[point.name] = _as_command(point.name, point.load())
+        except ImportError as exc:
+            extras = ",".join(point.extras)
+            hint = f": pip install 'castbench[{extras}]'" if extras else ""
+            missing[point.name] = f"'castbench {point.name}' cannot be loaded ({exc}){hint}"
+    return PluginCommands(loaded, missing)
+
+
 class LazyGroup(CastbenchGroup):
     def __init__(self, **attrs: Any) -> None:
         super().__init__(**attrs)
         for name, entry in COMMANDS.items():
             self.commands.setdefault(name, LazyCommand(name, entry))
+        self._plugins: PluginCommands | None = None
+
+    def _load_plugins(self) -> PluginCommands:
+        if self._plugins is None:
+            self._plugins = plugin_commands()
+            for name, command in self._plugins.loaded.items():
+                self.commands.setdefault(name, command)
+        return self._plugins
 
     def list_commands(self, ctx: click.Context) -> list[str]:
+        self._load_plugins()
         return list(self.commands)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands:
+            problem = self._load_plugins().missing.get(cmd_name)
+            if problem is not None:
+                fail(problem)
+        return super().get_command(ctx, cmd_name)
 
 
 app = typer.Typer(

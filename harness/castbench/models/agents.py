@@ -21,11 +21,12 @@ from castbench.models.parse import action_from_text, action_from_tool_calls, ver
 from castbench.models.prompts import (
     CRITIC_SCHEMA,
     action_schema,
+    critic_messages,
     critic_system_prompt,
     response_format,
     user_system_prompt,
 )
-from castbench.models.render import describe_action, policy_messages, transcript
+from castbench.models.render import policy_messages
 from castbench.models.settings import ModelSettings
 
 __all__ = ["LLMCritic", "LLMPolicy", "LLMUser", "for_role"]
@@ -71,11 +72,7 @@ class LLMCritic:
         self._format = response_format(self.settings.response_format, "verdict", CRITIC_SCHEMA)
 
     def verify(self, view: CriticView) -> Verdict:
-        question = (
-            f"# Conversation so far\n{transcript(view.conversation) or '(nothing yet)'}\n\n"
-            f"# Proposed action\n{describe_action(view.proposal)}"
-        )
-        messages = [{"role": "system", "content": self._system}, {"role": "user", "content": question}]
+        messages = critic_messages(self._system, view.conversation, view.proposal)
         completion = self.client.complete(messages, None, self._format)
         return verdict_from_text(completion.text).model_copy(update={"usage": completion.usage})
 

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from castbench.agents.conversation import Action, Event
 from castbench.agents.views import Briefing, UserBriefing
-from castbench.models.render import REPLY, tool_manual
+from castbench.models.render import REPLY, describe_action, tool_manual, transcript
 
 __all__ = [
     "CRITIC_SCHEMA",
     "action_schema",
+    "critic_messages",
     "critic_system_prompt",
     "response_format",
     "user_system_prompt",
@@ -51,6 +53,17 @@ facts you were not given."""
 def critic_system_prompt(briefing: Briefing) -> str:
     manual = tool_manual(briefing.tools, briefing.write_tools)
     return f"{_CRITIC_RULES}\n\n# Policy\n{briefing.policy.strip()}\n\n# Tools\n{manual}"
+
+
+def critic_messages(system: str, conversation: tuple[Event, ...], proposal: Action) -> list[dict[str, Any]]:
+    """What a model critic reads for one proposal (`system`: `critic_system_prompt`). Critic
+    training data (the CAST plugin) is built with it too, so a trained critic reads in `eval`
+    exactly what it was trained on."""
+    question = (
+        f"# Conversation so far\n{transcript(conversation) or '(nothing yet)'}\n\n"
+        f"# Proposed action\n{describe_action(proposal)}"
+    )
+    return [{"role": "system", "content": system}, {"role": "user", "content": question}]
 
 
 def user_system_prompt(briefing: UserBriefing, stop_token: str) -> str:

@@ -1,0 +1,171 @@
+"""Action-level annotations: `{verdict, failure_type, explanation}` for every proposed tool call
+of a collected run, by the privileged labeler or the LLM pipeline, and how far the two agree.
+
+The labeler's annotation is the label the rollout engine stored with each proposal
+(`castbench.grading.labeler`: deterministic, from the ground truth and the true state at that
+moment), turned into a sentence a critic can learn to write. Replies to the user are not
+annotated: a deployed critic verifies tool calls (its default scope) and the labeler does not
+judge replies.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from castbench.agents.conversation import ToolCallAction
+from castbench.runner.records import ActionLabel, TrialRecord
+from castbench_cast.trajectories import Moment, moments
+
+__all__ = [
+    "Agreement",
+    "Annotation",
+    "AnnotationError",
+    "FailureType",
+    "agreement",
+    "annotated_moments",
+    "balance",
+    "labeler_annotation",
+    "read_annotations",
+    "write_annotations",
+]
+
+FailureType = Literal["hallucination", "domain_violation", "wrong_tool", "none"]
+Key = tuple[str, str, int, int, int]
+
+_FAILURE_NAMES = {
+    "hallucination": "Hallucination",
+    "domain_violation": "Domain violation",
+    "wrong_tool": "Wrong tool",
+}
+_VALID_REASONS = {
+    "in the ground truth": "The call is what the request needs now; the conversation supports its arguments.",
+    "a supported read": "A look-up the conversation supports; it changes nothing.",
+}
+
+
+class AnnotationError(ValueError):
+    """A run that cannot be annotated: the message names the task, trial and step."""
+
+
+class Annotation(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    domain: str
+    task_id: str
+    trial_index: int
+    step: int
+    round: int
+    verdict: Literal["valid", "invalid"]
+    failure_type: FailureType = "none"
+    explanation: str
+    annotator: str
+    parse_error: str | None = None
+
+    @property
+    def key(self) -> Key:
+        return self.domain, self.task_id, self.trial_index, self.step, self.round
+
+
+def annotated_moments(records: Iterable[TrialRecord]) -> Iterator[tuple[TrialRecord, Moment]]:
+    """Every proposed tool call of the scored trials, in its context."""
+    for record in records:
+        if record.status != "scored":
+            continue
+        for moment in moments(record):
+            if isinstance(moment.proposal.action, ToolCallAction):
+                yield record, moment
+
+
+def _rationale(label: ActionLabel) -> str:
+    if label.label == "valid":
+        return _VALID_REASONS.get(label.reason, f"Valid: {label.reason}.")
+    return f"{_FAILURE_NAMES[label.failure_type]}: {label.reason}."
+
+
+def labeler_annotation(record: TrialRecord, moment: Moment) -> Annotation:
+    label = moment.proposal.label
+    where = f"task {record.task_id} trial {record.trial_index} step {moment.step.index}"
+    if label is None or label.label == "unknown":
+        raise AnnotationError(f"{where}: proposal {moment.proposal.round} has no labeler label")
+    return Annotation(
+        domain=record.domain,
+        task_id=record.task_id,
+        trial_index=record.trial_index,
+        step=moment.step.index,
+        round=moment.proposal.round,
+        verdict=label.label,
+        failure_type=label.failure_type if label.label == "invalid" else "none",
+        explanation=_rationale(label),
+        annotator="labeler",
+    )
+
+
+def write_annotations(path: Path, annotations: Iterable[Annotation]) -> None:
+    with path.open("w") as handle:
+        for annotation in annotations:
+            handle.write(annotation.model_dump_json() + "\n")
+
+
+def read_annotations(path: Path) -> dict[Key, Annotation]:
+    found: dict[Key, Annotation] = {}
+    for number, line in enumerate(path.read_text().splitlines(), 1):
+        try:
+            annotation = Annotation.model_validate_json(line)
+        except ValueError as exc:
+            raise AnnotationError(f"{path}:{number}: not an annotation: {str(exc).splitlines()[0]}") from exc
+        found[annotation.key] = annotation
+    return found
+
+
+class Agreement(BaseModel):
+    """How two annotators agree on the actions both annotated."""
+
+    actions: int
+    verdict_agreement: float
+    cohen_kappa: float | None
+    """Agreement on the verdict beyond chance (None when one annotator gave a single verdict)."""
+    failure_type_agreement: float | None
+    """On the actions both found invalid: same failure type."""
+    confusion: dict[str, int]
+    """`<first verdict>/<second verdict>` -> actions."""
+
+
+def agreement(first: dict[Key, Annotation], second: dict[Key, Annotation]) -> Agreement:
+    shared = sorted(set(first) & set(second))
+    pairs = [(first[key], second[key]) for key in shared]
+    confusion = Counter(f"{a.verdict}/{b.verdict}" for a, b in pairs)
+    n = len(pairs)
+    observed = sum(a.verdict == b.verdict for a, b in pairs) / n if n else 0.0
+    kappa = None
+    if n:
+        share_a = sum(a.verdict == "valid" for a, _ in pairs) / n
+        share_b = sum(b.verdict == "valid" for _, b in pairs) / n
+        chance = share_a * share_b + (1 - share_a) * (1 - share_b)
+        kappa = None if math.isclose(chance, 1.0) else (observed - chance) / (1 - chance)
+    both_invalid = [(a, b) for a, b in pairs if a.verdict == b.verdict == "invalid"]
+    types = (
+        sum(a.failure_type == b.failure_type for a, b in both_invalid) / len(both_invalid)
+        if both_invalid
+        else None
+    )
+    return Agreement(
+        actions=n,
+        verdict_agreement=observed,
+        cohen_kappa=kappa,
+        failure_type_agreement=types,
+        confusion=dict(sorted(confusion.items())),
+    )
+
+
+def balance(annotations: Iterable[Annotation]) -> dict[str, dict[str, int]]:
+    items = list(annotations)
+    return {
+        "verdict": dict(sorted(Counter(a.verdict for a in items).items())),
+        "failure_type": dict(sorted(Counter(a.failure_type for a in items).items())),
+    }

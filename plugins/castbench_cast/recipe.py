@@ -1,0 +1,140 @@
+"""A recipe: one TOML file that fixes a whole CAST pipeline run, so it can be repeated exactly.
+
+Relative paths in it are taken from the recipe's own folder. Every table is optional; what is
+left out takes the defaults below (the paper's settings where it gives them: 5 samples per task
+at temperature 0.7, learning rate 5e-6, 3 epochs).
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+__all__ = [
+    "AnnotateStage",
+    "CollectCriticStage",
+    "CollectStage",
+    "PolicyDataStage",
+    "Recipe",
+    "RecipeError",
+    "TinyModel",
+    "TrainStage",
+    "load_recipe",
+]
+
+
+class RecipeError(ValueError):
+    """A recipe that cannot be used: the message names the file and the field."""
+
+
+class _Table(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class CollectStage(_Table):
+    domains: str = "retail"
+    split: str = "train"
+    tasks: list[str] | None = None
+    """Task ids; None: the split's tasks (the first `limit` of each domain when set)."""
+    limit: int | None = Field(None, ge=1)
+    policy: str = "scripted:noisy"
+    user: str = "scripted"
+    samples: int = Field(5, ge=1, description="trajectories per task (the run's trials)")
+    temperature: float = Field(0.7, ge=0)
+    """Sampling temperature of a model policy (added to its model string; built-ins ignore it)."""
+    seed: int = 0
+    concurrency: int = Field(1, ge=1)
+
+
+class CollectCriticStage(CollectStage):
+    """Stage 5: the policy with the trained critic in the loop."""
+
+    rounds: int = Field(3, ge=1, le=10, description="critic verdicts per step at most")
+    serve: Literal["transformers", "vllm"] = "transformers"
+    """How the checkpoint is served: transformers on this machine's CPU/GPU, or `vllm serve`."""
+    port: int = Field(0, ge=0, le=65535)
+    """0: a free port. A fixed port keeps the run's identity, so an interrupted collect resumes."""
+    max_tokens: int = Field(256, ge=1)
+
+
+class AnnotateStage(_Table):
+    use: Literal["labeler", "llm"] = "labeler"
+    """Whose annotations the critic data is built from."""
+    llm: str | None = None
+    """Model string of the LLM annotation pipeline (`openai/gpt-4.1`, `openai/x?api_base=...`);
+    None: the labeler alone."""
+
+
+class TinyModel(_Table):
+    """A model built from a config (no download): for CPU tests and dry runs of the pipeline."""
+
+    hidden: int = Field(64, ge=8)
+    layers: int = Field(2, ge=1)
+    heads: int = Field(4, ge=1)
+    vocab: int = Field(2000, ge=300)
+    context: int = Field(4096, ge=256)
+
+
+class TrainStage(_Table):
+    model: str = "tiny"
+    """A local path or hub id of a causal LM with a chat template, or `tiny` (`TinyModel`)."""
+    tiny: TinyModel = Field(default_factory=TinyModel)
+    lora: bool = False
+    lora_r: int = Field(16, ge=1)
+    lr: float = Field(5e-6, gt=0)
+    epochs: float = Field(3.0, gt=0)
+    max_steps: int = Field(-1, description="stop after this many optimizer steps (-1: epochs decide)")
+    batch: int = Field(8, ge=1)
+    grad_accum: int = Field(1, ge=1)
+    max_length: int = Field(4096, ge=64)
+    save_steps: int = Field(500, ge=1)
+    seed: int = 0
+    device: Literal["auto", "cpu"] = "auto"
+
+
+class PolicyDataStage(_Table):
+    rft: bool = False
+    """The paper's control: the successful trajectories without their critiques."""
+    source: Literal["collect_critic", "collect"] = "collect_critic"
+    """Which collected run the trajectories come from."""
+
+
+class Recipe(_Table):
+    name: str = "cast"
+    out: Path = Path("cast-out")
+    """Folder of the stages' outputs (one sub-folder each)."""
+    db: str | None = None
+    """Results store of the collect stages; default: `results.db` in `out`."""
+    collect: CollectStage = Field(default_factory=CollectStage)
+    annotate: AnnotateStage = Field(default_factory=AnnotateStage)
+    train_critic: TrainStage = Field(default_factory=TrainStage)
+    collect_critic: CollectCriticStage = Field(default_factory=CollectCriticStage)
+    policy_data: PolicyDataStage = Field(default_factory=PolicyDataStage)
+    train_policy: TrainStage = Field(default_factory=TrainStage)
+
+    @property
+    def store_url(self) -> str:
+        return self.db or f"sqlite:///{(self.out / 'results.db').resolve()}"
+
+    def stage_dir(self, stage: str) -> Path:
+        return self.out / stage
+
+
+def load_recipe(path: str | Path) -> Recipe:
+    path = Path(path)
+    try:
+        raw = tomllib.loads(path.read_text())
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise RecipeError(f"recipe {path}: cannot read: {exc}") from exc
+    try:
+        recipe = Recipe.model_validate(raw)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"field '{'.'.join(str(p) for p in err['loc'])}': {err['msg']}" for err in exc.errors()
+        )
+        raise RecipeError(f"recipe {path}: {problems}") from exc
+    out = recipe.out if recipe.out.is_absolute() else path.parent / recipe.out
+    return recipe.model_copy(update={"out": out.resolve()})

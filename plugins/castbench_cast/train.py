@@ -1,0 +1,113 @@
+"""Supervised fine-tuning of the critic or the policy with TRL, on a stage's `messages` data.
+
+Each example is split into a prompt (every message but the last) and a completion (the last,
+the assistant's), so the loss is on the target alone (the critic's rationale and verdict, the
+policy's action). Full fine-tuning, or LoRA through peft (merged into the saved model, so the
+checkpoint serves like any other). Checkpoints are written every `save_steps` and an interrupted
+training resumes from the last one. The saved `model/` holds the weights and the tokenizer with
+its chat template: it is what `castbench cast serve` and `collect --critic` load.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from castbench_cast.recipe import TrainStage
+from castbench_cast.tiny import tiny_model, tiny_tokenizer
+
+__all__ = ["TrainError", "train"]
+
+
+class TrainError(ValueError):
+    pass
+
+
+def _rows(data: Path) -> list[dict[str, Any]]:
+    rows = []
+    for line in (data / "train.jsonl").read_text().splitlines():
+        messages = json.loads(line)["messages"]
+        rows.append({"prompt": messages[:-1], "completion": messages[-1:]})
+    if not rows:
+        raise TrainError(f"{data / 'train.jsonl'}: no examples to train on")
+    return rows
+
+
+def _base(settings: TrainStage, rows: list[dict[str, Any]]) -> tuple[Any, Any]:
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    if settings.model == "tiny":
+        texts = [message["content"] for row in rows for message in row["prompt"] + row["completion"]]
+        tokenizer = tiny_tokenizer(texts, settings.tiny.vocab)
+        return tiny_model(tokenizer, settings.tiny, settings.seed), tokenizer
+    tokenizer = AutoTokenizer.from_pretrained(settings.model)
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    return AutoModelForCausalLM.from_pretrained(settings.model, dtype="auto"), tokenizer
+
+
+def _last_checkpoint(folder: Path) -> str | None:
+    found = sorted(folder.glob("checkpoint-*"), key=lambda path: int(path.name.split("-")[-1]))
+    return str(found[-1]) if found else None
+
+
+def train(data: Path, out: Path, settings: TrainStage, key: str) -> dict[str, float]:
+    """Train on `data/train.jsonl`; the model goes to `out/model`. Returns the run's figures.
+    `key` (the stage's: settings and data) names the checkpoint folder, so only a training with
+    the same settings on the same data resumes from it."""
+    import torch
+    from datasets import Dataset
+    from trl import SFTConfig, SFTTrainer
+
+    rows = _rows(data)
+    model, tokenizer = _base(settings, rows)
+    cpu = settings.device == "cpu" or not torch.cuda.is_available()
+    peft_config = None
+    if settings.lora:
+        from peft import LoraConfig
+
+        peft_config = LoraConfig(r=settings.lora_r, lora_alpha=2 * settings.lora_r, task_type="CAUSAL_LM")
+    checkpoints = out / "checkpoints" / key[:16]
+    config = SFTConfig(
+        output_dir=str(checkpoints),
+        learning_rate=settings.lr,
+        num_train_epochs=settings.epochs,
+        max_steps=settings.max_steps,
+        per_device_train_batch_size=settings.batch,
+        gradient_accumulation_steps=settings.grad_accum,
+        max_length=settings.max_length,
+        truncation_mode="keep_end",  # a long conversation loses its start, never the target
+        completion_only_loss=True,
+        save_strategy="steps",
+        save_steps=settings.save_steps,
+        save_total_limit=2,
+        logging_steps=10,
+        seed=settings.seed,
+        data_seed=settings.seed,
+        use_cpu=cpu,
+        bf16=not cpu and torch.cuda.is_bf16_supported(),
+        report_to="none",
+        disable_tqdm=True,
+    )
+    trainer = SFTTrainer(
+        model=model,
+        args=config,
+        train_dataset=Dataset.from_list(rows),
+        processing_class=tokenizer,
+        peft_config=peft_config,
+    )
+    started = time.perf_counter()
+    result = trainer.train(resume_from_checkpoint=_last_checkpoint(checkpoints))
+    trained = trainer.model.merge_and_unload() if settings.lora else trainer.model
+    trained.save_pretrained(out / "model")
+    tokenizer.save_pretrained(out / "model")
+    metrics = dict(result.metrics)
+    return {
+        "examples": len(rows),
+        "steps": int(result.global_step),
+        "train_loss": float(result.training_loss),
+        "train_s": round(time.perf_counter() - started, 2),
+        **{key: float(value) for key, value in metrics.items() if key.endswith("tokens")},
+    }
