@@ -29,7 +29,7 @@ from castbench.runner.records import TrialRecord
 from castbench_cast.annotations import Annotation
 from castbench_cast.trajectories import Moment
 
-__all__ = ["AGENTS", "LLMAnnotator"]
+__all__ = ["AGENTS", "PROMPTS", "LLMAnnotator"]
 
 AGENTS = (
     "rule extractor",
@@ -40,7 +40,7 @@ AGENTS = (
     "orchestrator",
 )
 
-_ROLE = {
+PROMPTS: dict[str, str] = {
     "rule extractor": "You extract, from a customer-service policy, the rules that bear on one proposed "
     'agent action. Answer with JSON: {"rules": ["<rule>", ...]}.',
     "tool extractor": "You decide which tools an agent may rightly call at this moment of a conversation, "
@@ -74,7 +74,7 @@ class LLMAnnotator:
         self.calls = 0
 
     def _ask(self, client: ModelClient, agent: str, content: str) -> tuple[str, dict[str, Any] | None]:
-        messages = [{"role": "system", "content": _ROLE[agent]}, {"role": "user", "content": content}]
+        messages = [{"role": "system", "content": PROMPTS[agent]}, {"role": "user", "content": content}]
         text = client.complete(messages).text
         self.calls += 1
         return text, find_json_object(text)

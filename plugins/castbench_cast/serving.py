@@ -5,7 +5,8 @@ openai/NAME?api_base=...&style=prompted`.
 Two backends: `transformers` (this process, CPU or GPU; one generation at a time, for tiny and
 small models) and `vllm` (`vllm serve` as a process, for real models on a GPU: castbench never
 imports vLLM). Both answer `/v1/models` and `/v1/chat/completions` with text (the prompted policy
-and the critic need nothing else). Servers listen on 127.0.0.1.
+and the critic need nothing else). Servers listen on 127.0.0.1. The transformers backend keeps
+the end of a prompt longer than the model's context, as training did (`truncation_mode`).
 """
 
 from __future__ import annotations
@@ -43,15 +44,15 @@ class _Generator:
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         self._torch = torch
-        self.tokenizer = AutoTokenizer.from_pretrained(path)
+        self.tokenizer: Any = AutoTokenizer.from_pretrained(path)
         device = "cuda" if torch.cuda.is_available() else "cpu"
-        self.model = AutoModelForCausalLM.from_pretrained(path, dtype="auto").to(device).eval()
+        self.model: Any = AutoModelForCausalLM.from_pretrained(path, dtype="auto").to(device).eval()  # type: ignore[arg-type]
         self.context = int(getattr(self.model.config, "max_position_embeddings", 4096))
         self._lock = threading.Lock()
 
     def complete(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         max_tokens = int(body.get("max_tokens") or 256)
-        inputs = self.tokenizer.apply_chat_template(
+        inputs: Any = self.tokenizer.apply_chat_template(
             body["messages"], add_generation_prompt=True, return_tensors="pt", return_dict=True
         ).to(self.model.device)
         room = self.context - max_tokens

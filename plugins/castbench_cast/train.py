@@ -100,7 +100,7 @@ def train(data: Path, out: Path, settings: TrainStage, key: str) -> dict[str, fl
     )
     started = time.perf_counter()
     result = trainer.train(resume_from_checkpoint=_last_checkpoint(checkpoints))
-    trained = trainer.model.merge_and_unload() if settings.lora else trainer.model
+    trained: Any = trainer.model.merge_and_unload() if settings.lora else trainer.model  # type: ignore[union-attr,operator]
     trained.save_pretrained(out / "model")
     tokenizer.save_pretrained(out / "model")
     metrics = dict(result.metrics)

@@ -1,0 +1,152 @@
+"""Annotation: the labeler's, the LLM pipeline's (against a loopback OpenAI-compatible server),
+and how far they agree."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from castbench.domain import load_domain
+from castbench_cast.annotations import Annotation, agreement, read_annotations
+from castbench_cast.llm_annotator import AGENTS, PROMPTS
+from castbench_cast.pipeline import Pipeline
+from castbench_cast.recipe import load_recipe
+from tests.models.fault_server import FaultPlan, FaultServer
+
+_CALL = re.compile(r"# Proposed action\ncall (\w+)\(")
+
+
+class AnnotatorModel:
+    """Answers each of the six agents in shape. The tool call checker finds a violation when the
+    proposed tool is not one the ground truth (given in its prompt) uses; the orchestrator turns
+    any violation into a `wrong_tool` verdict."""
+
+    def __init__(self) -> None:
+        self.agents: Counter[str] = Counter()
+        self.prompts: dict[str, list[str]] = {}
+
+    def __call__(self, body: dict[str, Any]) -> dict[str, Any]:
+        system, user = (message["content"] for message in body["messages"])
+        agent = next(name for name, prompt in PROMPTS.items() if prompt == system)
+        self.agents[agent] += 1
+        self.prompts.setdefault(agent, []).append(user)
+        tool = _CALL.search(user)
+        if agent == "rule extractor":
+            answer: dict[str, Any] = {"rules": ["Authenticate the user first."]}
+        elif agent == "tool extractor":
+            answer = {"candidate_tools": re.findall(r"^- (\w+)\(", user, re.M), "expected_call": None}
+        elif agent == "tool call checker":
+            gold = set(re.findall(r"^- (\w+)\(", user.split("# Ground truth\n")[1], re.M))
+            answer = {"violation": bool(tool and tool.group(1) not in gold), "explanation": "tool vs truth"}
+        elif agent == "orchestrator":
+            flagged = '"violation": true' in user
+            answer = {
+                "explanation": "a checker found a problem" if flagged else "fine",
+                "failure_type": "wrong_tool" if flagged else "none",
+                "verdict": "invalid" if flagged else "valid",
+            }
+        else:
+            answer = {"violation": False, "explanation": "nothing found"}
+        return {"content": json.dumps(answer)}
+
+
+@pytest.fixture
+def model_server() -> Any:
+    model = AnnotatorModel()
+    with FaultServer(model, FaultPlan()) as server:
+        yield model, server
+
+
+@pytest.mark.parametrize(
+    "provider",
+    [
+        "openai",  # castbench's lean client for OpenAI-compatible servers
+        "litellm_proxy",  # through litellm itself (it wants a key: any value)
+    ],
+)
+def test_llm_pipeline_annotates_every_tool_call_and_reports_agreement(
+    provider: str,
+    model_server: tuple[AnnotatorModel, FaultServer],
+    recipe_file: Callable[[str], Path],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    model, server = model_server
+    monkeypatch.setenv("CAST_TEST_KEY", "any")
+    spec = f"{provider}/annotator?api_base={server.base_url}&temperature=0&api_key_env=CAST_TEST_KEY"
+    recipe = load_recipe(recipe_file(f'[annotate]\nllm = "{spec}"\n'))
+    pipeline = Pipeline(recipe, log=lambda line: None)
+    pipeline.collect()
+    manifest = pipeline.annotate()
+    folder = pipeline.folder("annotate")
+    labeler = read_annotations(folder / "annotations-labeler.jsonl")
+    llm = read_annotations(folder / "annotations-llm.jsonl")
+    assert set(llm) == set(labeler) and len(llm) == manifest.counts["actions"] > 0
+    assert dict(model.agents) == {agent: len(llm) for agent in AGENTS}  # six calls per action
+    assert manifest.counts["llm_calls"] == 6 * len(llm)
+    # the annotator may see the ground truth: the tool extractor got the gold calls
+    tasks = {t.id: t for t in load_domain("retail").tasks("train")}
+    gold = {task_id: {c.name for c in tasks[task_id].actions} for (_, task_id, *_) in llm}
+    for key, annotation in llm.items():
+        proposed = _proposed_tool(pipeline, key)
+        wrong = proposed not in gold[key[1]]
+        assert (annotation.verdict, annotation.failure_type) == (
+            ("invalid", "wrong_tool") if wrong else ("valid", "none")
+        )
+    assert any(
+        tasks[key[1]].actions[0].canonical() in prompt
+        for key in llm
+        for prompt in model.prompts["tool extractor"]
+    )
+    agreed = json.loads((folder / "agreement.json").read_text())
+    same = sum(labeler[key].verdict == llm[key].verdict for key in llm)
+    assert agreed["actions"] == len(llm) and agreed["verdict_agreement"] == pytest.approx(same / len(llm))
+    assert manifest.info["agreement"] == agreed
+    # the critic data is built from the labeler unless the recipe says `use = "llm"`
+    assert read_annotations(folder / "annotations.jsonl") == labeler
+
+
+def _proposed_tool(pipeline: Pipeline, key: tuple[str, str, int, int, int]) -> str:
+    _, task_id, trial, step, round_ = key
+    record = next(r for r in pipeline.records("collect") if (r.task_id, r.trial_index) == (task_id, trial))
+    return record.steps[step].proposals[round_].action.name  # type: ignore[union-attr]
+
+
+def _annotation(verdict: str, failure: str = "none", n: int = 0) -> Annotation:
+    return Annotation(
+        domain="d",
+        task_id="t",
+        trial_index=0,
+        step=n,
+        round=0,
+        verdict=verdict,  # type: ignore[arg-type]
+        failure_type=failure,
+        explanation="",
+        annotator="x",  # type: ignore[arg-type]
+    )
+
+
+def test_agreement_counts_verdicts_kappa_and_failure_types() -> None:
+    pairs = [("valid", "valid"), ("valid", "valid"), ("invalid", "invalid"), ("invalid", "valid")]
+    first = {
+        a.key: a
+        for a in (
+            _annotation(v, "none" if v == "valid" else "hallucination", n) for n, (v, _) in enumerate(pairs)
+        )
+    }
+    second = {
+        a.key: a
+        for a in (
+            _annotation(v, "none" if v == "valid" else "wrong_tool", n) for n, (_, v) in enumerate(pairs)
+        )
+    }
+    found = agreement(first, second)
+    # observed 3/4; shares valid 1/2 and 3/4: chance 1/2*3/4 + 1/2*1/4 = 1/2; kappa (3/4-1/2)/(1/2)
+    assert (found.actions, found.verdict_agreement, found.cohen_kappa) == (4, 0.75, 0.5)
+    assert found.failure_type_agreement == 0.0
+    assert found.confusion == {"invalid/invalid": 1, "invalid/valid": 1, "valid/valid": 2}
