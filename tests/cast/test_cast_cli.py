@@ -83,3 +83,12 @@ def test_a_bad_recipe_is_one_line_naming_the_file_and_field(tmp_path: Path) -> N
     assert "Traceback" not in result.output
     missing = invoke("cast", "annotate", str(tmp_path / "recipe.toml").replace("recipe", "nope"))
     assert missing.exit_code == 2 and "cannot read" in missing.output
+
+
+def test_serve_and_run_refuse_bad_input_in_one_line(tmp_path: Path) -> None:
+    served = invoke("cast", "serve", str(tmp_path))
+    assert served.exit_code == 2 and "no config.json" in served.output
+    recipe = tmp_path / "recipe.toml"
+    recipe.write_text("")
+    run = invoke("cast", "run", str(recipe), "--until", "nonsense")
+    assert run.exit_code == 2 and "not a stage" in run.output
