@@ -14,7 +14,7 @@ import math
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -71,6 +71,19 @@ class Annotation(BaseModel):
     def key(self) -> Key:
         return self.domain, self.task_id, self.trial_index, self.step, self.round
 
+    @classmethod
+    def of(cls, record: TrialRecord, moment: Moment, **judgement: Any) -> Annotation:
+        """The annotation of `moment`'s proposal in `record`: `judgement` holds the verdict,
+        failure type, explanation and annotator."""
+        return cls(
+            domain=record.domain,
+            task_id=record.task_id,
+            trial_index=record.trial_index,
+            step=moment.step.index,
+            round=moment.proposal.round,
+            **judgement,
+        )
+
 
 def annotated_moments(records: Iterable[TrialRecord]) -> Iterator[tuple[TrialRecord, Moment]]:
     """Every proposed tool call of the scored trials, in its context."""
@@ -93,12 +106,9 @@ def labeler_annotation(record: TrialRecord, moment: Moment) -> Annotation:
     where = f"task {record.task_id} trial {record.trial_index} step {moment.step.index}"
     if label is None or label.label == "unknown":
         raise AnnotationError(f"{where}: proposal {moment.proposal.round} has no labeler label")
-    return Annotation(
-        domain=record.domain,
-        task_id=record.task_id,
-        trial_index=record.trial_index,
-        step=moment.step.index,
-        round=moment.proposal.round,
+    return Annotation.of(
+        record,
+        moment,
         verdict=label.label,
         failure_type=label.failure_type if label.label == "invalid" else "none",
         explanation=_rationale(label),

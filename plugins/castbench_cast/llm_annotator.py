@@ -112,12 +112,9 @@ class LLMAnnotator:
         )
         final, _ = self._ask(client, "orchestrator", f"{context}\n\n# Findings\n{report}")
         verdict = verdict_from_text(final)
-        return Annotation(
-            domain=record.domain,
-            task_id=record.task_id,
-            trial_index=record.trial_index,
-            step=moment.step.index,
-            round=moment.proposal.round,
+        return Annotation.of(
+            record,
+            moment,
             verdict=verdict.verdict,
             failure_type=verdict.failure_type,
             explanation=verdict.explanation,
