@@ -31,7 +31,7 @@ from castbench.agents.views import Briefing, CriticView, PrivilegedBriefing, bri
 from castbench.api import evaluate
 from castbench.domain import Domain, DomainRules, Task, load_domain
 from castbench.grading.labeler import label_action
-from castbench.runner import rollout
+from castbench.runner import episode
 from castbench.runner.records import ActionLabel
 from castbench.runner.rollout import AgentSet, Verification, run_trial
 from castbench_retail.rules import RetailRules
@@ -329,7 +329,7 @@ def test_the_rules_critic_never_touches_the_task(retail: Domain, monkeypatch: py
         monkeypatch.setattr(Domain, name, forbidden)
     monkeypatch.setattr(RetailRules, "state_findings", forbidden)
     monkeypatch.setattr(DomainRules, "state_findings", forbidden)
-    monkeypatch.setattr(rollout, "label_action", lambda *a, **k: ActionLabel(label="unknown"))
+    monkeypatch.setattr(episode, "label_action", lambda *a, **k: ActionLabel(label="unknown"))
     agents = AgentSet(
         policy=resolve("policy", "scripted:noisy?p=0.6"),
         user=resolve("user", "scripted"),

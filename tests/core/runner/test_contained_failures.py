@@ -10,7 +10,7 @@ import pytest
 
 from castbench.api import evaluate
 from castbench.domain import load_domain
-from castbench.runner import rollout
+from castbench.runner import episode
 from castbench.runner.records import TrialRecord
 from castbench.runner.rollout import Verification
 from castbench.store import ResultsStore
@@ -85,7 +85,7 @@ def test_a_custom_user_that_raises_leaves_its_trial_unscored(tmp_path: Path, mod
 def test_a_bug_of_ours_in_one_trial_is_that_trials_harness_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real = rollout.grade_trial
+    real = episode.grade_trial
 
     def grade_with_a_bug(*args: object, **kwargs: object) -> object:
         if grade_with_a_bug.calls == 0:  # type: ignore[attr-defined]
@@ -94,7 +94,7 @@ def test_a_bug_of_ours_in_one_trial_is_that_trials_harness_error(
         return real(*args, **kwargs)  # type: ignore[arg-type]
 
     grade_with_a_bug.calls = 0  # type: ignore[attr-defined]
-    monkeypatch.setattr(rollout, "grade_trial", grade_with_a_bug)
+    monkeypatch.setattr(episode, "grade_trial", grade_with_a_bug)
     _, status, records = _run(tmp_path)
     assert status == "incomplete" and len(records) == 2 * TASKS  # one trial left unscored
     broken = [r for r in records if r.end_reason == "harness_error"]

@@ -1,0 +1,112 @@
+"""A step-wise environment for trainers: `reset` a trial, `step` it with the policy's actions, get
+the final reward from the same grader (and, when asked, the labeler's truth about each action).
+
+    env = Environment(critic="rules")
+    view = env.reset("retail", "retail-test-0002", trial=0, seed=0)
+    while True:
+        result = env.step(my_policy(view))
+        if result.done:
+            break
+        view = result.view
+    result.reward, result.record            # the graded TrialRecord, as `eval` stores it
+
+It is a thin layer over `castbench.runner.episode.Episode`, the state machine `eval` runs every
+trial through, with the trial seed `eval --seed` gives (run seed, domain, task, trial): the same
+action sequence gets the same observations and the same grade as in an eval run. The policy
+driving it sees the public `Briefing` only; the task stays inside the episode.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from castbench.agents.conversation import CritiqueTurn, ToolResultTurn, UserTurn
+from castbench.agents.registry import resolve
+from castbench.agents.views import PolicyView
+from castbench.domain import Database, load_domain
+from castbench.grading import GradingMode
+from castbench.runner.deadline import TimeLimits
+from castbench.runner.episode import AgentSet, Episode, EpisodeOver, Limits, Verification
+from castbench.runner.records import ActionLabel, TrialRecord
+from castbench.runner.seeds import trial_seed
+
+__all__ = ["EnvStep", "Environment", "EpisodeOver"]
+
+
+@dataclass(frozen=True)
+class EnvStep:
+    view: PolicyView | None
+    """The policy's next view (during a revision it ends with the critique); `None` when done."""
+    observation: ToolResultTurn | UserTurn | CritiqueTurn | None
+    done: bool
+    reward: float | None = None
+    """The grader's reward once done (`None` for an unscored trial)."""
+    label: ActionLabel | None = None
+    """The labeler's truth about the action just stepped, when the environment was asked for
+    labels (privileged: for training signals, never for the policy's input)."""
+    record: TrialRecord | None = None
+    """The full record once done."""
+
+
+class Environment:
+    """One trial at a time over castbench's domains, driven by the caller's actions."""
+
+    def __init__(
+        self,
+        user: str = "scripted",
+        critic: str | None = None,
+        limits: Limits | None = None,
+        verification: Verification | None = None,
+        time_limits: TimeLimits | None = None,
+        grading: GradingMode = "castbench",
+        labels: bool = False,
+    ) -> None:
+        self.agents = AgentSet(
+            policy=None,
+            user=resolve("user", user),
+            critic=None if critic in (None, "none") else resolve("critic", critic),
+        )
+        self.limits, self.verification, self.time_limits = limits, verification, time_limits
+        self.grading, self.labels = grading, labels
+        self._expected: dict[tuple[str, str], Database] = {}
+        self.episode: Episode | None = None
+
+    def reset(self, domain: str, task: str, trial: int = 0, seed: int = 0) -> PolicyView | None:
+        """Start trial `trial` of `task` (`seed`: the run seed, as `eval --seed`); the policy's
+        first view (`None` if the trial could not start: its record says why)."""
+        if self.episode is not None:
+            self.episode.close()
+        pack = load_domain(domain)
+        found = pack.task(task)
+        key = (pack.name, found.id)
+        if key not in self._expected:
+            self._expected[key] = pack.replay(found)
+        self.episode = Episode(
+            pack,
+            found,
+            trial,
+            trial_seed(seed, pack.name, found.id, trial),
+            self.agents,
+            self._expected[key],
+            self.limits,
+            self.verification,
+            time_limits=self.time_limits,
+            grading=self.grading,
+        )
+        return self.episode.reset()
+
+    def step(self, action: Any) -> EnvStep:
+        """Step the current trial with one action (a `ToolCallAction` or `ReplyAction`)."""
+        episode = self._current()
+        outcome = episode.step(action)
+        label = episode.last_proposal.label if self.labels and episode.last_proposal else None
+        if not episode.done:
+            return EnvStep(outcome.view, outcome.observation, False, label=label)
+        record = episode.record()
+        return EnvStep(None, outcome.observation, True, record.reward, label, record)
+
+    def _current(self) -> Episode:
+        if self.episode is None:
+            raise EpisodeOver("call reset() before step()")
+        return self.episode

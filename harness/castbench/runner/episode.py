@@ -1,0 +1,516 @@
+"""One trial as a state machine: every driver of castbench (the eval engine with a policy it holds,
+the MCP server whose tool calls come from an outside agent, the agent-service adapter, the
+trainers' `Environment`) runs its trials through an `Episode`, so records, labels and grades come
+out the same whoever proposes the actions.
+
+    reset()        the user opens; the policy's first view
+    step(action)   one proposal: the critic verifies it (a rejection with rounds left gives the
+                   policy a revision view ending in the critique); an accepted (or exhausted)
+                   proposal executes: a tool call on the sandbox, or a reply the user answers;
+                   the next view, or None when the trial is over
+    record()       the graded `TrialRecord` (the grade from the same grader as every run)
+
+An agent's bad output is recorded and answered with an error observation. Whatever else an agent
+does wrong ends its trial, never the run: a policy or critic that raises (in `__init__` too; a
+provider's refusal of the conversation it built, `ProviderRejection`, included), returns the
+wrong type or something that cannot be stored fails the trial (`agent_error`, scored 0); one
+that overruns its time limit ends it as `timeout` (scored 0). A simulated user that does so leaves
+the trial unscored (it is the environment, not the agent under test). Infrastructure errors and
+domain bugs mark the trial `error`: it is not scored. A driver whose outside agent fails (a
+service that times out, crashes or hangs up) ends the episode with `fail`.
+
+Every call into agent code goes through `_guarded`, on the trial's `AgentThread`, so the trial
+can stop waiting for it (see `castbench.runner.deadline`). Agents are reached through their
+transports (`castbench.agents.transports`): in process, or in a worker process of their own,
+which the transport stops when it overruns the step time limit and which is released (or
+stopped, if still at work) when the trial ends.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import traceback
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Literal, NamedTuple
+
+from pydantic import BaseModel, Field
+
+from castbench.agents.conversation import (
+    Action,
+    AgentTurn,
+    CritiqueTurn,
+    Event,
+    MalformedAction,
+    ReplyAction,
+    ToolCallAction,
+    ToolResultTurn,
+    Usage,
+    UserTurn,
+    Verdict,
+    as_action,
+)
+from castbench.agents.protocols import UserReply, output_problem
+from castbench.agents.registry import AgentSpec
+from castbench.agents.transports import Transport, connect
+from castbench.agents.views import Briefing, CriticView, PolicyView, briefing_for, user_briefing_for
+from castbench.domain import Database, Domain, Task, ToolCrash
+from castbench.errors import AgentError, AgentTimeout, FatalInfrastructureError, InfrastructureError
+from castbench.grading import GradingMode, grade_trial
+from castbench.grading.labeler import label_action
+from castbench.runner.deadline import AgentThread, Cancelled, TimeLimits
+from castbench.runner.records import (
+    CLEAN_ENDS,
+    UNFINISHED_ENDS,
+    EndReason,
+    Proposal,
+    StepRecord,
+    StepTiming,
+    TrialRecord,
+    policy_breaks,
+)
+
+__all__ = ["AgentSet", "Episode", "EpisodeOver", "Limits", "StepOutcome", "Verification"]
+
+_clock = time.perf_counter
+_ACTIONS = (ToolCallAction, ReplyAction, MalformedAction)
+
+
+class Limits(BaseModel):
+    max_steps: int = Field(40, ge=1, description="agent actions per trial")
+
+
+class Verification(BaseModel):
+    """How a critic sits in the loop."""
+
+    rounds: int = Field(3, ge=1, le=10, description="critic verdicts per step at most")
+    on_exhausted: Literal["execute", "block"] = "execute"
+    """What happens to a proposal still rejected in the last round."""
+    scope: Literal["tool_calls", "writes", "all"] = "tool_calls"
+    """Which actions are verified: every tool call, write calls only, or replies too."""
+
+
+@dataclass(frozen=True)
+class AgentSet:
+    policy: AgentSpec | None
+    """`None` when the actions come from outside (an MCP client, a service, a trainer): that
+    policy sees the public briefing only."""
+    user: AgentSpec
+    critic: AgentSpec | None = None
+
+
+class StepOutcome(NamedTuple):
+    view: PolicyView | None
+    """The policy's next view; `None` once the trial is over."""
+    observation: ToolResultTurn | UserTurn | CritiqueTurn | None
+    """What this action produced: a tool result (or the block of it), the user's answer, or the
+    critique of it; `None` when the trial ended while it was handled (an agent failed)."""
+
+
+class EpisodeOver(RuntimeError):
+    """`step` on an episode that has ended."""
+
+
+class _TrialEnd(Exception):
+    """An agent ended the trial early: it raised, returned something unusable, or overran."""
+
+    def __init__(self, reason: EndReason, message: str, scored: bool = True) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.scored = scored
+
+
+def _in_scope(action: Action, scope: str, write_tools: frozenset[str]) -> bool:
+    if isinstance(action, ToolCallAction):
+        return scope != "writes" or action.name in write_tools
+    return scope == "all"
+
+
+@dataclass
+class _Step:
+    """The step in progress: its proposals so far and the critiques the policy has seen."""
+
+    history: tuple[Event, ...]
+    started: float
+    timing: StepTiming = field(default_factory=StepTiming)
+    proposals: list[Proposal] = field(default_factory=list)
+    critiques: list[Event] = field(default_factory=list)
+
+
+class Episode:
+    """One trial over its own sandbox, simulated user and optional critic. Thread-safe: an MCP
+    server's tool calls and a service driver's replies may arrive on different threads."""
+
+    def __init__(
+        self,
+        domain: Domain,
+        task: Task,
+        trial_index: int,
+        seed: int,
+        agents: AgentSet,
+        expected: Database,
+        limits: Limits | None = None,
+        verification: Verification | None = None,
+        traits: dict[str, str] | None = None,
+        time_limits: TimeLimits | None = None,
+        stop: threading.Event | None = None,
+        grading: GradingMode = "castbench",
+    ) -> None:
+        self.domain, self.task, self.agents = domain, task, agents
+        self.trial_index, self.seed, self.expected = trial_index, seed, expected
+        self.limits = limits or Limits()
+        self.verification = verification or Verification()
+        self.traits, self.grading = traits, grading
+        self.time_limits = time_limits or TimeLimits()
+        self.db = domain.fresh_database()
+        self.conversation: list[Event] = []
+        self.steps: list[StepRecord] = []
+        self.replies: list[str] = []
+        self.usage: dict[str, Usage] = {}
+        self.made_write = self.saw_tool_error = False
+        self.opening = ""
+        self.end_reason: EndReason | None = None
+        self.error: str | None = None
+        self.scored = True
+        self.ended = threading.Event()
+        """Set when the trial is over (a server waits on it)."""
+        self._lock = threading.RLock()
+        self._opened: list[tuple[Transport, Any]] = []
+        self._step: _Step | None = None
+        self.last_proposal: Proposal | None = None
+        """The latest proposal, with the labeler's truth about it (and the critic's verdict)."""
+        self._clock_started = _clock()
+        self.started = self.step_started = time.monotonic()
+        self._view_at = self._clock_started
+        self.agent_thread = AgentThread(f"agents-{task.id}-{trial_index}", stop)
+        privileged = agents.policy is not None and agents.policy.privileged
+        self.policy_briefing: Briefing = briefing_for(
+            domain, task, seed, trial_index, privileged, self._state
+        )
+        self.critic_briefing: Any = None
+        if agents.critic is not None and agents.critic.kind != "none":
+            self.critic_briefing = briefing_for(
+                domain, task, seed, trial_index, agents.critic.privileged, self._state
+            )
+        self.policy: Any = None
+        self.critic: Any = None
+        self.user: Any = None
+
+    @property
+    def done(self) -> bool:
+        return self.end_reason is not None
+
+    # -- driving ---------------------------------------------------------------------------
+
+    def reset(self) -> PolicyView | None:
+        """Open the agents and the conversation: the policy's first view (`None` if the trial
+        already ended, an agent failing to start)."""
+        with self._lock, self._ending():
+            self._create_agents()
+            opening = self._guarded("user", self.user.open, what="opening")
+            self._check("user", opening, str, "opening")
+            self.opening = opening
+            self.conversation.append(UserTurn(text=self.opening))
+        return self._next_view()
+
+    def act(self) -> StepOutcome:
+        """One proposal of the policy this episode holds, stepped."""
+        if self.policy is None:
+            raise EpisodeOver("this episode holds no policy: its driver steps it with actions")
+        view = self.view()
+        with self._lock, self._ending():
+            start = _clock()
+            raw = self._guarded("policy", self.policy.propose, view, what="proposing an action")
+            action = as_action(raw, "policy")
+            return self.step(action, _clock() - start)
+        return StepOutcome(None, None)
+
+    def step(self, action: Any, policy_s: float | None = None) -> StepOutcome:
+        """The policy's next proposal. `policy_s`: the time it took (by default, the time since
+        the last view was given out: an outside agent's thinking and its transport)."""
+        with self._lock:
+            if self.done:
+                raise EpisodeOver(f"trial {self.task.id}#{self.trial_index} is over ({self.end_reason})")
+            spent = _clock() - self._view_at if policy_s is None else policy_s
+            with self._ending():
+                return self._advance(action, spent)
+            return StepOutcome(None, None)
+
+    def fail(self, reason: EndReason, message: str) -> None:
+        """End the trial for its driver: the outside policy failed (`agent_error`, `timeout`)."""
+        with self._lock:
+            if not self.done:
+                self._finish(reason, message, reason not in ("infra_error", "harness_error"))
+
+    def view(self) -> PolicyView:
+        """The policy's current view: during a revision it ends with the critiques."""
+        extra = tuple(self._step.critiques) if self._step is not None else ()
+        base = self._step.history if self._step is not None else tuple(self.conversation)
+        return PolicyView(self.policy_briefing, base + extra)
+
+    def close(self) -> None:
+        """Let go of the agents (the trial may be abandoned: Ctrl-C, a fatal provider error)."""
+        self.agent_thread.close()
+        for transport, agent in self._opened:
+            transport.release(agent)
+        self._opened.clear()
+
+    def record(self) -> TrialRecord:
+        """The trial's record, graded (ending it as `max_steps` if its driver stopped early)."""
+        with self._lock:
+            if not self.done:
+                self._finish("max_steps", None, True)
+        user_usage = getattr(self.user, "usage", None)
+        if isinstance(user_usage, Usage):
+            self.usage["user"] = user_usage
+        scored = self.scored and self.end_reason not in ("infra_error", "harness_error")
+        assert self.end_reason is not None
+        grade = None
+        if scored and self.end_reason != "timeout":  # an abandoned agent may still be at work: no grade
+            grade = grade_trial(
+                self.task,
+                self.db,
+                self.expected,
+                self.replies,
+                ended_cleanly=self.end_reason in CLEAN_ENDS,
+                made_write=self.made_write,
+                saw_tool_error=self.saw_tool_error,
+                finished=self.end_reason not in UNFINISHED_ENDS,
+                mode=self.grading,
+                policy_breaks=policy_breaks(self.steps),
+                conversation=self.conversation,
+            )
+        return TrialRecord(
+            domain=self.domain.name,
+            domain_version=self.domain.version,
+            task_id=self.task.id,
+            trial_index=self.trial_index,
+            seed=self.seed,
+            status="scored" if scored else "error",
+            reward=grade.reward if grade is not None else (0.0 if scored else None),
+            end_reason=self.end_reason,
+            opening=self.opening,
+            steps=self.steps,
+            grade=grade,
+            usage=self.usage,
+            error=self.error,
+            duration_s=_clock() - self._clock_started,
+        )
+
+    # -- the machine -----------------------------------------------------------------------
+
+    @contextmanager
+    def _ending(self) -> Iterator[None]:
+        """Turn an agent's failure, an infrastructure error or a domain bug into the trial's end.
+        A fatal provider error and a run interruption go up to the engine."""
+        try:
+            yield
+        except _TrialEnd as end:
+            self._finish(end.reason, str(end), end.scored)
+        except (FatalInfrastructureError, Cancelled):
+            self.close()
+            raise
+        except InfrastructureError as exc:
+            self._finish("infra_error", str(exc), False)
+        except ToolCrash as exc:
+            self._finish("harness_error", str(exc), False)
+
+    def _finish(self, reason: EndReason, error: str | None, scored: bool) -> None:
+        self.end_reason, self.error, self.scored = reason, error, scored
+        self._step = None
+        self.close()
+        self.ended.set()
+
+    def _next_view(self) -> PolicyView | None:
+        if self.done:
+            return None
+        self.step_started = time.monotonic()
+        self._view_at = _clock()
+        return self.view()
+
+    def _advance(self, raw: Any, spent: float) -> StepOutcome:
+        action = as_action(raw, "policy")
+        self._check("policy", action, _ACTIONS, "action")
+        self._charge("policy", action.usage)
+        step = self._step or _Step(tuple(self.conversation), self._view_at)
+        self._step = step
+        step.timing.policy_s += spent
+        # the privileged truth judges the critic and, for the strict reward, the executed action
+        label = label_action(self.domain, self.task, action, self.db, step.history)
+        proposal = Proposal(round=len(step.proposals), action=action, label=label, policy_s=spent)
+        step.proposals.append(proposal)
+        self.last_proposal = proposal
+        executed: Action | None = action
+        if self.critic is not None and _in_scope(
+            action, self.verification.scope, self.policy_briefing.write_tools
+        ):
+            verdict = self._verify(step, proposal)
+            if verdict.flags and proposal.round + 1 < self.verification.rounds:
+                critique = CritiqueTurn(verdict=verdict, proposal=action)
+                step.critiques.append(critique)
+                self._view_at = _clock()
+                return StepOutcome(self.view(), critique)
+            if verdict.flags and self.verification.on_exhausted == "block":
+                executed = None
+        index = len(self.steps)
+        end: EndReason | None = None
+        if executed is None:
+            observation: ToolResultTurn | UserTurn = self._block(index, step.proposals)
+        else:
+            observation, end = self._execute(index, executed, step.timing)
+        step.timing.total_s = _clock() - step.started
+        self.steps.append(
+            StepRecord(
+                index=index,
+                proposals=step.proposals,
+                action=executed,
+                observation=observation,
+                user_stop=end == "user_stop",
+                timing=step.timing,
+            )
+        )
+        self._step = None
+        if end is None and len(self.steps) >= self.limits.max_steps:
+            end = "max_steps"
+        if end is not None:
+            self._finish(end, None, True)
+        return StepOutcome(self._next_view(), observation)
+
+    def _verify(self, step: _Step, proposal: Proposal) -> Verdict:
+        start = _clock()
+        view = CriticView(self.critic_briefing, step.history, proposal.action)
+        verdict = self._guarded("critic", self.critic.verify, view, what="verifying an action")
+        self._check("critic", verdict, Verdict, "verdict")
+        proposal.critic_s = _clock() - start
+        proposal.verdict = verdict
+        step.timing.critic_s += proposal.critic_s
+        self._charge("critic", verdict.usage)
+        return verdict  # type: ignore[no-any-return]
+
+    def _execute(self, step_index: int, action: Action, timing: StepTiming) -> tuple[Any, EndReason | None]:
+        call_id = f"call_{step_index}"
+        if isinstance(action, ReplyAction):
+            self.replies.append(action.text)
+            start = _clock()
+            reply = self._guarded("user", self.user.reply, action.text, what="replying")
+            self._check("user", reply, UserReply, "reply")
+            self._check("user", reply.text, str, "reply text")
+            timing.user_s += _clock() - start
+            turn = UserTurn(text=reply.text)
+            self.conversation += [AgentTurn(action=action), turn]
+            return turn, ("user_stop" if reply.stop else None)
+        if isinstance(action, MalformedAction):
+            result = ToolResultTurn(
+                call_id=call_id,
+                name="(malformed)",
+                content=f"Error: your last output could not be used ({action.reason}).",
+                error=True,
+            )
+            self.saw_tool_error = True
+            self.conversation += [AgentTurn(action=action, call_id=call_id), result]
+            return result, None
+        observation = self.domain.toolkit.call(self.db, action.name, action.arguments)
+        result = ToolResultTurn(
+            call_id=call_id, name=action.name, content=observation.content, error=observation.error
+        )
+        if observation.error:
+            self.saw_tool_error = True
+        elif self.domain.toolkit.is_write(action.name):
+            self.made_write = True
+        self.conversation += [AgentTurn(action=action, call_id=call_id), result]
+        return result, ("transfer" if observation.ends_conversation else None)
+
+    def _block(self, step_index: int, proposals: list[Proposal]) -> ToolResultTurn:
+        rejected = proposals[-1]
+        critique = rejected.verdict.explanation if rejected.verdict else ""
+        call_id = f"call_{step_index}"
+        result = ToolResultTurn(
+            call_id=call_id,
+            name=getattr(rejected.action, "name", "(reply)"),
+            content=f"Not executed: the verifier rejected this action. {critique}".strip(),
+            error=True,
+        )
+        self.conversation += [AgentTurn(action=rejected.action, call_id=call_id), result]
+        return result
+
+    # -- agents ----------------------------------------------------------------------------
+
+    def _create_agents(self) -> None:
+        """Agents are built inside the trial: a constructor that raises or hangs is that trial's
+        failure, like any other agent code."""
+        user_briefing = user_briefing_for(self.domain, self.task, self.seed, self.db, self.traits)
+        self.user = self._open("user", self.agents.user, user_briefing)
+        if self.agents.policy is not None:
+            self.policy = self._open("policy", self.agents.policy, self.policy_briefing)
+        if self.critic_briefing is not None:
+            assert self.agents.critic is not None
+            self.critic = self._open("critic", self.agents.critic, self.critic_briefing)
+
+    def _open(self, role: str, spec: AgentSpec, briefing: Any) -> Any:
+        """The role's agent for this trial, through its transport. A worker agent is held to the
+        time limit by its transport, which can stop its process; starting a fresh worker (after
+        one was stopped: seconds on a busy machine) is castbench's time, not the agent's."""
+        transport = connect(spec)
+        deadline, _ = self.deadline()
+        opening = time.monotonic()
+        left = None if deadline is None else max(0.0, deadline - opening)
+        agent = self._guarded(
+            role, transport.open, briefing, left, what=f"creating the {role}", wait=transport.isolated
+        )
+        self._opened.append((transport, agent))
+        if transport.isolated:  # bounded by what was left; the clocks run on from here
+            spent = time.monotonic() - opening
+            self.started += spent
+            self.step_started += spent
+        return agent
+
+    def deadline(self) -> tuple[float | None, str]:
+        """The nearer of the step's and the trial's deadline (a `time.monotonic()` value), and
+        which limit it is: a driver waiting for an outside agent holds it to the same limits."""
+        limits = self.time_limits
+        candidates = []
+        if limits.step_s is not None:
+            candidates.append((self.step_started + limits.step_s, f"step time limit ({limits.step_s:g} s)"))
+        if limits.trial_s is not None:
+            candidates.append((self.started + limits.trial_s, f"trial time limit ({limits.trial_s:g} s)"))
+        return min(candidates) if candidates else (None, "")
+
+    def _guarded(self, role: str, fn: Callable[..., Any], *args: Any, what: str, wait: bool = False) -> Any:
+        """Call agent code. Its exceptions and overruns end the trial: as the agent's failure for
+        the policy and critic; unscored for the simulated user (not the agent under test), and as
+        a harness error when that user is a built-in one (our bug). `wait`: no deadline here, the
+        callee enforces its own."""
+        deadline, limit = self.deadline()
+        try:
+            return self.agent_thread.call(fn, *args, deadline=None if wait else deadline, what=what)
+        except (InfrastructureError, Cancelled):
+            raise
+        except AgentTimeout as exc:
+            message = f"{role} overran the {limit} while {what} at step {len(self.steps)}"
+            raise _TrialEnd("timeout", str(exc) if not limit else message, role != "user") from exc
+        except AgentError as exc:  # seen by its transport: the message says what happened
+            self._fail(role, f"{exc} (while {what})")
+        except (Exception, SystemExit) as exc:  # an agent calling sys.exit() ends its trial only
+            self._fail(role, f"{role} raised {exc!r} while {what}\n{traceback.format_exc()}")
+        raise AssertionError("unreachable")
+
+    def _fail(self, role: str, message: str) -> None:
+        if role != "user":
+            raise _TrialEnd("agent_error", message)
+        builtin = self.agents.user.kind == "builtin"
+        raise _TrialEnd("harness_error" if builtin else "agent_error", message, scored=False)
+
+    def _check(self, role: str, value: Any, expected: type | tuple[type, ...], what: str) -> None:
+        problem = output_problem(role, value, expected, what)
+        if problem is not None:
+            self._fail(role, problem)
+
+    def _state(self) -> Database:
+        """A copy of the true state for privileged agents (they can read it, not change it)."""
+        return self.db.fork()
+
+    def _charge(self, role: str, usage: Usage | None) -> None:
+        if usage is not None:
+            self.usage[role] = self.usage.get(role, Usage()) + usage
