@@ -3,7 +3,10 @@
 A spec is one of:
 - a built-in name with optional parameters: `oracle`, `scripted:noisy?p=0.15&recover=0.5`;
 - an import path to a team's own class or factory: `mypkg.agents:MyPolicy?temperature=0.2`;
-- a litellm model string (anything with a `/`): `openai/gpt-4o-mini`, `hosted_vllm/Qwen/Qwen3-8B`.
+- a litellm model string (anything with a `/`): `openai/gpt-4o-mini`, `hosted_vllm/Qwen/Qwen3-8B`;
+- an agent service (policy only): `http://HOST:PORT/PATH` speaks castbench's agent protocol
+  (`castbench.service.agent_http`), and `http://HOST:PORT/v1/chat/completions?model=NAME` the
+  OpenAI chat-completions shape with tools (castbench executes its tool calls).
 """
 
 from __future__ import annotations
@@ -61,8 +64,8 @@ class AgentSpec:
     """`None` only for `--critic none`."""
     params: dict[str, Any] = field(default_factory=dict)
     privileged: bool = False
-    kind: Literal["builtin", "import", "model", "none"] = "builtin"
-    transport: Literal["in-process", "worker"] = "in-process"
+    kind: Literal["builtin", "import", "model", "service", "none"] = "builtin"
+    transport: Literal["in-process", "worker", "service"] = "in-process"
     """Where the agent runs: import-path agents run in worker processes of their own unless
     they declare themselves privileged or `in_process` was asked for (see `agents.transports`)."""
 
@@ -158,6 +161,31 @@ def protocol_problem(role: Role, path: str, target: Any) -> str | None:
     )
 
 
+_CHAT_COMPLETIONS = "/chat/completions"
+
+
+def _service(
+    role: Role, spec: str, url: str, raw: dict[str, str], model_factory: Callable[..., Any] | None
+) -> AgentSpec:
+    """An agent behind an endpoint. A chat-completions URL is an OpenAI-compatible model at that
+    server (its `model` parameter names the model there, `agent` by default); any other URL
+    speaks castbench's agent protocol, tools over MCP."""
+    if role != "policy":
+        raise AgentSpecError(f"{role} '{spec}': only a policy can be an agent service")
+    if url.rstrip("/").endswith(_CHAT_COMPLETIONS):
+        if model_factory is None:
+            raise AgentSpecError(f"{role} '{spec}': no model backend is available for the {role} role")
+        params: dict[str, Any] = {key: _coerce(value) for key, value in raw.items()}
+        params["model"] = "openai/" + str(raw.get("model", "agent"))
+        params["api_base"] = url.rstrip("/")[: -len(_CHAT_COMPLETIONS)]
+        return AgentSpec(role, spec, url, model_factory, params, False, "model")
+    if raw:
+        raise AgentSpecError(
+            f"{role} '{spec}': an agent service URL takes no parameters (got {', '.join(raw)})"
+        )
+    return AgentSpec(role, spec, url, None, {}, False, "service", "service")
+
+
 def resolve(
     role: Role, spec: str, model_factory: Callable[..., Any] | None = None, *, in_process: bool = False
 ) -> AgentSpec:
@@ -169,6 +197,8 @@ def resolve(
     name, raw = _split(spec)
     if role == "critic" and name in ("", "none"):
         return AgentSpec(role, spec, "none", None, kind="none")
+    if name.startswith(("http://", "https://")):
+        return _service(role, spec, name, raw, model_factory)
     builtin = _BUILTINS[role].get(name)
     if builtin is not None and builtin.model_backed:
         if "model" not in raw:

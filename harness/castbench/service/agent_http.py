@@ -1,0 +1,154 @@
+"""The agent as a service: castbench drives one trial's conversation over HTTP while the agent
+uses the trial's tools over MCP (the castbench agent protocol, version 1; docs/agent-service.md).
+
+    POST {url}/sessions                  {"session_id", "mcp_url", "briefing": {...public...}}
+    POST {url}/sessions/{id}/messages    {"role": "user" | "critic", "content": "..."}
+                                         -> {"reply": "..."}  (after any tool calls over MCP)
+    DELETE {url}/sessions/{id}           the trial is over
+
+The briefing is the public one (domain, policy document, tool schemas, seed, trial index): the
+agent's process never holds task data. The simulated user, the critic and the grader are the
+episode's, as in every run. The agent failing (an HTTP error, an answer that is not the
+protocol's, a connection refused or dropped) ends its trial as `agent_error`; overrunning the
+step or trial time limit ends it as `timeout`, as for any agent; the run goes on.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from contextlib import suppress
+from typing import Any
+
+import httpx
+
+from castbench.agents.conversation import CritiqueTurn, ReplyAction, UserTurn
+from castbench.agents.registry import AgentSpec
+from castbench.runner.episode import Episode
+from castbench.service.mcp_host import McpHost
+from castbench.service.mcp_trial import McpTrial, critique_text
+
+__all__ = ["PROTOCOL", "drive_service", "shared_host"]
+
+PROTOCOL = "castbench-agent/1"
+
+_HOST: McpHost | None = None
+_HOST_LOCK = threading.Lock()
+
+
+def shared_host() -> McpHost:
+    """The process's loopback MCP server, started on first use; trials come and go on it."""
+    global _HOST
+    with _HOST_LOCK:
+        if _HOST is None:
+            _HOST = McpHost().start()
+        return _HOST
+
+
+class _ServiceFailed(Exception):
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+def _briefing(episode: Episode) -> dict[str, Any]:
+    briefing = episode.policy_briefing
+    return {
+        "domain": briefing.domain,
+        "policy": briefing.policy,
+        "tools": list(briefing.tools),
+        "write_tools": sorted(briefing.write_tools),
+        "seed": briefing.seed,
+        "trial_index": briefing.trial_index,
+    }
+
+
+class _Session:
+    def __init__(self, episode: Episode, spec: AgentSpec, client: httpx.Client) -> None:
+        self.episode, self.client = episode, client
+        self.base = spec.name.rstrip("/")
+        self.id = uuid.uuid4().hex
+
+    def _post(self, path: str, body: dict[str, Any], what: str) -> dict[str, Any]:
+        deadline, limit = self.episode.deadline()
+        timeout = None if deadline is None else max(0.001, deadline - time.monotonic())
+        try:
+            response = self.client.post(self.base + path, json=body, timeout=timeout)
+        except httpx.TimeoutException as exc:
+            raise _ServiceFailed(
+                "timeout", f"agent service {self.base} overran the {limit} while {what}"
+            ) from exc
+        except httpx.HTTPError as exc:
+            raise _ServiceFailed(
+                "agent_error", f"agent service {self.base} failed while {what}: {exc!r}"
+            ) from exc
+        if response.status_code != 200:
+            raise _ServiceFailed(
+                "agent_error",
+                f"agent service {self.base} answered HTTP {response.status_code} while {what}: "
+                f"{response.text[:300]}",
+            )
+        try:
+            answer = response.json()
+        except ValueError as exc:
+            raise _ServiceFailed(
+                "agent_error", f"agent service {self.base} sent no JSON while {what}"
+            ) from exc
+        if not isinstance(answer, dict):
+            raise _ServiceFailed("agent_error", f"agent service {self.base} sent no JSON object while {what}")
+        return answer
+
+    def open(self, mcp_url: str) -> None:
+        body = {
+            "protocol": PROTOCOL,
+            "session_id": self.id,
+            "mcp_url": mcp_url,
+            "briefing": _briefing(self.episode),
+        }
+        self._post("/sessions", body, "opening its session")
+
+    def say(self, role: str, content: str) -> str:
+        answer = self._post(f"/sessions/{self.id}/messages", {"role": role, "content": content}, "answering")
+        reply = answer.get("reply")
+        if not isinstance(reply, str):
+            raise _ServiceFailed(
+                "agent_error", f"agent service {self.base} answered without a 'reply' string"
+            )
+        return reply
+
+    def close(self) -> None:
+        with suppress(httpx.HTTPError):  # the trial is over either way
+            self.client.delete(f"{self.base}/sessions/{self.id}", timeout=5.0)
+
+
+def drive_service(episode: Episode, spec: AgentSpec, client: httpx.Client | None = None) -> None:
+    """Run `episode` to its end with the agent service `spec` names as its policy."""
+    own = client is None
+    client = client or httpx.Client()
+    view = episode.reset()
+    host = shared_host()
+    url = host.add(McpTrial(episode))
+    session = _Session(episode, spec, client)
+    try:
+        if view is None:
+            return
+        session.open(url)
+        role, message = "user", episode.opening
+        while not episode.done:
+            reply = session.say(role, message)
+            if episode.done:  # a tool call ended it (a transfer, the step limit, a failing critic)
+                break
+            observation = episode.step(ReplyAction(text=reply)).observation
+            if isinstance(observation, CritiqueTurn):
+                role, message = "critic", critique_text(observation.verdict)
+            elif isinstance(observation, UserTurn):
+                role, message = "user", observation.text
+    except _ServiceFailed as exc:
+        episode.fail(exc.reason, str(exc))  # type: ignore[arg-type]
+    finally:
+        host.remove(url)
+        if view is not None:
+            session.close()
+        if own:
+            client.close()

@@ -1,0 +1,89 @@
+"""One trial's sandbox as MCP tools: the domain's tools with their schemas, each call stepped
+through the trial's `Episode` (the critic verifies it before it runs; a rejection comes back as
+the tool's result, with the critique, and the agent's next call is its revision).
+
+`respond_to_user` is offered when the MCP client is the whole agent (`castbench mcp serve`): it
+sends the agent's message to the simulated user and returns the answer. When castbench drives
+the conversation itself (an agent service), the user's messages travel over HTTP instead.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import mcp_types as types
+
+from castbench.agents.conversation import CritiqueTurn, ReplyAction, ToolCallAction, UserTurn, Verdict
+from castbench.runner.episode import Episode
+
+__all__ = ["RESPOND_TOOL", "McpTrial", "critique_text"]
+
+RESPOND_TOOL = "respond_to_user"
+
+
+def critique_text(verdict: Verdict) -> str:
+    """What an outside agent reads when the critic rejected its proposal."""
+    text = f"Not executed: a verifier rejected this action ({verdict.failure_type}). {verdict.explanation}"
+    if verdict.suggested_fix:
+        text += f" Suggested fix: {verdict.suggested_fix}"
+    return text.strip() + " Revise it and try again."
+
+
+def _tool(schema: dict[str, Any]) -> types.Tool:
+    function = schema["function"]
+    parameters = function.get("parameters") or {"type": "object", "properties": {}}
+    return types.Tool(name=function["name"], description=function.get("description"), input_schema=parameters)
+
+
+def _text(text: str, error: bool) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(text=text)], is_error=error)
+
+
+class McpTrial:
+    """The MCP face of one episode (the episode is reset by whoever drives the conversation)."""
+
+    def __init__(self, episode: Episode, respond_tool: bool = False) -> None:
+        self.episode = episode
+        self.respond_tool = respond_tool
+        self.tools = [_tool(schema) for schema in episode.policy_briefing.tools]
+        if respond_tool:
+            self.tools.append(
+                types.Tool(
+                    name=RESPOND_TOOL,
+                    description="Send a message to the customer; returns the customer's answer.",
+                    input_schema={
+                        "type": "object",
+                        "properties": {"message": {"type": "string"}},
+                        "required": ["message"],
+                    },
+                )
+            )
+
+    def instructions(self) -> str:
+        """The domain's policy (the agent's system prompt), and the customer's first message when
+        the MCP client talks to the customer itself."""
+        text = self.episode.policy_briefing.policy
+        if self.respond_tool:
+            text += f"\n\nThe customer's first message:\n{self.episode.opening}"
+        return text
+
+    def call(self, name: str, arguments: dict[str, Any] | None) -> types.CallToolResult:
+        """Step the episode with this call (it may wait for the critic or the simulated user:
+        the server runs it off its event loop)."""
+        episode = self.episode
+        if episode.done:
+            return _text(f"This conversation has ended ({episode.end_reason}); nothing was executed.", True)
+        if self.respond_tool and name == RESPOND_TOOL:
+            action: Any = ReplyAction(text=str((arguments or {}).get("message", "")))
+        else:
+            action = ToolCallAction(name=name, arguments=arguments or {})
+        outcome = episode.step(action)
+        observation = outcome.observation
+        if isinstance(observation, CritiqueTurn):
+            return _text(critique_text(observation.verdict), True)
+        if isinstance(observation, UserTurn):
+            ended = " [The customer has ended the conversation.]" if episode.done else ""
+            return _text(observation.text + ended, False)
+        if observation is None:
+            return _text(f"This conversation has ended ({episode.end_reason}): {episode.error}", True)
+        return _text(observation.content, observation.error)

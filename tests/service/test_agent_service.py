@@ -1,0 +1,156 @@
+"""The agent as a service: castbench drives the conversation over HTTP, the agent's tools run
+over MCP, and the results are those of the same logic run in process. A service that fails,
+hangs or hangs up ends its trial as the agent's failure, never the run."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import suppress
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("mcp")
+
+from castbench.agents.registry import AgentSpecError, resolve  # noqa: E402
+from castbench.api import evaluate  # noqa: E402
+from castbench.runner.deadline import TimeLimits  # noqa: E402
+from castbench.store import ResultsStore  # noqa: E402
+from tests.support import sqlite_url  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+TASKS = [f"retail-test-{n:04d}" for n in range(1, 13)] + ["retail-test-0023"]
+
+
+@pytest.fixture(scope="module")
+def reference_agent() -> Iterator[str]:
+    """examples/agent_service/agent.py as a subprocess on a free loopback port."""
+    process = subprocess.Popen(
+        [sys.executable, str(ROOT / "examples" / "agent_service" / "agent.py"), "--port", "0"],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
+    assert process.stdout is not None
+    line = process.stdout.readline()
+    assert line.startswith("listening on "), line
+    yield line.split()[-1]
+    process.terminate()
+    process.wait(timeout=10)
+
+
+def _trials(db: str, run_id: str) -> dict[tuple[str, int], Any]:
+    return {(r.task_id, r.trial_index): r for r in ResultsStore(db).trials(run_id)}
+
+
+@pytest.mark.slow
+def test_retail_through_mcp_and_http_matches_the_in_process_agent(
+    reference_agent: str, tmp_path: Path
+) -> None:
+    """retail x 8 trials: the reference service (lookup-refuse logic behind HTTP, tools over MCP)
+    gets the same pass^k, trial by trial the same actions and outcomes, as that logic in process."""
+    common: dict[str, Any] = {"domains": "retail", "trials": 8, "tasks": TASKS, "seed": 11, "concurrency": 4}
+    local_db, service_db = sqlite_url(tmp_path / "local.db"), sqlite_url(tmp_path / "service.db")
+    local = evaluate(db=local_db, policy="scripted:lookup-refuse", **common)
+    service = evaluate(db=service_db, policy=reference_agent, **common)
+    assert service.summary.status == "complete"
+    assert service.summary.overall.pass_hat == local.summary.overall.pass_hat
+    assert service.summary.overall.pass_hat[1] > 0  # some trials pass: the comparison is not of zeros
+    local_trials, service_trials = (
+        _trials(local_db, local.outcome.run_id),
+        _trials(service_db, service.outcome.run_id),
+    )
+    assert len(service_trials) == len(TASKS) * 8
+    for key, record in service_trials.items():
+        twin = local_trials[key]
+        assert (record.end_reason, record.reward) == (twin.end_reason, twin.reward), key
+        assert [s.action for s in record.steps] == [s.action for s in twin.steps], key
+        assert [s.observation for s in record.steps] == [s.observation for s in twin.steps], key
+
+
+class _Faulty(BaseHTTPRequestHandler):
+    """An agent service that opens sessions and then fails as its server's `mode` says."""
+
+    protocol_version = "HTTP/1.1"
+    mode = "error"
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        if self.path.endswith("/sessions"):
+            return self._send(200, b"{}")
+        mode = type(self).mode
+        if mode == "error":
+            return self._send(500, b'{"error": "boom"}')
+        if mode == "garbage":
+            return self._send(200, b'{"answer": 1}')
+        if mode == "slow":
+            time.sleep(3)
+            return self._send(200, json.dumps({"reply": "late"}).encode())
+        self.connection.shutdown(socket.SHUT_RDWR)  # hang up without an answer
+
+    def do_DELETE(self) -> None:
+        self._send(200, b"{}")
+
+    def _send(self, status: int, data: bytes) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        with suppress(BrokenPipeError):  # castbench stopped waiting (the slow mode)
+            self.wfile.write(data)
+
+
+@pytest.mark.parametrize(
+    ("mode", "end_reason", "words"),
+    [
+        ("error", "agent_error", "HTTP 500"),
+        ("garbage", "agent_error", "without a 'reply'"),
+        ("hangup", "agent_error", "failed while answering"),
+        ("slow", "timeout", "overran the step time limit"),
+    ],
+)
+def test_a_failing_service_fails_its_trials_not_the_run(
+    tmp_path: Path, mode: str, end_reason: str, words: str
+) -> None:
+    handler = type("Handler", (_Faulty,), {"mode": mode})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    db = sqlite_url(tmp_path / "results.db")
+    try:
+        result = evaluate(
+            db=db,
+            domains="retail",
+            policy=f"http://127.0.0.1:{server.server_address[1]}/agent",
+            trials=2,
+            tasks=["retail-test-0002"],
+            time_limits=TimeLimits(step_s=1.0),
+        )
+    finally:
+        server.shutdown()
+    records = ResultsStore(db).trials(result.outcome.run_id)
+    assert len(records) == 2 and result.outcome.ran == 2
+    for record in records:
+        assert record.status == "scored" and record.reward == 0.0, record.error
+        assert record.end_reason == end_reason and words in (record.error or ""), record.error
+
+
+def test_service_urls_resolve_to_the_protocol_or_to_chat_completions() -> None:
+    service = resolve("policy", "http://127.0.0.1:9/agent")
+    assert (service.kind, service.transport, service.privileged) == ("service", "service", False)
+    chat = resolve("policy", "http://127.0.0.1:9/v1/chat/completions?model=bot", model_factory=dict)
+    assert chat.kind == "model"
+    assert chat.params == {"model": "openai/bot", "api_base": "http://127.0.0.1:9/v1"}
+    with pytest.raises(AgentSpecError, match="only a policy"):
+        resolve("critic", "http://127.0.0.1:9/agent")
