@@ -6,7 +6,8 @@ uses the trial's tools over MCP (the castbench agent protocol, version 1; docs/a
                                          -> {"reply": "..."}  (after any tool calls over MCP)
     DELETE {url}/sessions/{id}           the trial is over
 
-The briefing is the public one (domain, policy document, tool schemas, seed, trial index): the
+The briefing is the public one, as a worker process gets it (`briefing_to_wire`: domain, policy
+document, tool schemas, write tools, seed, trial index; a privileged one cannot be sent): the
 agent's process never holds task data. The simulated user, the critic and the grader are the
 episode's, as in every run. The agent failing (an HTTP error, an answer that is not the
 protocol's, a connection refused or dropped) ends its trial as `agent_error`; overrunning the
@@ -25,6 +26,7 @@ import httpx
 
 from castbench.agents.conversation import CritiqueTurn, ReplyAction, UserTurn
 from castbench.agents.registry import AgentSpec
+from castbench.agents.transports.wire import briefing_to_wire
 from castbench.runner.episode import Episode
 from castbench.service.mcp_host import McpHost
 from castbench.service.mcp_trial import McpTrial, critique_text
@@ -50,18 +52,6 @@ class _ServiceFailed(Exception):
     def __init__(self, reason: str, message: str) -> None:
         super().__init__(message)
         self.reason = reason
-
-
-def _briefing(episode: Episode) -> dict[str, Any]:
-    briefing = episode.policy_briefing
-    return {
-        "domain": briefing.domain,
-        "policy": briefing.policy,
-        "tools": list(briefing.tools),
-        "write_tools": sorted(briefing.write_tools),
-        "seed": briefing.seed,
-        "trial_index": briefing.trial_index,
-    }
 
 
 class _Session:
@@ -104,7 +94,7 @@ class _Session:
             "protocol": PROTOCOL,
             "session_id": self.id,
             "mcp_url": mcp_url,
-            "briefing": _briefing(self.episode),
+            "briefing": briefing_to_wire(self.episode.policy_briefing),
         }
         self._post("/sessions", body, "opening its session")
 
