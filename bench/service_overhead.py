@@ -6,7 +6,8 @@
    one retail trial's `Episode` directly, then sent by an MCP client (the `mcp` package,
    streamable HTTP, in a process of its own as an agent's is) to castbench's MCP server for
    another trial of the same task. Medians; the difference is the MCP path's cost per call
-   (client, HTTP, JSON-RPC, thread hop).
+   (client, HTTP, JSON-RPC, thread hop). Also the CPU time per call on either side, which does
+   not depend on what else the machine runs (wall times on a shared machine do).
 2. Agent service, per step: retail trials played by `scripted:lookup-refuse` in castbench's
    process, then by the same logic in the reference agent service (examples/agent_service,
    a subprocess: messages over HTTP, tools over MCP). Wall time per executed step, both ways;
@@ -62,26 +63,31 @@ def _in_process(calls: int) -> list[float]:
     return times
 
 
-async def _client(url: str, calls: int) -> list[float]:
-    """The agent's side: an MCP client timing each call."""
+async def _client(url: str, calls: int) -> tuple[list[float], float]:
+    """The agent's side: an MCP client timing each call; and its CPU time over them."""
     times = []
     async with Client(url) as client:
         await client.list_tools()  # as an agent does first (a 2026 client re-lists a tool it has not seen)
         await client.call_tool(*CALL)  # warm: connection and first-call set-up
+        cpu = time.process_time()
         for _ in range(calls):
             start = time.perf_counter()
             await client.call_tool(*CALL)
             times.append(time.perf_counter() - start)
-    return times
+    return times, time.process_time() - cpu
 
 
-def _over_mcp(calls: int) -> list[float]:
-    """castbench's MCP server here, the client in a process of its own (as an agent's is)."""
+def _over_mcp(calls: int) -> tuple[list[float], float, float]:
+    """castbench's MCP server here, the client in a process of its own (as an agent's is): the
+    call times, and the CPU time per call of the server's process and of the client's (what
+    the path costs whatever else the machine is doing)."""
     with McpHost() as host:
         url = host.add(McpTrial(_episode()))
         command = [sys.executable, __file__, "--mcp-client", url, "--calls", str(calls)]
-        out = subprocess.run(command, capture_output=True, text=True, check=True).stdout
-    return [float(value) for value in out.split()]
+        cpu = time.process_time()
+        out = subprocess.run(command, capture_output=True, text=True, check=True).stdout.split()
+        server_cpu = time.process_time() - cpu
+    return [float(value) for value in out[1:]], server_cpu / calls, float(out[0]) / calls
 
 
 def _per_step(db: str, run_id: str) -> tuple[float, int]:
@@ -119,13 +125,17 @@ def main() -> None:
     parser.add_argument("--mcp-client", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.mcp_client:
-        print(" ".join(f"{t:.6f}" for t in asyncio.run(_client(args.mcp_client, args.calls))))
+        times, cpu = asyncio.run(_client(args.mcp_client, args.calls))
+        print(f"{cpu:.6f}", " ".join(f"{t:.6f}" for t in times))
         return
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     local = statistics.median(_in_process(args.calls)) * 1000
-    remote = statistics.median(_over_mcp(args.calls)) * 1000
+    times, server_cpu, client_cpu = _over_mcp(args.calls)
+    remote = statistics.median(times) * 1000
     print(f"MCP tool call ({args.calls} calls, {CALL[0]}): in-process step {local:.2f} ms median,")
     overhead = remote - local
-    print(f"  over MCP {remote:.2f} ms median: overhead {overhead:.2f} ms per call ({remote / local:.1f}x)")
+    print(f"  over MCP {remote:.2f} ms median: overhead {overhead:.2f} ms per call ({remote / local:.1f}x);")
+    print(f"  CPU per call: server process {server_cpu * 1000:.2f} ms, client {client_cpu * 1000:.2f} ms")
     tasks = [task.id for task in load_domain("retail").tasks("test")[: args.tasks]]
     with tempfile.TemporaryDirectory() as folder:
         local_step, service_step, steps = _agent_path(tasks, args.trials, Path(folder))

@@ -24,7 +24,9 @@ from contextlib import suppress
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+import httpx2
 from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
 
 from castbench.agents.conversation import (
     AgentTurn,
@@ -41,11 +43,16 @@ ENDED = "This conversation has ended"
 
 
 class _Loop:
-    """One event loop in a thread, where every session's MCP client lives."""
+    """One event loop in a thread, where every session's MCP client lives, and one HTTP client
+    they share (building one per session costs more than the session's tool calls)."""
 
     def __init__(self) -> None:
         self.loop = asyncio.new_event_loop()
         threading.Thread(target=self.loop.run_forever, daemon=True).start()
+        self.http: httpx2.AsyncClient = self.run(self._http())
+
+    async def _http(self) -> httpx2.AsyncClient:
+        return httpx2.AsyncClient(timeout=httpx2.Timeout(30.0, read=300.0))
 
     def run(self, coroutine: Any) -> Any:
         return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result()
@@ -77,7 +84,7 @@ class Session:
         """The MCP client lives in one task from connecting to closing (its scopes need that)."""
         self._closing = asyncio.Event()
         try:
-            async with Client(url) as client:
+            async with Client(streamable_http_client(url, http_client=self.loop.http)) as client:
                 self.mcp = client
                 self._connected.set()
                 await self._closing.wait()
@@ -192,10 +199,7 @@ def main() -> None:
         help="module:Class deciding each action from the public briefing and the conversation",
     )
     args = parser.parse_args()
-    server = ThreadingHTTPServer(
-        (args.host, args.port), make_handler(_import(args.decider), _Loop(), args.path)
-    )
-    server.daemon_threads = True
+    server = Server((args.host, args.port), make_handler(_import(args.decider), _Loop(), args.path))
     host, port = server.server_address[:2]
     print(f"listening on http://{host}:{port}{args.path}", flush=True)
     with suppress(KeyboardInterrupt):

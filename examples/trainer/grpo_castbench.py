@@ -7,8 +7,8 @@ Each prompt is the policy's first view of a trial (the domain's tools and the cu
 opening); a completion is the model's first action, as JSON: `{"tool": NAME, "arguments": {...}}`
 or `{"reply": "..."}`. The reward comes from castbench: the trial is reset, the action stepped,
 and the labeler's verdict on it (`Environment(labels=True)`: valid 1.0, invalid 0.0, a reply
-(not labelled) 0.0, unusable output -0.5) is the reward, so what the model learns is what castbench grades. A real run puts
-a real model here (`--model Qwen/Qwen3-0.6B` with a GPU) and steps whole trials with
+(not labelled) 0.0, unusable output -0.5) is the reward, so what the model learns is what
+castbench grades. A real run puts a real model here (on a GPU) and steps whole trials with
 `env.step` until `result.done`, using `result.reward`.
 
 The model here is built from a config (Qwen3 architecture, 2 layers) with a byte-level BPE
