@@ -95,7 +95,7 @@ class _Faulty(BaseHTTPRequestHandler):
         if mode == "garbage":
             return self._send(200, b'{"answer": 1}')
         if mode == "slow":
-            time.sleep(3)
+            time.sleep(8)
             return self._send(200, json.dumps({"reply": "late"}).encode())
         self.connection.shutdown(socket.SHUT_RDWR)  # hang up without an answer
 
@@ -118,6 +118,7 @@ class _Faulty(BaseHTTPRequestHandler):
         ("garbage", "agent_error", "without a 'reply'"),
         ("hangup", "agent_error", "failed while answering"),
         ("slow", "timeout", "overran the step time limit"),
+        ("down", "agent_error", "failed while opening its session"),
     ],
 )
 def test_a_failing_service_fails_its_trials_not_the_run(
@@ -127,6 +128,9 @@ def test_a_failing_service_fails_its_trials_not_the_run(
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, daemon=True).start()
+    if mode == "down":  # the service crashed before the run: its port refuses connections
+        server.shutdown()
+        server.server_close()
     db = sqlite_url(tmp_path / "results.db")
     try:
         result = evaluate(
@@ -135,7 +139,7 @@ def test_a_failing_service_fails_its_trials_not_the_run(
             policy=f"http://127.0.0.1:{server.server_address[1]}/agent",
             trials=2,
             tasks=["retail-test-0002"],
-            time_limits=TimeLimits(step_s=1.0),
+            time_limits=TimeLimits(step_s=2.5),  # room on a loaded machine; 'slow' takes 8 s
         )
     finally:
         server.shutdown()

@@ -28,7 +28,7 @@ import httpx
 from castbench.agents.conversation import CritiqueTurn, ReplyAction, UserTurn
 from castbench.agents.registry import AgentSpec
 from castbench.agents.transports.wire import briefing_to_wire
-from castbench.runner.episode import Episode
+from castbench.runner.episode import Episode, EpisodeOver
 from castbench.service.mcp_host import McpHost
 from castbench.service.mcp_trial import McpTrial, critique_text
 
@@ -142,9 +142,10 @@ def drive_service(episode: Episode, spec: AgentSpec) -> None:
         role, message = "user", episode.opening
         while not episode.done:
             reply = session.say(role, message)
-            if episode.done:  # a tool call ended it (a transfer, the step limit, a failing critic)
+            try:
+                observation = episode.step(ReplyAction(text=reply)).observation
+            except EpisodeOver:  # a tool call ended it (a transfer, the step limit, a failing critic)
                 break
-            observation = episode.step(ReplyAction(text=reply)).observation
             if isinstance(observation, CritiqueTurn):
                 role, message = "critic", critique_text(observation.verdict)
             elif isinstance(observation, UserTurn):
