@@ -6,6 +6,8 @@ trial as `agent_error`, workers are reused across trials with a fresh agent each
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -193,3 +195,25 @@ def test_in_process_runs_are_recorded_and_refused_by_leaderboards(tmp_path: Path
     assert problems == [
         "ran the policy inside castbench's process (--in-process), where it could read the ground truth"
     ]
+
+
+_ORPHANING_PARENT = """
+import os, socket, subprocess, sys, time
+from castbench.agents.transports.worker import SERVE
+ours, theirs = socket.socketpair()
+worker = subprocess.Popen([sys.executable, "-m", SERVE, str(theirs.fileno()), str(os.getpid())],
+                          pass_fds=[theirs.fileno()], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+if os.fork() == 0:  # a forked child keeps castbench's end of the pipe open after castbench is gone
+    os.close(1), os.close(2)
+    time.sleep(60)
+    os._exit(0)
+print(worker.pid, flush=True)
+os._exit(0)
+"""
+
+
+def test_a_worker_exits_when_castbench_dies_even_if_its_pipe_stays_open() -> None:
+    parent = subprocess.run(
+        [sys.executable, "-c", _ORPHANING_PARENT], capture_output=True, text=True, check=True
+    )
+    assert _stopped(int(parent.stdout.split()[0]), within=30)

@@ -1,18 +1,22 @@
 """The worker process: one role's import-path agent, a fresh instance per trial, and nothing of
 castbench's tasks, sandboxes or ground truth.
 
-Started by `castbench.agents.transports.worker` as `python -m castbench.agents.transports.serve FD`
-with one end of a socket pair on FD. It learns its role and the agent's import path from the
-first message, refuses imports of the installed domain packages (they hold the tasks' ground
-truth), imports the agent and answers one request at a time. It ignores Ctrl-C (castbench
-decides what an interruption does) and exits when castbench closes the pipe or dies.
+Started by `castbench.agents.transports.worker` as `python -m castbench.agents.transports.serve FD
+PID` with one end of a socket pair on FD and castbench's process id. It learns its role and the
+agent's import path from the first message, refuses imports of the installed domain packages
+(they hold the tasks' ground truth), imports the agent and answers one request at a time. It
+ignores Ctrl-C (castbench decides what an interruption does) and exits when castbench closes the
+pipe or dies.
 """
 
 from __future__ import annotations
 
 import importlib.abc
+import os
 import signal
 import sys
+import threading
+import time
 import traceback
 from multiprocessing.connection import Connection
 from typing import Any
@@ -142,8 +146,21 @@ def _load(hello: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
     return factory, {"privileged": bool(getattr(factory, "privileged", False))}
 
 
+def _exit_with_parent(parent: int, every_s: float = 1.0) -> None:
+    """Exit once castbench's process `parent` is gone, even if the pipe stays open: a process
+    that forked from castbench keeps a copy of castbench's end, so its EOF alone may never come."""
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(every_s)
+        os._exit(0)
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+
+
 def main() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _exit_with_parent(int(sys.argv[2]) if len(sys.argv) > 2 else os.getppid())
     connection = Connection(int(sys.argv[1]))
     hello = decode(connection.recv_bytes())
     factory, answer = _load(hello)

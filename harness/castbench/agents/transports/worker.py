@@ -55,6 +55,10 @@ def _domain_packages() -> list[str]:
     return sorted(packages)
 
 
+SERVE = "castbench.agents.transports.serve"
+"""The worker's module: `python -m SERVE FD PID`."""
+
+
 class _Worker:
     """One agent process and the pipe to it."""
 
@@ -64,7 +68,7 @@ class _Worker:
         ours, theirs = socket.socketpair()
         with theirs:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "castbench.agents.transports.serve", str(theirs.fileno())],
+                [sys.executable, "-m", SERVE, str(theirs.fileno()), str(os.getpid())],
                 pass_fds=[theirs.fileno()],
                 stdin=subprocess.DEVNULL,
             )
