@@ -30,11 +30,13 @@ from mcp.client.streamable_http import streamable_http_client
 
 from castbench.agents.conversation import (
     AgentTurn,
+    CritiqueTurn,
     Event,
     ReplyAction,
     ToolCallAction,
     ToolResultTurn,
     UserTurn,
+    Verdict,
 )
 from castbench.agents.views import Briefing, PolicyView
 
@@ -73,6 +75,8 @@ class Session:
         )
         self.decider = decider(self.briefing)
         self.events: list[Event] = []
+        self.critiques: list[Event] = []
+        """Critiques of the proposal being revised: in the view until a proposal runs."""
         self.loop = loop
         self._connected = threading.Event()
         self._held = asyncio.run_coroutine_threadsafe(self._hold(body["mcp_url"]), loop.loop)
@@ -94,14 +98,21 @@ class Session:
     def _steps(self) -> int:
         return sum(isinstance(event, AgentTurn) for event in self.events)
 
-    def answer(self, role: str, content: str) -> str:
+    def answer(self, message: dict[str, Any]) -> str:
         """Act until the decider replies: each tool call goes to castbench over MCP."""
-        if role == "user":
-            self.events.append(UserTurn(text=content))
+        if message["role"] == "user":
+            self.events.append(UserTurn(text=message["content"]))
+        else:  # the critic rejected the last reply: it is revised, with the critique in view
+            rejected = self.events.pop()
+            assert isinstance(rejected, AgentTurn)
+            verdict = Verdict.model_validate(message["verdict"])
+            self.critiques.append(CritiqueTurn(verdict=verdict, proposal=rejected.action))
         while True:
-            action = self.decider.propose(PolicyView(self.briefing, tuple(self.events)))
+            view = PolicyView(self.briefing, tuple(self.events + self.critiques))
+            action = self.decider.propose(view)
             if not isinstance(action, ToolCallAction):
                 text = action.text if isinstance(action, ReplyAction) else ""
+                self.critiques = []
                 self.events.append(AgentTurn(action=ReplyAction(text=text)))
                 return text
             call_id = f"call_{self._steps()}"
@@ -109,6 +120,11 @@ class Session:
             content = "".join(getattr(block, "text", "") for block in result.content)
             if result.is_error and content.startswith(ENDED):
                 return ""
+            verdict = (result.structured_content or {}).get("verdict") if result.is_error else None
+            if verdict is not None:  # rejected, not run: revise with the critique in view
+                self.critiques.append(CritiqueTurn(verdict=Verdict.model_validate(verdict), proposal=action))
+                continue
+            self.critiques = []
             self.events += [
                 AgentTurn(action=action, call_id=call_id),
                 ToolResultTurn(
@@ -159,7 +175,7 @@ def make_handler(decider: Any, loop: _Loop, prefix: str) -> type[BaseHTTPRequest
                 if session is None:
                     self._send(404, {"error": "no such session"})
                     return
-                self._send(200, {"reply": session.answer(body["role"], body["content"])})
+                self._send(200, {"reply": session.answer(body)})
             else:
                 self._send(404, {"error": f"no route {self.path}"})
 

@@ -23,6 +23,7 @@ pytest.importorskip("mcp")
 from castbench.agents.registry import AgentSpecError, resolve  # noqa: E402
 from castbench.api import evaluate  # noqa: E402
 from castbench.runner.deadline import TimeLimits  # noqa: E402
+from castbench.runner.episode import Verification  # noqa: E402
 from castbench.store import ResultsStore  # noqa: E402
 from tests.support import sqlite_url  # noqa: E402
 
@@ -74,6 +75,39 @@ def test_retail_through_mcp_and_http_matches_the_in_process_agent(
         assert (record.end_reason, record.reward) == (twin.end_reason, twin.reward), key
         assert [s.action for s in record.steps] == [s.action for s in twin.steps], key
         assert [s.observation for s in record.steps] == [s.observation for s in twin.steps], key
+
+
+@pytest.mark.slow
+def test_critiques_reach_the_service_as_they_reach_the_in_process_agent(
+    reference_agent: str, tmp_path: Path
+) -> None:
+    """A critic rejecting every action, replies too (two rounds, then it runs): over MCP the
+    rejection is the tool's result with the verdict, over HTTP a `critic` message; the service's
+    revisions, verdicts and outcomes are the in-process agent's."""
+    common: dict[str, Any] = {
+        "domains": "retail",
+        "trials": 2,
+        "tasks": TASKS[:4],
+        "seed": 11,
+        "critic": "tests.critic.recording:RejectAllCritic",
+        "verification": Verification(rounds=2, scope="all"),
+    }
+    local_db, service_db = sqlite_url(tmp_path / "local.db"), sqlite_url(tmp_path / "service.db")
+    local = evaluate(db=local_db, policy="scripted:lookup-refuse", **common)
+    service = evaluate(db=service_db, policy=reference_agent, **common)
+    local_trials, service_trials = (
+        _trials(local_db, local.outcome.run_id),
+        _trials(service_db, service.outcome.run_id),
+    )
+    assert service_trials.keys() == local_trials.keys()
+    revised = 0
+    for key, record in service_trials.items():
+        twin = local_trials[key]
+        assert (record.end_reason, record.reward) == (twin.end_reason, twin.reward), key
+        mine = [[(p.round, p.action, p.verdict) for p in s.proposals] for s in record.steps]
+        assert mine == [[(p.round, p.action, p.verdict) for p in s.proposals] for s in twin.steps], key
+        revised += sum(len(s.proposals) > 1 for s in record.steps)
+    assert revised > 0
 
 
 class _Faulty(BaseHTTPRequestHandler):

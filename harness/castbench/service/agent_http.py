@@ -2,7 +2,7 @@
 uses the trial's tools over MCP (the castbench agent protocol, version 1; docs/agent-service.md).
 
     POST {url}/sessions                  {"session_id", "mcp_url", "briefing": {...public...}}
-    POST {url}/sessions/{id}/messages    {"role": "user" | "critic", "content": "..."}
+    POST {url}/sessions/{id}/messages    {"role": "user" | "critic", "content": "...", ["verdict": {...}]}
                                          -> {"reply": "..."}  (after any tool calls over MCP)
     DELETE {url}/sessions/{id}           the trial is over
 
@@ -30,7 +30,7 @@ from castbench.agents.registry import AgentSpec
 from castbench.agents.transports.wire import briefing_to_wire
 from castbench.runner.episode import Episode, EpisodeOver
 from castbench.service.mcp_host import McpHost
-from castbench.service.mcp_trial import McpTrial, critique_text
+from castbench.service.mcp_trial import McpTrial, critique_text, verdict_json
 
 __all__ = ["PROTOCOL", "drive_service", "shared_host"]
 
@@ -115,8 +115,8 @@ class _Session:
         }
         self._post("/sessions", body, "opening its session")
 
-    def say(self, role: str, content: str) -> str:
-        answer = self._post(f"/sessions/{self.id}/messages", {"role": role, "content": content}, "answering")
+    def say(self, message: dict[str, Any]) -> str:
+        answer = self._post(f"/sessions/{self.id}/messages", message, "answering")
         reply = answer.get("reply")
         if not isinstance(reply, str):
             raise _ServiceFailed(
@@ -139,17 +139,22 @@ def drive_service(episode: Episode, spec: AgentSpec) -> None:
         if view is None:
             return
         session.open(url)
-        role, message = "user", episode.opening
+        message: dict[str, Any] = {"role": "user", "content": episode.opening}
         while not episode.done:
-            reply = session.say(role, message)
+            reply = session.say(message)
             try:
                 observation = episode.step(ReplyAction(text=reply)).observation
             except EpisodeOver:  # a tool call ended it (a transfer, the step limit, a failing critic)
                 break
             if isinstance(observation, CritiqueTurn):
-                role, message = "critic", critique_text(observation.verdict)
+                verdict = observation.verdict
+                message = {
+                    "role": "critic",
+                    "content": critique_text(verdict),
+                    "verdict": verdict_json(verdict),
+                }
             elif isinstance(observation, UserTurn):
-                role, message = "user", observation.text
+                message = {"role": "user", "content": observation.text}
     except _ServiceFailed as exc:
         episode.fail(exc.reason, str(exc))  # type: ignore[arg-type]
     finally:

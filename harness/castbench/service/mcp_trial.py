@@ -16,7 +16,7 @@ import mcp_types as types
 from castbench.agents.conversation import CritiqueTurn, ReplyAction, ToolCallAction, UserTurn, Verdict
 from castbench.runner.episode import Episode
 
-__all__ = ["RESPOND_TOOL", "McpTrial", "critique_text"]
+__all__ = ["RESPOND_TOOL", "McpTrial", "critique_text", "verdict_json"]
 
 RESPOND_TOOL = "respond_to_user"
 
@@ -29,14 +29,21 @@ def critique_text(verdict: Verdict) -> str:
     return text.strip() + " Revise it and try again."
 
 
+def verdict_json(verdict: Verdict) -> dict[str, Any]:
+    """The critic's verdict as an outside agent gets it, beside the critique's text."""
+    return verdict.model_dump(mode="json", exclude={"usage"})
+
+
 def _tool(schema: dict[str, Any]) -> types.Tool:
     function = schema["function"]
     parameters = function.get("parameters") or {"type": "object", "properties": {}}
     return types.Tool(name=function["name"], description=function.get("description"), input_schema=parameters)
 
 
-def _text(text: str, error: bool) -> types.CallToolResult:
-    return types.CallToolResult(content=[types.TextContent(text=text)], is_error=error)
+def _text(text: str, error: bool, structured: dict[str, Any] | None = None) -> types.CallToolResult:
+    return types.CallToolResult(
+        content=[types.TextContent(text=text)], is_error=error, structured_content=structured
+    )
 
 
 class McpTrial:
@@ -79,8 +86,10 @@ class McpTrial:
             action = ToolCallAction(name=name, arguments=arguments or {})
         outcome = episode.step(action)
         observation = outcome.observation
-        if isinstance(observation, CritiqueTurn):
-            return _text(critique_text(observation.verdict), True)
+        if isinstance(observation, CritiqueTurn):  # the verdict, structured, for agents that use it
+            return _text(
+                critique_text(observation.verdict), True, {"verdict": verdict_json(observation.verdict)}
+            )
         if isinstance(observation, UserTurn):
             ended = " [The customer has ended the conversation.]" if episode.done else ""
             return _text(observation.text + ended, False)
