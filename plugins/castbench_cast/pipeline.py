@@ -27,7 +27,7 @@ from castbench_cast.annotations import (
 from castbench_cast.manifest import MANIFEST, Manifest, completed, key_of, stable_hash, write_manifest
 from castbench_cast.recipe import CollectStage, Recipe, TrainStage
 
-__all__ = ["STAGES", "Pipeline", "StageError"]
+__all__ = ["STAGES", "Pipeline", "StageError", "with_temperature"]
 
 STAGES = (
     "collect",
@@ -52,7 +52,7 @@ class _Built:
     info: dict[str, Any] = field(default_factory=dict)
 
 
-def _with_temperature(policy: str, temperature: float) -> str:
+def with_temperature(policy: str, temperature: float) -> str:
     """A model policy samples at the recipe's temperature; built-ins have their own noise."""
     name = policy.partition("?")[0]
     if "/" not in name or "temperature=" in policy:
@@ -155,7 +155,7 @@ class Pipeline:
             domains=settings.domains,
             split=settings.split,
             tasks=_task_ids(settings),
-            policy=_with_temperature(settings.policy, settings.temperature),
+            policy=with_temperature(settings.policy, settings.temperature),
             critic=critic,
             user=settings.user,
             trials=settings.samples,

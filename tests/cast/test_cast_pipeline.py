@@ -14,7 +14,7 @@ from castbench.agents.conversation import ToolCallAction
 from castbench.api import evaluate
 from castbench.store import ResultsStore
 from castbench_cast.manifest import MANIFEST, Manifest, completed
-from castbench_cast.pipeline import STAGES, Pipeline
+from castbench_cast.pipeline import STAGES, Pipeline, with_temperature
 from castbench_cast.recipe import load_recipe
 from castbench_cast.serving import CheckpointServer
 from tests.support import invoke
@@ -114,3 +114,16 @@ def test_a_stage_before_its_inputs_says_what_to_run(recipe_file: Callable[[str],
     result = invoke("cast", "critic-data", str(recipe_file("")))
     assert result.exit_code == 2
     assert "stage collect has not run yet" in result.output and "castbench cast collect" in result.output
+
+
+@pytest.mark.parametrize(
+    ("policy", "expected"),
+    [
+        ("hosted_vllm/Qwen/Qwen3-8B", "hosted_vllm/Qwen/Qwen3-8B?temperature=0.7"),
+        ("openai/x?api_base=http://h/v1", "openai/x?api_base=http://h/v1&temperature=0.7"),
+        ("openai/x?temperature=0.2", "openai/x?temperature=0.2"),  # the string's own wins
+        ("scripted:noisy?p=0.3", "scripted:noisy?p=0.3"),  # built-ins have their own noise
+    ],
+)
+def test_a_model_teacher_samples_at_the_recipes_temperature(policy: str, expected: str) -> None:
+    assert with_temperature(policy, 0.7) == expected
