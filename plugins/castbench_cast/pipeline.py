@@ -226,6 +226,11 @@ class Pipeline:
                     "llm_unreadable": sum(a.parse_error is not None for a in llm.values()),
                 }
                 info["agreement"] = agreed.model_dump(mode="json")
+                kappa = "n/a" if agreed.cohen_kappa is None else f"{agreed.cohen_kappa:.2f}"
+                self.log(
+                    f"annotate: labeler vs LLM on {agreed.actions} actions: verdicts agree "
+                    f"{agreed.verdict_agreement:.1%}, Cohen's kappa {kappa}"
+                )
                 if settings.use == "llm":
                     chosen = llm
             elif settings.use == "llm":

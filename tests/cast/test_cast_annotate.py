@@ -80,7 +80,8 @@ def test_llm_pipeline_annotates_every_tool_call_and_reports_agreement(
     monkeypatch.setenv("CAST_TEST_KEY", "any")
     spec = f"{provider}/annotator?api_base={server.base_url}&temperature=0&api_key_env=CAST_TEST_KEY"
     recipe = load_recipe(recipe_file(f'[annotate]\nllm = "{spec}"\n'))
-    pipeline = Pipeline(recipe, log=lambda line: None)
+    said: list[str] = []
+    pipeline = Pipeline(recipe, log=said.append)
     pipeline.collect()
     manifest = pipeline.annotate()
     folder = pipeline.folder("annotate")
@@ -107,6 +108,7 @@ def test_llm_pipeline_annotates_every_tool_call_and_reports_agreement(
     same = sum(labeler[key].verdict == llm[key].verdict for key in llm)
     assert agreed["actions"] == len(llm) and agreed["verdict_agreement"] == pytest.approx(same / len(llm))
     assert manifest.info["agreement"] == agreed
+    assert f"labeler vs LLM on {len(llm)} actions: verdicts agree {same / len(llm):.1%}" in "\n".join(said)
     # the critic data is built from the labeler unless the recipe says `use = "llm"`
     assert read_annotations(folder / "annotations.jsonl") == labeler
 
