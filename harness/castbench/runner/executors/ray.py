@@ -84,7 +84,10 @@ class RayExecutor:
         cpus = float(ray.cluster_resources().get("CPU", 1.0))
         concurrency = max(1, concurrency)
         remote = ray.remote(run_remote_trial).options(
-            num_cpus=min(1.0, cpus / concurrency), max_retries=self.max_retries, retry_exceptions=False
+            num_cpus=min(1.0, cpus / concurrency),
+            max_retries=self.max_retries,
+            retry_exceptions=False,
+            scheduling_strategy="SPREAD",  # over every node, not packed onto the first
         )
         shared = ray.put(work)
         pending: dict[Any, TrialJob] = {}
