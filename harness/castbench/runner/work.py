@@ -11,6 +11,7 @@ from __future__ import annotations
 import threading
 import traceback
 from dataclasses import dataclass
+from typing import Literal
 
 from castbench.agents.conversation import Usage
 from castbench.domain import Database, Domain, Task
@@ -39,7 +40,9 @@ class ExpectedStates:
             return self._cache[key]
 
 
-def failed_record(job: TrialJob, message: str, end_reason: str = "harness_error") -> TrialRecord:
+def failed_record(
+    job: TrialJob, message: str, end_reason: Literal["harness_error", "infra_error"] = "harness_error"
+) -> TrialRecord:
     """The record of a trial that did not run to its end for a reason that is not the agent's
     (our own code, or infrastructure): stored with its reason, never scored."""
     return TrialRecord(
@@ -50,7 +53,7 @@ def failed_record(job: TrialJob, message: str, end_reason: str = "harness_error"
         seed=job.seed,
         status="error",
         reward=None,
-        end_reason=end_reason,  # type: ignore[arg-type]
+        end_reason=end_reason,
         opening="",
         error=message,
     )
