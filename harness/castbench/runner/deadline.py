@@ -7,6 +7,9 @@ database) belongs to that trial alone, which is over; and a daemon thread never 
 process alive at exit. Agents in their own process are killed by their transport instead.
 
 The same wait notices a run being interrupted (Ctrl-C): the trial is dropped, never stored half.
+The interruption wakes the waits (`Halt`) rather than each wait polling for it: with hundreds of
+trials in flight, polling woke a thread thousands of times a second for nothing, and each wake-up
+is a turn at the GIL that the trials doing real work had to wait for.
 """
 
 from __future__ import annotations
@@ -21,12 +24,9 @@ from pydantic import BaseModel, Field
 
 from castbench.errors import AgentTimeout
 
-__all__ = ["AgentThread", "Cancelled", "TimeLimits"]
+__all__ = ["AgentThread", "Cancelled", "Halt", "TimeLimits"]
 
 T = TypeVar("T")
-
-_POLL_S = 0.1
-"""How often a wait looks at the run's stop flag."""
 
 
 class TimeLimits(BaseModel):
@@ -41,20 +41,50 @@ class Cancelled(Exception):
     """The run is being interrupted: this trial is abandoned and not stored."""
 
 
+class Halt(threading.Event):
+    """A run's stop flag that also wakes every wait registered with it (`watch`)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._watchers: set[threading.Event] = set()
+        self._guard = threading.Lock()
+
+    def set(self) -> None:
+        with self._guard:
+            super().set()
+            watchers = list(self._watchers)
+        for event in watchers:
+            event.set()
+
+    def watch(self, event: threading.Event) -> None:
+        """Set `event` when the run halts (at once if it has)."""
+        with self._guard:
+            if self.is_set():
+                event.set()
+            else:
+                self._watchers.add(event)
+
+    def unwatch(self, event: threading.Event) -> None:
+        with self._guard:
+            self._watchers.discard(event)
+
+
 class _Call:
-    __slots__ = ("args", "done", "error", "fn", "value")
+    __slots__ = ("args", "done", "error", "finished", "fn", "value")
 
     def __init__(self, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
         self.fn, self.args = fn, args
         self.done = threading.Event()
         self.value: Any = None
         self.error: BaseException | None = None
+        self.finished = False
 
     def run(self) -> None:
         try:
             self.value = self.fn(*self.args)
         except BaseException as exc:  # handed to the waiting trial, which decides whose fault it is
             self.error = exc
+        self.finished = True
         self.done.set()
 
 
@@ -63,7 +93,7 @@ class AgentThread:
 
     Calls run one at a time, in order, as they would on the trial's own thread."""
 
-    def __init__(self, name: str, stop: threading.Event | None = None) -> None:
+    def __init__(self, name: str, stop: Halt | None = None) -> None:
         self._name = name
         self._stop = stop
         self._jobs: queue.SimpleQueue[_Call | None] = queue.SimpleQueue()
@@ -81,22 +111,20 @@ class AgentThread:
             self._thread = threading.Thread(target=self._serve, name=self._name, daemon=True)
             self._thread.start()
         job = _Call(fn, args)
-        self._jobs.put(job)
-        while not job.done.wait(self._slice(deadline)):
-            if self._stop is not None and self._stop.is_set():
-                raise Cancelled(f"run interrupted during {what}")
-            if deadline is not None and time.monotonic() >= deadline:
+        if self._stop is not None:
+            self._stop.watch(job.done)
+        try:
+            self._jobs.put(job)
+            if not job.done.wait(None if deadline is None else max(0.0, deadline - time.monotonic())):
                 raise AgentTimeout(what)
+        finally:
+            if self._stop is not None:
+                self._stop.unwatch(job.done)
+        if not job.finished:  # woken by the run's halt
+            raise Cancelled(f"run interrupted during {what}")
         if job.error is not None:
             raise job.error
         return job.value  # type: ignore[no-any-return]
-
-    def _slice(self, deadline: float | None) -> float | None:
-        if self._stop is None:
-            return None if deadline is None else max(0.0, deadline - time.monotonic())
-        if deadline is None:
-            return _POLL_S
-        return max(0.0, min(_POLL_S, deadline - time.monotonic()))
 
     def close(self) -> None:
         """Let the thread end after its current call (at once when idle)."""

@@ -17,7 +17,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from castbench.errors import RunInterrupted
 from castbench.runner.config import RunConfig
-from castbench.runner.deadline import Cancelled, TimeLimits
+from castbench.runner.deadline import Cancelled, Halt, TimeLimits
 from castbench.runner.executors import Executor
 from castbench.runner.executors.local import LocalExecutor, second_interrupt_exits
 from castbench.runner.plan import TrialJob, plan_trials, planned_trials
@@ -111,7 +111,7 @@ def run_eval(
     store.set_status(run_id, "running")
     work = TrialWork(config, agents, time_limits or TimeLimits(), max_attempts)
     executor = executor or LocalExecutor()
-    halt = threading.Event()
+    halt = Halt()
 
     ran, spent = 0, 0.0
 

@@ -60,7 +60,7 @@ from castbench.domain import Database, Domain, Task, ToolCrash
 from castbench.errors import AgentError, AgentTimeout, FatalInfrastructureError, InfrastructureError
 from castbench.grading import GradingMode, grade_trial
 from castbench.grading.labeler import label_action
-from castbench.runner.deadline import AgentThread, Cancelled, TimeLimits
+from castbench.runner.deadline import AgentThread, Cancelled, Halt, TimeLimits
 from castbench.runner.records import (
     CLEAN_ENDS,
     UNFINISHED_ENDS,
@@ -155,7 +155,7 @@ class Episode:
         verification: Verification | None = None,
         traits: dict[str, str] | None = None,
         time_limits: TimeLimits | None = None,
-        stop: threading.Event | None = None,
+        stop: Halt | None = None,
         grading: GradingMode = "castbench",
     ) -> None:
         self.domain, self.task, self.agents = domain, task, agents

@@ -17,12 +17,11 @@ steps it too, so there is one rollout path.
 
 from __future__ import annotations
 
-import threading
 from dataclasses import replace
 
 from castbench.domain import Database, Domain, Task
 from castbench.grading import GradingMode
-from castbench.runner.deadline import TimeLimits
+from castbench.runner.deadline import Halt, TimeLimits
 from castbench.runner.episode import AgentSet, Episode, Limits, Verification
 from castbench.runner.records import TrialRecord
 
@@ -40,7 +39,7 @@ def run_trial(
     verification: Verification | None = None,
     traits: dict[str, str] | None = None,
     time_limits: TimeLimits | None = None,
-    stop: threading.Event | None = None,
+    stop: Halt | None = None,
     grading: GradingMode = "castbench",
 ) -> TrialRecord:
     """One trial, start to grade. `Cancelled` when `stop` is set while an agent is at work (the

@@ -17,7 +17,7 @@ from castbench.agents.conversation import Usage
 from castbench.domain import Database, Domain, Task
 from castbench.errors import FatalInfrastructureError
 from castbench.runner.config import RunConfig
-from castbench.runner.deadline import Cancelled, TimeLimits
+from castbench.runner.deadline import Cancelled, Halt, TimeLimits
 from castbench.runner.plan import TrialJob
 from castbench.runner.records import TrialRecord
 from castbench.runner.rollout import AgentSet, run_trial
@@ -65,7 +65,7 @@ def run_job(
     agents: AgentSet,
     expected: ExpectedStates,
     time_limits: TimeLimits | None = None,
-    stop: threading.Event | None = None,
+    stop: Halt | None = None,
 ) -> TrialRecord:
     """One trial of the grid, once, under the run's limits, verification and traits."""
     return run_trial(
@@ -94,7 +94,7 @@ class TrialWork:
     time_limits: TimeLimits
     max_attempts: int = 3
 
-    def run(self, job: TrialJob, expected: ExpectedStates, stop: threading.Event) -> TrialRecord:
+    def run(self, job: TrialJob, expected: ExpectedStates, stop: Halt) -> TrialRecord:
         """Infrastructure errors restart the trial from scratch with the same seed. The record's
         usage counts every attempt: it is what the trial cost. A bug of ours in one trial is that
         trial's `harness_error`, never the run's end."""

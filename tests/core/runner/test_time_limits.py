@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -14,7 +15,7 @@ from castbench.api import evaluate
 from castbench.domain import load_domain
 from castbench.report.summary import summarize_run
 from castbench.runner.config import RunConfig
-from castbench.runner.deadline import TimeLimits
+from castbench.runner.deadline import AgentThread, Cancelled, Halt, TimeLimits
 from castbench.runner.records import TrialRecord
 from castbench.store import ResultsStore
 from tests.support import sqlite_url
@@ -104,3 +105,21 @@ def test_the_command_exits_despite_an_abandoned_agent(tmp_path: Path, repo_env: 
     done = subprocess.run(command, cwd=tmp_path, env=repo_env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "timed out (scored 0)" in done.stdout
+
+
+def test_a_halt_wakes_an_agent_call_at_once_and_a_finished_call_keeps_its_value() -> None:
+    """Ctrl-C must not wait for a stuck agent (no deadline here) nor for a poll interval; a call
+    that finished before the halt is not thrown away."""
+    halt = Halt()
+    agent = AgentThread("agents-test", halt)
+    assert agent.call(lambda: 42, what="quick") == 42
+    stuck = threading.Event()
+    threading.Timer(0.2, halt.set).start()
+    started = time.monotonic()
+    with pytest.raises(Cancelled, match="interrupted during stuck step"):
+        agent.call(stuck.wait, what="stuck step")
+    assert time.monotonic() - started < 5
+    with pytest.raises(Cancelled):  # once halted, a new call does not start waiting at all
+        agent.call(stuck.wait, what="later step")
+    stuck.set()
+    agent.close()

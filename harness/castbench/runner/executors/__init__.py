@@ -8,11 +8,11 @@ record as it comes back; an executor only turns the trial plan into finished rec
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Generator, Iterable
 from importlib.util import find_spec
 from typing import Protocol
 
+from castbench.runner.deadline import Halt
 from castbench.runner.plan import TrialJob
 from castbench.runner.records import TrialRecord
 from castbench.runner.work import TrialWork
@@ -29,7 +29,7 @@ class Executor(Protocol):
         work: TrialWork,
         concurrency: int,
         budget_spent: Callable[[], bool],
-        halt: threading.Event,
+        halt: Halt,
     ) -> Generator[TrialRecord, None, None]:
         """Finished trials as they come, at most `concurrency` running; once `budget_spent()` is
         true no new trial starts. On any exception (Ctrl-C among them) `halt` is set and running

@@ -10,6 +10,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+from castbench.runner.deadline import Halt
 from castbench.runner.plan import TrialJob
 from castbench.runner.records import TrialRecord
 from castbench.runner.work import ExpectedStates, TrialWork
@@ -43,7 +44,7 @@ class LocalExecutor:
         work: TrialWork,
         concurrency: int,
         budget_spent: Callable[[], bool],
-        halt: threading.Event,
+        halt: Halt,
     ) -> Generator[TrialRecord, None, None]:
         def run(job: TrialJob) -> TrialRecord:
             return work.run(job, self.expected, halt)

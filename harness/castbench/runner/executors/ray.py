@@ -15,7 +15,6 @@ re-run resumes it). `--concurrency` keeps its meaning, trials in flight: each ta
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Generator, Iterable
 from dataclasses import dataclass
 from functools import cache
@@ -23,6 +22,7 @@ from typing import Any
 
 from castbench.domain import Domain, load_domain
 from castbench.errors import FatalInfrastructureError
+from castbench.runner.deadline import Halt
 from castbench.runner.plan import TrialJob
 from castbench.runner.records import TrialRecord
 from castbench.runner.work import ExpectedStates, TrialWork, failed_record
@@ -54,7 +54,7 @@ def run_remote_trial(work: TrialWork, key: TrialKey) -> str:
     with other library versions cannot hand the driver an object it misreads)."""
     domain = _domain(key.domain)
     job = TrialJob(domain, domain.task(key.task_id), key.trial_index, key.seed)
-    return work.run(job, _EXPECTED, threading.Event()).model_dump_json()
+    return work.run(job, _EXPECTED, Halt()).model_dump_json()
 
 
 @dataclass(frozen=True)
@@ -78,7 +78,7 @@ class RayExecutor:
         work: TrialWork,
         concurrency: int,
         budget_spent: Callable[[], bool],
-        halt: threading.Event,
+        halt: Halt,
     ) -> Generator[TrialRecord, None, None]:
         ray = self._connect()
         cpus = float(ray.cluster_resources().get("CPU", 1.0))
