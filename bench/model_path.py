@@ -107,8 +107,9 @@ def eval_once(base: str, model: str, concurrency: int, waves: int, db: str) -> d
     warm = {"db": db + "-warm", "domains": "retail", "policy": spec, "trials": 1}
     evaluate(**warm, tasks=["retail-test-0001"], limits=Limits(max_steps=1))  # imports, domains
     wanted = waves * concurrency
-    trials = -(-wanted // RETAIL_TASKS)
-    tasks = [f"retail-test-{index:04d}" for index in range(1, -(-wanted // trials) + 1)]
+    # exactly `waves` full waves: one trial over (e.g. 642 for 640) would add a whole trial's time
+    trials = next(t for t in range(1, wanted + 1) if wanted % t == 0 and wanted // t <= RETAIL_TASKS)
+    tasks = [f"retail-test-{index:04d}" for index in range(1, wanted // trials + 1)]
     started, cpu = time.perf_counter(), time.process_time()
     result = evaluate(
         db=db,

@@ -15,6 +15,7 @@ import os
 from typing import Any
 
 import aiohttp
+import orjson
 
 from castbench.models.loop import at_exit, run_on_loop
 from castbench.models.retry import EmptyResponse
@@ -87,7 +88,7 @@ async def _post(api_base: str, limit: int, body: bytes, headers: dict[str, str],
     except aiohttp.ClientError as exc:  # refused, reset, disconnected: transient for the retry policy
         raise ConnectionError(f"{type(exc).__name__}: {exc}") from exc
     try:
-        return json.loads(data)
+        return orjson.loads(data)
     except ValueError as exc:
         raise EmptyResponse(f"the server at {api_base} answered 200 with no JSON") from exc
 
@@ -100,7 +101,7 @@ def chat(settings: ModelSettings, request: dict[str, Any], key: str) -> dict[str
     body["model"] = settings.model.split("/", 1)[1]
     headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
     limit = settings.max_concurrency or 0  # 0: aiohttp's "no limit"
-    coroutine = _post(settings.api_base, limit, json.dumps(body).encode(), headers, settings.timeout)
+    coroutine = _post(settings.api_base, limit, orjson.dumps(body), headers, settings.timeout)
     answer = run_on_loop(coroutine, settings.timeout + _GRACE_S)
     if not isinstance(answer, dict) or not answer.get("choices"):
         raise EmptyResponse(f"{settings.model} returned no choices")

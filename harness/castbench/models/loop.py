@@ -15,6 +15,8 @@ import threading
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
+from castbench.wakeup import Wakeup
+
 __all__ = ["run_on_loop", "shared_loop"]
 
 T = TypeVar("T")
@@ -23,12 +25,20 @@ _loop: asyncio.AbstractEventLoop | None = None
 _lock = threading.Lock()
 
 
+def _new_loop() -> asyncio.AbstractEventLoop:
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.new_event_loop()
+    return uvloop.new_event_loop()
+
+
 def shared_loop() -> asyncio.AbstractEventLoop:
     """The process's model-call loop, started on first use in a daemon thread."""
     global _loop
     with _lock:
         if _loop is None or _loop.is_closed():
-            loop = asyncio.new_event_loop()
+            loop = _new_loop()
             threading.Thread(target=loop.run_forever, name="castbench-models", daemon=True).start()
             _loop = loop
         return _loop
@@ -36,16 +46,35 @@ def shared_loop() -> asyncio.AbstractEventLoop:
 
 def run_on_loop(coroutine: Coroutine[Any, Any, T], timeout: float) -> T:
     """Await `coroutine` on the shared loop from a synchronous thread; `TimeoutError` (and the
-    coroutine cancelled) if it has not finished after `timeout` seconds: no call hangs a trial."""
-    future = asyncio.run_coroutine_threadsafe(coroutine, shared_loop())
+    coroutine cancelled) if it has not finished after `timeout` seconds: no call hangs a trial.
+
+    The waiting thread sleeps on a bare lock (`Wakeup`) that the task's done-callback sets, not
+    on a `concurrent.futures.Future`: a Future's Condition costs several times more CPU under the
+    GIL, and every model call pays it (see `castbench.wakeup`)."""
+    loop = shared_loop()
+    done = Wakeup()
+    started: list[asyncio.Task[T]] = []
+
+    def start() -> None:
+        task = loop.create_task(coroutine)
+        task.add_done_callback(lambda _: done.set())
+        started.append(task)
+
+    loop.call_soon_threadsafe(start)
     try:
-        return future.result(timeout)
-    except TimeoutError:
-        future.cancel()
+        finished = done.wait(timeout)
+    except BaseException:  # e.g. KeyboardInterrupt in the waiting thread
+        loop.call_soon_threadsafe(_cancel, started)
         raise
-    except BaseException:
-        future.cancel()  # e.g. KeyboardInterrupt in the waiting thread
-        raise
+    if not finished:
+        loop.call_soon_threadsafe(_cancel, started)
+        raise TimeoutError(f"no answer within {timeout:g} s")
+    return started[0].result()
+
+
+def _cancel(started: list[asyncio.Task[Any]]) -> None:
+    for task in started:
+        task.cancel()
 
 
 def at_exit(cleanup: Coroutine[Any, Any, None]) -> None:

@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, Field
 
 from castbench.errors import AgentTimeout
+from castbench.wakeup import Wakeup
 
 __all__ = ["AgentThread", "Cancelled", "Halt", "TimeLimits"]
 
@@ -46,27 +47,27 @@ class Halt(threading.Event):
 
     def __init__(self) -> None:
         super().__init__()
-        self._watchers: set[threading.Event] = set()
+        self._watchers: set[Wakeup] = set()
         self._guard = threading.Lock()
 
     def set(self) -> None:
         with self._guard:
             super().set()
             watchers = list(self._watchers)
-        for event in watchers:
-            event.set()
+        for wakeup in watchers:
+            wakeup.set()
 
-    def watch(self, event: threading.Event) -> None:
-        """Set `event` when the run halts (at once if it has)."""
+    def watch(self, wakeup: Wakeup) -> None:
+        """Set `wakeup` when the run halts (at once if it has)."""
         with self._guard:
             if self.is_set():
-                event.set()
+                wakeup.set()
             else:
-                self._watchers.add(event)
+                self._watchers.add(wakeup)
 
-    def unwatch(self, event: threading.Event) -> None:
+    def unwatch(self, wakeup: Wakeup) -> None:
         with self._guard:
-            self._watchers.discard(event)
+            self._watchers.discard(wakeup)
 
 
 class _Call:
@@ -74,7 +75,7 @@ class _Call:
 
     def __init__(self, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
         self.fn, self.args = fn, args
-        self.done = threading.Event()
+        self.done = Wakeup()
         self.value: Any = None
         self.error: BaseException | None = None
         self.finished = False

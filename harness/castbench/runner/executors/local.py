@@ -65,11 +65,14 @@ class LocalExecutor:
                     break
             while pending:
                 done, pending = wait(pending, return_when=FIRST_COMPLETED)
-                for future in done:
-                    yield future.result()
+                # refill first: the caller commits each record before it asks for the next, and
+                # a free slot must not wait for that (with hundreds in flight, the commits add up)
+                for _ in done:
                     following = None if budget_spent() else next(queue, None)
                     if following is not None:
                         pending.add(pool.submit(run, following))
+                for future in done:
+                    yield future.result()
         except BaseException:
             halt.set()
             with second_interrupt_exits():
