@@ -20,7 +20,8 @@ domain bugs mark the trial `error`: it is not scored. A driver whose outside age
 service that times out, crashes or hangs up) ends the episode with `fail`.
 
 Every call into agent code goes through `_guarded`, on the trial's `AgentThread`, so the trial
-can stop waiting for it (see `castbench.runner.deadline`). Agents are reached through their
+can stop waiting for it (see `castbench.runner.deadline`); castbench's own scripted agents, which
+never block, run on the trial's thread. Agents are reached through their
 transports (`castbench.agents.transports`): in process, or in a worker process of their own,
 which the transport stops when it overruns the step time limit and which is released (or
 stopped, if still at work) when the trial ends.
@@ -484,6 +485,11 @@ class Episode:
         callee enforces its own."""
         deadline, limit = self.deadline()
         try:
+            if self._inline(role):
+                value = fn(*args)
+                if deadline is not None and time.monotonic() > deadline:
+                    raise AgentTimeout(what)
+                return value
             return self.agent_thread.call(fn, *args, deadline=None if wait else deadline, what=what)
         except (InfrastructureError, Cancelled):
             raise
@@ -495,6 +501,13 @@ class Episode:
         except (Exception, SystemExit) as exc:  # an agent calling sys.exit() ends its trial only
             self._fail(role, f"{role} raised {exc!r} while {what}\n{traceback.format_exc()}")
         raise AssertionError("unreachable")
+
+    def _inline(self, role: str) -> bool:
+        """castbench's own scripted agents run on the trial's thread: pure Python that never
+        blocks, so there is nothing to stop waiting for, and the hop to the agent thread (two
+        thread switches per call under the GIL) was a quarter of a model-bound run's CPU."""
+        spec = {"policy": self.agents.policy, "user": self.agents.user, "critic": self.agents.critic}[role]
+        return spec is not None and spec.kind == "builtin"
 
     def _fail(self, role: str, message: str) -> None:
         if role != "user":
