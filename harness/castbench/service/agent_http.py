@@ -133,7 +133,8 @@ def drive_service(episode: Episode, spec: AgentSpec) -> None:
     """Run `episode` to its end with the agent service `spec` names as its policy."""
     view = episode.reset()
     host = shared_host()
-    url = host.add(McpTrial(episode))
+    trial = McpTrial(episode)
+    url = host.add(trial)
     session = _Session(episode, spec, _shared_client())
     try:
         if view is None:
@@ -143,7 +144,7 @@ def drive_service(episode: Episode, spec: AgentSpec) -> None:
         while not episode.done:
             reply = session.say(message)
             try:
-                observation = episode.step(ReplyAction(text=reply)).observation
+                observation = trial.step(ReplyAction(text=reply)).observation
             except EpisodeOver:  # a tool call ended it (a transfer, the step limit, a failing critic)
                 break
             if isinstance(observation, CritiqueTurn):

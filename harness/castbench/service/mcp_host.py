@@ -4,7 +4,7 @@ its own unguessable URL (`/trials/<token>/mcp`), and the stdio form for a single
 Isolation is by construction: a request reaches only the trial its URL names, every trial has
 its own sandbox (its `Episode`), and a token is 128 random bits, so one agent cannot reach
 another's trial. The HTTP transport is stateless with JSON answers (no session state or event
-streams to keep per client): a tool call is one POST.
+streams to keep per client): a tool call is one POST, answered by `McpEndpoint` (mcp_http.py).
 """
 
 from __future__ import annotations
@@ -12,19 +12,15 @@ from __future__ import annotations
 import secrets
 import socket
 import threading
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Callable
 from typing import Any
 
-import anyio
 import mcp_types as types
 import uvicorn
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
-from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
-from starlette.applications import Starlette
-from starlette.routing import Route
 
+from castbench.service.mcp_http import TRIAL_SCOPE_KEY, McpEndpoint
 from castbench.service.mcp_trial import McpTrial
 
 __all__ = ["McpHost", "build_server", "serve_stdio"]
@@ -44,8 +40,7 @@ def build_server(resolve: Resolver, instructions: str | None = None) -> Server[A
         return types.ListToolsResult(tools=resolve(ctx).tools)
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
-        trial = resolve(ctx)
-        return await anyio.to_thread.run_sync(trial.call, params.name, params.arguments)
+        return await resolve(ctx).call_async(params)
 
     return Server("castbench", instructions=instructions, on_list_tools=list_tools, on_call_tool=call_tool)
 
@@ -69,31 +64,27 @@ class McpHost:
         self._socket.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self._socket.bind((host, port))
         self.host, self.port = self._socket.getsockname()[:2]
-        server = build_server(self._resolve)
-        manager = StreamableHTTPSessionManager(app=server, json_response=True, stateless=True)
-
-        @asynccontextmanager
-        async def lifespan(app: Starlette) -> AsyncIterator[None]:
-            async with manager.run():
-                yield
-
-        app = Starlette(
-            routes=[Route("/trials/{token}/mcp", endpoint=StreamableHTTPASGIApp(manager))], lifespan=lifespan
+        app = McpEndpoint(build_server(self._resolve), self._lookup)
+        config = uvicorn.Config(
+            app, log_level="warning", lifespan="on", access_log=False, proxy_headers=False
         )
-        config = uvicorn.Config(app, log_level="warning", lifespan="on", access_log=False)
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._run, name="castbench-mcp", daemon=True)
 
     def _run(self) -> None:
         self._server.run(sockets=[self._socket])
 
-    def _resolve(self, ctx: Any) -> McpTrial:
-        token = ctx.request.path_params["token"] if ctx.request is not None else ""
+    def _lookup(self, token: str) -> McpTrial | None:
         with self._lock:
-            trial = self._trials.get(token)
+            return self._trials.get(token)
+
+    @staticmethod
+    def _resolve(ctx: Any) -> McpTrial:
+        """The trial of a request the endpoint passed to the SDK (it found the trial first)."""
+        trial = ctx.request.scope.get(TRIAL_SCOPE_KEY) if ctx.request is not None else None
         if trial is None:
             raise UnknownTrial("no such trial on this castbench MCP server (over, or never served)")
-        return trial
+        return trial  # type: ignore[no-any-return]
 
     def start(self) -> McpHost:
         self._thread.start()

@@ -5,16 +5,24 @@ the tool's result, with the critique, and the agent's next call is its revision)
 `respond_to_user` is offered when the MCP client is the whole agent (`castbench mcp serve`): it
 sends the agent's message to the simulated user and returns the answer. When castbench drives
 the conversation itself (an agent service), the user's messages travel over HTTP instead.
+
+A call that runs no agent's code (no critic on the trial, not `respond_to_user`) only executes
+a tool in the sandbox and labels it: it runs on the server's event loop, which saves the thread
+hop (about a third of the server's cost per call). Any other call may wait on a model, so it
+runs on a worker thread and never holds up other trials' calls; so does a call arriving while
+the trial is busy with another step.
 """
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
+import anyio
 import mcp_types as types
 
 from castbench.agents.conversation import CritiqueTurn, ReplyAction, ToolCallAction, UserTurn, Verdict
-from castbench.runner.episode import Episode
+from castbench.runner.episode import Episode, StepOutcome
 
 __all__ = ["RESPOND_TOOL", "McpTrial", "critique_text", "verdict_json"]
 
@@ -65,6 +73,27 @@ class McpTrial:
                     },
                 )
             )
+        self._schemas = {tool.name: tool.input_schema for tool in self.tools}
+        self._busy = threading.Lock()  # every step of this trial through here: one at a time
+
+    def input_schema(self, name: str) -> dict[str, Any] | None:
+        """The input schema of the tool called `name` (None for a tool this trial does not offer)."""
+        return self._schemas.get(name)
+
+    async def call_async(self, params: types.CallToolRequestParams) -> types.CallToolResult:
+        """`call`, from the server's event loop: inline when it cannot wait on anything."""
+        agentless = params.name != RESPOND_TOOL or not self.respond_tool
+        if agentless and self.episode.critic is None and self._busy.acquire(blocking=False):
+            try:
+                return self._call(params.name, params.arguments)
+            finally:
+                self._busy.release()
+        return await anyio.to_thread.run_sync(self.call, params.name, params.arguments)
+
+    def step(self, action: Any) -> StepOutcome:
+        """Step the episode (for its driver: an agent service's reply), never beside a tool call."""
+        with self._busy:
+            return self.episode.step(action)
 
     def instructions(self) -> str:
         """The domain's policy (the agent's system prompt), and the customer's first message when
@@ -75,8 +104,11 @@ class McpTrial:
         return text
 
     def call(self, name: str, arguments: dict[str, Any] | None) -> types.CallToolResult:
-        """Step the episode with this call (it may wait for the critic or the simulated user:
-        the server runs it off its event loop)."""
+        """Step the episode with this call."""
+        with self._busy:
+            return self._call(name, arguments)
+
+    def _call(self, name: str, arguments: dict[str, Any] | None) -> types.CallToolResult:
         episode = self.episode
         if episode.done:
             return _text(f"This conversation has ended ({episode.end_reason}); nothing was executed.", True)
