@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -15,27 +16,14 @@ from mcp import Client  # noqa: E402
 from mcp.client.stdio import StdioServerParameters  # noqa: E402
 
 from castbench.agents.conversation import ToolCallAction  # noqa: E402
-from castbench.agents.registry import resolve  # noqa: E402
 from castbench.domain import Domain  # noqa: E402
 from castbench.grading.state_diff import state_diff  # noqa: E402
-from castbench.runner.episode import AgentSet, Episode, Limits, Verification  # noqa: E402
+from castbench.runner.episode import Episode, Verification  # noqa: E402
 from castbench.runner.records import TrialRecord  # noqa: E402
 from castbench.service.mcp_host import McpHost  # noqa: E402
 from castbench.service.mcp_trial import McpTrial  # noqa: E402
 
 SESSIONS = 32
-
-
-def _episode(retail: Domain, task_id: str, critic: str | None = None, **settings: object) -> Episode:
-    task = retail.task(task_id)
-    agents = AgentSet(
-        None,
-        resolve("user", "scripted"),
-        None if critic is None else resolve("critic", critic, in_process=True),
-    )
-    episode = Episode(retail, task, 0, 1, agents, retail.replay(task), Limits(max_steps=200), **settings)  # type: ignore[arg-type]
-    assert episode.reset() is not None
-    return episode
 
 
 async def _replay_gold(url: str, calls: list[tuple[str, dict[str, object]]]) -> list[str]:
@@ -48,7 +36,9 @@ async def _replay_gold(url: str, calls: list[tuple[str, dict[str, object]]]) -> 
         return results
 
 
-def test_concurrent_sessions_each_change_only_their_own_sandbox(retail: Domain) -> None:
+def test_concurrent_sessions_each_change_only_their_own_sandbox(
+    retail: Domain, open_episode: Callable[..., Episode]
+) -> None:
     """32 trials served at once, each replaying its own task's gold calls over MCP concurrently:
     every sandbox ends in its own task's expected state, which differs from the others'."""
     tasks = [
@@ -56,7 +46,7 @@ def test_concurrent_sessions_each_change_only_their_own_sandbox(retail: Domain) 
     ]
     tasks = tasks[:SESSIONS]
     assert len(tasks) == SESSIONS
-    episodes = [_episode(retail, task.id) for task in tasks]
+    episodes = [open_episode(task.id) for task in tasks]
     with McpHost() as host:
         urls = [host.add(McpTrial(episode)) for episode in episodes]
         gold = [[(a.name, dict(a.arguments)) for a in task.actions] for task in tasks]
@@ -74,8 +64,8 @@ def test_concurrent_sessions_each_change_only_their_own_sandbox(retail: Domain) 
     assert all(state_diff(episodes[0].db, other.db) for other in episodes[1:])
 
 
-def test_an_unknown_trial_url_reaches_nothing(retail: Domain) -> None:
-    episode = _episode(retail, "retail-test-0002")
+def test_an_unknown_trial_url_reaches_nothing(open_episode: Callable[..., Episode]) -> None:
+    episode = open_episode("retail-test-0002")
     with McpHost() as host:
         url = host.add(McpTrial(episode))
         host.remove(url)
@@ -89,13 +79,15 @@ def test_an_unknown_trial_url_reaches_nothing(retail: Domain) -> None:
     assert episode.steps == []
 
 
-def test_a_rejection_comes_back_as_the_tool_result_and_nothing_runs(retail: Domain) -> None:
+def test_a_rejection_comes_back_as_the_tool_result_and_nothing_runs(
+    retail: Domain, open_episode: Callable[..., Episode]
+) -> None:
     """The critic verifies before the server executes: its critique is the result, the state is
     untouched, and the agent's next call is the revision (run when the rounds are spent)."""
     task = retail.task("retail-test-0002")
     write = next(a for a in task.actions if retail.toolkit.is_write(a.name))
-    episode = _episode(
-        retail, task.id, "tests.critic.recording:RejectAllCritic", verification=Verification(rounds=2)
+    episode = open_episode(
+        task.id, "tests.critic.recording:RejectAllCritic", verification=Verification(rounds=2)
     )
     before = episode.db.fork()
     with McpHost() as host:

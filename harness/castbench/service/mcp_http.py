@@ -145,10 +145,9 @@ class McpEndpoint:
 
     def _result(self, version: str, result: types.CallToolResult) -> dict[str, Any]:
         """The result's wire form, as the SDK's server shapes a 2026 tool call's: sieved by the
-        version's surface, `resultType` set, and stamped with the server's identity."""
+        version's surface (which sets `resultType`) and stamped with the server's identity."""
         dumped = result.model_dump(by_alias=True, mode="json", exclude_none=True)
         dumped = methods.serialize_server_result("tools/call", version, dumped)
-        dumped.setdefault("resultType", "complete")
         meta: Mapping[str, Any] = dumped.get("_meta") or {}
         if meta.get(types.SERVER_INFO_META_KEY) is None:  # a handler-authored stamp wins, as in the SDK
             dumped["_meta"] = {**meta, types.SERVER_INFO_META_KEY: self._server.server_info_stamp}
