@@ -7,7 +7,9 @@
    streamable HTTP, in a process of its own as an agent's is) to castbench's MCP server for
    another trial of the same task. Medians; the difference is the MCP path's cost per call
    (client, HTTP, JSON-RPC, thread hop). Also the CPU time per call on either side, which does
-   not depend on what else the machine runs (wall times on a shared machine do).
+   not depend on what else the machine runs (wall times on a shared machine do). A second line
+   times a minimal JSON-RPC client instead (one bare POST per call, the stdlib's http.client):
+   no agent uses one, it shows castbench's own share of the path.
 2. Agent service, per step: retail trials played by `scripted:lookup-refuse` in castbench's
    process, then by the same logic in the reference agent service (examples/agent_service,
    a subprocess: messages over HTTP, tools over MCP). Wall time per executed step, both ways;
@@ -19,17 +21,24 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import http.client
+import json
 import os
+import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from urllib.parse import urlsplit
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
+import mcp_types as types  # noqa: E402
 from mcp import Client  # noqa: E402
+from mcp_types.version import LATEST_MODERN_VERSION  # noqa: E402
 
 from castbench.agents.conversation import ToolCallAction  # noqa: E402
 from castbench.agents.registry import resolve  # noqa: E402
@@ -63,27 +72,61 @@ def _in_process(calls: int) -> list[float]:
     return times
 
 
-async def _client(url: str, calls: int) -> tuple[list[float], float]:
-    """The agent's side: an MCP client timing each call; and its CPU time over them."""
+async def _timed(calls: int, call: Callable[[], Awaitable[object]]) -> tuple[list[float], float]:
+    """Each call's wall time, and the CPU time of this process over them all (after one warm-up
+    call: connection and first-call set-up)."""
+    await call()
     times = []
-    async with Client(url) as client:
-        await client.list_tools()  # as an agent does first (a 2026 client re-lists a tool it has not seen)
-        await client.call_tool(*CALL)  # warm: connection and first-call set-up
-        cpu = time.process_time()
-        for _ in range(calls):
-            start = time.perf_counter()
-            await client.call_tool(*CALL)
-            times.append(time.perf_counter() - start)
+    cpu = time.process_time()
+    for _ in range(calls):
+        start = time.perf_counter()
+        await call()
+        times.append(time.perf_counter() - start)
     return times, time.process_time() - cpu
 
 
-def _over_mcp(calls: int) -> tuple[list[float], float, float]:
+async def _sdk_client(url: str, calls: int) -> tuple[list[float], float]:
+    """The agent's side: the `mcp` SDK's client."""
+    async with Client(url) as client:
+        await client.list_tools()  # as an agent does first (a 2026 client re-lists a tool it has not seen)
+        return await _timed(calls, lambda: client.call_tool(*CALL))
+
+
+async def _minimal_client(url: str, calls: int) -> tuple[list[float], float]:
+    """One bare 2026-07-28 `tools/call` POST per call on one kept-alive connection."""
+    parts = urlsplit(url)
+    connection = http.client.HTTPConnection(parts.hostname or "", parts.port)
+    connection.connect()
+    connection.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    envelope = {
+        types.PROTOCOL_VERSION_META_KEY: LATEST_MODERN_VERSION,
+        types.CLIENT_CAPABILITIES_META_KEY: {},
+    }
+    params = {"name": CALL[0], "arguments": CALL[1], "_meta": envelope}
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params})
+    headers = {
+        "content-type": "application/json",
+        "accept": "application/json, text/event-stream",
+        "mcp-protocol-version": LATEST_MODERN_VERSION,
+        "mcp-method": "tools/call",
+        "mcp-name": CALL[0],
+    }
+
+    async def call() -> None:
+        connection.request("POST", parts.path, body.encode(), headers)
+        answer = json.loads(connection.getresponse().read())
+        assert not answer["result"]["isError"], answer
+
+    return await _timed(calls, call)
+
+
+def _over_mcp(calls: int, client: str) -> tuple[list[float], float, float]:
     """castbench's MCP server here, the client in a process of its own (as an agent's is): the
     call times, and the CPU time per call of the server's process and of the client's (what
     the path costs whatever else the machine is doing)."""
     with McpHost() as host:
         url = host.add(McpTrial(_episode()))
-        command = [sys.executable, __file__, "--mcp-client", url, "--calls", str(calls)]
+        command = [sys.executable, __file__, f"--{client}-client", url, "--calls", str(calls)]
         cpu = time.process_time()
         out = subprocess.run(command, capture_output=True, text=True, check=True).stdout.split()
         server_cpu = time.process_time() - cpu
@@ -122,20 +165,25 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=300)
     parser.add_argument("--tasks", type=int, default=12)
     parser.add_argument("--trials", type=int, default=2)
-    parser.add_argument("--mcp-client", help=argparse.SUPPRESS)
+    parser.add_argument("--sdk-client", help=argparse.SUPPRESS)
+    parser.add_argument("--minimal-client", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.mcp_client:
-        times, cpu = asyncio.run(_client(args.mcp_client, args.calls))
+    if args.sdk_client or args.minimal_client:
+        client = _sdk_client if args.sdk_client else _minimal_client
+        times, cpu = asyncio.run(client(args.sdk_client or args.minimal_client, args.calls))
         print(f"{cpu:.6f}", " ".join(f"{t:.6f}" for t in times))
         return
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     local = statistics.median(_in_process(args.calls)) * 1000
-    times, server_cpu, client_cpu = _over_mcp(args.calls)
-    remote = statistics.median(times) * 1000
-    print(f"MCP tool call ({args.calls} calls, {CALL[0]}): in-process step {local:.2f} ms median,")
-    overhead = remote - local
-    print(f"  over MCP {remote:.2f} ms median: overhead {overhead:.2f} ms per call ({remote / local:.1f}x);")
-    print(f"  CPU per call: server process {server_cpu * 1000:.2f} ms, client {client_cpu * 1000:.2f} ms")
+    print(f"MCP tool call ({args.calls} calls, {CALL[0]}): in-process step {local:.2f} ms median;")
+    for client, label in (("sdk", "the mcp SDK's client"), ("minimal", "a minimal JSON-RPC client")):
+        times, server_cpu, client_cpu = _over_mcp(args.calls, client)
+        remote = statistics.median(times) * 1000
+        print(
+            f"  with {label}: {remote:.2f} ms median, overhead {remote - local:.2f} ms per call "
+            f"({remote / local:.1f}x); CPU per call: server process {server_cpu * 1000:.2f} ms, "
+            f"client {client_cpu * 1000:.2f} ms"
+        )
     tasks = [task.id for task in load_domain("retail").tasks("test")[: args.tasks]]
     with tempfile.TemporaryDirectory() as folder:
         local_step, service_step, steps = _agent_path(tasks, args.trials, Path(folder))

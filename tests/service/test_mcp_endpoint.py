@@ -89,34 +89,18 @@ def _post(url: str, body: bytes, headers: dict[str, str]) -> httpx.Response:
     return httpx.post(url, content=body, headers=headers, timeout=30)
 
 
+def _order_call(arguments: object = ORDER, **headers: str) -> tuple[bytes, dict[str, str]]:
+    return _request("tools/call", {"name": "get_order_details", "arguments": arguments}, **headers)
+
+
 @pytest.mark.parametrize(
     "request_, status, code",
     [
         (_request("tools/frobnicate", {}), 404, types.METHOD_NOT_FOUND),
-        (
-            _request(
-                "tools/call",
-                {"name": "get_order_details", "arguments": ORDER},
-                **{"mcp-name": "cancel_pending_order"},
-            ),
-            400,
-            types.HEADER_MISMATCH,
-        ),  # fmt: skip
-        (
-            _request("tools/call", {"name": "get_order_details", "arguments": ["#W3002897"]}),
-            400,
-            types.INVALID_PARAMS,
-        ),  # fmt: skip
-        (
-            _request(
-                "tools/call",
-                {"name": "get_order_details", "arguments": ORDER},
-                **{"mcp-protocol-version": "2099-01-01"},
-            ),
-            400,
-            types.HEADER_MISMATCH,
-        ),  # fmt: skip
-        ((b"{not json", _request("tools/call", {})[1]), 400, types.PARSE_ERROR),
+        (_order_call(**{"mcp-name": "cancel_pending_order"}), 400, types.HEADER_MISMATCH),
+        (_order_call(["#W3002897"]), 400, types.INVALID_PARAMS),
+        (_order_call(**{"mcp-protocol-version": "2099-01-01"}), 400, types.HEADER_MISMATCH),
+        ((b"{not json", _order_call()[1]), 400, types.PARSE_ERROR),
     ],
     ids=["unknown-method", "name-header-mismatch", "arguments-not-an-object", "version-mismatch", "bad-json"],
 )
@@ -139,7 +123,7 @@ def test_get_is_405_a_notification_202_and_an_unknown_trial_404(open_episode: Ca
         notification = {k: v for k, v in json.loads(body).items() if k != "id"}
         notified = _post(url, json.dumps(notification).encode(), headers)
         host.remove(url)
-        gone = _post(url, *_request("tools/call", {"name": "get_order_details", "arguments": ORDER}))
+        gone = _post(url, *_order_call())
     assert got.status_code == 405 and got.headers["allow"] == "POST"
     assert notified.status_code == 202
     assert gone.status_code == 404 and gone.json()["error"]["message"] == "No such trial"
