@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, get_type_hints
 
 import docstring_parser
+import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from castbench.domain.database import Database, RecordNotFound
@@ -176,7 +177,7 @@ class Toolkit:
     def schemas(self) -> list[dict[str, Any]]:
         """The tools' schemas as fresh copies: an agent that edits what it was handed changes
         nothing that later trials, the critic or the domain itself see."""
-        return json.loads(self._schemas_json)  # type: ignore[no-any-return]
+        return orjson.loads(self._schemas_json)  # type: ignore[no-any-return]
 
     def __contains__(self, name: object) -> bool:
         return name in self._tools

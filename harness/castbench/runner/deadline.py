@@ -89,45 +89,84 @@ class _Call:
         self.done.set()
 
 
-class AgentThread:
-    """One daemon thread per trial on which its agents' code runs, so the trial can stop waiting.
+class _Worker:
+    """A daemon thread running the calls put on its queue, one at a time, until it gets None."""
 
-    Calls run one at a time, in order, as they would on the trial's own thread."""
+    def __init__(self) -> None:
+        self.jobs: queue.SimpleQueue[_Call | None] = queue.SimpleQueue()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        while (job := self.jobs.get()) is not None:
+            job.run()
+
+
+_IDLE_KEPT = 1024
+"""Idle workers kept for the next trials: starting a thread per trial cost more than its calls."""
+_idle: list[_Worker] = []
+_idle_lock = threading.Lock()
+
+
+def _take_worker(name: str) -> _Worker:
+    with _idle_lock:
+        worker = _idle.pop() if _idle else None
+    worker = worker or _Worker()
+    worker.thread.name = name
+    return worker
+
+
+def _give_back(worker: _Worker) -> None:
+    with _idle_lock:
+        if len(_idle) < _IDLE_KEPT:
+            _idle.append(worker)
+            return
+    worker.jobs.put(None)
+
+
+class AgentThread:
+    """The daemon thread of one trial on which its agents' code runs, so the trial can stop
+    waiting. Calls run one at a time, in order, as they would on the trial's own thread.
+
+    The thread is taken from a pool of idle ones and given back when the trial ends, unless a
+    call on it was abandoned (it may still be running): such a thread ends after that call."""
 
     def __init__(self, name: str, stop: Halt | None = None) -> None:
         self._name = name
         self._stop = stop
-        self._jobs: queue.SimpleQueue[_Call | None] = queue.SimpleQueue()
-        self._thread: threading.Thread | None = None
-
-    def _serve(self) -> None:
-        while (job := self._jobs.get()) is not None:
-            job.run()
+        self._worker: _Worker | None = None
+        self._abandoned = False
 
     def call(self, fn: Callable[..., T], *args: Any, deadline: float | None = None, what: str = "") -> T:
         """`fn(*args)` on the agent thread; `AgentTimeout` once `deadline` (a `time.monotonic()`
         value) passes, `Cancelled` once the run's stop flag is set. `fn`'s own exception is
         re-raised here with its traceback."""
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._serve, name=self._name, daemon=True)
-            self._thread.start()
+        if self._worker is None:
+            self._worker = _take_worker(self._name)
         job = _Call(fn, args)
         if self._stop is not None:
             self._stop.watch(job.done)
         try:
-            self._jobs.put(job)
+            self._worker.jobs.put(job)
             if not job.done.wait(None if deadline is None else max(0.0, deadline - time.monotonic())):
+                self._abandoned = True
                 raise AgentTimeout(what)
         finally:
             if self._stop is not None:
                 self._stop.unwatch(job.done)
         if not job.finished:  # woken by the run's halt
+            self._abandoned = True
             raise Cancelled(f"run interrupted during {what}")
         if job.error is not None:
             raise job.error
         return job.value  # type: ignore[no-any-return]
 
     def close(self) -> None:
-        """Let the thread end after its current call (at once when idle)."""
-        if self._thread is not None:
-            self._jobs.put(None)
+        """Give the thread back (or, after an abandoned call, let it end once that call does)."""
+        worker, self._worker = self._worker, None
+        if worker is None:
+            return
+        if self._abandoned:
+            worker.jobs.put(None)
+        else:
+            _give_back(worker)

@@ -13,6 +13,7 @@ import pytest
 
 from castbench.api import evaluate
 from castbench.domain import load_domain
+from castbench.errors import AgentTimeout
 from castbench.report.summary import summarize_run
 from castbench.runner.config import RunConfig
 from castbench.runner.deadline import AgentThread, Cancelled, Halt, TimeLimits
@@ -123,3 +124,19 @@ def test_a_halt_wakes_an_agent_call_at_once_and_a_finished_call_keeps_its_value(
         agent.call(stuck.wait, what="later step")
     stuck.set()
     agent.close()
+
+
+def test_a_thread_left_running_an_abandoned_call_never_serves_another_trial() -> None:
+    """Agent threads are reused across trials, except one still busy with a call its trial gave
+    up on: the next trial's calls must not queue behind it."""
+    stuck = threading.Event()
+    first = AgentThread("agents-first")
+    with pytest.raises(AgentTimeout):
+        first.call(stuck.wait, deadline=time.monotonic() + 0.2, what="stuck step")
+    first.close()
+    for index in range(3):
+        later = AgentThread(f"agents-later-{index}")
+        assert later.call(threading.current_thread) is not threading.current_thread()
+        assert later.call(lambda: "answer", deadline=time.monotonic() + 5) == "answer"
+        later.close()
+    stuck.set()
