@@ -136,7 +136,7 @@ def test_a_thread_left_running_an_abandoned_call_never_serves_another_trial() ->
     first.close()
     for index in range(3):
         later = AgentThread(f"agents-later-{index}")
-        assert later.call(threading.current_thread) is not threading.current_thread()
         assert later.call(lambda: "answer", deadline=time.monotonic() + 5) == "answer"
+        assert later.call(threading.current_thread) is not threading.current_thread()
         later.close()
     stuck.set()
