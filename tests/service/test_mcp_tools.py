@@ -4,6 +4,7 @@ in-process calls are, and concurrent trials never see each other's state."""
 from __future__ import annotations
 
 import asyncio
+import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -108,26 +109,28 @@ def test_a_rejection_comes_back_as_the_tool_result_and_nothing_runs(
     assert not second.is_error  # type: ignore[attr-defined]
 
 
+def _serve(record_path: Path, *options: str) -> list[str]:
+    """`castbench mcp serve` of one retail trial, as a Python command line's arguments."""
+    return [
+        "-c",
+        "from castbench.cli.app import main; main()",
+        "mcp",
+        "serve",
+        "--domain",
+        "retail",
+        "--task",
+        "retail-test-0002",
+        "--record",
+        str(record_path),
+        *options,
+    ]
+
+
 def test_cli_serves_one_trial_over_stdio_and_writes_its_record(tmp_path: Path) -> None:
     """`castbench mcp serve`: the customer's message in the instructions, the domain tools and
     `respond_to_user`; when the customer leaves, the graded record is written."""
     record_path = tmp_path / "record.json"
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=[
-            "-c",
-            "from castbench.cli.app import main; main()",
-            "mcp",
-            "serve",
-            "--domain",
-            "retail",
-            "--task",
-            "retail-test-0002",
-            "--record",
-            str(record_path),
-        ],
-        cwd=str(Path.cwd()),
-    )
+    params = StdioServerParameters(command=sys.executable, args=_serve(record_path), cwd=str(Path.cwd()))
 
     async def session() -> tuple[str | None, list[str], str]:
         async with Client(params) as client:
@@ -142,3 +145,34 @@ def test_cli_serves_one_trial_over_stdio_and_writes_its_record(tmp_path: Path) -
     record = TrialRecord.model_validate_json(record_path.read_text())
     assert record.task_id == "retail-test-0002" and record.steps[0].action is not None
     assert record.reward == 0.0
+
+
+def test_cli_serves_one_trial_over_http_with_its_instructions(tmp_path: Path) -> None:
+    """`--transport http`: the instructions (the policy and the customer's first message) reach
+    the client as over stdio; the server ends, writing the record, when the customer leaves."""
+    record_path = tmp_path / "record.json"
+    process = subprocess.Popen(
+        [sys.executable, *_serve(record_path, "--transport", "http")], stdout=subprocess.PIPE, text=True
+    )
+
+    async def session(url: str) -> tuple[str | None, list[str]]:
+        answers: list[str] = []
+        async with Client(url) as client:
+            while not answers or "[The customer has ended the conversation.]" not in answers[-1]:
+                assert len(answers) < 10, answers
+                answer = await client.call_tool(
+                    "respond_to_user", {"message": "Sorry, I cannot help. Goodbye."}
+                )
+                answers.append(answer.content[0].text)  # type: ignore[union-attr]
+            return client.instructions, answers
+
+    try:
+        assert process.stdout is not None
+        instructions, answers = asyncio.run(session(process.stdout.readline().strip()))
+        assert process.wait(timeout=60) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert instructions is not None and "cancel an order" in instructions
+    record = TrialRecord.model_validate_json(record_path.read_text())
+    assert record.end_reason == "user_stop" and len(record.steps) == len(answers)

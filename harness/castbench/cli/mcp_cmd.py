@@ -52,7 +52,7 @@ def serve(
         if transport == "stdio":
             anyio.run(serve_stdio, served)
         else:
-            with McpHost(host, port) as mcp_host:
+            with McpHost(host, port, served.instructions()) as mcp_host:
                 print(mcp_host.add(served), flush=True)
                 env.episode.ended.wait()
     except KeyboardInterrupt:

@@ -55,7 +55,9 @@ async def serve_stdio(trial: McpTrial) -> None:
 class McpHost:
     """A loopback MCP server, in a thread of its own, for the trials added to it."""
 
-    def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(self, host: str = "127.0.0.1", port: int = 0, instructions: str | None = None) -> None:
+        """`instructions`: what the server tells every client it serves (one trial's, when it
+        serves one: `castbench mcp serve`; an agent service gets its briefing over HTTP)."""
         self._trials: dict[str, McpTrial] = {}
         self._lock = threading.Lock()
         self._socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -64,7 +66,7 @@ class McpHost:
         self._socket.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self._socket.bind((host, port))
         self.host, self.port = self._socket.getsockname()[:2]
-        app = McpEndpoint(build_server(self._resolve), self._lookup)
+        app = McpEndpoint(build_server(self._resolve, instructions), self._lookup)
         config = uvicorn.Config(
             app, log_level="warning", lifespan="on", access_log=False, proxy_headers=False
         )
