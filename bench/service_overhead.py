@@ -9,7 +9,9 @@
    (client, HTTP, JSON-RPC, thread hop). Also the CPU time per call on either side, which does
    not depend on what else the machine runs (wall times on a shared machine do). A second line
    times a minimal JSON-RPC client instead (one bare POST per call, the stdlib's http.client):
-   no agent uses one, it shows castbench's own share of the path.
+   no agent uses one, it shows castbench's own share of the path. A third line: the SDK's
+   client over stdio to `castbench mcp serve` (a local agent's usual set-up; a fresh server
+   every 35 calls, as a served trial ends at its 40-step limit).
 2. Agent service, per step: retail trials played by `scripted:lookup-refuse` in castbench's
    process, then by the same logic in the reference agent service (examples/agent_service,
    a subprocess: messages over HTTP, tools over MCP). Wall time per executed step, both ways;
@@ -38,6 +40,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 import mcp_types as types  # noqa: E402
 from mcp import Client  # noqa: E402
+from mcp.client.stdio import StdioServerParameters  # noqa: E402
 from mcp_types.version import LATEST_MODERN_VERSION  # noqa: E402
 
 from castbench.agents.conversation import ToolCallAction  # noqa: E402
@@ -120,6 +123,33 @@ async def _minimal_client(url: str, calls: int) -> tuple[list[float], float]:
     return await _timed(calls, call)
 
 
+_PER_TRIAL = 35
+"""Calls per served trial over stdio: `castbench mcp serve` holds a trial to its 40-step limit."""
+
+
+async def _stdio_client(calls: int) -> tuple[list[float], float]:
+    """The `mcp` SDK's client over stdio to `castbench mcp serve` (the server a child of this
+    process, one per `_PER_TRIAL` calls): call times and this process's CPU over them."""
+    serve = "from castbench.cli.app import main; main()"
+    times: list[float] = []
+    cpu = 0.0
+    while len(times) < calls:
+        args = ["-c", serve, "mcp", "serve", "--domain", "retail", "--task", TASK, "--trial", "0"]
+        params = StdioServerParameters(command=sys.executable, args=args, cwd=str(ROOT))
+        async with Client(params) as client:
+            await client.list_tools()
+            more, spent = await _timed(min(_PER_TRIAL, calls - len(times)), lambda: client.call_tool(*CALL))
+        times += more
+        cpu += spent
+    return times, cpu
+
+
+def _over_stdio(calls: int) -> tuple[list[float], float]:
+    command = [sys.executable, __file__, "--stdio-client", "yes", "--calls", str(calls)]
+    out = subprocess.run(command, capture_output=True, text=True, check=True).stdout.split()
+    return [float(value) for value in out[1:]], float(out[0]) / calls
+
+
 def _over_mcp(calls: int, client: str) -> tuple[list[float], float, float]:
     """castbench's MCP server here, the client in a process of its own (as an agent's is): the
     call times, and the CPU time per call of the server's process and of the client's (what
@@ -167,7 +197,12 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=2)
     parser.add_argument("--sdk-client", help=argparse.SUPPRESS)
     parser.add_argument("--minimal-client", help=argparse.SUPPRESS)
+    parser.add_argument("--stdio-client", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.stdio_client:
+        times, cpu = asyncio.run(_stdio_client(args.calls))
+        print(f"{cpu:.6f}", " ".join(f"{t:.6f}" for t in times))
+        return
     if args.sdk_client or args.minimal_client:
         client = _sdk_client if args.sdk_client else _minimal_client
         times, cpu = asyncio.run(client(args.sdk_client or args.minimal_client, args.calls))
@@ -184,6 +219,13 @@ def main() -> None:
             f"({remote / local:.1f}x); CPU per call: server process {server_cpu * 1000:.2f} ms, "
             f"client {client_cpu * 1000:.2f} ms"
         )
+    times, client_cpu = _over_stdio(args.calls)
+    remote = statistics.median(times) * 1000
+    print(
+        f"  over stdio (`castbench mcp serve`) with the mcp SDK's client: {remote:.2f} ms median, "
+        f"overhead {remote - local:.2f} ms per call ({remote / local:.1f}x); client CPU per call "
+        f"{client_cpu * 1000:.2f} ms"
+    )
     tasks = [task.id for task in load_domain("retail").tasks("test")[: args.tasks]]
     with tempfile.TemporaryDirectory() as folder:
         local_step, service_step, steps = _agent_path(tasks, args.trials, Path(folder))
