@@ -11,6 +11,7 @@ from typing import Any
 
 from castbench.agents.registry import AgentSpec, Role, resolve
 from castbench.agents.traits import parse_traits
+from castbench.defaults import DEFAULT_DB, DEFAULT_LEASE_S, DEFAULT_MAX_TRIALS
 from castbench.domain import resolve_domains
 from castbench.grading import GradingMode
 from castbench.models.settings import configure_model_agent, load_models_config
@@ -24,14 +25,10 @@ from castbench.runner.identity import fingerprint
 from castbench.runner.plan import plan_tasks
 from castbench.runner.records import TrialRecord
 from castbench.runner.rollout import AgentSet, Limits, Verification
-from castbench.runner.shared import DEFAULT_LEASE_S
 from castbench.runner.topup import top_up
-from castbench.store import DEFAULT_DB, ResultsStore
+from castbench.store import ResultsStore
 
 __all__ = ["DEFAULT_MAX_TRIALS", "EvalResult", "build_config", "evaluate", "model_factory", "run_metadata"]
-
-DEFAULT_MAX_TRIALS = 64
-"""The most trials per task `add_trials` tops a run up to unless told otherwise."""
 
 
 def model_factory(role: Role) -> Callable[..., Any]:

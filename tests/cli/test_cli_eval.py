@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from typer.testing import Result
 
-from castbench.cli import eval_cmd
+from castbench import api
 from tests.support import invoke, sqlite_url
 
 TASKS = "retail-test-0001,retail-test-0006,retail-test-0010"
@@ -19,14 +19,15 @@ TASKS = "retail-test-0001,retail-test-0006,retail-test-0010"
 def _first_line_and_options(
     monkeypatch: pytest.MonkeyPatch, *args: str, env: dict[str, str | None] | None = None
 ) -> tuple[str, dict[str, Any], Result]:
-    """What `castbench eval ...` prints first and what it would run (the run itself is stubbed)."""
+    """What `castbench eval ...` prints first and what it would run (the run itself is stubbed:
+    the command imports `castbench.api.evaluate` when it runs)."""
     received: dict[str, Any] = {}
 
     def stop(**options: Any) -> None:
         received.update(options)
         raise ValueError("stopped by the test")
 
-    monkeypatch.setattr(eval_cmd, "evaluate", stop)
+    monkeypatch.setattr(api, "evaluate", stop)
     result = invoke("eval", *args, env=env)
     assert result.exit_code == 2 and "error: stopped by the test" in result.output
     return result.output.splitlines()[0], received, result
@@ -64,7 +65,7 @@ def test_a_database_from_the_environment_keeps_the_defaults(
 
 
 def test_any_flag_is_no_longer_the_defaults(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(eval_cmd, "evaluate", lambda **_: (_ for _ in ()).throw(ValueError("stop")))
+    monkeypatch.setattr(api, "evaluate", lambda **_: (_ for _ in ()).throw(ValueError("stop")))
     first_line = invoke("eval", "--trials", "2").output.splitlines()[0]
     assert first_line.startswith("castbench eval: ") and "2 trials" in first_line
 

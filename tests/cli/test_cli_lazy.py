@@ -15,8 +15,11 @@ def _loaded(args: list[str], env: dict[str, str], cwd: Path) -> set[str]:
     return set(loaded(probe(RUN_COMMAND, args, env, str(cwd))))
 
 
-def test_help_imports_no_heavy_package(repo_env: dict[str, str], tmp_path: Path) -> None:
-    assert _loaded(["--help"], repo_env, tmp_path) == set()
+@pytest.mark.parametrize("args", [["--help"], ["eval", "--help"]], ids=["castbench", "eval"])
+def test_help_imports_no_heavy_package(args: list[str], repo_env: dict[str, str], tmp_path: Path) -> None:
+    """Help shows option defaults (the database URL, the lease) without loading the store, numpy or
+    the engine they belong to."""
+    assert _loaded(args, repo_env, tmp_path) == set()
 
 
 def test_oracle_eval_loads_no_model_client_nor_templates(repo_env: dict[str, str], tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ from castbench.cli.errors import fail
 from castbench.cli.options import DbOption
 from castbench.compare import SourceError, comparability_problems, compare_runs, load_summary
 from castbench.compare.report import comparison_renderables
-from castbench.store import DEFAULT_DB
+from castbench.defaults import DEFAULT_DB
 
 console = Console()
 

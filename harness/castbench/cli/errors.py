@@ -51,6 +51,8 @@ class CastbenchGroup(TyperGroup):
     def invoke(self, ctx: Any) -> Any:
         try:
             return super().invoke(ctx)
+        except (typer.Exit, typer.Abort):  # `--help`, a clean exit: nothing to look up
+            raise
         except Exception as exc:
             if isinstance(exc, user_errors()):
                 fail(exc)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -19,20 +19,18 @@ from rich.progress import (
 )
 
 from castbench.agents.registry import AgentSpecError
-from castbench.api import DEFAULT_MAX_TRIALS, EvalResult, evaluate
 from castbench.cli.errors import fail
 from castbench.cli.options import DbOption, DomainOption, SplitOption
+from castbench.defaults import DEFAULT_DB, DEFAULT_LEASE_S, DEFAULT_MAX_TRIALS
 from castbench.domain import ExpectedStateError, TaskFileError
 from castbench.errors import InfrastructureError, RunInterrupted, ServerDown
 from castbench.grading import GRADING_MODES
-from castbench.publish.board import BoardError, board_path, load_board
-from castbench.report import print_summary
-from castbench.report.traits import sweep_table, trait_sweep
 from castbench.runner.executors import make_executor
 from castbench.runner.records import TrialRecord
 from castbench.runner.rollout import Limits, TimeLimits, Verification
-from castbench.runner.shared import DEFAULT_LEASE_S
-from castbench.store import DEFAULT_DB
+
+if TYPE_CHECKING:
+    from castbench.api import EvalResult
 
 console = Console()
 _AGENTS = "Agents"
@@ -46,6 +44,8 @@ def _suite_settings(
     ctx: typer.Context, suite: str, domain: str, split: str, trials: int
 ) -> tuple[str, str, int]:
     """The suite's domains, split and trials, except those given on the command line."""
+    from castbench.publish.board import BoardError, board_path, load_board
+
     try:
         spec = load_board(board_path(suite, Path(".")))
     except BoardError as exc:
@@ -275,6 +275,11 @@ def eval_command(
         nonlocal passed
         passed += record.passed
         progress.update(bars[-1], advance=1, passed=passed)
+
+    # the engine, store, numpy: only once a run is asked for (`eval --help` needs none of them)
+    from castbench.api import evaluate
+    from castbench.report import print_summary
+    from castbench.report.traits import sweep_table, trait_sweep
 
     def run(profile: str | None) -> EvalResult:
         phase.clear()

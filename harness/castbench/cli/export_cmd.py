@@ -11,6 +11,7 @@ from rich.console import Console
 
 from castbench.cli.errors import fail
 from castbench.cli.options import DbOption
+from castbench.defaults import DEFAULT_DB
 from castbench.publish.archive import (
     EXPORT_SUFFIX,
     ArchiveError,
@@ -22,7 +23,7 @@ from castbench.publish.archive import (
     write_export,
 )
 from castbench.publish.verify import verify_run
-from castbench.store import DEFAULT_DB, ResultsStore
+from castbench.store import ResultsStore
 
 console = Console()
 

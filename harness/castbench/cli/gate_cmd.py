@@ -31,7 +31,7 @@ from castbench.compare import (
 )
 from castbench.compare.gate_report import gate_junit, gate_markdown, gate_panel
 from castbench.compare.plan import CheckPlan, plan_checks
-from castbench.store import DEFAULT_DB
+from castbench.defaults import DEFAULT_DB
 
 console = Console()
 _CHECKS = "Checks"

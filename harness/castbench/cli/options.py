@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from castbench.store import DEFAULT_DB
+from castbench.defaults import DEFAULT_DB
 
 DbOption = Annotated[
     str,

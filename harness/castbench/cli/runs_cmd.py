@@ -12,9 +12,10 @@ from rich.table import Table
 
 from castbench.cli.errors import fail
 from castbench.cli.options import DbOption
+from castbench.defaults import DEFAULT_DB
 from castbench.report import print_summary, print_trial, summarize_run
 from castbench.runner.records import TrialRecord
-from castbench.store import DEFAULT_DB, ResultsStore
+from castbench.store import ResultsStore
 from castbench.store.leases import workers
 
 runs_app = typer.Typer(help="Stored runs.", no_args_is_help=True)

@@ -15,6 +15,7 @@ from pydantic import ValidationError
 from pydantic_core import PydanticSerializationError
 from sqlalchemy.exc import SQLAlchemyError
 
+from castbench.defaults import DEFAULT_LEASE_S
 from castbench.errors import RunInterrupted
 from castbench.runner.config import RunConfig
 from castbench.runner.deadline import Cancelled, Halt, TimeLimits
@@ -23,7 +24,7 @@ from castbench.runner.executors.local import LocalExecutor, second_interrupt_exi
 from castbench.runner.plan import TrialJob, plan_trials, planned_trials
 from castbench.runner.records import TrialRecord
 from castbench.runner.rollout import AgentSet
-from castbench.runner.shared import DEFAULT_LEASE_S, SharedPlan
+from castbench.runner.shared import SharedPlan
 from castbench.runner.work import TrialWork
 from castbench.store import HEARTBEAT_S, ResultsStore
 

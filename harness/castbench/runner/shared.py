@@ -20,10 +20,7 @@ from castbench.store.leases import Leases, TrialKey
 
 J = TypeVar("J")
 
-__all__ = ["DEFAULT_LEASE_S", "SharedPlan"]
-
-DEFAULT_LEASE_S = 60.0
-"""How long a silent worker keeps its trials before others take them over."""
+__all__ = ["SharedPlan"]
 
 
 class SharedPlan(Generic[J]):

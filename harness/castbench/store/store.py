@@ -22,14 +22,13 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, SQLModel, col, create_engine, select
 
+from castbench.defaults import DEFAULT_DB
 from castbench.runner.config import RunConfig
 from castbench.runner.records import TrialRecord
 from castbench.store.connect import db_url, plain_db_errors
 from castbench.store.tables import RunLease, RunRow, TrialRow
 
 __all__ = ["DEFAULT_DB", "HEARTBEAT_S", "ResultsStore", "StoreError", "TrialKey", "last_written"]
-
-DEFAULT_DB = "sqlite:///results/castbench.db"
 
 TrialKey = tuple[str, str, int]
 """(domain, task id, trial index)"""
