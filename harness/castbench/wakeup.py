@@ -32,5 +32,5 @@ class Wakeup:
         """True once set; False if `timeout` seconds passed first. Stays set after it returns."""
         if not self._lock.acquire(timeout=-1 if timeout is None else timeout):
             return False
-        self._lock.release()
+        self.set()  # stays set (a second `set` may have come in between: nothing to undo then)
         return True

@@ -19,6 +19,7 @@ from castbench.runner.config import RunConfig
 from castbench.runner.deadline import AgentThread, Cancelled, Halt, TimeLimits
 from castbench.runner.records import TrialRecord
 from castbench.store import ResultsStore
+from castbench.wakeup import Wakeup
 from tests.support import sqlite_url
 
 
@@ -140,3 +141,16 @@ def test_a_thread_left_running_an_abandoned_call_never_serves_another_trial() ->
         assert later.call(threading.current_thread) is not threading.current_thread()
         later.close()
     stuck.set()
+
+
+def test_a_wakeup_set_twice_around_its_wait_stays_set_and_raises_nothing() -> None:
+    """A call that finishes as the run halts is woken twice; the wait must not fail either way."""
+    for _ in range(200):
+        wakeup = Wakeup()
+        setters = [threading.Thread(target=wakeup.set) for _ in range(2)]
+        for setter in setters:
+            setter.start()
+        assert wakeup.wait(5)
+        for setter in setters:
+            setter.join()
+        assert wakeup.wait(0) and wakeup.wait(0)
