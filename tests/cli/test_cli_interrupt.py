@@ -39,6 +39,13 @@ def _command(db: Path, *extra: str) -> list[str]:
     ]
 
 
+def _ctrl_c_delivered() -> None:
+    """In the child before it starts: Ctrl-C as a terminal delivers it. A test run started in the
+    background by a non-interactive shell (`... &`, as a CI script may be) has SIGINT ignored,
+    every child inherits that, and Python then leaves it ignored: the signal would never arrive."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _stalled(db: Path, process: subprocess.Popen[str], timeout: float = 90) -> int:
     """Wait until both workers hang (the stored count stops growing), return that count."""
     deadline, last, since = time.monotonic() + timeout, -1, time.monotonic()
@@ -58,7 +65,13 @@ def test_ctrl_c_interrupts_a_run_with_hung_agents_and_the_run_resumes(
     db = tmp_path / "runs.db"
     command = _command(db, "--step-timeout", "0", "--trial-timeout", "0")  # nothing would end them
     process = subprocess.Popen(
-        command, cwd=tmp_path, env=repo_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        command,
+        cwd=tmp_path,
+        env=repo_env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        preexec_fn=_ctrl_c_delivered,
     )
     stored = _stalled(db, process)
     os.kill(process.pid, signal.SIGINT)
