@@ -160,6 +160,10 @@ class Episode:
         grading: GradingMode = "castbench",
     ) -> None:
         self.domain, self.task, self.agents = domain, task, agents
+        roles = (("policy", agents.policy), ("user", agents.user), ("critic", agents.critic))
+        self._never_blocking = frozenset(
+            role for role, spec in roles if spec is not None and spec.kind == "builtin"
+        )
         self.trial_index, self.seed, self.expected = trial_index, seed, expected
         self.limits = limits or Limits()
         self.verification = verification or Verification()
@@ -485,7 +489,7 @@ class Episode:
         callee enforces its own."""
         deadline, limit = self.deadline()
         try:
-            if self._inline(role):
+            if self.never_blocks(role):
                 value = fn(*args)
                 if deadline is not None and time.monotonic() > deadline:
                     raise AgentTimeout(what)
@@ -502,12 +506,12 @@ class Episode:
             self._fail(role, f"{role} raised {exc!r} while {what}\n{traceback.format_exc()}")
         raise AssertionError("unreachable")
 
-    def _inline(self, role: str) -> bool:
-        """castbench's own scripted agents run on the trial's thread: pure Python that never
-        blocks, so there is nothing to stop waiting for, and the hop to the agent thread (two
-        thread switches per call under the GIL) was a quarter of a model-bound run's CPU."""
-        spec = {"policy": self.agents.policy, "user": self.agents.user, "critic": self.agents.critic}[role]
-        return spec is not None and spec.kind == "builtin"
+    def never_blocks(self, role: str) -> bool:
+        """Whether the role's agent is one of castbench's own scripted agents: pure Python that
+        never blocks, so it runs on the caller's thread (the trial's, or an MCP server's loop)
+        with nothing to stop waiting for. The hop to the agent thread (two thread switches per
+        call under the GIL) was a quarter of a model-bound run's CPU."""
+        return role in self._never_blocking
 
     def _fail(self, role: str, message: str) -> None:
         if role != "user":

@@ -6,11 +6,11 @@ the tool's result, with the critique, and the agent's next call is its revision)
 sends the agent's message to the simulated user and returns the answer. When castbench drives
 the conversation itself (an agent service), the user's messages travel over HTTP instead.
 
-A call that runs no agent's code (no critic on the trial, not `respond_to_user`) only executes
-a tool in the sandbox and labels it: it runs on the server's event loop, which saves the thread
-hop (about a third of the server's cost per call). Any other call may wait on a model, so it
-runs on a worker thread and never holds up other trials' calls; so does a call arriving while
-the trial is busy with another step.
+A call that can wait on no agent (no critic on the trial, or castbench's scripted one; not
+`respond_to_user`, unless the user is the scripted one: `Episode.never_blocks`) runs on the
+server's event loop, which saves the thread hop (about a third of the server's cost per call).
+Any other call may wait on a model, so it runs on a worker thread and never holds up other
+trials' calls; so does a call arriving while the trial is busy with another step.
 """
 
 from __future__ import annotations
@@ -82,8 +82,10 @@ class McpTrial:
 
     async def call_async(self, params: types.CallToolRequestParams) -> types.CallToolResult:
         """`call`, from the server's event loop: inline when it cannot wait on anything."""
-        agentless = params.name != RESPOND_TOOL or not self.respond_tool
-        if agentless and self.episode.critic is None and self._busy.acquire(blocking=False):
+        episode = self.episode
+        user_free = params.name != RESPOND_TOOL or not self.respond_tool or episode.never_blocks("user")
+        critic_free = episode.critic is None or episode.never_blocks("critic")
+        if user_free and critic_free and self._busy.acquire(blocking=False):
             try:
                 return self._call(params.name, params.arguments)
             finally:
