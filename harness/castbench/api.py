@@ -14,7 +14,6 @@ from castbench.agents.traits import parse_traits
 from castbench.defaults import DEFAULT_DB, DEFAULT_LEASE_S, DEFAULT_MAX_TRIALS
 from castbench.domain import resolve_domains
 from castbench.grading import GradingMode
-from castbench.models.settings import configure_model_agent, load_models_config
 from castbench.report.floors import reference_floors
 from castbench.report.summary import RunSummary, pair_with_baseline, summarize_run
 from castbench.runner.config import RunConfig
@@ -98,12 +97,20 @@ def build_config(
     inside this process (debugging): the roles it affects are recorded in the config, and
     leaderboards refuse the run."""
     resolved = resolve_domains(domains)
-    layers = load_models_config(models_config) if isinstance(models_config, str | Path) else models_config
+    layers: dict[str, dict[str, Any]] | None
+    if isinstance(models_config, str | Path):
+        from castbench.models.settings import load_models_config  # model runs' only (tomllib, checks)
+
+        layers = load_models_config(models_config)
+    else:
+        layers = models_config
     models: dict[str, Any] = {}
 
     def configured(agent: AgentSpec) -> AgentSpec:
         if agent.kind != "model":
             return agent
+        from castbench.models.settings import configure_model_agent
+
         agent, models[agent.role] = configure_model_agent(agent, layers, api_base, cache_dir, concurrency)
         return agent
 

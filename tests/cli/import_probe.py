@@ -9,7 +9,12 @@ import sys
 
 __all__ = ["HEAVY", "RUN_COMMAND", "loaded", "probe"]
 
-HEAVY = ("litellm", "openai", "pandas", "scipy", "jinja2", "sqlalchemy", "sqlmodel", "numpy")
+HEAVY = (
+    *("litellm", "openai", "aiohttp", "uvloop", "httpx"),  # model clients
+    *("pandas", "scipy", "numpy", "jinja2"),
+    *("sqlalchemy", "sqlmodel", "psycopg"),  # the store; psycopg for postgresql:// only
+    "ray",
+)
 
 RUN_COMMAND = """
 import json, sys

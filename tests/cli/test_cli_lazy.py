@@ -22,12 +22,12 @@ def test_help_imports_no_heavy_package(args: list[str], repo_env: dict[str, str]
     assert _loaded(args, repo_env, tmp_path) == set()
 
 
-def test_oracle_eval_loads_no_model_client_nor_templates(repo_env: dict[str, str], tmp_path: Path) -> None:
+def test_oracle_eval_loads_the_store_and_nothing_else_heavy(repo_env: dict[str, str], tmp_path: Path) -> None:
+    """No model client, templates, Ray or Postgres driver; not numpy either: a summary whose tasks
+    all agree needs no resampling (`castbench.metrics.intervals`)."""
     args = ["eval", "--domain", "retail", "--policy", "oracle", "--trials", "1"]
     args += ["--tasks", "retail-test-0001", "--db", sqlite_url(tmp_path / "r.db")]
-    loaded = _loaded(args, repo_env, tmp_path)
-    assert "sqlalchemy" in loaded  # it did run and store
-    assert loaded.isdisjoint({"litellm", "openai", "pandas", "scipy", "jinja2"})
+    assert _loaded(args, repo_env, tmp_path) == {"sqlalchemy", "sqlmodel"}  # it did run and store
 
 
 @pytest.mark.parametrize("name", sorted(COMMANDS))

@@ -1,9 +1,13 @@
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from castbench.metrics import Difference, Interval, bootstrap_ci, paired_bootstrap_diff
+from castbench.metrics import Difference, Interval, bootstrap_ci, mean_and_interval, paired_bootstrap_diff
 
 per_task = st.lists(st.integers(0, 8).map(lambda c: c / 8), min_size=1, max_size=60)
 
@@ -32,10 +36,41 @@ def test_default_interval_is_deterministic_and_sensible() -> None:
     assert wider.low <= first.low and wider.high >= first.high
 
 
+@pytest.mark.parametrize("as_array", [False, True], ids=["list", "array"])
 @pytest.mark.parametrize("values", [[0.625], [0.3, 0.3, 0.3], [0.1] * 7, [0.0] * 20])
-def test_interval_collapses_without_variance(values: list[float]) -> None:
-    point = float(np.mean(values))
-    assert bootstrap_ci(values) == (point, point)
+def test_equal_values_are_their_own_mean_and_interval(values: list[float], as_array: bool) -> None:
+    """Every resample of equal values has their mean, which is that value exactly (numpy's mean
+    of seven 0.1s is 0.09999999999999999), given as a list or as an array."""
+    given = np.array(values) if as_array else values
+    value = values[0]
+    assert mean_and_interval(given) == (value, (value, value))
+    assert bootstrap_ci(given) == (value, value)
+    assert paired_bootstrap_diff(np.zeros(len(values)), given) == Difference(value, value, value)
+
+
+@settings(max_examples=30)
+@given(per_task, st.integers(0, 2**32))
+def test_mean_and_interval_agree_with_numpy_and_bootstrap_ci(values: list[float], seed: int) -> None:
+    point, interval = mean_and_interval(values, resamples=200, seed=seed)
+    assert interval == bootstrap_ci(np.array(values), resamples=200, seed=seed)
+    if len(set(values)) > 1:
+        assert point == float(np.mean(values))
+
+
+def test_equal_values_need_no_numpy(tmp_path: Path) -> None:
+    """A summary whose tasks all agree (an oracle run's) is computed without importing numpy;
+    one with differing tasks resamples them with it."""
+    code = (
+        "import sys\n"
+        "from castbench.metrics import summarize\n"
+        "summary = summarize({'a': [True, True], 'b': [True, True]})\n"
+        "assert summary.ci95 == {1: (1.0, 1.0), 2: (1.0, 1.0)}, summary\n"
+        "print('numpy' in sys.modules)\n"
+        "summarize({'a': [True, False], 'b': [True, True]})\n"
+        "print('numpy' in sys.modules)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path)
+    assert result.stdout.split() == ["False", "True"], result.stderr
 
 
 @pytest.mark.parametrize(

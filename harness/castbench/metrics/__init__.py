@@ -21,6 +21,7 @@ from castbench.metrics.intervals import (
     Difference,
     Interval,
     bootstrap_ci,
+    mean_and_interval,
     paired_bootstrap_diff,
 )
 from castbench.metrics.passk import pass_at_k, pass_at_k_tasks, pass_hat_k, pass_hat_k_tasks
@@ -52,6 +53,7 @@ __all__ = [
     "harmfulness",
     "helpfulness",
     "insistence_rate",
+    "mean_and_interval",
     "overall",
     "paired_bootstrap_diff",
     "paired_difference",

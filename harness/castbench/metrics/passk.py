@@ -11,9 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from math import comb
+from typing import TYPE_CHECKING
 
-import numpy as np
-from numpy.typing import ArrayLike, NDArray
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import ArrayLike, NDArray
 
 __all__ = ["pass_at_k", "pass_at_k_tasks", "pass_hat_k", "pass_hat_k_tasks"]
 
@@ -41,6 +43,8 @@ def pass_at_k(n: int, c: int, k: int) -> float:
 def _per_task(
     estimator: Callable[[int, int, int], float], n: ArrayLike, c: ArrayLike, k: int
 ) -> NDArray[np.float64]:
+    import numpy as np  # the per-task vectors only: a run's summary and floors use the scalars above
+
     ns = np.asarray(n, dtype=np.int64).ravel()
     cs = np.asarray(c, dtype=np.int64).ravel()
     if ns.shape != cs.shape:

@@ -8,13 +8,20 @@ the mean over tasks of each task's own estimate, and the bootstrap resamples tas
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from castbench.metrics.intervals import DEFAULT_RESAMPLES, Difference, bootstrap_ci, paired_bootstrap_diff
-from castbench.metrics.passk import pass_at_k_tasks, pass_hat_k_tasks
+from castbench.metrics.intervals import (
+    DEFAULT_RESAMPLES,
+    Difference,
+    mean_and_interval,
+    paired_bootstrap_diff,
+)
+from castbench.metrics.passk import pass_at_k, pass_at_k_tasks, pass_hat_k, pass_hat_k_tasks
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = [
     "ReliabilitySummary",
@@ -61,11 +68,17 @@ class ReliabilitySummary(_Frozen):
     bootstrap_seed: int
 
 
+def _is_numpy_bool(value: object) -> bool:
+    import numpy as np  # only asked of a value that is not a Python bool
+
+    return isinstance(value, np.bool_)
+
+
 def _outcome(task_id: str, trials: Sequence[bool]) -> TaskOutcome:
     if not trials:
         raise ValueError(f"task {task_id!r} has no scored trials")
     for index, trial in enumerate(trials):
-        if not isinstance(trial, bool | np.bool_):
+        if not isinstance(trial, bool) and not _is_numpy_bool(trial):
             raise ValueError(f"task {task_id!r} trial {index}: expected a bool, got {trial!r}")
     return TaskOutcome(n=len(trials), successes=sum(bool(trial) for trial in trials))
 
@@ -84,29 +97,29 @@ def summarize(
 def summarize_counts(
     per_task: Mapping[str, TaskOutcome], *, resamples: int = DEFAULT_RESAMPLES, seed: int = 0
 ) -> ReliabilitySummary:
-    """Summarise per-task counts; tasks are taken in sorted id order, so the result is seed-determined."""
+    """Summarise per-task counts; tasks are taken in sorted id order, so the result is seed-determined.
+
+    Each task's pass^k and pass@k are exact (integer counts, `castbench.metrics.passk`); numpy
+    comes in only to resample tasks whose values differ (`mean_and_interval`)."""
     if not per_task:
         raise ValueError("cannot summarise a run with no tasks")
     ids = sorted(per_task)
-    n = np.array([per_task[task_id].n for task_id in ids])
-    c = np.array([per_task[task_id].successes for task_id in ids])
-    k_max = int(n.min())
+    counts = [(per_task[task_id].n, per_task[task_id].successes) for task_id in ids]
+    k_max = min(n for n, _ in counts)
     pass_hat: dict[int, float] = {}
     pass_at: dict[int, float] = {}
     ci95: dict[int, tuple[float, float]] = {}
     ci95_at: dict[int, tuple[float, float]] = {}
     for k in range(1, k_max + 1):
-        hat = pass_hat_k_tasks(n, c, k)
-        at = pass_at_k_tasks(n, c, k)
-        pass_hat[k] = float(hat.mean())
-        pass_at[k] = float(at.mean())
-        ci95[k] = bootstrap_ci(hat, resamples=resamples, seed=seed)
-        ci95_at[k] = bootstrap_ci(at, resamples=resamples, seed=seed)
+        hat = [pass_hat_k(n, c, k) for n, c in counts]
+        at = [pass_at_k(n, c, k) for n, c in counts]
+        pass_hat[k], ci95[k] = mean_and_interval(hat, resamples=resamples, seed=seed)
+        pass_at[k], ci95_at[k] = mean_and_interval(at, resamples=resamples, seed=seed)
     return ReliabilitySummary(
         n_tasks=len(ids),
-        n_trials=int(n.sum()),
+        n_trials=sum(n for n, _ in counts),
         trials_per_task=k_max,
-        uniform_trials=bool((n == k_max).all()),
+        uniform_trials=all(n == k_max for n, _ in counts),
         pass_hat=pass_hat,
         pass_at=pass_at,
         ci95=ci95,
