@@ -52,6 +52,13 @@ def _unit(*parts: object) -> float:
     return int.from_bytes(digest[:8], "big") / 2**64
 
 
+class _Server(ThreadingHTTPServer):
+    """A listen backlog as a model server has (uvicorn: 2048): with the default 5, a burst of
+    connections from trials starting together loses SYNs and retries them a second later."""
+
+    request_queue_size = 256
+
+
 class FaultServer:
     def __init__(self, responder: Responder, plan: FaultPlan | None = None) -> None:
         self.responder = responder
@@ -62,7 +69,7 @@ class FaultServer:
         self._seen: Counter[str] = Counter()
         self._lock = threading.Lock()
         self._stopping = threading.Event()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._server = _Server(("127.0.0.1", 0), self._handler())
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,), daemon=True)
 

@@ -9,6 +9,8 @@ infrastructure faults cannot change a trial's outcome.
 from __future__ import annotations
 
 import json
+import threading
+import time
 from typing import Any
 
 from castbench.agents.conversation import AgentTurn, Event, ReplyAction, ToolCallAction, UserTurn
@@ -18,7 +20,7 @@ from castbench.agents.views import PolicyView, PrivilegedBriefing, UserBriefing,
 from castbench.domain import Domain, Task
 from castbench.models.render import REPLY, TOOL_RESULT_PREFIX
 
-__all__ = ["ScriptedResponder", "unique_openings"]
+__all__ = ["InFlight", "ScriptedResponder", "unique_openings"]
 
 STOP = "###STOP###"
 
@@ -91,3 +93,22 @@ class ScriptedResponder:
                 reply = user.reply(message["content"])
         assert reply is not None
         return f"{reply.text} {STOP}" if reply.stop else reply.text
+
+
+class InFlight:
+    """A responder that answers after `delay_s` and records the most requests it held at once."""
+
+    def __init__(self, delay_s: float) -> None:
+        self.delay_s = delay_s
+        self.now = 0
+        self.peak = 0
+        self._lock = threading.Lock()
+
+    def __call__(self, body: dict[str, Any]) -> dict[str, Any]:
+        with self._lock:
+            self.now += 1
+            self.peak = max(self.peak, self.now)
+        time.sleep(self.delay_s)
+        with self._lock:
+            self.now -= 1
+        return {"content": "One moment, please."}

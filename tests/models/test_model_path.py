@@ -7,38 +7,16 @@ import json
 import logging
 import subprocess
 import sys
-import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from castbench.api import build_config
 from castbench.domain import Domain
 from tests.models.fault_server import FaultServer
-from tests.models.responder import unique_openings
+from tests.models.responder import InFlight, unique_openings
 from tests.support import invoke, sqlite_url
-
-
-class _InFlight:
-    """A responder that answers after `delay_s` and records the most requests it held at once."""
-
-    def __init__(self, delay_s: float) -> None:
-        self.delay_s = delay_s
-        self.now = 0
-        self.peak = 0
-        self._lock = threading.Lock()
-
-    def __call__(self, body: dict[str, Any]) -> dict[str, Any]:
-        with self._lock:
-            self.now += 1
-            self.peak = max(self.peak, self.now)
-        time.sleep(self.delay_s)
-        with self._lock:
-            self.now -= 1
-        return {"content": "One moment, please."}
 
 
 def test_the_default_limit_is_the_runs_concurrency_and_is_not_recorded() -> None:
@@ -66,7 +44,7 @@ def test_calls_in_flight_follow_concurrency(
 ) -> None:
     """24 trials at once, one 1-second call each: all 24 calls are in flight together (the old
     fixed per-server limit of 16 held them to 16)."""
-    responder = _InFlight(delay_s=1.0)
+    responder = InFlight(delay_s=1.0)
     server = fault_server(responder)
     tasks = ",".join(task.id for task in unique_openings(retail.tasks("test"))[:3])
     argv = ["eval", "--domain", "retail", "--tasks", tasks, "--trials", "8", "--max-steps", "1"]

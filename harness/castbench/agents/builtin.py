@@ -55,6 +55,8 @@ register(
         "user", "scripted", ScriptedUser, "deterministic user: reveals facts when asked", ScriptedUserParams
     )
 )
+
+
 def _tau_user(briefing: Any, **settings: Any) -> Any:
     """τ's LLM user (its prompt from the installed package): needs `pip install 'castbench[tau]'`."""
     from castbench_tau.user import TauUser

@@ -69,6 +69,20 @@ class AgentSpec:
     """Where the agent runs: import-path agents run in worker processes of their own unless
     they declare themselves privileged or `in_process` was asked for (see `agents.transports`)."""
 
+    @property
+    def on_loop(self) -> bool:
+        """Whether its calls may run on castbench's event loop (`castbench.models.loop`): a
+        scripted built-in never waits, and a model agent whose server the lean client reaches
+        waits by awaiting the loop. Anything else (code of one's own, another process, litellm's
+        synchronous client) may block a thread, so its trials run on threads."""
+        if self.kind == "builtin":
+            return True
+        if self.kind != "model" or self.transport != "in-process":
+            return False
+        from castbench.models.settings import lean_route  # the agents layer knows no model otherwise
+
+        return lean_route(str(self.params.get("model", "")), self.params.get("api_base"))
+
     def create(self, briefing: Any) -> Any:
         if self.factory is None:
             raise AgentSpecError(f"{self.role} '{self.spec}' cannot be created")

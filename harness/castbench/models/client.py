@@ -22,6 +22,7 @@ from castbench.agents.conversation import Usage
 from castbench.models import breaker, compat
 from castbench.models.cache import ResponseCache, cache_key
 from castbench.models.limits import slot
+from castbench.models.loop import blocking
 from castbench.models.prices import UnitPrices, unit_prices
 from castbench.models.retry import EmptyResponse, RetryPolicy, call_with_retries
 from castbench.models.settings import ModelSettings
@@ -139,12 +140,7 @@ class ModelClient:
 
     def _lean_attempt(self, request: dict[str, Any]) -> Callable[[], dict[str, Any]]:
         key = self._api_key or "EMPTY"
-
-        def attempt() -> dict[str, Any]:
-            with self._limit():
-                return compat.chat(self.settings, request, key)
-
-        return attempt
+        return lambda: compat.chat(self.settings, request, key)  # its limit is on the loop
 
     def _litellm_attempt(self, request: dict[str, Any]) -> Callable[[], Any]:
         call = {
@@ -157,9 +153,12 @@ class ModelClient:
         }
         litellm = _litellm()
 
-        def attempt() -> Any:
+        def completion() -> Any:
             with self._limit():
-                response = litellm.completion(**call)
+                return litellm.completion(**call)
+
+        def attempt() -> Any:
+            response = blocking(completion)  # a thread's wait: never on the loop trials run on
             if not getattr(response, "choices", None):
                 raise EmptyResponse(f"{self.settings.model} returned no choices")
             return response

@@ -2,14 +2,16 @@
 llama.cpp, `openai/NAME` or `hosted_vllm/NAME` with an `api_base`.
 
 One aiohttp session per server and limit, on the process's shared loop (`castbench.models.loop`),
-with a connection pool as large as the calls allowed in flight. litellm's synchronous path costs
-several milliseconds of CPU per call under the GIL and its pool stops at 100 connections; this
-costs well under one (see `bench/model_path.py`). It only moves bytes: retries, the concurrency
-limit, the cache and costs stay in `castbench.models.client`, the same for both paths.
+with a connection pool as large as the calls allowed in flight; the limit itself is a semaphore
+on that loop (`loop_slot`), so a trial running on the loop waits for a slot without blocking it.
+litellm's synchronous path costs several milliseconds of CPU per call under the GIL and its pool
+stops at 100 connections; this costs well under one (see `bench/model_path.py`). It only moves
+bytes: retries, the cache and costs stay in `castbench.models.client`, the same for both paths.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from dataclasses import dataclass
@@ -18,8 +20,10 @@ from typing import Any
 import aiohttp
 import orjson
 import yarl
+from aiohttp.payload import BytesPayload
 
-from castbench.models.loop import at_exit, run_on_loop
+from castbench.models.limits import loop_slot
+from castbench.models.loop import at_exit, wait_for
 from castbench.models.retry import EmptyResponse
 from castbench.models.settings import ModelSettings
 
@@ -27,8 +31,6 @@ __all__ = ["PRICE_KEYS", "ServerError", "api_key", "chat"]
 
 PRICE_KEYS = ("input_cost_per_token", "output_cost_per_token")
 """Settings that price a model for castbench; never sent to the server."""
-_GRACE_S = 5.0
-"""How long past its own timeout a call may take before its waiting trial gives up on it."""
 
 _servers: dict[tuple[str, int, str], _Server] = {}
 """Touched only on the shared loop's thread."""
@@ -92,32 +94,35 @@ async def _close_sessions() -> None:
 at_exit(_close_sessions())
 
 
-async def _post(api_base: str, limit: int, key: str, body: bytes, timeout: float) -> Any:
-    server = _server(api_base, limit, key)
+async def _post(settings: ModelSettings, key: str, body: bytes) -> Any:
+    """The request, once a slot is free: its timeout runs from then. The body goes as a ready
+    payload (aiohttp otherwise looks its type up in a registry on every request)."""
+    assert settings.api_base is not None
+    limit = settings.max_concurrency or 0  # 0: aiohttp's "no limit"
+    server = _server(settings.api_base, limit, key)
+    data = BytesPayload(body, content_type="application/json")
+    async with contextlib.nullcontext() if not limit else loop_slot(settings.concurrency_key, limit):
+        try:
+            async with server.session.post(
+                server.url, data=data, timeout=aiohttp.ClientTimeout(total=settings.timeout)
+            ) as response:
+                answer = await response.read()
+                if response.status != 200:
+                    raise ServerError(response.status, _error_message(answer), dict(response.headers))
+        except aiohttp.ClientError as exc:  # refused, reset, disconnected: transient for the retries
+            raise ConnectionError(f"{type(exc).__name__}: {exc}") from exc
     try:
-        async with server.session.post(
-            server.url, data=body, timeout=aiohttp.ClientTimeout(total=timeout)
-        ) as response:
-            data = await response.read()
-            if response.status != 200:
-                raise ServerError(response.status, _error_message(data), dict(response.headers))
-    except aiohttp.ClientError as exc:  # refused, reset, disconnected: transient for the retry policy
-        raise ConnectionError(f"{type(exc).__name__}: {exc}") from exc
-    try:
-        return orjson.loads(data)
+        return orjson.loads(answer)
     except ValueError as exc:
-        raise EmptyResponse(f"the server at {api_base} answered 200 with no JSON") from exc
+        raise EmptyResponse(f"the server at {settings.api_base} answered 200 with no JSON") from exc
 
 
 def chat(settings: ModelSettings, request: dict[str, Any], key: str) -> dict[str, Any]:
     """One attempt: POST the chat request, the decoded answer or an exception the retry policy
     classifies (`ServerError`, `ConnectionError`, `TimeoutError`, `EmptyResponse`)."""
-    assert settings.api_base is not None
     body = {k: v for k, v in request.items() if k not in PRICE_KEYS}
     body["model"] = settings.model.split("/", 1)[1]
-    limit = settings.max_concurrency or 0  # 0: aiohttp's "no limit"
-    coroutine = _post(settings.api_base, limit, key, orjson.dumps(body), settings.timeout)
-    answer = run_on_loop(coroutine, settings.timeout + _GRACE_S)
+    answer = wait_for(_post(settings, key, orjson.dumps(body)), None)
     if not isinstance(answer, dict) or not answer.get("choices"):
         raise EmptyResponse(f"{settings.model} returned no choices")
     return answer

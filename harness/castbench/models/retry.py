@@ -22,10 +22,12 @@ from typing import Literal, NamedTuple, TypeVar
 
 import httpx
 import openai
-from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt, stop_before_delay
+from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
+from tenacity.stop import stop_base
 from tenacity.wait import wait_random_exponential
 
 from castbench.errors import FatalInfrastructureError, InfrastructureError, ProviderRejection
+from castbench.models import loop
 
 __all__ = ["EmptyResponse", "ErrorKind", "RetryPolicy", "call_with_retries", "classify", "retry_after_s"]
 
@@ -115,17 +117,46 @@ def _wait(policy: RetryPolicy) -> Callable[[RetryCallState], float]:
     return wait
 
 
+class _StopBefore(stop_base):
+    """tenacity's `stop_before_delay`, timed from the call's first attempt (made before tenacity
+    starts, see `call_with_retries`)."""
+
+    def __init__(self, max_s: float, started: float) -> None:
+        self.max_s, self.started = max_s, started
+
+    def __call__(self, retry_state: RetryCallState) -> bool:
+        return time.monotonic() - self.started + (retry_state.upcoming_sleep or 0.0) >= self.max_s
+
+
 def call_with_retries(fn: Callable[[], T], policy: RetryPolicy, describe: str) -> tuple[T, int]:
     """`fn()` and the number of retries it took; `InfrastructureError` once retrying must stop,
-    `ProviderRejection` when the request itself was refused."""
+    `ProviderRejection` when the request itself was refused.
+
+    The first attempt is made directly: nearly every call succeeds at once, and tenacity's
+    bookkeeping cost more CPU than the rest of the call's own. Its failure is handed to tenacity
+    as attempt 1 (not made again), so the retries, waits and limits are tenacity's as before."""
+    started = time.monotonic()
+    try:
+        return fn(), 0
+    except FatalInfrastructureError:
+        raise
+    except Exception as exc:
+        failed: list[Exception] = [exc]
+
+    def attempt() -> T:
+        if failed:
+            raise failed.pop()
+        return fn()
+
     retrying = Retrying(
-        stop=stop_after_attempt(policy.max_attempts) | stop_before_delay(policy.max_call_s),
+        stop=stop_after_attempt(policy.max_attempts) | _StopBefore(policy.max_call_s, started),
         wait=_wait(policy),
         retry=retry_if_exception(lambda exc: classify(exc) in _RETRIED),
         reraise=True,
+        sleep=loop.sleep,  # on the loop, a backoff lets the other trials run
     )
     try:
-        value = retrying(fn)
+        value = retrying(attempt)
     except FatalInfrastructureError:
         raise
     except Exception as exc:

@@ -42,6 +42,13 @@ log = logging.getLogger("castbench.models")
 
 LEAN_PROVIDERS = ("openai/", "hosted_vllm/")
 
+
+def lean_route(model: str, api_base: str | None) -> bool:
+    """Whether castbench's lean client reaches this model: a known provider at a server of one's
+    own (`openai/NAME` or `hosted_vllm/NAME` with an `api_base`)."""
+    return api_base is not None and model.startswith(LEAN_PROVIDERS)
+
+
 ResponseFormat = Literal["none", "json_object", "json_schema", "llama_cpp"]
 
 
@@ -94,7 +101,7 @@ class ModelSettings(BaseModel):
     def openai_compatible(self) -> bool:
         """Calls go through castbench's lean client (`castbench.models.compat`), not litellm:
         `openai/NAME` or `hosted_vllm/NAME` at a given `api_base`."""
-        return self.api_base is not None and self.model.startswith(LEAN_PROVIDERS)
+        return lean_route(self.model, self.api_base)
 
     @property
     def concurrency_key(self) -> str:

@@ -17,6 +17,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from castbench.defaults import DEFAULT_LEASE_S
 from castbench.errors import RunInterrupted
+from castbench.runner.collector import tuned_for_a_run
 from castbench.runner.config import RunConfig
 from castbench.runner.deadline import Cancelled, Halt, TimeLimits
 from castbench.runner.executors import Executor
@@ -137,7 +138,7 @@ def run_eval(
 
     unfinished = False
     try:
-        with _held(store, run_id):
+        with _held(store, run_id), tuned_for_a_run():
             if store.shared:
                 with SharedPlan(store, run_id, list(todo), _key, lease_s) as plan:
                     while True:

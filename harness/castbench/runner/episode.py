@@ -21,10 +21,12 @@ service that times out, crashes or hangs up) ends the episode with `fail`.
 
 Every call into agent code goes through `_guarded`, on the trial's `AgentThread`, so the trial
 can stop waiting for it (see `castbench.runner.deadline`); castbench's own scripted agents, which
-never block, run on the trial's thread. Agents are reached through their
-transports (`castbench.agents.transports`): in process, or in a worker process of their own,
-which the transport stops when it overruns the step time limit and which is released (or
-stopped, if still at work) when the trial ends.
+never block, run on the trial's thread. A trial the engine runs on the model loop
+(`castbench.models.loop`: its agents are scripted or models on the lean client) calls its model
+agents directly too: their waits are awaits on the loop, bounded by the same deadline. Agents
+are reached through their transports (`castbench.agents.transports`): in process, or in a worker
+process of their own, which the transport stops when it overruns the step time limit and which
+is released (or stopped, if still at work) when the trial ends.
 """
 
 from __future__ import annotations
@@ -61,6 +63,7 @@ from castbench.domain import Database, Domain, Task, ToolCrash
 from castbench.errors import AgentError, AgentTimeout, FatalInfrastructureError, InfrastructureError
 from castbench.grading import GradingMode, grade_trial
 from castbench.grading.labeler import label_action
+from castbench.models import loop
 from castbench.runner.deadline import AgentThread, Cancelled, Halt, TimeLimits
 from castbench.runner.records import (
     CLEAN_ENDS,
@@ -164,6 +167,7 @@ class Episode:
         self._never_blocking = frozenset(
             role for role, spec in roles if spec is not None and spec.kind == "builtin"
         )
+        self._awaiting = frozenset(role for role, spec in roles if spec is not None and spec.on_loop)
         self.trial_index, self.seed, self.expected = trial_index, seed, expected
         self.limits = limits or Limits()
         self.verification = verification or Verification()
@@ -494,6 +498,12 @@ class Episode:
                 if deadline is not None and time.monotonic() > deadline:
                     raise AgentTimeout(what)
                 return value
+            if role in self._awaiting and loop.on_loop():
+                try:
+                    with loop.deadline(deadline):
+                        return fn(*args)
+                except loop.DeadlinePassed:
+                    raise AgentTimeout(what) from None
             return self.agent_thread.call(fn, *args, deadline=None if wait else deadline, what=what)
         except (InfrastructureError, Cancelled):
             raise

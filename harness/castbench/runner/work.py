@@ -94,6 +94,13 @@ class TrialWork:
     time_limits: TimeLimits
     max_attempts: int = 3
 
+    @property
+    def on_loop(self) -> bool:
+        """Whether its trials may run on the model loop (`castbench.models.loop`): every agent
+        is scripted or a model on the lean client, so nothing in a trial blocks."""
+        agents = self.agents
+        return all(spec is None or spec.on_loop for spec in (agents.policy, agents.user, agents.critic))
+
     def run(self, job: TrialJob, expected: ExpectedStates, stop: Halt) -> TrialRecord:
         """Infrastructure errors restart the trial from scratch with the same seed. The record's
         usage counts every attempt: it is what the trial cost. A bug of ours in one trial is that

@@ -1,4 +1,12 @@
-"""The local executor: trials on a thread pool in this process."""
+"""The local executor: trials in this process, on the model loop or on a thread pool.
+
+When nothing in a trial can block (its agents are scripted or models on the lean client, see
+`TrialWork.on_loop`), each trial runs in a greenlet on the process's model loop
+(`castbench.models.loop.LoopCalls`): hundreds of model-bound trials in flight then cost one
+thread, where a thread per trial spent most of the process's CPU switching threads under the GIL.
+Otherwise each trial gets a thread of its own, and its agents one more (`AgentThread`).
+Either way this thread hands out the jobs and yields the records, so the caller commits them here.
+"""
 
 from __future__ import annotations
 
@@ -6,10 +14,13 @@ import os
 import signal
 import threading
 from collections.abc import Callable, Generator, Iterable, Iterator
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from itertools import islice
+from queue import SimpleQueue
 
+from castbench.models.loop import LoopCalls
 from castbench.runner.deadline import Halt
 from castbench.runner.plan import TrialJob
 from castbench.runner.records import TrialRecord
@@ -55,27 +66,43 @@ class LocalExecutor:
                     return
                 yield run(job)
             return
-        pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="trial")
-        pending: set[Future[TrialRecord]] = set()
+        pool = LoopCalls(concurrency) if work.on_loop else _Threads(concurrency)
+        finished: SimpleQueue[Future[TrialRecord]] = SimpleQueue()
+        in_flight = 0
+
+        def submit(job: TrialJob) -> None:
+            nonlocal in_flight
+            pool.submit(run, job).add_done_callback(finished.put)
+            in_flight += 1
+
         queue = iter(jobs)
         try:
-            for job in queue:
-                pending.add(pool.submit(run, job))
-                if len(pending) >= concurrency * 2:
-                    break
-            while pending:
-                done, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for job in islice(queue, concurrency * 2):  # the pool starts the next one as one ends
+                submit(job)
+            while in_flight:
+                # each trial reports itself done: waiting on the whole set of futures instead
+                # cost a lock per future in flight at every wake-up
+                done = finished.get()
+                in_flight -= 1
                 # refill first: the caller commits each record before it asks for the next, and
                 # a free slot must not wait for that (with hundreds in flight, the commits add up)
-                for _ in done:
-                    following = None if budget_spent() else next(queue, None)
-                    if following is not None:
-                        pending.add(pool.submit(run, following))
-                for future in done:
-                    yield future.result()
+                following = None if budget_spent() else next(queue, None)
+                if following is not None:
+                    submit(following)
+                yield done.result()
         except BaseException:
             halt.set()
             with second_interrupt_exits():
-                pool.shutdown(wait=True, cancel_futures=True)
+                pool.shutdown(cancel=True)
             raise
-        pool.shutdown(wait=True)
+        pool.shutdown()
+
+
+class _Threads(ThreadPoolExecutor):
+    """A thread per trial in flight, shut down as `LoopCalls` is."""
+
+    def __init__(self, concurrency: int) -> None:
+        super().__init__(max_workers=concurrency, thread_name_prefix="trial")
+
+    def shutdown(self, cancel: bool = False) -> None:  # type: ignore[override]
+        super().shutdown(wait=True, cancel_futures=cancel)
