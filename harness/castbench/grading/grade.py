@@ -15,6 +15,7 @@ made the trial look successful to someone reading the chat (ThinkingBox's observ
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Sequence
 from typing import Literal
 
@@ -83,6 +84,18 @@ def _changed(db: Database) -> bool:
     return bool(state_diff(db, Database(db.pristine, db.now)))
 
 
+_EXPECTS_CHANGE: weakref.WeakKeyDictionary[Database, bool] = weakref.WeakKeyDictionary()
+
+
+def _expects_change(expected: Database) -> bool:
+    """`_changed` of an expected state, worked out once: every trial of a task is graded against
+    the one expected state the run replayed for it, which nothing writes."""
+    known = _EXPECTS_CHANGE.get(expected)
+    if known is None:
+        known = _EXPECTS_CHANGE[expected] = _changed(expected)
+    return known
+
+
 def _category(
     final: Database,
     expected: Database,
@@ -98,7 +111,7 @@ def _category(
         return "unearned_outcome"
     if state_ok:
         return "incomplete_reply"
-    if not _changed(final) and _changed(expected):
+    if not _changed(final) and _expects_change(expected):
         return "missing_state_change"
     if saw_tool_error:
         return "tool_error_unrecovered"

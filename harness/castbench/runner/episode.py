@@ -478,13 +478,14 @@ class Episode:
     def deadline(self) -> tuple[float | None, str]:
         """The nearer of the step's and the trial's deadline (a `time.monotonic()` value), and
         which limit it is: a driver waiting for an outside agent holds it to the same limits."""
-        limits = self.time_limits
-        candidates = []
-        if limits.step_s is not None:
-            candidates.append((self.step_started + limits.step_s, f"step time limit ({limits.step_s:g} s)"))
-        if limits.trial_s is not None:
-            candidates.append((self.started + limits.trial_s, f"trial time limit ({limits.trial_s:g} s)"))
-        return min(candidates) if candidates else (None, "")
+        step_s, trial_s = self.time_limits.step_s, self.time_limits.trial_s
+        step = None if step_s is None else self.step_started + step_s
+        trial = None if trial_s is None else self.started + trial_s
+        if step is not None and (trial is None or step <= trial):
+            return step, f"step time limit ({step_s:g} s)"
+        if trial is not None:
+            return trial, f"trial time limit ({trial_s:g} s)"
+        return None, ""
 
     def _guarded(self, role: str, fn: Callable[..., Any], *args: Any, what: str, wait: bool = False) -> Any:
         """Call agent code. Its exceptions and overruns end the trial: as the agent's failure for
