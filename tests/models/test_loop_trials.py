@@ -48,6 +48,13 @@ def _tasks(retail: Domain, count: int) -> list[str]:
     return [task.id for task in unique_openings(retail.tasks("test"))[:count]]
 
 
+def _run(db: str, retail: Domain, server: FaultServer, tasks: int, **options: Any) -> Any:
+    """A retail run of a model policy at `server` (2-step trials unless `limits` says otherwise)."""
+    options.setdefault("limits", Limits(max_steps=2))
+    policy = f"openai/p?api_base={server.base_url}" + options.pop("query", "")
+    return evaluate(db=db, domains="retail", tasks=_tasks(retail, tasks), policy=policy, **options)
+
+
 def test_which_runs_go_on_the_loop() -> None:
     base = "?api_base=http://127.0.0.1:9/v1"
     on_loop = [("openai/p" + base, "scripted", "none"), ("oracle", "scripted", "hosted_vllm/c" + base)]
@@ -68,15 +75,7 @@ def test_model_trials_run_on_the_loop_not_on_a_thread_each(
     responder = _Watching(delay_s=0.5)
     server = fault_server(responder)
     before = _threads()  # idle pooled agent threads of earlier runs keep their last trial's name
-    result = evaluate(
-        db=sqlite_url(tmp_path / "r.db"),
-        domains="retail",
-        tasks=_tasks(retail, 4),
-        trials=6,
-        policy=f"openai/p?api_base={server.base_url}",
-        concurrency=24,
-        limits=Limits(max_steps=2),
-    )
+    result = _run(sqlite_url(tmp_path / "r.db"), retail, server, 4, trials=6, concurrency=24)
     assert result.outcome.ran == 24 and result.outcome.unscored == 0
     assert responder.peak == 24  # all trials in flight at once
     working = {name for _, name in responder.threads - before}
@@ -89,15 +88,8 @@ def test_a_step_deadline_ends_a_trial_waiting_on_the_loop(
 ) -> None:
     server = fault_server(InFlight(delay_s=20.0))
     db = sqlite_url(tmp_path / "r.db")
-    result = evaluate(
-        db=db,
-        domains="retail",
-        tasks=_tasks(retail, 2),
-        trials=2,
-        policy=f"openai/p?api_base={server.base_url}",
-        concurrency=4,
-        time_limits=TimeLimits(step_s=0.5, trial_s=None),
-    )
+    limits = TimeLimits(step_s=0.5, trial_s=None)
+    result = _run(db, retail, server, 2, trials=2, concurrency=4, time_limits=limits)
     records = ResultsStore(db).trials(result.outcome.run_id)
     assert len(records) == 4
     for record in records:
@@ -111,15 +103,8 @@ def test_a_limit_below_concurrency_holds_on_the_loop_without_stalling_it(
 ) -> None:
     responder = InFlight(delay_s=0.2)
     server = fault_server(responder)
-    result = evaluate(
-        db=sqlite_url(tmp_path / "r.db"),
-        domains="retail",
-        tasks=_tasks(retail, 4),
-        trials=3,
-        policy=f"openai/p?api_base={server.base_url}&max_concurrency=2",
-        concurrency=12,
-        limits=Limits(max_steps=2),
-    )
+    db = sqlite_url(tmp_path / "r.db")
+    result = _run(db, retail, server, 4, trials=3, concurrency=12, query="&max_concurrency=2")
     assert result.outcome.ran == 12 and result.outcome.unscored == 0
     assert responder.peak == 2
 
