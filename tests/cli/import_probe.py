@@ -25,16 +25,21 @@ try:
 except SystemExit:
     pass
 """
-_REPORT = "\nprint('LOADED=' + json.dumps(sorted({m.split('.')[0] for m in sys.modules} & set(%r))))\n"
+_REPORT = "\nprint('LOADED=' + json.dumps(sorted(name for name in %r if name in sys.modules)))\n"
 
 
 def probe(
-    code: str, args: list[str], env: dict[str, str], cwd: str, flags: tuple[str, ...] = ()
+    code: str,
+    args: list[str],
+    env: dict[str, str],
+    cwd: str,
+    flags: tuple[str, ...] = (),
+    modules: tuple[str, ...] = HEAVY,
 ) -> subprocess.CompletedProcess[str]:
-    """Run `code` (which reads its arguments from `sys.argv[1]`, JSON) and report the heavy
-    packages it left in `sys.modules` on a `LOADED=` line."""
+    """Run `code` (which reads its arguments from `sys.argv[1]`, JSON) and report which of
+    `modules` (the heavy packages unless told) it left in `sys.modules` on a `LOADED=` line."""
     return subprocess.run(
-        [sys.executable, *flags, "-c", "import json, sys\n" + code + _REPORT % (HEAVY,), json.dumps(args)],
+        [sys.executable, *flags, "-c", "import json, sys\n" + code + _REPORT % (modules,), json.dumps(args)],
         capture_output=True,
         text=True,
         env=env,

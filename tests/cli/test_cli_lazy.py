@@ -22,6 +22,14 @@ def test_help_imports_no_heavy_package(args: list[str], repo_env: dict[str, str]
     assert _loaded(args, repo_env, tmp_path) == set()
 
 
+def test_eval_help_imports_no_domain_grading_or_engine(repo_env: dict[str, str], tmp_path: Path) -> None:
+    """Not heavy packages, but castbench's own modules a run needs (about 0.15 s of imports)."""
+    run_modules = ("castbench.api", "castbench.domain", "castbench.grading", "castbench.runner.executors")
+    result = probe(RUN_COMMAND, ["eval", "--help"], repo_env, str(tmp_path), modules=run_modules)
+    assert "--grading" in result.stdout
+    assert loaded(result) == []
+
+
 def test_oracle_eval_loads_the_store_and_nothing_else_heavy(repo_env: dict[str, str], tmp_path: Path) -> None:
     """No model client, templates, Ray or Postgres driver; not numpy either: a summary whose tasks
     all agree needs no resampling (`castbench.metrics.intervals`)."""

@@ -22,15 +22,12 @@ from castbench.agents.registry import AgentSpecError
 from castbench.cli.errors import fail
 from castbench.cli.options import DbOption, DomainOption, SplitOption
 from castbench.defaults import DEFAULT_DB, DEFAULT_LEASE_S, DEFAULT_MAX_TRIALS
-from castbench.domain import ExpectedStateError, TaskFileError
 from castbench.errors import InfrastructureError, RunInterrupted, ServerDown
-from castbench.grading import GRADING_MODES
-from castbench.runner.executors import make_executor
-from castbench.runner.records import TrialRecord
-from castbench.runner.rollout import Limits, TimeLimits, Verification
+from castbench.runner.deadline import TimeLimits
 
 if TYPE_CHECKING:
     from castbench.api import EvalResult
+    from castbench.runner.records import TrialRecord
 
 console = Console()
 _AGENTS = "Agents"
@@ -241,6 +238,15 @@ def eval_command(
     )
     intro = "castbench eval on the offline defaults: " if defaults else "castbench eval: "
     console.print(intro + what, markup=False)
+    # the engine, store, domains, grading: only once a run is asked for (`eval --help` needs none)
+    from castbench.api import evaluate
+    from castbench.domain import ExpectedStateError, TaskFileError
+    from castbench.grading import GRADING_MODES
+    from castbench.report import print_summary
+    from castbench.report.traits import sweep_table, trait_sweep
+    from castbench.runner.executors import make_executor
+    from castbench.runner.rollout import Limits, Verification
+
     if grading not in GRADING_MODES:
         raise typer.BadParameter(f"--grading must be one of {', '.join(GRADING_MODES)}, not {grading!r}")
     try:
@@ -275,11 +281,6 @@ def eval_command(
         nonlocal passed
         passed += record.passed
         progress.update(bars[-1], advance=1, passed=passed)
-
-    # the engine, store, numpy: only once a run is asked for (`eval --help` needs none of them)
-    from castbench.api import evaluate
-    from castbench.report import print_summary
-    from castbench.report.traits import sweep_table, trait_sweep
 
     def run(profile: str | None) -> EvalResult:
         phase.clear()
