@@ -17,6 +17,7 @@ import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Literal
 from urllib.parse import parse_qsl
 
@@ -69,12 +70,13 @@ class AgentSpec:
     """Where the agent runs: import-path agents run in worker processes of their own unless
     they declare themselves privileged or `in_process` was asked for (see `agents.transports`)."""
 
-    @property
+    @cached_property
     def on_loop(self) -> bool:
         """Whether its calls may run on castbench's event loop (`castbench.models.loop`): a
         scripted built-in never waits, and a model agent whose server the lean client reaches
         waits by awaiting the loop. Anything else (code of one's own, another process, litellm's
-        synchronous client) may block a thread, so its trials run on threads."""
+        synchronous client) may block a thread, so its trials run on threads. Worked out once per
+        spec: every trial's episode asks."""
         if self.kind == "builtin":
             return True
         if self.kind != "model" or self.transport != "in-process":
