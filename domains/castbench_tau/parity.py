@@ -26,6 +26,7 @@ from castbench.domain import Database, Task
 from castbench.runner.records import TrialRecord
 from castbench.runner.rollout import AgentSet, Limits, run_trial
 from castbench_tau.domain import TauDomain
+from castbench_tau.toolkit import frozen_clock
 
 __all__ = ["Step", "Trajectory", "castbench_reward", "gold_trajectory", "perturbed", "TauReference"]
 
@@ -87,9 +88,15 @@ class TauReference:
         self._env = source.env_class(user_strategy="human", task_split="test", task_index=0)
         self._env.user = _StubUser()
         self._action = __import__("tau_trait.types", fromlist=["Action"]).Action
+        self._now = domain.now
 
     def run(self, split: str, index: int, trajectory: Trajectory) -> tuple[float, list[str]]:
-        """τ's reward for the trajectory, and what its tools answered."""
+        """τ's reward for the trajectory, and what its tools answered, on the clock castbench's
+        sandboxes give τ's tools (a cancellation is stamped with the day)."""
+        with frozen_clock(self._now):
+            return self._run(split, index, trajectory)
+
+    def _run(self, split: str, index: int, trajectory: Trajectory) -> tuple[float, list[str]]:
         env = self._env
         env.tasks = self._source.raw_tasks[split]
         env.reset(task_index=index)

@@ -10,13 +10,22 @@ of the trial's `Database` (see `castbench_tau.cow`).
 `writes` critic scope); it is derived from τ's naming: look-ups are `get_*`, `find_*`, `list_*`,
 `search_*`, `check_*`, plus `calculate`, `think` and the transfer tools; every other tool may
 write (telecom's `manage_*` tools, which also list, count as writes).
+
+τ's tools read the wall clock (telehealth's `cancel_appointment` stamps the day with
+`datetime.now()`), so a trial's output and state would depend on the day it ran, and a stored run
+would stop verifying at midnight. During a call they read the trial's frozen clock instead
+(`Database.now`), as castbench's own tools do: see `_TrialClock`.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+import sys
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, tzinfo
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
@@ -24,7 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 from castbench.domain import Database, Observation, Tool, Toolkit
 from castbench_tau.cow import TauData
 
-__all__ = ["TauTool", "TauToolkit", "tau_toolkit"]
+__all__ = ["TauTool", "TauToolkit", "frozen_clock", "tau_toolkit"]
 
 _READ_PREFIXES = ("get_", "find_", "list_", "search_", "check_", "transfer_")
 _READ_NAMES = frozenset({"calculate", "think"})
@@ -36,6 +45,46 @@ _JSON_TYPES: dict[str, Any] = {
     "array": list,
     "object": dict,
 }
+
+
+_now: ContextVar[datetime | None] = ContextVar("tau_trial_clock", default=None)
+
+
+class _TrialClock(datetime):
+    """`datetime` for τ's tool modules: `now()` is the calling trial's frozen clock while a tool
+    runs (naive, in UTC, where τ asks for local time), the real one otherwise."""
+
+    @classmethod
+    def now(cls, tz: tzinfo | None = None) -> datetime:
+        frozen = _now.get()
+        if frozen is None:
+            return datetime.now(tz)
+        return frozen.astimezone(tz) if tz is not None else frozen.astimezone(UTC).replace(tzinfo=None)
+
+    @classmethod
+    def today(cls) -> datetime:
+        return cls.now()
+
+    @classmethod
+    def utcnow(cls) -> datetime:
+        return cls.now(UTC).replace(tzinfo=None)
+
+
+def _read_trial_clock(tool_class: Any) -> None:
+    """Bind `_TrialClock` where the tool's module bound `datetime` (`from datetime import datetime`)."""
+    module = sys.modules.get(tool_class.__module__)
+    if module is not None and getattr(module, "datetime", None) is datetime:
+        module.datetime = _TrialClock
+
+
+@contextmanager
+def frozen_clock(now: datetime) -> Iterator[None]:
+    """τ's tools read `now` as the time in this block (in this thread or greenlet only)."""
+    token = _now.set(now)
+    try:
+        yield
+    finally:
+        _now.reset(token)
 
 
 @dataclass(frozen=True)
@@ -93,7 +142,8 @@ class TauToolkit(Toolkit):
             return Observation(f"Error: arguments for {name} must be a JSON object", error=True)
         data = TauData(db)
         try:
-            result = self._classes[name].invoke(data=data, **arguments)
+            with frozen_clock(db.now):
+                result = self._classes[name].invoke(data=data, **arguments)
         except Exception as exc:  # τ's env answers any exception this way; it is the agent's error
             result = f"Error: {exc}"
         finally:
@@ -109,6 +159,7 @@ def tau_toolkit(classes: tuple[Any, ...], terminate: tuple[str, ...]) -> TauTool
     tools: list[TauTool] = []
     by_name: dict[str, Any] = {}
     for cls in classes:
+        _read_trial_clock(cls)
         info = cls.get_info()
         function = info["function"]
         name = function["name"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 
 import pytest
 
@@ -109,3 +110,17 @@ def test_the_diff_sees_types_as_tau_hashes_them(retail: TauDomain) -> None:
     other.set_row("orders", key, {**row, "extra": 1.0})
     diff = state_diff(one, other)
     assert [(d.field, d.expected, d.got) for d in diff] == [("extra", 1.0, 1)]
+
+
+def test_tau_tools_read_the_trials_frozen_clock_not_the_wall_clock() -> None:
+    """τ's telehealth stamps a cancellation with `datetime.now()`: in a sandbox it is the pack's
+    frozen day, so a stored run verifies on any day (it stopped verifying at midnight)."""
+    telehealth: TauDomain = load_domain("tau-telehealth")  # type: ignore[assignment]
+    key = next(k for k, row in telehealth.pristine["appointments"].items() if row["status"] == "scheduled")
+    db = telehealth.fresh_database()
+    observation = telehealth.toolkit.call(db, "cancel_appointment", {"appointment_id": key})
+    day = telehealth.now.strftime("%Y-%m-%d")
+    assert not observation.error and f"Cancellation Date: {day}" in observation.content
+    assert db.row("appointments", key)["cancellation_date"] == day
+    tool_module = sys.modules["tau_trait.envs.telehealth.tools.cancel_appointment"]
+    assert tool_module.datetime.now().year > telehealth.now.year  # outside a call: the real clock
