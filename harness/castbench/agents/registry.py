@@ -23,6 +23,8 @@ from urllib.parse import parse_qsl
 
 from pydantic import BaseModel, ValidationError
 
+from castbench.agents.sandbox import SandboxNeeds
+
 __all__ = [
     "AgentSpec",
     "AgentSpecError",
@@ -69,6 +71,9 @@ class AgentSpec:
     transport: Literal["in-process", "worker", "service"] = "in-process"
     """Where the agent runs: import-path agents run in worker processes of their own unless
     they declare themselves privileged or `in_process` was asked for (see `agents.transports`)."""
+    sandbox_needs: SandboxNeeds = field(default_factory=SandboxNeeds)
+    """What a worker-run agent declares it needs beyond the strictest sandbox (`sandbox_env`,
+    `sandbox_connect`, `sandbox_read`): its workers start with it; provenance shows it."""
 
     @cached_property
     def on_loop(self) -> bool:
@@ -230,8 +235,9 @@ def resolve(
         if not in_process:
             from castbench.agents.transports.worker import probe
 
-            if not probe(role, name):
-                return AgentSpec(role, spec, name, None, params, False, "import", "worker")
+            found = probe(role, name)
+            if not found.privileged:
+                return AgentSpec(role, spec, name, None, params, False, "import", "worker", found.needs)
         factory = import_target(name)
         problem = protocol_problem(role, name, factory)
         if problem is not None:

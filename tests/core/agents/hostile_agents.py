@@ -89,13 +89,13 @@ class PeekingPolicy:
 
 
 class SleepyPolicy:
-    """Takes `seconds` to think about each step; writes its process id to `pidfile` if given."""
+    """Takes `seconds` to think about each step; with `announce`, says its process id on stderr
+    (castbench's own: its sandbox lets it write nowhere but its scratch folder)."""
 
-    def __init__(self, briefing: Briefing, seconds: float = 60.0, pidfile: str = "") -> None:
+    def __init__(self, briefing: Briefing, seconds: float = 60.0, announce: bool = False) -> None:
         self.seconds = seconds
-        if pidfile:
-            with open(pidfile, "w") as handle:
-                handle.write(str(os.getpid()))
+        if announce:
+            print(f"sleepy worker pid {os.getpid()}", file=sys.stderr, flush=True)
 
     def propose(self, view: PolicyView) -> Action:
         time.sleep(self.seconds)

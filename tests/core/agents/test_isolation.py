@@ -73,14 +73,16 @@ def _trial(policy: str, step_timeout: float | None = None, task_index: int = 0):
     return run_trial(retail, task, 0, 1, agents, retail.replay(task), time_limits=limits)
 
 
-def test_a_worker_past_the_step_time_limit_is_stopped_and_the_trial_times_out(tmp_path: Path) -> None:
-    pidfile = tmp_path / "pid"
+def test_a_worker_past_the_step_time_limit_is_stopped_and_the_trial_times_out(
+    capfd: pytest.CaptureFixture[str],
+) -> None:
     started = time.monotonic()
-    record = _trial(f"{HOSTILE}:SleepyPolicy?seconds=120&pidfile={pidfile}", step_timeout=1.0)
+    record = _trial(f"{HOSTILE}:SleepyPolicy?seconds=120&announce=true", step_timeout=1.0)
     assert time.monotonic() - started < 60
     assert record.end_reason == "timeout" and record.status == "scored" and record.reward == 0.0
     assert record.error is not None and "1 s" in record.error and "propos" in record.error
-    assert _stopped(int(pidfile.read_text()))  # its worker process was stopped, not left sleeping
+    pid = int(capfd.readouterr().err.split("sleepy worker pid ")[-1].split()[0])  # its stderr is ours
+    assert _stopped(pid)  # its worker process was stopped, not left sleeping
     # the next trial gets a fresh worker
     assert _trial(f"{HOSTILE}:SleepyPolicy?seconds=0", step_timeout=30).end_reason == "user_stop"
 

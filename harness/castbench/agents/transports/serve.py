@@ -2,9 +2,14 @@
 castbench's tasks, sandboxes or ground truth.
 
 Started by `castbench.agents.transports.worker` as `python -m castbench.agents.transports.serve FD
-PID` with one end of a socket pair on FD and castbench's process id. It learns its role and the
-agent's import path from the first message, refuses imports of the installed domain packages
-(they hold the tasks' ground truth), imports the agent and answers one request at a time. It
+PID` with one end of a socket pair on FD and castbench's process id. It learns its role, the
+agent's import path and its sandbox from the first message, enters the sandbox (the kernel's
+wall: `castbench.agents.sandbox`), refuses imports of the installed domain packages (they hold the
+tasks' ground truth), imports the agent and answers one request at a time.
+
+The import guard stays behind the sandbox: where there is none (another OS, `CASTBENCH_SANDBOX=off`)
+it is all that keeps a careless `import` of a domain package out, and behind it, it turns the
+kernel's refusal (a `PermissionError` deep in the import system) into a plain `ImportError`. It
 ignores Ctrl-C (castbench decides what an interruption does) and exits when castbench closes the
 pipe or dies.
 """
@@ -21,6 +26,7 @@ import traceback
 from multiprocessing.connection import Connection
 from typing import Any
 
+from castbench.agents import sandbox
 from castbench.agents.conversation import (
     Event,
     MalformedAction,
@@ -47,7 +53,8 @@ from castbench.errors import FatalInfrastructureError, InfrastructureError
 
 
 class _RefuseDomains(importlib.abc.MetaPathFinder):
-    """Keeps the domain packages (tasks, ground truth) out of the agent's process."""
+    """Keeps the domain packages (tasks, ground truth) and their data packages out of the agent's
+    process: a convention the agent can undo, the sandbox being the wall."""
 
     def __init__(self, packages: list[str]) -> None:
         self.packages = frozenset(packages)
@@ -55,7 +62,8 @@ class _RefuseDomains(importlib.abc.MetaPathFinder):
     def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> None:
         if fullname.partition(".")[0] in self.packages:
             raise ImportError(
-                f"'{fullname}' is a castbench domain package: an agent's worker may not import it"
+                f"'{fullname}' is a castbench domain (or domain data) package: an agent's worker "
+                "may not import it"
             )
 
 
@@ -143,7 +151,23 @@ def _load(hello: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
     problem = protocol_problem(hello["role"], hello["target"], factory)
     if problem is not None:
         return None, {"error": problem, "kind": "spec"}
-    return factory, {"privileged": bool(getattr(factory, "privileged", False))}
+    try:
+        needs = sandbox.declared_needs(factory, hello["target"])
+    except ValueError as exc:
+        return None, {"error": f"{hello['role']} {exc}", "kind": "spec"}
+    return factory, {"privileged": bool(getattr(factory, "privileged", False)), "needs": needs.model_dump()}
+
+
+def _enter_sandbox(hello: dict[str, Any]) -> dict[str, Any] | None:
+    """Enter the sandbox the hello names, before any thread starts or agent code is imported;
+    the answer to send back if that failed (the agent is then not run at all)."""
+    if hello.get("sandbox") is None:
+        return None
+    try:
+        sandbox.enter(sandbox.Plan.model_validate(hello["sandbox"]["plan"]), hello["sandbox"]["scratch"])
+    except sandbox.SandboxError as exc:
+        return {"error": f"{exc} (CASTBENCH_SANDBOX=off runs agents unsandboxed)", "kind": "fatal"}
+    return None
 
 
 def _exit_with_parent(parent: int, every_s: float = 1.0) -> None:
@@ -160,9 +184,17 @@ def _exit_with_parent(parent: int, every_s: float = 1.0) -> None:
 
 def main() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    _exit_with_parent(int(sys.argv[2]) if len(sys.argv) > 2 else os.getppid())
+    parent = int(sys.argv[2]) if len(sys.argv) > 2 else os.getppid()
     connection = Connection(int(sys.argv[1]))
+    while not connection.poll(1.0):  # no watching thread yet: the sandbox must come first
+        if os.getppid() != parent:
+            return
     hello = decode(connection.recv_bytes())
+    refused = _enter_sandbox(hello)
+    if refused is not None:
+        connection.send_bytes(encode(refused))
+        return
+    _exit_with_parent(parent)  # a thread: only once the sandbox binds this process
     factory, answer = _load(hello)
     connection.send_bytes(encode(answer))
     if factory is None:

@@ -2,6 +2,9 @@
 task, sandbox or ground truth exists in their address space, and a frame walk, a heap scan or an
 import finds nothing to read.
 
+Each worker runs behind the OS sandbox (`castbench.agents.sandbox`) where the system has one: a
+fresh scratch folder, a minimal environment, no reading of castbench's tasks, stores or process.
+
 One pool of workers per (role, agent); a worker hosts one trial at a time and builds a fresh
 agent instance for each, so the interpreter starts once per concurrent trial slot, not once per
 trial. The step time limit is enforced here: a worker that does not answer in time is killed
@@ -20,13 +23,14 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from importlib.metadata import entry_points
 from multiprocessing.connection import Connection
-from typing import Any
+from typing import Any, NamedTuple
 
+from castbench.agents import sandbox
 from castbench.agents.conversation import Action, Event, Usage, Verdict
 from castbench.agents.protocols import UserReply
 from castbench.agents.registry import AgentSpec, AgentSpecError
+from castbench.agents.sandbox import SandboxNeeds
 from castbench.agents.transports.wire import (
     ACTION,
     EVENTS,
@@ -40,19 +44,10 @@ from castbench.agents.views import CriticView, PolicyView, UserBriefing
 from castbench.domain import ToolCall
 from castbench.errors import AgentError, AgentTimeout, FatalInfrastructureError, InfrastructureError
 
-__all__ = ["WorkerTransport", "probe", "shutdown_workers"]
+__all__ = ["Probe", "WorkerTransport", "probe", "shutdown_workers"]
 
 _STARTUP_S = 120.0
 """How long a worker may take to start and import the agent (a cold interpreter on a busy machine)."""
-
-
-def _domain_packages() -> list[str]:
-    """Top-level packages of the installed domains: the worker refuses to import them."""
-    packages = {
-        ep.value.partition(":")[0].partition(".")[0] for ep in entry_points(group="castbench.domains")
-    }
-    packages.discard("castbench")
-    return sorted(packages)
 
 
 SERVE = "castbench.agents.transports.serve"
@@ -62,22 +57,43 @@ SERVE = "castbench.agents.transports.serve"
 class _Worker:
     """One agent process and the pipe to it."""
 
-    def __init__(self, role: str, target: str) -> None:
+    def __init__(self, role: str, target: str, plan: sandbox.Plan | None) -> None:
+        """`plan`: the sandbox the worker enters before importing the agent (None: none)."""
         self.role = role
         self._lock = threading.Lock()
+        self.scratch: str | None = None
+        env: dict[str, str] | None = None  # None: castbench's own (unsandboxed)
+        if plan is not None:
+            self.scratch = sandbox.scratch()
+            env = sandbox.environment(plan.env, self.scratch)
         ours, theirs = socket.socketpair()
-        with theirs:
-            self.process = subprocess.Popen(
-                [sys.executable, "-m", SERVE, str(theirs.fileno()), str(os.getpid())],
-                pass_fds=[theirs.fileno()],
-                stdin=subprocess.DEVNULL,
-            )
+        try:
+            with theirs:
+                self.process = subprocess.Popen(
+                    [sys.executable, "-m", SERVE, str(theirs.fileno()), str(os.getpid())],
+                    pass_fds=[theirs.fileno()],
+                    stdin=subprocess.DEVNULL,
+                    cwd=self.scratch,
+                    env=env,
+                )
+        except BaseException:
+            ours.close()
+            self._remove_scratch()
+            raise
         self.connection = Connection(ours.detach())
-        hello = {"role": role, "target": target, "sys_path": sys.path, "domain_packages": _domain_packages()}
+        hello = {
+            "role": role,
+            "target": target,
+            "sys_path": [os.path.abspath(entry) for entry in sys.path],  # its cwd is not ours
+            "domain_packages": sandbox.protected_packages(),
+            "sandbox": None if plan is None else {"plan": plan.model_dump(), "scratch": self.scratch},
+        }
         self.connection.send_bytes(encode(hello))
         self.loaded = self._answer("its start", _STARTUP_S)
         if "error" in self.loaded:
             self.kill()
+            if self.loaded["kind"] == "fatal":
+                raise FatalInfrastructureError(self.loaded["error"])
             raise AgentSpecError(self.loaded["error"])
 
     def _answer(self, what: str, limit: float | None, deadline: float | None = None) -> dict[str, Any]:
@@ -139,15 +155,24 @@ class _Worker:
                 self.process.kill()
             self.process.wait()
             self.connection.close()
+            self._remove_scratch()
+
+    def _remove_scratch(self) -> None:
+        if self.scratch is not None:
+            sandbox.remove_scratch(self.scratch)
 
 
 class _Pool:
-    """Idle workers for one (role, agent), started on demand and kept for the next trial."""
+    """Idle workers for one (role, agent, declared needs), started on demand and kept for the
+    next trial. Whether they are sandboxed is decided per worker start (`sandbox.support`)."""
 
-    def __init__(self, role: str, target: str) -> None:
-        self.role, self.target = role, target
+    def __init__(self, role: str, target: str, needs: SandboxNeeds) -> None:
+        self.role, self.target, self.needs = role, target, needs
         self._idle: list[_Worker] = []
         self._lock = threading.Lock()
+
+    def _plan(self) -> sandbox.Plan | None:
+        return sandbox.plan(self.target, self.needs) if sandbox.support().available else None
 
     def acquire(self) -> _Worker:
         with self._lock:
@@ -155,7 +180,7 @@ class _Pool:
                 worker = self._idle.pop()
                 if worker.alive:
                     return worker
-        return _Worker(self.role, self.target)
+        return _Worker(self.role, self.target, self._plan())
 
     def release(self, worker: _Worker) -> None:
         if worker.alive:
@@ -169,17 +194,17 @@ class _Pool:
             worker.kill()
 
 
-_POOLS: dict[tuple[str, str, tuple[str, ...]], _Pool] = {}
+_POOLS: dict[tuple[str, str, tuple[str, ...], SandboxNeeds], _Pool] = {}
 _POOLS_LOCK = threading.Lock()
 
 
-def _pool(role: str, target: str) -> _Pool:
+def _pool(role: str, target: str, needs: SandboxNeeds) -> _Pool:
     if os.getcwd() not in sys.path:  # as for in-process imports: the working directory counts
         sys.path.append(os.getcwd())
-    key = (role, target, tuple(sys.path))
+    key = (role, target, tuple(sys.path), needs)
     with _POOLS_LOCK:
         if key not in _POOLS:
-            _POOLS[key] = _Pool(role, target)
+            _POOLS[key] = _Pool(role, target, needs)
         return _POOLS[key]
 
 
@@ -192,19 +217,28 @@ def shutdown_workers() -> None:
         pool.close()
 
 
-def probe(role: str, target: str) -> bool:
-    """Import the agent in a worker (which stays in the pool for the first trial) and check it
-    implements the role's protocol; whether it asks for privilege. Raises `AgentSpecError`."""
-    pool = _pool(role, target)
+class Probe(NamedTuple):
+    privileged: bool
+    """It asks for privilege (it will run in castbench's process)."""
+    needs: SandboxNeeds
+    """What it declares it needs beyond the strictest sandbox."""
+
+
+def probe(role: str, target: str) -> Probe:
+    """Import the agent in a worker under the strictest sandbox and check it implements the
+    role's protocol; whether it asks for privilege and what it declares it needs. The worker
+    stays in the pool for the first trial unless those needs call for a worker started with
+    them. Raises `AgentSpecError`."""
+    pool = _pool(role, target, SandboxNeeds())
     try:
         worker = pool.acquire()
     except (AgentError, AgentTimeout) as exc:
         raise AgentSpecError(f"{role} '{target}': its worker process did not start: {exc}") from exc
-    privileged = bool(worker.loaded["privileged"])
+    found = Probe(bool(worker.loaded["privileged"]), SandboxNeeds.model_validate(worker.loaded["needs"]))
     pool.release(worker)
-    if privileged:  # it will run in castbench's process, where privileged agents run
-        pool.close()
-    return privileged
+    if found.privileged or not found.needs.empty:  # privileged agents run in castbench's process;
+        pool.close()  # the others' trials run in a pool of workers started with their needs
+    return found
 
 
 @dataclass
@@ -290,7 +324,7 @@ class WorkerTransport:
     isolated = True
 
     def open(self, briefing: Any, timeout: float | None = None) -> Any:
-        pool = _pool(self.spec.role, self.spec.name)
+        pool = _pool(self.spec.role, self.spec.name, self.spec.sandbox_needs)
         perform = briefing.perform if isinstance(briefing, UserBriefing) else None
         try:
             worker = pool.acquire()

@@ -1,0 +1,551 @@
+"""The operating system's wall around import-path agents: what a worker process may read, write,
+connect to and inherit, enforced by the kernel (Landlock) before the agent's code is imported.
+
+Why an OS sandbox: a Python import guard is a convention the agent's own code can remove, and a
+worker process that may read anything its user can read finds the domain's task files, the τ
+packages, the results store, the repository's exports and, through `/proc/<ppid>`, castbench's
+command line, environment (API keys), descriptors and memory. Everything runs as root on CI, so
+file permissions hide nothing.
+
+Why Landlock (measured on this project's machines, Linux 6.18, Landlock ABI 7):
+- it is unprivileged, needs no package (three system calls through `ctypes`) and no helper
+  process: the worker restricts itself after reading its first message and before importing the
+  agent, which costs a few milliseconds per worker start and nothing per step (the kernel checks
+  opens and connects, not the pipe the steps travel on);
+- it binds root too (no capability lifts it) and everything the agent starts inherits it;
+- rules are path hierarchies, allow-only: anything not granted is denied, so a results store or
+  an export folder nobody thought of is out of reach by default;
+- ABI >= 4 filters TCP `bind`/`connect` by port; ABI >= 6 scopes signals and abstract unix
+  sockets to the sandbox (the agent cannot kill castbench or reach its abstract sockets);
+- its ptrace rule keeps `/proc/<ppid>/mem` closed even where `/proc` is readable, but not
+  `/proc/<ppid>/environ`, `cmdline` or `fd` (measured): so `/proc` is not granted, only the
+  worker's own `/proc/<pid>`.
+Alternatives: bubblewrap is not installed (an apt package CI would have to add) and costs a
+helper process and namespace set-up per worker; `unshare` namespaces work as root but hide
+nothing on their own (a mount namespace still needs a tree built for it), and Landlock's
+allow-list already says what the worker may see.
+
+The policy (`plan`, worked out in castbench's process, which imports no agent code to do it):
+- read-only: the system (`/usr`, `/lib`, `/lib64`, `/bin`, `/etc`), Python's prefixes (the
+  interpreter, its standard library, the environment's site-packages), castbench's harness
+  package and the agent's own package (found with `importlib.util.find_spec`, which runs none of
+  its code), `/dev/null`, `/dev/urandom`, and the worker's own `/proc/<pid>`;
+- names only (a directory listing, no contents): the folder holding the agent's package, so
+  Python's import system can find it there;
+- read and write: a fresh scratch folder per worker, its working directory, `HOME` and `TMPDIR`;
+- never, even inside a granted folder (carved out: the folder's listing and every other child
+  stay readable): the installed domain packages (entry point group `castbench.domains`), the
+  packages they read their data from (group `castbench.protected`), every file castbench has
+  open and the folder of each SQLite store among them, paths it was told of (`keep_out`), and
+  castbench's repository checkout when installed editable (bar the harness package and what
+  castbench's own needs place inside it, like a `.venv`);
+- TCP: no `connect` or `bind` except the ports the agent declares;
+- environment: `PATH`, `LANG`, `LC_*`, `TZ`, `PYTHONHASHSEED`, `HOME`/`TMPDIR` (the scratch)
+  and the variables the agent declares.
+
+What an agent declares (class attributes, read when its worker first imports it under the
+strictest policy, recorded on its `AgentSpec`; see `SandboxNeeds`): `sandbox_env`,
+`sandbox_connect`, `sandbox_read`. What it does not cover (docs/sandbox.md): UDP, pathname unix
+sockets, other processes of the same user outside castbench's, careful forgeries of exports,
+and systems without Landlock, where workers run unsandboxed and runs say so.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import os
+import shutil
+import struct
+import sys
+import sysconfig
+import tempfile
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import cache, lru_cache
+from importlib.metadata import entry_points
+from importlib.util import find_spec
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+
+__all__ = [
+    "SWITCH",
+    "Plan",
+    "SandboxError",
+    "SandboxNeeds",
+    "SandboxSupport",
+    "declared_needs",
+    "enter",
+    "environment",
+    "keep_out",
+    "plan",
+    "protected_packages",
+    "remove_scratch",
+    "scratch",
+    "support",
+]
+
+SWITCH = "CASTBENCH_SANDBOX"
+"""`CASTBENCH_SANDBOX=off`: the operator runs import-path workers without the sandbox."""
+
+MINIMUM_ABI = 4
+"""Landlock ABI 4 (Linux 6.7) is the first that filters TCP: below it, the network is open."""
+
+_CREATE_RULESET, _ADD_RULE, _RESTRICT_SELF = 444, 445, 446  # the same on every architecture
+_CREATE_RULESET_VERSION = 1
+_RULE_PATH_BENEATH, _RULE_NET_PORT = 1, 2
+_PR_SET_NO_NEW_PRIVS = 38
+
+# filesystem rights (include/uapi/linux/landlock.h)
+EXECUTE, WRITE_FILE, READ_FILE, READ_DIR = 1 << 0, 1 << 1, 1 << 2, 1 << 3
+TRUNCATE = 1 << 14
+READ = EXECUTE | READ_FILE | READ_DIR
+LIST = READ_DIR
+_FILE_RIGHTS = EXECUTE | WRITE_FILE | READ_FILE | TRUNCATE | (1 << 15)
+"""The rights a rule on a file (not a folder) may carry."""
+_NET_BIND_TCP, _NET_CONNECT_TCP = 1 << 0, 1 << 1
+_SCOPE_ABSTRACT_UNIX_SOCKET, _SCOPE_SIGNAL = 1 << 0, 1 << 1
+
+
+def _fs_rights(abi: int) -> int:
+    """Every filesystem right the ABI knows (all are handled: what is not granted is denied)."""
+    if abi >= 5:
+        return (1 << 16) - 1  # + IOCTL_DEV
+    if abi >= 3:
+        return (1 << 15) - 1  # + TRUNCATE
+    if abi == 2:
+        return (1 << 14) - 1  # + REFER
+    return (1 << 13) - 1
+
+
+class SandboxError(RuntimeError):
+    """The sandbox could not be set up (the worker must not run the agent unsandboxed)."""
+
+
+@dataclass(frozen=True)
+class SandboxSupport:
+    """Whether workers started now run sandboxed: `mechanism` (`landlock ABI 7`) when
+    `available`, else `reason` says why not (`CASTBENCH_SANDBOX=off`, the kernel, the OS)."""
+
+    available: bool
+    mechanism: str = ""
+    reason: str = ""
+    abi: int = 0
+
+
+_libc: Any = None
+
+
+def _syscall(number: int, *args: Any) -> int:
+    global _libc
+    if _libc is None:
+        _libc = ctypes.CDLL(None, use_errno=True)
+        _libc.syscall.restype = ctypes.c_long
+    result = int(_libc.syscall(ctypes.c_long(number), *args))
+    if result < 0:
+        code = ctypes.get_errno()
+        raise OSError(code, os.strerror(code))
+    return result
+
+
+def _ruleset_attr(abi: int) -> bytes:
+    """`struct landlock_ruleset_attr` as this ABI reads it (fields it lacks left out)."""
+    if abi >= 6:
+        scoped = _SCOPE_ABSTRACT_UNIX_SOCKET | _SCOPE_SIGNAL
+        return struct.pack("=QQQ", _fs_rights(abi), _NET_BIND_TCP | _NET_CONNECT_TCP, scoped)
+    if abi >= 4:
+        return struct.pack("=QQ", _fs_rights(abi), _NET_BIND_TCP | _NET_CONNECT_TCP)
+    return struct.pack("=Q", _fs_rights(abi))
+
+
+def _create_ruleset(abi: int) -> int:
+    attr = _ruleset_attr(abi)
+    buffer = ctypes.create_string_buffer(attr, len(attr))
+    return _syscall(_CREATE_RULESET, buffer, ctypes.c_size_t(len(attr)), ctypes.c_uint32(0))
+
+
+def _probe_support() -> SandboxSupport:
+    if os.environ.get(SWITCH, "").strip().lower() in ("off", "0", "false", "no"):
+        return SandboxSupport(False, reason=f"{SWITCH}=off was set by the operator")
+    if not sys.platform.startswith("linux"):
+        return SandboxSupport(False, reason=f"no sandbox on {sys.platform} (castbench uses Linux's Landlock)")
+    try:
+        abi = _syscall(_CREATE_RULESET, None, ctypes.c_size_t(0), ctypes.c_uint32(_CREATE_RULESET_VERSION))
+    except OSError as exc:
+        if exc.errno == errno.EOPNOTSUPP:
+            return SandboxSupport(
+                False, reason="Landlock is disabled in this kernel (boot with lsm=...,landlock)"
+            )
+        return SandboxSupport(False, reason=f"the kernel has no Landlock ({os.strerror(exc.errno or 0)})")
+    if abi < MINIMUM_ABI:
+        return SandboxSupport(
+            False,
+            reason=f"Landlock ABI {abi} cannot filter TCP (castbench needs ABI {MINIMUM_ABI}, Linux 6.7)",
+        )
+    try:
+        os.close(_create_ruleset(abi))
+    except OSError as exc:
+        return SandboxSupport(False, reason=f"a Landlock ruleset could not be created ({exc.strerror})")
+    return SandboxSupport(True, mechanism=f"landlock ABI {abi}", abi=abi)
+
+
+@cache
+def support() -> SandboxSupport:
+    """What workers started by this process get (worked out once per process)."""
+    return _probe_support()
+
+
+# -- what an agent declares ---------------------------------------------------------------------
+
+
+class SandboxNeeds(BaseModel):
+    """What an import-path agent declares it needs beyond the strictest sandbox, as class (or
+    factory) attributes:
+
+    - `sandbox_env = ("OPENAI_API_KEY",)`: environment variables passed from castbench's
+      environment (when set there);
+    - `sandbox_connect = (8000,)`: TCP ports it may connect to (on any host: Landlock filters
+      ports, not addresses);
+    - `sandbox_read = ("/models/qwen",)`: absolute paths it may read (carved like everything else:
+      domain packages, stores and exports stay out of reach).
+
+    Recorded on the agent's `AgentSpec` (`sandbox_needs`) so the run's provenance can show it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    env: tuple[str, ...] = ()
+    connect: tuple[int, ...] = ()
+    read: tuple[str, ...] = ()
+
+    @field_validator("env")
+    @classmethod
+    def _names(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for name in value:
+            if not name or "=" in name or "\0" in name:
+                raise ValueError(f"'{name}' is not an environment variable name")
+        return tuple(sorted(set(value)))
+
+    @field_validator("connect")
+    @classmethod
+    def _ports(cls, value: tuple[int, ...]) -> tuple[int, ...]:
+        for port in value:
+            if not 0 < port < 65536:
+                raise ValueError(f"{port} is not a TCP port (1-65535)")
+        return tuple(sorted(set(value)))
+
+    @field_validator("read")
+    @classmethod
+    def _paths(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for path in value:
+            if not os.path.isabs(path):
+                raise ValueError(f"'{path}' is not an absolute path")
+        return tuple(sorted(set(value)))
+
+    @property
+    def empty(self) -> bool:
+        return not (self.env or self.connect or self.read)
+
+
+_DECLARATIONS = {"sandbox_env": "env", "sandbox_connect": "connect", "sandbox_read": "read"}
+
+
+def declared_needs(target: Any, path: str) -> SandboxNeeds:
+    """The needs the agent `target` (imported from `path`) declares. `ValueError` naming the
+    attribute when a declaration is malformed (a string where a tuple is due, a bad port)."""
+    raw: dict[str, Any] = {}
+    for attribute, field in _DECLARATIONS.items():
+        value = getattr(target, attribute, ())
+        if isinstance(value, str | bytes) or not isinstance(value, Iterable):
+            raise ValueError(f"'{path}': {attribute} must be a tuple (got {value!r})")
+        raw[field] = tuple(value)
+    try:
+        return SandboxNeeds.model_validate(raw)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{next(a for a, f in _DECLARATIONS.items() if f == err['loc'][0])}: {err['msg']}"
+            for err in exc.errors()
+        )
+        raise ValueError(f"'{path}': {problems}") from exc
+
+
+# -- where the agent may not look ---------------------------------------------------------------
+
+_KEPT_OUT: set[str] = set()
+_KEPT_OUT_LOCK = threading.Lock()
+
+
+def keep_out(path: str | os.PathLike[str]) -> None:
+    """Never grant `path` to a worker started from now on, even inside a folder it may read (a
+    results store, its folder, an export folder). Everything not granted is out of reach anyway:
+    this matters when such a path lies inside one that is granted."""
+    with _KEPT_OUT_LOCK:
+        _KEPT_OUT.add(os.path.realpath(path))
+
+
+_SQLITE_HEADER = b"SQLite format 3\0"
+
+
+def _open_stores() -> frozenset[str]:
+    """What castbench's process has open that an agent must not read: every regular file (the
+    results store and its journal among them), and the folder of each SQLite database (where
+    its siblings, other stores and exports usually lie)."""
+    found: set[str] = set()
+    try:
+        descriptors = os.listdir("/proc/self/fd")
+    except OSError:
+        return frozenset()
+    for fd in descriptors:
+        try:
+            path = os.readlink(f"/proc/self/fd/{fd}")
+            if not path.startswith("/") or not os.path.isfile(path):
+                continue
+            found.add(os.path.realpath(path))
+            with open(path, "rb") as handle:
+                if handle.read(len(_SQLITE_HEADER)) == _SQLITE_HEADER:
+                    found.add(os.path.dirname(os.path.realpath(path)))
+        except OSError:
+            continue
+    return frozenset(found)
+
+
+def _package_paths(name: str) -> list[str]:
+    """Where the top-level module `name` lives (its folders, or its file), found without running
+    any of its code; [] if it is not installed."""
+    try:
+        spec = find_spec(name)
+    except (ImportError, ValueError):
+        return []
+    if spec is None:
+        return []
+    if spec.submodule_search_locations:
+        return [os.path.realpath(p) for p in spec.submodule_search_locations]
+    if spec.origin and os.path.isabs(spec.origin):
+        return [os.path.realpath(spec.origin)]
+    return []
+
+
+def _group_packages(group: str) -> set[str]:
+    return {ep.module.partition(".")[0] for ep in entry_points(group=group)}
+
+
+def protected_packages() -> list[str]:
+    """Top-level packages no agent's worker may import or read: the installed domains
+    (`castbench.domains`) and the packages they read their data from (`castbench.protected`)."""
+    packages = _group_packages("castbench.domains") | _group_packages("castbench.protected")
+    packages.discard("castbench")
+    return sorted(packages)
+
+
+def _harness() -> str:
+    """castbench's own package folder."""
+    return os.path.realpath(os.path.dirname(os.path.dirname(__file__)))
+
+
+def _checkout() -> str | None:
+    """castbench's repository, when castbench is installed editable from one (`harness/castbench`
+    beside a `pyproject.toml`): its tests, exports and domains are not the agent's to read."""
+    harness = Path(_harness())
+    if harness.parent.name == "harness" and (harness.parent.parent / "pyproject.toml").is_file():
+        return str(harness.parent.parent)
+    return None
+
+
+# -- the plan -----------------------------------------------------------------------------------
+
+
+class Plan(BaseModel):
+    """The rules one pool's workers apply to themselves: (path, rights) grants and TCP ports.
+    Worked out in castbench's process, sent to the worker in its first message."""
+
+    model_config = ConfigDict(frozen=True)
+
+    abi: int
+    grants: tuple[tuple[str, int], ...]
+    connect: tuple[int, ...] = ()
+    env: tuple[str, ...] = ()
+    kept_out: tuple[str, ...] = ()
+    """What is out of reach even inside a granted folder (for reports and tests)."""
+
+
+def _under(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+class _Grants:
+    def __init__(self, forbidden: set[str]) -> None:
+        self.forbidden = forbidden
+        self.rights: dict[str, int] = {}
+
+    def add(self, path: str, rights: int) -> None:
+        self.rights[path] = self.rights.get(path, 0) | rights
+
+    def grant(self, path: str, rights: int, beyond: Iterable[str] = ()) -> None:
+        """Grant `rights` on `path` and below, bar the forbidden paths below it (listed folder
+        by folder). `path` at or under a path in `beyond` is not granted at all."""
+        real = os.path.realpath(path)
+        if not os.path.exists(real) or real in self.forbidden or any(_under(real, f) for f in beyond):
+            return
+        inside = [f for f in self.forbidden if _under(f, real) and f != real]
+        if not inside:
+            self.add(real, rights if os.path.isdir(real) else rights & _FILE_RIGHTS)
+            return
+        self.add(real, rights & READ_DIR)
+        try:
+            children = os.listdir(real)
+        except OSError:
+            return
+        for child in children:
+            self.grant(os.path.join(real, child), rights, beyond)
+
+
+def _system_paths() -> list[str]:
+    paths = ["/usr", "/lib", "/lib32", "/lib64", "/bin", "/sbin", "/etc"]
+    paths += [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix]
+    paths += [os.path.dirname(os.path.realpath(sys.executable))]
+    for scheme_path in ("stdlib", "platstdlib", "purelib", "platlib"):
+        paths.append(sysconfig.get_path(scheme_path))
+    return paths
+
+
+def plan(target: str, needs: SandboxNeeds | None = None) -> Plan:
+    """The rules for the workers of the agent `target` (`module:attribute`), as it declares
+    `needs` (none: the strictest sandbox, under which the agent is first imported). Worked out
+    again only when what it depends on changed (a store opened since, another `sys.path`)."""
+    with _KEPT_OUT_LOCK:
+        kept_out = frozenset(_KEPT_OUT) | _open_stores()
+    return _plan(target, needs or SandboxNeeds(), kept_out, tuple(sys.path))
+
+
+@lru_cache(maxsize=64)
+def _plan(target: str, needs: SandboxNeeds, kept_out: frozenset[str], sys_path: tuple[str, ...]) -> Plan:
+    abi = support().abi
+    packages = {path for name in protected_packages() for path in _package_paths(name)}
+    checkout = _checkout()
+    stores = kept_out | ({checkout} if checkout else set())
+    grants = _Grants(packages | stores)
+    for path in [*_system_paths(), _harness()]:
+        grants.grant(path, READ, beyond=packages)
+    agent = _package_paths(target.partition(":")[0].partition(".")[0])
+    for path in agent:
+        grants.grant(path, READ, beyond=packages)
+        folder = os.path.dirname(path)  # its listing (names only), even in a folder kept out
+        if not any(_under(folder, package) for package in packages):
+            grants.add(folder, LIST)
+    declared = _Grants(packages | stores | {"/proc"})
+    for path in needs.read:
+        declared.grant(path, READ, beyond=declared.forbidden)  # nothing forbidden, nor inside it
+    for path, rights in declared.rights.items():
+        grants.add(path, rights)
+    grants.add("/dev/null", READ_FILE | WRITE_FILE | TRUNCATE)
+    for device in ("/dev/urandom", "/dev/random", "/dev/zero"):
+        grants.add(device, READ_FILE)
+    return Plan(
+        abi=abi,
+        grants=_without_repeats(grants.rights),
+        connect=needs.connect,
+        env=needs.env,
+        kept_out=tuple(sorted(packages | stores)),
+    )
+
+
+def _without_repeats(rights: dict[str, int]) -> tuple[tuple[str, int], ...]:
+    """The grants, less those a grant on a folder above already covers."""
+    kept: list[tuple[str, int]] = []
+    for path, granted in sorted(rights.items()):
+        covered = any(_under(path, above) and above != path and granted & ~held == 0 for above, held in kept)
+        if not covered:
+            kept.append((path, granted))
+    return tuple(kept)
+
+
+_KEPT_ENV = ("PATH", "LANG", "TZ", "PYTHONHASHSEED")
+
+
+def environment(
+    declared: Iterable[str], scratch_dir: str, source: dict[str, str] | None = None
+) -> dict[str, str]:
+    """A worker's environment: the few variables Python and the locale need, the scratch folder
+    as HOME and TMPDIR, and the `declared` variables (as set in `source`, castbench's own)."""
+    source = dict(os.environ if source is None else source)
+    env = {name: value for name, value in source.items() if name in _KEPT_ENV or name.startswith("LC_")}
+    env.update({name: source[name] for name in declared if name in source})
+    env["HOME"] = env["TMPDIR"] = scratch_dir
+    return env
+
+
+def scratch() -> str:
+    """A fresh folder for one worker (its working directory, HOME and TMPDIR)."""
+    return tempfile.mkdtemp(prefix="castbench-agent-")
+
+
+def remove_scratch(path: str) -> None:
+    shutil.rmtree(path, ignore_errors=True)
+
+
+# -- in the worker ------------------------------------------------------------------------------
+
+
+def _add_path_rule(ruleset: int, path: str, rights: int) -> None:
+    try:
+        fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+    except OSError:
+        return  # gone since the plan was made: nothing to grant
+    try:
+        attr = struct.pack("=Qi", rights, fd)
+        _syscall(
+            _ADD_RULE,
+            ctypes.c_int(ruleset),
+            ctypes.c_int(_RULE_PATH_BENEATH),
+            ctypes.create_string_buffer(attr, len(attr)),
+            ctypes.c_uint32(0),
+        )
+    finally:
+        os.close(fd)
+
+
+def _add_port_rule(ruleset: int, port: int) -> None:
+    attr = struct.pack("=QQ", _NET_CONNECT_TCP, port)
+    _syscall(
+        _ADD_RULE,
+        ctypes.c_int(ruleset),
+        ctypes.c_int(_RULE_NET_PORT),
+        ctypes.create_string_buffer(attr, len(attr)),
+        ctypes.c_uint32(0),
+    )
+
+
+def _threads() -> int:
+    try:
+        return len(os.listdir("/proc/self/task"))
+    except OSError:
+        return threading.active_count()
+
+
+def enter(sandbox_plan: Plan, scratch_dir: str) -> None:
+    """Restrict this process, for good, to `sandbox_plan` plus read-write `scratch_dir` and its
+    own `/proc/<pid>`. Call it before any thread starts (Landlock binds the calling thread and
+    what it starts later, not threads already running) and before the agent is imported.
+    `SandboxError` if it cannot be done: the worker must not go on unsandboxed."""
+    if _threads() != 1:
+        raise SandboxError(f"the worker has {_threads()} threads before entering the sandbox (must be 1)")
+    abi = sandbox_plan.abi
+    try:
+        ruleset = _create_ruleset(abi)
+        try:
+            for path, rights in sandbox_plan.grants:
+                _add_path_rule(ruleset, path, rights & _fs_rights(abi))
+            _add_path_rule(ruleset, scratch_dir, _fs_rights(abi))
+            _add_path_rule(ruleset, f"/proc/{os.getpid()}", READ)
+            for port in sandbox_plan.connect:
+                _add_port_rule(ruleset, port)
+            if _libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+                raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
+            _syscall(_RESTRICT_SELF, ctypes.c_int(ruleset), ctypes.c_uint32(0))
+        finally:
+            os.close(ruleset)
+    except OSError as exc:
+        raise SandboxError(f"Landlock refused the worker's sandbox: {exc}") from exc
+    os.chdir(scratch_dir)
