@@ -91,9 +91,8 @@ def main() -> None:
     )
     print(f"{'':>10} {'step median':>12} {'step p90':>10} {'worker start median':>20}")
     for side in SIDES:
-        print(
-            f"{side:>10} {_ms(steps[side]):>9.3f} ms {_ms(steps[side], 9):>7.3f} ms {_ms(starts[side]):>17.1f} ms"
-        )
+        step, p90, started = _ms(steps[side]), _ms(steps[side], 9), _ms(starts[side])
+        print(f"{side:>10} {step:>9.3f} ms {p90:>7.3f} ms {started:>17.1f} ms")
     step_added = _ms(steps["sandboxed"]) - _ms(steps["off"])
     start_added = _ms(starts["sandboxed"]) - _ms(starts["off"])
     print(
