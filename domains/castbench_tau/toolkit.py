@@ -136,8 +136,9 @@ class TauToolkit(Toolkit):
         if isinstance(arguments, str):
             try:
                 arguments = json.loads(arguments) if arguments.strip() else {}
-            except json.JSONDecodeError as exc:
-                return Observation(f"Error: arguments for {name} are not valid JSON ({exc.msg})", error=True)
+            except ValueError as exc:  # not JSON, or an integer of thousands of digits
+                reason = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
+                return Observation(f"Error: arguments for {name} are not valid JSON ({reason})", error=True)
         if not isinstance(arguments, Mapping):
             return Observation(f"Error: arguments for {name} must be a JSON object", error=True)
         data = TauData(db)

@@ -29,7 +29,8 @@ __all__ = [
 
 
 class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    # NaN and the infinities in an agent's output stay what they were (not null) on the wire
+    model_config = ConfigDict(frozen=True, extra="forbid", ser_json_inf_nan="constants")
 
 
 class Usage(_Frozen):

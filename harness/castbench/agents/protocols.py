@@ -15,6 +15,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel
 
+from castbench import lossless
 from castbench.agents.conversation import Action, Verdict
 from castbench.agents.views import CriticView, PolicyView
 
@@ -58,15 +59,11 @@ PROTOCOL_METHODS: dict[str, tuple[str, ...]] = {
 
 
 def _storable(value: Any) -> str | None:
-    """Why `value` (an action, verdict or text) cannot be stored as JSON, or None when it can:
-    a lone surrogate (`"\\ud800"`, plausible from a real model) or an object that is no JSON."""
-    try:
-        if isinstance(value, str):
-            value.encode("utf-8")
-        elif isinstance(value, BaseModel):
-            value.model_dump_json()
-    except (ValueError, TypeError) as exc:  # UnicodeEncodeError, PydanticSerializationError
-        return str(exc).splitlines()[0]
+    """Why `value` (an action, verdict or text) cannot be stored and read back as it is, or None
+    when it can (`castbench.lossless`: lone surrogates, NUL, NaN, big integers can; an object
+    that is no JSON, bytes or an integer of thousands of digits cannot)."""
+    if isinstance(value, BaseModel):
+        return lossless.problem(value)
     return None
 
 

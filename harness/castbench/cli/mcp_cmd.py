@@ -14,6 +14,7 @@ from typing import Annotated, Literal
 
 import typer
 
+from castbench import lossless
 from castbench.cli.errors import fail
 
 mcp_app = typer.Typer(help="Domain tools over MCP.", no_args_is_help=True)
@@ -59,5 +60,5 @@ def serve(
         pass
     finished = env.episode.record()
     if record is not None:
-        record.write_text(finished.model_dump_json(indent=1))
+        record.write_text(lossless.dumps(finished))
     print(f"trial ended: {finished.end_reason}, reward {finished.reward}", file=sys.stderr)

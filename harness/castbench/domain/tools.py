@@ -142,7 +142,10 @@ def _render(result: Any) -> str:
     if isinstance(result, str):
         return result
     if isinstance(result, BaseModel):
-        return result.model_dump_json()
+        try:
+            return result.model_dump_json()
+        except ValueError:  # agent text it holds (a lone surrogate): json escapes it
+            return json.dumps(result.model_dump(mode="json"), separators=(",", ":"))
     if isinstance(result, list) and result and isinstance(result[0], BaseModel):
         return json.dumps([item.model_dump(mode="json") for item in result])
     return json.dumps(result, default=str)
@@ -209,6 +212,8 @@ class Toolkit:
                 arguments = json.loads(arguments) if arguments.strip() else {}
             except json.JSONDecodeError as exc:
                 raise ToolError(f"Error: arguments for {name} are not valid JSON ({exc.msg})") from exc
+            except ValueError as exc:  # an integer of thousands of digits: no JSON reader takes it
+                raise ToolError(f"Error: arguments for {name} cannot be read ({exc})") from exc
         if not isinstance(arguments, Mapping):
             raise ToolError(f"Error: arguments for {name} must be a JSON object")
         try:

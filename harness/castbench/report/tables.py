@@ -28,11 +28,13 @@ def _ks(n: int) -> list[int]:
 
 
 def _pass_hat(report: ReliabilitySummary | None, k: int) -> str:
+    """pass^k with its interval; in an incomplete run the conservative bound comes first (the
+    figure no agent can raise by leaving trials unscored), the estimate from scored trials after."""
     if report is None or k not in report.pass_hat:
         return "–"
     cell = _cell(report.pass_hat[k], report.ci95[k])
     bound = (getattr(report, "pass_hat_conservative", None) or {}).get(k)
-    return cell if bound is None else f"{cell} [yellow]≥ {bound:.3f}[/]"
+    return cell if bound is None else f"[bold]{bound:.3f}[/] [yellow](scored only: {cell})[/]"
 
 
 def reliability_table(summary: RunSummary) -> Table:
@@ -47,7 +49,10 @@ def reliability_table(summary: RunSummary) -> Table:
     strict = any(report.strict is not None for _, report in columns)
     title = f"pass^k, 95% CI over tasks — run {summary.run_id}"
     if any(report.pass_hat_conservative for _, report in columns):
-        title += "\n≥ x: conservative bound, every unscored planned trial counted as a failure"
+        title += (
+            "\nincomplete: first every unscored planned trial counted as a failure (the headline),"
+            " then the estimate from scored trials only"
+        )
     table = Table(title=title, title_justify="left")
     table.add_column("k", justify="right", style="bold", no_wrap=True)
     for name, report in columns:
@@ -118,13 +123,19 @@ def print_summary(summary: RunSummary, console: Console) -> None:
         console.print(f"[bold yellow]warning:[/] {escape(warning)}")
 
 
+def _printable(text: str) -> str:
+    """Agent text for the terminal: markup escaped, and a lone surrogate (stored as the agent
+    produced it, `castbench.lossless`) shown as its escape instead of failing the write."""
+    return escape(text.encode("utf-8", "backslashreplace").decode("utf-8"))
+
+
 def print_trial(record: TrialRecord, console: Console) -> None:
     status = "[green]pass[/]" if record.passed else "[red]fail[/]"
     console.print(
-        f"[bold]{escape(record.domain)} {escape(record.task_id)} #{record.trial_index}[/] {status} "
+        f"[bold]{_printable(record.domain)} {_printable(record.task_id)} #{record.trial_index}[/] {status} "
         f"end={record.end_reason} steps={len(record.steps)} seed={record.seed}"
     )
-    console.print(f"  [cyan]user[/]: {escape(record.opening)}")
+    console.print(f"  [cyan]user[/]: {_printable(record.opening)}")
     for step in record.steps:
         for proposal in step.proposals:
             if proposal.verdict is None and len(step.proposals) == 1:
@@ -132,12 +143,12 @@ def print_trial(record: TrialRecord, console: Console) -> None:
             verdict = proposal.verdict
             label = f" label={proposal.label.label}" if proposal.label else ""
             judged = f"{verdict.verdict} ({verdict.failure_type}) {verdict.explanation}" if verdict else "–"
-            shown = escape(f"{_show(proposal.action)} → critic {judged}{label}")
+            shown = _printable(f"{_show(proposal.action)} → critic {judged}{label}")
             console.print(f"    [dim]round {proposal.round}: {shown}[/]")
         if step.action is None:
             console.print("  [magenta]blocked[/] by the critic")
         else:
-            console.print(f"  [magenta]agent[/]: {escape(_show(step.action))}")
+            console.print(f"  [magenta]agent[/]: {_printable(_show(step.action))}")
         observation = step.observation
         if observation is not None:
             who = (
@@ -146,25 +157,26 @@ def print_trial(record: TrialRecord, console: Console) -> None:
                 else ("tool!" if getattr(observation, "error", False) else "tool")
             )
             text = observation.text if observation.role == "user" else observation.content
-            console.print(f"  [cyan]{who}[/]: {escape(text[:300])}")
+            console.print(f"  [cyan]{who}[/]: {_printable(text[:300])}")
     if record.grade is not None and record.grade.diff:
         diff = Table(title="state diff (expected vs got)", title_justify="left")
         for column in ("table", "key", "field", "expected", "got"):
             diff.add_column(column)
         for item in record.grade.diff[:40]:
             cells = (item.table, item.key, item.field, repr(item.expected), repr(item.got))
-            diff.add_row(*map(escape, cells))
+            diff.add_row(*map(_printable, cells))
         console.print(diff)
     if record.grade is not None and record.grade.missing_outputs:
-        console.print(f"  missing outputs: {escape(str(record.grade.missing_outputs))}")
+        console.print(f"  missing outputs: {_printable(str(record.grade.missing_outputs))}")
     for broken in record.grade.policy_breaks if record.grade is not None else []:
         console.print(
-            f"  [red]policy broken[/] at step {broken.step} ({escape(broken.tool)}): {escape(broken.reason)}"
+            f"  [red]policy broken[/] at step {broken.step} "
+            f"({_printable(broken.tool)}): {_printable(broken.reason)}"
         )
     if record.grade is not None and record.grade.unearned:
-        console.print("  not earned: " + escape("; ".join(record.grade.unearned)))
+        console.print("  not earned: " + _printable("; ".join(record.grade.unearned)))
     if record.error:
-        console.print(f"  [red]error[/]: {escape(record.error.splitlines()[0])}")
+        console.print(f"  [red]error[/]: {_printable(record.error.splitlines()[0])}")
 
 
 def _show(action: object) -> str:

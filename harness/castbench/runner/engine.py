@@ -12,9 +12,9 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 
 from pydantic import ValidationError
-from pydantic_core import PydanticSerializationError
 from sqlalchemy.exc import SQLAlchemyError
 
+from castbench import lossless
 from castbench.defaults import DEFAULT_LEASE_S
 from castbench.errors import RunInterrupted
 from castbench.runner.collector import tuned_for_a_run
@@ -194,18 +194,41 @@ def _held(store: ResultsStore, run_id: str) -> Iterator[None]:
 
 
 def _store(store: ResultsStore, run_id: str, record: TrialRecord) -> None:
-    """Commit one trial; a record that cannot be written as JSON (a value the rollout's checks
-    missed) is stored as that trial's harness error instead of ending the run."""
+    """Commit one trial. The store writes any record losslessly (`castbench.lossless`), and the
+    rollout checks every agent output before it is used; a record that still cannot be written
+    is stored without its trajectory instead of ending the run: as its agent's failure (scored 0)
+    when an agent's output is what cannot be written (an in-process agent that changed what it
+    returned after the check), otherwise as castbench's own (a harness error)."""
     try:
         store.add_trial(run_id, record)
-    except PydanticSerializationError as exc:
-        lost: dict[str, object] = {"opening": "", "steps": [], "grade": None, "reward": None}
-        unstorable = record.model_copy(
-            update={
-                **lost,
-                "status": "error",
-                "end_reason": "harness_error",
-                "error": f"the trial's record could not be stored: {exc}",
-            }
+    except (ValueError, TypeError) as exc:  # PydanticSerializationError, json's
+        store.add_trial(run_id, _unstorable(record, str(exc).splitlines()[0]))
+
+
+def _unstorable(record: TrialRecord, reason: str) -> TrialRecord:
+    lost: dict[str, object] = {"opening": "", "steps": [], "grade": None}
+    culprit = _unstorable_output(record)
+    if culprit is not None:
+        return record.model_copy(
+            update={**lost, "status": "scored", "reward": 0.0, "end_reason": "agent_error", "error": culprit}
         )
-        store.add_trial(run_id, unstorable)
+    return record.model_copy(
+        update={
+            **lost,
+            "status": "error",
+            "reward": None,
+            "end_reason": "harness_error",
+            "error": f"the trial's record could not be stored: {reason}",
+        }
+    )
+
+
+def _unstorable_output(record: TrialRecord) -> str | None:
+    """Which agent output of the trial cannot be stored, and why; None when all can."""
+    for step in record.steps:
+        for proposal in step.proposals:
+            for role, output in (("policy", proposal.action), ("critic", proposal.verdict)):
+                problem = None if output is None else lossless.problem(output)
+                if problem is not None:
+                    return f"the {role}'s output at step {step.index} cannot be stored ({problem})"
+    return None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from castbench.agents.conversation import Action, ToolCallAction, ToolResultTurn, Usage, UserTurn, Verdict
 from castbench.grading import Grade, PolicyBreak
@@ -75,6 +75,10 @@ class StepRecord(BaseModel):
 
 
 class TrialRecord(BaseModel):
+    model_config = ConfigDict(ser_json_inf_nan="constants")
+    """NaN and the infinities an agent put in its arguments are written as such, not as null
+    (`castbench.lossless` stores records)."""
+
     domain: str
     domain_version: str
     task_id: str

@@ -152,6 +152,10 @@ def replay_trial(
         if record.reward != 0.0 or record.grade is not None:
             problems.append(f"a timed-out trial with reward {record.reward}")
         return None, problems
+    if record.end_reason == "agent_error" and record.grade is None:  # its output could not be stored
+        if record.reward != 0.0:
+            problems.append(f"an agent's failure stored without a grade, with reward {record.reward}")
+        return None, problems
     strict = record.grade is not None and record.grade.strict_reward is not None
     replay = _Replay(domain, task, record, user, traits)
     replay.open()

@@ -22,6 +22,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, SQLModel, col, create_engine, select
 
+from castbench import lossless
 from castbench.defaults import DEFAULT_DB
 from castbench.runner.config import RunConfig
 from castbench.runner.records import TrialRecord
@@ -57,7 +58,8 @@ _INSERT_OR_SKIP = text(
 
 
 def _columns(run_id: str, record: TrialRecord) -> dict[str, Any]:
-    """A trial's row: the columns the store queries, plus the whole record as JSON."""
+    """A trial's row: the columns the store queries, plus the whole record as JSON, written
+    losslessly (`castbench.lossless`): whatever an agent produced reads back as it was."""
     return {
         "run_id": run_id,
         "domain": record.domain,
@@ -68,7 +70,7 @@ def _columns(run_id: str, record: TrialRecord) -> dict[str, Any]:
         "reward": record.reward,
         "end_reason": record.end_reason,
         "n_steps": len(record.steps),
-        "record_json": record.model_dump_json(),
+        "record_json": lossless.dumps(record),
     }
 
 
@@ -310,7 +312,7 @@ class ResultsStore:
             rows = session.exec(
                 query.order_by(col(TrialRow.domain), col(TrialRow.task_id), col(TrialRow.trial_index))
             ).all()
-        return [TrialRecord.model_validate_json(row) for row in rows]
+        return [lossless.loads(TrialRecord, row) for row in rows]
 
     def count_trials(self, run_id: str) -> int:
         with Session(self.engine) as session:

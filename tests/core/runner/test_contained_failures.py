@@ -44,7 +44,6 @@ def _by_trial(records: list[TrialRecord]) -> dict[int, list[TrialRecord]]:
     ("mode", "reason"),
     [
         ("init", "the team's policy cannot start"),
-        ("surrogate", "cannot be stored"),
         ("not_json", "cannot be stored"),
         ("exit", "exited"),  # in its worker process: the worker ends, the trial records it
     ],

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
+from castbench import lossless
 from castbench.domain import Domain, load_domain
 from castbench.errors import FatalInfrastructureError
 from castbench.runner.deadline import Halt
@@ -51,10 +52,10 @@ _EXPECTED = ExpectedStates()
 
 def run_remote_trial(work: TrialWork, key: TrialKey) -> str:
     """Runs on a Ray worker: one trial, its record as JSON (pydantic's, not pickle's, so a worker
-    with other library versions cannot hand the driver an object it misreads)."""
+    with other library versions cannot hand the driver an object it misreads; written losslessly)."""
     domain = _domain(key.domain)
     job = TrialJob(domain, domain.task(key.task_id), key.trial_index, key.seed)
-    return work.run(job, _EXPECTED, Halt()).model_dump_json()
+    return lossless.dumps(work.run(job, _EXPECTED, Halt()))
 
 
 @dataclass(frozen=True)
@@ -118,7 +119,7 @@ class RayExecutor:
 
     def _record(self, ray: Any, ref: Any, job: TrialJob) -> TrialRecord:
         try:
-            return TrialRecord.model_validate_json(ray.get(ref))
+            return lossless.loads(TrialRecord, ray.get(ref))
         except ray.exceptions.RayTaskError as exc:
             if isinstance(exc.cause, FatalInfrastructureError):
                 raise exc.cause from None  # a server that is down ends the run, as it does locally
