@@ -4,8 +4,10 @@ This is what `--output summary.json` writes, what the tables show and what a CI 
 pass^k is taken over every task the run planned: a task with fewer scored trials than planned is
 estimated from those it has, a task with none counts as failed (and is listed as missing), so
 tasks an agent cannot get through never drop out of the denominator. Only infrastructure and
-harness errors leave a trial unscored; then the run is `incomplete`, and a conservative bound
-(every unscored trial counted as a failure) is reported beside pass^k.
+harness errors leave a trial unscored; then the run is `incomplete`, and its headline (the figure
+shown first, `headline` in the JSON) is the conservative bound, every unscored planned trial
+counted as a failure: an agent cannot raise it by making the trials it fails unscored. The
+estimate from scored trials alone (`pass_hat`) is shown after it.
 """
 
 from __future__ import annotations
@@ -59,10 +61,30 @@ class DomainReport(ReliabilitySummary):
     same tasks; None when a trial was graded before strict grading existed."""
 
 
+HeadlineBasis = Literal["all_trials_scored", "unscored_as_failures"]
+
+
+class Headline(BaseModel):
+    """A run's first figure, over all its domains: what the console prints first and the one to
+    quote. For an incomplete run it is the conservative bound (`unscored_as_failures`), which no
+    agent can raise by failing differently (making a trial unscored instead of failing it)."""
+
+    basis: HeadlineBasis
+    pass_hat: dict[int, float]
+
+
+def _headline(overall: DomainReport) -> Headline:
+    if overall.pass_hat_conservative is not None:
+        return Headline(basis="unscored_as_failures", pass_hat=overall.pass_hat_conservative)
+    return Headline(basis="all_trials_scored", pass_hat=overall.pass_hat)
+
+
 class RunSummary(BaseModel):
     run_id: str
     status: RunStatus = "complete"
     """`complete` only when every planned trial is scored; gates and leaderboards refuse others."""
+    headline: Headline | None = None
+    """The run's first figure and its basis (filled from `overall` when not given)."""
     config: dict[str, Any]
     domains: dict[str, DomainReport]
     overall: DomainReport
@@ -77,6 +99,8 @@ class RunSummary(BaseModel):
         """Summaries written before runs had a status say so through their incomplete tasks."""
         if self.status == "complete" and (self.overall.incomplete_tasks or self.overall.unscored_trials):
             self.status = "incomplete"
+        if self.headline is None:
+            self.headline = _headline(self.overall)
         return self
 
     @property
