@@ -1,5 +1,10 @@
-"""What crosses the pipe between castbench and an agent's worker process: JSON, built from the
-same typed shapes the agent sees in process (pydantic models and the view dataclasses).
+"""What crosses the pipe between castbench and an agent's worker process (and an agent service's
+session): JSON validated by pydantic models on both sides, built from the same typed shapes the
+agent sees in process (the view dataclasses, the conversation's pydantic events).
+
+The wire models mirror the view dataclasses field by field; `tests/core/agents/test_wire.py`
+round-trips every field, so a field added to a briefing and forgotten here fails a test instead
+of silently prompting an agent in a worker differently from the same agent in process.
 
 A briefing crosses once per trial; a view crosses as the events the worker has not seen yet
 (the conversation only grows, and a critique round adds events after the shared prefix), so a
@@ -9,9 +14,9 @@ step costs what it adds, not the whole conversation again.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Annotated, Any, Literal
 
-from pydantic import TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from castbench.agents.conversation import Action, Event, Verdict
 from castbench.agents.views import Briefing, UserBriefing
@@ -21,17 +26,64 @@ __all__ = [
     "ACTION",
     "EVENTS",
     "VERDICT",
+    "AgentBriefingWire",
+    "BriefingWire",
+    "ObservationWire",
+    "UserBriefingWire",
+    "briefing_from_wire",
+    "briefing_to_wire",
     "decode",
     "encode",
     "observation_from_wire",
     "observation_to_wire",
-    "briefing_from_wire",
-    "briefing_to_wire",
 ]
 
 EVENTS: TypeAdapter[list[Event]] = TypeAdapter(list[Event])
 ACTION: TypeAdapter[Action] = TypeAdapter(Action)
 VERDICT: TypeAdapter[Verdict] = TypeAdapter(Verdict)
+
+
+class _Wire(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class AgentBriefingWire(_Wire):
+    """A policy's or deployed critic's `Briefing`: the domain's public face and the trial's seed."""
+
+    kind: Literal["agent"] = "agent"
+    domain: str
+    policy: str
+    tools: list[dict[str, Any]]
+    write_tools: list[str]
+    """Sorted, so the same briefing is the same bytes."""
+    seed: int
+    trial_index: int
+    verbatim_policy: bool = False
+
+
+class UserBriefingWire(_Wire):
+    """A simulated user's `UserBriefing`; its user-side tools run back in castbench (`perform`
+    says whether there are any to ask for)."""
+
+    kind: Literal["user"] = "user"
+    domain: str
+    scenario: UserScenario
+    seed: int
+    user_tools: list[dict[str, Any]] = []
+    perform: bool = False
+    traits: dict[str, str] | None = None
+
+
+BriefingWire = Annotated[AgentBriefingWire | UserBriefingWire, Field(discriminator="kind")]
+_BRIEFING: TypeAdapter[AgentBriefingWire | UserBriefingWire] = TypeAdapter(BriefingWire)
+
+
+class ObservationWire(_Wire):
+    """A user-side tool's result, sent back to the worker that asked for it."""
+
+    content: str
+    error: bool = False
+    ends_conversation: bool = False
 
 
 def encode(message: dict[str, Any]) -> bytes:
@@ -48,57 +100,61 @@ def decode(data: bytes) -> dict[str, Any]:
 def briefing_to_wire(briefing: Briefing | UserBriefing) -> dict[str, Any]:
     """A public briefing as JSON. A privileged one never crosses: privileged agents run in
     castbench's own process."""
+    wire: AgentBriefingWire | UserBriefingWire
     if isinstance(briefing, UserBriefing):
-        return {
-            "kind": "user",
-            "domain": briefing.domain,
-            "scenario": briefing.scenario.model_dump(mode="json"),
-            "seed": briefing.seed,
-            "user_tools": list(briefing.user_tools),
-            "perform": briefing.perform is not None,
-            "traits": briefing.traits,
-        }
-    if type(briefing) is not Briefing:
+        wire = UserBriefingWire(
+            domain=briefing.domain,
+            scenario=briefing.scenario,
+            seed=briefing.seed,
+            user_tools=list(briefing.user_tools),
+            perform=briefing.perform is not None,
+            traits=briefing.traits,
+        )
+    elif type(briefing) is Briefing:
+        wire = AgentBriefingWire(
+            domain=briefing.domain,
+            policy=briefing.policy,
+            tools=list(briefing.tools),
+            write_tools=sorted(briefing.write_tools),
+            seed=briefing.seed,
+            trial_index=briefing.trial_index,
+            verbatim_policy=briefing.verbatim_policy,
+        )
+    else:
         raise TypeError(f"a {type(briefing).__name__} does not leave castbench's process")
-    return {
-        "kind": "agent",
-        "domain": briefing.domain,
-        "policy": briefing.policy,
-        "tools": list(briefing.tools),
-        "write_tools": sorted(briefing.write_tools),
-        "seed": briefing.seed,
-        "trial_index": briefing.trial_index,
-    }
+    return wire.model_dump(mode="json")
 
 
 def briefing_from_wire(data: dict[str, Any], perform: Any = None) -> Briefing | UserBriefing:
-    """The briefing again, in the worker; `perform` runs a user-side tool back in castbench."""
-    if data["kind"] == "user":
+    """The briefing again, in the worker; `perform` runs a user-side tool back in castbench.
+    Raises `pydantic.ValidationError` on a message that is not a briefing."""
+    wire = _BRIEFING.validate_python(data)
+    if isinstance(wire, UserBriefingWire):
         return UserBriefing(
-            domain=data["domain"],
-            scenario=UserScenario.model_validate(data["scenario"]),
-            seed=data["seed"],
-            user_tools=tuple(data["user_tools"]),
-            perform=perform if data["perform"] else None,
-            traits=data["traits"],
+            domain=wire.domain,
+            scenario=wire.scenario,
+            seed=wire.seed,
+            user_tools=tuple(wire.user_tools),
+            perform=perform if wire.perform else None,
+            traits=wire.traits,
         )
     return Briefing(
-        domain=data["domain"],
-        policy=data["policy"],
-        tools=tuple(data["tools"]),
-        write_tools=frozenset(data["write_tools"]),
-        seed=data["seed"],
-        trial_index=data["trial_index"],
+        domain=wire.domain,
+        policy=wire.policy,
+        tools=tuple(wire.tools),
+        write_tools=frozenset(wire.write_tools),
+        seed=wire.seed,
+        trial_index=wire.trial_index,
+        verbatim_policy=wire.verbatim_policy,
     )
 
 
 def observation_to_wire(observation: Observation) -> dict[str, Any]:
-    return {
-        "content": observation.content,
-        "error": observation.error,
-        "ends_conversation": observation.ends_conversation,
-    }
+    return ObservationWire(
+        content=observation.content, error=observation.error, ends_conversation=observation.ends_conversation
+    ).model_dump(mode="json")
 
 
 def observation_from_wire(data: dict[str, Any]) -> Observation:
-    return Observation(data["content"], bool(data["error"]), bool(data["ends_conversation"]))
+    wire = ObservationWire.model_validate(data)
+    return Observation(wire.content, wire.error, wire.ends_conversation)
