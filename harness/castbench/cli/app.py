@@ -223,6 +223,17 @@ class _PipeSafeStdout:
         return getattr(self._stream, name)
 
 
+PIPED_COLUMNS = 200
+"""Width of tables and help when output goes to a pipe or file (a CI log): rich would otherwise
+assume 80 columns and cut figures (`0.66–0.…`) exactly where a gate's log is read."""
+
+
+def _wide_when_piped() -> None:
+    if "COLUMNS" not in os.environ and not sys.stdout.isatty():
+        os.environ["COLUMNS"] = str(PIPED_COLUMNS)
+
+
 def main() -> None:
+    _wide_when_piped()
     sys.stdout = _PipeSafeStdout(sys.stdout)  # type: ignore[assignment]
     app()

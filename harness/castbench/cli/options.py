@@ -14,7 +14,7 @@ DbOption = Annotated[
         "--db",
         envvar="CASTBENCH_DB",
         help="Results database: a SQLite file path or sqlite:///FILE URL, or postgresql://USER@HOST:PORT/DB, "
-        "a store several eval processes share (pip install 'castbench[postgres]').",
+        "a store several eval processes share (pip install 'castbench\\[postgres]').",
     ),
 ]
 DomainOption = Annotated[
