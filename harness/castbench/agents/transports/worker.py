@@ -180,6 +180,7 @@ class _Pool:
                 worker = self._idle.pop()
                 if worker.alive:
                     return worker
+                worker.kill()  # reaps it and removes its scratch folder
         return _Worker(self.role, self.target, self._plan())
 
     def release(self, worker: _Worker) -> None:
