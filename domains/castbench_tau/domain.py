@@ -7,9 +7,11 @@ Differences from castbench's generated domains, each for parity with τ:
 - the policy a model reads is τ's wiki verbatim, and nothing is added to it;
 - a `no_change` task is earned (castbench grading; `--grading tau` keeps τ's rule) by making the
   gold's successful look-ups, any identity look-up standing for another (see `earned_spec`);
-- tasks whose gold is broken (a tool that does not exist, arguments a tool rejects, a replay that
-  changes nothing although the gold writes) are left out of their split and form the split
-  `<split>-broken`, so they are excluded from scores by default and can be run on their own.
+- tasks whose gold is broken (a tool τ does not have, a write τ's tool answers with an error, a
+  replay that changes nothing although the gold writes, a write outside the schema that τ accepts
+  and stores: see `castbench_tau.gold` for the classes and why each is excluded) are left out of
+  their split and form the split `<split>-broken`, so they are excluded from scores by default
+  and can be run on their own.
 
 The version is `N-X` with N = the package's release in digits plus this adapter's generation
 (tau-trait 0.1.1, adapter 1 -> `10101`), so runs on different releases never compare.
@@ -21,13 +23,15 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import cached_property
 from pathlib import Path
+from typing import Any
 
-from castbench.domain import Database, Domain, EarnedSpec, Lookup, Task, TaskFileError, ToolCall
+from castbench.domain import Database, Domain, EarnedSpec, Fact, Lookup, Task, TaskFileError, ToolCall
 from castbench.domain.database import Snapshot
-from castbench.domain.validate import validate_task
+from castbench_tau.gold import GoldFinding, gold_findings
+from castbench_tau.identity import IDENTITY_PREFIX, identity_call, identity_facts
 from castbench_tau.rules import TauRules
 from castbench_tau.source import TauSource, load_source
-from castbench_tau.tasks import IDENTITY_PREFIX, convert_task
+from castbench_tau.tasks import convert_task
 from castbench_tau.toolkit import tau_toolkit
 
 __all__ = ["ADAPTER_GENERATION", "BROKEN_SUFFIX", "TauDomain", "tau_domain", "tau_version"]
@@ -73,20 +77,9 @@ class TauDomain(Domain):
                 self.toolkit.call(db, call.name, call.arguments)
         return db
 
-    def gold_problems(self, task: Task) -> list[str]:
-        """Why the task's gold cannot be used (empty: it can): castbench's task checks, plus any
-        gold *write* that answers with an error. A gold read that fails (retail's original tasks
-        look up item ids as product ids) leaves the expected state as meant: not broken."""
-        problems = validate_task(self, task)
-        db = self.fresh_database()
-        for position, call in enumerate(task.actions):
-            if not self.toolkit.is_write(call.name):
-                continue  # unknown tools are reported by validate_task
-            observation = self.toolkit.call(db, call.name, call.arguments)
-            if observation.error:
-                where = f"{self.name} task {task.id}: action {position}"
-                problems.append(f"{where} {call.name} answers {observation.content!r}")
-        return problems
+    def gold_findings(self, task: Task) -> list[GoldFinding]:
+        """Why the task's gold cannot be used, by class (empty: it can): see `castbench_tau.gold`."""
+        return gold_findings(self, task, self._source.terminate_tools)
 
     def earned_spec(self, task: Task) -> EarnedSpec | None:
         """How a `no_change` task is earned: every gold read that succeeds and establishes a fact
@@ -117,11 +110,31 @@ class TauDomain(Domain):
                 lookups.append(lookup)
         return EarnedSpec(lookups=lookups, derived=True) if lookups else None
 
+    def _identity_facts(self, raw: Any) -> list[Fact]:
+        """What the task's customer says when asked who they are (`castbench_tau.identity`)."""
+        finders = [
+            (tool.name, tuple(tool.schema["function"]["parameters"].get("required", [])))
+            for tool in self.toolkit
+            if tool.name.startswith(IDENTITY_PREFIX)
+        ]
+        record = next((rows[raw.user_id] for rows in self.pristine.values() if raw.user_id in rows), None)
+        actions = [ToolCall(name=action.name, arguments=dict(action.kwargs)) for action in raw.actions]
+        call = identity_call(
+            raw.user_id,
+            raw.instruction,
+            actions,
+            finders,
+            record,
+            lambda call: self.toolkit.call(self.fresh_database(), call.name, call.arguments),
+        )
+        return identity_facts(call)
+
     @cached_property
     def _all_tasks(self) -> dict[str, list[Task]]:
         converted = {
             split: [
-                convert_task(raw, self.name, split, index, self.toolkit) for index, raw in enumerate(tasks)
+                convert_task(raw, self.name, split, index, self.toolkit, self._identity_facts(raw))
+                for index, raw in enumerate(tasks)
             ]
             for split, tasks in self._source.raw_tasks.items()
         }
@@ -132,14 +145,14 @@ class TauDomain(Domain):
 
     @cached_property
     def broken(self) -> dict[str, list[str]]:
-        """Task id -> why its gold is broken, over every split."""
+        """Task id -> why its gold is broken, over every split: one `<class>: <what happened>`
+        line per finding (`castbench_tau.gold`)."""
         found: dict[str, list[str]] = {}
         for tasks in self._all_tasks.values():
             for task in tasks:
-                prefix = f"{self.name} task {task.id}: "  # validate_task's form
-                problems = [problem.removeprefix(prefix) for problem in self.gold_problems(task)]
-                if problems:
-                    found[task.id] = problems
+                findings = self.gold_findings(task)
+                if findings:
+                    found[task.id] = [str(finding) for finding in findings]
         return found
 
     def tasks(self, split: str | None = None) -> list[Task]:

@@ -8,8 +8,8 @@ What castbench needs beyond τ's `instruction`, `actions` and `outputs` is deriv
 - `outcome` is `change` when the gold calls a tool that writes, else `no_change`;
 - `family` names the write tools the gold uses (`read_only` when it uses none);
 - the scripted user's opening is the instruction in the first person, and the facts it gives
-  when asked are the arguments of the gold's first identity look-up (`find_*`, or a `get_*`
-  whose only argument is the customer's id), e.g. an email, or a name and a zip code;
+  when asked are the arguments of an identity look-up that finds the task's customer (an email,
+  or a name and a zip code: see `castbench_tau.identity`), worked out by the domain and passed in;
 - the LLM users get the instruction verbatim (τ's own user prompt is built from it).
 """
 
@@ -19,8 +19,9 @@ import re
 from typing import Any
 
 from castbench.domain import Fact, Task, ToolCall, Toolkit, UserScenario
+from castbench_tau.identity import IDENTITY_PREFIX
 
-__all__ = ["IDENTITY_PREFIX", "convert_task", "first_person", "identity_call"]
+__all__ = ["IDENTITY_PREFIX", "convert_task", "first_person"]
 
 _PRONOUNS = [
     (r"\bYou are\b", "I am"),
@@ -37,9 +38,6 @@ _PRONOUNS = [
     (r"\bYou\b", "I"),
     (r"\byou\b", "I"),
 ]
-_IDENTITY_ARGUMENTS = ("user_id", "customer_id", "patient_id")
-IDENTITY_PREFIX = "find_"
-"""τ's look-ups of who the customer is (`find_user_id_by_email`, `find_user_id_by_name_zip`, ...)."""
 
 
 def first_person(instruction: str) -> str:
@@ -50,36 +48,16 @@ def first_person(instruction: str) -> str:
     return text
 
 
-def identity_call(actions: list[ToolCall]) -> ToolCall | None:
-    """The gold's first look-up of who the customer is, if it has one."""
-    for call in actions:
-        if call.name.startswith(IDENTITY_PREFIX):
-            return call
-        if call.name.startswith("get_") and list(call.arguments) in ([key] for key in _IDENTITY_ARGUMENTS):
-            return call
-    return None
-
-
-def _facts(actions: list[ToolCall]) -> list[Fact]:
-    call = identity_call(actions)
-    if call is None:
-        return []
-    facts = []
-    for name, value in call.arguments.items():
-        spoken = name.replace("_", " ")
-        facts.append(
-            Fact(name=name, value=str(value), keywords=[spoken], statement=f"My {spoken} is {value}.")
-        )
-    return facts
-
-
 def _family(actions: list[ToolCall], toolkit: Toolkit) -> str:
     writes = sorted({call.name for call in actions if toolkit.is_write(call.name)})
     return "+".join(writes) if writes else "read_only"
 
 
-def convert_task(raw: Any, domain: str, split: str, index: int, toolkit: Toolkit) -> Task:
-    """One τ `Task` (user_id, instruction, actions, outputs) as a castbench `Task`."""
+def convert_task(
+    raw: Any, domain: str, split: str, index: int, toolkit: Toolkit, facts: list[Fact]
+) -> Task:
+    """One τ `Task` (user_id, instruction, actions, outputs) as a castbench `Task`; `facts` are
+    the customer's identity facts (`castbench_tau.identity`)."""
     actions = [ToolCall(name=action.name, arguments=dict(action.kwargs)) for action in raw.actions]
     writes = any(toolkit.is_write(call.name) for call in actions)
     return Task(
@@ -89,7 +67,7 @@ def convert_task(raw: Any, domain: str, split: str, index: int, toolkit: Toolkit
         outcome="change" if writes else "no_change",
         scenario=UserScenario(
             request=first_person(raw.instruction),
-            facts=_facts(actions),
+            facts=facts,
             instructions=raw.instruction.strip(),
         ),
         actions=actions,

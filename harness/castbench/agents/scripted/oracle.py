@@ -5,14 +5,30 @@ leaderboard entry. It asks for the user's facts, confirms each write, runs the g
 calls, says the required outputs and closes. If the user declines a write, it does not run it;
 if the user asks why, it explains and asks again; facts the user has not said correctly yet
 (left out, garbled) it asks for again.
+
+It authenticates the user as the domain's policy requires (`DomainRules.auth_tools`), even where
+the ground truth does not (τ's retail test tasks 70-114 write without looking the customer up):
+before the first call of a tool that is neither an authenticating nor a public one, if no
+authenticating call has succeeded yet, it calls an authenticating tool whose arguments are all
+facts the user gives (an email, a name and a zip code). That call only reads, so the final state
+and the state check are the ground truth's; it is made once (if it fails, the plan goes on).
 """
 
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Sequence
 from typing import ClassVar
 
-from castbench.agents.conversation import Action, ReplyAction, ToolCallAction, UserTurn
+from castbench.agents.conversation import (
+    Action,
+    AgentTurn,
+    Event,
+    ReplyAction,
+    ToolCallAction,
+    ToolResultTurn,
+    UserTurn,
+)
 from castbench.agents.scripted.dialogue import (
     ANYTHING_ELSE,
     ask_again,
@@ -24,9 +40,32 @@ from castbench.agents.scripted.dialogue import (
 )
 from castbench.agents.scripted.plan import PlanStep, build_plan, describe_call
 from castbench.agents.views import PolicyView, PrivilegedBriefing
-from castbench.domain import Fact, ToolCall
+from castbench.domain import Domain, Fact, ToolCall, load_domain
 
 __all__ = ["OraclePolicy"]
+
+
+def _authenticated(conversation: Sequence[Event], auth_tools: frozenset[str]) -> bool:
+    """Has a call of an authenticating tool succeeded in the conversation?"""
+    calls: dict[str, str] = {}
+    for event in conversation:
+        if isinstance(event, AgentTurn) and isinstance(event.action, ToolCallAction) and event.call_id:
+            calls[event.call_id] = event.action.name
+        elif isinstance(event, ToolResultTurn) and not event.error and calls.get(event.call_id) in auth_tools:
+            return True
+    return False
+
+
+def _auth_call(domain: Domain, facts: Sequence[Fact]) -> ToolCall | None:
+    """The first authenticating tool of the domain whose required arguments are all facts."""
+    values = {fact.name: fact.value for fact in facts}
+    for tool in domain.toolkit:
+        if tool.name not in domain.rules.auth_tools:
+            continue
+        required = tool.schema["function"]["parameters"].get("required", [])
+        if required and set(required) <= set(values):
+            return ToolCall(name=tool.name, arguments={name: values[name] for name in required})
+    return None
 
 
 def _last_user_text(view: PolicyView) -> str:
@@ -46,6 +85,11 @@ class OraclePolicy:
         self._asked = False
         self._reasks_left = len(briefing.task.scenario.facts)
         self._reconfirms_left = 2
+        domain = load_domain(briefing.domain)
+        self._rules = domain.rules
+        self._auth: ToolCall | None = (
+            _auth_call(domain, briefing.task.scenario.facts) if domain.rules.auth_tools else None
+        )
 
     def propose(self, view: PolicyView) -> Action:
         critique = view.critique
@@ -69,12 +113,26 @@ class OraclePolicy:
                         return ReplyAction(text=confirmation_request(described, with_reason=True))
                     self._plan.popleft()
                     continue
+            if self._needs_auth(step, view):
+                auth, self._auth = self._auth, None
+                assert auth is not None
+                return self._call(auth, view)
             self._plan.popleft()
             self._reconfirms_left = 2
             if step.kind == "ask":
                 self._asked = True
             return self._render(step, view)
         return ReplyAction(text=ANYTHING_ELSE)
+
+    def _needs_auth(self, step: PlanStep, view: PolicyView) -> bool:
+        """Is the step an agent's call the policy allows only once the user is authenticated,
+        with no authentication yet and the oracle's own look-up still to make?"""
+        if self._auth is None or step.kind not in ("confirm", "call") or step.call is None:
+            return False
+        call = step.call
+        if call.actor != "agent" or call.name in self._rules.auth_tools | self._rules.public_tools:
+            return False
+        return not _authenticated(view.conversation, self._rules.auth_tools)
 
     def _unheard_facts(self, view: PolicyView) -> list[Fact]:
         """Facts the user was asked for but has not yet said correctly (it knows the truth)."""
