@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import platform
 import subprocess
 from collections.abc import Callable
@@ -22,6 +23,16 @@ from castbench.runner.engine import EvalOutcome, run_eval
 from castbench.runner.executors import Executor
 from castbench.runner.identity import fingerprint
 from castbench.runner.plan import plan_tasks
+from castbench.runner.provenance import (
+    AgentPlacement,
+    Provenance,
+    RunOrigin,
+    SandboxState,
+    placement_of,
+    provenance,
+    run_origin,
+    sandbox_state,
+)
 from castbench.runner.records import TrialRecord
 from castbench.runner.rollout import AgentSet, Limits, Verification
 from castbench.runner.topup import top_up
@@ -143,11 +154,19 @@ def build_config(
             for role, spec in (("policy", specs.policy), ("critic", critic_spec), ("user", specs.user))
             if spec.kind == "import" and spec.transport == "in-process" and not spec.privileged
         ],
+        placement=_placement([specs.policy, critic_spec, specs.user]),
         extra={**(extra or {}), **({"models": models} if models else {})},
         grading=grading,
         fingerprint=fingerprint(resolved, [specs.policy, specs.user, critic_spec]),
     )
     return config, specs
+
+
+def _placement(specs: list[AgentSpec]) -> dict[Role, AgentPlacement]:
+    """Where each role's agent runs; the sandbox is asked about only when a worker needs it."""
+    workers = any(spec.kind == "import" and spec.transport == "worker" for spec in specs)
+    sandbox = sandbox_state() if workers else SandboxState(available=False, reason="no worker")
+    return {spec.role: placement_of(spec, sandbox) for spec in specs if spec.kind != "none"}
 
 
 def _check_servers(config: RunConfig) -> None:
@@ -165,6 +184,21 @@ def _check_servers(config: RunConfig) -> None:
             check_server(api_base, role)
 
 
+_HERE = RunOrigin(kind="run").model_dump()
+"""The origin `evaluate` records: trials played here (an import records `submitted`)."""
+
+
+def _origin(store: ResultsStore, config: RunConfig, fresh: bool) -> RunOrigin:
+    """The origin of the run `config` opens: a resumed run keeps the one it was stored with (a
+    submitted run resumed here stays submitted: some of its trials came from a file)."""
+    if not fresh:
+        digest = config.config_hash()
+        same = [row for row in store.runs() if row.config_hash == digest]
+        if same:
+            return run_origin(json.loads(same[-1].meta_json))
+    return RunOrigin(kind="run")
+
+
 class EvalResult:
     def __init__(self, outcome: EvalOutcome, summary: RunSummary) -> None:
         self.outcome = outcome
@@ -178,6 +212,7 @@ def evaluate(
     fresh: bool = False,
     on_start: Callable[[int, int], None] | None = None,
     on_trial: Callable[[TrialRecord], None] | None = None,
+    on_config: Callable[[RunConfig, Provenance], None] | None = None,
     paired: bool = False,
     max_cost: float | None = None,
     time_limits: TimeLimits | None = None,
@@ -199,7 +234,9 @@ def evaluate(
 
     With a Postgres `db`, several processes calling this with the same options split the run's
     trials; a worker silent for `lease_s` seconds loses its trials to the others. `executor`
-    (`castbench.runner.executors.make_executor`) runs the trials elsewhere, e.g. on Ray."""
+    (`castbench.runner.executors.make_executor`) runs the trials elsewhere, e.g. on Ray.
+    `on_config` hears each run's config and provenance before its first trial (the console shows
+    where its agents run); the summary carries the provenance the store records."""
     store = ResultsStore(db)
     time_limits = time_limits or TimeLimits()
 
@@ -208,11 +245,13 @@ def evaluate(
         if add_trials:
             _, config, _ = top_up(store, config, add_trials, max_trials)
         _check_servers(config)
+        if on_config is not None:
+            on_config(config, provenance(config, {"origin": _origin(store, config, fresh).model_dump()}))
         outcome = run_eval(
             config,
             agents,
             store,
-            meta={**run_metadata(), "time_limits": time_limits.model_dump()},
+            meta={**run_metadata(), "time_limits": time_limits.model_dump(), "origin": _HERE},
             concurrency=concurrency,
             fresh=fresh,
             max_cost=max_cost,
@@ -226,7 +265,8 @@ def evaluate(
 
     config, outcome = run(config_options)
     records = store.trials(outcome.run_id)
-    summary = summarize_run(outcome.run_id, config, records, store.run(outcome.run_id).status)
+    row = store.run(outcome.run_id)
+    summary = summarize_run(outcome.run_id, config, records, row.status)
     if paired and config.critic != "none":
         alone_config, alone = run({**config_options, "critic": "none"})
         alone_records = store.trials(alone.run_id)
@@ -234,5 +274,6 @@ def evaluate(
             alone.run_id, alone_config, alone_records, store.run(alone.run_id).status
         )
         summary = pair_with_baseline(summary, alone_summary, records, alone_records)
-    summary = summary.model_copy(update={"floors": reference_floors(config)})
+    recorded = provenance(config, json.loads(row.meta_json))
+    summary = summary.model_copy(update={"floors": reference_floors(config), "provenance": recorded})
     return EvalResult(outcome, summary)

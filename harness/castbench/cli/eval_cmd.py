@@ -27,6 +27,8 @@ from castbench.runner.deadline import TimeLimits
 
 if TYPE_CHECKING:
     from castbench.api import EvalResult
+    from castbench.runner.config import RunConfig
+    from castbench.runner.provenance import Provenance
     from castbench.runner.records import TrialRecord
 
 console = Console()
@@ -243,6 +245,7 @@ def eval_command(
     from castbench.domain import ExpectedStateError, TaskFileError
     from castbench.grading import GRADING_MODES
     from castbench.report import print_summary
+    from castbench.report.provenance import print_provenance
     from castbench.report.traits import sweep_table, trait_sweep
     from castbench.runner.executors import make_executor
     from castbench.runner.rollout import Limits, Verification
@@ -282,6 +285,9 @@ def eval_command(
         passed += record.passed
         progress.update(bars[-1], advance=1, passed=passed)
 
+    def on_config(config: RunConfig, provenance: Provenance) -> None:
+        print_provenance(provenance, console)
+
     def run(profile: str | None) -> EvalResult:
         phase.clear()
         phase.append(f"trials ({profile})" if profile else "trials")
@@ -314,6 +320,7 @@ def eval_command(
             max_trials=max_trials,
             on_start=on_start,
             on_trial=on_trial,
+            on_config=on_config,
         )
 
     profiles = [p.strip() for p in sweep_traits.split(";") if p.strip()] if sweep_traits else []

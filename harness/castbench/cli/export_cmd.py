@@ -59,15 +59,18 @@ def import_command(
     db: DbOption = DEFAULT_DB,
     verify: VerifyOption = True,
 ) -> None:
-    """Load an exported run into a database, after verifying it; importing it again adds nothing."""
+    """Load an exported run into a database, after verifying it; importing it again adds nothing.
+    The run is recorded as submitted from FILE (never as run here, whatever the file says)."""
     try:
-        outcome = import_run(ResultsStore(db), read_export(file), verify=verify)
+        outcome = import_run(ResultsStore(db), read_export(file), verify=verify, source=file.name)
     except ArchiveError as exc:
         fail(exc)
     verb = "created" if outcome.created_run else "already present,"
+    stored = outcome.created_run or outcome.added_trials
+    marked = f"; recorded as submitted from {file.name}" if stored else ""
     console.print(
         f"run {outcome.run_id} {verb} in {db}: {outcome.added_trials} trials added, "
-        f"{outcome.already_present} already there",
+        f"{outcome.already_present} already there{marked}",
         markup=False,
     )
 

@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from castbench.cli.errors import fail
+from castbench.publish.archive import ExportedRun
 from castbench.publish.board import BoardError, Entry, board_path, load_board
 from castbench.publish.build import build_board
 from castbench.publish.rerun import rerun_entries
@@ -28,7 +29,8 @@ def build(
     rerun: Annotated[
         bool,
         typer.Option(
-            help="First re-create the entries' runs offline with their fixed seeds and export them."
+            help="First re-create the entries' runs offline with their fixed seeds and export them; "
+            "only these rows are marked re-run (the others are submitted)."
         ),
     ] = False,
     verify: Annotated[
@@ -47,12 +49,13 @@ def build(
     path = board_path(board, root)
     try:
         spec = load_board(path)
+        reruns: dict[str, ExportedRun] = {}
         if rerun:
 
             def report(entry: Entry, file: Path, size: int) -> None:
                 console.print(f"re-ran {entry.name}: {file} ({size / 1024:.0f} KiB)", markup=False)
 
-            rerun_entries(spec, root, on_entry=report)
+            reruns = rerun_entries(spec, root, on_entry=report)
         target = out or path.parent / spec.name
         written = build_board(
             spec,
@@ -61,6 +64,7 @@ def build(
             verify=verify,
             force=force,
             on_warning=lambda text: console.print(f"warning (forced): {escape(text)}"),
+            reruns=reruns,
         )
     except BoardError as exc:
         fail(exc)

@@ -14,6 +14,9 @@ from castbench.cli.errors import fail
 from castbench.cli.options import DbOption
 from castbench.defaults import DEFAULT_DB
 from castbench.report import print_summary, print_trial, summarize_run
+from castbench.report.provenance import print_provenance
+from castbench.runner.config import RunConfig
+from castbench.runner.provenance import Provenance, provenance
 from castbench.runner.records import TrialRecord
 from castbench.store import ResultsStore
 from castbench.store.leases import workers
@@ -26,6 +29,7 @@ def _listing(store: ResultsStore) -> list[dict[str, Any]]:
     rows = []
     for row in store.runs():
         config = json.loads(row.config_json)
+        recorded = provenance(RunConfig.model_validate(config), json.loads(row.meta_json))
         rows.append(
             {
                 "id": row.id,
@@ -38,6 +42,7 @@ def _listing(store: ResultsStore) -> list[dict[str, Any]]:
                 "trials_per_task": config["trials"],
                 "seed": config["seed"],
                 "trials_stored": store.count_trials(row.id),
+                "provenance": recorded.model_dump(mode="json"),
             }
         )
     return rows
@@ -48,8 +53,9 @@ def list_runs(
     db: DbOption = DEFAULT_DB,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON array, for scripts.")] = False,
 ) -> None:
-    """Every stored run with its configuration and trial count (full run ids; any unique prefix
-    of one is accepted wherever a run is named)."""
+    """Every stored run with its configuration, trial count and provenance (run here or submitted;
+    where each role's agent ran). Full run ids; any unique prefix of one is accepted wherever a run
+    is named."""
     runs = _listing(ResultsStore(db))
     if as_json:
         print(json.dumps(runs, indent=2))
@@ -58,6 +64,7 @@ def list_runs(
     table.add_column("run", no_wrap=True, min_width=max((len(run["id"]) for run in runs), default=3))
     for column in ("created", "status", "domains", "policy", "critic", "user", "n", "seed", "trials"):
         table.add_column(column, overflow="fold")
+    table.add_column("provenance", overflow="fold")
     for run in runs:
         table.add_row(
             run["id"],
@@ -70,6 +77,7 @@ def list_runs(
             str(run["trials_per_task"]),
             str(run["seed"]),
             str(run["trials_stored"]),
+            escape(Provenance.model_validate(run["provenance"]).short()),
         )
     console.print(table)
 
@@ -120,6 +128,7 @@ def show_run(
             print_trial(record, console)
         return
     summary = summarize_run(row.id, config, records, row.status)
+    print_provenance(provenance(config, json.loads(row.meta_json)), console)
     print_summary(summary, console)
     print_workers(store, row.id)
     per_task = Table(title="per task", title_justify="left")

@@ -21,6 +21,7 @@ from sqlmodel import Session, select
 
 from castbench.publish.verify import verify_run
 from castbench.runner.config import RunConfig
+from castbench.runner.provenance import RunOrigin
 from castbench.runner.records import TrialRecord
 from castbench.store import ResultsStore, StoreError
 from castbench.store.tables import RunRow, TrialRow
@@ -128,12 +129,19 @@ def read_export(path: Path) -> ExportedRun:
         raise ArchiveError(f"{path}: {where}: {first['msg']}") from exc
 
 
-def import_run(store: ResultsStore, exported: ExportedRun, *, verify: bool = True) -> ImportOutcome:
+def import_run(
+    store: ResultsStore, exported: ExportedRun, *, verify: bool = True, source: str | None = None
+) -> ImportOutcome:
     """Load an exported run into `store`. With `verify` (the default) every trial is first
     re-executed and re-graded, and a run whose trials do not follow from their actions is refused
     (an `ArchiveError` naming them) before anything is written. Importing twice adds nothing;
     a run id that the store already holds with another configuration is refused rather than
-    merged. `added_trials` counts the records actually stored."""
+    merged. `added_trials` counts the records actually stored.
+
+    The stored run is marked submitted, from `source` (the file's name), whatever the file's meta
+    says: its agents did not run here. A run played here that gains trials from a file becomes
+    submitted too."""
+    submitted = RunOrigin(kind="submitted", file=source).model_dump()
     if verify:
         report = verify_run(exported.run_id, exported.config, exported.trials)
         if not report.ok:
@@ -148,7 +156,7 @@ def import_run(store: ResultsStore, exported: ExportedRun, *, verify: bool = Tru
                     created=exported.created,
                     config_hash=exported.config_hash,
                     config_json=exported.config.model_dump_json(),
-                    meta_json=json.dumps(exported.meta, sort_keys=True),
+                    meta_json=json.dumps({**exported.meta, "origin": submitted}, sort_keys=True),
                     status=exported.status,
                 )
             )
@@ -174,9 +182,20 @@ def import_run(store: ResultsStore, exported: ExportedRun, *, verify: bool = Tru
         if status == "scored" or (status is not None and record.status != "scored"):
             continue  # nothing new: the store's copy is as good as the file's
         added += store.add_trial(exported.run_id, record)
+    if added and not created:
+        _mark_submitted(store, exported.run_id, submitted)
     return ImportOutcome(
         run_id=exported.run_id,
         created_run=created,
         added_trials=added,
         already_present=len(exported.trials) - added,
     )
+
+
+def _mark_submitted(store: ResultsStore, run_id: str, origin: dict[str, Any]) -> None:
+    with Session(store.engine) as session:
+        row = session.get(RunRow, run_id)
+        if row is not None:
+            row.meta_json = json.dumps({**json.loads(row.meta_json), "origin": origin}, sort_keys=True)
+            session.add(row)
+            session.commit()

@@ -8,6 +8,8 @@
     metrics = ["pass^1", "pass^2", { metric = "pass^4", name = "pass^4 ★" }, "pass^8"]
     rank_by = "pass^4"                # default: the last metric
     allow_privileged = true           # rows whose policy or critic read the ground truth
+    allow_unsandboxed = false         # rows whose import-path agents ran without the OS sandbox
+    require_rerun = false             # only rows this build re-created itself (`--rerun`)
     entries = [
       { name = "oracle", policy = "oracle", note = "replays the ground truth" },
     ]
@@ -16,6 +18,18 @@ Each entry names an exported run (`run`, default `results/<board>/<slug>.castben
 and, when it can be re-created offline, how (`policy`, `critic`, `user`, `seed`). Without
 `entries`, every export under `results/` is considered. Paths are relative to the folder that
 holds `leaderboards/`.
+
+Provenance. Every row says where its run came from: `re-run` when this build re-created it from
+the entry's recipe (`castbench leaderboard build BOARD --rerun`), `submitted` when the build took
+it from a file (whatever the file claims: an export cannot prove which agent produced it), and
+per role where the agent ran (castbench built-in, sandboxed or unsandboxed worker, agent service,
+model). Options:
+- `require_rerun` (default false): only re-run rows. A declared entry taken from a file is an
+  error naming it; discovered runs (always taken from files) are excluded with the reason.
+- `allow_unsandboxed` (default false): runs whose import-path agents ran in workers without the
+  OS sandbox (or before castbench had one) are refused unless the board opts in. castbench's
+  built-in agents are its own code, not unsandboxed agents; `--in-process` runs are always refused.
+- `allow_privileged` (default false): rows whose policy or critic read the ground truth (marked †).
 """
 
 from __future__ import annotations
@@ -86,6 +100,10 @@ class BoardSpec(_Strict):
     metrics: list[BoardMetric] = Field(min_length=1)
     rank_by: str | None = None
     allow_privileged: bool = False
+    allow_unsandboxed: bool = False
+    """Rank runs whose import-path agents ran in worker processes without the OS sandbox."""
+    require_rerun: bool = False
+    """Rank only runs this build re-created from their entries' recipes (`--rerun`)."""
     user: str | None = None
     """When set, every entry must have used this user simulator."""
     entries: list[Entry] | None = None

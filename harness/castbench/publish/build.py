@@ -11,11 +11,13 @@ Everything is derived from the exports the board lists, so a committed board can
 against its committed runs by building again and comparing bytes. Each export is verified first
 (every trial re-executed and re-graded, `publish/verify.py`): one that does not verify is an
 error for a declared entry, and excluded, with the reason, from a board of discovered runs.
+Rows re-created by this build (`--rerun`) are marked `re-run`; every other row is `submitted`,
+whatever its file claims (see `publish/board.py` for `require_rerun` and `allow_unsandboxed`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from castbench.compare.comparability import setting_differences
@@ -30,8 +32,9 @@ from castbench.viewer import render_run_page
 __all__ = ["build_board", "collect_rows"]
 
 
-def _verified(path: Path, verify: bool) -> ExportedRun:
-    exported = read_export(path)
+def _verified(path: Path, verify: bool, exported: ExportedRun | None = None) -> ExportedRun:
+    """The export at `path` (or `exported`, re-created by this build and written there), verified."""
+    exported = exported or read_export(path)
     if verify:
         report = verify_run(exported.run_id, exported.config, exported.trials)
         if not report.ok:
@@ -40,12 +43,20 @@ def _verified(path: Path, verify: bool) -> ExportedRun:
 
 
 def _declared(
-    spec: BoardSpec, root: Path, verify: bool, allow_incomplete: bool
+    spec: BoardSpec, root: Path, verify: bool, allow_incomplete: bool, reruns: Mapping[str, ExportedRun]
 ) -> list[tuple[BoardRow, ExportedRun]]:
+    submitted = [entry.name for entry in spec.entries or [] if entry.name not in reruns]
+    if spec.require_rerun and submitted:
+        raise BoardError(
+            f"board {spec.name} requires re-run rows, but this build took {', '.join(submitted)} from "
+            f"files (submitted): `castbench leaderboard build {spec.name} --rerun` re-creates entries "
+            "that have a recipe (policy = ...); an entry without one cannot be on this board"
+        )
     found: list[tuple[BoardRow, ExportedRun]] = []
     for entry in spec.entries or []:
         path = root / entry.run_path(spec.name)
-        if not path.exists():
+        rerun = reruns.get(entry.name)
+        if rerun is None and not path.exists():
             hint = (
                 f"`castbench leaderboard build {spec.name} --rerun` re-creates it"
                 if entry.policy
@@ -53,10 +64,10 @@ def _declared(
             )
             raise BoardError(f"{entry.name}: run file {path} is missing ({hint})")
         try:
-            exported = _verified(path, verify)
+            exported = _verified(path, verify, rerun)
         except ArchiveError as exc:
             raise BoardError(f"{entry.name}: {exc}") from exc
-        found.append((entry_row(spec, entry, exported, allow_incomplete), exported))
+        found.append((entry_row(spec, entry, exported, allow_incomplete, rerun=rerun is not None), exported))
     return found
 
 
@@ -68,6 +79,10 @@ def _discovered(
     names: set[str] = set()
     for path in sorted((root / "results").rglob(f"*{EXPORT_SUFFIX}")):
         source = path.relative_to(root).as_posix()
+        if spec.require_rerun:
+            reason = "submitted (taken from a file); the board requires re-run rows"
+            excluded.append(Excluded(source=source, reason=reason))
+            continue
         try:
             exported = _verified(path, verify)
             config = exported.config
@@ -83,12 +98,19 @@ def _discovered(
 
 
 def collect_rows(
-    spec: BoardSpec, root: Path, *, verify: bool = True, allow_incomplete: bool = False
+    spec: BoardSpec,
+    root: Path,
+    *,
+    verify: bool = True,
+    allow_incomplete: bool = False,
+    reruns: Mapping[str, ExportedRun] | None = None,
 ) -> tuple[list[tuple[BoardRow, ExportedRun]], list[Excluded]]:
     """Rows of the declared entries (any ineligible or unverified one is an error), or of every
-    eligible, verified export under `results/` (the others listed as excluded, with the reason)."""
+    eligible, verified export under `results/` (the others listed as excluded, with the reason).
+    `reruns`: entry name -> the run this build re-created from its recipe (`rerun_entries`);
+    those rows are `re-run`, every other one `submitted`."""
     if spec.entries is not None:
-        return _declared(spec, root, verify, allow_incomplete), []
+        return _declared(spec, root, verify, allow_incomplete, reruns or {}), []
     return _discovered(spec, root, verify, allow_incomplete)
 
 
@@ -112,11 +134,13 @@ def build_board(
     verify: bool = True,
     force: bool = False,
     on_warning: Callable[[str], None] | None = None,
+    reruns: Mapping[str, ExportedRun] | None = None,
 ) -> list[Path]:
     """Build the board into `out_dir`; returns the files written. Incomplete or failed runs, and
     runs that differ in what they measured, are refused unless `force` (then each difference is
-    passed to `on_warning`)."""
-    found, excluded = collect_rows(spec, root, verify=verify, allow_incomplete=force)
+    passed to `on_warning`). `reruns`: the runs this build re-created (`rerun_entries`), by entry
+    name; only those rows are marked re-run."""
+    found, excluded = collect_rows(spec, root, verify=verify, allow_incomplete=force, reruns=reruns)
     if not found:
         reasons = "".join(f"\n  {item.source}: {item.reason}" for item in excluded)
         raise BoardError(f"board {spec.name}: no eligible run{reasons}")
@@ -140,6 +164,8 @@ def build_board(
         metrics=spec.metrics,
         rank_by=spec.ranking_metric,
         allow_privileged=spec.allow_privileged,
+        allow_unsandboxed=spec.allow_unsandboxed,
+        require_rerun=spec.require_rerun,
         rows=rows,
         excluded=excluded,
     )

@@ -38,6 +38,8 @@ class Board(BaseModel):
     metrics: list[BoardMetric]
     rank_by: str
     allow_privileged: bool
+    allow_unsandboxed: bool = False
+    require_rerun: bool = False
     rows: list[BoardRow]
     excluded: list[Excluded] = Field(default_factory=list)
 
@@ -69,6 +71,22 @@ def _name(row: BoardRow) -> str:
     return row.name + (f" {PRIVILEGED_MARK}" if row.privileged else "")
 
 
+def _ran(row: BoardRow, role: str) -> str:
+    placement = row.agents.get(role)
+    return "" if placement is None else placement.short()
+
+
+def _provenance(row: BoardRow) -> str:
+    """`re-run; policy built-in †; user built-in`: where the row came from, where its agents ran."""
+    return "; ".join([row.origin, *(f"{role} {placement.short()}" for role, placement in row.agents.items())])
+
+
+ORIGIN_NOTE = (
+    "Provenance: re-run rows were re-created by this board's build from the entry's recipe; "
+    "submitted rows were taken from an exported file, which cannot prove which agent produced it."
+)
+
+
 def board_json(board: Board) -> str:
     data = board.model_dump(mode="json")
     for row, dumped in zip(board.rows, data["rows"], strict=True):
@@ -79,7 +97,8 @@ def board_json(board: Board) -> str:
 def board_csv(board: Board) -> str:
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    header = ["rank", "name", "note", "policy", "critic", "user", "traits", "privileged", "tasks", "trials"]
+    header = ["rank", "name", "note", "policy", "critic", "user", "traits", "privileged", "origin", "source"]
+    header += ["policy ran", "critic ran", "user ran", "tasks", "trials"]
     for item in board.metrics:
         header += [item.name, f"{item.name} low", f"{item.name} high"]
     header += ["false_flag_rate", "detection_rate", "cost_per_trial", "run_id", "viewer"]
@@ -87,7 +106,8 @@ def board_csv(board: Board) -> str:
     for row in board.rows:
         values: list[object] = [
             row.rank, row.name, row.note, row.policy, row.critic, row.user, row.traits or "",
-            ",".join(row.privileged), row.tasks, row.trials,
+            ",".join(row.privileged), row.origin, row.source,
+            _ran(row, "policy"), _ran(row, "critic"), _ran(row, "user"), row.tasks, row.trials,
         ]  # fmt: skip
         for item in board.metrics:
             cell = row.metrics[item.metric]
@@ -118,7 +138,8 @@ def _code(text: str) -> str:
 
 
 def board_markdown(board: Board) -> str:
-    header = ["#", "entry", "note", "policy", "critic", "user", "traits"] + [m.name for m in board.metrics]
+    header = ["#", "entry", "note", "policy", "critic", "user", "traits", "provenance"]
+    header += [m.name for m in board.metrics]
     if board.has_critic:
         header += ["false-flag rate", "detection rate"]
     header += ["cost / trial", "trajectories"]
@@ -141,6 +162,7 @@ def board_markdown(board: Board) -> str:
             _code(row.user),
         ]
         cells.append(_md(row.traits or "–"))
+        cells.append(_md(_provenance(row)))
         cells += [_cell(row.metrics[m.metric]) for m in board.metrics]
         if board.has_critic:
             cells += [_rate(row.false_flag_rate), _rate(row.detection_rate)]
@@ -154,6 +176,7 @@ def board_markdown(board: Board) -> str:
             "point, not a deployable agent.",
             "",
         ]
+    lines += [ORIGIN_NOTE, ""]
     lines += ["![pass^k against k](curve.svg)", ""]
     if board.excluded:
         lines += ["Runs not listed:", ""]
@@ -173,6 +196,8 @@ def board_html(board: Board, curve: str) -> str:
             rate=_rate,
             cost=_cost,
             name=_name,
+            provenance=_provenance,
+            origin_note=ORIGIN_NOTE,
             privileged_mark=PRIVILEGED_MARK,
         )
     )

@@ -2,7 +2,8 @@
 
 Each entry with a `policy` is run again offline on the board's domains, split and trials, with
 the entry's seed, in a throwaway database, and exported to the entry's run file. Entries
-without a recipe (submitted runs) are left as they are.
+without a recipe (submitted runs) are left as they are. The board built next marks only the
+runs re-created here as re-run.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from castbench.api import evaluate
-from castbench.publish.archive import export_run, write_export
+from castbench.publish.archive import ExportedRun, export_run, read_export, write_export
 from castbench.publish.board import BoardError, BoardSpec, Entry
 from castbench.store import ResultsStore
 
@@ -21,11 +22,12 @@ __all__ = ["rerun_entries"]
 
 def rerun_entries(
     spec: BoardSpec, root: Path, on_entry: Callable[[Entry, Path, int], None] | None = None
-) -> list[Path]:
-    """Run every entry that has a recipe and export it; returns the files written."""
+) -> dict[str, ExportedRun]:
+    """Run every entry that has a recipe and export it; returns the runs re-created, by entry
+    name, as written (what `build_board(reruns=...)` marks re-run)."""
     if spec.entries is None:
         raise BoardError(f"board {spec.name} lists no entries: nothing to re-create")
-    written: list[Path] = []
+    written: dict[str, ExportedRun] = {}
     with tempfile.TemporaryDirectory(prefix="castbench-rerun-") as scratch:
         db = f"sqlite:///{Path(scratch) / 'runs.db'}"
         for entry in spec.entries:
@@ -44,7 +46,7 @@ def rerun_entries(
             )
             path = root / entry.run_path(spec.name)
             size = write_export(export_run(ResultsStore(db), result.outcome.run_id), path)
-            written.append(path)
+            written[entry.name] = read_export(path)  # as the file holds it (durations rounded)
             if on_entry is not None:
                 on_entry(entry, path, size)
     return written

@@ -7,9 +7,9 @@ the same board whatever seed each run used.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from castbench.compare.comparability import comparability_number
 from castbench.compare.metric import parse_metric
@@ -17,6 +17,8 @@ from castbench.metrics import TaskOutcome, summarize_counts
 from castbench.publish.archive import ExportedRun
 from castbench.publish.board import BoardError, BoardSpec, Entry, slug
 from castbench.report import DomainReport, RunSummary, summarize_run
+from castbench.runner.config import RunConfig
+from castbench.runner.provenance import AgentPlacement, placement_problems, provenance
 
 __all__ = ["BoardRow", "Cell", "eligibility_problems", "entry_row", "rank_rows"]
 
@@ -40,6 +42,14 @@ class BoardRow(BaseModel):
     user: str
     traits: str | None
     privileged: list[str]
+    origin: Literal["re-run", "submitted"] = "submitted"
+    """`re-run`: this build re-created the run from the entry's recipe (`--rerun`); `submitted`:
+    the build took it from a file, whatever the file claims."""
+    source: str = ""
+    """The export the row's figures come from (relative to the board's folder)."""
+    agents: dict[str, AgentPlacement] = Field(default_factory=dict)
+    """Role -> where its agent ran (`castbench.runner.provenance`; derived from the specs for an
+    export stored before placements were recorded)."""
     tasks: int
     trials: int
     metrics: dict[str, Cell]
@@ -105,8 +115,27 @@ def eligibility_problems(
             f"ran the {', '.join(config.in_process)} inside castbench's process (--in-process), "
             "where it could read the ground truth"
         )
+    problems += _provenance_problems(spec, config)
     if spec.user is not None and config.user != spec.user:
         problems.append(f"user simulator {config.user}, the board uses {spec.user}")
+    return problems
+
+
+def _provenance_problems(spec: BoardSpec, config: RunConfig) -> list[str]:
+    """Recorded placements that contradict the run's specs, agents that ran without the sandbox
+    (unless the board allows them), and privileged roles the `privileged` list does not name."""
+    problems = [f"provenance contradicts the run's config: {item}" for item in placement_problems(config)]
+    agents = provenance(config, {}).agents
+    unsandboxed = [role for role, placement in agents.items() if placement.where == "unsandboxed"]
+    if unsandboxed and not spec.allow_unsandboxed:
+        reasons = "; ".join(f"{role} {agents[role].agent}: {agents[role].detail}" for role in unsandboxed)
+        problems.append(
+            f"ran import-path agents in worker processes without the OS sandbox ({reasons}); "
+            "the board allows none (allow_unsandboxed = true to rank them)"
+        )
+    unlisted = [role for role, found in agents.items() if found.privileged and role not in config.privileged]
+    if unlisted and not spec.allow_privileged:
+        problems.append(f"privileged {', '.join(unlisted)} (read the ground truth); the board allows none")
     return problems
 
 
@@ -146,9 +175,15 @@ def _cost(reports: list[DomainReport]) -> float | None:
 
 
 def entry_row(
-    spec: BoardSpec, entry: Entry, exported: ExportedRun, allow_incomplete: bool = False
+    spec: BoardSpec,
+    entry: Entry,
+    exported: ExportedRun,
+    allow_incomplete: bool = False,
+    *,
+    rerun: bool = False,
 ) -> BoardRow:
-    """The row of one entry, or BoardError saying why its run does not belong on the board."""
+    """The row of one entry, or BoardError saying why its run does not belong on the board.
+    `rerun`: this build re-created the run from the entry's recipe (otherwise it is submitted)."""
     config = exported.config
     summary = summarize_run(exported.run_id, config, exported.trials, exported.status)
     problems = _entry_mismatch(entry, exported) + eligibility_problems(
@@ -185,6 +220,9 @@ def entry_row(
         user=config.user,
         traits=_traits(config.extra),
         privileged=list(config.privileged),
+        origin="re-run" if rerun else "submitted",
+        source=entry.run_path(spec.name),
+        agents=dict(provenance(config, {}).agents),
         tasks=figures.n_tasks,
         trials=figures.trials_per_task,
         metrics=metrics,

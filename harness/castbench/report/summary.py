@@ -23,6 +23,7 @@ from castbench.metrics import ReliabilitySummary, TaskOutcome, summarize_counts
 from castbench.report.critic_report import CriticReport, critic_report, paired_effect
 from castbench.report.floors import ReferenceFloors
 from castbench.runner.config import RunConfig
+from castbench.runner.provenance import Provenance
 from castbench.runner.records import TrialRecord
 
 __all__ = ["DomainReport", "RunStatus", "RunSummary", "pair_with_baseline", "summarize_run"]
@@ -93,6 +94,9 @@ class RunSummary(BaseModel):
     """With `--sweep-traits`: each profile's pass^k and its drop against no traits."""
     floors: ReferenceFloors | None = None
     """What refusing scores on the same tasks (`castbench.report.floors`); `castbench eval` adds it."""
+    provenance: Provenance | None = None
+    """Where the run came from and where each role's agent ran (`castbench.runner.provenance`);
+    `castbench eval` adds it."""
 
     @model_validator(mode="after")
     def _incomplete_when_trials_are_missing(self) -> RunSummary:

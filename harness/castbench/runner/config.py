@@ -8,8 +8,10 @@ from typing import Any
 
 from pydantic import BaseModel, Field, field_validator
 
+from castbench.agents.registry import Role
 from castbench.grading import GradingMode
 from castbench.runner.identity import Fingerprint
+from castbench.runner.provenance import AgentPlacement
 from castbench.runner.rollout import Limits, Verification
 
 __all__ = ["RunConfig"]
@@ -38,6 +40,10 @@ class RunConfig(BaseModel):
     in_process: list[str] = Field(default_factory=list)
     """Roles whose import-path agent ran inside castbench's process (`--in-process`, for
     debugging): it could have read the ground truth, so leaderboards refuse the run."""
+    placement: dict[Role, AgentPlacement] = Field(default_factory=dict)
+    """Role -> where its agent ran (castbench built-in, sandboxed or unsandboxed worker, ...; see
+    `castbench.runner.provenance`). Part of the identity: a resume after the sandbox changed is a
+    new run. Empty in runs stored before placements were recorded (derived from their specs)."""
     extra: dict[str, Any] = Field(default_factory=dict)
     """Further scoring-relevant settings (model settings per role, ...)."""
     fingerprint: Fingerprint = Field(default_factory=Fingerprint)
@@ -63,8 +69,9 @@ class RunConfig(BaseModel):
         return _hash(self._dump())
 
     def _dump(self, exclude: set[str] | None = None) -> Any:
-        # an empty `in_process` is left out, so runs stored before the field existed keep their hash
-        left_out = set(exclude or ()) | (set() if self.in_process else {"in_process"})
+        # empty `in_process` and `placement` are left out: runs stored before they existed keep their hash
+        empty = {name for name in ("in_process", "placement") if not getattr(self, name)}
+        left_out = set(exclude or ()) | empty
         return self.model_dump(mode="json", exclude=left_out)
 
     def hash_except_trials(self) -> str:
@@ -72,8 +79,20 @@ class RunConfig(BaseModel):
         return _hash(self._dump({"trials"}))
 
     def options_hash(self) -> str:
-        """The options alone: equal for two runs that differ only in code or data."""
-        return _hash(self._dump({"fingerprint"}))
+        """The options alone: equal for two runs that differ only in code, data or where their
+        agents ran (`placement_changes` says how)."""
+        return _hash(self._dump({"fingerprint", "placement"}))
+
+    def placement_changes(self, before: RunConfig) -> list[str]:
+        """Roles whose agent runs elsewhere than in `before` ("the policy's placement (sandboxed ->
+        unsandboxed)"): why a re-run with the sandbox changed did not resume."""
+        found: list[str] = []
+        for role in sorted(self.placement.keys() | before.placement.keys()):
+            now, then = self.placement.get(role), before.placement.get(role)
+            if now != then:
+                was = then.short() if then else "unrecorded"
+                found.append(f"the {role}'s placement ({was} -> {now.short() if now else 'none'})")
+        return found
 
 
 def _hash(value: Any) -> str:

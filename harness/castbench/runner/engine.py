@@ -71,7 +71,7 @@ def superseded_run(store: ResultsStore, config: RunConfig) -> tuple[str, list[st
         except ValidationError:
             continue
         if before.options_hash() == options:
-            return row.id, config.fingerprint.changes(before.fingerprint)
+            return row.id, config.fingerprint.changes(before.fingerprint) + config.placement_changes(before)
     return None
 
 

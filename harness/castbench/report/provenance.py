@@ -1,0 +1,39 @@
+"""A run's provenance on the console: one line for where it came from and where its agents ran,
+then one marked line for each thing that makes its figures something other than an entry (a
+privileged role, an agent in castbench's process, a worker without the sandbox)."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.markup import escape
+
+from castbench.runner.provenance import Provenance
+
+__all__ = ["print_provenance", "provenance_lines"]
+
+
+def provenance_lines(provenance: Provenance) -> list[str]:
+    """Rich-markup lines, the plain provenance line first."""
+    lines = [escape(provenance.line())]
+    for role in provenance.privileged:
+        lines.append(
+            f"[bold yellow]{role} privileged:[/] reads the ground truth — an upper bound, not an entry"
+        )
+    for role in provenance.roles("in-process"):
+        lines.append(
+            f"[bold yellow]{role} in castbench's process (--in-process):[/] it could read the ground "
+            "truth; boards refuse the run"
+        )
+    unsandboxed = provenance.unsandboxed
+    if unsandboxed:
+        reasons = sorted({provenance.agents[role].detail for role in unsandboxed})
+        lines.append(
+            f"[bold yellow]no sandbox:[/] {escape('; '.join(reasons))}; the run is recorded as unsandboxed "
+            f"({', '.join(unsandboxed)}), which boards refuse unless they set allow_unsandboxed"
+        )
+    return lines
+
+
+def print_provenance(provenance: Provenance, console: Console) -> None:
+    for line in provenance_lines(provenance):
+        console.print(line, soft_wrap=True)

@@ -1,0 +1,307 @@
+"""Where a run's agents ran and where the run came from: what a reader needs before trusting
+its figures.
+
+A pass^k is only as good as the wall between the agent and the ground truth, and an export
+cannot prove which agent produced it. So every run says, per role, where its agent ran
+(`AgentPlacement`), and where the run itself came from (`RunOrigin`):
+
+- the placement is decided when the run is configured and recorded in its `RunConfig`
+  (`placement`): it is part of the run's identity, so resuming after the sandbox changed (the
+  kernel lost Landlock, the operator set `CASTBENCH_SANDBOX=off`) starts a new run instead of
+  mixing trials played behind the sandbox with trials played without it. Runs stored before
+  placements were recorded keep their hash; theirs is derived from their agent specs, with
+  import-path workers counted as unsandboxed (there was no sandbox then);
+- the origin is not part of the run (the same run may be stored in many places): it lives in the
+  run's meta. `castbench eval` records `run`; `castbench import FILE` always records
+  `submitted` with the file's name, whatever the file's own meta claims.
+
+`placement_problems` says where a recorded placement contradicts the specs it claims to describe
+(a built-in name marked as an import path, a privileged role missing from `privileged`, ...):
+what `verify` and boards can check without running the agent.
+"""
+
+from __future__ import annotations
+
+from importlib.util import find_spec
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from castbench.agents.registry import AgentSpec, Role, builtin_agents
+
+if TYPE_CHECKING:
+    from castbench.runner.config import RunConfig
+
+__all__ = [
+    "AgentPlacement",
+    "PlacementKind",
+    "Provenance",
+    "RunOrigin",
+    "SandboxState",
+    "derived_placement",
+    "placement_of",
+    "placement_problems",
+    "provenance",
+    "run_origin",
+    "sandbox_state",
+]
+
+PlacementKind = Literal["builtin", "sandboxed", "unsandboxed", "in-process", "privileged", "service", "model"]
+"""- `builtin`: castbench's own code, in castbench's process (may read the ground truth if privileged);
+- `sandboxed`: an import-path agent in a worker process behind the OS sandbox;
+- `unsandboxed`: an import-path agent in a worker process without one (the reason is recorded);
+- `in-process`: an import-path agent inside castbench's process (`--in-process`, debugging);
+- `privileged`: an import-path agent that declared privilege, inside castbench's process;
+- `service`: an agent service at a URL (castbench's agent protocol);
+- `model`: a model castbench calls (a model string, or a chat-completions URL)."""
+
+_IMPORT_KINDS: frozenset[str] = frozenset({"sandboxed", "unsandboxed", "in-process", "privileged"})
+_PLACES: dict[str, str] = {
+    "builtin": "built-in",
+    "sandboxed": "sandboxed",
+    "unsandboxed": "unsandboxed",
+    "in-process": "in castbench's process",
+    "privileged": "privileged, in castbench's process",
+    "service": "agent service",
+    "model": "model",
+}
+
+
+class AgentPlacement(BaseModel):
+    """Where one role's agent ran."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    agent: str
+    """What ran: a built-in name, an import path (`module:Class`), a URL or a model string."""
+    where: PlacementKind
+    detail: str = ""
+    """`sandboxed`: the mechanism (`landlock ABI 7`); `unsandboxed`: why not; `service`: the URL;
+    `model`: the model string, and the server castbench called it at."""
+    privileged: bool = False
+    """It read the ground truth (a privileged built-in, or an import path declaring `privileged`)."""
+
+    def describe(self) -> str:
+        """One phrase: `castbench built-in 'oracle' (in castbench's process), privileged`."""
+        imported = f"import-path agent '{self.agent}'"
+        text = {
+            "builtin": f"castbench built-in '{self.agent}' (castbench's own code, in castbench's process)",
+            "sandboxed": f"{imported}, sandboxed in a worker process ({self.detail})",
+            "unsandboxed": f"{imported}, in an unsandboxed worker process ({self.detail})",
+            "in-process": f"{imported}, inside castbench's process (--in-process)",
+            "privileged": f"{imported}, inside castbench's process (declared privileged)",
+            "service": f"agent service at {self.detail or self.agent}",
+            "model": f"model {self.detail or self.agent} called by castbench" + self._as(),
+        }[self.where]
+        return text + (", privileged: read the ground truth" if self.privileged else "")
+
+    def _as(self) -> str:
+        """` (as 'tau')` for a model-backed built-in or a chat-completions URL."""
+        return "" if not self.detail or self.detail.startswith(self.agent) else f" (as '{self.agent}')"
+
+    def short(self) -> str:
+        """A table cell: `built-in`, `sandboxed (landlock ABI 7)`, `unsandboxed`, ... (`†` privileged)."""
+        place = _PLACES[self.where]
+        if self.where == "sandboxed" and self.detail:
+            place += f" ({self.detail})"
+        return place + (" †" if self.privileged and self.where != "privileged" else "")
+
+
+class RunOrigin(BaseModel):
+    """Where the stored run came from."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["run", "submitted", "unrecorded"]
+    """`run`: played here by `castbench eval` (or `castbench.evaluate`); `submitted`: trials came in
+    through `castbench import FILE`; `unrecorded`: stored before castbench recorded origins."""
+    file: str | None = None
+    """`submitted`: the name of the file the trials were imported from."""
+
+    def describe(self) -> str:
+        if self.kind == "run":
+            return "run here (castbench eval)"
+        if self.kind == "submitted":
+            return f"submitted: imported from {self.file or 'a file'} (its agents did not run here)"
+        return "origin unrecorded (stored before castbench recorded where runs came from)"
+
+
+_DERIVED = "derived from the agent specs: stored before placements were recorded"
+
+
+class Provenance(BaseModel):
+    """A run's origin and, per role, where its agent ran."""
+
+    origin: RunOrigin
+    agents: dict[Role, AgentPlacement] = Field(default_factory=dict)
+    """Role -> placement; a run without a critic has none."""
+    recorded: bool = True
+    """False: the placements were derived from the agent specs of a run stored before they were
+    recorded (import-path workers counted as unsandboxed)."""
+
+    def roles(self, *kinds: str) -> list[Role]:
+        return [role for role, placement in self.agents.items() if placement.where in kinds]
+
+    @property
+    def privileged(self) -> list[Role]:
+        return [role for role, placement in self.agents.items() if placement.privileged]
+
+    @property
+    def unsandboxed(self) -> list[Role]:
+        """Roles whose import-path agent ran in a worker without the sandbox. (Built-ins are
+        castbench's own code; `--in-process` and privileged agents are refused on their own.)"""
+        return self.roles("unsandboxed")
+
+    def line(self) -> str:
+        """One line for a console: the origin, then each role's placement."""
+        roles = "; ".join(f"{role}: {placement.describe()}" for role, placement in self.agents.items())
+        derived = "" if self.recorded else f" [{_DERIVED}]"
+        return f"provenance: {self.origin.describe()}; {roles}{derived}"
+
+    def short(self) -> str:
+        """A table cell: `here · policy built-in · user built-in`."""
+        origin = {"run": "here", "submitted": "submitted", "unrecorded": "unrecorded"}[self.origin.kind]
+        return " · ".join([origin, *(f"{role} {found.short()}" for role, found in self.agents.items())])
+
+
+class SandboxState(BaseModel):
+    """What a worker process started now gets: the OS sandbox (and which), or why not."""
+
+    available: bool
+    mechanism: str = ""
+    reason: str = ""
+
+
+def sandbox_state() -> SandboxState:
+    """Whether import-path workers started by this process run sandboxed, or why not (the
+    operator's `CASTBENCH_SANDBOX=off`, what the OS lacks): `castbench.agents.sandbox.support()`,
+    the answer the workers themselves act on."""
+    if find_spec("castbench.agents.sandbox") is None:
+        return SandboxState(available=False, reason="castbench has no sandbox")
+    from castbench.agents import sandbox  # type: ignore[attr-defined,unused-ignore]
+
+    support = sandbox.support()
+    if support.available:
+        return SandboxState(available=True, mechanism=str(support.mechanism))
+    return SandboxState(available=False, reason=str(support.reason))
+
+
+def placement_of(spec: AgentSpec, sandbox: SandboxState) -> AgentPlacement:
+    """Where the agent `spec` resolved to will run, `sandbox` being what workers get."""
+    if spec.kind == "builtin":
+        return AgentPlacement(agent=spec.name, where="builtin", privileged=spec.privileged)
+    if spec.kind == "service":
+        return AgentPlacement(agent=spec.name, where="service", detail=spec.name)
+    if spec.kind == "model":
+        model = str(spec.params.get("model", spec.name))
+        server = spec.params.get("api_base")
+        return AgentPlacement(
+            agent=spec.name, where="model", detail=model + (f" at {server}" if server else "")
+        )
+    if spec.kind != "import":
+        raise ValueError(f"{spec.role} '{spec.spec}' runs no agent")
+    if spec.privileged:
+        return AgentPlacement(agent=spec.name, where="privileged", privileged=True)
+    if spec.transport == "in-process":
+        return AgentPlacement(agent=spec.name, where="in-process")
+    if sandbox.available:
+        return AgentPlacement(agent=spec.name, where="sandboxed", detail=sandbox.mechanism)
+    return AgentPlacement(agent=spec.name, where="unsandboxed", detail=sandbox.reason)
+
+
+def _spec_kind(role: Role, spec: str) -> tuple[str, str]:
+    """(kind, name) of a recorded spec string, read without importing anything it names (the
+    same classification as `agents.registry.resolve`)."""
+    name = spec.partition("?")[0].strip()
+    builtins = {agent.name: agent for agent in builtin_agents(role)}
+    if role == "critic" and name in ("", "none"):
+        return "none", "none"
+    if name.startswith(("http://", "https://")):
+        return ("model" if name.rstrip("/").endswith("/chat/completions") else "service"), name
+    if name in builtins:
+        return ("model" if builtins[name].model_backed else "builtin"), name
+    if ":" in name and "/" not in name:
+        return "import", name
+    return "model", name
+
+
+_NO_SANDBOX_THEN = "recorded before castbench sandboxed agent workers"
+
+
+def _derived(role: Role, spec: str, config: RunConfig) -> AgentPlacement | None:
+    kind, name = _spec_kind(role, spec)
+    if kind == "none":
+        return None
+    if kind in ("builtin", "service", "model"):
+        detail = "" if kind == "builtin" else name
+        return AgentPlacement(agent=name, where=kind, detail=detail, privileged=role in config.privileged)  # type: ignore[arg-type]
+    if role in config.privileged:
+        return AgentPlacement(agent=name, where="privileged", privileged=True)
+    if role in config.in_process:
+        return AgentPlacement(agent=name, where="in-process")
+    return AgentPlacement(agent=name, where="unsandboxed", detail=_NO_SANDBOX_THEN)
+
+
+def derived_placement(config: RunConfig) -> dict[Role, AgentPlacement]:
+    """The placements of a run stored before they were recorded, from its specs and its
+    `privileged` / `in_process` lists."""
+    roles: tuple[tuple[Role, str], ...] = (
+        ("policy", config.policy),
+        ("critic", config.critic),
+        ("user", config.user),
+    )
+    return {role: found for role, spec in roles if (found := _derived(role, spec, config)) is not None}
+
+
+_LISTED_PRIVILEGE: tuple[Role, ...] = ("policy", "critic")
+"""The roles a run's `privileged` list speaks for (a user simulator sees hidden facts by design)."""
+
+
+def placement_problems(config: RunConfig) -> list[str]:
+    """Where the recorded placements contradict the run's own specs and privilege lists: each
+    role's kind must be what its spec string is (a built-in name cannot be an import path),
+    `privileged` must list exactly the policy or critic marked privileged, `in_process` the
+    in-process roles. Empty for a run without recorded placements (nothing to contradict)."""
+    if not config.placement:
+        return []
+    problems: list[str] = []
+    expected = derived_placement(config)
+    for role in sorted(expected.keys() | config.placement.keys()):
+        want, got = expected.get(role), config.placement.get(role)
+        if got is None:
+            problems.append(f"the {role}'s placement is missing")
+            continue
+        if want is None:
+            problems.append(f"the {role} has a placement but no agent")
+            continue
+        if got.agent != want.agent:
+            problems.append(f"the {role}'s placement names '{got.agent}', its spec '{want.agent}'")
+        allowed = _IMPORT_KINDS if want.where in _IMPORT_KINDS else {want.where}
+        if got.where not in allowed:
+            problems.append(f"the {role} '{want.agent}' is recorded as {got.where}, which its spec cannot be")
+        if role in _LISTED_PRIVILEGE and got.privileged != (role in config.privileged):
+            listed = "lists" if role in config.privileged else "does not list"
+            marked = "privileged" if got.privileged else "not privileged"
+            problems.append(f"the {role} is marked {marked}, but the run's `privileged` {listed} it")
+        if (got.where == "in-process") != (role in config.in_process):
+            listed = "lists" if role in config.in_process else "does not list"
+            problems.append(f"the {role} is recorded as {got.where}, but the run's `in_process` {listed} it")
+        if got.where in _IMPORT_KINDS and got.privileged != (got.where == "privileged"):
+            problems.append(f"the {role}'s import-path agent is privileged outside castbench's process")
+    return problems
+
+
+def run_origin(meta: dict[str, Any]) -> RunOrigin:
+    """The origin a stored run's meta records (`unrecorded` when it records none or nonsense)."""
+    try:
+        return RunOrigin.model_validate(meta.get("origin"))
+    except ValidationError:
+        return RunOrigin(kind="unrecorded")
+
+
+def provenance(config: RunConfig, meta: dict[str, Any]) -> Provenance:
+    """A stored run's provenance: its recorded placements (or those derived from its specs) and
+    the origin its meta records."""
+    recorded = bool(config.placement)
+    agents = dict(config.placement) if recorded else derived_placement(config)
+    return Provenance(origin=run_origin(meta), agents=agents, recorded=recorded)
