@@ -10,7 +10,6 @@ import json
 import os
 import socket
 import sys
-import textwrap
 import threading
 from collections.abc import Iterator
 from importlib.util import find_spec
@@ -249,7 +248,10 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def _routes(store: Path, tmp: Path, port: int) -> dict[str, tuple[str, str]]:
     export = next((REPO / "results").rglob("*.json.gz"))
     routes = {
-        "the domain's task file, by path": ("task-file", _package_file("castbench_retail", "tasks", "test.json")),
+        "the domain's task file, by path": (
+            "task-file",
+            _package_file("castbench_retail", "tasks", "test.json"),
+        ),
         "the domain package, import guard removed": ("domain-import", "castbench_retail"),
         "castbench's command line": ("proc-cmdline", ""),
         "castbench's environment": ("proc-environ", ""),
@@ -267,7 +269,10 @@ def _routes(store: Path, tmp: Path, port: int) -> dict[str, tuple[str, str]]:
     }
     if find_spec("tau_trait") is not None:
         routes["τ's data package"] = ("domain-import", "tau_trait")
-        routes["τ's data files, by path"] = ("read", _package_file("tau_trait", "envs", "retail", "tasks_test.py"))
+        routes["τ's data files, by path"] = (
+            "read",
+            _package_file("tau_trait", "envs", "retail", "tasks_test.py"),
+        )
     return routes
 
 
@@ -326,7 +331,9 @@ def _replay_domains() -> list[str]:
 
 
 @pytest.mark.parametrize("domain", _replay_domains())
-def test_a_replaying_attacker_stays_at_the_lookup_refuse_floor(domain: str, agents: str, tmp_path: Path) -> None:
+def test_a_replaying_attacker_stays_at_the_lookup_refuse_floor(
+    domain: str, agents: str, tmp_path: Path
+) -> None:
     package = load_domain(domain).root / "tasks" / "test.json"
     result = evaluate(
         domains=domain,
@@ -342,7 +349,9 @@ def test_a_replaying_attacker_stays_at_the_lookup_refuse_floor(domain: str, agen
     assert summary.domains[domain].end_reasons.get("harness_error", 0) == 0
 
 
-def test_an_honest_agent_gets_what_it_declares_and_its_scratch_folder(agents: str, listener: _Listener) -> None:
+def test_an_honest_agent_gets_what_it_declares_and_its_scratch_folder(
+    agents: str, listener: _Listener
+) -> None:
     spec = resolve("policy", f"{agents}:Honest")
     assert spec.sandbox_needs.env == ("CASTBENCH_TEST_KEY",)
     assert spec.sandbox_needs.connect == (listener.port,)
@@ -380,3 +389,24 @@ def test_the_plan_carves_protected_packages_out_of_site_packages() -> None:
     assert not any(retail.startswith(path) for path in granted)  # not even through a parent
     assert retail in plan.kept_out and str(REPO) in plan.kept_out
     assert json.loads(plan.model_dump_json())["abi"] == sandbox.support().abi
+
+
+def test_a_store_inside_the_agents_own_package_is_carved_out(tmp_path: Path, listener: _Listener) -> None:
+    """Everything castbench has open stays out of reach, even inside a folder the agent may read."""
+    from castbench.store import ResultsStore
+
+    package = tmp_path / "teampkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "agents.py").write_text(AGENTS.replace("PORT", str(listener.port)))
+    db = package / "runs.db"
+    opened = ResultsStore(sqlite_url(db))
+    opened.runs()  # its connection stays open, as during an eval
+    sys.path.insert(0, str(tmp_path))
+    try:
+        own = _first_reply(f"teampkg.agents:Probe?route=read&arg={package / 'agents.py'}")
+        store = _first_reply(f"teampkg.agents:Probe?route=read&arg={db}")
+    finally:
+        sys.path.remove(str(tmp_path))
+    assert own.startswith("GOT") and "Agents that try" in own
+    assert store.startswith("DENIED"), store

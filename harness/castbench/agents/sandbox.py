@@ -382,11 +382,15 @@ class _Grants:
     def add(self, path: str, rights: int) -> None:
         self.rights[path] = self.rights.get(path, 0) | rights
 
-    def grant(self, path: str, rights: int, beyond: Iterable[str] = ()) -> None:
+    def grant(self, path: str, rights: int, beyond: Iterable[str] = (), below: bool = False) -> None:
         """Grant `rights` on `path` and below, bar the forbidden paths below it (listed folder
-        by folder). `path` at or under a path in `beyond` is not granted at all."""
+        by folder). `path` at or under a path in `beyond` is not granted at all; a forbidden
+        `path` itself only when reached `below` a granted one (a store's folder that is also the
+        agent's package stays the agent's to read, bar the store)."""
         real = os.path.realpath(path)
-        if not os.path.exists(real) or real in self.forbidden or any(_under(real, f) for f in beyond):
+        if not os.path.exists(real) or (below and real in self.forbidden):
+            return
+        if any(_under(real, f) for f in beyond):
             return
         inside = [f for f in self.forbidden if _under(f, real) and f != real]
         if not inside:
@@ -398,7 +402,7 @@ class _Grants:
         except OSError:
             return
         for child in children:
-            self.grant(os.path.join(real, child), rights, beyond)
+            self.grant(os.path.join(real, child), rights, beyond, below=True)
 
 
 def _system_paths() -> list[str]:
