@@ -48,7 +48,7 @@ def test_a_built_in_run_says_where_its_agents_ran_and_marks_privilege(tmp_path: 
     recorded = summary["provenance"]
     assert recorded["origin"] == {"kind": "run", "file": None}
     assert recorded["agents"]["policy"] == {
-        "agent": "oracle", "where": "builtin", "detail": "", "privileged": True,
+        "agent": "oracle", "where": "builtin", "detail": "", "privileged": True, "needs": None,
     }  # fmt: skip
     assert (
         recorded["agents"]["critic"]["where"] == "builtin" and not recorded["agents"]["critic"]["privileged"]

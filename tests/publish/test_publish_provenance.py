@@ -40,8 +40,8 @@ def test_rows_from_files_are_submitted_and_rows_this_build_ran_are_re_run(
     (taken,) = _rows(tmp_path / "taken")
     assert taken["origin"] == "submitted" and taken["source"] == "results/oracle.castbench.json.gz"
     assert taken["agents"] == {
-        "policy": {"agent": "oracle", "where": "builtin", "detail": "", "privileged": True},
-        "user": {"agent": "scripted", "where": "builtin", "detail": "", "privileged": False},
+        "policy": {"agent": "oracle", "where": "builtin", "detail": "", "privileged": True, "needs": None},
+        "user": {"agent": "scripted", "where": "builtin", "detail": "", "privileged": False, "needs": None},
     }
     rerun = {"oracle": read_export(exports.oracle)}  # what `rerun_entries` hands the build
     build_board(spec, exports.root, tmp_path / "rerun", reruns=rerun)

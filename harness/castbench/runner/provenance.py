@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from castbench.agents.registry import AgentSpec, Role, builtin_agents
+from castbench.agents.sandbox import SandboxNeeds
 
 if TYPE_CHECKING:
     from castbench.runner.config import RunConfig
@@ -80,13 +81,16 @@ class AgentPlacement(BaseModel):
     `model`: the model string, and the server castbench called it at."""
     privileged: bool = False
     """It read the ground truth (a privileged built-in, or an import path declaring `privileged`)."""
+    needs: SandboxNeeds | None = None
+    """`sandboxed`: what the agent declared it needs beyond the strictest sandbox (environment
+    variables, TCP ports, paths to read), when it declared any."""
 
     def describe(self) -> str:
         """One phrase: `castbench built-in 'oracle' (in castbench's process), privileged`."""
         imported = f"import-path agent '{self.agent}'"
         text = {
             "builtin": f"castbench built-in '{self.agent}' (castbench's own code, in castbench's process)",
-            "sandboxed": f"{imported}, sandboxed in a worker process ({self.detail})",
+            "sandboxed": f"{imported}, sandboxed in a worker process ({self.detail}{self._needs()})",
             "unsandboxed": f"{imported}, in an unsandboxed worker process ({self.detail})",
             "in-process": f"{imported}, inside castbench's process (--in-process)",
             "privileged": f"{imported}, inside castbench's process (declared privileged)",
@@ -94,6 +98,15 @@ class AgentPlacement(BaseModel):
             "model": f"model {self.detail or self.agent} called by castbench" + self._as(),
         }[self.where]
         return text + (", privileged: read the ground truth" if self.privileged else "")
+
+    def _needs(self) -> str:
+        """`; declared env OPENAI_API_KEY, port 8000, read /models`: what its sandbox lets through."""
+        if self.needs is None or self.needs.empty:
+            return ""
+        found = [f"env {name}" for name in self.needs.env]
+        found += [f"port {port}" for port in self.needs.connect]
+        found += [f"read {path}" for path in self.needs.read]
+        return "; declared " + ", ".join(found)
 
     def _as(self) -> str:
         """` (as 'tau')` for a model-backed built-in or a chat-completions URL."""
@@ -103,7 +116,7 @@ class AgentPlacement(BaseModel):
         """A table cell: `built-in`, `sandboxed (landlock ABI 7)`, `unsandboxed`, ... (`†` privileged)."""
         place = _PLACES[self.where]
         if self.where == "sandboxed" and self.detail:
-            place += f" ({self.detail})"
+            place += f" ({self.detail}{self._needs()})"
         return place + (" †" if self.privileged and self.where != "privileged" else "")
 
 
@@ -205,7 +218,8 @@ def placement_of(spec: AgentSpec, sandbox: SandboxState) -> AgentPlacement:
     if spec.transport == "in-process":
         return AgentPlacement(agent=spec.name, where="in-process")
     if sandbox.available:
-        return AgentPlacement(agent=spec.name, where="sandboxed", detail=sandbox.mechanism)
+        needs = None if spec.sandbox_needs.empty else spec.sandbox_needs
+        return AgentPlacement(agent=spec.name, where="sandboxed", detail=sandbox.mechanism, needs=needs)
     return AgentPlacement(agent=spec.name, where="unsandboxed", detail=sandbox.reason)
 
 

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
 from castbench.agents.registry import AgentSpec
+from castbench.agents.sandbox import SandboxNeeds
 from castbench.api import build_config, evaluate, model_factory
 from castbench.publish.archive import read_export
 from castbench.runner.config import RunConfig
@@ -47,12 +49,18 @@ def test_each_kind_of_agent_has_its_placement() -> None:
     }
     assert "critic" not in build_config(domains="retail", policy="oracle", tasks=TASK)[0].placement
     sandboxed = placement_of(_import_spec(), LANDLOCK)
-    assert (sandboxed.where, sandboxed.detail) == ("sandboxed", "landlock ABI 7")
+    assert (sandboxed.where, sandboxed.detail, sandboxed.needs) == ("sandboxed", "landlock ABI 7", None)
+    needs = SandboxNeeds(env=("OPENAI_API_KEY",), connect=(8000,))
+    declared = placement_of(replace(_import_spec(), sandbox_needs=needs), LANDLOCK)
+    assert declared.needs == needs
+    assert declared.describe().endswith(
+        "sandboxed in a worker process (landlock ABI 7; declared env OPENAI_API_KEY, port 8000)"
+    )
     unsandboxed = placement_of(_import_spec(), NONE)
     assert (unsandboxed.where, unsandboxed.detail) == ("unsandboxed", "the kernel offers no Landlock")
     assert placement_of(_import_spec("in-process"), LANDLOCK).where == "in-process"
-    declared = placement_of(_import_spec("in-process", privileged=True), LANDLOCK)
-    assert (declared.where, declared.privileged) == ("privileged", True)
+    privileged = placement_of(_import_spec("in-process", privileged=True), LANDLOCK)
+    assert (privileged.where, privileged.privileged) == ("privileged", True)
     from castbench.agents.registry import resolve
 
     model = placement_of(resolve("policy", "openai/gpt-4o-mini", model_factory("policy")), NONE)
