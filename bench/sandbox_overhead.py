@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -54,6 +55,24 @@ def _start_s(plan: sandbox.Plan | None) -> float:
     return took
 
 
+_ENTER = """
+import tempfile, time
+from castbench.agents import sandbox
+plan = sandbox.plan({policy!r})
+scratch = tempfile.mkdtemp()
+start = time.perf_counter()
+sandbox.enter(plan, scratch)
+print(time.perf_counter() - start)
+"""
+
+
+def _enter_s() -> float:
+    """`sandbox.enter` alone, in a fresh interpreter (it restricts its process for good)."""
+    code = _ENTER.format(policy=POLICY)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return float(done.stdout.split()[-1])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -85,6 +104,7 @@ def main() -> None:
     workers.shutdown_workers()
     _side("sandboxed")
     plan = sandbox.plan(POLICY)
+    entering = [_enter_s() for _ in range(args.starts)]
     print(
         f"{args.domain}: {len(steps['off'])} steps per side over {args.rounds} rounds, "
         f"{args.starts} worker starts per side; {sandbox.support().mechanism}, {len(plan.grants)} rules"
@@ -100,6 +120,9 @@ def main() -> None:
         f"{_ms(steps['sandboxed']) / _ms(steps['off']):.3f}) and {start_added:+.1f} ms per worker start "
         f"(ratio {_ms(starts['sandboxed']) / _ms(starts['off']):.3f}); working out the plan in castbench's "
         f"process: {1000 * statistics.median(plan_s):.1f} ms median per start"
+    )
+    print(
+        f"entering the sandbox alone (in the worker, {len(plan.grants)} rules): {_ms(entering):.1f} ms median"
     )
 
 
