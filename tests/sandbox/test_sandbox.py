@@ -60,6 +60,7 @@ def _read(path, size=200):
 
 
 def _unguarded_import(name):
+    os.environ.setdefault("OPENAI_API_KEY", "placeholder")  # tau_trait wants one at import
     sys.meta_path[:] = [f for f in sys.meta_path if type(f).__name__ != "_RefuseDomains"]
     return __import__(name)
 
@@ -154,6 +155,12 @@ class Replayer:
         if self.oracle is not None:
             return self.oracle.propose(view)
         return ReplyAction(text=ANYTHING_ELSE)
+
+
+class Greedy(Probe):
+    """Declares it reads everything."""
+
+    sandbox_read = ("/",)
 
 
 class Honest:
@@ -410,3 +417,18 @@ def test_a_store_inside_the_agents_own_package_is_carved_out(tmp_path: Path, lis
         sys.path.remove(str(tmp_path))
     assert own.startswith("GOT") and "Agents that try" in own
     assert store.startswith("DENIED"), store
+
+
+def test_a_declared_read_reaches_files_but_never_what_is_kept_out(agents: str, tmp_path: Path) -> None:
+    data = tmp_path / "weights.bin"
+    data.write_bytes(b"model weights")
+    assert resolve("policy", f"{agents}:Greedy").sandbox_needs.read == ("/",)
+    assert _first_reply(f"{agents}:Greedy?route=read&arg={data}") == "GOT b'model weights'"
+    task_file = _package_file("castbench_retail", "tasks", "test.json")
+    for route, arg in [
+        ("task-file", task_file),
+        ("proc-environ", ""),
+        ("read", str(REPO / "pyproject.toml")),
+    ]:
+        reply = _first_reply(f"{agents}:Greedy?route={route}&arg={arg}")
+        assert reply.startswith("DENIED"), (route, reply)
