@@ -9,7 +9,7 @@ is empty is None, not 0, so "never happened" is not mistaken for "never succeede
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from math import sqrt
 from typing import Literal, NamedTuple, cast, get_args
 
@@ -19,10 +19,12 @@ __all__ = [
     "FAILURE_TYPES",
     "ConfusionCounts",
     "ConfusionShares",
+    "CriticIntervals",
     "CriticMetrics",
     "CriticRecord",
     "FailureType",
     "correction_rate",
+    "critic_intervals",
     "critic_metrics",
     "harmful_revision_rate",
     "harmfulness",
@@ -155,6 +157,67 @@ def critic_metrics(records: Iterable[CriticRecord | tuple[str, str, str | None]]
         f1=2 * tp / (2 * tp + fp + fn) if tp + fn else None,
         mcc=(tp * tn - fp * fn) / sqrt(margins) if margins else None,
         detection_by_type={t: rate(flagged_by_type[t], invalid_by_type[t]) for t in FAILURE_TYPES},
+    )
+
+
+class CriticIntervals(_Frozen):
+    """Percentile bootstrap intervals of the critic's headline figures, resampling tasks (the
+    verdicts of one task are not independent draws); None where too few resamples define it."""
+
+    level: float
+    resamples: int
+    mcc: tuple[float, float] | None
+    false_flag_rate: tuple[float, float] | None
+    detection_rate: tuple[float, float] | None
+
+
+def critic_intervals(
+    groups: Sequence[Sequence[CriticRecord | tuple[str, str, str | None]]],
+    *,
+    resamples: int = 2000,
+    seed: int = 0,
+    level: float = 0.95,
+) -> CriticIntervals:
+    """Intervals of MCC, false-flag and detection rate over `groups` (one per task): each
+    resample draws tasks with replacement and recomputes the figures from the summed confusion
+    cells. A resample where a figure is undefined (an empty margin) is left out of its interval;
+    when fewer than half the resamples define it, the interval is None."""
+    import numpy as np
+
+    if resamples < 1 or not 0 < level < 1:
+        raise ValueError(f"need resamples >= 1 and 0 < level < 1, got {resamples}, {level}")
+    cells = np.zeros((len(groups), 4), dtype=np.float64)  # tp, fp, fn, tn per task
+    order = {("flag", "invalid"): 0, ("flag", "valid"): 1, ("pass", "invalid"): 2, ("pass", "valid"): 3}
+    for row, group in enumerate(groups):
+        for index, record in enumerate(group):
+            checked = _validated(record, index)
+            if checked.label != "unknown":
+                cells[row, order[checked.verdict, checked.label]] += 1
+    if not len(groups):
+        return CriticIntervals(
+            level=level, resamples=resamples, mcc=None, false_flag_rate=None, detection_rate=None
+        )
+    rng = np.random.default_rng(seed)
+    drawn = cells[rng.integers(0, len(groups), size=(resamples, len(groups)))].sum(axis=1)
+    tp, fp, fn, tn = drawn.T
+    with np.errstate(divide="ignore", invalid="ignore"):
+        margins = (tp + fp) * (tp + fn) * (tn + fp) * (tn + fn)
+        figures = {
+            "mcc": np.where(margins > 0, (tp * tn - fp * fn) / np.sqrt(margins), np.nan),
+            "false_flag_rate": np.where(fp + tn > 0, fp / (fp + tn), np.nan),
+            "detection_rate": np.where(tp + fn > 0, tp / (tp + fn), np.nan),
+        }
+    tail = (1 - level) / 2 * 100
+
+    def interval(values: np.ndarray) -> tuple[float, float] | None:  # type: ignore[type-arg]
+        defined = values[~np.isnan(values)]
+        if defined.size < resamples / 2:
+            return None
+        low, high = np.percentile(defined, [tail, 100 - tail])
+        return float(low), float(high)
+
+    return CriticIntervals(
+        level=level, resamples=resamples, **{name: interval(values) for name, values in figures.items()}
     )
 
 

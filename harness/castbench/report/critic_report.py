@@ -17,6 +17,7 @@ critic: helpfulness and harmfulness.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Literal
 
 from pydantic import BaseModel, Field, computed_field
 
@@ -32,6 +33,7 @@ from castbench.metrics import (
     insistence_rate,
     resistance_rate,
 )
+from castbench.metrics.critic import critic_intervals
 from castbench.runner.records import StepRecord, TrialRecord
 
 __all__ = ["CriticReport", "FlagReactions", "critic_report", "paired_effect"]
@@ -94,6 +96,17 @@ class CriticReport(CriticMetrics):
     paired_run_id: str | None = None
     pass_hat_without_critic: dict[int, float] | None = None
     """Paired: the same policy's pass^k without the critic (same tasks, seeds, trials)."""
+    parse_errors: int = 0
+    """Verdicts whose answer could not be read in full (`Verdict.parse_error` set: no verdict,
+    counted as `unparseable_verdict`, or an unknown failure type, counted as none). A critic whose
+    every answer is unreadable never flags; this count keeps it from passing for a lenient one."""
+    unparseable_verdict: Literal["pass"] = "pass"
+    """What an unreadable answer counted as, here and in the run: a pass (the action went ahead,
+    as with no critic; `castbench.models.parse`). Its verdicts are in the matrix as passes."""
+    mcc_ci: tuple[float, float] | None = None
+    """95% bootstrap interval of `mcc`, resampling tasks (None: too few resamples define it)."""
+    false_flag_rate_ci: tuple[float, float] | None = None
+    detection_rate_ci: tuple[float, float] | None = None
 
 
 def _executed_label(step: StepRecord) -> str | None:
@@ -125,6 +138,8 @@ def _react(step: StepRecord, overall: FlagReactions, by_round: dict[int, FlagRea
 
 def critic_report(trials: Iterable[TrialRecord]) -> CriticReport | None:
     records: list[CriticRecord] = []
+    by_task: dict[tuple[str, str], list[CriticRecord]] = {}
+    parse_errors = 0
     reactions = FlagReactions()
     by_round: dict[int, FlagReactions] = {}
     valid_rejected = harmed = 0
@@ -146,13 +161,14 @@ def critic_report(trials: Iterable[TrialRecord]) -> CriticReport | None:
             for proposal in judged:
                 assert proposal.verdict is not None
                 label = proposal.label
-                records.append(
-                    CriticRecord(
-                        "flag" if proposal.verdict.flags else "pass",
-                        label.label if label is not None else "unknown",
-                        label.failure_type if label is not None and label.failure_type != "none" else None,
-                    )
+                parse_errors += proposal.verdict.parse_error is not None
+                record = CriticRecord(
+                    "flag" if proposal.verdict.flags else "pass",
+                    label.label if label is not None else "unknown",
+                    label.failure_type if label is not None and label.failure_type != "none" else None,
                 )
+                records.append(record)
+                by_task.setdefault((trial.domain, trial.task_id), []).append(record)
             _react(step, reactions, by_round)
             first_rejected = next((p for p in judged if p.verdict is not None and p.verdict.flags), None)
             if (
@@ -165,6 +181,7 @@ def critic_report(trials: Iterable[TrialRecord]) -> CriticReport | None:
     if not records:
         return None
     metrics = critic_metrics(records)
+    intervals = critic_intervals(list(by_task.values()))
     return CriticReport(
         **metrics.model_dump(),
         resistance_rate=reactions.resistance_rate,
@@ -179,6 +196,10 @@ def critic_report(trials: Iterable[TrialRecord]) -> CriticReport | None:
         critic_usage=usage,
         critic_seconds=critic_s,
         policy_seconds=policy_s,
+        parse_errors=parse_errors,
+        mcc_ci=intervals.mcc,
+        false_flag_rate_ci=intervals.false_flag_rate,
+        detection_rate_ci=intervals.detection_rate,
     )
 
 

@@ -192,6 +192,10 @@ def _rate(value: float | None) -> str:
     return "–" if value is None else f"{value:.3f}"
 
 
+def _interval(bounds: tuple[float, float] | None) -> str:
+    return "–" if bounds is None else f"[{bounds[0]:.3f}, {bounds[1]:.3f}]"
+
+
 def _round_reactions(round_: int) -> Callable[[CriticReport], str]:
     def cell(critic: CriticReport) -> str:
         r = critic.reactions_by_round.get(round_)
@@ -226,6 +230,8 @@ def critic_table(summary: RunSummary) -> Table | None:
         ("precision", lambda c: _rate(c.precision)),
         ("F1", lambda c: _rate(c.f1)),
         ("MCC", lambda c: _rate(c.mcc)),
+        ("MCC 95% CI (tasks resampled)", lambda c: _interval(c.mcc_ci)),
+        ("unreadable verdicts (counted as pass)", lambda c: str(c.parse_errors)),
         ("flag rate", lambda c: _rate(c.flag_rate)),
         ("resistance (false flags: kept)", lambda c: _rate(c.resistance_rate)),
         ("insistence (true flags: re-proposed)", lambda c: _rate(c.insistence_rate)),
