@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from castbench.compare.comparability import comparability_number
+from castbench.domain import resolve_domains
 from castbench.publish.archive import ExportedRun, read_export, write_export
 from castbench.publish.board import BoardError, BoardSpec, load_board
 from castbench.publish.build import build_board
@@ -17,7 +19,12 @@ from castbench.runner.provenance import AgentPlacement
 from tests.publish.exports import Exports
 
 TEAM = "tests.core.fixtures_agents:TeamPolicy"
-HEADER = 'title = "Provenance board"\ndomains = { retail = 2 }\ntrials = 2\nmetrics = ["pass^1", "pass^2"]\n'
+RETAIL = comparability_number(resolve_domains("retail")[0].version)
+"""The installed retail domain's comparability number (the exports fixture runs it)."""
+HEADER = (
+    f'title = "Provenance board"\ndomains = {{ retail = {RETAIL} }}\ntrials = 2\n'
+    'metrics = ["pass^1", "pass^2"]\n'
+)
 ORACLE = 'entries = [{ name = "oracle", run = "results/oracle.castbench.json.gz", policy = "oracle" }]\n'
 
 
