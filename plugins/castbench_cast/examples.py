@@ -7,7 +7,11 @@ model reads in `castbench eval` exactly what it read in training:
 - critic: `critic_messages` (policy document, tools, conversation, proposed action) -> the
   annotation as JSON (explanation first: the rationale, then the verdict);
 - policy: `policy_messages` in the prompted style (tools in the system prompt, one JSON action
-  per turn), with the step's critiques unless RFT -> the action it executed, as JSON.
+  per turn), with the step's critiques unless RFT -> the action it executed, as JSON. An executed
+  action the labeler marks invalid is never a target: a passed trial can still hold one (an
+  unauthenticated call, an e-mail the user never gave), and training on it teaches the mistake.
+  Such an example is dropped (not masked: each example has one target, so masking it leaves
+  nothing to learn from); the action stays in the history of later examples, as it happened.
 """
 
 from __future__ import annotations
@@ -88,6 +92,9 @@ def policy_examples(records: Iterable[TrialRecord], rft: bool) -> Examples:
         critiqued = False
         for moment in moments(record):
             if not moment.executed or isinstance(moment.proposal.action, MalformedAction):
+                continue
+            if moment.proposal.label is not None and moment.proposal.label.label == "invalid":
+                examples.counts["dropped_invalid_targets"] += 1
                 continue
             shown = () if rft else moment.critiques
             critiqued |= bool(moment.critiques)

@@ -70,6 +70,13 @@ def _task_ids(settings: CollectStage) -> list[str] | None:
     ]
 
 
+def _privileged(policy: str) -> bool:
+    """Whether a policy spec names an agent that reads the task (oracle, scripted:noisy...)."""
+    from castbench.agents.registry import resolve
+
+    return resolve("policy", policy, model_factory=lambda **_: None).privileged
+
+
 def trials_hash(records: list[TrialRecord]) -> str:
     return stable_hash(sorted(record.model_dump_json() for record in records))
 
@@ -140,7 +147,7 @@ class Pipeline:
             inputs = {"critic": checkpoint_name(checkpoint)}
 
         def build(folder: Path) -> _Built:
-            with CheckpointServer(checkpoint, loop.serve, loop.port) as server:
+            with CheckpointServer(checkpoint, loop.serve, loop.port, loop.gpu_memory) as server:
                 spec = server.model_string(temperature=0, max_tokens=loop.max_tokens)
                 return self._run(folder, loop, spec, loop.rounds)
 
@@ -171,6 +178,12 @@ class Pipeline:
         proposals = [p for record in records for step in record.steps for p in step.proposals]
         labels = Counter(p.label.label if p.label else "none" for p in proposals)
         verdicts = Counter(p.verdict.verdict if p.verdict else "none" for p in proposals)
+        unreadable = sum(p.verdict is not None and p.verdict.parse_error is not None for p in proposals)
+        if unreadable:
+            self.log(
+                f"warning: {unreadable} of {verdicts.total() - verdicts['none']} critic verdicts were "
+                f"unreadable and counted as passes"
+            )
         return _Built(
             outputs=["run.json"],
             counts={
@@ -178,13 +191,20 @@ class Pipeline:
                 "passed": sum(record.passed for record in records),
                 "tasks": len({(r.domain, r.task_id) for r in records}),
                 "proposals": len(proposals),
+                "critic_verdicts": sum(p.verdict is not None for p in proposals),
+                "critic_parse_errors": unreadable,
             },
             balance={
                 "end_reason": dict(sorted(Counter(r.end_reason for r in records).items())),
                 "label": dict(sorted(labels.items())),
                 "critic_verdict": dict(sorted(verdicts.items())),
             },
-            info={"run_id": run_id, "critic": critic, "unscored": result.outcome.unscored},
+            info={
+                "run_id": run_id,
+                "critic": critic,
+                "unscored": result.outcome.unscored,
+                "unparseable_verdict": "pass",  # what an unreadable verdict counted as (models.parse)
+            },
         )
 
     def annotate(self) -> Manifest:
@@ -258,8 +278,25 @@ class Pipeline:
         settings = self.recipe.policy_data
         source = settings.source.replace("_", "-")
 
+        teacher = getattr(self.recipe, settings.source).policy
+        if _privileged(teacher) and not settings.allow_privileged_teacher:
+            raise StageError(
+                f"policy-data: the trajectories come from '{teacher}', a privileged policy (it reads "
+                f"the task); a policy trained on them learns answers it cannot know. Collect with a "
+                f"model teacher, or set [policy_data] allow_privileged_teacher = true"
+            )
+
         def build(folder: Path) -> _Built:
             examples = policy_examples(self.records(source), settings.rft)
+            if not settings.rft and examples.rows and not examples.counts["trajectories_with_critiques"]:
+                message = (
+                    f"policy-data: no trajectory of {source} holds a critique, so the CAST data "
+                    f"equals the RFT data (did the critic never flag, or never answer readably? "
+                    f"see its manifest's critic_parse_errors)"
+                )
+                if settings.require_critiques:
+                    raise StageError(message + "; set [policy_data] require_critiques = false to go on")
+                self.log("warning: " + message)
             return self._examples(folder, examples, write_examples)
 
         inputs = {source: self.manifest(source).digest}
@@ -293,10 +330,18 @@ class Pipeline:
         params = settings.model_dump(mode="json")
 
         def build(folder: Path) -> _Built:
-            figures = train(self.folder(data), folder, settings, key_of(stage, params, inputs))
-            return _Built(
-                ["model"], counts={"examples": figures["examples"], "steps": figures["steps"]}, info=figures
+            figures = train(
+                self.folder(data), folder, settings, key_of(stage, params, inputs), not self.force
             )
+            shown = (
+                "examples",
+                "steps",
+                "truncated",
+                "dropped_policy",
+                "skipped_long_target",
+                "skipped_no_fit",
+            )
+            return _Built(["model"], counts={name: figures[name] for name in shown}, info=figures)
 
         return self._stage(stage, params, inputs, build)
 

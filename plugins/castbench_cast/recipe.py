@@ -11,7 +11,9 @@ import tomllib
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from castbench_cast.context import ContextRule
 
 __all__ = [
     "AnnotateStage",
@@ -58,6 +60,9 @@ class CollectCriticStage(CollectStage):
     port: int = Field(0, ge=0, le=65535)
     """0: a free port. A fixed port keeps the run's identity, so an interrupted collect resumes."""
     max_tokens: int = Field(256, ge=1)
+    gpu_memory: float = Field(0.45, gt=0, le=0.95)
+    """Share of the GPU a vLLM-served checkpoint takes (vLLM's own 0.9 leaves no room for the
+    policy's server beside it); the transformers backend ignores it."""
 
 
 class AnnotateStage(_Table):
@@ -90,9 +95,31 @@ class TrainStage(_Table):
     batch: int = Field(8, ge=1)
     grad_accum: int = Field(1, ge=1)
     max_length: int = Field(4096, ge=64)
+    """Prompt and target, in tokens; prompts are fitted to it by `castbench_cast.context`."""
+    max_completion: int = Field(256, ge=1)
+    """Tokens kept free for the target (and, when served, the answer); longer targets are skipped."""
+    keep: Literal["policy", "conversation"] = "policy"
+    """What a prompt too long keeps whole: the policy document (the conversation's oldest part
+    goes) or the conversation (the system message goes first: for the tiny stand-in only)."""
     save_steps: int = Field(500, ge=1)
     seed: int = 0
     device: Literal["auto", "cpu"] = "auto"
+
+    @model_validator(mode="after")
+    def _fits(self) -> TrainStage:
+        if self.max_completion >= self.max_length:
+            raise ValueError(
+                f"max_completion {self.max_completion} leaves no room in max_length {self.max_length}"
+            )
+        if self.model == "tiny" and self.max_length > self.tiny.context:
+            raise ValueError(
+                f"max_length {self.max_length} exceeds the tiny model's context {self.tiny.context}"
+            )
+        return self
+
+    @property
+    def context(self) -> ContextRule:
+        return ContextRule(max_length=self.max_length, max_completion=self.max_completion, keep=self.keep)
 
 
 class PolicyDataStage(_Table):
@@ -100,6 +127,12 @@ class PolicyDataStage(_Table):
     """The paper's control: the successful trajectories without their critiques."""
     source: Literal["collect_critic", "collect"] = "collect_critic"
     """Which collected run the trajectories come from."""
+    allow_privileged_teacher: bool = False
+    """Policy data from a privileged teacher (one that reads the task: `oracle`, `scripted:noisy`)
+    teaches the policy answers it could not have known; refused unless this is set."""
+    require_critiques: bool = True
+    """CAST data without a single critique equals the RFT data (a critic that never flagged, or
+    never answered readably): refused unless this is unset (then a warning)."""
 
 
 class Recipe(_Table):
@@ -124,11 +157,15 @@ class Recipe(_Table):
 
 
 def load_recipe(path: str | Path) -> Recipe:
+    """The recipe at `path`. `[collect_critic]` inherits every `[collect]` setting it does not set
+    itself (the policy, user, domains, tasks...), as a reader of the recipe expects."""
     path = Path(path)
     try:
         raw = tomllib.loads(path.read_text())
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise RecipeError(f"recipe {path}: cannot read: {exc}") from exc
+    if isinstance(raw.get("collect"), dict):
+        raw["collect_critic"] = {**raw["collect"], **(raw.get("collect_critic") or {})}
     try:
         recipe = Recipe.model_validate(raw)
     except ValidationError as exc:

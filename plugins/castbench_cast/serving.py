@@ -5,14 +5,17 @@ openai/NAME?api_base=...&style=prompted`.
 Two backends: `transformers` (this process, CPU or GPU; one generation at a time, for tiny and
 small models) and `vllm` (`vllm serve` as a process, for real models on a GPU: castbench never
 imports vLLM). Both answer `/v1/models` and `/v1/chat/completions` with text (the prompted policy
-and the critic need nothing else). Servers listen on 127.0.0.1. The transformers backend keeps
-the end of a prompt longer than the model's context, as training did (`truncation_mode`).
+and the critic need nothing else). Servers listen on 127.0.0.1. The transformers backend fits a
+prompt longer than the context by the rule training used (`context.json` beside the weights; see
+`castbench_cast.context`): the policy document stays, the oldest conversation goes; a prompt that
+cannot fit is refused with a 400 that says why, never cut blindly.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import socket
 import subprocess
 import threading
 import time
@@ -21,7 +24,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal
 
-from castbench.models.serve import ServeOptions, vllm_command, wait_until_ready
+from castbench.models.serve import ServeError, ServeOptions, vllm_command, wait_until_ready
+from castbench_cast.context import ContextRule, describe, fit_messages, token_counter
 
 __all__ = ["CheckpointServer", "checkpoint_name"]
 
@@ -48,19 +52,34 @@ class _Generator:
         device = "cuda" if torch.cuda.is_available() else "cpu"
         self.model: Any = AutoModelForCausalLM.from_pretrained(path, dtype="auto").to(device).eval()  # type: ignore[arg-type]
         self.context = int(getattr(self.model.config, "max_position_embeddings", 4096))
+        self.rule = ContextRule.load(path)
+        self.truncated = 0
+        """Prompts served with something left out (see `castbench_cast.context`)."""
+        self._count = token_counter(self.tokenizer)
         self._lock = threading.Lock()
+
+    def budget(self, max_tokens: int) -> int:
+        """The prompt's tokens at most: training's budget, within the model's context."""
+        room = self.context - max_tokens
+        return room if self.rule is None else min(room, self.rule.prompt_budget)
 
     def complete(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         max_tokens = int(body.get("max_tokens") or 256)
-        inputs: Any = self.tokenizer.apply_chat_template(
-            body["messages"], add_generation_prompt=True, return_tensors="pt", return_dict=True
-        ).to(self.model.device)
-        room = self.context - max_tokens
+        room = self.budget(max_tokens)
         if room < 1:
             message = f"max_tokens {max_tokens} leaves no room in this model's {self.context}-token context"
             return 400, {"error": {"message": message, "type": "BadRequestError"}}
-        if inputs["input_ids"].shape[1] > room:  # as in training (keep_end): the start goes
-            inputs = {name: tensor[:, -room:] for name, tensor in inputs.items()}
+        fitted = fit_messages(body["messages"], self._count, room, self.rule.keep if self.rule else "policy")
+        if not fitted.fits:
+            message = (
+                f"the prompt does not fit {room} tokens even without {describe(fitted)} "
+                f"({fitted.tokens} tokens left)"
+            )
+            return 400, {"error": {"message": message, "type": "BadRequestError"}}
+        self.truncated += fitted.truncated
+        inputs: Any = self.tokenizer.apply_chat_template(
+            fitted.messages, add_generation_prompt=True, return_tensors="pt", return_dict=True
+        ).to(self.model.device)
         prompt_tokens = int(inputs["input_ids"].shape[1])
         temperature = float(body.get("temperature") or 0.0)
         sampling: dict[str, Any] = {"do_sample": temperature > 0}
@@ -130,13 +149,38 @@ def _handler(generator: _Generator, name: str) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
-class CheckpointServer:
-    """`with CheckpointServer(path) as server:` serves the checkpoint until the block ends."""
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
 
-    def __init__(self, path: Path, backend: Backend = "transformers", port: int = 0) -> None:
+
+def _check_free(port: int) -> None:
+    """A server already on `port` would answer for ours (and be taken as ready): refuse."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError as exc:
+            raise ServeError(
+                f"port {port} on 127.0.0.1 is in use ({exc}): stop that server or use port 0"
+            ) from exc
+
+
+class CheckpointServer:
+    """`with CheckpointServer(path) as server:` serves the checkpoint until the block ends.
+
+    With vLLM: port 0 is a free port (vLLM's own default would be 8000), a port in use is refused,
+    the server is ready only when it lists this checkpoint's name (not any server's models), and
+    it takes `gpu_memory` of the GPU (vLLM's 0.9 would leave no room for a second server) with the
+    context training used (`context.json`)."""
+
+    def __init__(
+        self, path: Path, backend: Backend = "transformers", port: int = 0, gpu_memory: float | None = None
+    ) -> None:
         self.path = Path(path).resolve()
         self.backend = backend
         self.port = port
+        self.gpu_memory = gpu_memory
         self.name = checkpoint_name(self.path)
         self._http: ThreadingHTTPServer | None = None
         self._process: subprocess.Popen[bytes] | None = None
@@ -153,15 +197,25 @@ class CheckpointServer:
 
     def __enter__(self) -> CheckpointServer:
         if self.backend == "vllm":
+            if self.port:
+                _check_free(self.port)
+            rule = ContextRule.load(self.path)
             options = ServeOptions(
                 model=str(self.path),
-                port=self.port or 8000,
+                port=self.port or _free_port(),
                 tool_parser="hermes",
+                max_model_len=rule.max_length if rule is not None else None,
+                gpu_memory_utilization=self.gpu_memory,
                 extra_args=("--served-model-name", self.name),
             )
             self.port = options.port
             self._process = subprocess.Popen(vllm_command(options))
-            wait_until_ready(self.api_base, timeout_s=900, process=self._process)
+            served = wait_until_ready(self.api_base, timeout_s=900, process=self._process)
+            if self.name not in served:
+                self.__exit__(None, None, None)
+                raise ServeError(
+                    f"{self.api_base} answers for {served}, not {self.name}: another server holds the port"
+                )
             return self
         generator = _Generator(self.path)
         self._http = ThreadingHTTPServer(("127.0.0.1", self.port), _handler(generator, self.name))

@@ -2,19 +2,24 @@
 
 Each example is split into a prompt (every message but the last) and a completion (the last,
 the assistant's), so the loss is on the target alone (the critic's rationale and verdict, the
-policy's action). Full fine-tuning, or LoRA through peft (merged into the saved model, so the
-checkpoint serves like any other). Checkpoints are written every `save_steps` and an interrupted
-training resumes from the last one. The saved `model/` holds the weights and the tokenizer with
-its chat template: it is what `castbench cast serve` and `collect --critic` load.
+policy's action). Prompts are fitted to the context by `castbench_cast.context` (the rule the
+server applies too, saved with the model); what was left out is counted in the figures. Full
+fine-tuning, or LoRA through peft (merged into the saved model, so the checkpoint serves like any
+other). Checkpoints are written every `save_steps` and an interrupted training resumes from the
+last one (`resume=False`, as `--force` asks, starts from scratch). The saved `model/` holds the
+weights, the tokenizer with its chat template and the context rule: it is what `castbench cast
+serve` and `collect --critic` load.
 """
 
 from __future__ import annotations
 
 import json
+import shutil
 import time
 from pathlib import Path
 from typing import Any
 
+from castbench_cast.context import fit_messages, token_counter
 from castbench_cast.recipe import TrainStage
 from castbench_cast.tiny import tiny_model, tiny_tokenizer
 
@@ -53,16 +58,59 @@ def _last_checkpoint(folder: Path) -> str | None:
     return str(found[-1]) if found else None
 
 
-def train(data: Path, out: Path, settings: TrainStage, key: str) -> dict[str, float]:
+def _length(ids: Any) -> int:
+    return len(ids["input_ids"] if hasattr(ids, "keys") else ids)
+
+
+def _fitted(
+    rows: list[dict[str, Any]], tokenizer: Any, settings: TrainStage
+) -> tuple[list[dict[str, Any]], dict[str, int]]:
+    """The rows with prompts fitted to the context rule; rows that cannot fit are left out."""
+    rule = settings.context
+    count = token_counter(tokenizer)
+    kept = []
+    figures = dict.fromkeys(
+        (
+            "truncated",
+            "dropped_messages",
+            "dropped_lines",
+            "dropped_policy",
+            "skipped_long_target",
+            "skipped_no_fit",
+        ),
+        0,
+    )
+    for row in rows:
+        whole = tokenizer.apply_chat_template(row["prompt"] + row["completion"], tokenize=True)
+        target = _length(whole) - count(row["prompt"])  # the answer's tokens as trained
+        if target > rule.max_completion:
+            figures["skipped_long_target"] += 1
+            continue
+        fitted = fit_messages(row["prompt"], count, rule.prompt_budget, rule.keep)
+        if not fitted.fits:
+            figures["skipped_no_fit"] += 1
+            continue
+        figures["truncated"] += fitted.truncated
+        figures["dropped_messages"] += fitted.dropped_messages
+        figures["dropped_lines"] += fitted.dropped_lines
+        figures["dropped_policy"] += fitted.dropped_policy
+        kept.append({"prompt": fitted.messages, "completion": row["completion"]})
+    if not kept:
+        raise TrainError(f"no example fits max_length {rule.max_length} ({figures})")
+    return kept, figures
+
+
+def train(data: Path, out: Path, settings: TrainStage, key: str, resume: bool = True) -> dict[str, float]:
     """Train on `data/train.jsonl`; the model goes to `out/model`. Returns the run's figures.
     `key` (the stage's: settings and data) names the checkpoint folder, so only a training with
-    the same settings on the same data resumes from it."""
+    the same settings on the same data resumes from it; `resume=False` deletes its checkpoints."""
     import torch
     from datasets import Dataset
     from trl import SFTConfig, SFTTrainer
 
     rows = _rows(data)
     model, tokenizer = _base(settings, rows)
+    rows, context = _fitted(rows, tokenizer, settings)
     cpu = settings.device == "cpu" or not torch.cuda.is_available()
     peft_config = None
     if settings.lora:
@@ -70,6 +118,8 @@ def train(data: Path, out: Path, settings: TrainStage, key: str) -> dict[str, fl
 
         peft_config = LoraConfig(r=settings.lora_r, lora_alpha=2 * settings.lora_r, task_type="CAUSAL_LM")
     checkpoints = out / "checkpoints" / key[:16]
+    if not resume:
+        shutil.rmtree(checkpoints, ignore_errors=True)
     config = SFTConfig(
         output_dir=str(checkpoints),
         learning_rate=settings.lr,
@@ -78,7 +128,6 @@ def train(data: Path, out: Path, settings: TrainStage, key: str) -> dict[str, fl
         per_device_train_batch_size=settings.batch,
         gradient_accumulation_steps=settings.grad_accum,
         max_length=settings.max_length,
-        truncation_mode="keep_end",  # a long conversation loses its start, never the target
         completion_only_loss=True,
         save_strategy="steps",
         save_steps=settings.save_steps,
@@ -103,9 +152,11 @@ def train(data: Path, out: Path, settings: TrainStage, key: str) -> dict[str, fl
     trained: Any = trainer.model.merge_and_unload() if settings.lora else trainer.model  # type: ignore[union-attr,operator]
     trained.save_pretrained(out / "model")
     tokenizer.save_pretrained(out / "model")
+    settings.context.save(out / "model")
     metrics = dict(result.metrics)
     return {
         "examples": len(rows),
+        **context,
         "steps": int(result.global_step),
         "train_loss": float(result.training_loss),
         "train_s": round(time.perf_counter() - started, 2),

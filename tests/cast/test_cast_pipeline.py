@@ -23,7 +23,9 @@ TINY = """
 lr = 5e-3
 max_steps = 3
 batch = 2
-max_length = 384
+max_length = 512
+max_completion = 128
+keep = "conversation"
 save_steps = 2
 [{table}.tiny]
 vocab = 600
@@ -37,6 +39,10 @@ limit = 2
 policy = "scripted:noisy?p=0.5"
 samples = 1
 max_tokens = 24
+
+[policy_data]
+allow_privileged_teacher = true  # scripted:noisy reads the task: a stand-in teacher, on purpose
+require_critiques = false  # three steps of training teach the tiny critic no flag
 """
 
 
