@@ -94,7 +94,8 @@ def test_import_refuses_a_different_run_under_the_same_id(exports: Exports, db_u
     db = db_url
     exported = read_export(exports.noisy)
     import_run(ResultsStore(db), exported)
-    impostor = exported.model_copy(update={"config_hash": "f" * 64})
+    config = exported.config.model_copy(update={"extra": {"another": "configuration"}})
+    impostor = exported.model_copy(update={"config": config, "config_hash": config.config_hash()})
     with pytest.raises(ArchiveError, match="already holds a run"):
         import_run(ResultsStore(db), impostor)
 

@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from castbench.cli.errors import fail
 from castbench.cli.options import DbOption
@@ -58,11 +59,20 @@ def import_command(
     file: Annotated[Path, typer.Argument(help=f"An exported run (*{EXPORT_SUFFIX}).")],
     db: DbOption = DEFAULT_DB,
     verify: VerifyOption = True,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force",
+            help="Import a run refused as clairvoyant (agents acting on identifiers nobody revealed), "
+            "marked as such.",
+        ),
+    ] = False,
 ) -> None:
     """Load an exported run into a database, after verifying it; importing it again adds nothing.
     The run is recorded as submitted from FILE (never as run here, whatever the file says)."""
     try:
-        outcome = import_run(ResultsStore(db), read_export(file), verify=verify, source=file.name)
+        exported = read_export(file)
+        outcome = import_run(ResultsStore(db), exported, verify=verify, source=file.name, force=force)
     except ArchiveError as exc:
         fail(exc)
     verb = "created" if outcome.created_run else "already present,"
@@ -73,6 +83,11 @@ def import_command(
         f"{outcome.already_present} already there{marked}",
         markup=False,
     )
+    if outcome.clairvoyant:
+        console.print(
+            f"marked clairvoyant ({len(outcome.clairvoyant)} trials): " + "; ".join(outcome.clairvoyant[:3]),
+            markup=False,
+        )
 
 
 def verify_command(
@@ -83,15 +98,20 @@ def verify_command(
     db: DbOption = DEFAULT_DB,
 ) -> None:
     """Replay every stored trial's tool calls in a fresh sandbox, grade it again with the run's
-    grading mode, and compare with the stored reward and trajectory. Exit 1 on any difference."""
+    grading mode, and compare with the stored reward, trajectory and labels; check the config
+    hash and privilege markers. Exit 1 on any difference; exit 2 when agents that declared no
+    privilege acted on identifiers the conversation never revealed (clairvoyant trials)."""
     try:
         path = Path(run)
         exported: ExportedRun = read_export(path) if is_export(path) else export_run(ResultsStore(db), run)
     except ArchiveError as exc:
         console.print(f"[bold red]error:[/] {exc}")
         raise typer.Exit(2) from exc
-    report = verify_run(exported.run_id, exported.config, exported.trials)
-    if not report.ok:
-        console.print(f"[bold red]verification failed:[/] {report.describe()}")
+    report = verify_run(exported.run_id, exported.config, exported.trials, exported.config_hash)
+    if not report.verified:
+        console.print(f"[bold red]verification failed:[/] {escape(report.describe())}")
         raise typer.Exit(1)
-    console.print(report.describe())
+    if report.clairvoyant:
+        console.print(f"[bold red]refused as clairvoyant:[/] {escape(report.describe())}")
+        raise typer.Exit(2)
+    console.print(report.describe(), markup=False)

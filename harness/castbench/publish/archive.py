@@ -64,6 +64,8 @@ class ImportOutcome(BaseModel):
     created_run: bool
     added_trials: int
     already_present: int
+    clairvoyant: list[str] = []
+    """The clairvoyant trials of a run imported with `force` (marked in its meta)."""
 
 
 def is_export(path: Path) -> bool:
@@ -88,13 +90,17 @@ def export_run(store: ResultsStore, ref: str) -> ExportedRun:
 
 def write_export(exported: ExportedRun, path: Path) -> int:
     """Write `exported` to `path`; returns the file's size in bytes."""
-    text = json.dumps(
-        _round_durations(exported.model_dump(mode="json")), sort_keys=True, separators=(",", ":")
-    )
-    data = gzip.compress(text.encode(), compresslevel=9, mtime=0)
+    data = exported.model_dump(mode="json", exclude={"trials"})
+    # the config as it was written (by an older castbench, without later fields): its hash holds
+    data["config"] = exported.config.model_dump(mode="json", exclude_unset=True)
+    # records in Python's types: json escapes what Pydantic's JSON mode would change (a lone
+    # surrogate in a key, NaN), so an agent's output reads back as it was (`castbench.lossless`)
+    data["trials"] = [record.model_dump(mode="python") for record in exported.trials]
+    text = json.dumps(_round_durations(data), sort_keys=True, separators=(",", ":"))
+    packed = gzip.compress(text.encode(), compresslevel=9, mtime=0)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(data)
-    return len(data)
+    path.write_bytes(packed)
+    return len(packed)
 
 
 def _round_durations(value: Any) -> Any:
@@ -130,7 +136,12 @@ def read_export(path: Path) -> ExportedRun:
 
 
 def import_run(
-    store: ResultsStore, exported: ExportedRun, *, verify: bool = True, source: str | None = None
+    store: ResultsStore,
+    exported: ExportedRun,
+    *,
+    verify: bool = True,
+    source: str | None = None,
+    force: bool = False,
 ) -> ImportOutcome:
     """Load an exported run into `store`. With `verify` (the default) every trial is first
     re-executed and re-graded, and a run whose trials do not follow from their actions is refused
@@ -140,12 +151,13 @@ def import_run(
 
     The stored run is marked submitted, from `source` (the file's name), whatever the file's meta
     says: its agents did not run here. A run played here that gains trials from a file becomes
-    submitted too."""
+    submitted too.
+
+    A run of agents that declared no privilege whose passing trials acted on identifiers nobody
+    revealed (`publish/forensics.py`) is refused as clairvoyant, naming the trials; with `force`
+    it is imported, its meta's `clairvoyant` listing them."""
     submitted = RunOrigin(kind="submitted", file=source).model_dump()
-    if verify:
-        report = verify_run(exported.run_id, exported.config, exported.trials)
-        if not report.ok:
-            raise ArchiveError(f"refused: {report.describe()}")
+    clairvoyant = _clairvoyant_trials(exported, force) if verify else []
     created = False
     with Session(store.engine) as session:
         row = session.get(RunRow, exported.run_id)
@@ -156,7 +168,9 @@ def import_run(
                     created=exported.created,
                     config_hash=exported.config_hash,
                     config_json=exported.config.model_dump_json(),
-                    meta_json=json.dumps({**exported.meta, "origin": submitted}, sort_keys=True),
+                    meta_json=json.dumps(
+                        {**exported.meta, "origin": submitted, **_marks(clairvoyant)}, sort_keys=True
+                    ),
                     status=exported.status,
                 )
             )
@@ -189,7 +203,25 @@ def import_run(
         created_run=created,
         added_trials=added,
         already_present=len(exported.trials) - added,
+        clairvoyant=clairvoyant,
     )
+
+
+def _clairvoyant_trials(exported: ExportedRun, force: bool) -> list[str]:
+    """Verify the run (refused unless every check holds); the clairvoyant trials of one imported
+    with `force`."""
+    report = verify_run(exported.run_id, exported.config, exported.trials, exported.config_hash)
+    if not report.verified:
+        raise ArchiveError(f"refused: {report.describe()}")
+    if not report.clairvoyant or report.forensics is None:
+        return []
+    if not force:
+        raise ArchiveError(f"refused as clairvoyant (--force imports it marked): {report.describe()}")
+    return [trial.describe() for trial in report.forensics.clairvoyant]
+
+
+def _marks(clairvoyant: list[str]) -> dict[str, Any]:
+    return {"clairvoyant": clairvoyant} if clairvoyant else {}
 
 
 def _mark_submitted(store: ResultsStore, run_id: str, origin: dict[str, Any]) -> None:

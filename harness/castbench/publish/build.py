@@ -36,8 +36,8 @@ def _verified(path: Path, verify: bool, exported: ExportedRun | None = None) -> 
     """The export at `path` (or `exported`, re-created by this build and written there), verified."""
     exported = exported or read_export(path)
     if verify:
-        report = verify_run(exported.run_id, exported.config, exported.trials)
-        if not report.ok:
+        report = verify_run(exported.run_id, exported.config, exported.trials, exported.config_hash)
+        if not report.ok:  # clairvoyance too: a board takes no such run of unprivileged agents
             raise ArchiveError(f"{path}: {report.describe()}")
     return exported
 

@@ -1,16 +1,36 @@
-"""Verify a run: re-execute every stored trial and compare with what it claims.
+"""Verify a run: re-execute every stored trial and compare with everything the run publishes.
 
-`castbench verify`, `import` and `leaderboard build` use this, so an export whose rewards were
-edited (or whose trajectory no longer follows from its actions) is refused before it reaches a
-store or a board. Each trial is graded again with the grading mode recorded with its run (runs
-from before grading modes are re-graded the way they were graded), see `runner/replay.py`.
+`castbench verify`, `import` and `leaderboard build` use this, so an edited export is refused
+before it reaches a store or a board. Checked:
+
+- every trial re-executed and re-graded (`runner/replay.py`) with the grading mode recorded with
+  its run (runs from before grading modes are re-graded the way they were graded): its tool
+  results, user replies and rewards;
+- every proposal's label re-derived by the labeler on the state and conversation it met (its
+  decision: valid, unknown, or invalid with its failure type): the critic figures (confusion
+  matrix, false-flag rate, MCC, ...) are computed from these labels and the stored verdicts, so
+  they cannot be moved without a mismatch. Runs recorded before grading modes and strict grading
+  (no `grading` in their config, no strict reward in their trials) were labelled by an earlier
+  labeler, whose decisions today's does not reproduce: their labels are not re-derived;
+- the config hash recomputed from the stored config (a renamed policy keeps no old hash);
+- the privilege markers: a built-in agent known to read the ground truth (`oracle`, the
+  simulated critics) must be marked privileged. An import path's claim cannot be proven here;
+- clairvoyance (`publish/forensics.py`): a run whose agents declared no privilege may not have
+  passing trials whose writes use identifiers the conversation never revealed.
+
+The first four are mismatches (`verify` exits 1); clairvoyance is a refusal of its own (exit 2,
+naming the trials; `import --force` imports such a run marked as clairvoyant).
 """
 
 from __future__ import annotations
 
-from pydantic import BaseModel
+from typing import Literal
 
+from pydantic import BaseModel, Field
+
+from castbench.agents.registry import builtin_agents
 from castbench.domain import Database, Domain, DomainDataError, Task, load_domain
+from castbench.publish.forensics import ForensicsReport, examine_run
 from castbench.runner.config import RunConfig
 from castbench.runner.records import TrialRecord
 from castbench.runner.replay import replay_trial
@@ -36,21 +56,49 @@ class VerifyReport(BaseModel):
     trials: int
     """Trials checked."""
     mismatches: list[TrialMismatch]
+    run_problems: list[str] = Field(default_factory=list)
+    """What the run claims as a whole that does not hold: its config hash, its privilege markers."""
+    forensics: ForensicsReport | None = None
+    notes: list[str] = Field(default_factory=list)
+    """What could not be checked, and why."""
+
+    @property
+    def verified(self) -> bool:
+        """Every trial, label, hash and marker is what the run's own data gives."""
+        return not self.mismatches and not self.run_problems
+
+    @property
+    def clairvoyant(self) -> bool:
+        """Refused as clairvoyant: agents that declared no privilege acted on what nobody told them."""
+        return self.forensics is not None and self.forensics.refused
 
     @property
     def ok(self) -> bool:
-        return not self.mismatches
+        return self.verified and not self.clairvoyant
 
     def describe(self) -> str:
-        if self.ok:
-            return f"run {self.run_id}: all {self.trials} trials re-executed and re-graded as stored"
-        lines = [m.describe(self.run_id) for m in self.mismatches[:_SHOWN]]
-        more = len(self.mismatches) - _SHOWN
-        return (
-            f"run {self.run_id}: {len(self.mismatches)} of {self.trials} trials do not verify\n  "
-            + "\n  ".join(lines)
-            + (f"\n  ... and {more} more" if more > 0 else "")
-        )
+        lines: list[str] = []
+        if self.verified:
+            lines.append(f"run {self.run_id}: all {self.trials} trials re-executed and re-graded as stored")
+        else:
+            bad = [f"run {self.run_id}: {problem}" for problem in self.run_problems]
+            bad += [m.describe(self.run_id) for m in self.mismatches[:_SHOWN]]
+            more = len(self.mismatches) - _SHOWN
+            lines.append(
+                f"run {self.run_id}: {len(self.mismatches)} of {self.trials} trials do not verify"
+                + (
+                    f", and {len(self.run_problems)} claim(s) of the run do not hold"
+                    if self.run_problems
+                    else ""
+                )
+                + "\n  "
+                + "\n  ".join(bad)
+                + (f"\n  ... and {more} more" if more > 0 else "")
+            )
+        if self.forensics is not None and self.forensics.clairvoyant:
+            lines.append(self.forensics.describe())
+        lines += [f"run {self.run_id}: {note}" for note in self.notes]
+        return "\n".join(lines)
 
 
 class _Domains:
@@ -97,16 +145,70 @@ def _problems(record: TrialRecord, config: RunConfig, domains: _Domains) -> list
         user=config.user,
         traits=config.traits,
         grading=config.grading_mode,
+        labels=config.grading is not None,
     )
     return problems
 
 
-def verify_run(run_id: str, config: RunConfig, trials: list[TrialRecord]) -> VerifyReport:
-    """Re-execute and re-grade every trial of a run."""
+def _privilege_problems(config: RunConfig) -> list[str]:
+    """Built-in agents known to read the ground truth that the run does not mark privileged."""
+    problems = []
+    roles: tuple[tuple[Literal["policy", "critic"], str], ...] = (
+        ("policy", config.policy),
+        ("critic", config.critic),
+    )
+    for role, spec in roles:
+        known = {agent.name: agent for agent in builtin_agents(role)}
+        agent = known.get(spec.partition("?")[0].strip())
+        if agent is not None and agent.privileged and role not in config.privileged:
+            problems.append(
+                f"the {role} {spec!r} reads the ground truth, but the run does not mark it privileged"
+            )
+    return problems
+
+
+def _hash_problems(config: RunConfig, config_hash: str | None) -> list[str]:
+    if config_hash is None or config_hash == config.written_hash():
+        return []
+    return [
+        f"stored config hash {config_hash[:12]} is not the hash of its config "
+        f"({config.written_hash()[:12]}): the config was edited"
+    ]
+
+
+def verify_run(
+    run_id: str, config: RunConfig, trials: list[TrialRecord], config_hash: str | None = None
+) -> VerifyReport:
+    """Re-execute and re-grade every trial of a run, re-derive its labels, check its config
+    against `config_hash` (the hash stored with it) and its privilege markers, and examine its
+    passing trials for clairvoyance."""
     domains = _Domains()
     mismatches = [
         TrialMismatch(domain=r.domain, task_id=r.task_id, trial_index=r.trial_index, problems=problems)
         for r in trials
         if (problems := _problems(r, config, domains))
     ]
-    return VerifyReport(run_id=run_id, trials=len(trials), mismatches=mismatches)
+    installed = {name: domains.domain(name) for name in {r.domain for r in trials}}
+    return VerifyReport(
+        run_id=run_id,
+        trials=len(trials),
+        mismatches=mismatches,
+        run_problems=_hash_problems(config, config_hash) + _privilege_problems(config),
+        forensics=examine_run(run_id, config.privileged, trials, installed),
+        notes=_unchecked_labels(config, trials),
+    )
+
+
+def _unchecked_labels(config: RunConfig, trials: list[TrialRecord]) -> list[str]:
+    if config.grading is not None:
+        return []
+    old = sum(
+        proposal.label is not None
+        for trial in trials
+        if trial.grade is None or trial.grade.strict_reward is None
+        for step in trial.steps
+        for proposal in step.proposals
+    )
+    if not old:
+        return []
+    return [f"{old} labels not re-derived: recorded before grading modes, by an earlier labeler"]

@@ -74,6 +74,12 @@ class RunConfig(BaseModel):
         left_out = set(exclude or ()) | empty
         return self.model_dump(mode="json", exclude=left_out)
 
+    def written_hash(self) -> str:
+        """`config_hash` of the config as it was read: fields its row or file did not hold (it was
+        written by an older castbench) are left out, as that castbench hashed it. What `verify`
+        compares a stored hash with."""
+        return _hash({name: value for name, value in self._dump().items() if name in self.model_fields_set})
+
     def hash_except_trials(self) -> str:
         """Everything but the trials per task: a run topped up with more trials keeps this."""
         return _hash(self._dump({"trials"}))

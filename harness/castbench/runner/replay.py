@@ -6,7 +6,8 @@ again, so its words and the device steps it performs on its own side are re-exec
 words of any other user (a model) are taken as stored. Everything the trial recorded is compared
 with what the replay produces: the opening, every tool result and user reply, the reward, and
 the strict reward where the trial has one (every executed action labelled again on the state
-it met).
+it met), and every proposal's stored label (each labelled again on the state and conversation
+it met: the critic's figures are computed from them).
 """
 
 from __future__ import annotations
@@ -28,15 +29,18 @@ from castbench.agents.views import user_briefing_for
 from castbench.domain import Database, Domain, Task
 from castbench.grading import Grade, GradingMode, PolicyBreak, grade_trial
 from castbench.grading.labeler import label_action
-from castbench.runner.records import CLEAN_ENDS, UNFINISHED_ENDS, StepRecord, TrialRecord
+from castbench.runner.records import CLEAN_ENDS, UNFINISHED_ENDS, ActionLabel, StepRecord, TrialRecord
 from castbench.runner.seeds import trial_seed
 
 __all__ = ["replay_trial"]
 
 
 class _Replay:
-    def __init__(self, domain: Domain, task: Task, record: TrialRecord, user: str, traits: dict[str, str]):
+    def __init__(
+        self, domain: Domain, task: Task, record: TrialRecord, user: str, traits: dict[str, str], labels: bool
+    ):
         self.domain, self.task, self.record = domain, task, record
+        self.labels = labels
         self.db = domain.fresh_database()
         self.conversation: list[Event] = []
         self.replies: list[str] = []
@@ -61,6 +65,7 @@ class _Replay:
         self.conversation.append(UserTurn(text=self.record.opening))
 
     def step(self, step: StepRecord, strict: bool) -> None:
+        label = self.relabel(step)
         stored = step.observation
         action = step.action
         if action is None:  # blocked by the critic: nothing ran; the record's notice goes back
@@ -75,7 +80,24 @@ class _Replay:
             if stored is not None:
                 self.conversation += [AgentTurn(action=action, call_id=f"call_{step.index}"), stored]
         else:
-            self.call(step, action, strict)
+            self.call(step, action, strict, label)
+
+    def relabel(self, step: StepRecord) -> ActionLabel | None:
+        """Every stored label of the step derived again, on the state and conversation its
+        proposal met, and its decision compared (valid, unknown, or invalid with its failure type:
+        what the critic's figures are computed from; a verdict needs a label); returns the last
+        proposal's label (the executed action's), when it has one."""
+        label = None
+        for proposal in step.proposals if self.labels else ():
+            where = f"step {step.index} proposal {proposal.round} label"
+            label = None
+            if proposal.label is not None:  # its decision: its reason names the first finding,
+                # which depends on the arguments' order (an export sorts keys)
+                label = label_action(self.domain, self.task, proposal.action, self.db, self.conversation)
+                self.differ(where, _decision(proposal.label), _decision(label))
+            elif proposal.verdict is not None:
+                self.problems.append(f"{where}: a critic's verdict without the labeler's label")
+        return label
 
     def reply(self, step: StepRecord, action: ReplyAction) -> None:
         self.replies.append(action.text)
@@ -86,9 +108,9 @@ class _Replay:
             self.differ(f"step {step.index} user stop", step.user_stop, answer.stop)
         self.conversation += [AgentTurn(action=action), stored or UserTurn(text="")]
 
-    def call(self, step: StepRecord, action: ToolCallAction, strict: bool) -> None:
+    def call(self, step: StepRecord, action: ToolCallAction, strict: bool, label: ActionLabel | None) -> None:
         if strict:
-            label = label_action(self.domain, self.task, action, self.db, self.conversation)
+            label = label or label_action(self.domain, self.task, action, self.db, self.conversation)
             if label.failure_type == "domain_violation":
                 self.breaks.append(PolicyBreak(step=step.index, tool=action.name, reason=label.reason))
         observation = self.domain.toolkit.call(self.db, action.name, action.arguments)
@@ -107,6 +129,10 @@ class _Replay:
                 call_id=call_id, name=action.name, content=observation.content, error=observation.error
             ),
         ]
+
+
+def _decision(label: ActionLabel) -> str:
+    return f"{label.label} ({label.failure_type})" if label.label == "invalid" else label.label
 
 
 def _value(content: str) -> object:
@@ -134,9 +160,13 @@ def replay_trial(
     user: str,
     traits: dict[str, str],
     grading: GradingMode,
+    labels: bool = True,
 ) -> tuple[Grade | None, list[str]]:
     """Re-execute `record` and grade it again; returns the new grade (None for an unscored trial)
-    and every difference from what the record says, each naming its step."""
+    and every difference from what the record says, each naming its step. Its labels are derived
+    again when `labels` (a run recorded with a grading mode: by the current labeler) or when the
+    trial was graded strictly (so was each of its labels); older labels came from an earlier
+    labeler, whose decisions this one does not reproduce."""
     problems: list[str] = []
     seed = trial_seed(run_seed, record.domain, record.task_id, record.trial_index)
     if record.seed != seed:
@@ -157,7 +187,7 @@ def replay_trial(
             problems.append(f"an agent's failure stored without a grade, with reward {record.reward}")
         return None, problems
     strict = record.grade is not None and record.grade.strict_reward is not None
-    replay = _Replay(domain, task, record, user, traits)
+    replay = _Replay(domain, task, record, user, traits, labels or strict)
     replay.open()
     for step in record.steps:
         replay.step(step, strict)
