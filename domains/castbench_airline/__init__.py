@@ -19,7 +19,7 @@ __all__ = ["NOW", "domain"]
 
 domain = Domain(
     name="airline",
-    version="2-0",
+    version="3-0",
     root=Path(__file__).parent,
     records=[Airport, Flight, User, Reservation],
     toolkit=Toolkit(TOOLS),

@@ -13,8 +13,9 @@ from functools import partial
 from random import Random
 from typing import Any
 
-from castbench.domain import Fact, ToolCall
+from castbench.domain import Fact, Mention, ToolCall
 from castbench.domain.generation import DraftBase, Families, confirm_answer, mention, spoken_list
+from castbench.domain.task import Rival
 from castbench_airline.checks import (
     BAG_PRICE,
     COMPENSATION_PER_PASSENGER,
@@ -85,6 +86,26 @@ class Pool:
 
     def status(self, flight_number: str, date: str) -> str:
         return self.day(flight_number, date).status
+
+
+# -- what a reply about one reservation must not claim of the others ---------------------------
+GONE = ["departed", "flown", *DEPARTED]
+"""How a reply says a flight has left: the reason a trip cannot be cancelled, and plain news of a
+flight's status."""
+
+
+def other_reservations(pool: Pool, user: User, reservation: Reservation) -> list[Reservation]:
+    return [pool.world.reservations[rid] for rid in user.reservations if rid != reservation.reservation_id]
+
+
+def other_totals(pool: Pool, user: User, reservation: Reservation) -> list[Mention]:
+    """What the customer paid for their other reservations (whole amounts left out: "300" is any
+    number): a reply naming them answers about trips the customer did not ask about."""
+    totals = {
+        f"{money(sum(p.amount for p in other.payment_history)):.2f}"
+        for other in other_reservations(pool, user, reservation)
+    }
+    return [mention(total) for total in sorted(totals) if not total.endswith(".00")]
 
 
 # -- predicates ------------------------------------------------------------------------------
@@ -325,6 +346,7 @@ def refuse_cancel(pool: Pool) -> Draft | None:
         ],
         notes=["If the agent says it cannot be cancelled, accept it; you do not want any other change."],
         reasons=because,
+        allowed_claims=["24 hours"],  # the cancellation rule's first condition
         persona=persona,
     )
 
@@ -509,6 +531,9 @@ def _cabin_draft(pool: Pool, confirm: bool) -> Draft | None:
         if confirm
         else [],
         offer=[] if confirm else [mention(reservation.reservation_id), mention(word, cabin)],
+        offer_rivals=[]
+        if confirm
+        else [r.reservation_id for r in other_reservations(pool, user, reservation)],
         persona=persona,
     )
 
@@ -869,6 +894,7 @@ def _compensation(pool: Pool, statuses: tuple[str, ...], eligible: bool) -> Draf
         actions=lookups,
         notes=["If the agent says you are not eligible, accept it; you want no other change."],
         reasons=[mention("regular", "silver or gold")],
+        allowed_claims=GONE,  # news of the delayed or cancelled flight
         persona=persona,
     )
 
@@ -896,6 +922,8 @@ def declined_confirmation(pool: Pool) -> Draft | None:
         ],
         confirm=False,
         offer=[mention(reservation.reservation_id), mention("cancel")],
+        offer_rivals=[r.reservation_id for r in other_reservations(pool, user, reservation)],
+        allowed_claims=["24 hours"],  # why it may be cancelled
         persona=persona,
     )
 
@@ -924,6 +952,7 @@ def lookup_total_paid(pool: Pool) -> Draft | None:
             call("calculate", expression=expression),
         ],
         required_outputs=[total],
+        false_claims=other_totals(pool, user, reservation),
         persona=persona,
     )
 
@@ -970,6 +999,7 @@ def lookup_flight_status(pool: Pool) -> Draft | None:
         ],
         actions=[call("get_flight_status", flight_number=flight.flight_number, date=day)],
         required_outputs=outputs,
+        allowed_claims=GONE,
         persona=rng.choice(PERSONAS),
     )
 
@@ -1008,6 +1038,13 @@ def lookup_cheapest_flight(pool: Pool) -> Draft | None:
             call("search_direct_flight", origin=flight.origin, destination=flight.destination, date=day),
         ],
         required_outputs=[cheapest.flight_number, str(price)],
+        rivals=[
+            Rival(
+                output=cheapest.flight_number,
+                others=[f.flight_number for _, f in offers if f is not cheapest],
+            ),
+            Rival(output=str(price), others=[str(p) for p, f in offers if f is not cheapest]),
+        ],
         persona=rng.choice(PERSONAS),
     )
 

@@ -20,7 +20,7 @@ NOW = datetime(2026, 5, 15, 10, 0, tzinfo=UTC)
 
 domain = Domain(
     name="retail",
-    version="2-0",
+    version="3-0",
     root=Path(__file__).parent,
     records=[User, Product, Order],
     toolkit=Toolkit(TOOLS),

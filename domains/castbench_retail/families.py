@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from functools import partial
 from random import Random
 
-from castbench.domain import Fact, ToolCall
+from castbench.domain import Fact, Mention, ToolCall
 from castbench.domain.generation import DraftBase, Families, confirm_answer, mention, spoken_list
 from castbench_retail.schema import (
     Address,
@@ -30,6 +30,7 @@ from castbench_retail.world import World, random_address
 __all__ = ["FAMILIES", "Draft", "Pool", "equivalents"]
 
 CANCEL_REASONS = ["no longer needed", "ordered by mistake"]
+NOT_DELIVERED = ["not delivered", "not been delivered"]
 
 
 @dataclass(kw_only=True)
@@ -219,6 +220,34 @@ def read(name: str, **arguments: str) -> ToolCall:
     return ToolCall(name=name, arguments=arguments)
 
 
+# -- what a reply about one order must not claim of the others --------------------------------
+def other_orders(pool: Pool, user: User, order: Order) -> list[Order]:
+    return [pool.world.orders[order_id] for order_id in user.orders if order_id != order.order_id]
+
+
+def other_totals(pool: Pool, user: User, order: Order) -> list[Mention]:
+    """What the customer's other orders cost: a total stated for the asked order is not one of
+    them, and a reply that names them answers about orders the customer did not ask about."""
+    totals = {
+        f"{money(sum(item.price for item in other.items)):.2f}" for other in other_orders(pool, user, order)
+    } | {
+        f"{payment.amount:.2f}"
+        for other in other_orders(pool, user, order)
+        for payment in other.payment_history
+    }
+    return [mention(total) for total in sorted(totals) if not total.endswith(".00")]  # "12" is any number
+
+
+def other_tracking(pool: Pool, user: User, order: Order) -> list[Mention]:
+    ids = {
+        tracking
+        for other in other_orders(pool, user, order)
+        for fulfillment in other.fulfillments
+        for tracking in fulfillment.tracking_id
+    }
+    return [mention(tracking) for tracking in sorted(ids)]
+
+
 # -- reference solver pieces -----------------------------------------------------------------
 def is_pending(user: User, order: Order) -> bool:
     return order.status == "pending"
@@ -321,6 +350,8 @@ def _cancel(pool: Pool, declined: bool) -> Draft | None:
             declined_actions=[cancel_call(order, reason)],
             confirm=False,
             offer=[mention(order.order_id), mention("cancel")],
+            offer_rivals=[other.order_id for other in other_orders(pool, user, order)],
+            allowed_claims=NOT_DELIVERED,
             persona=persona,
         )
     what = spoken_list([describe_item(item) for item in order.items])
@@ -587,6 +618,7 @@ def lookup_order_total(pool: Pool) -> Draft | None:
             read("calculate", expression=expression),
         ],
         required_outputs=[total],
+        false_claims=other_totals(pool, user, order),
         persona=persona,
     )
 
@@ -607,6 +639,7 @@ def lookup_tracking(pool: Pool) -> Draft | None:
         facts=[*facts, order_fact(order)],
         actions=[*actions, read("get_order_details", order_id=order.order_id)],
         required_outputs=[tracking],
+        false_claims=other_tracking(pool, user, order),
         persona=persona,
     )
 
@@ -628,6 +661,9 @@ def refuse_cancel_not_pending(pool: Pool) -> Draft | None:
         actions=[*actions, read("get_order_details", order_id=order.order_id)],
         notes=["If the agent says the order cannot be cancelled, accept it; do not ask for anything else."],
         reasons=[mention(order.status)],
+        # the rule names both statuses ("processed ... can no longer be changed", a delivered
+        # order is returned instead); a processed order is indeed not delivered
+        allowed_claims=["processed", "delivered", *(NOT_DELIVERED if order.status == "processed" else [])],
         persona=persona,
     )
 
@@ -677,7 +713,8 @@ def refuse_return_not_delivered(pool: Pool) -> Draft | None:
         ],
         actions=[*actions, read("get_order_details", order_id=order.order_id)],
         notes=["If the agent says it cannot be returned yet, accept it; you want nothing else."],
-        reasons=[mention(order.status, "not delivered", "not been delivered")],
+        reasons=[mention(order.status, *NOT_DELIVERED)],
+        allowed_claims=["delivered"],  # the rule: only delivered orders are returned
         persona=persona,
     )
 

@@ -6,7 +6,10 @@ Differences from castbench's generated domains, each for parity with τ:
   and unknown tools passing silently, transfer tools skipped (τ's `calculate_reward`);
 - the policy a model reads is τ's wiki verbatim, and nothing is added to it;
 - a `no_change` task is earned (castbench grading; `--grading tau` keeps τ's rule) by making the
-  gold's successful look-ups, any identity look-up standing for another (see `earned_spec`);
+  gold's successful look-ups, any identity look-up standing for another, without stating what
+  the records those look-ups lead to but do not read say (their amounts and ids: false claims,
+  see `castbench.domain.claims`), and an amount τ asks for not amid their amounts (see
+  `earned_spec`);
 - tasks whose gold is broken (a tool τ does not have, a write τ's tool answers with an error, a
   replay that changes nothing although the gold writes, a write outside the schema that τ accepts
   and stores: see `castbench_tau.gold` for the classes and why each is excluded) are left out of
@@ -26,7 +29,9 @@ from pathlib import Path
 from typing import Any
 
 from castbench.domain import Database, Domain, EarnedSpec, Fact, Lookup, Task, TaskFileError, ToolCall
+from castbench.domain.claims import amount_rivals, unread_record_claims, unread_values
 from castbench.domain.database import Snapshot
+from castbench.domain.validate import shown_values
 from castbench_tau.gold import GoldFinding, gold_findings
 from castbench_tau.identity import IDENTITY_PREFIX, identity_call, identity_facts
 from castbench_tau.rules import TauRules
@@ -36,7 +41,7 @@ from castbench_tau.toolkit import tau_toolkit
 
 __all__ = ["ADAPTER_GENERATION", "BROKEN_SUFFIX", "TauDomain", "tau_domain", "tau_version"]
 
-ADAPTER_GENERATION = 2
+ADAPTER_GENERATION = 3
 """Goes up when a change of this adapter changes scores."""
 BROKEN_SUFFIX = "-broken"
 _NO_FACT = frozenset({"think", "calculate"})
@@ -86,12 +91,14 @@ class TauDomain(Domain):
         (not `think`, `calculate` or a transfer) made successfully by the agent. Any identity
         look-up (`find_*`) stands for another, whatever its arguments: a user found by name and zip
         code is as found as one found by email. None when the gold looks nothing up (such a task
-        keeps τ's rule: `requires_earned` is False for the packs)."""
+        keeps τ's rule: `requires_earned` is False for the packs). Its false claims and rivals come
+        from the records the gold's results point to and it does not read (`castbench.domain.claims`)."""
         if task.outcome != "no_change":
             return None
         db = self.fresh_database()
         finders = [name for name in self.toolkit.names if name.startswith(IDENTITY_PREFIX)]
         lookups: list[Lookup] = []
+        results: list[str] = []
         for call in task.actions:
             if (
                 call.name in _NO_FACT
@@ -99,8 +106,12 @@ class TauDomain(Domain):
                 or call.name not in self.toolkit
             ):
                 continue
-            if self.toolkit.is_write(call.name) or self.toolkit.call(db, call.name, call.arguments).error:
+            if self.toolkit.is_write(call.name):
                 continue
+            observation = self.toolkit.call(db, call.name, call.arguments)
+            if observation.error:
+                continue
+            results.append(observation.content)
             if call.name.startswith(IDENTITY_PREFIX):
                 others = [ToolCall(name=name, arguments={}) for name in finders if name != call.name]
                 lookup = Lookup(any_of=[call, *others])
@@ -108,7 +119,20 @@ class TauDomain(Domain):
                 lookup = Lookup(any_of=[call])
             if lookup not in lookups:
                 lookups.append(lookup)
-        return EarnedSpec(lookups=lookups, derived=True) if lookups else None
+        if not lookups:
+            return None
+        context = [*shown_values(results), task.scenario.instructions, *task.required_outputs]
+        values = unread_values(self.toolkit, db, task.actions, results)
+        return EarnedSpec(
+            lookups=lookups,
+            false_claims=unread_record_claims(values, context),
+            rivals=amount_rivals(
+                task.required_outputs,
+                unread_values(self.toolkit, db, task.actions, results, listed_only=False),
+                context,
+            ),
+            derived=True,
+        )
 
     def _identity_facts(self, raw: Any) -> list[Fact]:
         """What the task's customer says when asked who they are (`castbench_tau.identity`)."""

@@ -24,7 +24,7 @@ NOW = datetime(2026, 5, 15, 9, 0, tzinfo=UTC)
 
 domain = Domain(
     name="telecom",
-    version="2-0",
+    version="3-0",
     root=Path(__file__).parent,
     records=[Plan, Customer, Line, Device, Bill, Ticket],
     toolkit=Toolkit(TOOLS),

@@ -461,6 +461,15 @@ def _plan_change(pool: Pool, declined: bool) -> Draft | None:
             declined_actions=[change],
             confirm=False,
             offer=[mention(line.phone_number), mention(plan.name, plan.plan_id)],
+            offer_rivals=[
+                *(phone for phone in customer.phone_numbers if phone != line.phone_number),
+                *(
+                    word
+                    for other in pool.world.plans.values()
+                    if other.plan_id not in (plan.plan_id, line.plan_id)
+                    for word in (other.plan_id, other.name)
+                ),
+            ],
             persona=persona,
         )
     return Draft(
@@ -602,6 +611,10 @@ def bill_credit(pool: Pool) -> Draft | None:
     )
 
 
+CREDIT_RULE = ["one credit per bill", "already has a credit", "already had a credit", f"{MAX_CREDIT:.2f}"]
+"""How a reply states the credit rule: one credit per bill, at most `MAX_CREDIT`."""
+
+
 def refuse_credit(pool: Pool) -> Draft | None:
     """Either more than the credit limit, or a second credit on a bill that already has one."""
     second = pool.rng.random() < 0.35
@@ -616,11 +629,11 @@ def refuse_credit(pool: Pool) -> Draft | None:
     if second:
         amount = money(pool.rng.choice([5, 10, 15]))
         why = "that bill already had a credit"
-        because = mention("one credit per bill", "already has a credit", "already had a credit")
+        because = mention(*CREDIT_RULE[:3])
     else:
         amount = money(pool.rng.choice([30, 40, 50, 60, 75]))
         why = f"the most an agent can credit is ${MAX_CREDIT:.2f}"
-        because = mention(f"{MAX_CREDIT:.2f}")
+        because = mention(CREDIT_RULE[3])
     reason = pool.rng.choice(sorted(_CREDIT_STORIES))
     facts, actions, persona = _start(pool, customer, None)
     return Draft(
@@ -639,6 +652,7 @@ def refuse_credit(pool: Pool) -> Draft | None:
             "thank them and end the conversation."
         ],
         reasons=[because],
+        allowed_claims=CREDIT_RULE,  # the rule names both limits
     )
 
 

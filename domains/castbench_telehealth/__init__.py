@@ -29,7 +29,7 @@ NOW = datetime(2026, 5, 15, 8, 0, tzinfo=UTC)
 
 domain = Domain(
     name="telehealth",
-    version="2-0",
+    version="3-0",
     root=Path(__file__).parent,
     records=[InsurancePlan, Pharmacy, Provider, Patient, Appointment, Prescription, Escalation],
     toolkit=Toolkit(TOOLS),

@@ -14,6 +14,7 @@ from typing import TypeVar
 
 from castbench.domain import Database, Fact, ToolCall
 from castbench.domain.generation import DraftBase, Families, confirm_answer, mention
+from castbench.domain.task import Rival
 from castbench_telehealth.schema import Appointment, Patient, Pharmacy, Prescription, Provider, VisitType
 from castbench_telehealth.tools import available_slots, copay_for
 from castbench_telehealth.vocabulary import EMERGENCIES, LANGUAGES, PERSONAS
@@ -509,6 +510,9 @@ def refill_allowed(pool: Pool) -> Draft | None:
     )
 
 
+LICENSING = ["licensed", "licence", "license"]
+
+
 def refuse_refill_controlled(pool: Pool) -> Draft | None:
     picked = pool.pick(_prescription_candidates(pool, lambda rx: rx.controlled and rx.refills_left > 0))
     if picked is None:
@@ -551,6 +555,7 @@ def refuse_refill_none_left(pool: Pool) -> Draft | None:
             "do not book a visit in this conversation."
         ],
         reasons=[mention("no refills", "0 refills", "zero refills", "none left")],
+        allowed_claims=LICENSING,  # the renewal visit is with a provider licensed in their state
         persona=persona,
     )
 
@@ -679,9 +684,18 @@ def refuse_unlicensed_provider(pool: Pool) -> Draft | None:
             "see you "
             "because of state licensing, accept it and decline any other provider."
         ],
-        reasons=[mention("licensed", "licence", "license")],
+        reasons=[mention(*LICENSING)],
         persona=persona,
     )
+
+
+def _other_copays(pool: Pool, patient: Patient, copay: str) -> list[str]:
+    copays = {
+        f"${copay_for(pool.db, patient, specialty, visit_type):.2f}"
+        for specialty in sorted(SPECIALIST_WORDS)
+        for visit_type in ("video", "phone")
+    }
+    return sorted(copays - {copay})
 
 
 def coverage_lookup(pool: Pool) -> Draft | None:
@@ -710,6 +724,10 @@ def coverage_lookup(pool: Pool) -> Draft | None:
             read("check_coverage", patient_id=patient.patient_id, specialty=specialty, visit_type=visit_type),
         ],
         required_outputs=[copay],
+        # the copay of every other visit: a reply listing them all has not said which is asked
+        rivals=[Rival(output=copay, others=others)]
+        if (others := _other_copays(pool, patient, copay))
+        else [],
         persona=persona,
     )
 
@@ -730,6 +748,7 @@ def declined_confirmation(pool: Pool) -> Draft | None:
             arguments={"appointment_id": appointment.appointment_id, "reason": reason},
         )
         offer = [mention(appointment.appointment_id), mention("cancel")]
+        rivals = [a.appointment_id for a in pool.appointments(patient) if a is not appointment]
     else:
         picked_rx = pool.pick(
             _prescription_candidates(pool, lambda rx: not rx.controlled and rx.refills_left > 0)
@@ -747,6 +766,12 @@ def declined_confirmation(pool: Pool) -> Draft | None:
             name="request_refill", arguments={"prescription_id": prescription.prescription_id}
         )
         offer = [mention(prescription.prescription_id, prescription.medication), mention("refill")]
+        rivals = [
+            word
+            for rx in pool.prescriptions(patient)
+            if rx is not prescription and rx.medication != prescription.medication
+            for word in (rx.prescription_id, rx.medication)
+        ]
     facts, actions, persona = _start(pool, patient)
     return Draft(
         family="declined_confirmation",
@@ -759,6 +784,7 @@ def declined_confirmation(pool: Pool) -> Draft | None:
         declined_actions=[declined],
         confirm=False,
         offer=offer,
+        offer_rivals=rivals,
         persona=persona,
     )
 

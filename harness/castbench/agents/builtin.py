@@ -12,6 +12,7 @@ from castbench.agents.registry import BuiltinAgent, register
 from castbench.agents.scripted.noisy import NoisyParams, NoisyPolicy
 from castbench.agents.scripted.oracle import OraclePolicy
 from castbench.agents.scripted.refusers import LookupRefusePolicy, RefusePolicy
+from castbench.agents.scripted.spray import LookupSprayPolicy, SprayParams
 from castbench.agents.scripted.user import ScriptedUser
 
 
@@ -48,6 +49,15 @@ register(
         "scripted:lookup-refuse",
         LookupRefusePolicy,
         "looks up what it can, then refuses citing record statuses (the look-up-then-refuse floor)",
+    )
+)
+register(
+    BuiltinAgent(
+        "policy",
+        "scripted:lookup-spray",
+        LookupSprayPolicy,
+        "task-blind: looks everything up, offers every change, states every rule and value (the spray floor)",
+        SprayParams,
     )
 )
 register(

@@ -22,6 +22,7 @@ from pathlib import Path
 from random import Random
 from typing import Any, Generic, Literal, Protocol, TypeVar
 
+from castbench.domain.claims import amount_rivals, unread_record_claims, unread_values
 from castbench.domain.database import Record, Snapshot
 from castbench.domain.domain import Domain, ExpectedStateError
 from castbench.domain.task import (
@@ -31,11 +32,13 @@ from castbench.domain.task import (
     GradingSpec,
     Lookup,
     Mention,
+    Rival,
     Task,
     ToolCall,
     UserScenario,
 )
-from castbench.domain.validate import validate_task
+from castbench.domain.validate import shown_values, validate_task
+from castbench.grading.outputs import Said
 
 __all__ = [
     "UniqueDigits",
@@ -48,6 +51,7 @@ __all__ = [
     "Split",
     "World",
     "check_generated_task",
+    "claim_catalogue",
     "confirm_answer",
     "customer_pools",
     "dump_state",
@@ -89,6 +93,14 @@ class Draft(Protocol):
     def reasons(self) -> list[Mention]: ...
     @property
     def offer(self) -> list[Mention]: ...
+    @property
+    def offer_rivals(self) -> list[str]: ...
+    @property
+    def allowed_claims(self) -> list[str]: ...
+    @property
+    def false_claims(self) -> list[Mention]: ...
+    @property
+    def rivals(self) -> list[Rival]: ...
     def instructions(self) -> str:
         """The brief for an LLM user simulator."""
 
@@ -118,6 +130,18 @@ class DraftBase:
     """For a refusal: the blocking facts the agent must tell the user (see `EarnedSpec`)."""
     offer: list[Mention] = field(default_factory=list)
     """For a declined change: what the agent's question putting the change to the user names."""
+    offer_rivals: list[str] = field(default_factory=list)
+    """For a declined change: the customer's other records (ids) that question must not name; the
+    other writes' verbs are added for every domain (see `earned_spec`)."""
+    allowed_claims: list[str] = field(default_factory=list)
+    """Wordings of the domain's refusal reasons that an honest answer to this task may use though
+    they are not its reason (the rule it explains names them): never made false claims."""
+    false_claims: list[Mention] = field(default_factory=list)
+    """Values of records this task is not about (the customer's other orders' totals, say): no
+    reply may state them. The domain's refusal reasons that do not hold are added to these when
+    the splits are drawn (see `Generator.generate`)."""
+    rivals: list[Rival] = field(default_factory=list)
+    """Required outputs and the other candidates of their kind a reply must not state beside them."""
 
     def brief(self, name: str, role: str, unknown: str, answer: str, situation: str = "") -> str:
         """The brief for an LLM user simulator: "You are {name}, {role}, chatting with its support
@@ -233,7 +257,9 @@ def earned_spec(
 ) -> EarnedSpec | None:
     """How `task` is earned, or None for a `change` task: one look-up per distinct ground-truth read
     of the agent (less `NOT_LOOKUPS`, free-text arguments dropped), each with its equivalents;
-    the reasons and the offer the family's draft names."""
+    the reasons, the offer, the false claims and the rivals the family's draft names. A declined
+    change's offer must also not name another write: the first word of each write tool's name
+    other than the declined ones' ("return", "exchange" when the offer is to cancel)."""
     if task.outcome == "change":
         return None
     lookups: dict[str, Lookup] = {}
@@ -246,7 +272,75 @@ def earned_spec(
         )
         calls = {c.canonical(): c for c in [required, *equivalents(call)]}
         lookups.setdefault(required.canonical(), Lookup(any_of=list(calls.values())))
-    return EarnedSpec(lookups=list(lookups.values()), reasons=draft.reasons, offer=draft.offer)
+    declined = {call.name.split("_")[0] for call in task.declined_actions}
+    verbs = sorted({name.split("_")[0] for name in write_tools} - declined) if declined else []
+    return EarnedSpec(
+        lookups=list(lookups.values()),
+        reasons=draft.reasons,
+        offer=draft.offer,
+        offer_rivals=list(dict.fromkeys([*verbs, *draft.offer_rivals])),
+        false_claims=draft.false_claims,
+        rivals=draft.rivals,
+    )
+
+
+def claim_catalogue(tasks: Iterable[Task]) -> list[str]:
+    """Every wording of every refusal reason the tasks name, once each, in order: what a
+    reviewer's agent that "knows every refusal reason" of the domain would say."""
+    found: dict[str, None] = {}
+    for task in tasks:
+        if task.outcome == "refuse" and task.earned is not None:
+            for reason in task.earned.reasons:
+                found.update(dict.fromkeys(reason.any_of))
+    return list(found)
+
+
+def gold_context(domain: Domain, task: Task) -> tuple[list[str], list[str]]:
+    """What the ground truth's agent reads return, and what an honest agent may repeat on this
+    task: the values those and its other calls show, the user's request and stated facts, the
+    required outputs."""
+    db = domain.fresh_database()
+    reads, shown = [], []
+    for call in task.actions:
+        content = domain.toolkit_for(call.actor).call(db, call.name, call.arguments).content
+        shown.append(content)
+        if call.actor == "agent" and not domain.toolkit.is_write(call.name):
+            reads.append(content)
+    facts = [fact.statement for fact in task.scenario.facts]
+    offered = [json.dumps(call.arguments) for call in task.declined_actions]
+    return reads, [*shown_values([*shown, *offered]), task.scenario.request, *facts, *task.required_outputs]
+
+
+def with_false_claims(
+    task: Task, allowed: Sequence[str], catalogue: Sequence[str], context: Sequence[str]
+) -> Task:
+    """`task` with its earned spec's false claims: the family's own, plus each catalogued reason
+    wording that is not the task's reason, not an allowed claim and not said by `context`
+    (`gold_context`: a status its own record shows is not false). A family's false claim the
+    context says is dropped too, so what the ground truth shows can always be repeated."""
+    spec = task.earned
+    if spec is None:
+        return task
+    said = Said(context)
+    own = {wording for reason in spec.reasons for wording in reason.any_of} | set(allowed)
+    wordings = [wording for claim in spec.false_claims for wording in claim.any_of]
+    false = [
+        mention(wording)
+        for wording in dict.fromkeys([*wordings, *catalogue])
+        if wording not in own and not said.says(wording, negation=False)
+    ]
+    rivals = [
+        Rival(output=rival.output, others=others)
+        for rival in spec.rivals
+        if (
+            others := [
+                other for other in rival.others if not Said([rival.output]).says(other, negation=False)
+            ]
+        )
+    ]
+    return task.model_copy(
+        update={"earned": spec.model_copy(update={"false_claims": false, "rivals": rivals})}
+    )
 
 
 def customer_pools(
@@ -348,17 +442,17 @@ class Generator(Generic[W, P, D]):
         world = self.build_world(rng)
         state = world.state()
         pools = self.pools(world, rng)
-        splits: dict[str, list[Task]] = {
-            split: self.draw_split(pool, split, world) for split, pool in pools.items()
-        }
+        drawn = {split: self.draw_split(pool, split, world) for split, pool in pools.items()}
+        splits = self.with_claims(state, drawn)
         self.check(state, splits)
         if out is not None:
             write_generated(out, state, splits)
         return splits
 
-    def draw_split(self, pool: P, split: Split, world: W) -> list[Task]:
+    def draw_split(self, pool: P, split: Split, world: W) -> list[tuple[Task, D]]:
         """Each family's tasks for this split, shuffled together and numbered, with their
-        `earned` specs."""
+        `earned` specs (false claims come later, from every split: `with_claims`), each beside
+        the draft it came from."""
         name = self.domain.name
         drafts: list[D] = []
         for family, (build, test_count, train_count) in self.families.items():
@@ -386,8 +480,38 @@ class Generator(Generic[W, P, D]):
         for number, draft in enumerate(drafts, start=1):
             task = self.to_task(draft, f"{name}-{split}-{number:04d}", split)
             earned = earned_spec(task, draft, write_tools, lambda call: self.equivalents(world, call))
-            tasks.append(task.model_copy(update={"earned": earned}))
+            tasks.append((task.model_copy(update={"earned": earned}), draft))
         return tasks
+
+    def with_claims(
+        self, state: Snapshot, drawn: Mapping[str, Sequence[tuple[Task, D]]]
+    ) -> dict[str, list[Task]]:
+        """Every task with the false claims it must not make (`with_false_claims`): the domain's
+        refusal reasons, over all splits (`claim_catalogue`), that do not hold for it, and the
+        amounts and ids of the records its ground truth leads to but does not read
+        (`castbench.domain.claims`)."""
+        domain = self.domain.with_state(json.loads(json.dumps(state)))
+        catalogue = claim_catalogue(task for pairs in drawn.values() for task, _ in pairs)
+        splits: dict[str, list[Task]] = {}
+        for split, pairs in drawn.items():
+            splits[split] = []
+            for task, draft in pairs:
+                if task.earned is None:
+                    splits[split].append(task)
+                    continue
+                reads, context = gold_context(domain, task)
+                db = domain.fresh_database()
+                values = unread_values(domain.toolkit, db, task.actions, reads)
+                reached = unread_values(domain.toolkit, db, task.actions, reads, listed_only=False)
+                claims = [*catalogue, *(claim.any_of[0] for claim in unread_record_claims(values, context))]
+                wordings = [
+                    *(w for reason in task.earned.reasons for w in reason.any_of),
+                    *task.required_outputs,
+                ]
+                rivals = [*task.earned.rivals, *amount_rivals(wordings, reached, context)]
+                task = task.model_copy(update={"earned": task.earned.model_copy(update={"rivals": rivals})})
+                splits[split].append(with_false_claims(task, draft.allowed_claims, claims, context))
+        return splits
 
     def check(self, state: Snapshot, splits: Mapping[str, Sequence[Task]]) -> None:
         """Raise `GenerationError` listing every generated task that fails `check_generated_task`

@@ -19,6 +19,7 @@ __all__ = [
     "GradingSpec",
     "Lookup",
     "Mention",
+    "Rival",
     "Task",
     "TaskFileError",
     "ToolCall",
@@ -104,6 +105,15 @@ class Mention(_Strict):
     any_of: list[str] = Field(min_length=1)
 
 
+class Rival(_Strict):
+    """A required output and the other values of its kind a reply must not state beside it: the
+    other flights of a search, the totals of the customer's other orders. A reply that lists every
+    candidate has not answered; the output counts only in a reply that names none of `others`."""
+
+    output: str
+    others: list[str] = Field(min_length=1)
+
+
 class EarnedSpec(_Strict):
     """What earns a task whose right answer leaves the state alone (`refuse`, `no_change`).
 
@@ -117,6 +127,15 @@ class EarnedSpec(_Strict):
     """Empty only in a broken task, which `castbench domains validate` names."""
     reasons: list[Mention] = Field(default_factory=list)
     offer: list[Mention] = Field(default_factory=list)
+    offer_rivals: list[str] = Field(default_factory=list)
+    """Changes and records other than the one offered (another write's verb, the customer's
+    other orders): a question that names any of them offers everything, not the change."""
+    false_claims: list[Mention] = Field(default_factory=list)
+    """What is false for this task: a reason that does not hold here, a value from a record the
+    task is not about. A reply that states any wording of one (not negated) fails the check, as
+    an over-claiming answer would fail a human reviewer: saying the right reason among every
+    reason the policy knows is not stating the reason."""
+    rivals: list[Rival] = Field(default_factory=list)
     derived: bool = False
     """Derived by castbench for a published task set that has no such rule (the τ packs): the
     `tau` grading mode, which reproduces that benchmark's own reward, leaves it out. A spec

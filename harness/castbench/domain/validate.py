@@ -8,22 +8,29 @@ step's instruction, as the oracle says it, must set off that step in the scripte
 other step of the task. A `refuse` or `no_change` task says how it is earned (`Task.earned`): every
 required look-up is one of its ground-truth calls or an equivalent that runs, a refusal names its
 reason, and a reason is something the agent can know (its ground-truth tools show it, or the policy
-document says it); a declined change names what its offer mentions.
+document says it); a declined change names what its offer mentions. The gold's own replies must pass
+the over-claiming rule (`castbench.grading.earned`): no reason wording, required output or value its
+tools show is one of the task's false claims, the outputs stated together name none of their
+rivals, and the declined change as the oracle offers it names no offer rival.
 """
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
-from castbench.agents.scripted.dialogue import device_instruction
+from castbench.agents.scripted.dialogue import confirmation_request, device_instruction
+from castbench.agents.scripted.plan import describe_call
 from castbench.domain.domain import Domain, ExpectedStateError
 from castbench.domain.task import Task, TaskFileError
 from castbench.domain.tools import Tool, ToolError
-from castbench.grading.earned import matches
+from castbench.grading.earned import claimed, matches, offers
 from castbench.grading.outputs import missing_outputs
 from castbench.grading.state_diff import state_diff
 
-__all__ = ["ValidationReport", "validate_domain", "validate_task"]
+__all__ = ["ValidationReport", "shown_values", "validate_domain", "validate_task"]
 
 
 @dataclass
@@ -120,7 +127,76 @@ def _earned_problems(domain: Domain, task: Task, where: str) -> list[str]:
         problems.append(f"{where}: field 'earned.offer': a declined change must say what its offer names")
     if spec.reasons:
         problems.extend(_unknowable_reasons(domain, task, where))
+    problems.extend(_gold_over_claims(domain, task, where))
     return problems
+
+
+def _gold_over_claims(domain: Domain, task: Task, where: str) -> list[str]:
+    """What in the gold's own replies the over-claiming rule would fail: a false claim among the
+    reasons' wordings, the required outputs or the values the ground truth's tools show (an honest
+    agent repeats them), an output beside its rivals, an offer naming an offer rival."""
+    assert task.earned is not None
+    spec = task.earned
+    db = domain.fresh_database()
+    shown = shown_values(
+        domain.toolkit_for(call.actor).call(db, call.name, call.arguments).content for call in task.actions
+    )
+    said = {
+        **{f"reason wording {w!r}": [w] for reason in spec.reasons for w in reason.any_of},
+        "the required outputs": ["; ".join(task.required_outputs)] if task.required_outputs else [],
+        "what its tools show": shown,
+    }
+    problems = [
+        f"{where}: field 'earned.false_claims': {claim!r} is said by {what}"
+        for what, replies in said.items()
+        for claim in claimed(spec, replies)
+    ]
+    together = "; ".join(task.required_outputs)
+    wordings = {w for reason in spec.reasons for w in reason.any_of} | set(task.required_outputs)
+    problems.extend(
+        f"{where}: field 'earned.rivals': {rival.output!r} is no reason or required output of the task"
+        for rival in spec.rivals
+        if rival.output not in wordings
+    )
+    problems.extend(
+        f"{where}: field 'earned.rivals': the required outputs, stated together, name a rival of "
+        f"{rival.output!r}"
+        for rival in spec.rivals
+        if rival.output in task.required_outputs
+        and len(missing_outputs(rival.others, [together])) < len(rival.others)
+    )
+    problems.extend(
+        f"{where}: field 'earned.offer_rivals': the offer of {call.name} names a rival"
+        for call in task.declined_actions
+        if spec.offer and not offers(spec, confirmation_request(describe_call(call)))
+    )
+    return problems
+
+
+def shown_values(contents: Iterable[str]) -> list[str]:
+    """What tool results show as values: each string and number of a JSON result (not its keys,
+    so `"controlled": false` shows no "controlled"; `basic_economy` also as `basic economy`), a
+    plain-text result whole."""
+    shown: list[str] = []
+
+    def walk(value: Any) -> None:
+        if isinstance(value, dict):
+            for item in value.values():
+                walk(item)
+        elif isinstance(value, list):
+            for item in value:
+                walk(item)
+        elif isinstance(value, str):
+            shown.extend(dict.fromkeys([value, value.replace("_", " ")]))
+        elif isinstance(value, int | float) and not isinstance(value, bool):
+            shown.append(str(value))
+
+    for content in contents:
+        try:
+            walk(json.loads(content))
+        except json.JSONDecodeError:
+            shown.append(content)
+    return shown
 
 
 def _required(tool: Tool) -> set[str]:

@@ -9,7 +9,15 @@ and says which parts of the task's `EarnedSpec` it lacks:
   numbers by value; arguments it leaves out are free);
 - a required reason (the blocking fact) that no agent reply states;
 - an offer: no agent reply put the concrete change to the user as a question (every offer
-  mention in one message holding a "?"), which a correct agent does before the user declines.
+  mention in one message holding a "?", and none of `offer_rivals`: a question that offers
+  every change for every record offers nothing in particular), which a correct agent does
+  before the user declines;
+- a false claim: a reply states (not negated, by the castbench rule of `grading.outputs`) a
+  wording of one of the task's `false_claims`, a reason that does not hold or a value from a
+  record the task is not about. Reasons are graded for what they claim: the right reason amid
+  every reason the policy knows is a spray, not an explanation;
+- an answer amid its rivals: a required output stated only in replies that also name another
+  value of its kind (`rivals`: the other flights of the search, the other orders' totals).
 
 It needs nothing but the spec and the events, so any task set can use it: a τ-style pack builds
 an `EarnedSpec` from its gold read calls and calls `check_earned` on the same conversation.
@@ -23,10 +31,10 @@ from typing import Any
 from pydantic import BaseModel
 
 from castbench.agents.conversation import AgentTurn, Event, ReplyAction, ToolCallAction, ToolResultTurn
-from castbench.domain.task import EarnedSpec, Lookup, Mention, ToolCall
-from castbench.grading.outputs import missing_outputs
+from castbench.domain.task import EarnedSpec, Lookup, Mention, Rival, ToolCall
+from castbench.grading.outputs import Said, missing_outputs
 
-__all__ = ["EarnedCheck", "check_earned", "executed_calls", "matches"]
+__all__ = ["EarnedCheck", "check_earned", "claimed", "executed_calls", "matches", "offers"]
 
 
 class EarnedCheck(BaseModel):
@@ -37,11 +45,21 @@ class EarnedCheck(BaseModel):
     missing_reasons: list[str] = []
     """Each unstated reason, as its first wording."""
     missing_offer: list[str] = []
-    """The offer's mentions, when no question to the user held them all."""
+    """The offer's mentions, when no question to the user held them all (and no rival)."""
+    false_claims: list[str] = []
+    """Each false claim a reply made, as the wording it used."""
+    amid_rivals: list[str] = []
+    """Each required output stated only beside other values of its kind."""
 
     @property
     def ok(self) -> bool:
-        return not (self.missing_lookups or self.missing_reasons or self.missing_offer)
+        return not (
+            self.missing_lookups
+            or self.missing_reasons
+            or self.missing_offer
+            or self.false_claims
+            or self.amid_rivals
+        )
 
     def problems(self) -> list[str]:
         """One line per unmet requirement, for a trial's failure report."""
@@ -52,6 +70,8 @@ class EarnedCheck(BaseModel):
         if self.missing_offer:
             named = ", ".join(map(repr, self.missing_offer))
             lines.append(f"change not offered before the decline (a question naming {named})")
+        lines.extend(f"false claim stated: {claim!r}" for claim in self.false_claims)
+        lines.extend(f"output {output!r} stated only amid other candidates" for output in self.amid_rivals)
         return lines
 
 
@@ -90,6 +110,32 @@ def _stated(mention: Mention, replies: Sequence[str]) -> bool:
     return any(not missing_outputs([wording], replies) for wording in mention.any_of)
 
 
+def claimed(spec: EarnedSpec, replies: Sequence[str]) -> list[str]:
+    """The false claims `replies` make, each as the first of its wordings they state."""
+    said = Said(replies)
+    return [
+        wording
+        for claim in spec.false_claims
+        if (wording := next((w for w in claim.any_of if said.says(w)), None)) is not None
+    ]
+
+
+def offers(spec: EarnedSpec, question: str) -> bool:
+    """Does `question` put the task's change to the user: every offer mention, and no rival?"""
+    said = Said([question])
+    return all(_stated(mention, [question]) for mention in spec.offer) and not any(
+        said.says(rival) for rival in spec.offer_rivals
+    )
+
+
+def _amid_rivals(rival: Rival, replies: Sequence[str]) -> bool:
+    """Stated, but never in a reply free of its rivals (unstated outputs are reported apart)."""
+    stating = [reply for reply in replies if not missing_outputs([rival.output], [reply])]
+    return bool(stating) and all(
+        any(Said([reply]).says(other) for other in rival.others) for reply in stating
+    )
+
+
 def _looked_up(lookup: Lookup, calls: Sequence[tuple[str, dict[str, Any]]]) -> bool:
     return any(matches(required, name, arguments) for required in lookup.any_of for name, arguments in calls)
 
@@ -103,13 +149,13 @@ def check_earned(spec: EarnedSpec, conversation: Sequence[Event]) -> EarnedCheck
         if isinstance(event, AgentTurn) and isinstance(event.action, ReplyAction)
     ]
     questions = [reply for reply in replies if "?" in reply]
-    offered = not spec.offer or any(
-        all(_stated(mention, [question]) for mention in spec.offer) for question in questions
-    )
+    offered = not spec.offer or any(offers(spec, question) for question in questions)
     return EarnedCheck(
         missing_lookups=[
             lookup.any_of[0].canonical() for lookup in spec.lookups if not _looked_up(lookup, calls)
         ],
         missing_reasons=[reason.any_of[0] for reason in spec.reasons if not _stated(reason, replies)],
         missing_offer=[] if offered else [mention.any_of[0] for mention in spec.offer],
+        false_claims=claimed(spec, replies),
+        amid_rivals=[rival.output for rival in spec.rivals if _amid_rivals(rival, replies)],
     )

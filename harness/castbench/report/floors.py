@@ -1,11 +1,14 @@
 """Reference floors: what refusing is worth on a run's own tasks, shown next to its pass^k.
 
-Two built-in, unprivileged policies run through the same engine (`run_job`, the same grading)
+Three built-in, unprivileged policies run through the same engine (`run_job`, the same grading)
 on the run's domains, split, tasks, trials, seed, step limit and traits, with the scripted user
-and no critic: `scripted:refuse` (refuses everything) and `scripted:lookup-refuse` (looks things
-up, then refuses). An agent that scores near a floor has learned little beyond refusing.
+and no critic: `scripted:refuse` (refuses everything), `scripted:lookup-refuse` (looks things
+up, then refuses) and `scripted:lookup-spray` (looks everything up, offers every change, then
+states every rule of the policy and every value it saw: what a reviewer's task-blind agent does
+to test whether replies are graded for what they claim). An agent that scores near a floor has
+learned little beyond refusing; castbench's grading keeps the spray at or below lookup-refuse.
 
-Both policies are deterministic, and so is the scripted user without traits: then every trial of
+The policies are deterministic, and so is the scripted user without traits: then every trial of
 a task is the same conversation, so one trial per task gives the task's pass^k for every k (all
 n trials succeed or none does). With traits every trial runs.
 """
@@ -26,7 +29,11 @@ from castbench.runner.work import ExpectedStates, run_job
 
 __all__ = ["FLOOR_POLICIES", "ReferenceFloors", "reference_floors"]
 
-FLOOR_POLICIES = {"refuse": "scripted:refuse", "lookup-refuse": "scripted:lookup-refuse"}
+FLOOR_POLICIES = {
+    "refuse": "scripted:refuse",
+    "lookup-refuse": "scripted:lookup-refuse",
+    "lookup-spray": "scripted:lookup-spray",
+}
 """Floor name -> the policy that sets it."""
 
 

@@ -20,7 +20,7 @@ from castbench.store import ResultsStore
 DOMAINS = ["airline", "retail", "telecom", "telehealth"]
 
 
-@pytest.mark.parametrize("policy", ["scripted:refuse", "scripted:lookup-refuse"])
+@pytest.mark.parametrize("policy", ["scripted:refuse", "scripted:lookup-refuse", "scripted:lookup-spray"])
 def test_the_floor_policies_are_not_privileged(policy: str) -> None:
     assert not resolve("policy", policy).privileged
 
@@ -60,7 +60,12 @@ def test_every_summary_carries_both_floors_from_the_same_engine(tmp_path: Path) 
         for line in table.getvalue().splitlines()
         if "floor" in line
     }
-    assert rows == {"floor: refuse": "0.000", "floor: lookup-refuse": f"{retail.pass_hat[1]:.3f}"}
+    spray = noisy.floors.domains["retail"]["lookup-spray"][1]
+    assert rows == {
+        "floor: refuse": "0.000",
+        "floor: lookup-refuse": f"{retail.pass_hat[1]:.3f}",
+        "floor: lookup-spray": f"{spray:.3f}",
+    }
 
 
 def test_look_up_then_refuse_passes_only_refusals_whose_reason_it_states(tmp_path: Path) -> None:

@@ -36,7 +36,7 @@ from castbench.domain.generation import (
     spoken_list,
     write_generated,
 )
-from castbench.domain.task import load_tasks
+from castbench.domain.task import Rival, load_tasks
 from castbench.domain.validate import validate_task
 from castbench_retail.generate import GENERATOR as RETAIL
 
@@ -200,6 +200,10 @@ class _Draft:
     device_steps: list[DeviceStep] = field(default_factory=list)
     reasons: list[Mention] = field(default_factory=list)
     offer: list[Mention] = field(default_factory=list)
+    offer_rivals: list[str] = field(default_factory=list)
+    allowed_claims: list[str] = field(default_factory=list)
+    false_claims: list[Mention] = field(default_factory=list)
+    rivals: list[Rival] = field(default_factory=list)
 
     def instructions(self) -> str:
         return "Say hello."

@@ -62,7 +62,7 @@ def test_what_a_model_sees_is_what_tau_shows(pack: TauDomain) -> None:
 
 
 def test_version_records_the_package_release(pack: TauDomain) -> None:
-    assert tau_version("0.1.1") == "10102-0"
+    assert tau_version("0.1.1") == "10103-0"
     assert pack.version == tau_version(version("tau-trait"))
     assert tau_version("0.2.0") != tau_version("0.1.1")  # another release: not comparable
     assert version("tau-trait") in pack.description

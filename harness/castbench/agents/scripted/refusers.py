@@ -6,9 +6,11 @@ check (`castbench.grading.earned`) it would pass all of them; with it, it should
 
 `scripted:lookup-refuse` does the look-ups first, then refuses: it asks for the user's details
 by the names of the read tools' arguments, calls every read tool it can fill from what the user
-said and what earlier results showed (values found together in one record, or one id), and then
-refuses, citing the status of each record it fetched (anything with an id: an order, a
-reservation, a bill). It passes only refusals whose reason is such a status.
+said and what earlier results showed (a bare id, every value under a key named like an argument,
+every id listed under its plural: `orders` -> `order_id`), and then refuses, citing the status of
+each record it fetched whose id the user gave or a tool returned bare (an order, a reservation,
+a bill). It passes only refusals whose reason is such a status, and the tasks whose right answer
+is nothing more than the look-ups (τ's read-only tasks, which castbench knows no reason for).
 
 Neither is privileged: each sees only its `Briefing` and the visible conversation.
 """
@@ -19,6 +21,7 @@ import json
 import re
 from collections.abc import Iterator
 from datetime import datetime
+from itertools import islice, product
 from typing import Any, ClassVar
 
 from castbench.agents.conversation import (
@@ -32,11 +35,15 @@ from castbench.agents.conversation import (
 from castbench.agents.scripted.dialogue import ANYTHING_ELSE, ask_for
 from castbench.agents.views import Briefing, PolicyView
 
-__all__ = ["LookupRefusePolicy", "RefusePolicy"]
+__all__ = ["MAX_LOOKUPS", "PER_TOOL", "REFUSAL", "LookupRefusePolicy", "RefusePolicy", "records"]
 
 REFUSAL = "I'm sorry, I can't help with that request."
-_SKIP = frozenset({"calculate", "transfer_to_human_agents"})
+_SKIP = frozenset({"calculate", "think", "transfer_to_human_agents"})
 """Read tools that look nothing up."""
+MAX_LOOKUPS = 30
+"""Look-ups per trial: with the questions and replies it stays inside the default step limit."""
+PER_TOOL = 8
+"""Argument combinations tried per tool."""
 _SENTENCE_END = re.compile(r"[.!?](?:\s+|$)")
 _STATEMENT = re.compile(r"^(?:my|the) ([a-z ]+?) is (.+)$", re.IGNORECASE)
 _BORN = re.compile(r"\bborn on ([A-Z][a-z]+ \d{1,2}, \d{4})")
@@ -68,7 +75,7 @@ class LookupRefusePolicy:
         self._reads = [
             (name, required)
             for name, required in map(_parameters, briefing.tools)
-            if name not in briefing.write_tools and name not in _SKIP and required
+            if name not in briefing.write_tools and name not in _SKIP
         ]
         self._asked = False
         self._done: set[str] = set()
@@ -76,42 +83,91 @@ class LookupRefusePolicy:
     def propose(self, view: PolicyView) -> Action:
         if not self._asked:
             self._asked = True
-            names = sorted({param.replace("_", " ") for _, required in self._reads for param in required})
-            return ReplyAction(text=ask_for(names))
+            return ReplyAction(text=self._asking())
+        call = self._next_lookup(view)
+        return call if call is not None else ReplyAction(text=self._refusal(view))
+
+    def _asking(self) -> str:
+        """One question for everything its read tools take (the user's details, their ids)."""
+        names = sorted({param.replace("_", " ") for _, required in self._reads for param in required})
+        return ask_for(names) if names else "How can I help you today?"
+
+    def _next_lookup(self, view: PolicyView) -> ToolCallAction | None:
+        """The next read it has not made yet, while it has look-ups left."""
+        if len(self._done) >= MAX_LOOKUPS:
+            return None
         for name, arguments in self._candidates(view):
             key = f"{name}({json.dumps(arguments, sort_keys=True)})"
             if key not in self._done:
                 self._done.add(key)
                 return ToolCallAction(name=name, arguments=arguments)
-        return ReplyAction(text=self._refusal(view))
+        return None
 
-    def _known(self, view: PolicyView) -> dict[str, Any]:
-        """What the user stated ("My email is ..."), and each bare id a tool returned (under
-        `<word>_id` for each word of the tool's name: `find_user_id_by_email` -> `user_id`)."""
-        known: dict[str, Any] = {}
+    def _named(self, view: PolicyView) -> dict[str, list[Any]]:
+        """Argument name -> the values the user stated ("My email is ...") or a tool returned
+        bare (under `<word>_id` for each word of the tool's name: `find_user_id_by_email` ->
+        `user_id`), in order."""
         names = {param for _, required in self._reads for param in required}
+        named: dict[str, list[Any]] = {name: [] for name in names}
         calls = {e.call_id: e.action for e in view.conversation if isinstance(e, AgentTurn) and e.call_id}
         for event in view.conversation:
+            found: dict[str, Any] = {}
             if isinstance(event, UserTurn):
-                known.update(_stated(event.text, names))
+                found = stated(event.text, names)
             elif isinstance(event, ToolResultTurn) and not event.error:
                 action = calls.get(event.call_id)
                 if isinstance(action, ToolCallAction):
-                    known.update(_bare_id(event.content, action.name))
+                    found = bare_id(event.content, action.name)
+            for name, value in found.items():
+                if name in named and value not in named[name]:
+                    named[name].append(value)
+        return named
+
+    def _known(self, view: PolicyView) -> dict[str, list[Any]]:
+        """`_named`, and every value a record showed under an argument's name, or listed under
+        its plural (`orders: [...]` -> `order_id`): everything it can reach."""
+        known = self._named(view)
+        plurals = {f"{name.removesuffix('_id')}s": name for name in known}
+
+        def add(name: str, value: Any) -> None:
+            scalar = isinstance(value, str | int | float) and not isinstance(value, bool)
+            if scalar and value not in known[name]:
+                known[name].append(value)
+
+        for event in view.conversation:
+            if isinstance(event, ToolResultTurn) and not event.error:
+                for record in records(event.content):
+                    for key, value in record.items():
+                        if key in known:
+                            add(key, value)
+                        elif key in plurals and isinstance(value, list):
+                            for item in value:
+                                add(plurals[key], item)
         return known
 
     def _candidates(self, view: PolicyView) -> Iterator[tuple[str, dict[str, Any]]]:
         known = self._known(view)
         for name, required in self._reads:
-            if all(param in known for param in required):
-                yield name, {param: known[param] for param in required}
+            if all(known.get(param) for param in required):
+                for values in islice(product(*(known[param] for param in required)), PER_TOOL):
+                    yield name, dict(zip(required, values, strict=True))
 
     def _refusal(self, view: PolicyView) -> str:
+        """The refusal, citing the status of each record (anything with an id: an order, a
+        reservation, a bill) that a call made only with values the user gave or a tool returned
+        bare fetched: what the user asked about, not every record it reached."""
+        named = {json.dumps(value) for values in self._named(view).values() for value in values}
+        calls = {e.call_id: e.action for e in view.conversation if isinstance(e, AgentTurn) and e.call_id}
         statuses = []
         for event in view.conversation:
             if not isinstance(event, ToolResultTurn) or event.error:
                 continue
-            for record in _records(event.content):
+            call = calls.get(event.call_id)
+            if not isinstance(call, ToolCallAction) or not isinstance(call.arguments, dict):
+                continue
+            if not all(json.dumps(value) in named for value in call.arguments.values()):
+                continue
+            for record in records(event.content):
                 ids = [key for key in record if key.endswith("_id") and isinstance(record[key], str)]
                 if ids and isinstance(record.get("status"), str):
                     statuses.append(f"{record[ids[0]]} is {record['status']}")
@@ -119,7 +175,7 @@ class LookupRefusePolicy:
         return f"{REFUSAL}{cited} {ANYTHING_ELSE}"
 
 
-def _stated(text: str, names: set[str]) -> dict[str, str]:
+def stated(text: str, names: set[str]) -> dict[str, str]:
     """Values a user stated as "My <name> is <value>." for the argument names it knows."""
     values: dict[str, str] = {}
     for sentence in _SENTENCE_END.split(text):
@@ -137,14 +193,14 @@ def _stated(text: str, names: set[str]) -> dict[str, str]:
     return values
 
 
-def _bare_id(content: str, tool: str) -> dict[str, str]:
+def bare_id(content: str, tool: str) -> dict[str, str]:
     token = content.strip()
     if not token or " " in token or token[0] in "[{":
         return {}
     return {f"{word}_id": token for word in tool.split("_") if word not in ("find", "by", "id", "verify")}
 
 
-def _records(content: str) -> Iterator[dict[str, Any]]:
+def records(content: str) -> Iterator[dict[str, Any]]:
     """Every JSON object inside a tool result, outermost first."""
     try:
         stack = [json.loads(content)]
