@@ -8,11 +8,19 @@ and with the trained critic (`--rounds`). It prints each stage's wall time and c
 tokens/s and loss, and peak GPU memory (torch's, for training in this process; nvidia-smi's,
 sampled, for the served models). `--model tiny --serve transformers` runs the same on a CPU.
 No asserts: it reports. Needs the `train` extra (and vLLM on PATH for `--serve vllm`).
+
+`--dry-run` (any machine, no GPU) prints the plan for one GPU of `--gpu-gib` (141 for an H200)
+and checks what it can: memory per stage (training: weights, gradients, AdamW state, fp32 logits
+and activations; serving: each vLLM server's `--gpu-memory` share), checkpoint disk against
+`--disk-gib`, the model found locally (no hub download at run time: the run sets
+HF_HUB_OFFLINE=1), the ports, and the installed packages' versions. It exits 1 when a check
+fails. The estimates are arithmetic, not measurements.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import subprocess
 import sys
@@ -31,8 +39,13 @@ lr = {args.lr}
 epochs = 1
 max_steps = {args.max_steps}
 batch = {args.batch}
+grad_accum = {args.grad_accum}
 max_length = {args.max_length}
+max_completion = {args.max_completion}
+keep = "{args.keep}"
 lora = {str(args.lora).lower()}
+gradient_checkpointing = {str(args.gradient_checkpointing).lower()}
+save_steps = {args.save_steps}
 """
     collect = f"""domains = "retail"
 limit = {args.tasks}
@@ -47,12 +60,83 @@ out = "out"
 [train_critic]
 {train}
 [collect_critic]
-{collect}rounds = {args.rounds}
+rounds = {args.rounds}
 serve = "{args.serve}"
 max_tokens = {args.max_tokens}
+gpu_memory = {args.gpu_memory}
+[policy_data]
+allow_privileged_teacher = {str(_privileged(args.teacher)).lower()}  # the scripted stand-in teacher
+require_critiques = false  # a small run's critic may not flag: reported, not refused
 [train_policy]
 {train}
 """
+
+
+def _privileged(policy: str) -> bool:
+    from castbench_cast.pipeline import _privileged as privileged
+
+    return privileged(policy)
+
+
+def dry_run(args: argparse.Namespace) -> int:
+    """Print the plan (see the module's docstring); 1 when a check fails."""
+    import importlib.metadata
+
+    from castbench_cast import gpu_plan
+    from castbench_cast.recipe import TrainStage
+
+    settings = TrainStage(
+        model=args.model,
+        lr=args.lr,
+        max_steps=args.max_steps,
+        batch=args.batch,
+        grad_accum=args.grad_accum,
+        max_length=args.max_length,
+        max_completion=args.max_completion,
+        keep=args.keep,
+        lora=args.lora,
+        gradient_checkpointing=args.gradient_checkpointing,
+        save_steps=args.save_steps,
+        **({"tiny": {"context": max(4096, args.max_length)}} if args.model == "tiny" else {}),
+    )
+    shares = {"policy": args.gpu_memory, "critic": args.gpu_memory}
+    ports = {"policy server": args.policy_port, "critic server": args.critic_port}
+    plan = gpu_plan.plan(
+        args.model,
+        settings,
+        steps=args.max_steps,
+        gpu_gib=args.gpu_gib,
+        disk_gib=args.disk_gib,
+        server_shares=shares,
+        ports=ports,
+        serve=args.serve,
+    )
+    print(f"CAST GPU plan (estimates, not measurements): {args.model} on one {args.gpu_gib:.0f} GiB GPU")
+    if plan.shape is not None:
+        shape = plan.shape
+        print(
+            f"model: {shape.params / 1e9:.2f}B parameters, hidden {shape.hidden}, {shape.layers} layers, "
+            f"vocabulary {shape.vocab} ({shape.source})"
+        )
+    print(
+        f"training: {'LoRA r=' + str(args.lora_r) if args.lora else 'full fine-tuning'}, micro-batch "
+        f"{args.batch} x {args.max_length} tokens, grad_accum {args.grad_accum}, gradient checkpointing "
+        f"{'on' if args.gradient_checkpointing else 'off'}, keep {args.keep}"
+    )
+    for stage in plan.stages:
+        parts = ", ".join(f"{name} {gib:.1f}" for name, gib in stage.parts.items())
+        print(f"  {stage.stage:<18} {stage.gib:7.1f} GiB  ({parts})")
+    if plan.disk_gib is not None:
+        print(f"disk: about {plan.disk_gib:.1f} GiB of checkpoints and models (limit {args.disk_gib:.0f})")
+    print(f"ports: policy {args.policy_port or 'a free one'}, critic {args.critic_port or 'a free one'}")
+    print(
+        "packages: " + ", ".join(f"{name} {version or 'absent'}" for name, version in plan.packages.items())
+    )
+    print(f"castbench {importlib.metadata.version('castbench')}; HF_HUB_OFFLINE=1 during the run")
+    for problem in plan.problems:
+        print(f"problem: {problem}")
+    print("plan: OK" if not plan.problems else f"plan: {len(plan.problems)} problem(s)")
+    return 1 if plan.problems else 0
 
 
 class GpuMemory:
@@ -106,7 +190,7 @@ def _eval(recipe: Any, policy: Path, critic: Path | None, args: argparse.Namespa
 
     tasks = [task.id for task in load_domain("retail").tasks("test")[: args.eval_tasks]]
     started = time.perf_counter()
-    with CheckpointServer(policy, args.serve, 0) as served_policy:
+    with CheckpointServer(policy, args.serve, args.policy_port, args.gpu_memory) as served_policy:
         options: dict[str, Any] = {
             "db": recipe.store_url,
             "domains": "retail",
@@ -118,8 +202,7 @@ def _eval(recipe: Any, policy: Path, critic: Path | None, args: argparse.Namespa
         if critic is None:
             result = evaluate(**options)
         else:
-            port = served_policy.port + 1 if args.serve == "vllm" else 0
-            with CheckpointServer(critic, args.serve, port) as served_critic:
+            with CheckpointServer(critic, args.serve, args.critic_port, args.gpu_memory) as served_critic:
                 critic_spec = served_critic.model_string(temperature=0, max_tokens=args.max_tokens)
                 result = evaluate(
                     **options, critic=critic_spec, verification=Verification(rounds=args.rounds)
@@ -135,7 +218,7 @@ def _eval(recipe: Any, policy: Path, critic: Path | None, args: argparse.Namespa
     }
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="Qwen/Qwen2.5-0.5B-Instruct")
     parser.add_argument("--serve", choices=("vllm", "transformers"), default="vllm")
@@ -146,6 +229,18 @@ def main() -> None:
     parser.add_argument("--max-steps", type=int, default=200)
     parser.add_argument("--batch", type=int, default=4)
     parser.add_argument("--max-length", type=int, default=8192)
+    parser.add_argument("--max-completion", type=int, default=256)
+    parser.add_argument("--keep", choices=("policy", "conversation"), default="policy")
+    parser.add_argument("--grad-accum", type=int, default=1)
+    parser.add_argument("--gradient-checkpointing", action="store_true")
+    parser.add_argument("--lora-r", type=int, default=16)
+    parser.add_argument("--save-steps", type=int, default=500)
+    parser.add_argument("--gpu-memory", type=float, default=0.45, help="each vLLM server's GPU share")
+    parser.add_argument("--policy-port", type=int, default=0)
+    parser.add_argument("--critic-port", type=int, default=0)
+    parser.add_argument("--gpu-gib", type=float, default=141.0)
+    parser.add_argument("--disk-gib", type=float, default=64.0)
+    parser.add_argument("--dry-run", action="store_true", help="print the plan and check it; run nothing")
     parser.add_argument("--max-tokens", type=int, default=256)
     parser.add_argument("--lr", type=float, default=5e-6)
     parser.add_argument("--lora", action="store_true")
@@ -153,7 +248,10 @@ def main() -> None:
     parser.add_argument("--eval-tasks", type=int, default=10)
     parser.add_argument("--eval-trials", type=int, default=2)
     parser.add_argument("--out", type=Path, default=None)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
+    if args.dry_run:
+        return dry_run(args)
+    os.environ["HF_HUB_OFFLINE"] = "1"  # the model is on this machine, or the run stops here
 
     sys.path.insert(0, str(ROOT))
     from castbench_cast.pipeline import Pipeline
@@ -202,7 +300,8 @@ def main() -> None:
         figures = {key: result[key] for key in ("pass^1", "end_reasons", "policy_tokens_out")}
         print(f"eval {label:<16} {result['seconds']:>7.1f} s  GPU peak {peak} GiB  {figures}")
     print(f"outputs in {out}")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

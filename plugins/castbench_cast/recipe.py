@@ -89,6 +89,8 @@ class TrainStage(_Table):
     tiny: TinyModel = Field(default_factory=TinyModel)
     lora: bool = False
     lora_r: int = Field(16, ge=1)
+    gradient_checkpointing: bool = False
+    """Recompute activations in the backward pass: long prompts of a large model fit in memory."""
     lr: float = Field(5e-6, gt=0)
     epochs: float = Field(3.0, gt=0)
     max_steps: int = Field(-1, description="stop after this many optimizer steps (-1: epochs decide)")

@@ -13,6 +13,7 @@ serve` and `collect --critic` load.
 
 from __future__ import annotations
 
+import gc
 import json
 import shutil
 import time
@@ -23,7 +24,7 @@ from castbench_cast.context import fit_messages, token_counter
 from castbench_cast.recipe import TrainStage
 from castbench_cast.tiny import tiny_model, tiny_tokenizer
 
-__all__ = ["TrainError", "train"]
+__all__ = ["TrainError", "save_base", "train"]
 
 
 class TrainError(ValueError):
@@ -50,7 +51,10 @@ def _base(settings: TrainStage, rows: list[dict[str, Any]]) -> tuple[Any, Any]:
     tokenizer = AutoTokenizer.from_pretrained(settings.model)
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
-    return AutoModelForCausalLM.from_pretrained(settings.model, dtype="auto"), tokenizer
+    # full fine-tuning keeps fp32 master weights (bf16 is autocast): a bf16 weight cannot take an
+    # update as small as lr 5e-6 times a gradient. LoRA's base is frozen: its own dtype will do.
+    dtype = "auto" if settings.lora else "float32"
+    return AutoModelForCausalLM.from_pretrained(settings.model, dtype=dtype), tokenizer
 
 
 def _last_checkpoint(folder: Path) -> str | None:
@@ -100,6 +104,18 @@ def _fitted(
     return kept, figures
 
 
+def save_base(data: Path, out: Path, settings: TrainStage) -> Path:
+    """The model `train` would start from on `data` (the tiny model: the same tokenizer and the
+    same seeded weights), saved untrained to `out` with the context rule: the baseline a trained
+    checkpoint is compared with, served the same way."""
+    rows = _rows(data)
+    model, tokenizer = _base(settings, rows)
+    model.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    settings.context.save(out)
+    return out
+
+
 def train(data: Path, out: Path, settings: TrainStage, key: str, resume: bool = True) -> dict[str, float]:
     """Train on `data/train.jsonl`; the model goes to `out/model`. Returns the run's figures.
     `key` (the stage's: settings and data) names the checkpoint folder, so only a training with
@@ -128,6 +144,7 @@ def train(data: Path, out: Path, settings: TrainStage, key: str, resume: bool = 
         per_device_train_batch_size=settings.batch,
         gradient_accumulation_steps=settings.grad_accum,
         max_length=settings.max_length,
+        gradient_checkpointing=settings.gradient_checkpointing,
         completion_only_loss=True,
         save_strategy="steps",
         save_steps=settings.save_steps,
@@ -150,10 +167,16 @@ def train(data: Path, out: Path, settings: TrainStage, key: str, resume: bool = 
     started = time.perf_counter()
     result = trainer.train(resume_from_checkpoint=_last_checkpoint(checkpoints))
     trained: Any = trainer.model.merge_and_unload() if settings.lora else trainer.model  # type: ignore[union-attr,operator]
+    if config.bf16:
+        trained = trained.to(torch.bfloat16)  # served in bf16: half the disk, as the base shipped
     trained.save_pretrained(out / "model")
     tokenizer.save_pretrained(out / "model")
     settings.context.save(out / "model")
     metrics = dict(result.metrics)
+    del trainer, trained, model  # the GPU memory goes back before a server is started
+    gc.collect()
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
     return {
         "examples": len(rows),
         **context,
