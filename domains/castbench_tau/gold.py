@@ -5,7 +5,10 @@ Each finding has a class, because they are different failures with different fix
 - `unknown tool`: the gold calls a tool τ's env does not have; τ answers `Unknown action` and
   its replay goes on without it, so the expected state lacks what that call was meant to do;
 - `fails in τ`: a gold write that τ's own tool answers with an error (an order that is not
-  found, a balance too low, an argument τ's code does not take); the expected state lacks it;
+  found, a balance too low, an argument τ's code does not take); the expected state lacks it.
+  Not a finding when a later gold write of the same tool succeeds: the task scripts a fallback
+  ("PayPal is preferred, otherwise credit card"; telehealth's "attempt each option in order,
+  even if you think it will be unavailable"), which an agent that follows it makes too;
 - `changes nothing`: the gold writes, but replaying it leaves the state as it was (its writes
   all failed), so doing nothing passes;
 - `outside the schema`: a gold write whose arguments τ's published schema rejects (a value
@@ -36,7 +39,9 @@ from castbench.grading.state_diff import state_diff
 
 __all__ = ["BROKEN_CLASSES", "BrokenClass", "GoldFinding", "gold_findings"]
 
-BrokenClass = Literal["unknown tool", "fails in τ", "changes nothing", "outside the schema", "castbench check"]
+BrokenClass = Literal[
+    "unknown tool", "fails in τ", "changes nothing", "outside the schema", "castbench check"
+]
 BROKEN_CLASSES: tuple[BrokenClass, ...] = (
     "unknown tool",
     "fails in τ",
@@ -45,7 +50,8 @@ BROKEN_CLASSES: tuple[BrokenClass, ...] = (
     "castbench check",
 )
 _REPORTED_HERE = re.compile(
-    r"action \d+: Error: (unknown tool|invalid arguments)|outcome is 'change' but replaying its actions changes nothing"
+    r"action \d+: Error: (unknown tool|invalid arguments)"
+    r"|outcome is 'change' but replaying its actions changes nothing"
 )
 """`validate_task` findings that `gold_findings` reports itself, with what happened in τ."""
 
@@ -94,6 +100,8 @@ def gold_findings(domain: Domain, task: Task, terminate_tools: Iterable[str] = (
     say what went wrong, by class (empty: the gold is usable)."""
     toolkit, skipped = domain.toolkit, set(terminate_tools)
     findings: list[GoldFinding] = []
+    failed: list[tuple[str, GoldFinding]] = []
+    """Failing writes, with their tool: findings unless a later write of the tool succeeds."""
     db = domain.fresh_database()
     for position, call in enumerate(task.actions):
         where = f"action {position} {call.name}"
@@ -112,8 +120,14 @@ def gold_findings(domain: Domain, task: Task, terminate_tools: Iterable[str] = (
         observation = toolkit.call(db, call.name, call.arguments)
         if observation.error:
             also = f" (its arguments are also outside the schema: {message})" if message else ""
-            findings.append(GoldFinding("fails in τ", f"{where} answers {observation.content!r}{also}"))
-        elif message:
+            finding = GoldFinding("fails in τ", f"{where} answers {observation.content!r}{also}")
+            failed.append((call.name, finding))
+            findings.append(finding)
+            continue
+        for tool, finding in failed:  # a fallback went through: what failed before it was a try
+            if tool == call.name and finding in findings:
+                findings.remove(finding)
+        if message:
             changed = [
                 db.row(table, key)
                 for table, keys in db.touched().items()

@@ -35,7 +35,18 @@ IDENTITY_ARGUMENTS = ("user_id", "customer_id", "patient_id")
 Finder = tuple[str, tuple[str, ...]]
 """An identity look-up tool: its name and its required arguments."""
 _MONTHS = (
-    "january february march april may june july august september october november december".split()
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
 )
 
 
@@ -111,5 +122,7 @@ def identity_facts(call: ToolCall | None) -> list[Fact]:
     facts = []
     for name, value in call.arguments.items():
         spoken = name.replace("_", " ")
-        facts.append(Fact(name=name, value=str(value), keywords=[spoken], statement=f"My {spoken} is {value}."))
+        facts.append(
+            Fact(name=name, value=str(value), keywords=[spoken], statement=f"My {spoken} is {value}.")
+        )
     return facts

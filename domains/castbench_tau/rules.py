@@ -9,6 +9,8 @@ rules critic need checks they can run. What is derived, and from what:
   tool (the user gives their id), so nothing needs one there;
 - public tools: look-ups whose arguments name no customer-owned row (a product, a provider, an
   airport list), plus `calculate`, `think` and the transfer tools;
+- free-text tools: `calculate` and `think` read and change no data; their arguments are the
+  agent's own arithmetic and notes, which the rules critic does not ask to be supported;
 - confirmation before a write (every τ wiki): castbench's own check, for the tools
   `castbench_tau.toolkit` counts as writes;
 - status preconditions spelled in a tool's name: a write tool called on the row its `<x>_id`
@@ -28,9 +30,11 @@ from typing import Any
 
 from castbench.domain import Database, DomainRules, ObservedCall, RuleFinding, ToolCall, Toolkit
 
-__all__ = ["TauRules"]
+__all__ = ["FREE_TEXT_TOOLS", "TauRules"]
 
-_ALWAYS_PUBLIC = ("calculate", "think", "transfer_")
+FREE_TEXT_TOOLS = frozenset({"calculate", "think"})
+"""τ tools that read nothing from the domain and change nothing."""
+_ALWAYS_PUBLIC = (*FREE_TEXT_TOOLS, "transfer_")
 _OWNER_FIELDS = ("user_id", "customer_id", "patient_id")
 
 
@@ -53,6 +57,7 @@ def _owned(table: str, tables: Mapping[str, Any]) -> bool:
 class TauRules(DomainRules):
     def __init__(self, toolkit: Toolkit, tables: Mapping[str, Any]) -> None:
         self.auth_tools = frozenset(name for name in toolkit.names if name.startswith("find_"))
+        self.free_text_tools = FREE_TEXT_TOOLS & frozenset(toolkit.names)
         public = set()
         for tool in toolkit:
             if tool.writes:

@@ -11,6 +11,15 @@ of the trial's `Database` (see `castbench_tau.cow`).
 `search_*`, `check_*`, plus `calculate`, `think` and the transfer tools; every other tool may
 write (telecom's `manage_*` tools, which also list, count as writes).
 
+Which answers are failures is castbench's to say (τ's reward never asks): an answer that starts
+with `Error` (τ-Bench's tools, τ-Trait's telecom), or one of the sentences τ-Trait's telehealth
+tools answer instead when the call names nothing real or is refused (their docstrings call them
+"error message if not found"): `... with ID X not found.`, `No patient found with ...`, `Cannot
+reschedule appointment ...`, `Provider X is not available at ...` (see `_PROSE_FAILURE`). An
+empty answer to a valid question (`No appointments found for patient X.`) is not a failure. The
+flag decides what the labeler and the rules critic count as an authentication and as revealed,
+and which gold writes are broken; the text the agent reads is τ's either way.
+
 τ's tools read the wall clock (telehealth's `cancel_appointment` stamps the day with
 `datetime.now()`), so a trial's output and state would depend on the day it ran, and a stored run
 would stop verifying at midnight. During a call they read the trial's frozen clock instead
@@ -20,6 +29,7 @@ would stop verifying at midnight. During a call they read the trial's frozen clo
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -33,7 +43,7 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 from castbench.domain import Database, Observation, Tool, Toolkit
 from castbench_tau.cow import TauData
 
-__all__ = ["TauTool", "TauToolkit", "frozen_clock", "tau_toolkit"]
+__all__ = ["TauTool", "TauToolkit", "frozen_clock", "is_failure", "tau_toolkit"]
 
 _READ_PREFIXES = ("get_", "find_", "list_", "search_", "check_", "transfer_")
 _READ_NAMES = frozenset({"calculate", "think"})
@@ -45,6 +55,23 @@ _JSON_TYPES: dict[str, Any] = {
     "array": list,
     "object": dict,
 }
+
+
+_PROSE_FAILURE = re.compile(
+    r"Error\b"
+    r"|[\w ]+ with ID \S+ not found\.$"
+    r"|No (patient|medical record|supplier information) found (with|for) "
+    r"|Cannot (cancel|reschedule) appointment "
+    r"|Appointment \S+ is already cancelled\.$"
+    r"|Provider \S+ (does not work on|is not available at|already has an appointment) "
+    r"|Invalid date format: "
+    r"|Please provide a record_id or appointment_id"
+)
+"""The start of an answer that says the call failed (see the module docstring)."""
+
+
+def is_failure(content: str) -> bool:
+    return _PROSE_FAILURE.match(content) is not None
 
 
 _now: ContextVar[datetime | None] = ContextVar("tau_trial_clock", default=None)
@@ -151,9 +178,7 @@ class TauToolkit(Toolkit):
             with db.transaction():
                 data.commit()
         content = result if isinstance(result, str) else str(result)
-        return Observation(
-            content, error=content.startswith("Error"), ends_conversation=self[name].ends_conversation
-        )
+        return Observation(content, error=is_failure(content), ends_conversation=self[name].ends_conversation)
 
 
 def tau_toolkit(classes: tuple[Any, ...], terminate: tuple[str, ...]) -> TauToolkit:

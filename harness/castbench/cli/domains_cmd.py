@@ -72,10 +72,12 @@ def list_tasks(
     split: SplitOption = "test",
     family: Annotated[str | None, typer.Option(help="Only tasks of this family.")] = None,
 ) -> None:
-    """Task ids, families and opening requests."""
+    """Task ids, families and opening requests; then the split's tasks excluded from scores as
+    broken (a published task set's), each with why."""
     table = Table(title=f"{split} tasks", title_justify="left")
     for column in ("id", "family", "outcome", "writes", "request"):
         table.add_column(column)
+    excluded: list[str] = []
     for item in resolve_domains(domain):
         for task in item.tasks(split):
             if family and task.family != family:
@@ -83,7 +85,12 @@ def list_tasks(
             writes = sum(item.toolkit.is_write(call.name) for call in task.actions)
             cells = (task.id, task.family, task.outcome, str(writes), task.scenario.request[:80])
             table.add_row(*map(escape, cells))
+        excluded.extend(f"{task_id}: {'; '.join(why)}" for task_id, why in item.excluded_tasks(split).items())
     console.print(table)
+    if excluded:
+        console.print(f"[yellow]{len(excluded)} broken task(s) excluded from this split's scores:[/]")
+        for line in excluded:
+            console.print(f"   {escape(line)}")
 
 
 @tasks_app.command("show")

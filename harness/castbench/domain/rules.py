@@ -56,6 +56,9 @@ class DomainRules:
     """Tools whose successful result authenticates the user (e.g. find the user by email)."""
     public_tools: frozenset[str] = frozenset()
     """Tools that need no authenticated user (catalogue look-ups, calculator, transfer)."""
+    free_text_tools: frozenset[str] = frozenset()
+    """Tools whose arguments are the agent's own arithmetic or words (a calculator, a note to
+    itself) and that read and change no data: the rules critic does not ask what supports them."""
 
     def visible_findings(self, call: ToolCall, observed: list[ObservedCall]) -> list[RuleFinding]:
         """Rule breaks that the conversation so far already shows (no privileged data)."""

@@ -20,7 +20,10 @@ def test_known_broken_gold_is_found(packs: dict[str, TauDomain]) -> None:
         r.startswith("unknown tool: action 1 update_reservation_baggage")
         for r in airline.broken["tau-airline-test-51"]
     )
-    assert any(r.startswith("unknown tool: action 2 check_network_status") for r in telecom.broken["tau-telecom-train-0"])
+    assert any(
+        r.startswith("unknown tool: action 2 check_network_status")
+        for r in telecom.broken["tau-telecom-train-0"]
+    )
     assert any(
         r.startswith("fails in τ:") and "unexpected keyword argument 'item_ids_to_remove'" in r
         for r in retail.broken["tau-retail-test-116"]

@@ -1,29 +1,13 @@
-"""Every castbench capability on the packs: the oracle scores 1.0 on every task that is not broken
-(scripted user, offline), the noisy policy's pass^k falls with k, a critic runs in the loop."""
+"""Every castbench capability on the packs: the noisy policy's pass^k falls with k, a critic runs in
+the loop (the oracle's 1.0 on every task that is not broken: `test_tau_upper_bound.py`)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from castbench.api import evaluate
 from castbench_tau.domain import TauDomain
 from tests.support import sqlite_url
-
-
-@pytest.mark.slow
-def test_oracle_scores_one_on_every_task_of_every_split(pack: TauDomain, tmp_path: Path) -> None:
-    db = sqlite_url(tmp_path / "oracle.db")
-    for split in pack.splits:
-        tasks = pack.tasks(split)
-        if not tasks:
-            continue
-        result = evaluate(domains=pack.name, split=split, policy="oracle", trials=1, db=db)
-        report = result.summary.domains[pack.name]
-        assert report.n_tasks == len(tasks), split
-        assert report.pass_hat[1] == 1.0, (split, report.incomplete_tasks)
-        assert report.errored_trials == 0
 
 
 def test_noisy_policy_pass_k_falls_with_k(pack: TauDomain, tmp_path: Path) -> None:

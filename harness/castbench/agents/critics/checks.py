@@ -5,9 +5,16 @@ labeler applies the same ones (plus privileged checks) so the two speak the same
   with no other write since;
 - authentication: tools other than the domain's auth and public tools need an earlier
   successful auth call;
-- support: every id-like or numeric argument must appear in the policy document, what the user
-  said or what a tool returned (the agent's own words do not count) — else it is a
-  hallucination;
+- support: every id-like or numeric argument must appear in the policy document, the domain's
+  public catalogue (what its argument-less public look-ups answer on the published data: a
+  product list a deployed agent may always read), what the user said or what a tool returned
+  (the agent's own words do not count) — else it is a hallucination. An argument the schema
+  names as an id (`*_id`, `*_ids`) must be supported whole, digits or not (`dr_garcia_primary`);
+  an order number may be said without its `#`. Not checked: the domain's free-text tools
+  (`DomainRules.free_text_tools`: a calculation, a note), whose arguments are the agent's own
+  arithmetic and words, and the numbers and dates given to a look-up (a limit, the day to search
+  flights on, often worked out from what the user said: "a day later"), which name no record;
+  numbers and dates given to a write (amounts, the day booked) are checked;
 - the call itself: an unknown tool is the wrong tool; arguments the schema rejects are invented.
 """
 
@@ -136,34 +143,73 @@ def _forms(token: str) -> set[str]:
     }
 
 
-class _Support:
-    """What may justify a value: the policy document (prices, today's date), what the user said
-    and what tools returned — never the agent's own words. Tokens match whole (a truncated id
-    is not supported by the full one); dates may also match as the user said them."""
+_CATALOGUES: dict[tuple[str, str], str] = {}
 
-    def __init__(self, policy: str, conversation: Sequence[Event]) -> None:
-        parts = [policy] + [
+
+def _catalogue(domain: Domain) -> str:
+    """What the domain's argument-less public look-ups answer on its published data (worked out
+    once per domain version): public knowledge, like the policy document."""
+    key = (domain.name, domain.version)
+    if key not in _CATALOGUES:
+        rules, db = domain.rules, domain.fresh_database()
+        _CATALOGUES[key] = " ".join(
+            domain.toolkit.call(db, tool.name, {}).content
+            for tool in domain.toolkit
+            if tool.name in rules.public_tools
+            and not tool.writes
+            and not tool.schema["function"].get("parameters", {}).get("properties")
+        )
+    return _CATALOGUES[key]
+
+
+class _Support:
+    """What may justify a value: the policy document (prices, today's date), the public catalogue,
+    what the user said and what tools returned — never the agent's own words. Tokens match whole
+    (a truncated id is not supported by the full one); dates may also match as the user said
+    them; an order number with or without its leading `#`."""
+
+    def __init__(self, public: str, conversation: Sequence[Event]) -> None:
+        parts = [public] + [
             event.text if isinstance(event, UserTurn) else event.content
             for event in conversation
             if isinstance(event, UserTurn | ToolResultTurn) and not getattr(event, "error", False)
         ]
         self.text = " ".join(parts).lower()
         self.tokens = {token.strip(".-") for token in _TOKEN.findall(self.text)}
+        self.tokens |= {token.lstrip("#") for token in self.tokens}
 
     def has(self, token: str) -> bool:
-        return token in self.tokens or any(form in self.text for form in _forms(token) - {token})
+        return (
+            token in self.tokens
+            or token.lstrip("#") in self.tokens
+            or any(form in self.text for form in _forms(token) - {token})
+        )
 
-    def supports(self, value: Any) -> bool:
+    def has_whole(self, value: str) -> bool:
+        """The whole value appears as a word of its own (an id without digits: `dr_lee_derm`)."""
+        pattern = rf"(?<![\w#@.-])#?{re.escape(value.lower().lstrip('#'))}(?![\w@-])"
+        return re.search(pattern, self.text) is not None
+
+    def supports(self, value: Any, *, numbers: bool = True, whole: bool = False) -> bool:
+        """`numbers`: numbers and ISO dates must be supported too; `whole`: the value as a word."""
         if isinstance(value, bool) or value is None:
             return True
         if isinstance(value, int | float):
+            if not numbers:
+                return True
             forms = {str(value), f"{value:.2f}"}
             if float(value).is_integer():
                 forms.add(str(int(value)))
             return value == 0 or any(form in self.tokens for form in forms)
         if isinstance(value, str):
+            if whole and value.strip() and not self.has_whole(value.strip()):
+                return False
             tokens = (token.strip(".-") for token in _TOKEN.findall(value.lower()))
-            return all(self.has(token) for token in tokens if len(token) >= 2)
+            return all(
+                self.has(token)
+                for token in tokens
+                if len(token) >= 2 and (numbers or not _ISO_DATE.match(token))
+            )
         return True
 
 
@@ -187,16 +233,21 @@ def visible_findings(domain: Domain, call: ToolCall, conversation: Sequence[Even
         findings.append(
             RuleFinding("domain_violation", "no explicit confirmation from the user for this change")
         )
-    support = _Support(domain.policy, conversation)
+    support = _Support(f"{domain.policy} {_catalogue(domain)}", conversation)
     enums = {
         name
         for name, spec in toolkit[call.name].schema["function"]["parameters"].get("properties", {}).items()
         if "enum" in spec
     }
-    for name, value in call.arguments.items():
+    checked = {} if call.name in rules.free_text_tools else call.arguments
+    writes = call.name in write_tools
+    for name, value in checked.items():
         if name in enums:
             continue
-        unsupported = [item for item in _values(value) if not support.supports(item)]
+        whole = name.endswith(("_id", "_ids"))
+        unsupported = [
+            item for item in _values(value) if not support.supports(item, numbers=writes, whole=whole)
+        ]
         if unsupported:
             findings.append(
                 RuleFinding(
