@@ -112,6 +112,30 @@ def test_forty_flipped_critic_labels_are_refused(critic_run: CriticRun, tmp_path
     _refused_everywhere(forged, tmp_path, "label")
 
 
+def test_flipped_verdicts_of_a_built_in_critic_are_refused(critic_run: CriticRun) -> None:
+    """The rules critic is model-free: verify asks it again, so its figures cannot be edited either."""
+    exported = critic_run.exported
+    left, trials = 10, []
+    for trial in exported.trials:
+        steps = []
+        for step in trial.steps:
+            proposals = []
+            for proposal in step.proposals:
+                verdict = proposal.verdict
+                if left and verdict is not None:
+                    flipped = "valid" if verdict.flags else "invalid"
+                    proposal = proposal.model_copy(
+                        update={"verdict": verdict.model_copy(update={"verdict": flipped})}
+                    )
+                    left -= 1
+                proposals.append(proposal)
+            steps.append(step.model_copy(update={"proposals": proposals}))
+        trials.append(trial.model_copy(update={"steps": steps}))
+    forged = exported.model_copy(update={"trials": trials})
+    report = verify_run(forged.run_id, forged.config, forged.trials, forged.config_hash)
+    assert sum(" verdict:" in p for m in report.mismatches for p in m.problems) == 10
+
+
 def test_the_honest_critic_run_verifies(critic_run: CriticRun) -> None:
     exported = critic_run.exported
     report = verify_run(exported.run_id, exported.config, exported.trials, exported.config_hash)

@@ -9,7 +9,8 @@ before it reaches a store or a board. Checked:
 - every proposal's label re-derived by the labeler on the state and conversation it met (its
   decision: valid, unknown, or invalid with its failure type): the critic figures (confusion
   matrix, false-flag rate, MCC, ...) are computed from these labels and the stored verdicts, so
-  they cannot be moved without a mismatch. Runs recorded before grading modes and strict grading
+  they cannot be moved without a mismatch; the verdicts of a built-in critic (rules, oracle, the
+  seeded noisy one) are decided again too. Runs recorded before grading modes and strict grading
   (no `grading` in their config, no strict reward in their trials) were labelled by an earlier
   labeler, whose decisions today's does not reproduce: their labels are not re-derived;
 - the config hash recomputed from the stored config (a renamed policy keeps no old hash);
@@ -146,6 +147,7 @@ def _problems(record: TrialRecord, config: RunConfig, domains: _Domains) -> list
         traits=config.traits,
         grading=config.grading_mode,
         labels=config.grading is not None,
+        critic=config.critic,
     )
     return problems
 

@@ -23,9 +23,10 @@ from castbench.agents.conversation import (
     ToolCallAction,
     ToolResultTurn,
     UserTurn,
+    Verdict,
 )
-from castbench.agents.registry import AgentSpecError, resolve
-from castbench.agents.views import user_briefing_for
+from castbench.agents.registry import AgentSpecError, builtin_agents, resolve
+from castbench.agents.views import CriticView, briefing_for, user_briefing_for
 from castbench.domain import Database, Domain, Task
 from castbench.grading import Grade, GradingMode, PolicyBreak, grade_trial
 from castbench.grading.labeler import label_action
@@ -37,7 +38,14 @@ __all__ = ["replay_trial"]
 
 class _Replay:
     def __init__(
-        self, domain: Domain, task: Task, record: TrialRecord, user: str, traits: dict[str, str], labels: bool
+        self,
+        domain: Domain,
+        task: Task,
+        record: TrialRecord,
+        user: str,
+        traits: dict[str, str],
+        labels: bool,
+        critic: str,
     ):
         self.domain, self.task, self.record = domain, task, record
         self.labels = labels
@@ -54,6 +62,15 @@ class _Replay:
             spec = None
         if spec is not None and spec.kind == "builtin":
             self.user = spec.create(user_briefing_for(domain, task, record.seed, self.db, traits or None))
+        self.critic: Any = None
+        self.critic_briefing: Any = None
+        builtin = {agent.name for agent in builtin_agents("critic") if not agent.model_backed}
+        if labels and _name(critic) in builtin:
+            critic_spec = resolve("critic", critic)
+            self.critic_briefing = briefing_for(
+                domain, task, record.seed, record.trial_index, critic_spec.privileged, self.db.fork
+            )
+            self.critic = critic_spec.create(self.critic_briefing)
 
     def differ(self, what: str, stored: object, replayed: object) -> None:
         if stored != replayed:
@@ -97,6 +114,12 @@ class _Replay:
                 self.differ(where, _decision(proposal.label), _decision(label))
             elif proposal.verdict is not None:
                 self.problems.append(f"{where}: a critic's verdict without the labeler's label")
+            if proposal.verdict is not None and self.critic is not None:  # a built-in critic: it
+                # decides from the same view again (seeded, model-free)
+                view = CriticView(self.critic_briefing, tuple(self.conversation), proposal.action)
+                verdict = self.critic.verify(view)
+                where = f"step {step.index} proposal {proposal.round} verdict"
+                self.differ(where, _judged(proposal.verdict), _judged(verdict))
         return label
 
     def reply(self, step: StepRecord, action: ReplyAction) -> None:
@@ -131,6 +154,14 @@ class _Replay:
         ]
 
 
+def _name(spec: str) -> str:
+    return spec.partition("?")[0].strip()
+
+
+def _judged(verdict: Verdict) -> str:
+    return f"invalid ({verdict.failure_type})" if verdict.flags else "valid"
+
+
 def _decision(label: ActionLabel) -> str:
     return f"{label.label} ({label.failure_type})" if label.label == "invalid" else label.label
 
@@ -161,12 +192,15 @@ def replay_trial(
     traits: dict[str, str],
     grading: GradingMode,
     labels: bool = True,
+    critic: str = "none",
 ) -> tuple[Grade | None, list[str]]:
     """Re-execute `record` and grade it again; returns the new grade (None for an unscored trial)
     and every difference from what the record says, each naming its step. Its labels are derived
     again when `labels` (a run recorded with a grading mode: by the current labeler) or when the
     trial was graded strictly (so was each of its labels); older labels came from an earlier
-    labeler, whose decisions this one does not reproduce."""
+    labeler, whose decisions this one does not reproduce. So are the verdicts of a built-in
+    `critic` (rules, oracle, the seeded noisy one): model-free, each decides again from the same
+    view; a model's or a team's verdicts are taken as stored."""
     problems: list[str] = []
     seed = trial_seed(run_seed, record.domain, record.task_id, record.trial_index)
     if record.seed != seed:
@@ -187,7 +221,7 @@ def replay_trial(
             problems.append(f"an agent's failure stored without a grade, with reward {record.reward}")
         return None, problems
     strict = record.grade is not None and record.grade.strict_reward is not None
-    replay = _Replay(domain, task, record, user, traits, labels or strict)
+    replay = _Replay(domain, task, record, user, traits, labels or strict, critic)
     replay.open()
     for step in record.steps:
         replay.step(step, strict)
