@@ -6,13 +6,14 @@ scored."""
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
 from castbench.agents.conversation import Action, ReplyAction, ToolCallAction
 from castbench.agents.scripted.dialogue import ANYTHING_ELSE
 from castbench.agents.views import Briefing, PolicyView
 
-__all__ = ["POISONS", "PoisonPolicy"]
+__all__ = ["POISONS", "FuzzPolicy", "PoisonPolicy"]
 
 _HUGE = 10**5000
 POISONS: dict[str, Any] = {
@@ -57,3 +58,29 @@ class PoisonPolicy:
         if self.turn == 2:
             return ReplyAction(text=f"I looked up {POISONS.get(self.mode, self.mode)!s}.")
         return ReplyAction(text=ANYTHING_ELSE)
+
+
+class FuzzPolicy:
+    """Seeded by its trial: `steps` actions, each a random tool with awkward values for every
+    argument (a fifth of them raw argument text with a 4400-digit integer), or a reply with one,
+    then it closes the conversation."""
+
+    def __init__(self, briefing: Briefing, steps: int = 12) -> None:
+        self.rng = random.Random(briefing.seed)
+        self.tools = [tool["function"] for tool in briefing.tools]
+        self.left = steps
+        self.values = [*POISONS.values(), "", "a" * 3000, -1, True, None, [], ["\ud800"], "9" * 400]
+
+    def propose(self, view: PolicyView) -> Action:
+        self.left -= 1
+        if self.left < 0:
+            return ReplyAction(text=ANYTHING_ELSE)
+        if self.rng.random() < 0.2:
+            return ReplyAction(text=f"{self.rng.choice(self.values)!s}: shall I go ahead? yes")
+        tool = self.rng.choice(self.tools)
+        if self.rng.random() < 0.2:
+            return ToolCallAction(name=tool["name"], arguments='{"x": "\\ud800", "n": ' + "9" * 4400 + "}")
+        names = tool["parameters"].get("properties", {})
+        return ToolCallAction(
+            name=tool["name"], arguments={name: self.rng.choice(self.values) for name in names}
+        )

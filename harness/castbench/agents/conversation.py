@@ -98,7 +98,7 @@ def canonical_action(action: ToolCallAction | ReplyAction | MalformedAction) -> 
         if isinstance(arguments, str):
             try:
                 arguments = json.loads(arguments)
-            except json.JSONDecodeError:
+            except ValueError:  # not JSON, or an integer of thousands of digits
                 return f"{action.name}({arguments.strip()})"
         return f"{action.name}({json.dumps(arguments, sort_keys=True, separators=(',', ':'))})"
     if isinstance(action, ReplyAction):

@@ -35,7 +35,8 @@ def evaluate_arithmetic(expression: str) -> float:
     text = expression.strip()
     try:
         tree = ast.parse(text, mode="eval")
-    except SyntaxError as exc:
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:  # a lone surrogate, NUL,
+        # an integer of thousands of digits, parentheses nested too deep: the agent's, not a crash
         raise ToolError(f"'{expression}' is not an arithmetic expression") from exc
     for node in ast.walk(tree):
         bad_constant = isinstance(node, ast.Constant) and (
