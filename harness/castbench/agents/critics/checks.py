@@ -12,9 +12,11 @@ labeler applies the same ones (plus privileged checks) so the two speak the same
   names as an id (`*_id`, `*_ids`) must be supported whole, digits or not (`dr_garcia_primary`);
   an order number may be said without its `#`. Not checked: the domain's free-text tools
   (`DomainRules.free_text_tools`: a calculation, a note), whose arguments are the agent's own
-  arithmetic and words, and the numbers and dates given to a look-up (a limit, the day to search
-  flights on, often worked out from what the user said: "a day later"), which name no record;
-  numbers and dates given to a write (amounts, the day booked) are checked;
+  arithmetic and words, the numbers given to a look-up (a limit), and the calendar dates given
+  to a public look-up (the day to search flights on, often worked out from what the user said:
+  "a day later"), which name no record; numbers given to a write (amounts), dates given to a
+  write or to a look-up of the customer's data (a birth date), and strings shaped like a date
+  that are no date (`1969-08-84`) are checked;
 - the call itself: an unknown tool is the wrong tool; arguments the schema rejects are invented.
 """
 
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
+from datetime import date
 from typing import Any
 
 from castbench.agents.conversation import (
@@ -125,6 +128,17 @@ _MONTHS = [
 ]
 
 
+def _is_calendar_date(token: str) -> bool:
+    """An ISO date that is a day of the calendar (`2024-05-19`, not `1969-08-84`)."""
+    if _ISO_DATE.match(token) is None:
+        return False
+    try:
+        date.fromisoformat(token)
+    except ValueError:
+        return False
+    return True
+
+
 def _forms(token: str) -> set[str]:
     """Ways a user may have said a token: an ISO date also as 'May 22', '22 May', '5/22/2026'."""
     match = _ISO_DATE.match(token)
@@ -190,8 +204,9 @@ class _Support:
         pattern = rf"(?<![\w#@.-])#?{re.escape(value.lower().lstrip('#'))}(?![\w@-])"
         return re.search(pattern, self.text) is not None
 
-    def supports(self, value: Any, *, numbers: bool = True, whole: bool = False) -> bool:
-        """`numbers`: numbers and ISO dates must be supported too; `whole`: the value as a word."""
+    def supports(self, value: Any, *, numbers: bool = True, dates: bool = True, whole: bool = False) -> bool:
+        """`numbers`: numbers must be supported too; `dates`: calendar dates too; `whole`: the
+        value as a word of its own."""
         if isinstance(value, bool) or value is None:
             return True
         if isinstance(value, int | float):
@@ -208,7 +223,7 @@ class _Support:
             return all(
                 self.has(token)
                 for token in tokens
-                if len(token) >= 2 and (numbers or not _ISO_DATE.match(token))
+                if len(token) >= 2 and (dates or not _is_calendar_date(token))
             )
         return True
 
@@ -241,12 +256,15 @@ def visible_findings(domain: Domain, call: ToolCall, conversation: Sequence[Even
     }
     checked = {} if call.name in rules.free_text_tools else call.arguments
     writes = call.name in write_tools
+    dates = writes or call.name not in rules.public_tools
     for name, value in checked.items():
         if name in enums:
             continue
         whole = name.endswith(("_id", "_ids"))
         unsupported = [
-            item for item in _values(value) if not support.supports(item, numbers=writes, whole=whole)
+            item
+            for item in _values(value)
+            if not support.supports(item, numbers=writes, dates=dates, whole=whole)
         ]
         if unsupported:
             findings.append(
