@@ -154,20 +154,21 @@ def test_any_json_round_trips_through_postgres(
     _check([record], _round_trip(postgres_store, [record]))
 
 
-THROUGH_A_WORKER = ("surrogate", "nul", "big_int", "escaped_surrogate", "huge_int_text")
-"""The modes also run in the agent's own worker process (slower): its answers cross a pipe."""
-_WIRE_LOSES = pytest.mark.xfail(
-    strict=True,
-    reason="the worker's answer is dumped in Pydantic's JSON mode (transports/serve.py): NaN arrives "
-    "as null and a lone surrogate in a key as U+FFFD; the trial is still scored, with what arrived",
+THROUGH_A_WORKER = (
+    "surrogate",
+    "nul",
+    "nan",
+    "big_int",
+    "surrogate_key",
+    "escaped_surrogate",
+    "huge_int_text",
 )
+"""The modes also run in the agent's own worker process (slower): its answers cross a pipe."""
 
 
 @pytest.mark.parametrize(
     ("mode", "in_process"),
-    [(mode, True) for mode in (*POISONS, *RAW)]
-    + [(mode, False) for mode in THROUGH_A_WORKER]
-    + [pytest.param(mode, False, marks=_WIRE_LOSES) for mode in ("nan", "surrogate_key")],
+    [(mode, True) for mode in (*POISONS, *RAW)] + [(mode, False) for mode in THROUGH_A_WORKER],
 )
 def test_an_agent_with_awkward_output_gets_its_trial_scored_and_stored_as_it_was(
     tmp_path: Path, mode: str, in_process: bool

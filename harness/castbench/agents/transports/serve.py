@@ -104,11 +104,11 @@ class _Host:
         if method == "propose":
             view = PolicyView(self.briefing, self._conversation(message))
             action = _checked("policy", as_action(self.agent.propose(view), "policy"), _ACTIONS, "action")
-            return ACTION.dump_python(action, mode="json")
+            return ACTION.dump_python(action, mode="python")  # json escapes what it holds
         if method == "verify":
             proposal = ACTION.validate_python(message["proposal"])
             verdict = self.agent.verify(CriticView(self.briefing, self._conversation(message), proposal))
-            return VERDICT.dump_python(_checked("critic", verdict, Verdict, "verdict"), mode="json")
+            return VERDICT.dump_python(_checked("critic", verdict, Verdict, "verdict"), mode="python")
         if method == "open":
             return _checked("user", self.agent.open(), str, "opening")
         reply = _checked("user", self.agent.reply(message["message"]), UserReply, "reply")

@@ -87,6 +87,9 @@ class ObservationWire(_Wire):
 
 
 def encode(message: dict[str, Any]) -> bytes:
+    """Python's json, ASCII: what an agent produced crosses exactly (a lone surrogate, in a key
+    too, as its escape, NaN as a token), so actions and events are dumped in Pydantic's python
+    mode, never its JSON mode, which refuses or replaces such values (`castbench.lossless`)."""
     return json.dumps(message, separators=(",", ":")).encode()
 
 

@@ -274,7 +274,7 @@ class _Remote:
                 break
             keep += 1
         self._shown = conversation
-        return {"keep": keep, "events": EVENTS.dump_python(list(conversation[keep:]), mode="json")}
+        return {"keep": keep, "events": EVENTS.dump_python(list(conversation[keep:]), mode="python")}
 
     def close(self) -> None:
         """End the trial: the worker drops the instance and goes back to the pool."""
@@ -300,7 +300,7 @@ class _RemotePolicy(_Remote):
 
 class _RemoteCritic(_Remote):
     def verify(self, view: CriticView) -> Verdict:
-        proposal = ACTION.dump_python(view.proposal, mode="json")
+        proposal = ACTION.dump_python(view.proposal, mode="python")
         message = {"op": "call", "method": "verify", "proposal": proposal, **self._delta(view.conversation)}
         return VERDICT.validate_python(self._request(message))
 
