@@ -16,6 +16,7 @@ step or trial time limit ends it as `timeout`, as for any agent; the run goes on
 
 from __future__ import annotations
 
+import json
 import socket
 import threading
 import time
@@ -81,7 +82,12 @@ class _Session:
         deadline, limit = self.episode.deadline()
         timeout = None if deadline is None else max(0.001, deadline - time.monotonic())
         try:
-            response = self.client.post(self.base + path, json=body, timeout=timeout)
+            response = self.client.post(
+                self.base + path,
+                content=json.dumps(body).encode(),  # ASCII: an agent's lone surrogate as its escape
+                headers={"content-type": "application/json"},
+                timeout=timeout,
+            )
         except httpx.TimeoutException as exc:
             raise _ServiceFailed(
                 "timeout", f"agent service {self.base} overran the {limit} while {what}"
