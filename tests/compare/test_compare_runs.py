@@ -64,7 +64,7 @@ def test_refuses_incomparable_runs(runs: Runs, tmp_path: Path) -> None:
     bumped = tmp_path / "bumped.json"
     bumped.write_text(json.dumps(data))
     [problem] = comparability_problems(runs.low_noise.summary, runs.low_noise.summary.model_validate(data))
-    assert "version 2-0 vs 7-1" in problem
+    assert "version 3-0 vs 7-1" in problem
 
 
 def test_critic_rates_are_compared(db_url: str) -> None:

@@ -132,7 +132,7 @@ def test_unusable_input_exits_2(runs: Runs, tmp_path: Path) -> None:
 
 def test_incomparable_versions_are_refused_unless_forced(runs: Runs, tmp_path: Path) -> None:
     data = json.loads(runs.high_noise.path.read_text())
-    data["config"]["domains"]["retail"] = "3-0"
+    data["config"]["domains"]["retail"] = "4-0"
     bumped = tmp_path / "bumped.json"
     bumped.write_text(json.dumps(data))
     args = [
@@ -146,5 +146,5 @@ def test_incomparable_versions_are_refused_unless_forced(runs: Runs, tmp_path: P
         "0.02",
     ]
     code, out = gate(runs, *args)
-    assert code == 2 and "version 2-0 vs 3-0" in out and "--force" in out
+    assert code == 2 and "version 3-0 vs 4-0" in out and "--force" in out
     assert gate(runs, *args, "--force")[0] == 1

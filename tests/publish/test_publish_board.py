@@ -80,7 +80,7 @@ def _board(root: Path, text: str) -> BoardSpec:
 
 
 HEADER = (
-    'title = "Test board"\ndomains = { retail = 2 }\ntrials = 2\n'
+    'title = "Test board"\ndomains = { retail = 3 }\ntrials = 2\n'
     'metrics = ["pass^1", { metric = "pass^2", name = "pass^2 (both)" }]\n'
 )
 
@@ -113,8 +113,8 @@ def test_declared_entries_must_be_eligible_and_match_their_recipe(exports: Expor
         BoardError, match=r"policy is 'scripted:noisy', the entry says 'scripted:noisy\?p=0.1'"
     ):
         build_board(spec, exports.root, tmp_path)
-    newer = _board(exports.root, HEADER.replace("retail = 2", "retail = 3") + "allow_privileged = true\n")
-    with pytest.raises(BoardError, match="version 2-0 is not comparable with the board's 3-x"):
+    newer = _board(exports.root, HEADER.replace("retail = 3", "retail = 4") + "allow_privileged = true\n")
+    with pytest.raises(BoardError, match="version 3-0 is not comparable with the board's 4-x"):
         build_board(newer, exports.root, tmp_path)
     missing = _board(exports.root, HEADER + 'entries = [{ name = "ghost", policy = "oracle" }]\n')
     with pytest.raises(BoardError, match=r"ghost.castbench.json.gz is missing .*--rerun"):
@@ -169,7 +169,7 @@ def test_rerun_recreates_entries_and_builds(tmp_path: Path) -> None:
     board = tmp_path / "leaderboards" / "tiny.toml"
     board.parent.mkdir(parents=True)
     board.write_text(
-        'title = "Tiny"\ndomains = { retail = 2 }\ntrials = 1\nmetrics = ["pass^1"]\n'
+        'title = "Tiny"\ndomains = { retail = 3 }\ntrials = 1\nmetrics = ["pass^1"]\n'
         "allow_privileged = true\n"
         'entries = [{ name = "oracle", policy = "oracle", note = "scripted baseline" }]\n'
     )

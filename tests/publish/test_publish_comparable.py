@@ -17,7 +17,7 @@ from castbench.store import ResultsStore
 from tests.publish.exports import Exports
 
 BOARD = (
-    'title = "Board"\ndomains = { retail = 2 }\ntrials = 2\nmetrics = ["pass^1"]\nallow_privileged = true\n'
+    'title = "Board"\ndomains = { retail = 3 }\ntrials = 2\nmetrics = ["pass^1"]\nallow_privileged = true\n'
     'entries = [{ name = "noisy", run = "results/noisy.castbench.json.gz" }, '
     '{ name = "impatient", run = "results/impatient.castbench.json.gz" }]\n'
 )

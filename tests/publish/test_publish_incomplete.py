@@ -16,7 +16,7 @@ from tests.publish.exports import Exports
 
 DROPPED = "retail-test-0002"
 BOARD = (
-    'title = "Board"\ndomains = { retail = 2 }\ntrials = 2\nmetrics = ["pass^1"]\nallow_privileged = true\n'
+    'title = "Board"\ndomains = { retail = 3 }\ntrials = 2\nmetrics = ["pass^1"]\nallow_privileged = true\n'
     'entries = [{ name = "noisy", run = "results/noisy.castbench.json.gz" }]\n'
 )
 

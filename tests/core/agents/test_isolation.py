@@ -191,7 +191,7 @@ def test_in_process_runs_are_recorded_and_refused_by_leaderboards(tmp_path: Path
     exported = export_run(ResultsStore(db), result.outcome.run_id)
     board = tmp_path / "leaderboards" / "b.toml"
     board.parent.mkdir()
-    board.write_text('title = "B"\ndomains = { retail = 2 }\ntrials = 2\nmetrics = ["pass^1"]\n')
+    board.write_text('title = "B"\ndomains = { retail = 3 }\ntrials = 2\nmetrics = ["pass^1"]\n')
     summary = summarize_run(exported.run_id, exported.config, exported.trials)
     problems = eligibility_problems(load_board(board), exported, summary)
     assert problems == [
