@@ -8,10 +8,12 @@ if the user asks why, it explains and asks again; facts the user has not said co
 
 It authenticates the user as the domain's policy requires (`DomainRules.auth_tools`), even where
 the ground truth does not (τ's retail test tasks 70-114 write without looking the customer up):
-before the first call of a tool that is neither an authenticating nor a public one, if no
-authenticating call has succeeded yet, it calls an authenticating tool whose arguments are all
-facts the user gives (an email, a name and a zip code). That call only reads, so the final state
-and the state check are the ground truth's; it is made once (if it fails, the plan goes on).
+before a ground-truth call of a tool that is neither an authenticating nor a public one, which no
+ground-truth authentication that succeeds on the published data comes before, and with no
+authenticating call succeeded yet in the trial, it calls an authenticating tool whose arguments
+are all facts the user gives (an email, a name and a zip code). That call only reads, so the
+final state and the state check are the ground truth's; it is made once (if it fails, the plan
+goes on).
 """
 
 from __future__ import annotations
@@ -68,6 +70,19 @@ def _auth_call(domain: Domain, facts: Sequence[Fact]) -> ToolCall | None:
     return None
 
 
+def _after_authentication(domain: Domain, actions: Sequence[ToolCall]) -> list[ToolCall]:
+    """The ground-truth calls that come after its first authentication that succeeds on the
+    published data (none if it has none): those the ground truth itself authenticates for."""
+    db = domain.fresh_database()
+    for position, call in enumerate(actions):
+        if (
+            call.name in domain.rules.auth_tools
+            and not domain.toolkit.call(db, call.name, call.arguments).error
+        ):
+            return list(actions[position + 1 :])
+    return []
+
+
 def _last_user_text(view: PolicyView) -> str:
     for event in reversed(view.conversation):
         if isinstance(event, UserTurn):
@@ -90,6 +105,7 @@ class OraclePolicy:
         self._auth: ToolCall | None = (
             _auth_call(domain, briefing.task.scenario.facts) if domain.rules.auth_tools else None
         )
+        self._after_gold_auth = _after_authentication(domain, briefing.task.actions)
 
     def propose(self, view: PolicyView) -> Action:
         critique = view.critique
@@ -131,6 +147,8 @@ class OraclePolicy:
             return False
         call = step.call
         if call.actor != "agent" or call.name in self._rules.auth_tools | self._rules.public_tools:
+            return False
+        if any(call is later for later in self._after_gold_auth):
             return False
         return not _authenticated(view.conversation, self._rules.auth_tools)
 
