@@ -26,7 +26,7 @@ from castbench.runner.config import RunConfig
 from castbench.runner.provenance import Provenance
 from castbench.runner.records import TrialRecord
 
-__all__ = ["DomainReport", "RunStatus", "RunSummary", "pair_with_baseline", "summarize_run"]
+__all__ = ["DomainReport", "Headline", "RunStatus", "RunSummary", "pair_with_baseline", "summarize_run"]
 
 RunStatus = Literal["complete", "incomplete", "stopped", "failed", "running", "interrupted"]
 
