@@ -7,7 +7,10 @@ how a draft becomes a `Task`; its drafts extend `DraftBase`, which holds the com
 writes the LLM user's brief from them and a few phrases of the domain's own. A task whose right
 answer leaves the state alone gets its `earned` spec here: the look-ups are its ground-truth read
 calls (plus the calls the domain's `equivalents` says establish the same fact), the reasons and
-the offer come from the family's draft. This module draws
+the offer come from the family's draft, and so does what its replies must not claim, completed
+from the whole domain (`Generator.with_claims`): the other families' refusal reasons that do not
+hold for it, the amounts and ids of the customer's records it is not about, the amounts of the
+records reached as rivals of an amount it asks for, the other writes as rivals of its offer. This module draws
 each split family by family, numbers the tasks, checks every one against the state it was built on
 (before anything is written, so a broken task never reaches a file) and writes `data/state.json`
 and `tasks/<split>.json` in one fixed format, so the same seed gives the same bytes."""
