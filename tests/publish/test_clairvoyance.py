@@ -70,12 +70,19 @@ def relabelled(exported: ExportedRun) -> ExportedRun:
     return exported.model_copy(update={"config": config, "config_hash": config.config_hash()})
 
 
-def test_the_privileged_oracle_may_be_clairvoyant(tau_oracle: OracleRun) -> None:
+def test_the_privileged_oracle_may_be_clairvoyant(tau_oracle: OracleRun, tmp_path: Path) -> None:
     exported = tau_oracle.exported
     report = verify_run(exported.run_id, exported.config, exported.trials, exported.config_hash)
     assert report.ok and report.forensics is not None
     assert report.forensics.clairvoyant and not report.clairvoyant  # counted, allowed
-    assert invoke("verify", str(tau_oracle.path)).exit_code == 0
+    checked = invoke("verify", str(tau_oracle.path))
+    assert checked.exit_code == 0 and "clairvoyant (allowed: privileged policy)" in checked.output
+    imported = invoke("import", str(tau_oracle.path), "--db", sqlite_url(tmp_path / "i.db"))
+    count = len(report.forensics.clairvoyant)
+    assert (
+        imported.exit_code == 0
+        and f"{count} passing trials act on identifiers nobody revealed" in imported.output
+    )
 
 
 def test_a_relabelled_oracle_is_refused_as_clairvoyant_naming_its_trials(

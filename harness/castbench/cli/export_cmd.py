@@ -83,6 +83,12 @@ def import_command(
         f"{outcome.already_present} already there{marked}",
         markup=False,
     )
+    if outcome.clairvoyant_allowed:
+        console.print(
+            f"{outcome.clairvoyant_allowed} passing trials act on identifiers nobody revealed "
+            "(allowed: the run's agents declared privilege)",
+            markup=False,
+        )
     if outcome.clairvoyant:
         console.print(
             f"marked clairvoyant ({len(outcome.clairvoyant)} trials): " + "; ".join(outcome.clairvoyant[:3]),

@@ -66,6 +66,8 @@ class ImportOutcome(BaseModel):
     already_present: int
     clairvoyant: list[str] = []
     """The clairvoyant trials of a run imported with `force` (marked in its meta)."""
+    clairvoyant_allowed: int = 0
+    """Clairvoyant trials of a run whose agents declared privilege (they read the task): counted."""
 
 
 def is_export(path: Path) -> bool:
@@ -157,7 +159,7 @@ def import_run(
     revealed (`publish/forensics.py`) is refused as clairvoyant, naming the trials; with `force`
     it is imported, its meta's `clairvoyant` listing them."""
     submitted = RunOrigin(kind="submitted", file=source).model_dump()
-    clairvoyant = _clairvoyant_trials(exported, force) if verify else []
+    clairvoyant, allowed = _clairvoyant_trials(exported, force) if verify else ([], 0)
     created = False
     with Session(store.engine) as session:
         row = session.get(RunRow, exported.run_id)
@@ -204,20 +206,22 @@ def import_run(
         added_trials=added,
         already_present=len(exported.trials) - added,
         clairvoyant=clairvoyant,
+        clairvoyant_allowed=allowed,
     )
 
 
-def _clairvoyant_trials(exported: ExportedRun, force: bool) -> list[str]:
-    """Verify the run (refused unless every check holds); the clairvoyant trials of one imported
-    with `force`."""
+def _clairvoyant_trials(exported: ExportedRun, force: bool) -> tuple[list[str], int]:
+    """Verify the run (refused unless every check holds): the clairvoyant trials of one imported
+    with `force`, and how many a privileged run has (allowed)."""
     report = verify_run(exported.run_id, exported.config, exported.trials, exported.config_hash)
     if not report.verified:
         raise ArchiveError(f"refused: {report.describe()}")
-    if not report.clairvoyant or report.forensics is None:
-        return []
+    found = report.forensics.clairvoyant if report.forensics is not None else []
+    if not report.clairvoyant:
+        return [], len(found)
     if not force:
         raise ArchiveError(f"refused as clairvoyant (--force imports it marked): {report.describe()}")
-    return [trial.describe() for trial in report.forensics.clairvoyant]
+    return [trial.describe() for trial in found], 0
 
 
 def _marks(clairvoyant: list[str]) -> dict[str, Any]:
