@@ -134,6 +134,25 @@ def run(
 
 
 @app.command()
+def paper(
+    recipe: RecipeFile,
+    until: Annotated[
+        str | None, typer.Option(help="Stop the stages after this one (the grid runs what it can).")
+    ] = None,
+    force: Force = False,
+) -> None:
+    """The paper's experiment: every stage, the RFT control, then base / RFT / CAST policy x
+    without / with the trained critic on the [paper] test domains; writes board.md beside them."""
+    from castbench_cast.paper import paper as run_paper
+    from castbench_cast.pipeline import STAGES
+
+    if until is not None and until not in STAGES:
+        fail(f"--until {until}: not a stage ({', '.join(STAGES)})")
+    with _reported():
+        run_paper(_pipeline(recipe, force), until, log=typer.echo)
+
+
+@app.command()
 def serve(
     checkpoint: Annotated[Path, typer.Argument(help="A trained model folder (a stage's model/).")],
     backend: Annotated[str, typer.Option(help="transformers (CPU or GPU) or vllm (GPU).")] = "transformers",

@@ -19,6 +19,7 @@ __all__ = [
     "AnnotateStage",
     "CollectCriticStage",
     "CollectStage",
+    "PaperTable",
     "PolicyDataStage",
     "Recipe",
     "RecipeError",
@@ -137,6 +138,24 @@ class PolicyDataStage(_Table):
     never answered readably): refused unless this is unset (then a warning)."""
 
 
+class PaperTable(_Table):
+    """The paper's evaluation (`castbench cast paper`): base / RFT / CAST policy, each without and
+    with the trained critic, on each test domain."""
+
+    policy: str
+    """The base policy's string (the model the policy stages fine-tune, served)."""
+    domains: list[str] = Field(
+        default_factory=lambda: ["tau-retail", "tau-airline", "tau-telecom", "tau-telehealth"]
+    )
+    split: str = "test"
+    limit: int | None = Field(None, ge=1, description="tasks per domain (None: all)")
+    trials: int = Field(8, ge=1, description="n: trials per task")
+    rounds: int = Field(3, ge=1, le=10)
+    user: str = "scripted"
+    serve: Literal["transformers", "vllm"] = "transformers"
+    max_tokens: int = Field(256, ge=1)
+
+
 class Recipe(_Table):
     name: str = "cast"
     out: Path = Path("cast-out")
@@ -149,6 +168,7 @@ class Recipe(_Table):
     collect_critic: CollectCriticStage = Field(default_factory=CollectCriticStage)
     policy_data: PolicyDataStage = Field(default_factory=PolicyDataStage)
     train_policy: TrainStage = Field(default_factory=TrainStage)
+    paper: PaperTable | None = None
 
     @property
     def store_url(self) -> str:
