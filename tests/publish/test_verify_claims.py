@@ -158,7 +158,8 @@ def test_a_removed_privilege_marker_is_refused(exports: Exports, tmp_path: Path)
     forged = exported.model_copy(update={"config": config, "config_hash": config.config_hash()})
     report = verify_run(forged.run_id, forged.config, forged.trials, forged.config_hash)
     assert report.run_problems == [
-        "the policy 'oracle' reads the ground truth, but the run does not mark it privileged"
+        "the policy 'oracle' reads the ground truth, but the run does not mark it privileged",
+        "provenance: the policy is marked privileged, but the run's `privileged` does not list it",
     ]
     _refused_everywhere(forged, tmp_path, "does not mark it privileged")
     with pytest.raises(ArchiveError, match="does not mark it privileged"):
@@ -173,3 +174,17 @@ def test_the_committed_exports_hold_their_hash_and_markers(path: Path) -> None:
     exported = read_export(path)
     report = verify_run(exported.run_id, exported.config, [], exported.config_hash)
     assert report.ok and report.run_problems == [], report.describe()
+
+
+def test_a_relabelled_policy_whose_placement_still_names_the_old_agent_is_refused(
+    exports: Exports, tmp_path: Path
+) -> None:
+    """A forger who renames the policy and recomputes the hash but leaves the recorded placement
+    (where the agent ran) as the run wrote it: the run contradicts itself, and verify says so."""
+    exported = read_export(exports.oracle)
+    assert exported.config.placement, "the run recorded where its agents ran"
+    config = exported.config.model_copy(update={"policy": "my_agent:Agent", "privileged": []})
+    forged = exported.model_copy(update={"config": config, "config_hash": config.config_hash()})
+    report = verify_run(forged.run_id, forged.config, [], forged.config_hash)
+    assert any(problem.startswith("provenance: the policy") for problem in report.run_problems), report.run_problems
+    _refused_everywhere(forged, tmp_path, "provenance")

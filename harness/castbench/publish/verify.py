@@ -33,6 +33,7 @@ from castbench.agents.registry import builtin_agents
 from castbench.domain import Database, Domain, DomainDataError, Task, load_domain
 from castbench.publish.forensics import ForensicsReport, examine_run
 from castbench.runner.config import RunConfig
+from castbench.runner.provenance import placement_problems
 from castbench.runner.records import TrialRecord
 from castbench.runner.replay import replay_trial
 
@@ -182,8 +183,8 @@ def verify_run(
     run_id: str, config: RunConfig, trials: list[TrialRecord], config_hash: str | None = None
 ) -> VerifyReport:
     """Re-execute and re-grade every trial of a run, re-derive its labels, check its config
-    against `config_hash` (the hash stored with it) and its privilege markers, and examine its
-    passing trials for clairvoyance."""
+    against `config_hash` (the hash stored with it), its privilege markers and its recorded
+    placements, and examine its passing trials for clairvoyance."""
     domains = _Domains()
     mismatches = [
         TrialMismatch(domain=r.domain, task_id=r.task_id, trial_index=r.trial_index, problems=problems)
@@ -195,7 +196,9 @@ def verify_run(
         run_id=run_id,
         trials=len(trials),
         mismatches=mismatches,
-        run_problems=_hash_problems(config, config_hash) + _privilege_problems(config),
+        run_problems=_hash_problems(config, config_hash)
+        + _privilege_problems(config)
+        + [f"provenance: {problem}" for problem in placement_problems(config)],
         forensics=examine_run(run_id, config.privileged, trials, installed),
         notes=_unchecked_labels(config, trials),
     )
