@@ -153,3 +153,26 @@ def test_the_spray_floor_is_not_privileged_and_says_the_policy_rules() -> None:
     assert any("same product" in rule for rule in rules)
     assert all(rule.strip() and "**" not in rule for rule in rules)
     assert json.dumps(rules)  # plain text, usable in a reply
+
+
+def _pasting_the_policy(briefing: Briefing) -> LookupSprayPolicy:
+    """A spray that pastes the whole policy document into its reply: the troubleshooting steps
+    it names ("airplane mode must be off", "resets the APN settings and then restarts the phone")
+    are not instructions to the customer, so the scripted user must not act on them."""
+
+    class Paster(LookupSprayPolicy):
+        def _spray(self, view: PolicyView) -> str:
+            return super()._spray(view) + "\n" + view.briefing.policy
+
+    return Paster(briefing)
+
+
+def test_pasting_the_policy_makes_the_scripted_user_change_nothing_on_their_phone() -> None:
+    domain = load_domain("telecom")
+    tasks = [task.id for task in domain.tasks("test") if len(task.scenario.device_steps) > 1]
+    assert len(tasks) >= 9, "the split has device tasks to try"
+    floor = _passed(domain, tasks, resolve("policy", "scripted:lookup-refuse"))
+    paster = AgentSpec(role="policy", spec="test:paste", name="test:paste", factory=_pasting_the_policy)
+    extra = _passed(domain, tasks, paster) - floor
+    assert not extra, f"pasting the policy passes {sorted(extra)} which lookup-refuse fails"
+    assert _passed(domain, tasks, resolve("policy", "oracle")) == set(tasks)

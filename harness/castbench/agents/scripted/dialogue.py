@@ -17,6 +17,7 @@ __all__ = [
     "confirmation_request",
     "device_instruction",
     "gives_reason",
+    "instructions_to_user",
     "is_affirmative",
     "is_negative",
 ]
@@ -27,6 +28,14 @@ _CONFIRM = re.compile(r"\b(confirm|proceed|go ahead|yes or no|shall i|should i|d
 _ANYTHING_ELSE = re.compile(r"anything else|something else|any other (request|question)")
 _NEGATIVE = re.compile(r"^\W*(no|nope|don't|do not|not now|cancel that|stop)\b")
 _REASON = re.compile(r"\b(because|since|so that|in order to|the reason)\b")
+_SENTENCES = re.compile(r"(?<=[.!?])\s+|\n+")
+_CLAUSES = re.compile(r"[,;:()\u2014]|\s-\s|\bthen\b|\band\b")
+_ADDRESSED = re.compile(r"\b(you|your|please|let's|let us)\b")
+_IMPERATIVE = re.compile(
+    r"^\W*(now\s+)?(turn|switch|open|reset|restart|reboot|take|put|swipe|go|check|toggle|try|tap|enable|"
+    r"disable|remove|insert|reinsert|power|choose|select|press|hold|set|navigate|read|look)\b"
+)
+_FORBIDS = re.compile(r"\b(don't|do not|never|no need to|shouldn't|should not|must not|mustn't)\b")
 _AFFIRMATIVE = re.compile(r"^\W*(yes|yeah|yep|sure|ok|okay|confirm|confirmed|please do|go ahead|correct)\b")
 
 
@@ -49,6 +58,21 @@ def confirmation_request(description: str, with_reason: bool = False) -> str:
             f"Here is exactly what will happen: {description}. Do you confirm? Please answer yes or no."
         )
     return f"Here is what I am about to do: {description}. Do you confirm? Please answer yes or no."
+
+
+def instructions_to_user(message: str) -> list[str]:
+    """The sentences of `message` that tell the user to do something (lowercased): addressed to
+    them ("you", "your", "please", "let's") or with a clause in the imperative ("turn mobile data
+    on"), and not forbidding it ("do not restart"). A policy pasted into a reply ("the APN must be
+    `internet`; the customer resets the APN settings") tells the user nothing, so the scripted user
+    does not act on it, as a customer would not."""
+    found = []
+    for sentence in _SENTENCES.split(message.lower()):
+        if not sentence.strip() or _FORBIDS.search(sentence):
+            continue
+        if _ADDRESSED.search(sentence) or any(_IMPERATIVE.match(clause) for clause in _CLAUSES.split(sentence)):
+            found.append(sentence)
+    return found
 
 
 def device_instruction(instruction: str) -> str:

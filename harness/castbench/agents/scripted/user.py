@@ -3,7 +3,9 @@
 It opens with the scenario's request; reveals a hidden fact only when the agent's message asks
 for it (one of the fact's keywords appears; new facts take precedence over a confirmation
 request, so a confirmation that mentions an already-given email is still a confirmation);
-performs a device step on its own side when told to (all of the step's keywords appear);
+performs a device step on its own side when told to (all of the step's keywords appear in one
+sentence addressed to the user as an instruction, `instructions_to_user`: a policy pasted into a
+reply is not an instruction);
 answers confirmation requests as the scenario says; and ends the conversation when asked whether
 there is anything else, or when it loses patience.
 
@@ -19,7 +21,12 @@ from __future__ import annotations
 import random
 
 from castbench.agents.protocols import UserReply
-from castbench.agents.scripted.dialogue import asks_anything_else, asks_confirmation, gives_reason
+from castbench.agents.scripted.dialogue import (
+    asks_anything_else,
+    asks_confirmation,
+    gives_reason,
+    instructions_to_user,
+)
 from castbench.agents.traits import patience, rate
 from castbench.agents.views import UserBriefing
 from castbench.domain import Fact, ToolCall
@@ -69,8 +76,11 @@ class ScriptedUser:
         new = [fact for fact in asked if fact.name not in self._said]
         if new:
             return self._reveal(new)
+        told = instructions_to_user(message)
         device = [
-            step for step in self._scenario.device_steps if all(k.lower() in text for k in step.keywords)
+            step
+            for step in self._scenario.device_steps
+            if any(all(k.lower() in sentence for k in step.keywords) for sentence in told)
         ]
         if device and self._perform is not None:
             self._idle_turns = 0
