@@ -6,8 +6,8 @@ it and its untrained base as the critic in `castbench eval` on held-out retail t
 reports castbench's own critic figures for both (`castbench_cast.learning`). The last line is
 JSON: `base` and `trained`, each with `mcc`, `mcc_ci`, `false_flag_rate` (and its interval,
 detection rate, unreadable verdicts, the confusion counts); `train` and `data` say what was
-trained on. Needs the `train` extra. The defaults took 12 minutes on 2 cores shared with other
-work (6 minutes of CPU), most of it the 400 training steps.
+trained on. Needs the `train` extra. The defaults took 13 minutes on 2 cores shared with other
+work (9 minutes of CPU), most of it the 400 training steps.
 """
 
 from __future__ import annotations

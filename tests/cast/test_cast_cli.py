@@ -12,7 +12,17 @@ from tests.cli.import_probe import RUN_COMMAND, loaded, probe
 from tests.support import invoke
 
 EXTRA = ("torch", "transformers", "trl", "datasets", "peft", "accelerate", "tokenizers")
-STAGES = ("collect", "annotate", "critic-data", "train-critic", "policy-data", "train-policy", "run", "serve")
+STAGES = (
+    "collect",
+    "annotate",
+    "critic-data",
+    "train-critic",
+    "policy-data",
+    "train-policy",
+    "run",
+    "paper",
+    "serve",
+)
 
 WITHOUT_TRL = """
 import importlib.abc, sys
