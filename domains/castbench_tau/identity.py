@@ -20,6 +20,7 @@ can authenticate as the policy requires:
 
 from __future__ import annotations
 
+import calendar
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
@@ -34,20 +35,7 @@ IDENTITY_ARGUMENTS = ("user_id", "customer_id", "patient_id")
 
 Finder = tuple[str, tuple[str, ...]]
 """An identity look-up tool: its name and its required arguments."""
-_MONTHS = (
-    "january",
-    "february",
-    "march",
-    "april",
-    "may",
-    "june",
-    "july",
-    "august",
-    "september",
-    "october",
-    "november",
-    "december",
-)
+_MONTHS = tuple(name.lower() for name in calendar.month_name[1:])
 
 
 def _field(record: Any, name: str) -> Any:

@@ -51,6 +51,7 @@ from castbench.agents.conversation import (
 from castbench.agents.scripted.dialogue import is_affirmative
 from castbench.domain import Database, Domain, Task, ToolCall, ToolError
 from castbench.domain.database import SEQUENCES_TABLE
+from castbench.domain.leaves import scalars
 from castbench.grading.outputs import Said, missing_outputs
 from castbench.runner.records import ActionLabel
 
@@ -121,22 +122,8 @@ def _trail(conversation: Sequence[Event], domain: Domain, task: Task, db: Databa
     return trail
 
 
-def _scalars(value: Any, *, numbers: bool = True) -> Iterator[str]:
-    """Every string (and number, as text, if `numbers`) inside an argument value or a row."""
-    if isinstance(value, dict):
-        for item in value.values():
-            yield from _scalars(item, numbers=numbers)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _scalars(item, numbers=numbers)
-    elif isinstance(value, str):
-        yield value
-    elif numbers and isinstance(value, int | float) and not isinstance(value, bool):
-        yield str(value)
-
-
 def _strings(value: Any) -> Iterator[str]:
-    return _scalars(value, numbers=False)
+    return scalars(value, numbers=False)
 
 
 class _DryRun:
@@ -186,7 +173,7 @@ def _confirmed(call: ToolCall, dry: _DryRun, trail: _Trail) -> bool:
     rows = dry.changed_rows
     if rows and len(missing_outputs(rows, said)) == len(rows):
         return False
-    return not missing_outputs([value for value in _scalars(call.arguments) if value.strip()], said)
+    return not missing_outputs([value for value in scalars(call.arguments) if value.strip()], said)
 
 
 def _policy_break(

@@ -22,8 +22,9 @@ labeler applies the same ones (plus privileged checks) so the two speak the same
 
 from __future__ import annotations
 
+import calendar
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from datetime import date
 from typing import Any
 
@@ -37,6 +38,7 @@ from castbench.agents.conversation import (
 )
 from castbench.agents.scripted.dialogue import asks_confirmation, is_affirmative
 from castbench.domain import Domain, ObservedCall, RuleFinding, ToolCall, ToolError
+from castbench.domain.leaves import leaves
 
 __all__ = ["as_tool_call", "call_findings", "observed_calls", "visible_findings"]
 
@@ -67,7 +69,7 @@ def observed_calls(conversation: Sequence[Event]) -> list[ObservedCall]:
 def _id_tokens(value: Any) -> set[str]:
     """The id-like or numeric tokens of an argument value, lowercased."""
     found: set[str] = set()
-    for item in _values(value):
+    for item in leaves(value):
         if isinstance(item, str):
             found.update(token.strip(".-") for token in _TOKEN.findall(item.lower()))
         elif isinstance(item, int | float) and not isinstance(item, bool):
@@ -100,32 +102,8 @@ def _confirmed(conversation: Sequence[Event], write_tools: frozenset[str], call:
     return False
 
 
-def _values(value: Any) -> Iterable[Any]:
-    if isinstance(value, dict):
-        for item in value.values():
-            yield from _values(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _values(item)
-    else:
-        yield value
-
-
 _ISO_DATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})$")
-_MONTHS = [
-    "january",
-    "february",
-    "march",
-    "april",
-    "may",
-    "june",
-    "july",
-    "august",
-    "september",
-    "october",
-    "november",
-    "december",
-]
+_MONTHS = [name.lower() for name in calendar.month_name[1:]]
 
 
 def _is_calendar_date(token: str) -> bool:
@@ -263,7 +241,7 @@ def visible_findings(domain: Domain, call: ToolCall, conversation: Sequence[Even
         whole = name.endswith(("_id", "_ids"))
         unsupported = [
             item
-            for item in _values(value)
+            for item in leaves(value)
             if not support.supports(item, numbers=writes, dates=dates, whole=whole)
         ]
         if unsupported:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, Field
@@ -26,6 +25,7 @@ from castbench.agents.conversation import Action, ReplyAction, ToolResultTurn
 from castbench.agents.scripted.dialogue import ANYTHING_ELSE
 from castbench.agents.scripted.refusers import REFUSAL, LookupRefusePolicy, records
 from castbench.agents.views import Briefing, PolicyView
+from castbench.domain.leaves import scalars
 
 __all__ = ["LookupSprayPolicy", "SprayParams", "policy_reasons"]
 
@@ -52,18 +52,6 @@ def policy_reasons(policy: str) -> list[str]:
     blocks = (" ".join(_MARKUP.sub("", block).split()) for block in _BLOCKS.split(policy))
     sentences = (sentence for block in blocks for sentence in _SENTENCES.split(block))
     return list(dict.fromkeys(s for s in sentences if _RULE.search(s)))
-
-
-def _scalars(value: Any) -> Iterator[str]:
-    """Every string and number inside a JSON value, depth first."""
-    if isinstance(value, dict):
-        for item in value.values():
-            yield from _scalars(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _scalars(item)
-    elif isinstance(value, str | int | float) and not isinstance(value, bool):
-        yield str(value)
 
 
 def _parsed(content: str) -> Any:
@@ -132,7 +120,7 @@ class LookupSprayPolicy(LookupRefusePolicy):
                 and isinstance(record[key], str)
                 and isinstance(record.get("status"), str)
             )
-            values = dict.fromkeys(value for content in results for value in _scalars(_parsed(content)))
+            values = dict.fromkeys(value for content in results for value in scalars(_parsed(content)))
             if statuses:
                 parts.append("I checked your records: " + "; ".join(statuses) + ".")
             if values:
