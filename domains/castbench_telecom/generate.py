@@ -21,7 +21,7 @@ __all__ = ["DEFAULT_SEED", "GENERATOR", "generate", "main"]
 
 def _task(draft: Draft, task_id: str, split: Split) -> Task:
     """Telecom drafts also carry the customer's device steps and how the state is compared."""
-    return task_from_draft(draft, task_id, split, device_steps=draft.device_steps, grading=draft.grading)
+    return task_from_draft(draft, task_id, split, device_steps=draft.customer_steps(), grading=draft.grading)
 
 
 _POOLS = customer_pools(lambda world: world.customers.values(), 100, Pool)

@@ -52,6 +52,18 @@ class Draft(DraftBase):
             situation=phone,
         )
 
+    def customer_steps(self) -> list[DeviceStep]:
+        """What the customer does on their phone when told to: the steps this task needs, then
+        every other fix the phone has (`FIX_STEPS`). A customer does what the agent says, needed
+        or not, so an agent that reads out every fix at once changes what the task does not need
+        (data roaming switched on at home) and fails, as it would with a real customer; the
+        oracle instructs only the steps the ground truth holds."""
+        if not self.device_steps or self.phone is None:
+            return list(self.device_steps)
+        needed = [step.call for step in self.device_steps]
+        others = (fix_step(name, self.phone) for name in FIX_STEPS)
+        return [*self.device_steps, *(step for step in others if step.call not in needed)]
+
 
 class Pool:
     """The customers one split draws from, and the lines and customers it has already used."""

@@ -56,12 +56,14 @@ def test_committed_board_is_up_to_date_with_its_committed_runs(board: str, tmp_p
 
 
 def test_committed_results_stay_small() -> None:
-    """Each board's committed runs stay under 5 MiB (a clone stays quick as boards are added)."""
+    """Each board's committed runs stay under 16 MiB (a clone stays quick as boards are added).
+    The reference floors dominate: they look up every record they can reach and say every value,
+    8 identical trials a task, and gzip's 32 KiB window does not reach back to the trial before."""
     boards = [folder for folder in (REPO / "results").iterdir() if folder.is_dir()]
     assert boards
     for folder in boards:
         sizes = [p.stat().st_size for p in folder.rglob("*.castbench.json.gz")]
-        assert sizes and sum(sizes) < 5 * 1024 * 1024, folder.name
+        assert sizes and sum(sizes) < 16 * 1024 * 1024, folder.name
 
 
 def test_scripted_board_says_what_its_rows_are() -> None:
