@@ -25,6 +25,7 @@ from castbench.publish.board import BoardError, BoardSpec, Entry
 from castbench.publish.build import build_board
 from castbench.publish.forensics import examine_run, examine_trial
 from castbench.publish.verify import verify_run
+from castbench.runner.provenance import AgentPlacement, placement_problems
 from castbench.runner.records import Proposal, StepRecord, TrialRecord
 from castbench.store import ResultsStore
 from tests.support import DOMAINS, invoke, sqlite_url
@@ -65,8 +66,15 @@ def tau_oracle(tmp_path_factory: pytest.TempPathFactory) -> OracleRun:
 
 
 def relabelled(exported: ExportedRun) -> ExportedRun:
-    """The newcomer audit's forgery: a team's agent that declares no privilege, hash recomputed."""
-    config = exported.config.model_copy(update={"policy": "my_agent:Agent", "privileged": []})
+    """The newcomer audit's forgery, done carefully: a team's agent that declares no privilege,
+    recorded as sandboxed (so the placement agrees with the spec), hash recomputed. Only the
+    trajectories can give it away."""
+    placement = dict(exported.config.placement)
+    placement["policy"] = AgentPlacement(agent="my_agent:Agent", where="sandboxed", detail="landlock ABI 7")
+    config = exported.config.model_copy(
+        update={"policy": "my_agent:Agent", "privileged": [], "placement": placement}
+    )
+    assert not placement_problems(config), "the forgery is consistent with itself"
     return exported.model_copy(update={"config": config, "config_hash": config.config_hash()})
 
 

@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 
 from castbench.agents.conversation import ToolResultTurn
+from castbench.compare.comparability import comparability_number
+from castbench.domain import resolve_domains
 from castbench.publish.archive import ArchiveError, ExportedRun, import_run, read_export, write_export
 from castbench.publish.board import BoardError, BoardSpec, Entry
 from castbench.publish.build import build_board, collect_rows
@@ -16,6 +18,9 @@ from castbench.publish.verify import verify_run
 from castbench.store import ResultsStore
 from tests.publish.exports import Exports
 from tests.support import invoke, sqlite_url
+
+RETAIL = comparability_number(resolve_domains("retail")[0].version)
+"""The installed retail domain's comparability number (the exports fixture runs it)."""
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -86,7 +91,7 @@ def test_leaderboard_build_refuses_or_excludes_a_forged_run(exports: Exports, tm
     write_export(forged, root / "results" / "forged.castbench.json.gz")
     write_export(read_export(exports.oracle), root / "results" / "oracle.castbench.json.gz")
     spec = BoardSpec(
-        name="b", title="B", domains={"retail": 2}, trials=2, metrics=["pass^1"], allow_privileged=True
+        name="b", title="B", domains={"retail": RETAIL}, trials=2, metrics=["pass^1"], allow_privileged=True
     )  # type: ignore[list-item]
     found, excluded = collect_rows(spec, root)
     assert [row.run_id for row, _ in found] == [exports.run_ids["oracle"]]
