@@ -7,7 +7,6 @@ agent's failure, scored 0 with the reason; never castbench's `harness_error`."""
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +24,7 @@ from castbench.runner.config import RunConfig
 from castbench.runner.records import Proposal, StepRecord, TrialRecord
 from castbench.store import ResultsStore
 from tests.core.poison_agents import POISONS, RAW
-from tests.postgres import PostgresUnavailable, new_database, postgres_server
+from tests.postgres import new_database
 from tests.support import invoke, sqlite_url
 
 POISON = "tests.core.poison_agents:PoisonPolicy"
@@ -119,16 +118,6 @@ def test_records_of_stored_runs_still_read() -> None:
 def test_what_nothing_can_store_is_named() -> None:
     assert "4300" in (lossless.problem(ToolCallAction(name="x", arguments={"n": 10**5000})) or "")
     assert lossless.problem(ToolCallAction(name="x", arguments={"n": object()})) is not None
-
-
-@pytest.fixture(scope="module")
-def postgres() -> Iterator[str]:
-    pytest.importorskip("psycopg", reason="the Postgres driver: pip install 'castbench[postgres]'")
-    try:
-        with postgres_server() as url:
-            yield url
-    except PostgresUnavailable as exc:
-        pytest.skip(str(exc))
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,6 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,19 +21,9 @@ from castbench.runner.engine import run_eval
 from castbench.runner.records import TrialRecord
 from castbench.store import ResultsStore
 from castbench.store.leases import workers
-from tests.postgres import PostgresUnavailable, new_database, postgres_server
+from tests.postgres import new_database
 
 TASKS = ["retail-test-0001", "retail-test-0002", "retail-test-0003"]
-
-
-@pytest.fixture(scope="module")
-def postgres() -> Iterator[str]:
-    pytest.importorskip("psycopg", reason="the Postgres driver: pip install 'castbench[postgres]'")
-    try:
-        with postgres_server() as url:
-            yield url
-    except PostgresUnavailable as exc:
-        pytest.skip(str(exc))
 
 
 @pytest.fixture
