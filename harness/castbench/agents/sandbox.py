@@ -28,8 +28,9 @@ allow-list already says what the worker may see.
 The policy (`plan`, worked out in castbench's process, which imports no agent code to do it):
 - read-only: the system (`/usr`, `/lib`, `/lib64`, `/bin`, `/etc`), Python's prefixes (the
   interpreter, its standard library, the environment's site-packages), castbench's harness
-  package and the agent's own package (found with `importlib.util.find_spec`, which runs none of
-  its code), `/dev/null`, `/dev/urandom`, and the worker's own `/proc/<pid>`;
+  package and the agent's own package with the modules beside it that its code imports (found
+  with `importlib.util.find_spec` and `castbench.agents.code`, which run none of its code),
+  `/dev/null`, `/dev/urandom`, and the worker's own `/proc/<pid>`;
 - names only (a directory listing, no contents): the folder holding the agent's package, so
   Python's import system can find it there;
 - read and write: a fresh scratch folder per worker, its working directory, `HOME` and `TMPDIR`;
@@ -70,6 +71,8 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+
+from castbench.agents.code import agent_code
 
 __all__ = [
     "SWITCH",
@@ -433,7 +436,8 @@ def _plan(target: str, needs: SandboxNeeds, kept_out: frozenset[str], sys_path: 
     for path in [*_system_paths(), _harness()]:
         grants.grant(path, READ, beyond=packages)
     agent = _package_paths(target.partition(":")[0].partition(".")[0])
-    for path in agent:
+    agent += [os.path.realpath(unit) for unit in agent_code(target.partition(":")[0], "agent").units[1:]]
+    for path in agent:  # its package, and the modules beside it that its code imports
         grants.grant(path, READ, beyond=packages)
         folder = os.path.dirname(path)  # its listing (names only), even in a folder kept out
         if not any(_under(folder, package) for package in packages):

@@ -286,7 +286,15 @@ def eval_command(
         progress.update(bars[-1], advance=1, passed=passed)
 
     def on_config(config: RunConfig, provenance: Provenance) -> None:
+        from castbench.runner.identity import agent_blind_spots
+
         print_provenance(provenance, console)
+        for role, spec in (("policy", config.policy), ("critic", config.critic), ("user", config.user)):
+            for blind in agent_blind_spots(role, spec):
+                console.print(
+                    f"[yellow]note:[/] the {role}'s identity cannot see everything it loads "
+                    f"({escape(blind)}): after changing what it loads that way, re-run with --fresh"
+                )
 
     def run(profile: str | None) -> EvalResult:
         phase.clear()

@@ -10,21 +10,19 @@ against the old task.
 from __future__ import annotations
 
 import hashlib
-import importlib
 import json
-import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 from pydantic import BaseModel, Field
 
 from castbench import __version__
+from castbench.agents.code import agent_code
 from castbench.agents.registry import AgentSpec
 from castbench.domain import Domain
 
-__all__ = ["Fingerprint", "agent_fingerprint", "domain_fingerprint", "fingerprint"]
+__all__ = ["Fingerprint", "agent_blind_spots", "agent_fingerprint", "domain_fingerprint", "fingerprint"]
 
 _DOMAIN_CONTENT = ("tasks", "data", "policy.md")
 """What of a domain package decides results beyond its version: its tasks, seed data and policy."""
@@ -69,26 +67,26 @@ def _files(root: Path, pattern: str) -> Iterator[bytes]:
             yield path.read_bytes()
 
 
-def _source(module: ModuleType) -> Iterator[bytes]:
-    """The source of the top-level package `module` belongs to (agents import their siblings), or of
-    the module alone when it is not in a package."""
-    top = sys.modules.get(module.__name__.partition(".")[0], module)
-    for folder in getattr(top, "__path__", []):
-        yield from _files(Path(folder), "*.py")
-    if not hasattr(top, "__path__") and getattr(top, "__file__", None):
-        yield Path(top.__file__).read_bytes()  # type: ignore[arg-type]
+def agent_blind_spots(role: str, spec: str) -> list[str]:
+    """What the identity of the agent `spec` (as given on the command line) cannot see, in words:
+    eval prints them, since a change there would resume a stale run. Empty for built-ins, models
+    and services, whose identity is their name and options."""
+    name = spec.partition("?")[0]
+    if ":" not in name or "/" in name:
+        return []
+    return agent_code(name.partition(":")[0], role).blind_spots
 
 
 def agent_fingerprint(spec: AgentSpec) -> str:
     """A built-in is its name and parameters (its code is castbench's version); a model its model
     string (its settings are among the run's options, bar the cache, which changes no result); an
-    import-path agent also the source of its module or package."""
+    import-path agent also every file of its package (or its lone module) and of the sibling
+    top-level modules its code imports (see `castbench.agents.code`)."""
     params = {} if spec.kind == "model" else spec.params
     described: dict[str, Any] = {"kind": spec.kind, "name": spec.name, "params": params}
     parts = [json.dumps(described, sort_keys=True, default=str).encode()]
     if spec.kind == "import":
-        module_name = spec.name.partition(":")[0]
-        parts.extend(_source(importlib.import_module(module_name)))
+        parts.extend(agent_code(spec.name.partition(":")[0], spec.role).parts())
     return _digest(parts)
 
 

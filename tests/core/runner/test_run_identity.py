@@ -119,3 +119,45 @@ def test_the_eval_command_says_what_changed(toy: Path, team_agent: Path, tmp_pat
     said = " ".join(changed.output.split())
     assert changed.exit_code == 0 and "not resuming r-" in said and "the policy's code changed" in said
     assert "2 trials run, 0 reused" in said
+
+
+def test_a_data_file_of_the_agents_package_counts(toy: Path, team_agent: Path, tmp_path: Path) -> None:
+    """A prompt the agent reads from its package (`greeting.txt`) decides results like its code."""
+    (team_agent / "greeting.txt").write_text("Hello!")
+    db = f"sqlite:///{tmp_path / 'runs.db'}"
+    first = _eval(db, policy="teamagent.policy:Policy")
+    (team_agent / "greeting.txt").write_text("Hello, how can I help?")
+    changed = _eval(db, policy="teamagent.policy:Policy")
+    assert not changed.resumed and changed.superseded == first.run_id
+    assert changed.changes == ("the policy's code",)
+
+
+def test_a_sibling_top_level_module_it_imports_counts(toy: Path, team_agent: Path) -> None:
+    """`teamagent/policy.py` imports `teamhelpers`, a module beside the package (not in it); a
+    module beside it that nothing imports does not count."""
+    home = team_agent.parent
+    (home / "teamhelpers.py").write_text("import json\nTONE = 'calm'\n")
+    (home / "unrelated.py").write_text("X = 1\n")
+    (team_agent / "policy.py").write_text("import teamhelpers\n" + AGENT.format(version="v1"))
+
+    def digest() -> str:
+        return build_config(domains="toy", policy="teamagent.policy:Policy")[0].config_hash()
+
+    before = digest()
+    (home / "unrelated.py").write_text("X = 2\n")
+    assert digest() == before
+    (home / "teamhelpers.py").write_text("import json\nTONE = 'curt'\n")
+    assert digest() != before
+
+
+def test_eval_says_what_the_identity_cannot_see(toy: Path, team_agent: Path, tmp_path: Path) -> None:
+    """An agent importing modules by name at run time: eval cannot tell whether they changed."""
+    (team_agent / "policy.py").write_text(
+        "import importlib\n" + AGENT.format(version="v1") + "    tone = importlib.import_module('json')\n"
+    )
+    db = f"sqlite:///{tmp_path / 'runs.db'}"
+    args = ["eval", "--domain", "toy", "--policy", "teamagent.policy:Policy", "--trials", "1", "--db", db]
+    result = CliRunner().invoke(app, args, env={"COLUMNS": "200"})
+    said = " ".join(result.output.split())
+    assert result.exit_code == 0, said
+    assert "policy.py imports modules by name at run time" in said and "--fresh" in said

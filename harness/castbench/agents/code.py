@@ -1,0 +1,117 @@
+"""What an import-path agent loads, found without running any of its code.
+
+Two consumers need the same answer: the run's identity (`castbench.runner.identity`: a changed
+prompt file or helper module must start a new run, not resume a stale one) and the sandbox
+(`castbench.agents.sandbox`: the agent's worker may read what it loads, and nothing else).
+
+What counts: the agent's top-level package, every file of it (a prompt in `greeting.txt`
+decides results as much as code), or its lone module; and, transitively, the top-level modules
+its code imports that sit beside it (in the same `sys.path` folder: a team's `helpers.py` next
+to its package). Imports are read from the source (`ast`), so imports inside functions count
+too; what the source cannot show (modules imported by a name computed at run time, files a lone
+module reads beside it) is listed in `blind_spots`, which eval prints.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import importlib.util
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+__all__ = ["AgentCode", "agent_code"]
+
+_DYNAMIC_IMPORTS = ("import_module(", "__import__(")
+_READS_FILES = ("open(", "read_text(", "read_bytes(", "importlib.resources", "get_data(", "__file__")
+
+
+@dataclass
+class AgentCode:
+    """What an import-path agent loads, found without running it: its top-level package (every
+    file, data files too: a prompt in `greeting.txt` decides results as much as code), or its lone
+    module, and the sibling top-level modules of its own code that these import, transitively."""
+
+    units: list[Path] = field(default_factory=list)
+    """Package folders and lone module files, in the order found."""
+    blind_spots: list[str] = field(default_factory=list)
+
+    def parts(self) -> Iterator[bytes]:
+        for unit in self.units:
+            yield unit.name.encode()
+            files = sorted(unit.rglob("*")) if unit.is_dir() else [unit]
+            for path in files:
+                if path.is_file() and "__pycache__" not in path.parts:
+                    yield path.relative_to(unit.parent).as_posix().encode()
+                    yield path.read_bytes()
+
+
+def _unit(name: str, *, namespace: bool = False) -> tuple[Path, Path] | None:
+    """The folder or file of top-level module `name` and the `sys.path` entry it is found in, or
+    None (not found, built in, not a plain file on disk, or a namespace package unless allowed:
+    any folder on `sys.path` is one, and a sibling folder of data is no module of the agent's).
+    Finding a top-level spec runs none of its code."""
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return None
+    if spec is None:
+        return None
+    locations = list(spec.submodule_search_locations or [])
+    if locations and (namespace or (spec.origin or "").endswith("__init__.py")):
+        folder = Path(locations[0])
+        return folder, folder.parent
+    if spec.origin and spec.has_location and spec.origin.endswith(".py"):
+        file = Path(spec.origin)
+        return file, file.parent
+    return None
+
+
+def _imported_names(source: str) -> set[str]:
+    """Top-level names of the absolute imports in `source` (relative ones stay in the package)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return set()
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name.partition(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module.partition(".")[0])
+    return names
+
+
+def agent_code(module_name: str, role: str) -> AgentCode:
+    """What the agent in `module_name` (`pkg.module` of `pkg.module:Class`) loads; `role` names it
+    in the blind spots."""
+    top = module_name.partition(".")[0]
+    found = _unit(top, namespace=True)
+    if found is None:  # not a plain file (a zip, a namespace oddity): its module's source, as imported
+        module = importlib.import_module(module_name)
+        file = getattr(module, "__file__", None)
+        code = AgentCode(units=[Path(file)] if file else [])
+        code.blind_spots.append(f"the {role} ({module_name}) is not loaded from plain files")
+        return code
+    home = found[1]
+    code = AgentCode()
+    pending, seen = [top], {top}
+    while pending:
+        name = pending.pop(0)
+        unit = _unit(name, namespace=name == top)
+        if unit is None or unit[1] != home:  # not a sibling of the agent's own code
+            continue
+        code.units.append(unit[0])
+        sources = sorted(unit[0].rglob("*.py")) if unit[0].is_dir() else [unit[0]]
+        for path in sources:
+            text = path.read_text(errors="replace")
+            if any(marker in text for marker in _DYNAMIC_IMPORTS):
+                code.blind_spots.append(f"{path.name} imports modules by name at run time")
+            if not unit[0].is_dir() and any(marker in text for marker in _READS_FILES):
+                code.blind_spots.append(f"{path.name} is a lone module that may read files beside it")
+            for imported in sorted(_imported_names(text) - seen - set(sys.stdlib_module_names)):
+                seen.add(imported)
+                pending.append(imported)
+    return code
