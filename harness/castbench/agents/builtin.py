@@ -9,6 +9,7 @@ from pydantic import BaseModel, Field
 from castbench.agents.critics.oracle import NoisyCritic, NoisyCriticParams, OracleCritic
 from castbench.agents.critics.rules import RulesCritic
 from castbench.agents.registry import BuiltinAgent, register
+from castbench.agents.scripted.misbehaving import ContradictingUser, LeakyUser, QuitterUser
 from castbench.agents.scripted.noisy import NoisyParams, NoisyPolicy
 from castbench.agents.scripted.oracle import OraclePolicy
 from castbench.agents.scripted.refusers import LookupRefusePolicy, RefusePolicy
@@ -65,6 +66,12 @@ register(
         "user", "scripted", ScriptedUser, "deterministic user: reveals facts when asked", ScriptedUserParams
     )
 )
+for _name, _user, _summary in (
+    ("scripted:leaky", LeakyUser, "misbehaves: says what it should hold back (facts unasked, its brief)"),
+    ("scripted:contradicting", ContradictingUser, "misbehaves: wrong facts, declines what it came for"),
+    ("scripted:quitter", QuitterUser, "misbehaves: leaves after its first answer"),
+):
+    register(BuiltinAgent("user", _name, _user, _summary, ScriptedUserParams))
 
 
 def _tau_user(briefing: Any, **settings: Any) -> Any:

@@ -10,17 +10,19 @@ When a critic rejects a proposal it insists on the same action with probability 
 (resistance); otherwise it revises: to the right action if the proposal was a mistake
 (correction; for a write it skipped confirming, by asking the user first), or to a fresh mistake
 if the proposal was right (a harmful revision, which is what an over-eager critic provokes).
-Every draw comes from the trial's seed, so the same seed replays the same mistakes.
+Every draw comes from the trial's seed, so the same seed replays the same mistakes. What it
+injected is kept in `injected` (step and kind): tests and benches compare failure attribution
+against it; nothing in the harness reads it.
 """
 
 from __future__ import annotations
 
 import random
-from typing import ClassVar, Literal
+from typing import ClassVar, Literal, NamedTuple
 
 from pydantic import BaseModel, Field
 
-from castbench.agents.conversation import Action, ReplyAction, ToolCallAction, ToolResultTurn
+from castbench.agents.conversation import Action, AgentTurn, ReplyAction, ToolCallAction, ToolResultTurn
 from castbench.agents.scripted.dialogue import ask_again, confirmation_request
 from castbench.agents.scripted.mistakes import hallucinate, wrong_tool
 from castbench.agents.scripted.oracle import OraclePolicy
@@ -28,9 +30,17 @@ from castbench.agents.scripted.plan import PlanStep, describe_call
 from castbench.agents.views import PolicyView, PrivilegedBriefing
 from castbench.domain import ToolCall
 
-__all__ = ["NoisyParams", "NoisyPolicy"]
+__all__ = ["Injected", "NoisyParams", "NoisyPolicy"]
 
 Mistake = Literal["hallucination", "wrong_tool", "domain_violation"]
+
+
+class Injected(NamedTuple):
+    """One mistake made on purpose: at which step (the agent turns before it) and of what kind
+    (`skipped_instruction`: a step on the user's side it never asked for)."""
+
+    step: int
+    kind: Literal["hallucination", "wrong_tool", "domain_violation", "skipped_instruction"]
 
 
 class NoisyParams(BaseModel):
@@ -66,6 +76,7 @@ class NoisyPolicy(OraclePolicy):
         self._intended: ToolCall | None = None
         self._unconfirmed: ToolCall | None = None
         self._clarifying = False
+        self.injected: list[Injected] = []
 
     # -- revision under critique -----------------------------------------------------------
     def propose(self, view: PolicyView) -> Action:
@@ -86,6 +97,10 @@ class NoisyPolicy(OraclePolicy):
             return ReplyAction(text=confirmation_request(describe_call(intended)))
         return self._as_action(self._mistaken(intended, view))  # a right action rejected: comply wrongly
 
+    def _log(self, view: PolicyView, kind: str) -> None:
+        step = sum(isinstance(event, AgentTurn) for event in view.conversation)
+        self.injected.append(Injected(step, kind))  # type: ignore[arg-type]
+
     # -- the plan, with mistakes -----------------------------------------------------------
     def _next(self, view: PolicyView) -> Action:
         retry, self._retry = self._retry, None
@@ -103,12 +118,14 @@ class NoisyPolicy(OraclePolicy):
         step = self._plan[0] if self._plan else None
         if step is not None and step.kind == "instruct" and self._rng.random() < self._p:
             self._plan.popleft()  # forgets to walk the user through a step on their side
+            self._log(view, "skipped_instruction")
             return super()._next(view)
         if step is not None and step.kind == "confirm" and self._decide(step) == "domain_violation":
             self._plan.popleft()  # skip asking: the call that follows runs unconfirmed
             call = self._plan.popleft().call
             assert call is not None
             self._intended = self._unconfirmed = call
+            self._log(view, "domain_violation")
             return self._as_action(call)
         return super()._next(view)
 
@@ -117,7 +134,7 @@ class NoisyPolicy(OraclePolicy):
         mistake = self._decide(PlanStep("call", call))
         if mistake in ("hallucination", "wrong_tool"):
             wrong = self._mistaken(call, view, kind=mistake)
-            if wrong != call:
+            if wrong != call:  # logged by _mistaken
                 self._retry = call
                 return self._as_action(wrong)
         return self._as_action(call)
@@ -141,9 +158,13 @@ class NoisyPolicy(OraclePolicy):
         if kind == "wrong_tool":
             wrong = wrong_tool(call, self._briefing.tools, self._briefing.write_tools, self._rng)
             if wrong != call:
+                self._log(view, "wrong_tool")
                 return wrong
         seen = " ".join(e.content for e in view.conversation if isinstance(e, ToolResultTurn))
-        return hallucinate(call, self._schemas[call.name], seen, self._rng)
+        wrong = hallucinate(call, self._schemas[call.name], seen, self._rng)
+        if wrong != call:
+            self._log(view, "hallucination")
+        return wrong
 
     @staticmethod
     def _last_call_failed(view: PolicyView) -> bool:

@@ -43,7 +43,7 @@ _DRIFT = [
 _FACTS_PER_REPLY = {"low": 3, "medium": 2, "high": 1}
 
 
-def _garble(value: str, rng: random.Random) -> str:
+def garble(value: str, rng: random.Random) -> str:
     """A wrong or partial version of a value (what a confused user first says)."""
     digits = [i for i, ch in enumerate(value) if ch.isdigit()]
     if digits and rng.random() < 0.7:
@@ -116,7 +116,7 @@ class ScriptedUser:
         if confusion is None or fact.value not in fact.statement or self._rng.random() >= rate(confusion):
             return fact.statement
         self._garbled.add(fact.name)
-        return fact.statement.replace(fact.value, _garble(fact.value, self._rng))
+        return fact.statement.replace(fact.value, garble(fact.value, self._rng))
 
     def _repeat(self, facts: list[Fact]) -> UserReply:
         corrected = [fact for fact in facts if fact.name in self._garbled]
