@@ -169,9 +169,14 @@ def _placement(specs: list[AgentSpec]) -> dict[Role, AgentPlacement]:
     return {spec.role: placement_of(spec, sandbox) for spec in specs if spec.kind != "none"}
 
 
-def _check_servers(config: RunConfig) -> None:
-    """One cheap request to each model server the run uses, before its first trial: a server that
-    is down fails the command at once (`ServerDown`) instead of every trial slowly."""
+def _check_servers(config: RunConfig, agents: AgentSet) -> None:
+    """One cheap request to each model server and agent service the run uses, before its first
+    trial: a server that is down fails the command at once (`ServerDown`) instead of every trial
+    slowly."""
+    if agents.policy is not None and agents.policy.kind == "service":
+        from castbench.service.agent_http import check_service  # httpx: only when a service is used
+
+        check_service(agents.policy)
     servers = {
         settings["api_base"]: role
         for role, settings in config.extra.get("models", {}).items()
@@ -244,7 +249,7 @@ def evaluate(
         config, agents = build_config(**options, concurrency=concurrency)
         if add_trials:
             _, config, _ = top_up(store, config, add_trials, max_trials)
-        _check_servers(config)
+        _check_servers(config, agents)
         if on_config is not None:
             on_config(config, provenance(config, {"origin": _origin(store, config, fresh).model_dump()}))
         outcome = run_eval(

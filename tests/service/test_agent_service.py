@@ -17,11 +17,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from typer.testing import CliRunner
 
 pytest.importorskip("mcp")
 
 from castbench.agents.registry import AgentSpecError, resolve  # noqa: E402
 from castbench.api import evaluate  # noqa: E402
+from castbench.cli.app import app  # noqa: E402
+from castbench.errors import ServerDown  # noqa: E402
 from castbench.runner.deadline import TimeLimits  # noqa: E402
 from castbench.runner.episode import Verification  # noqa: E402
 from castbench.store import ResultsStore  # noqa: E402
@@ -150,9 +153,7 @@ class _Faulty(BaseHTTPRequestHandler):
     [
         ("error", "agent_error", "HTTP 500"),
         ("garbage", "agent_error", "without a 'reply'"),
-        ("hangup", "agent_error", "failed while answering"),
         ("slow", "timeout", "overran the step time limit"),
-        ("down", "agent_error", "failed while opening its session"),
     ],
 )
 def test_a_failing_service_fails_its_trials_not_the_run(
@@ -162,9 +163,6 @@ def test_a_failing_service_fails_its_trials_not_the_run(
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    if mode == "down":  # the service crashed before the run: its port refuses connections
-        server.shutdown()
-        server.server_close()
     db = sqlite_url(tmp_path / "results.db")
     try:
         result = evaluate(
@@ -182,6 +180,63 @@ def test_a_failing_service_fails_its_trials_not_the_run(
     for record in records:
         assert record.status == "scored" and record.reward == 0.0, record.error
         assert record.end_reason == end_reason and words in (record.error or ""), record.error
+
+
+def _serve(mode: str) -> ThreadingHTTPServer:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), type("Handler", (_Faulty,), {"mode": mode}))
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def test_a_service_that_is_down_fails_the_command_in_one_line_before_any_trial(tmp_path: Path) -> None:
+    server = _serve("error")
+    port = server.server_address[1]
+    server.shutdown()
+    server.server_close()  # nothing listens on the port: connections are refused
+    db = sqlite_url(tmp_path / "results.db")
+    args = ["eval", "--domain", "retail", "--policy", f"http://127.0.0.1:{port}/agent", "--db", db]
+    result = CliRunner().invoke(app, args, env={"COLUMNS": "200"})
+    errors = [line for line in result.output.splitlines() if line.startswith("error:")]
+    assert result.exit_code == 2, result.output
+    assert len(errors) == 1 and f"agent service http://127.0.0.1:{port}/agent" in errors[0]
+    assert "not reachable" in errors[0] and "re-run the same command to resume" in errors[0]
+    assert "Traceback" not in result.output
+    assert ResultsStore(db).runs() == []  # no run, no trial: nothing was started
+
+
+def test_a_service_going_down_mid_run_leaves_trials_unscored_and_resumable(tmp_path: Path) -> None:
+    """The service answers the check and then hangs up on every message, then stops listening:
+    in-flight trials are unscored (retried), the breaker stops the run; no agent_error zeros."""
+    server = _serve("hangup")
+    url = f"http://127.0.0.1:{server.server_address[1]}/agent"
+    db = sqlite_url(tmp_path / "results.db")
+    hangups = threading.Event()
+
+    def vanish() -> None:
+        hangups.wait(30)
+        server.shutdown()
+        server.server_close()
+
+    threading.Thread(target=vanish, daemon=True).start()
+    original = _Faulty.do_POST
+
+    def post_then_vanish(self: _Faulty) -> None:
+        original(self)
+        if not self.path.endswith("/sessions"):
+            hangups.set()
+
+    tasks = [f"retail-test-{n:04d}" for n in range(1, 5)]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_Faulty, "do_POST", post_then_vanish)
+        with pytest.raises(ServerDown, match="agent service .* is down"):
+            evaluate(db=db, domains="retail", policy=url, trials=2, tasks=tasks)
+    store = ResultsStore(db)
+    (run,) = store.runs()
+    records = store.trials(run.id)
+    assert run.status != "complete" and records
+    assert all(record.status == "error" and record.reward is None for record in records)
+    assert all(record.end_reason == "infra_error" for record in records), [r.error for r in records]
 
 
 def test_service_urls_resolve_to_the_protocol_or_to_chat_completions() -> None:

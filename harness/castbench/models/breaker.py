@@ -73,9 +73,12 @@ def guard(server: str) -> None:
         raise ServerDown(reason)
 
 
-def record(server: str, failure: BaseException | None) -> None:
+def record(
+    server: str, failure: BaseException | None, label: str = "model server", hint: str = RESUME
+) -> None:
     """Count one attempt's outcome: `None` for an answer, else the exception it raised. Raises
-    `ServerDown` when this failure opens the breaker."""
+    `ServerDown` when this failure opens the breaker; its message names the `label`led server
+    (an agent service has a breaker of its own kind) and ends with the `hint`."""
     if failure is not None and not is_connection_failure(failure):
         failure = None  # the server answered (an HTTP error, a bad body): it is up
     with _lock:
@@ -88,38 +91,48 @@ def record(server: str, failure: BaseException | None) -> None:
             return
         last = str(failure).splitlines()[0] if str(failure) else type(failure).__name__
         state.down = state.down or (
-            f"model server {server} is down: {state.failures} connection failures in a row "
-            f"across trials (last: {last}); {RESUME}"
+            f"{label} {server} is down: {state.failures} connection failures in a row "
+            f"across trials (last: {last}); {hint}"
         )
         reason = state.down
     raise ServerDown(reason) from failure
 
 
-def counted(server: str, attempt: Callable[[], T]) -> Callable[[], T]:
-    """`attempt` (one try of a model call) guarded and counted by the server's breaker."""
+def counted(
+    server: str, attempt: Callable[[], T], label: str = "model server", hint: str = RESUME
+) -> Callable[[], T]:
+    """`attempt` (one try of a call to the server) guarded and counted by the server's breaker."""
 
     def run() -> T:
         guard(server)
         try:
             value = attempt()
         except Exception as exc:
-            record(server, exc)  # raises ServerDown once the server is given up on
+            record(server, exc, label, hint)  # raises ServerDown once the server is given up on
             raise
-        record(server, None)
+        record(server, None, label, hint)
         return value
 
     return run
 
 
-def check_server(api_base: str, role: str, timeout_s: float = 5.0) -> None:
-    """One cheap request (`GET {api_base}/models`) before the first trial: `ServerDown` when no
+def check_server(
+    api_base: str,
+    role: str,
+    timeout_s: float = 5.0,
+    *,
+    label: str = "model server",
+    path: str = "/models",
+    hint: str = RESUME,
+) -> None:
+    """One cheap request (`GET {api_base}{path}`) before the first trial: `ServerDown` when no
     connection can be made. Any answer, even 401 or 404, means the server is there; it also
     closes a breaker a previous run in this process left open."""
     try:
-        httpx.get(api_base.rstrip("/") + "/models", timeout=timeout_s)
+        httpx.get(api_base.rstrip("/") + path, timeout=timeout_s)
     except httpx.HTTPError as exc:
         if is_connection_failure(exc):
-            message = f"model server {api_base} for the {role} is not reachable ({exc}); {RESUME}"
+            message = f"{label} {api_base} for the {role} is not reachable ({exc}); {hint}"
             raise ServerDown(message) from exc
     with _lock:
         _states.pop(api_base, None)

@@ -10,8 +10,12 @@ The briefing is the public one, as a worker process gets it (`briefing_to_wire`:
 document, tool schemas, write tools, seed, trial index; a privileged one cannot be sent): the
 agent's process never holds task data. The simulated user, the critic and the grader are the
 episode's, as in every run. The agent failing (an HTTP error, an answer that is not the
-protocol's, a connection refused or dropped) ends its trial as `agent_error`; overrunning the
-step or trial time limit ends it as `timeout`, as for any agent; the run goes on.
+protocol's) ends its trial as `agent_error`; overrunning the step or trial time limit ends it as
+`timeout`, as for any agent; the run goes on. A service that is not there is no answer of the
+agent's: a connection refused or dropped leaves the trial unscored (`infra_error`, retried, then
+resumable), and each service has a circuit breaker like a model server's
+(`castbench.models.breaker`): checked before the first trial (`check_service`), and after
+`THRESHOLD` connection failures in a row the run stops with `ServerDown`, finished trials kept.
 """
 
 from __future__ import annotations
@@ -29,13 +33,18 @@ import httpx
 from castbench.agents.conversation import CritiqueTurn, ReplyAction, UserTurn
 from castbench.agents.registry import AgentSpec
 from castbench.agents.transports.wire import briefing_to_wire
+from castbench.models.breaker import check_server, counted, is_connection_failure
 from castbench.runner.episode import Episode, EpisodeOver
 from castbench.service.mcp_host import McpHost
 from castbench.service.mcp_trial import McpTrial, critique_text, verdict_json
 
-__all__ = ["PROTOCOL", "drive_service", "shared_host"]
+__all__ = ["PROTOCOL", "check_service", "drive_service", "shared_host"]
 
 PROTOCOL = "castbench-agent/1"
+_LABEL = "agent service"
+_RESUME = "start it (or fix the URL), then re-run the same command to resume"
+_DROPPED = (httpx.ReadError, httpx.WriteError, httpx.RemoteProtocolError, httpx.CloseError)
+"""A connection the service closed mid-request: it went down (or crashed) under the trial."""
 
 _HOST: McpHost | None = None
 _CLIENT: httpx.Client | None = None
@@ -81,21 +90,25 @@ class _Session:
     def _post(self, path: str, body: dict[str, Any], what: str) -> dict[str, Any]:
         deadline, limit = self.episode.deadline()
         timeout = None if deadline is None else max(0.001, deadline - time.monotonic())
-        try:
-            response = self.client.post(
+
+        def post() -> httpx.Response:
+            return self.client.post(
                 self.base + path,
                 content=json.dumps(body).encode(),  # ASCII: an agent's lone surrogate as its escape
                 headers={"content-type": "application/json"},
                 timeout=timeout,
             )
-        except httpx.TimeoutException as exc:
-            raise _ServiceFailed(
-                "timeout", f"agent service {self.base} overran the {limit} while {what}"
-            ) from exc
-        except httpx.HTTPError as exc:
-            raise _ServiceFailed(
-                "agent_error", f"agent service {self.base} failed while {what}: {exc!r}"
-            ) from exc
+
+        try:
+            response = counted(self.base, post, _LABEL, _RESUME)()  # ServerDown: the run stops
+        except (httpx.HTTPError, ConnectionError) as exc:
+            if is_connection_failure(exc) or isinstance(exc, _DROPPED):
+                reason, said = "infra_error", f"is not reachable while {what}: {exc!r}"
+            elif isinstance(exc, httpx.TimeoutException):
+                reason, said = "timeout", f"overran the {limit} while {what}"
+            else:
+                reason, said = "agent_error", f"failed while {what}: {exc!r}"
+            raise _ServiceFailed(reason, f"agent service {self.base} {said}") from exc
         if response.status_code != 200:
             raise _ServiceFailed(
                 "agent_error",
@@ -133,6 +146,12 @@ class _Session:
     def close(self) -> None:
         with suppress(httpx.HTTPError):  # the trial is over either way
             self.client.delete(f"{self.base}/sessions/{self.id}", timeout=5.0)
+
+
+def check_service(spec: AgentSpec) -> None:
+    """One request to the service before the run's first trial (any HTTP answer means it is
+    there): `ServerDown`, one line, when nothing answers, instead of a run of unscored trials."""
+    check_server(spec.name.rstrip("/"), spec.role, label=_LABEL, path="/", hint=_RESUME)
 
 
 def drive_service(episode: Episode, spec: AgentSpec) -> None:
