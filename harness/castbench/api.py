@@ -22,6 +22,7 @@ from castbench.runner.deadline import TimeLimits
 from castbench.runner.engine import EvalOutcome, run_eval
 from castbench.runner.executors import Executor
 from castbench.runner.identity import fingerprint
+from castbench.runner.perturbations import Perturbations
 from castbench.runner.plan import plan_tasks
 from castbench.runner.provenance import (
     AgentPlacement,
@@ -93,6 +94,7 @@ def build_config(
     limits: Limits | None = None,
     verification: Verification | None = None,
     traits: str | None = None,
+    perturbations: Perturbations | None = None,
     extra: dict[str, Any] | None = None,
     grading: GradingMode = "castbench",
     models_config: str | Path | dict[str, dict[str, Any]] | None = None,
@@ -148,6 +150,7 @@ def build_config(
         limits=limits or Limits(),
         verification=verification or Verification(),
         traits=parse_traits(traits),
+        perturbations=perturbations or Perturbations(),
         privileged=privileged,
         in_process=[
             role
@@ -280,5 +283,5 @@ def evaluate(
         )
         summary = pair_with_baseline(summary, alone_summary, records, alone_records)
     recorded = provenance(config, json.loads(row.meta_json))
-    summary = summary.model_copy(update={"floors": reference_floors(config), "provenance": recorded})
+    summary = summary.model_copy(update={"floors": reference_floors(config, store), "provenance": recorded})
     return EvalResult(outcome, summary)

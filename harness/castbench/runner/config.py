@@ -11,6 +11,7 @@ from pydantic import BaseModel, Field, field_validator
 from castbench.agents.registry import Role
 from castbench.grading import GradingMode
 from castbench.runner.identity import Fingerprint
+from castbench.runner.perturbations import Perturbations
 from castbench.runner.provenance import AgentPlacement
 from castbench.runner.rollout import Limits, Verification
 
@@ -35,6 +36,9 @@ class RunConfig(BaseModel):
     verification: Verification = Field(default_factory=Verification)
     traits: dict[str, str] = Field(default_factory=dict)
     """The simulated user's trait profile (empty: no traits)."""
+    perturbations: Perturbations = Field(default_factory=Perturbations)
+    """Tool faults, user and environment perturbations the harness injects (see
+    `castbench.runner.perturbations`); every kind, rate and seed is part of the identity."""
     privileged: list[str] = Field(default_factory=list)
     """Roles whose agent read the ground truth (such runs are upper bounds, not entries)."""
     in_process: list[str] = Field(default_factory=list)
@@ -69,8 +73,11 @@ class RunConfig(BaseModel):
         return _hash(self._dump())
 
     def _dump(self, exclude: set[str] | None = None) -> Any:
-        # empty `in_process` and `placement` are left out: runs stored before they existed keep their hash
+        # empty `in_process` and `placement`, and no perturbations, are left out: runs stored
+        # before they existed keep their hash
         empty = {name for name in ("in_process", "placement") if not getattr(self, name)}
+        if not self.perturbations.active:
+            empty.add("perturbations")
         left_out = set(exclude or ()) | empty
         return self.model_dump(mode="json", exclude=left_out)
 

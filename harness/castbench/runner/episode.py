@@ -65,6 +65,7 @@ from castbench.grading import GradingMode, grade_trial
 from castbench.grading.labeler import label_action
 from castbench.models import loop
 from castbench.runner.deadline import AgentThread, Cancelled, Halt, TimeLimits
+from castbench.runner.perturbations import Perturbations
 from castbench.runner.records import (
     CLEAN_ENDS,
     UNFINISHED_ENDS,
@@ -141,6 +142,8 @@ class _Step:
     timing: StepTiming = field(default_factory=StepTiming)
     proposals: list[Proposal] = field(default_factory=list)
     critiques: list[Event] = field(default_factory=list)
+    fault: str | None = None
+    """The fault the harness injected into the executed tool call, if any."""
 
 
 class Episode:
@@ -161,8 +164,11 @@ class Episode:
         time_limits: TimeLimits | None = None,
         stop: Halt | None = None,
         grading: GradingMode = "castbench",
+        perturbations: Perturbations | None = None,
     ) -> None:
         self.domain, self.task, self.agents = domain, task, agents
+        self._perturber = perturbations.perturber(seed) if perturbations is not None else None
+        """Faults and perturbations the harness injects; None (one check per call) when off."""
         roles = (("policy", agents.policy), ("user", agents.user), ("critic", agents.critic))
         self._never_blocking = frozenset(
             role for role, spec in roles if spec is not None and spec.kind == "builtin"
@@ -220,7 +226,7 @@ class Episode:
             self._create_agents()
             opening = self._guarded("user", self.user.open, what="opening")
             self._check("user", opening, str, "opening")
-            self.opening = opening
+            self.opening = opening if self._perturber is None else self._perturber.user_text(0, opening)
             self.conversation.append(UserTurn(text=self.opening))
         return self._next_view()
 
@@ -274,6 +280,11 @@ class Episode:
         user_usage = getattr(self.user, "usage", None)
         if isinstance(user_usage, Usage):
             self.usage["user"] = user_usage
+        usage = dict(self.usage)
+        for role, agent in (("policy", self.policy), ("critic", self.critic)):
+            failed = getattr(agent, "failed_usage", None)  # a model's calls that got no answer
+            if isinstance(failed, Usage) and failed.calls:
+                usage[role] = usage.get(role, Usage()) + failed
         scored = self.scored and self.end_reason not in ("infra_error", "harness_error")
         assert self.end_reason is not None
         grade = None
@@ -303,7 +314,7 @@ class Episode:
             opening=self.opening,
             steps=self.steps,
             grade=grade,
-            usage=self.usage,
+            usage=usage,
             error=self.error,
             duration_s=_clock() - self._clock_started,
         )
@@ -368,7 +379,7 @@ class Episode:
         if executed is None:
             observation: ToolResultTurn | UserTurn = self._block(index, step.proposals)
         else:
-            observation, end = self._execute(index, executed, step.timing)
+            observation, end = self._execute(index, executed, step)
         step.timing.total_s = _clock() - step.started
         self.steps.append(
             StepRecord(
@@ -378,6 +389,7 @@ class Episode:
                 observation=observation,
                 user_stop=end == "user_stop",
                 timing=step.timing,
+                fault=step.fault,
             )
         )
         self._step = None
@@ -398,8 +410,8 @@ class Episode:
         self._charge("critic", verdict.usage)
         return verdict  # type: ignore[no-any-return]
 
-    def _execute(self, step_index: int, action: Action, timing: StepTiming) -> tuple[Any, EndReason | None]:
-        call_id = f"call_{step_index}"
+    def _execute(self, step_index: int, action: Action, step: _Step) -> tuple[Any, EndReason | None]:
+        call_id, timing = f"call_{step_index}", step.timing
         if isinstance(action, ReplyAction):
             self.replies.append(action.text)
             start = _clock()
@@ -407,7 +419,10 @@ class Episode:
             self._check("user", reply, UserReply, "reply")
             self._check("user", reply.text, str, "reply text")
             timing.user_s += _clock() - start
-            turn = UserTurn(text=reply.text)
+            text = reply.text
+            if self._perturber is not None:
+                text = self._perturber.user_text(step_index + 1, text)
+            turn = UserTurn(text=text)
             self.conversation += [AgentTurn(action=action), turn]
             return turn, ("user_stop" if reply.stop else None)
         if isinstance(action, MalformedAction):
@@ -420,16 +435,40 @@ class Episode:
             self.saw_tool_error = True
             self.conversation += [AgentTurn(action=action, call_id=call_id), result]
             return result, None
+        if self._perturber is not None:
+            return self._perturbed_call(step_index, action, step)
         observation = self.domain.toolkit.call(self.db, action.name, action.arguments)
         result = ToolResultTurn(
             call_id=call_id, name=action.name, content=observation.content, error=observation.error
         )
-        if observation.error:
+        return self._executed(action, result, observation.ends_conversation)
+
+    def _perturbed_call(
+        self, step_index: int, action: ToolCallAction, step: _Step
+    ) -> tuple[Any, EndReason | None]:
+        """A tool call under the run's perturbations: a drawn fault answers instead of the tool
+        (nothing executes) and is recorded on the step; otherwise the output may be reshaped."""
+        assert self._perturber is not None
+        call_id = f"call_{step_index}"
+        step.fault = self._perturber.fault(step_index, action)
+        if step.fault is not None:
+            content, error = self._perturber.fault_output(step.fault)
+            result = ToolResultTurn(call_id=call_id, name=action.name, content=content, error=error)
+            return self._executed(action, result, False, wrote=False)
+        observation = self.domain.toolkit.call(self.db, action.name, action.arguments)
+        content = self._perturber.tool_output(step_index, observation.content)
+        result = ToolResultTurn(call_id=call_id, name=action.name, content=content, error=observation.error)
+        return self._executed(action, result, observation.ends_conversation)
+
+    def _executed(
+        self, action: ToolCallAction, result: ToolResultTurn, ends: bool, wrote: bool = True
+    ) -> tuple[Any, EndReason | None]:
+        if result.error:
             self.saw_tool_error = True
-        elif self.domain.toolkit.is_write(action.name):
+        elif wrote and self.domain.toolkit.is_write(action.name):
             self.made_write = True
-        self.conversation += [AgentTurn(action=action, call_id=call_id), result]
-        return result, ("transfer" if observation.ends_conversation else None)
+        self.conversation += [AgentTurn(action=action, call_id=result.call_id), result]
+        return result, ("transfer" if ends else None)
 
     def _block(self, step_index: int, proposals: list[Proposal]) -> ToolResultTurn:
         rejected = proposals[-1]

@@ -72,6 +72,9 @@ class StepRecord(BaseModel):
     observation: ToolResultTurn | UserTurn | None = None
     user_stop: bool = False
     timing: StepTiming = Field(default_factory=StepTiming)
+    fault: str | None = None
+    """The fault the harness injected instead of executing this step's tool call (`error`,
+    `timeout`, `rate_limit`, `empty`, `malformed`; see `castbench.runner.perturbations`)."""
 
 
 class TrialRecord(BaseModel):

@@ -23,6 +23,7 @@ from castbench.domain import Database, Domain, Task
 from castbench.grading import GradingMode
 from castbench.runner.deadline import Halt, TimeLimits
 from castbench.runner.episode import AgentSet, Episode, Limits, Verification
+from castbench.runner.perturbations import Perturbations
 from castbench.runner.records import TrialRecord
 
 __all__ = ["AgentSet", "Limits", "TimeLimits", "Verification", "run_trial"]
@@ -41,6 +42,7 @@ def run_trial(
     time_limits: TimeLimits | None = None,
     stop: Halt | None = None,
     grading: GradingMode = "castbench",
+    perturbations: Perturbations | None = None,
 ) -> TrialRecord:
     """One trial, start to grade. `Cancelled` when `stop` is set while an agent is at work (the
     trial is then dropped)."""
@@ -63,6 +65,7 @@ def run_trial(
         time_limits,
         stop,
         grading,
+        perturbations,
     )
     try:
         if service:

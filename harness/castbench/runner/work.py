@@ -81,6 +81,7 @@ def run_job(
         time_limits,
         stop,
         grading=config.grading_mode,
+        perturbations=config.perturbations if config.perturbations.active else None,
     )
 
 
