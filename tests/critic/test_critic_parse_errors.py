@@ -95,3 +95,25 @@ def test_report_carries_intervals() -> None:
     assert report is not None and report.parse_errors == 0
     assert report.mcc_ci is not None and report.mcc_ci[0] <= report.mcc <= report.mcc_ci[1]  # type: ignore[operator]
     assert report.false_flag_rate_ci is not None
+
+
+def test_boards_show_unreadable_verdicts() -> None:
+    from castbench.publish.board import BoardMetric
+    from castbench.publish.render import Board, board_markdown
+    from castbench.publish.rows import BoardRow, Cell
+
+    row = BoardRow(
+        rank=1, name="x", slug="x", note="", run_id="r-1", policy="p", critic="c", user="scripted",
+        traits=None, privileged=[], tasks=10, trials=2,
+        metrics={"pass^1": Cell(value=0.5, low=0.4, high=0.6)}, curve=[0.5, 0.25],
+        false_flag_rate=0.1, detection_rate=0.5, critic_parse_errors=7, cost_per_trial=None,
+    )  # fmt: skip
+    board = Board(
+        name="b", title="b", description="", domains={"retail": 1}, split="test", trials=2,
+        metrics=[BoardMetric(metric="pass^1")], rank_by="pass^1", allow_privileged=False, rows=[row],
+    )  # fmt: skip
+    lines = board_markdown(board).splitlines()
+    header = [cell.strip() for cell in next(line for line in lines if line.startswith("| # |")).split("|")]
+    cells = [cell.strip() for cell in next(line for line in lines if line.startswith("| 1 |")).split("|")]
+    assert cells[header.index("unreadable verdicts")] == "7"
+    assert json.loads(board.model_dump_json())["rows"][0]["critic_parse_errors"] == 7

@@ -141,7 +141,7 @@ def board_markdown(board: Board) -> str:
     header = ["#", "entry", "note", "policy", "critic", "user", "traits", "provenance"]
     header += [m.name for m in board.metrics]
     if board.has_critic:
-        header += ["false-flag rate", "detection rate"]
+        header += ["false-flag rate", "detection rate", "unreadable verdicts"]
     header += ["cost / trial", "trajectories"]
     lines = [f"# {_md(board.title)}", ""]
     if board.description:
@@ -166,6 +166,7 @@ def board_markdown(board: Board) -> str:
         cells += [_cell(row.metrics[m.metric]) for m in board.metrics]
         if board.has_critic:
             cells += [_rate(row.false_flag_rate), _rate(row.detection_rate)]
+            cells.append("–" if row.critic_parse_errors is None else str(row.critic_parse_errors))
         cells += [_cost(row.cost_per_trial), f"[view]({row.viewer})"]
         lines.append("| " + " | ".join(cells) + " |")
     lines.append("")

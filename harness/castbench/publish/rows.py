@@ -57,6 +57,8 @@ class BoardRow(BaseModel):
     """pass^1 .. pass^n."""
     false_flag_rate: float | None
     detection_rate: float | None
+    critic_parse_errors: int | None = None
+    """Critic verdicts that could not be read (counted as passes; None: no critic)."""
     cost_per_trial: float | None
 
     @property
@@ -209,6 +211,7 @@ def entry_row(
         low, high = intervals[metric.k]
         metrics[item.metric] = Cell(value=_round(values[metric.k]), low=_round(low), high=_round(high))
     false_flag, detection = _critic_rates(reports)
+    unreadable = [report.critic.parse_errors for report in reports if report.critic is not None]
     cost = _cost(reports)
     return BoardRow(
         name=entry.name,
@@ -229,6 +232,7 @@ def entry_row(
         curve=[_round(figures.pass_hat[k]) for k in sorted(figures.pass_hat)],
         false_flag_rate=None if false_flag is None else _round(false_flag),
         detection_rate=None if detection is None else _round(detection),
+        critic_parse_errors=sum(unreadable) if unreadable else None,
         cost_per_trial=cost,
     )
 
