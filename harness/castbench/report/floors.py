@@ -11,21 +11,31 @@ learned little beyond refusing; castbench's grading keeps the spray at or below 
 The policies are deterministic, and so is the scripted user without traits: then every trial of
 a task is the same conversation, so one trial per task gives the task's pass^k for every k (all
 n trials succeed or none does). With traits every trial runs.
+
+Floors depend on the tasks and how they are run, never on the agent evaluated: given a store they
+are kept there (`ResultsStore.cache`) under a digest of the floor run's options and of castbench's
+and the domains' code, so a resume, or another agent on the same tasks, reads them back.
 """
 
 from __future__ import annotations
 
+import hashlib
+import inspect
 from collections import defaultdict
 from functools import lru_cache
+from pathlib import Path
 
 from pydantic import BaseModel
 
+import castbench
 from castbench.agents.registry import resolve
+from castbench.domain import load_domain
 from castbench.metrics.passk import pass_hat_k
 from castbench.runner.config import RunConfig
 from castbench.runner.plan import plan_trials
 from castbench.runner.rollout import AgentSet
 from castbench.runner.work import ExpectedStates, run_job
+from castbench.store import ResultsStore
 
 __all__ = ["FLOOR_POLICIES", "ReferenceFloors", "reference_floors"]
 
@@ -74,15 +84,44 @@ def _floors(canonical: str) -> ReferenceFloors:
     return ReferenceFloors(domains=dict(domains), overall=overall)
 
 
-def reference_floors(config: RunConfig) -> ReferenceFloors:
-    """The floors on the tasks `config` runs (the same tasks, seeds, limits and traits)."""
+def reference_floors(config: RunConfig, store: ResultsStore | None = None) -> ReferenceFloors:
+    """The floors on the tasks `config` runs (the same tasks, seeds, limits and traits); read
+    from and kept in `store` when one is given."""
     floor_config = config.model_copy(
         update={
             "policy": "scripted:refuse",
             "critic": "none",
             "user": "scripted",
             "privileged": [],
+            "in_process": [],
+            "placement": {},
             "extra": {},
+            "fingerprint": config.fingerprint.model_copy(update={"agents": {}}),
         }
     )
-    return _floors(floor_config.model_dump_json())
+    canonical = floor_config.model_dump_json()
+    if store is None:
+        return _floors(canonical)
+    digest = hashlib.sha256(f"{canonical}\n{_code_digest(tuple(config.domains))}".encode())
+    key = f"floors:{digest.hexdigest()}"
+    kept = store.cached(key)
+    if kept is not None:
+        return ReferenceFloors.model_validate_json(kept)
+    floors = _floors(canonical)
+    store.cache(key, "floors", floors.model_dump_json())
+    return floors
+
+
+@lru_cache(maxsize=8)
+def _code_digest(domains: tuple[str, ...]) -> str:
+    """castbench's own source and that of each domain's package: the floor policies, the tools
+    and the grading are code, and a changed line must not read back floors it would change."""
+    roots = {Path(castbench.__file__).parent}
+    for name in domains:
+        domain = load_domain(name)
+        roots |= {domain.root, Path(inspect.getfile(type(domain))).parent}
+    hasher = hashlib.sha256()
+    for root in sorted(roots):
+        for path in sorted(root.rglob("*.py")):
+            hasher.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes())
+    return hasher.hexdigest()

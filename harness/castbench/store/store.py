@@ -19,7 +19,7 @@ from typing import Any
 
 from sqlalchemy import event, inspect, text
 from sqlalchemy.engine import Engine
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlmodel import Session, SQLModel, col, create_engine, select
 
 from castbench import lossless
@@ -27,7 +27,7 @@ from castbench.defaults import DEFAULT_DB
 from castbench.runner.config import RunConfig
 from castbench.runner.records import TrialRecord
 from castbench.store.connect import db_url, plain_db_errors
-from castbench.store.tables import RunLease, RunRow, TrialRow
+from castbench.store.tables import CacheRow, RunLease, RunRow, TrialRow
 
 __all__ = ["DEFAULT_DB", "HEARTBEAT_S", "ResultsStore", "StoreError", "TrialKey", "last_written"]
 
@@ -261,6 +261,26 @@ class ResultsStore:
 
     def config(self, run_id: str) -> RunConfig:
         return RunConfig.model_validate_json(self.run(run_id).config_json)
+
+    # -- derived figures ---------------------------------------------------------------------
+    def cached(self, key: str) -> str | None:
+        """The value stored under `key` by `cache`, or None (never stored, or unreadable)."""
+        try:
+            with Session(self.engine) as session:
+                row = session.get(CacheRow, key)
+        except SQLAlchemyError:
+            return None
+        return None if row is None else row.value_json
+
+    def cache(self, key: str, kind: str, value_json: str) -> None:
+        """Keep a derived figure under `key` (a digest of all it depends on). Best effort: a store
+        that cannot take it (read-only, another writer's row) only means it is computed again."""
+        try:
+            with Session(self.engine) as session:
+                session.merge(CacheRow(key=key, kind=kind, value_json=value_json, created=_now()))
+                session.commit()
+        except SQLAlchemyError:
+            pass
 
     # -- trials ----------------------------------------------------------------------------
     def scored_keys(self, run_id: str) -> set[TrialKey]:

@@ -8,7 +8,7 @@ from datetime import datetime
 from sqlalchemy import BigInteger, DateTime, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
-__all__ = ["ClaimRow", "RunLease", "RunRow", "TrialRow", "WorkerRow"]
+__all__ = ["CacheRow", "ClaimRow", "RunLease", "RunRow", "TrialRow", "WorkerRow"]
 
 
 class RunRow(SQLModel, table=True):
@@ -88,3 +88,17 @@ class RunLease(SQLModel, table=True):
     host: str
     pid: int
     heartbeat: datetime = Field(sa_type=DateTime(timezone=True))
+
+
+class CacheRow(SQLModel, table=True):
+    """A figure derived from the store's inputs alone (the reference floors of a run's tasks),
+    kept so that a re-run or a resume does not recompute it. The key is a digest of everything
+    the figure depends on, castbench's and the domains' code included: a changed input is a new
+    key, never a stale value. A table of its own, so databases written before it gain it on open."""
+
+    __tablename__ = "cache"
+
+    key: str = Field(primary_key=True)
+    kind: str
+    value_json: str
+    created: datetime = Field(sa_type=DateTime(timezone=True))
