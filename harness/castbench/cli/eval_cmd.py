@@ -28,6 +28,7 @@ from castbench.runner.deadline import TimeLimits
 if TYPE_CHECKING:
     from castbench.api import EvalResult
     from castbench.runner.config import RunConfig
+    from castbench.runner.perturbations import Perturbations
     from castbench.runner.provenance import Provenance
     from castbench.runner.records import TrialRecord
 
@@ -36,6 +37,7 @@ _AGENTS = "Agents"
 _RUN = "Run"
 _LOOP = "Critic loop"
 _MODELS = "Models"
+_PERTURB = "Perturbations"
 _DEFAULT_LIMITS = TimeLimits()
 
 
@@ -59,6 +61,25 @@ def _suite_settings(
         split if given("split") else spec.split,
         trials if given("trials") else spec.trials,
     )
+
+
+def _perturbations(
+    rate: float, faults: str, user: str | None, env: str | None, seed: int
+) -> Perturbations:
+    """The run's perturbations from eval's options; a bad kind is a usage error naming it."""
+    from castbench.runner.perturbations import ENV_KINDS, FAULT_KINDS, USER_KINDS, Perturbations, parse_kinds
+
+    try:
+        return Perturbations(
+            tool_faults=rate,
+            fault_kinds=parse_kinds(faults, FAULT_KINDS, "fault kind"),
+            user=parse_kinds(user, USER_KINDS, "user perturbation"),
+            env=parse_kinds(env, ENV_KINDS, "environment perturbation"),
+            seed=seed,
+        )
+    except ValueError as exc:
+        lines = str(exc).splitlines()  # pydantic's: the reason is on its last line
+        raise typer.BadParameter(lines[-1] if "validation error" in lines[0] else str(exc)) from None
 
 
 def _time_limit(what: str) -> Any:
@@ -207,6 +228,40 @@ def eval_command(
             rich_help_panel=_AGENTS,
         ),
     ] = None,
+    tool_faults: Annotated[
+        float,
+        typer.Option(
+            min=0.0,
+            max=1.0,
+            help="Share of tool calls the harness fails (seeded per call; a call retried succeeds).",
+            rich_help_panel=_PERTURB,
+        ),
+    ] = 0.0,
+    fault_kinds: Annotated[
+        str,
+        typer.Option(
+            help="Faults drawn: error, timeout, rate_limit, empty, malformed (comma-separated) or all.",
+            rich_help_panel=_PERTURB,
+        ),
+    ] = "all",
+    user_perturb: Annotated[
+        str | None,
+        typer.Option(
+            help="Reword what the user says: paraphrase, reorder, typos (comma-separated) or all.",
+            rich_help_panel=_PERTURB,
+        ),
+    ] = None,
+    env_perturb: Annotated[
+        str | None,
+        typer.Option(
+            help="Reshape JSON tool outputs: field_order, extra_fields (comma-separated) or all.",
+            rich_help_panel=_PERTURB,
+        ),
+    ] = None,
+    perturb_seed: Annotated[
+        int,
+        typer.Option(help="Seed of the perturbations' draws.", rich_help_panel=_PERTURB),
+    ] = 0,
     in_process: Annotated[
         bool,
         typer.Option(
@@ -227,7 +282,7 @@ def eval_command(
     db: DbOption = DEFAULT_DB,
     output: Annotated[Path | None, typer.Option(help="Write the JSON summary here.")] = None,
     fresh: Annotated[bool, typer.Option(help="Start a new run even if this config was run before.")] = False,
-) -> None:
+) -> Any:  # the EvalResult (typer resolves the annotations of a command: none that needs the engine)
     """Run every selected task n times and report pass^k. Re-running resumes the same run."""
     # compared by name: typer ships its own copy of click, whose enum is not click's
     sources = [ctx.get_parameter_source(name) for name in ctx.params]
@@ -250,6 +305,9 @@ def eval_command(
     from castbench.runner.executors import make_executor
     from castbench.runner.rollout import Limits, Verification
 
+    perturbations = _perturbations(tool_faults, fault_kinds, user_perturb, env_perturb, perturb_seed)
+    if perturbations.active:
+        console.print(f"perturbed: {perturbations.label()}", markup=False)
     if grading not in GRADING_MODES:
         raise typer.BadParameter(f"--grading must be one of {', '.join(GRADING_MODES)}, not {grading!r}")
     try:
@@ -301,6 +359,7 @@ def eval_command(
         phase.append(f"trials ({profile})" if profile else "trials")
         return evaluate(
             traits=profile,
+            perturbations=perturbations,
             domains=domain,
             policy=policy,
             critic=critic,
@@ -381,3 +440,4 @@ def eval_command(
             "re-run the same command to retry them (--allow-incomplete to exit 0 anyway)"
         )
         raise typer.Exit(1)
+    return result  # for `castbench profile`, which runs its evaluations through this command
