@@ -25,7 +25,9 @@ __all__ = ["PROTOCOL_METHODS", "Critic", "Policy", "UserReply", "UserSimulator",
 @runtime_checkable
 class Policy(Protocol):
     def propose(self, view: PolicyView) -> Action:
-        """The next action: a tool call, a reply to the user, or (for a model) a malformed one."""
+        """The next action: a tool call, a reply to the user, or (for a model) a malformed one.
+        A reply may carry `confidence` (0..1, the chance the trial succeeds): an agent that
+        reports it gets a calibration score in `castbench profile`."""
 
 
 @runtime_checkable

@@ -72,7 +72,7 @@ class StepRecord(BaseModel):
     observation: ToolResultTurn | UserTurn | None = None
     user_stop: bool = False
     timing: StepTiming = Field(default_factory=StepTiming)
-    fault: str | None = None
+    fault: str | None = Field(None, exclude_if=lambda value: value is None)
     """The fault the harness injected instead of executing this step's tool call (`error`,
     `timeout`, `rate_limit`, `empty`, `malformed`; see `castbench.runner.perturbations`)."""
 
