@@ -29,7 +29,7 @@ from tests.support import sqlite_url
 pytestmark = pytest.mark.slow  # model-backed runs through a real HTTP server
 
 TRIALS = 2
-FAST = "timeout=1.0&backoff_s=0.01&backoff_max_s=0.05&max_attempts=4"
+FAST = "timeout=1.0&resend_timeouts=true&backoff_s=0.01&backoff_max_s=0.05&max_attempts=4"
 VARYING = ("usage", "retried_trials", "cost_per_trial", "_seconds")
 """Summary fields that report the faults themselves (retries, time and tokens spent on them)."""
 

@@ -29,7 +29,13 @@ PATHS = pytest.mark.parametrize("path", ["openai/echo", "custom_openai/echo"], i
 
 
 def _client(server: FaultServer, path: str, **settings: object) -> ModelClient:
-    defaults = {"timeout": 0.3, "backoff_s": 0.01, "backoff_max_s": 0.02, "max_attempts": 3}
+    defaults = {
+        "timeout": 0.3,
+        "resend_timeouts": True,
+        "backoff_s": 0.01,
+        "backoff_max_s": 0.02,
+        "max_attempts": 3,
+    }
     model = ModelSettings(model=path, api_base=server.base_url, **_key(path), **{**defaults, **settings})  # type: ignore[arg-type]
     return ModelClient(model, "policy", TrialKey(seed=1, trial_index=0))
 

@@ -23,7 +23,6 @@ __all__ = [
     "Usage",
     "UserTurn",
     "Verdict",
-    "as_action",
     "canonical_action",
 ]
 
@@ -43,6 +42,12 @@ class Usage(_Frozen):
     calls: int = 0
     retries: int = 0
     """Provider errors retried within these calls (rate limits, timeouts, 5xx)."""
+    failed_calls: int = 0
+    """Calls among `calls` that got no answer (failed after retries, timed out, refused): their
+    time is in `latency_s`, their tokens are unknown."""
+    unusable: int = 0
+    """Answers among these calls that could not be used as written (a simulated user's empty or
+    cut-off turn; malformed actions and unreadable verdicts are counted from the trajectory)."""
 
     def __add__(self, other: Usage) -> Usage:
         cost = None if self.cost is None and other.cost is None else (self.cost or 0.0) + (other.cost or 0.0)
@@ -53,6 +58,8 @@ class Usage(_Frozen):
             latency_s=self.latency_s + other.latency_s,
             calls=self.calls + other.calls,
             retries=self.retries + other.retries,
+            failed_calls=self.failed_calls + other.failed_calls,
+            unusable=self.unusable + other.unusable,
         )
 
 
@@ -86,13 +93,6 @@ class MalformedAction(_Frozen):
 
 
 Action = Annotated[ToolCallAction | ReplyAction | MalformedAction, Field(discriminator="kind")]
-
-
-def as_action(value: Any, role: str) -> ToolCallAction | ReplyAction | MalformedAction:
-    """What an agent returned, as an action: anything else is kept as its malformed output."""
-    if isinstance(value, ToolCallAction | ReplyAction | MalformedAction):
-        return value
-    return MalformedAction(raw=repr(value)[:500], reason=f"{role} returned {type(value).__name__}")
 
 
 def canonical_action(action: ToolCallAction | ReplyAction | MalformedAction) -> str:

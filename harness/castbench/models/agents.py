@@ -3,7 +3,9 @@
 Each is created once per trial (see `castbench.agents.protocols`) with the role's validated
 settings. They raise nothing but `InfrastructureError` (a provider failed after retries) and
 `ProviderRejection` (the provider refused the conversation: the agent's failure); anything else
-the model itself gets wrong is returned as data.
+the model itself gets wrong is returned as data. Each reports the calls that got no answer as
+`failed_usage` (the trial's record adds it to the role's usage: time spent on a call that failed
+or timed out is still time the trial spent).
 """
 
 from __future__ import annotations
@@ -61,6 +63,10 @@ class LLMPolicy:
             action = action.model_copy(update={"reason": f"{action.reason} (cut off at max_tokens)"})
         return action.model_copy(update={"usage": completion.usage})
 
+    @property
+    def failed_usage(self) -> Usage:
+        return self.client.failed
+
 
 class LLMCritic:
     """Sees only the `CriticView`: the policy document, tools, visible conversation, proposal."""
@@ -74,7 +80,12 @@ class LLMCritic:
     def verify(self, view: CriticView) -> Verdict:
         messages = critic_messages(self._system, view.conversation, view.proposal)
         completion = self.client.complete(messages, None, self._format)
-        return verdict_from_text(completion.text).model_copy(update={"usage": completion.usage})
+        verdict = verdict_from_text(completion.text, cut=completion.finish_reason == "length")
+        return verdict.model_copy(update={"usage": completion.usage})
+
+    @property
+    def failed_usage(self) -> Usage:
+        return self.client.failed
 
 
 class LLMUser:
@@ -85,7 +96,7 @@ class LLMUser:
         self.settings = ModelSettings(model=model, **settings)
         self.briefing = briefing
         self.client = ModelClient(self.settings, "user", TrialKey(briefing.seed, 0))
-        self.usage = Usage()
+        self._usage = Usage()
         self._messages: list[dict[str, Any]] = [
             {"role": "system", "content": user_system_prompt(briefing, self.settings.stop_token)}
         ]
@@ -108,13 +119,21 @@ class LLMUser:
         text = completion.text
         self._messages.append({"role": "assistant", "content": text})
         token = self.settings.stop_token
-        if token in text:
-            return UserReply(text.replace(token, "").strip(), stop=True)
-        return UserReply(text.strip())
+        stop = token in text
+        said = text.replace(token, "").strip()
+        if (not said and not stop) or completion.finish_reason == "length" or completion.tool_calls:
+            self._usage = self._usage + Usage(unusable=1)  # still passed on: the agent sees what it wrote
+        return UserReply(said, stop=True) if stop else UserReply(said)
+
+    @property
+    def usage(self) -> Usage:
+        """What the user's calls spent, failed ones included, and how many turns were unusable
+        (empty, cut off at max_tokens, or still calling device tools after the last round)."""
+        return self._usage + self.client.failed
 
     def _complete(self) -> Completion:
         completion = self.client.complete(self._messages, self._tools)
-        self.usage = self.usage + completion.usage
+        self._usage = self._usage + completion.usage
         return completion
 
     def _act(self, completion: Completion) -> None:

@@ -27,7 +27,7 @@ from castbench.models.prices import UnitPrices, unit_prices
 from castbench.models.retry import EmptyResponse, RetryPolicy, call_with_retries
 from castbench.models.settings import ModelSettings
 
-__all__ = ["Completion", "ModelClient", "RawToolCall", "TrialKey"]
+__all__ = ["Completion", "ModelClient", "RawToolCall", "TrialKey", "capped"]
 
 
 class RawToolCall(NamedTuple):
@@ -101,10 +101,20 @@ class ModelClient:
         self.trial = trial
         self._cache = ResponseCache(settings.cache_dir) if settings.cache_dir else None
         self._policy = RetryPolicy(
-            settings.max_attempts, settings.max_call_s, settings.backoff_s, settings.backoff_max_s
+            settings.max_attempts,
+            settings.max_call_s,
+            settings.backoff_s,
+            settings.backoff_max_s,
+            resend_timeouts=not settings.local
+            if settings.resend_timeouts is None
+            else settings.resend_timeouts,
         )
         self._lean = settings.openai_compatible
         self._api_key = compat.api_key(settings) if self._lean else self._key()
+        self.failed = Usage()
+        """Calls that got no answer (failed after retries, refused, cut short by a time limit):
+        their time and count, which no action or verdict carries. Agents report it as
+        `failed_usage`, so a trial's usage says what it really spent."""
 
     def _key(self) -> str | None:
         if self.settings.api_key_env is not None:
@@ -147,7 +157,7 @@ class ModelClient:
             **request,
             "api_base": self.settings.api_base,
             "api_key": self._api_key,
-            "timeout": self.settings.timeout,
+            "timeout": self.settings.attempt_timeout,
             "num_retries": 0,  # castbench's retry loop is the only one
             "max_retries": 0,
         }
@@ -172,6 +182,20 @@ class ModelClient:
         response_format: dict[str, Any] | None = None,
     ) -> Completion:
         started = time.perf_counter()
+        try:
+            return self._complete(started, messages, tools, response_format)
+        except BaseException:  # a failure, a time limit, a cancellation: the call still cost this
+            spent = Usage(latency_s=time.perf_counter() - started, calls=1, failed_calls=1)
+            self.failed = self.failed + spent
+            raise
+
+    def _complete(
+        self,
+        started: float,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None,
+        response_format: dict[str, Any] | None,
+    ) -> Completion:
         request = self._request(messages, tools, response_format)
         key = None
         if self._cache is not None:
@@ -191,9 +215,29 @@ class ModelClient:
             through_litellm = breaker.counted(server, self._litellm_attempt(request))
             response, retries = call_with_retries(through_litellm, self._policy, describe)
             completion = _completion(response, _cost(response), retries, time.perf_counter() - started)
+        completion = capped(completion, self.settings.max_answer_chars)
         if self._cache is not None and key is not None:
             self._cache.put(key, _to_cache(completion))
         return completion
+
+
+def _cap(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    cut = f"[castbench cut this answer at {limit:,} of its {len(text):,} characters (max_answer_chars)]"
+    return f"{text[:limit]}\n{cut}"
+
+
+def capped(completion: Completion, limit: int) -> Completion:
+    """At most `limit` characters of text and of each tool call's arguments: a model that runs
+    away (llama.cpp's native tool calls ignore max_tokens in the arguments) cannot fill the
+    conversation it is shown next, nor the store, with thousands of tokens. The cut says so;
+    cut arguments are no longer JSON, so the environment answers them with an error."""
+    text = _cap(completion.text, limit)
+    calls = tuple(call._replace(arguments=_cap(call.arguments, limit)) for call in completion.tool_calls)
+    if text is completion.text and all(a is b for a, b in zip(calls, completion.tool_calls, strict=True)):
+        return completion
+    return Completion(text, calls, completion.finish_reason, completion.usage)
 
 
 def _from_json(settings: ModelSettings, answer: dict[str, Any], retries: int, latency_s: float) -> Completion:

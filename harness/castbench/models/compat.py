@@ -104,7 +104,7 @@ async def _post(settings: ModelSettings, key: str, body: bytes) -> Any:
     async with contextlib.nullcontext() if not limit else loop_slot(settings.concurrency_key, limit):
         try:
             async with server.session.post(
-                server.url, data=data, timeout=aiohttp.ClientTimeout(total=settings.timeout)
+                server.url, data=data, timeout=aiohttp.ClientTimeout(total=settings.attempt_timeout)
             ) as response:
                 answer = await response.read()
                 if response.status != 200:

@@ -3,22 +3,41 @@
 Whatever the model gets wrong is the model's doing and is kept as data: text that holds no
 action becomes a `MalformedAction`; a call of an unknown tool or with arguments that are not JSON
 stays a `ToolCallAction` so the environment answers it with an error the agent can read; of
-several calls in one answer the first runs and the rest are noted. A critic answer that cannot be
-read gives a `valid` verdict with `parse_error` set (the action goes ahead, as with no critic).
+several calls in one answer the first runs and the rest are noted; a prompted tool call without
+`arguments` is malformed, naming the keys it had instead (nothing the model wrote is dropped
+silently). A critic answer that cannot be read is an unreadable verdict (`Verdict.parse_error`
+set): it is recorded as `UNREADABLE_VERDICT` (the action goes ahead, as with no critic) and counted
+apart in every summary; a verdict cut off mid-answer keeps its `verdict` when that much was written.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any
+import re
+from typing import Any, Literal
 
 from castbench.agents.conversation import Action, MalformedAction, ReplyAction, ToolCallAction, Verdict
 from castbench.models.client import RawToolCall
 from castbench.models.render import REPLY
 
-__all__ = ["action_from_text", "action_from_tool_calls", "find_json_object", "verdict_from_text"]
+__all__ = [
+    "UNREADABLE_VERDICT",
+    "action_from_text",
+    "action_from_tool_calls",
+    "find_json_object",
+    "verdict_from_text",
+]
 
 _FAILURE_TYPES = ("hallucination", "domain_violation", "wrong_tool", "none")
+
+UNREADABLE_VERDICT: Literal["valid"] = "valid"
+"""The recorded choice for a critic answer with no readable verdict: let the action go ahead (as
+with no critic), with `parse_error` saying why. Summaries count these apart (`unreadable_verdicts`),
+so a critic that cannot answer never passes for one that approves."""
+
+_CUT_VERDICT = re.compile(r'"verdict"\s*:\s*"(valid|invalid)"', re.IGNORECASE)
+_CUT_FAILURE = re.compile(r'"failure_type"\s*:\s*"(hallucination|domain_violation|wrong_tool|none)"', re.I)
+_PLACED = frozenset({"action", "thought", "arguments"})
 
 
 def find_json_object(text: str) -> dict[str, Any] | None:
@@ -77,7 +96,11 @@ def action_from_text(text: str) -> Action:
         if not isinstance(message, str) or not message.strip():
             return MalformedAction(raw=text, reason="a reply without a 'message'")
         return ReplyAction(text=message.strip())
-    arguments = found.get("arguments", {})
+    if "arguments" not in found:
+        stray = sorted(set(found) - _PLACED)
+        where = f"; it had {', '.join(repr(k) for k in stray)} instead" if stray else ""
+        return MalformedAction(raw=text, reason=f"a call of {action.strip()!r} without 'arguments'{where}")
+    arguments = found["arguments"]
     if isinstance(arguments, str):
         arguments = _arguments(arguments)
     elif not isinstance(arguments, dict):
@@ -85,25 +108,50 @@ def action_from_text(text: str) -> Action:
     return ToolCallAction(name=action.strip(), arguments=arguments, text=thought)
 
 
-def verdict_from_text(text: str) -> Verdict:
+def _unreadable(text: str, problem: str) -> Verdict:
+    return Verdict(
+        verdict=UNREADABLE_VERDICT,
+        explanation=text[:500],
+        parse_error=f"{problem}; recorded as {UNREADABLE_VERDICT!r}",
+    )
+
+
+def _cut_off(text: str, cut: bool) -> Verdict | None:
+    """What a critic answer cut off at max_tokens already said, when it said its verdict."""
+    found = _CUT_VERDICT.search(text) if cut else None
+    if found is None:
+        return None
+    kind = _CUT_FAILURE.search(text)
+    verdict = found.group(1).lower()
+    failure_type = kind.group(1).lower() if kind is not None and verdict == "invalid" else "none"
+    return Verdict(
+        verdict=verdict,  # type: ignore[arg-type]
+        failure_type=failure_type,  # type: ignore[arg-type]
+        explanation=text[:500],
+        parse_error="the answer was cut off at max_tokens; its verdict was read from what it wrote",
+    )
+
+
+def verdict_from_text(text: str, cut: bool = False) -> Verdict:
+    """`cut`: the answer stopped at max_tokens (a partial verdict may still be read from it)."""
     found = find_json_object(text)
     if found is None:
-        return Verdict(
-            verdict="valid", explanation=text[:500], parse_error="no JSON object in the critic's answer"
-        )
+        partial = _cut_off(text, cut)
+        if partial is not None:
+            return partial
+        ending = " (cut off at max_tokens)" if cut else ""
+        return _unreadable(text, f"no JSON object in the critic's answer{ending}")
     verdict = str(found.get("verdict", "")).strip().lower()
     if verdict not in ("valid", "invalid"):
-        return Verdict(
-            verdict="valid",
-            explanation=text[:500],
-            parse_error=f"verdict {found.get('verdict')!r} is not valid/invalid",
-        )
+        return _unreadable(text, f"verdict {found.get('verdict')!r} is not valid/invalid")
     failure_type = str(found.get("failure_type") or "none").strip().lower().replace(" ", "_")
     problem = None
     if failure_type not in _FAILURE_TYPES:
         problem, failure_type = f"unknown failure_type {found.get('failure_type')!r}", "none"
     if verdict == "valid":
         failure_type = "none"
+    elif failure_type == "none" and problem is None:
+        problem = "an 'invalid' verdict with failure_type 'none'"
     fix = found.get("suggested_fix")
     return Verdict(
         verdict=verdict,  # type: ignore[arg-type]

@@ -81,17 +81,30 @@ def user_system_prompt(briefing: UserBriefing, stop_token: str) -> str:
 
 
 def action_schema(tool_names: list[str]) -> dict[str, Any]:
-    """The prompted policy's answer: one action, a tool name or `reply`."""
-    return {
+    """The prompted policy's answer: one action, either a tool call, which must carry its
+    `arguments`, or a `reply`, which must carry its `message`. Nothing else may be in it, so a
+    model bound by this schema (llama.cpp's grammar, `json_schema`) cannot put arguments where
+    the parser cannot place them. It has no `thought`: a model bound by a grammar writes the
+    action and stops, instead of spending its token budget on prose and being cut off."""
+    call = {
         "type": "object",
         "properties": {
-            "thought": {"type": "string"},
-            "action": {"type": "string", "enum": [*tool_names, REPLY]},
+            "action": {"type": "string", "enum": tool_names},
             "arguments": {"type": "object"},
+        },
+        "required": ["action", "arguments"],
+        "additionalProperties": False,
+    }
+    reply = {
+        "type": "object",
+        "properties": {
+            "action": {"type": "string", "enum": [REPLY]},
             "message": {"type": "string"},
         },
-        "required": ["action"],
+        "required": ["action", "message"],
+        "additionalProperties": False,
     }
+    return {"anyOf": [call, reply] if tool_names else [reply]}
 
 
 def response_format(kind: str, name: str, schema: dict[str, Any]) -> dict[str, Any] | None:

@@ -9,6 +9,11 @@
   restarts it from its seed, then stores it as `error`);
 - fatal (401/403 auth, 404 unknown model): not retried; nothing else in the run can succeed.
 
+A server on this machine (llama.cpp on CPU) keeps computing a request its client gave up on, and
+computes every request in turn: re-sending after a timeout would leave both running. So with
+`resend_timeouts` off (`ModelSettings.local`) a timed-out call stops the run at once, naming the
+`timeout` setting to raise, instead of piling duplicates onto the server.
+
 litellm's and the OpenAI SDK's own retries are switched off by the client, so this is the only
 retry loop and every retry is counted.
 """
@@ -49,6 +54,8 @@ class RetryPolicy(NamedTuple):
     max_call_s: float = 600.0
     backoff_s: float = 1.0
     backoff_max_s: float = 60.0
+    resend_timeouts: bool = True
+    """False for a server that keeps computing what its client abandoned (one on this machine)."""
 
 
 def _status(exc: BaseException) -> int | None:
@@ -140,8 +147,16 @@ def call_with_retries(fn: Callable[[], T], policy: RetryPolicy, describe: str) -
         return fn(), 0
     except FatalInfrastructureError:
         raise
-    except Exception as exc:
+    except TimeoutError as exc:
+        if not policy.resend_timeouts:
+            raise FatalInfrastructureError(
+                f"{describe}: no answer within the attempt's timeout; not re-sent, since a server on "
+                "this machine keeps computing the abandoned request: raise the model's `timeout` "
+                "setting (seconds per attempt) or give it a shorter prompt, then re-run to resume"
+            ) from exc
         failed: list[Exception] = [exc]
+    except Exception as exc:
+        failed = [exc]
 
     def attempt() -> T:
         if failed:
@@ -151,7 +166,11 @@ def call_with_retries(fn: Callable[[], T], policy: RetryPolicy, describe: str) -
     retrying = Retrying(
         stop=stop_after_attempt(policy.max_attempts) | _StopBefore(policy.max_call_s, started),
         wait=_wait(policy),
-        retry=retry_if_exception(lambda exc: classify(exc) in _RETRIED),
+        retry=retry_if_exception(
+            lambda exc: (
+                classify(exc) in _RETRIED and (policy.resend_timeouts or not isinstance(exc, TimeoutError))
+            )
+        ),
         reraise=True,
         sleep=loop.sleep,  # on the loop, a backoff lets the other trials run
     )

@@ -18,6 +18,7 @@ import json
 import logging
 import os
 import tomllib
+import urllib.parse
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
@@ -49,6 +50,13 @@ def lean_route(model: str, api_base: str | None) -> bool:
     return api_base is not None and model.startswith(LEAN_PROVIDERS)
 
 
+HOSTED_TIMEOUT_S = 120.0
+LOCAL_TIMEOUT_S = 600.0
+"""The default per-attempt timeout for a server on this machine (llama.cpp on CPU): a 3,300-token
+first prompt at the slowest prefill measured here (~20 tokens/s) takes ~165 s, and its
+answer less. A timed-out call to such a server is not re-sent (`castbench.models.retry`)."""
+_LOOPBACK_NAMES = frozenset({"localhost", "::1", "0.0.0.0", "[::1]"})
+
 ResponseFormat = Literal["none", "json_object", "json_schema", "llama_cpp"]
 
 
@@ -73,7 +81,15 @@ class ModelSettings(BaseModel):
     """Mixed with each trial's seed, so n trials stay distinct and every one is reproducible."""
     stop_token: str = "###STOP###"
     """User only: the marker with which the simulated user ends the conversation."""
-    timeout: float = Field(120.0, gt=0, description="seconds per attempt")
+    timeout: float | None = Field(None, gt=0, description="seconds per attempt")
+    """Unset: `HOSTED_TIMEOUT_S`, or `LOCAL_TIMEOUT_S` for a server on this machine (see
+    `attempt_timeout`)."""
+    resend_timeouts: bool | None = None
+    """Whether a timed-out attempt is sent again. Unset: yes, except to a server on this machine
+    (`local`), which keeps computing the abandoned request (llama.cpp does); a local server that
+    cancels requests whose client left (vLLM does) can be given `true`."""
+    max_answer_chars: int = Field(16_000, ge=100)
+    """The most of one answer's text (and of each tool call's arguments) kept: a cut says so."""
     max_attempts: int = Field(6, ge=1, description="attempts per call (1 = no retry)")
     max_call_s: float = Field(600.0, gt=0, description="seconds per call, all attempts and waits")
     backoff_s: float = Field(1.0, ge=0, description="first backoff wait; doubles, with full jitter")
@@ -96,6 +112,24 @@ class ModelSettings(BaseModel):
     def recorded(self) -> dict[str, Any]:
         """What the run's config records for this role (defaults left out, keys never present)."""
         return self.model_dump(mode="json", exclude_defaults=True)
+
+    @property
+    def local(self) -> bool:
+        """The server runs on this machine (a loopback `api_base`): it computes every request it
+        accepts, one after another on CPU, and keeps computing one its client gave up on."""
+        if self.api_base is None:
+            return False
+        host = urllib.parse.urlsplit(self.api_base).hostname or ""
+        return host in _LOOPBACK_NAMES or host.startswith("127.")
+
+    @property
+    def attempt_timeout(self) -> float:
+        """Seconds one attempt may take: `timeout`, else a default that fits the server. A CPU
+        server's first prompt (a domain's policy and tools, ~3,300 tokens) takes minutes at the
+        prefill speeds measured on 2 shared cores (20-60 tokens/s), past a hosted API's 120 s."""
+        if self.timeout is not None:
+            return self.timeout
+        return LOCAL_TIMEOUT_S if self.local else HOSTED_TIMEOUT_S
 
     @property
     def openai_compatible(self) -> bool:
