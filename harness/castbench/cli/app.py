@@ -45,6 +45,10 @@ COMMANDS: dict[str, CommandEntry] = {
         "castbench.cli.eval_cmd:eval_command",
         "Run every selected task n times and report pass^k. Re-running resumes the same run.",
     ),
+    "profile": CommandEntry(
+        "castbench.cli.profile_cmd:profile_command",
+        "A reliability profile: runs the clean and perturbed evaluations (same tasks and seeds, ...",
+    ),
     "domains": CommandEntry("castbench.cli.domains_cmd:domains_app", "Installed domains."),
     "tasks": CommandEntry("castbench.cli.domains_cmd:tasks_app", "Tasks of the installed domains."),
     "runs": CommandEntry("castbench.cli.runs_cmd:runs_app", "Stored runs."),
