@@ -4,8 +4,9 @@ Read from the transcript and the privileged scenario (the harness's side, never 
 agent). The opening is the scenario's own request and is never a fault. Rules:
 
 - `leaked_goal`: the user stated a fact it keeps until asked (its value) before any agent message
-  asked for it (none of the fact's keywords), or recited a run of its private brief (ten words of
-  `scenario.instructions` found in neither the request nor a fact's statement);
+  asked for it (none of the fact's keywords: mild, decisive only where nothing else explains a
+  stalled trial), or recited a run of its private brief (ten words of `scenario.instructions`
+  found in neither the request nor a fact's statement: decisive);
 - `contradicted_facts`: the user stated a fact with another value than the scenario's (the
   statement's own wording, another value after it) and never said the right one after; or said
   no to a change its scenario accepts (`confirm`), put to it with every value of a ground-truth
@@ -65,11 +66,24 @@ def _spans(text: str) -> set[tuple[str, ...]]:
     return {tuple(words[i : i + _SPAN]) for i in range(len(words) - _SPAN + 1)}
 
 
+_BRIEFS: dict[tuple[str, str], frozenset[tuple[str, ...]]] = {}
+
+
+def _brief(task: Task) -> frozenset[tuple[str, ...]]:
+    """The runs of words only the user's private brief holds (worked out once per task)."""
+    key = (task.id, task.scenario.instructions)
+    if key not in _BRIEFS:
+        scenario = task.scenario
+        brief = _spans(scenario.instructions) - _spans(scenario.request)
+        for fact in scenario.facts:
+            brief -= _spans(fact.statement)
+        _BRIEFS[key] = frozenset(brief)
+    return _BRIEFS[key]
+
+
 def _leaks(task: Task, turns: Sequence[Turn]) -> list[UserFault]:
     scenario = task.scenario
-    brief = _spans(scenario.instructions) - _spans(scenario.request)
-    for fact in scenario.facts:
-        brief -= _spans(fact.statement)
+    brief = _brief(task)
     faults: list[UserFault] = []
     asked: set[str] = set()
     for step, event in turns[1:]:
@@ -90,7 +104,7 @@ def _leaks(task: Task, turns: Sequence[Turn]) -> list[UserFault]:
             )
         elif brief and _spans(event.text) & brief:
             faults.append(
-                UserFault(step=step, cause="leaked_goal", detail="recited its brief", decisive=False)
+                UserFault(step=step, cause="leaked_goal", detail="recited its brief", decisive=True)
             )
     return faults
 
@@ -158,11 +172,12 @@ def _contradictions(task: Task, turns: Sequence[Turn]) -> list[UserFault]:
 
 
 def _repeats(agent_text: str, earlier: Sequence[str], task: Task | None, stated: str) -> bool:
-    """The agent's message repeats one it sent, or asks again for a fact the user stated."""
+    """The agent's message repeats one it sent, or asks again for a fact the user stated (a
+    request to confirm names those facts without asking for them)."""
     norm = " ".join(agent_text.lower().split())
     if any(norm == " ".join(e.lower().split()) for e in earlier):
         return True
-    if task is None:
+    if task is None or asks_confirmation(agent_text):
         return False
     lowered = agent_text.lower()
     return any(

@@ -19,6 +19,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, model_validator
 
 from castbench.agents.conversation import Usage
+from castbench.attribution.shares import AttributionShares, attribution_shares
 from castbench.metrics import ReliabilitySummary, TaskOutcome, summarize_counts
 from castbench.report.critic_report import CriticReport, critic_report, paired_effect
 from castbench.report.floors import ReferenceFloors
@@ -60,6 +61,9 @@ class DomainReport(ReliabilitySummary):
     strict: ReliabilitySummary | None = None
     """pass^k when a trial counts only if no executed action broke the domain policy, over the
     same tasks; None when a trial was graded before strict grading existed."""
+    attribution: AttributionShares | None = None
+    """Whose fault the trials that did not pass were, and why; near-misses among passes; trials
+    with a simulator fault (`castbench.attribution`)."""
 
 
 HeadlineBasis = Literal["all_trials_scored", "unscored_as_failures"]
@@ -182,6 +186,7 @@ def _report(
         surface_success=sum(grade.surface_success for grade in failed),
         critic=critic_report(records),
         strict=strict,
+        attribution=attribution_shares(records),
     )
 
 

@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from castbench.attribution.shares import AttributionShares
 from castbench.metrics import ReliabilitySummary
 from castbench.report.critic_report import CriticReport
 from castbench.report.summary import DomainReport, RunSummary
@@ -107,7 +108,34 @@ def _details_table(summary: RunSummary) -> Table:
         table.add_row(
             f"failed: {category}", *[str(report.failure_categories.get(category, 0)) for _, report in columns]
         )
+    _attribution_rows(table, [report for _, report in columns])
     return table
+
+
+def _share(count: int, total: int) -> str:
+    return f"{count} ({count / total:.0%})" if total else str(count)
+
+
+def _attribution_rows(table: Table, reports: list[DomainReport]) -> None:
+    """Whose fault the trials that did not pass were and why (`castbench runs why` lists them),
+    near-misses among passes, and trials where the simulated user broke its scenario."""
+    shares = [report.attribution for report in reports]
+    if all(share is None for share in shares):
+        return
+
+    def cells(value: Callable[[AttributionShares], str]) -> list[str]:
+        return ["–" if share is None else value(share) for share in shares]
+
+    for party in ("agent", "user", "harness"):
+        table.add_row(
+            f"blamed: {party}", *cells(lambda s, p=party: _share(s.by_party.get(p, 0), s.not_passed))
+        )
+    for cause in sorted({c for share in shares if share is not None for c in share.by_cause}):
+        table.add_row(f"  cause: {cause}", *cells(lambda s, c=cause: str(s.by_cause.get(c, 0))))
+    table.add_row("near-misses among passes", *cells(lambda s: _share(s.near_misses, s.passed)))
+    table.add_row(
+        "trials with a simulator fault", *cells(lambda s: _share(s.simulator_fault_trials, s.trials))
+    )
 
 
 def print_summary(summary: RunSummary, console: Console) -> None:

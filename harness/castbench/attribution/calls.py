@@ -1,0 +1,166 @@
+"""The agent's decisive call: the first executed tool call that put the trial off course for good.
+
+Read against the task's ground truth (its agent-side calls, in order, and the changes the user
+declines) and the labeler's verdicts. A call *goes through* when it executed without an error.
+Walking the executed calls in order:
+
+- a ground-truth call is decisive only when it skipped a check: a read of the ground truth that
+  was still due never goes through, and this call, of another tool, ran in its place (calling
+  `get_bills` before `verify_customer_by_id`, which never follows) -> `wrong_tool`;
+  a ground-truth call the labeler calls invalid that failed and never went through after it
+  (made before the user was authenticated, say) keeps the labeler's failure type;
+- a change the user declines that went through -> the labeler's failure type (`domain_violation`);
+- any other call stands for a ground-truth call still pending: the one of its tool that shares an
+  argument value with it or is the next one due, else the first pending one that never goes
+  through. It is decisive when that call never goes through after it and, for a call of another
+  tool, no later call even tries that tool (a later try is judged on its own). Its cause: the
+  labeler's `wrong_tool`, else `hallucination` when it is of the intended tool (other arguments),
+  else `wrong_tool`. With nothing pending, an invalid write that went through is decisive with the
+  labeler's failure type.
+
+Without the task (a domain not installed) only the labeler's verdicts are read: the first invalid
+call that failed with no later call of its tool going through, or an invalid write that went through.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import NamedTuple
+
+from castbench.agents.conversation import ReplyAction, ToolCallAction, ToolResultTurn
+from castbench.attribution.model import Cause
+from castbench.domain import Task, ToolCall
+from castbench.domain.leaves import scalars
+from castbench.runner.records import ActionLabel, StepRecord
+
+__all__ = ["DecisiveCall", "decisive_call", "executed_call", "failed", "label_of"]
+
+
+class DecisiveCall(NamedTuple):
+    step: int
+    cause: Cause
+    rule: str
+    detail: str
+
+
+def label_of(step: StepRecord) -> ActionLabel | None:
+    """The labeler's verdict on what the step executed."""
+    if step.action is None or not step.proposals:
+        return None
+    return step.proposals[-1].label
+
+
+def failed(step: StepRecord) -> bool:
+    return isinstance(step.observation, ToolResultTurn) and step.observation.error
+
+
+def executed_call(step: StepRecord) -> ToolCall | None:
+    action = step.action
+    if isinstance(action, ToolCallAction) and isinstance(action.arguments, dict):
+        return ToolCall(name=action.name, arguments=dict(action.arguments))
+    return None
+
+
+def _through(steps: Sequence[StepRecord]) -> set[str]:
+    return {c.canonical() for s in steps if (c := executed_call(s)) is not None and not failed(s)}
+
+
+def _invalid(label: ActionLabel | None) -> bool:
+    return label is not None and label.label == "invalid"
+
+
+def _label_cause(label: ActionLabel | None) -> Cause:
+    kind = label.failure_type if label is not None else "none"
+    return "hallucination" if kind == "none" else kind
+
+
+def _shares(a: ToolCall, b: ToolCall) -> bool:
+    return bool(set(scalars(a.arguments)) & set(scalars(b.arguments)))
+
+
+def _without_task(steps: Sequence[StepRecord], writes: Callable[[str], bool]) -> DecisiveCall | None:
+    for position, step in enumerate(steps):
+        label, call = label_of(step), executed_call(step)
+        if not _invalid(label) or call is None:
+            continue
+        retried = any(
+            (c := executed_call(s)) is not None and c.name == call.name and not failed(s)
+            for s in steps[position + 1 :]
+        )
+        if (failed(step) and not retried) or (not failed(step) and writes(call.name)):
+            assert label is not None
+            return DecisiveCall(
+                step.index, _label_cause(label), "first_unrecovered_invalid_action", label.reason
+            )
+    return None
+
+
+def decisive_call(
+    steps: Sequence[StepRecord], task: Task | None, writes: Callable[[str], bool]
+) -> DecisiveCall | None:
+    if task is None:
+        return _without_task(steps, writes)
+    truth = [c for c in task.actions if c.actor == "agent"]
+    canon = {c.canonical() for c in truth}
+    declined = {c.canonical() for c in task.declined_actions}
+    everything = _through(steps)
+    for position, step in enumerate(steps):
+        call, label = executed_call(step), label_of(step)
+        if call is None or isinstance(step.action, ReplyAction):
+            continue
+        key = call.canonical()
+        done = _through(steps[:position])
+        later = steps[position + 1 :]
+        pending = [c for c in truth if c.canonical() not in done]
+        due = pending[0] if pending else None
+        if key in canon:
+            if (
+                due is not None
+                and due.name != call.name
+                and not writes(due.name)
+                and due.canonical() not in everything
+                and due.name not in {c.name for s in later if (c := executed_call(s)) is not None}
+            ):
+                return DecisiveCall(
+                    step.index, "wrong_tool", "skipped_check", f"called {call.name} before {due.name}"
+                )
+            if _invalid(label) and failed(step) and key not in _through(later):
+                return DecisiveCall(
+                    step.index,
+                    _label_cause(label),
+                    "first_unrecovered_invalid_action",
+                    label.reason if label else "",
+                )
+            continue
+        if key in declined:
+            if not failed(step):
+                return DecisiveCall(
+                    step.index, _label_cause(label), "declined_change_made", label.reason if label else ""
+                )
+            continue
+        same = [c for c in pending if c.name == call.name and (_shares(call, c) or c is due)]
+        missing = [c for c in pending if c.canonical() not in everything]
+        intended = same[0] if same else (missing[0] if missing else None)
+        if intended is None:
+            if _invalid(label) and not failed(step) and writes(call.name):
+                assert label is not None
+                return DecisiveCall(step.index, _label_cause(label), "unwarranted_change", label.reason)
+            continue
+        if intended.canonical() in _through(later):
+            continue
+        if intended.name != call.name and intended.name in {
+            c.name for s in later if (c := executed_call(s)) is not None
+        }:
+            continue
+        if label is not None and label.failure_type == "wrong_tool":
+            cause: Cause = "wrong_tool"
+        else:
+            cause = "hallucination" if intended.name == call.name else "wrong_tool"
+        detail = label.reason if _invalid(label) and label is not None else "a call in place of"
+        return DecisiveCall(
+            step.index,
+            cause,
+            "stands_for_missing_call",
+            f"{detail}; {intended.canonical()} never went through",
+        )
+    return None
