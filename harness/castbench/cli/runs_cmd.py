@@ -160,3 +160,52 @@ def _print_errors(records: list[TrialRecord], limit: int = 20) -> None:
         console.print(f"  {where} [red]{record.end_reason}[/]: {reason}", soft_wrap=True)
     if len(errored) > limit:
         console.print(f"  ... and {len(errored) - limit} more (see --task)")
+
+
+@runs_app.command("why")
+def why_run(
+    run: Annotated[str, typer.Argument(help="Run id, a unique prefix of it, or 'latest'.")],
+    as_json: Annotated[
+        bool, typer.Option("--json", help="One JSON array, an object per trial that did not pass.")
+    ] = False,
+    judge: Annotated[
+        str | None,
+        typer.Option(
+            help="Also ask an LLM judge (a litellm model string) and report its agreement with the rules."
+        ),
+    ] = None,
+    api_base: Annotated[
+        str | None, typer.Option(envvar="CASTBENCH_API_BASE", help="OpenAI-compatible server for --judge.")
+    ] = None,
+    db: DbOption = DEFAULT_DB,
+) -> None:
+    """Why each trial failed and whose fault it was (the agent, the simulated user or the harness),
+    grouped by cause with one example each (`castbench runs show RUN --task T --trial I` for it)."""
+    from castbench.attribution import attribute
+    from castbench.attribution.why import why_rows, why_table
+
+    store = ResultsStore(db)
+    row = store.run(run)
+    attributions = [a for record in store.trials(row.id) if (a := attribute(record)) is not None]
+    judged = None
+    if judge is not None:
+        from castbench.attribution.judge import LLMJudge, agreement
+
+        by_trial = {(r.domain, r.task_id, r.trial_index): r for r in store.trials(row.id)}
+        llm = LLMJudge(judge, **({"api_base": api_base} if api_base else {}))
+        judged = [llm.judge(by_trial[(a.domain, a.task, a.trial)]) for a in attributions]
+    if as_json:
+        print(json.dumps(why_rows(attributions, judged), indent=2))
+        return
+    if not attributions:
+        console.print(f"run {row.id}: every trial passed")
+        return
+    console.print(
+        why_table(attributions, f"why trials did not pass — run {row.id} ({len(attributions)} trials)")
+    )
+    if judged is not None:
+        agreed = agreement(attributions, judged)
+        console.print(
+            f"judge {escape(judge)} agrees with the rules on {agreed.judged} trials: "
+            f"party {agreed.party:.0%}, cause {agreed.cause:.0%}, step {agreed.step:.0%}"
+        )
