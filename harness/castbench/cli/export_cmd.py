@@ -29,20 +29,46 @@ from castbench.store import ResultsStore
 console = Console()
 
 
+def _write_inspect(exported: ExportedRun, target: Path) -> int:
+    from castbench.publish.inspect_log import write_inspect_log  # inspect-ai: only when asked for
+
+    return write_inspect_log(exported, target)
+
+
+_FORMATS = {
+    "castbench": (EXPORT_SUFFIX, write_export),
+    "inspect": (".eval", _write_inspect),
+}
+"""Export formats: the default file suffix and the writer of each."""
+
+
 def export_command(
     run: Annotated[str, typer.Argument(help="Run id, unique prefix, or 'latest'.")],
     out: Annotated[
-        Path | None, typer.Option(help=f"File to write [default: results/RUN_ID{EXPORT_SUFFIX}].")
+        Path | None,
+        typer.Option(help=f"File to write [default: results/RUN_ID{EXPORT_SUFFIX}, or .eval for inspect]."),
     ] = None,
     db: DbOption = DEFAULT_DB,
+    format: Annotated[
+        str,
+        typer.Option(
+            "--format",
+            help="castbench: the portable run (import, verify, boards); inspect: an Inspect AI eval "
+            "log (.eval or .json) for `inspect view` (extra [bridges]).",
+        ),
+    ] = "castbench",
 ) -> None:
-    """Write a run (config, meta and every trial record) as one compressed, portable file."""
+    """Write a run (config, meta and every trial record) as one compressed, portable file, or
+    as an Inspect AI eval log (`--format inspect`: one sample per trial, docs/inspect.md)."""
+    if format not in _FORMATS:
+        fail(f"unknown --format '{format}': one of {', '.join(_FORMATS)}")
+    suffix, writer = _FORMATS[format]
     try:
         exported = export_run(ResultsStore(db), run)
+        target = out or Path("results") / f"{exported.run_id}{suffix}"
+        size = writer(exported, target)
     except ArchiveError as exc:
         fail(exc)
-    target = out or Path("results") / f"{exported.run_id}{EXPORT_SUFFIX}"
-    size = write_export(exported, target)
     console.print(
         f"run {exported.run_id}: {len(exported.trials)} trials → {target} ({size / 1024:.0f} KiB)",
         markup=False,
