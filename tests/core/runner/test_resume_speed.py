@@ -1,0 +1,55 @@
+"""What a re-run costs: a resume of a complete run runs no trial, and the reference floors of a
+run's tasks are read back from the store instead of re-running the floor policies."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from castbench.api import evaluate
+from castbench.report import floors
+from castbench.runner.work import TrialWork
+
+OPTIONS = {"domains": "retail", "trials": 2, "tasks": ["retail-test-0001", "retail-test-0002"]}
+
+
+def _no_work(*_: object, **__: object) -> None:
+    raise AssertionError("work was redone")
+
+
+def test_a_complete_run_resumes_without_trials_or_floors(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = f"sqlite:///{tmp_path}/runs.db"
+    first = evaluate(db=db, policy="oracle", **OPTIONS)
+    assert first.outcome.ran == 4 and first.summary.floors is not None
+    floors._floors.cache_clear()  # a new process: nothing in memory
+    monkeypatch.setattr(TrialWork, "run", _no_work)
+    monkeypatch.setattr(floors, "_floors", _no_work)
+    again = evaluate(db=db, policy="oracle", **OPTIONS)
+    assert (again.outcome.resumed, again.outcome.ran, again.outcome.already_done) == (True, 0, 4)
+    assert again.summary.floors == first.summary.floors
+    assert again.summary.overall == first.summary.overall
+
+
+def test_floors_are_shared_by_agents_on_the_same_tasks_and_not_across_code(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = f"sqlite:///{tmp_path}/runs.db"
+    oracle = evaluate(db=db, policy="oracle", **OPTIONS).summary.floors
+    real = floors._floors
+    calls: list[str] = []
+
+    def counted(canonical: str) -> floors.ReferenceFloors:
+        calls.append(canonical)
+        return real.__wrapped__(canonical)
+
+    monkeypatch.setattr(floors, "_floors", counted)
+    other = evaluate(db=db, policy="scripted:refuse", **OPTIONS).summary.floors
+    assert other == oracle and calls == []  # another agent, the same tasks: read back
+    evaluate(db=db, policy="oracle", **{**OPTIONS, "trials": 3})
+    assert len(calls) == 1  # other trials per task: other floors
+    monkeypatch.setattr(floors, "_code_digest", lambda domains: "changed code")
+    assert evaluate(db=db, policy="oracle", fresh=True, **OPTIONS).summary.floors == oracle
+    assert len(calls) == 2  # castbench's or a domain's code changed: computed again
