@@ -15,7 +15,7 @@ from castbench.agents.traits import parse_traits
 from castbench.defaults import DEFAULT_DB, DEFAULT_LEASE_S, DEFAULT_MAX_TRIALS
 from castbench.domain import resolve_domains
 from castbench.grading import GradingMode
-from castbench.report.floors import reference_floors
+from castbench.report.floors import FloorsAhead
 from castbench.report.summary import RunSummary, pair_with_baseline, summarize_run
 from castbench.runner.config import RunConfig
 from castbench.runner.deadline import TimeLimits
@@ -253,6 +253,7 @@ def evaluate(
         if add_trials:
             _, config, _ = top_up(store, config, add_trials, max_trials)
         _check_servers(config, agents)
+        floors.start(config)
         if on_config is not None:
             on_config(config, provenance(config, {"origin": _origin(store, config, fresh).model_dump()}))
         outcome = run_eval(
@@ -271,6 +272,7 @@ def evaluate(
         )
         return config, outcome
 
+    floors = FloorsAhead(store)  # computed by a child while the trials run
     config, outcome = run(config_options)
     records = store.trials(outcome.run_id)
     row = store.run(outcome.run_id)
@@ -283,5 +285,5 @@ def evaluate(
         )
         summary = pair_with_baseline(summary, alone_summary, records, alone_records)
     recorded = provenance(config, json.loads(row.meta_json))
-    summary = summary.model_copy(update={"floors": reference_floors(config, store), "provenance": recorded})
+    summary = summary.model_copy(update={"floors": floors.result(config), "provenance": recorded})
     return EvalResult(outcome, summary)

@@ -129,6 +129,10 @@ def show_run(
         return
     summary = summarize_run(row.id, config, records, row.status)
     print_provenance(provenance(config, json.loads(row.meta_json)), console)
+    if config.perturbations.active:
+        faults = sum(step.fault is not None for record in records for step in record.steps)
+        label = config.perturbations.label()
+        console.print(f"perturbed: {label}; {faults} tool fault(s) injected", markup=False)
     print_summary(summary, console)
     print_workers(store, row.id)
     per_task = Table(title="per task", title_justify="left")

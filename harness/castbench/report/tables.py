@@ -185,7 +185,8 @@ def print_trial(record: TrialRecord, console: Console) -> None:
                 else ("tool!" if getattr(observation, "error", False) else "tool")
             )
             text = observation.text if observation.role == "user" else observation.content
-            console.print(f"  [cyan]{who}[/]: {_printable(text[:300])}")
+            fault = f"[yellow]fault injected: {step.fault}[/] " if step.fault else ""
+            console.print(f"  [cyan]{who}[/]: {fault}{_printable(text[:300])}")
     if record.grade is not None and record.grade.diff:
         diff = Table(title="state diff (expected vs got)", title_justify="left")
         for column in ("table", "key", "field", "expected", "got"):

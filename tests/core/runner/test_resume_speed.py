@@ -10,6 +10,7 @@ import pytest
 from castbench.api import evaluate
 from castbench.report import floors
 from castbench.runner.work import TrialWork
+from castbench.store import ResultsStore
 
 OPTIONS = {"domains": "retail", "trials": 2, "tasks": ["retail-test-0001", "retail-test-0002"]}
 
@@ -33,23 +34,29 @@ def test_a_complete_run_resumes_without_trials_or_floors(
     assert again.summary.overall == first.summary.overall
 
 
+def _floor_rows(db: str) -> int:
+    with ResultsStore(db).engine.connect() as connection:
+        return connection.exec_driver_sql("SELECT COUNT(*) FROM cache WHERE kind = 'floors'").scalar_one()
+
+
 def test_floors_are_shared_by_agents_on_the_same_tasks_and_not_across_code(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     db = f"sqlite:///{tmp_path}/runs.db"
     oracle = evaluate(db=db, policy="oracle", **OPTIONS).summary.floors
-    real = floors._floors
-    calls: list[str] = []
-
-    def counted(canonical: str) -> floors.ReferenceFloors:
-        calls.append(canonical)
-        return real.__wrapped__(canonical)
-
-    monkeypatch.setattr(floors, "_floors", counted)
+    assert _floor_rows(db) == 1
     other = evaluate(db=db, policy="scripted:refuse", **OPTIONS).summary.floors
-    assert other == oracle and calls == []  # another agent, the same tasks: read back
+    assert other == oracle and _floor_rows(db) == 1  # another agent, the same tasks: read back
     evaluate(db=db, policy="oracle", **{**OPTIONS, "trials": 3})
-    assert len(calls) == 1  # other trials per task: other floors
+    assert _floor_rows(db) == 2  # other trials per task: other floors
     monkeypatch.setattr(floors, "_code_digest", lambda domains: "changed code")
     assert evaluate(db=db, policy="oracle", fresh=True, **OPTIONS).summary.floors == oracle
-    assert len(calls) == 2  # castbench's or a domain's code changed: computed again
+    assert _floor_rows(db) == 3  # castbench's or a domain's code changed: computed again
+
+
+def test_floors_computed_while_the_trials_run_equal_those_computed_after(tmp_path: Path) -> None:
+    """The child that computes them during the run stores what the run's own process would."""
+    ahead = evaluate(db=f"sqlite:///{tmp_path}/a.db", policy="scripted:noisy", **OPTIONS).summary.floors
+    floors._floors.cache_clear()
+    memory = evaluate(db="sqlite://", policy="scripted:noisy", **OPTIONS).summary.floors  # no child
+    assert ahead == memory and ahead is not None
