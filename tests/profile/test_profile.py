@@ -190,3 +190,19 @@ def test_profile_command_writes_the_four_groups_and_a_figure(tmp_path: Path) -> 
     rerun = invoke(*args)
     assert rerun.exit_code == 0 and rerun.output.count("(0 trials run") == 4  # every condition resumed
     assert json.loads(out.read_text()) == profile
+
+
+def test_runs_show_and_the_viewer_show_injected_faults(tmp_path: Path) -> None:
+    from castbench.viewer.payload import trial_payload
+
+    db = sqlite_url(tmp_path / "f.db")
+    faults = Perturbations(tool_faults=1.0, fault_kinds=["rate_limit"])
+    run = evaluate(domains="retail", policy="oracle", trials=1, tasks=TASKS[:1], db=db, perturbations=faults)
+    shown = invoke("runs", "show", run.outcome.run_id, "--task", TASKS[0], "--db", db)
+    assert shown.exit_code == 0 and "fault injected: rate_limit" in shown.output
+    summary = invoke("runs", "show", run.outcome.run_id, "--db", db)
+    assert "perturbed: faults 100% (rate_limit)" in summary.output
+    [record] = ResultsStore(db).trials(run.outcome.run_id)
+    steps = trial_payload(record)["steps"]
+    assert [s.get("fault") for s in steps] == [step.fault for step in record.steps]
+    assert "rate_limit" in [s.get("fault") for s in steps]
