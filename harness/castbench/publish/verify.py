@@ -149,6 +149,7 @@ def _problems(record: TrialRecord, config: RunConfig, domains: _Domains) -> list
         grading=config.grading_mode,
         labels=config.grading is not None,
         critic=config.critic,
+        perturbations=config.perturbations,
     )
     return problems
 

@@ -13,6 +13,7 @@ it met: the critic's figures are computed from them).
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 from castbench.agents.conversation import (
@@ -30,6 +31,7 @@ from castbench.agents.views import CriticView, briefing_for, user_briefing_for
 from castbench.domain import Database, Domain, Task
 from castbench.grading import Grade, GradingMode, PolicyBreak, grade_trial
 from castbench.grading.labeler import label_action
+from castbench.runner.perturbations import Perturbations
 from castbench.runner.records import CLEAN_ENDS, UNFINISHED_ENDS, ActionLabel, StepRecord, TrialRecord
 from castbench.runner.seeds import trial_seed
 
@@ -46,8 +48,10 @@ class _Replay:
         traits: dict[str, str],
         labels: bool,
         critic: str,
+        perturbations: Perturbations | None = None,
     ):
         self.domain, self.task, self.record = domain, task, record
+        self.perturber = perturbations.perturber(record.seed) if perturbations is not None else None
         self.labels = labels
         self.db = domain.fresh_database()
         self.conversation: list[Event] = []
@@ -78,7 +82,7 @@ class _Replay:
 
     def open(self) -> None:
         if self.user is not None:
-            self.differ("opening", self.record.opening, self.user.open())
+            self.differ("opening", self.record.opening, self._heard(0, self.user.open()))
         self.conversation.append(UserTurn(text=self.record.opening))
 
     def step(self, step: StepRecord, strict: bool) -> None:
@@ -127,7 +131,8 @@ class _Replay:
         stored = step.observation if isinstance(step.observation, UserTurn) else None
         if self.user is not None:
             answer = self.user.reply(action.text)
-            self.differ(f"step {step.index} user reply", stored.text if stored else None, answer.text)
+            heard = self._heard(step.index + 1, answer.text)
+            self.differ(f"step {step.index} user reply", stored.text if stored else None, heard)
             self.differ(f"step {step.index} user stop", step.user_stop, answer.stop)
         self.conversation += [AgentTurn(action=action), stored or UserTurn(text="")]
 
@@ -136,7 +141,12 @@ class _Replay:
             label = label or label_action(self.domain, self.task, action, self.db, self.conversation)
             if label.failure_type == "domain_violation":
                 self.breaks.append(PolicyBreak(step=step.index, tool=action.name, reason=label.reason))
+        if self.perturber is not None and self.faulted(step, action):
+            return
         observation = self.domain.toolkit.call(self.db, action.name, action.arguments)
+        if self.perturber is not None:
+            content = self.perturber.tool_output(step.index, observation.content)
+            observation = replace(observation, content=content)
         stored = step.observation
         got = (_value(observation.content), observation.error)
         want = (_value(stored.content), stored.error) if isinstance(stored, ToolResultTurn) else None
@@ -152,6 +162,29 @@ class _Replay:
                 call_id=call_id, name=action.name, content=observation.content, error=observation.error
             ),
         ]
+
+
+    def _heard(self, turn: int, text: str) -> str:
+        """The user's words as the agent got them (under a run's user perturbations)."""
+        return text if self.perturber is None else self.perturber.user_text(turn, text)
+
+    def faulted(self, step: StepRecord, action: ToolCallAction) -> bool:
+        """Draw the step's fault again (a perturbed run's); a faulted call ran nothing: its
+        fault's answer goes back, compared with the stored one."""
+        assert self.perturber is not None
+        fault = self.perturber.fault(step.index, action)
+        self.differ(f"step {step.index} injected fault", step.fault, fault)
+        if fault is None:
+            return False
+        content, error = self.perturber.fault_output(fault)
+        stored = step.observation
+        want = (stored.content, stored.error) if isinstance(stored, ToolResultTurn) else None
+        self.differ(f"step {step.index} {action.name} fault", want, (content, error))
+        self.saw_tool_error |= error
+        call_id = f"call_{step.index}"
+        result = ToolResultTurn(call_id=call_id, name=action.name, content=content, error=error)
+        self.conversation += [AgentTurn(action=action, call_id=call_id), result]
+        return True
 
 
 def _name(spec: str) -> str:
@@ -193,6 +226,7 @@ def replay_trial(
     grading: GradingMode,
     labels: bool = True,
     critic: str = "none",
+    perturbations: Perturbations | None = None,
 ) -> tuple[Grade | None, list[str]]:
     """Re-execute `record` and grade it again; returns the new grade (None for an unscored trial)
     and every difference from what the record says, each naming its step. Its labels are derived
@@ -221,7 +255,8 @@ def replay_trial(
             problems.append(f"an agent's failure stored without a grade, with reward {record.reward}")
         return None, problems
     strict = record.grade is not None and record.grade.strict_reward is not None
-    replay = _Replay(domain, task, record, user, traits, labels or strict, critic)
+    active = perturbations if perturbations is not None and perturbations.active else None
+    replay = _Replay(domain, task, record, user, traits, labels or strict, critic, active)
     replay.open()
     for step in record.steps:
         replay.step(step, strict)
