@@ -206,3 +206,18 @@ def test_runs_show_and_the_viewer_show_injected_faults(tmp_path: Path) -> None:
     steps = trial_payload(record)["steps"]
     assert [s.get("fault") for s in steps] == [step.fault for step in record.steps]
     assert "rate_limit" in [s.get("fault") for s in steps]
+
+
+def test_verify_replays_a_perturbed_run(tmp_path: Path) -> None:
+    db = sqlite_url(tmp_path / "v.db")
+    every = Perturbations(
+        tool_faults=0.4, user=["paraphrase", "reorder", "typos"], env=["field_order", "extra_fields"]
+    )
+    run = evaluate(
+        domains="retail", policy="scripted:noisy", trials=2, tasks=TASKS[:3], db=db, perturbations=every
+    )
+    records = ResultsStore(db).trials(run.outcome.run_id)
+    assert any(step.fault for record in records for step in record.steps)
+    verified = invoke("verify", run.outcome.run_id, "--db", db)
+    assert verified.exit_code == 0, verified.output
+    assert "re-executed and re-graded as stored" in verified.output
