@@ -10,11 +10,12 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
-from castbench.agents.registry import AgentSpec, Role, resolve
+from castbench.agents.registry import AgentSpec, Role
 from castbench.agents.traits import parse_traits
 from castbench.defaults import DEFAULT_DB, DEFAULT_LEASE_S, DEFAULT_MAX_TRIALS
 from castbench.domain import resolve_domains
 from castbench.grading import GradingMode
+from castbench.models.resolve import ModelOptions, resolve_agent
 from castbench.report.floors import FloorsAhead
 from castbench.report.summary import RunSummary, pair_with_baseline, summarize_run
 from castbench.runner.config import RunConfig
@@ -39,23 +40,7 @@ from castbench.runner.rollout import AgentSet, Limits, Verification
 from castbench.runner.topup import top_up
 from castbench.store import ResultsStore
 
-__all__ = ["DEFAULT_MAX_TRIALS", "EvalResult", "build_config", "evaluate", "model_factory", "run_metadata"]
-
-
-def model_factory(role: Role) -> Callable[..., Any]:
-    """The model-backed agent for a role, imported only when a model string is used (litellm is
-    slow to import and not needed offline)."""
-
-    def create(briefing: Any, **params: Any) -> Any:
-        from castbench.models import agents
-
-        return agents.for_role(role)(briefing, **params)
-
-    return create
-
-
-def _resolve(role: Role, spec: str, in_process: bool) -> AgentSpec:
-    return resolve(role, spec, model_factory(role), in_process=in_process)
+__all__ = ["DEFAULT_MAX_TRIALS", "EvalResult", "build_config", "evaluate", "run_metadata"]
 
 
 def _git_commit() -> str | None:
@@ -118,20 +103,16 @@ def build_config(
     else:
         layers = models_config
     models: dict[str, Any] = {}
+    options = ModelOptions(layers, api_base, cache_dir, concurrency)
 
-    def configured(agent: AgentSpec) -> AgentSpec:
-        if agent.kind != "model":
-            return agent
-        from castbench.models.settings import configure_model_agent
-
-        agent, models[agent.role] = configure_model_agent(agent, layers, api_base, cache_dir, concurrency)
+    def configured(role: Role, spec: str) -> AgentSpec:
+        agent, recorded = resolve_agent(role, spec, in_process=in_process, options=options)
+        if recorded is not None:
+            models[role] = recorded
         return agent
 
-    specs = AgentSet(
-        policy=configured(_resolve("policy", policy, in_process)),
-        user=configured(_resolve("user", user, in_process)),
-    )
-    critic_spec = configured(_resolve("critic", critic, in_process))
+    specs = AgentSet(policy=configured("policy", policy), user=configured("user", user))
+    critic_spec = configured("critic", critic)
     if critic_spec.kind != "none":
         specs = AgentSet(policy=specs.policy, user=specs.user, critic=critic_spec)
     privileged = [

@@ -22,10 +22,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from castbench.agents.conversation import CritiqueTurn, ToolResultTurn, UserTurn
-from castbench.agents.registry import resolve
 from castbench.agents.views import PolicyView
 from castbench.domain import Database, load_domain
 from castbench.grading import GradingMode
+from castbench.models.resolve import resolve_agent
 from castbench.runner.deadline import TimeLimits
 from castbench.runner.episode import AgentSet, Episode, EpisodeOver, Limits, Verification
 from castbench.runner.records import ActionLabel, TrialRecord
@@ -64,8 +64,8 @@ class Environment:
     ) -> None:
         self.agents = AgentSet(
             policy=None,
-            user=resolve("user", user),
-            critic=None if critic in (None, "none") else resolve("critic", critic),
+            user=resolve_agent("user", user)[0],
+            critic=None if critic in (None, "none") else resolve_agent("critic", critic)[0],
         )
         self.limits, self.verification, self.time_limits = limits, verification, time_limits
         self.grading, self.labels = grading, labels

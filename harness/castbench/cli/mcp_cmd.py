@@ -42,8 +42,8 @@ def serve(
         from castbench.service.mcp_trial import McpTrial
     except ImportError as exc:
         fail(f"castbench mcp needs the service extra (pip install 'castbench[service]'): {exc}")
-    env = Environment(user=user, critic=critic)
     try:
+        env = Environment(user=user, critic=critic)
         env.reset(domain, task, trial, seed)
     except (KeyError, ValueError, LookupError) as exc:
         fail(exc)

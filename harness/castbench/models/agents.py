@@ -156,5 +156,5 @@ class LLMUser:
 
 
 def for_role(role: str) -> Callable[..., Any]:
-    """The factory `castbench.api.model_factory` calls as `factory(briefing, model=..., **settings)`."""
+    """What `castbench.models.resolve.model_factory` calls: `factory(briefing, model=..., **settings)`."""
     return {"policy": LLMPolicy, "critic": LLMCritic, "user": LLMUser}[role]

@@ -10,7 +10,8 @@ import pytest
 
 from castbench.agents.registry import AgentSpec
 from castbench.agents.sandbox import SandboxNeeds
-from castbench.api import build_config, evaluate, model_factory
+from castbench.api import build_config, evaluate
+from castbench.models.resolve import model_factory
 from castbench.publish.archive import read_export
 from castbench.runner.config import RunConfig
 from castbench.runner.provenance import (
