@@ -31,10 +31,10 @@ from typing import Any
 from castbench.domain import Database, Domain, EarnedSpec, Fact, Lookup, Task, TaskFileError, ToolCall
 from castbench.domain.claims import amount_rivals, unread_record_claims, unread_values
 from castbench.domain.database import Snapshot
+from castbench.domain.derived_rules import DerivedRules
+from castbench.domain.identity import IDENTITY_PREFIX, identity_call, identity_facts
 from castbench.domain.validate import shown_values
 from castbench_tau.gold import GoldFinding, gold_findings
-from castbench_tau.identity import IDENTITY_PREFIX, identity_call, identity_facts
-from castbench_tau.rules import TauRules
 from castbench_tau.source import TauSource, load_source
 from castbench_tau.tasks import convert_task
 from castbench_tau.toolkit import tau_toolkit
@@ -135,7 +135,7 @@ class TauDomain(Domain):
         )
 
     def _identity_facts(self, raw: Any) -> list[Fact]:
-        """What the task's customer says when asked who they are (`castbench_tau.identity`)."""
+        """What the task's customer says when asked who they are (`castbench.domain.identity`)."""
         finders = [
             (tool.name, tuple(tool.schema["function"]["parameters"].get("required", [])))
             for tool in self.toolkit
@@ -221,5 +221,5 @@ def tau_domain(name: str) -> TauDomain:
         requires_earned=False,
         source=source,
     )
-    domain.rules = TauRules(toolkit, domain.pristine)
+    domain.rules = DerivedRules(toolkit, domain.pristine)
     return domain

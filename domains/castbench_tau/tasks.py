@@ -9,43 +9,19 @@ What castbench needs beyond τ's `instruction`, `actions` and `outputs` is deriv
 - `family` names the write tools the gold uses (`read_only` when it uses none);
 - the scripted user's opening is the instruction in the first person, and the facts it gives
   when asked are the arguments of an identity look-up that finds the task's customer (an email,
-  or a name and a zip code: see `castbench_tau.identity`), worked out by the domain and passed in;
+  or a name and a zip code: see `castbench.domain.identity`), worked out by the domain and passed in;
 - the LLM users get the instruction verbatim (τ's own user prompt is built from it).
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from castbench.domain import Fact, Task, ToolCall, Toolkit, UserScenario
-from castbench_tau.identity import IDENTITY_PREFIX
+from castbench.domain.identity import IDENTITY_PREFIX
+from castbench.domain.published import first_person
 
 __all__ = ["IDENTITY_PREFIX", "convert_task", "first_person"]
-
-_PRONOUNS = [
-    (r"\bYou are\b", "I am"),
-    (r"\byou are\b", "I am"),
-    (r"\bYou're\b", "I'm"),
-    (r"\byou're\b", "I'm"),
-    (r"\bYou've\b", "I've"),
-    (r"\byou've\b", "I've"),
-    (r"\bYou'd\b", "I'd"),
-    (r"\byou'd\b", "I'd"),
-    (r"\bYour\b", "My"),
-    (r"\byour\b", "my"),
-    (r"\byourself\b", "myself"),
-    (r"\bYou\b", "I"),
-    (r"\byou\b", "I"),
-]
-
-
-def first_person(instruction: str) -> str:
-    """τ's second-person instruction ("You are Yusuf Rossi in 19122...") as the user's opening."""
-    text = " ".join(instruction.split())
-    for pattern, replacement in _PRONOUNS:
-        text = re.sub(pattern, replacement, text)
-    return text
 
 
 def _family(actions: list[ToolCall], toolkit: Toolkit) -> str:
@@ -53,11 +29,9 @@ def _family(actions: list[ToolCall], toolkit: Toolkit) -> str:
     return "+".join(writes) if writes else "read_only"
 
 
-def convert_task(
-    raw: Any, domain: str, split: str, index: int, toolkit: Toolkit, facts: list[Fact]
-) -> Task:
+def convert_task(raw: Any, domain: str, split: str, index: int, toolkit: Toolkit, facts: list[Fact]) -> Task:
     """One τ `Task` (user_id, instruction, actions, outputs) as a castbench `Task`; `facts` are
-    the customer's identity facts (`castbench_tau.identity`)."""
+    the customer's identity facts (`castbench.domain.identity`)."""
     actions = [ToolCall(name=action.name, arguments=dict(action.kwargs)) for action in raw.actions]
     writes = any(toolkit.is_write(call.name) for call in actions)
     return Task(

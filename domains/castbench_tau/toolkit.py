@@ -36,25 +36,16 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, tzinfo
-from typing import Any, Literal
-
-from pydantic import BaseModel, ConfigDict, Field, create_model
+from typing import Any
 
 from castbench.domain import Database, Observation, Tool, Toolkit
+from castbench.domain.published import schema_arguments_model
 from castbench_tau.cow import TauData
 
 __all__ = ["TauTool", "TauToolkit", "frozen_clock", "is_failure", "tau_toolkit"]
 
 _READ_PREFIXES = ("get_", "find_", "list_", "search_", "check_", "transfer_")
 _READ_NAMES = frozenset({"calculate", "think"})
-_JSON_TYPES: dict[str, Any] = {
-    "string": str,
-    "integer": int,
-    "number": float,
-    "boolean": bool,
-    "array": list,
-    "object": dict,
-}
 
 
 _PROSE_FAILURE = re.compile(
@@ -124,28 +115,6 @@ class TauTool(Tool):
         object.__setattr__(self, "schema", self.info)
 
 
-def _field_type(schema: Mapping[str, Any]) -> Any:
-    if "enum" in schema:
-        return Literal[tuple(schema["enum"])]
-    return _JSON_TYPES.get(str(schema.get("type")), Any)
-
-
-def _arguments_model(name: str, parameters: Mapping[str, Any]) -> type[BaseModel]:
-    """What `Toolkit.validate` checks (the labeler, `domains validate`): required arguments,
-    no unknown ones, JSON types and enums, as τ's schema declares them."""
-    required = set(parameters.get("required", []))
-    fields: dict[str, Any] = {}
-    for argument, schema in parameters.get("properties", {}).items():
-        kind = _field_type(schema)
-        if argument in required:
-            fields[argument] = (kind, Field(...))
-        else:
-            fields[argument] = (kind | None, Field(None))
-    return create_model(  # type: ignore[call-overload, no-any-return]
-        f"{name}_arguments", __config__=ConfigDict(extra="forbid", strict=False), **fields
-    )
-
-
 def _is_read(name: str) -> bool:
     return name in _READ_NAMES or name.startswith(_READ_PREFIXES)
 
@@ -196,7 +165,7 @@ def tau_toolkit(classes: tuple[Any, ...], terminate: tuple[str, ...]) -> TauTool
                 kind="read" if _is_read(name) else "write",
                 description=function.get("description", ""),
                 function=cls.invoke,
-                arguments_model=_arguments_model(name, function.get("parameters", {})),
+                arguments_model=schema_arguments_model(name, function.get("parameters", {})),
                 ends_conversation=name in terminate,
                 info=info,
             )

@@ -1,4 +1,5 @@
-"""Executable rules for the τ packs, derived from what the package gives (no rule written per task).
+"""Executable rules for the packs of published τ-style benchmarks (`castbench_tau`, `castbench_tau2`),
+derived from what their packages give (no rule written per task).
 
 τ ships its policy as prose (the wiki) and, for retail, a short `RULES` list; the labeler and the
 rules critic need checks they can run. What is derived, and from what:
@@ -12,7 +13,7 @@ rules critic need checks they can run. What is derived, and from what:
 - free-text tools: `calculate` and `think` read and change no data; their arguments are the
   agent's own arithmetic and notes, which the rules critic does not ask to be supported;
 - confirmation before a write (every τ wiki): castbench's own check, for the tools
-  `castbench_tau.toolkit` counts as writes;
+  the pack's toolkit counts as writes;
 - status preconditions spelled in a tool's name: a write tool called on the row its `<x>_id`
   names must find that row's `status` equal to the status word in the tool's name
   (`cancel_pending_order` needs a `pending` order, `return_delivered_order_items` a `delivered`
@@ -30,7 +31,7 @@ from typing import Any
 
 from castbench.domain import Database, DomainRules, ObservedCall, RuleFinding, ToolCall, Toolkit
 
-__all__ = ["FREE_TEXT_TOOLS", "TauRules"]
+__all__ = ["FREE_TEXT_TOOLS", "DerivedRules"]
 
 FREE_TEXT_TOOLS = frozenset({"calculate", "think"})
 """τ tools that read nothing from the domain and change nothing."""
@@ -54,7 +55,7 @@ def _owned(table: str, tables: Mapping[str, Any]) -> bool:
     return isinstance(first, dict) and any(field in first for field in _OWNER_FIELDS)
 
 
-class TauRules(DomainRules):
+class DerivedRules(DomainRules):
     def __init__(self, toolkit: Toolkit, tables: Mapping[str, Any]) -> None:
         self.auth_tools = frozenset(name for name in toolkit.names if name.startswith("find_"))
         self.free_text_tools = FREE_TEXT_TOOLS & frozenset(toolkit.names)

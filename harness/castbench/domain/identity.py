@@ -1,4 +1,7 @@
-"""Who a τ task's customer is, as the customer would say it: the scripted user's identity facts.
+"""Who a published task's customer is, as the customer would say it: the scripted user's identity
+facts. Shared by the packs of published benchmarks whose tasks name a customer but say nothing of
+what they tell the agent (τ-Bench and τ-Trait in `castbench_tau`, τ² in `castbench_tau2`).
+
 
 τ's policies make the agent authenticate the customer with an identity look-up (`find_*`: by
 email, by name and zip code, by name and date of birth, by phone) before anything else. The

@@ -5,10 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from castbench_tau.domain import BROKEN_SUFFIX, TauDomain
-from castbench_tau.parity import (
+from castbench.runner.parity import (
     Step,
-    TauReference,
     castbench_trial,
     closing,
     gold_trajectory,
@@ -16,6 +14,8 @@ from castbench_tau.parity import (
     tau_reward,
     tool_outputs,
 )
+from castbench_tau.domain import BROKEN_SUFFIX, TauDomain
+from castbench_tau.parity import TauReference
 
 SAMPLE = {
     "tau-telecom": (None, 40),

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from castbench.api import evaluate
+from castbench.domain.identity import IDENTITY_PREFIX
 from castbench_tau.domain import TauDomain
-from castbench_tau.identity import IDENTITY_PREFIX
 from tests.support import sqlite_url
 
 UNAUTHENTICATED_GOLD = {

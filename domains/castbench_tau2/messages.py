@@ -1,0 +1,67 @@
+"""A castbench trial as τ²'s messages (and back): what τ²'s evaluator grades and what its
+`Results` files hold.
+
+A tool call the policy made becomes an `AssistantMessage` with one `ToolCall` followed by its
+`ToolMessage` (τ²'s requestor `assistant`; a user-side call `user`), a reply an `AssistantMessage`
+with text, what the user said a `UserMessage`. A call whose arguments were not a JSON object is
+left out: it reached no tool (castbench answered it with an error) and τ²'s `ToolCall` cannot
+hold it. castbench's trial ends map to τ²'s termination reasons: the user leaving, or a transfer
+(which τ²'s user simulator answers by leaving), is `user_stop`; running out of steps
+`max_steps`; a failing or overrunning agent `agent_error`. τ² grades only `user_stop` and
+`agent_stop` endings; castbench fails the others too (`finished=False`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from castbench.agents.conversation import (
+    MalformedAction,
+    ReplyAction,
+    ToolCallAction,
+    ToolResultTurn,
+    UserTurn,
+)
+from castbench.runner.records import TrialRecord
+from castbench_tau2.source import import_tau2
+
+__all__ = ["TERMINATION", "trial_messages"]
+
+TERMINATION = {
+    "user_stop": "user_stop",
+    "transfer": "user_stop",
+    "max_steps": "max_steps",
+    "agent_error": "agent_error",
+    "timeout": "agent_error",
+}
+"""castbench's end reason -> τ²'s `TerminationReason` (errors of the harness are not scored)."""
+
+
+def trial_messages(record: TrialRecord) -> list[Any]:
+    message = import_tau2("tau2.data_model.message")
+    messages: list[Any] = [message.UserMessage(role="user", content=record.opening)]
+    for step in record.steps:
+        action, observation = step.action, step.observation
+        if isinstance(action, ToolCallAction) and isinstance(observation, ToolResultTurn):
+            if not isinstance(action.arguments, dict):
+                continue
+            call = message.ToolCall(
+                id=observation.call_id, name=action.name, arguments=action.arguments, requestor="assistant"
+            )
+            messages.append(message.AssistantMessage(role="assistant", content=None, tool_calls=[call]))
+            messages.append(
+                message.ToolMessage(
+                    id=observation.call_id,
+                    role="tool",
+                    content=observation.content,
+                    requestor="assistant",
+                    error=observation.error,
+                )
+            )
+        elif isinstance(action, ReplyAction):
+            messages.append(message.AssistantMessage(role="assistant", content=action.text))
+        elif isinstance(action, MalformedAction):
+            messages.append(message.AssistantMessage(role="assistant", content=action.raw))
+        if isinstance(observation, UserTurn):
+            messages.append(message.UserMessage(role="user", content=observation.text))
+    return messages
