@@ -1,3 +1,21 @@
-"""castbench: a reliability benchmark harness for tool-calling agents (pass^k, critics)."""
+"""castbench: a reliability benchmark harness for tool-calling agents (pass^k, critics).
+
+`castbench.evaluate(...)` runs (or resumes) an evaluation, as `castbench eval` does; it is
+imported on first use, so that `import castbench.X` stays cheap for the parts that do not run
+evaluations (the CLI's help, agent workers)."""
+
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+__all__ = ["__version__", "evaluate"]
+
+if TYPE_CHECKING:
+    from castbench.api import evaluate
+
+
+def __getattr__(name: str) -> Any:
+    if name == "evaluate":
+        from castbench.api import evaluate
+
+        return evaluate
+    raise AttributeError(f"module 'castbench' has no attribute {name!r}")
