@@ -30,6 +30,12 @@ model). Options:
   OS sandbox (or before castbench had one) are refused unless the board opts in. castbench's
   built-in agents are its own code, not unsandboxed agents; `--in-process` runs are always refused.
 - `allow_privileged` (default false): rows whose policy or critic read the ground truth (marked †).
+
+Reliability profile (`castbench.publish.profile`, docs/profile.md). `profile = { tool_faults = 0.2 }`
+(also `fault_kinds`, `user`, `env` kinds and `seed`; by default every kind) adds profile columns:
+disagreement, trajectory similarity, violations and unconfirmed changes per trial, Brier score
+from each entry's run, and robustness (pass^1 under faults, user and environment perturbations
+over clean) from `<entry>.profile.json`, which `--rerun` writes after running the perturbed runs.
 """
 
 from __future__ import annotations
@@ -38,12 +44,37 @@ import re
 import tomllib
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from castbench.compare.metric import parse_metric
 from castbench.publish.archive import EXPORT_SUFFIX
+from castbench.runner.perturbations import (
+    ENV_KINDS,
+    FAULT_KINDS,
+    USER_KINDS,
+    Perturbations,
+    parse_kinds,
+    profile_conditions,
+)
 
-__all__ = ["BoardError", "BoardMetric", "BoardSpec", "Entry", "board_path", "load_board", "slug"]
+__all__ = [
+    "BoardError",
+    "BoardMetric",
+    "BoardProfile",
+    "BoardSpec",
+    "Entry",
+    "board_path",
+    "load_board",
+    "slug",
+]
 
 
 class BoardError(ValueError):
@@ -89,6 +120,32 @@ class Entry(_Strict):
     def run_path(self, board: str) -> str:
         return self.run or f"results/{board}/{slug(self.name)}{EXPORT_SUFFIX}"
 
+    def profile_path(self, board: str) -> str:
+        """Where the entry's reliability profile lies: next to its run."""
+        return self.run_path(board).removesuffix(EXPORT_SUFFIX) + ".profile.json"
+
+
+class BoardProfile(_Strict):
+    """The perturbed conditions of a board's reliability profile (each kind list: names or "all")."""
+
+    tool_faults: float = Field(0.2, ge=0.0, le=1.0)
+    fault_kinds: list[str] = Field(default_factory=lambda: sorted(FAULT_KINDS))
+    user: list[str] = Field(default_factory=lambda: sorted(USER_KINDS))
+    env: list[str] = Field(default_factory=lambda: sorted(ENV_KINDS))
+    seed: int = 0
+
+    @field_validator("fault_kinds", "user", "env", mode="before")
+    @classmethod
+    def _kinds(cls, value: object, info: ValidationInfo) -> object:
+        name = info.field_name or ""
+        known = {"fault_kinds": FAULT_KINDS, "user": USER_KINDS, "env": ENV_KINDS}[name]
+        if isinstance(value, str):
+            value = [value]
+        return parse_kinds(",".join(map(str, value)), known, name) if isinstance(value, list) else value
+
+    def conditions(self) -> dict[str, Perturbations]:
+        return profile_conditions(self.tool_faults, self.fault_kinds, self.user, self.env, self.seed)
+
 
 class BoardSpec(_Strict):
     name: str
@@ -107,6 +164,8 @@ class BoardSpec(_Strict):
     user: str | None = None
     """When set, every entry must have used this user simulator."""
     entries: list[Entry] | None = None
+    profile: BoardProfile | None = None
+    """Reliability-profile columns (see the module's docstring)."""
 
     @field_validator("metrics", mode="before")
     @classmethod

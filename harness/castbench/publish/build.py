@@ -24,6 +24,7 @@ from castbench.compare.comparability import setting_differences
 from castbench.publish.archive import EXPORT_SUFFIX, ArchiveError, ExportedRun, read_export
 from castbench.publish.board import BoardError, BoardSpec, Entry
 from castbench.publish.curve import curve_svg
+from castbench.publish.profile import profile_cells
 from castbench.publish.render import Board, Excluded, board_csv, board_html, board_json, board_markdown
 from castbench.publish.rows import BoardRow, entry_row, rank_rows
 from castbench.publish.verify import verify_run
@@ -67,7 +68,9 @@ def _declared(
             exported = _verified(path, verify, rerun)
         except ArchiveError as exc:
             raise BoardError(f"{entry.name}: {exc}") from exc
-        found.append((entry_row(spec, entry, exported, allow_incomplete, rerun=rerun is not None), exported))
+        row = entry_row(spec, entry, exported, allow_incomplete, rerun=rerun is not None)
+        profiled = row.model_copy(update={"profile": profile_cells(spec, entry, exported, root)})
+        found.append((profiled, exported))
     return found
 
 

@@ -15,6 +15,7 @@ from markupsafe import Markup
 from pydantic import BaseModel, Field
 
 from castbench.publish.board import BoardMetric
+from castbench.publish.profile import profile_markdown
 from castbench.publish.rows import BoardRow, Cell
 from castbench.viewer.page import template_environment
 
@@ -178,6 +179,7 @@ def board_markdown(board: Board) -> str:
             "",
         ]
     lines += [ORIGIN_NOTE, ""]
+    lines += profile_markdown(board.rows)
     lines += ["![pass^k against k](curve.svg)", ""]
     if board.excluded:
         lines += ["Runs not listed:", ""]

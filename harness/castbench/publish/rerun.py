@@ -1,7 +1,8 @@
 """Re-creating a board's runs from its entries' recipes (`castbench leaderboard build --rerun`).
 
 Each entry with a `policy` is run again offline on the board's domains, split and trials, with
-the entry's seed, in a throwaway database, and exported to the entry's run file. Entries
+the entry's seed, in a throwaway database, and exported to the entry's run file; on a board with
+a `profile`, also under each of its perturbations, and the entry's profile written next to it. Entries
 without a recipe (submitted runs) are left as they are. The board built next marks only the
 runs re-created here as re-run.
 """
@@ -11,10 +12,12 @@ from __future__ import annotations
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from castbench.api import evaluate
 from castbench.publish.archive import ExportedRun, export_run, read_export, write_export
 from castbench.publish.board import BoardError, BoardSpec, Entry
+from castbench.publish.profile import write_entry_profile
 from castbench.store import ResultsStore
 
 __all__ = ["rerun_entries"]
@@ -33,7 +36,7 @@ def rerun_entries(
         for entry in spec.entries:
             if entry.policy is None:
                 continue
-            result = evaluate(
+            recipe: dict[str, Any] = dict(
                 db=db,
                 fresh=True,
                 domains=",".join(sorted(spec.domains)),
@@ -44,8 +47,16 @@ def rerun_entries(
                 trials=spec.trials,
                 seed=entry.seed,
             )
+            result = evaluate(**recipe)
             path = root / entry.run_path(spec.name)
             size = write_export(export_run(ResultsStore(db), result.outcome.run_id), path)
+            if spec.profile is not None:  # the same recipe under each perturbation: robustness
+                store = ResultsStore(db)
+                perturbed = {}
+                for name, perturbations in spec.profile.conditions().items():
+                    run = evaluate(**recipe, perturbations=perturbations).outcome.run_id
+                    perturbed[name] = (perturbations.label(), store.trials(run))
+                write_entry_profile(spec, entry, root, store.trials(result.outcome.run_id), perturbed)
             written[entry.name] = read_export(path)  # as the file holds it (durations rounded)
             if on_entry is not None:
                 on_entry(entry, path, size)

@@ -16,6 +16,7 @@ from castbench.compare.metric import parse_metric
 from castbench.metrics import TaskOutcome, summarize_counts
 from castbench.publish.archive import ExportedRun
 from castbench.publish.board import BoardError, BoardSpec, Entry, slug
+from castbench.publish.profile import ProfileCells
 from castbench.report import DomainReport, RunSummary, summarize_run
 from castbench.runner.config import RunConfig
 from castbench.runner.provenance import AgentPlacement, placement_problems, provenance
@@ -60,6 +61,8 @@ class BoardRow(BaseModel):
     critic_parse_errors: int | None = None
     """Critic verdicts that could not be read (counted as passes; None: no critic)."""
     cost_per_trial: float | None
+    profile: ProfileCells | None = None
+    """Reliability-profile columns, on a board with `profile` (`castbench.publish.profile`)."""
 
     @property
     def viewer(self) -> str:

@@ -36,6 +36,7 @@ __all__ = [
     "Perturbations",
     "TrialPerturber",
     "parse_kinds",
+    "profile_conditions",
 ]
 
 FaultKind = Literal["error", "timeout", "rate_limit", "empty", "malformed"]
@@ -224,3 +225,18 @@ def _typo(word: str, rng: random.Random) -> str:
         return word
     i = rng.randrange(1, len(word) - 2)
     return word[:i] + word[i + 1] + word[i] + word[i + 2 :]
+
+
+def profile_conditions(
+    tool_faults: float, fault_kinds: list[str], user: list[str], env: list[str], seed: int = 0
+) -> dict[str, Perturbations]:
+    """A profile's perturbed conditions, one kind of perturbation each (`faults`, `user`, `env`),
+    leaving out those that are off."""
+    found: dict[str, Perturbations] = {}
+    if tool_faults > 0:
+        found["faults"] = Perturbations(tool_faults=tool_faults, fault_kinds=fault_kinds, seed=seed)
+    if user:
+        found["user"] = Perturbations(user=user, seed=seed)
+    if env:
+        found["env"] = Perturbations(env=env, seed=seed)
+    return found
