@@ -7,6 +7,9 @@ A spec is one of:
 - an agent service (policy only): `http://HOST:PORT/PATH` speaks castbench's agent protocol
   (`castbench.service.agent_http`), and `http://HOST:PORT/v1/chat/completions?model=NAME` the
   OpenAI chat-completions shape with tools (castbench executes its tool calls).
+- an A2A agent (policy only): `a2a+http://HOST:PORT` (its card at `/.well-known/agent-card.json`),
+  castbench playing the customer over A2A and serving the tools over MCP
+  (`castbench.service.a2a_policy`).
 """
 
 from __future__ import annotations
@@ -68,7 +71,7 @@ class AgentSpec:
     params: dict[str, Any] = field(default_factory=dict)
     privileged: bool = False
     kind: Literal["builtin", "import", "model", "service", "none"] = "builtin"
-    transport: Literal["in-process", "worker", "service"] = "in-process"
+    transport: Literal["in-process", "worker", "service", "a2a"] = "in-process"
     """Where the agent runs: import-path agents run in worker processes of their own unless
     they declare themselves privileged or `in_process` was asked for (see `agents.transports`)."""
     sandbox_needs: SandboxNeeds = field(default_factory=SandboxNeeds)
@@ -218,6 +221,13 @@ def resolve(
     name, raw = _split(spec)
     if role == "critic" and name in ("", "none"):
         return AgentSpec(role, spec, "none", None, kind="none")
+    if name.startswith(("a2a+http://", "a2a+https://")):
+        if raw:
+            got = ", ".join(raw)
+            raise AgentSpecError(f"{role} '{spec}': an A2A agent's URL takes no parameters (got {got})")
+        from castbench.service.a2a_policy import a2a_spec  # httpx and a2a-sdk: only for A2A agents
+
+        return a2a_spec(role, spec, name.removeprefix("a2a+"))
     if name.startswith(("http://", "https://")):
         return _service(role, spec, name, raw, model_factory)
     builtin = _BUILTINS[role].get(name)

@@ -204,7 +204,12 @@ def placement_of(spec: AgentSpec, sandbox: SandboxState) -> AgentPlacement:
     if spec.kind == "builtin":
         return AgentPlacement(agent=spec.name, where="builtin", privileged=spec.privileged)
     if spec.kind == "service":
-        return AgentPlacement(agent=spec.name, where="service", detail=spec.name)
+        detail = spec.name
+        if spec.transport == "a2a":  # its card names it
+            from castbench.service.a2a_policy import describe
+
+            detail = describe(spec)
+        return AgentPlacement(agent=spec.name, where="service", detail=detail)
     if spec.kind == "model":
         model = str(spec.params.get("model", spec.name))
         server = spec.params.get("api_base")
@@ -230,6 +235,8 @@ def _spec_kind(role: Role, spec: str) -> tuple[str, str]:
     builtins = {agent.name: agent for agent in builtin_agents(role)}
     if role == "critic" and name in ("", "none"):
         return "none", "none"
+    if name.startswith(("a2a+http://", "a2a+https://")):
+        return "service", name.removeprefix("a2a+").rstrip("/")
     if name.startswith(("http://", "https://")):
         return ("model" if name.rstrip("/").endswith("/chat/completions") else "service"), name
     if name in builtins:

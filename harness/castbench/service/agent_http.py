@@ -154,13 +154,22 @@ def check_service(spec: AgentSpec) -> None:
     check_server(spec.name.rstrip("/"), spec.role, label=_LABEL, path="/", hint=_RESUME)
 
 
+def _session(episode: Episode, spec: AgentSpec) -> _Session:
+    """The trial's session with the agent: castbench's agent protocol, or A2A (`a2a+http://`)."""
+    if spec.transport == "a2a":
+        from castbench.service.a2a_policy import A2ASession  # a2a-sdk: only for A2A agents
+
+        return A2ASession(episode, spec)
+    return _Session(episode, spec, _shared_client())
+
+
 def drive_service(episode: Episode, spec: AgentSpec) -> None:
     """Run `episode` to its end with the agent service `spec` names as its policy."""
     view = episode.reset()
     host = shared_host()
     trial = McpTrial(episode)
     url = host.add(trial)
-    session = _Session(episode, spec, _shared_client())
+    session = _session(episode, spec)
     try:
         if view is None:
             return

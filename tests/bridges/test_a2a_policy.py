@@ -1,0 +1,228 @@
+"""An A2A agent as the policy (`--policy a2a+http://...`): castbench plays the customer over A2A,
+the agent's tools run over MCP behind the run's critic, and the trials are those of the same
+logic in process. An agent that is not there, fails or hangs behaves as an agent service does."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import suppress
+from dataclasses import replace
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+pytest.importorskip("a2a")
+pytest.importorskip("mcp")
+
+from castbench.agents.registry import AgentSpecError, resolve  # noqa: E402
+from castbench.api import evaluate  # noqa: E402
+from castbench.cli.app import app  # noqa: E402
+from castbench.runner.deadline import TimeLimits  # noqa: E402
+from castbench.runner.episode import Verification  # noqa: E402
+from castbench.runner.identity import agent_fingerprint  # noqa: E402
+from castbench.runner.provenance import SandboxState, placement_of  # noqa: E402
+from castbench.store import ResultsStore  # noqa: E402
+from tests.support import sqlite_url  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+TASKS = [f"retail-test-{n:04d}" for n in range(1, 13)] + ["retail-test-0023"]
+
+
+@pytest.fixture(scope="module")
+def example_agent() -> Iterator[str]:
+    """examples/a2a_agent/agent.py as a subprocess on a free loopback port: its `--policy`."""
+    process = subprocess.Popen(
+        [sys.executable, str(ROOT / "examples" / "a2a_agent" / "agent.py"), "--port", "0"],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
+    assert process.stdout is not None
+    line = process.stdout.readline()
+    assert line.startswith("listening on a2a+http://127.0.0.1:"), line
+    yield line.split()[-1]
+    process.terminate()
+    process.wait(timeout=10)
+
+
+def _trials(db: str, run_id: str) -> dict[tuple[str, int], Any]:
+    return {(r.task_id, r.trial_index): r for r in ResultsStore(db).trials(run_id)}
+
+
+def test_retail_through_a2a_matches_the_same_logic_in_process(example_agent: str, tmp_path: Path) -> None:
+    """The example A2A agent (lookup-refuse logic, tools over MCP) gets, trial by trial, the
+    actions, observations and outcomes of `scripted:lookup-refuse` in process."""
+    common: dict[str, Any] = {"domains": "retail", "trials": 2, "tasks": TASKS, "seed": 11, "concurrency": 4}
+    local_db, a2a_db = sqlite_url(tmp_path / "local.db"), sqlite_url(tmp_path / "a2a.db")
+    local = evaluate(db=local_db, policy="scripted:lookup-refuse", **common)
+    remote = evaluate(db=a2a_db, policy=example_agent, **common)
+    assert remote.summary.status == "complete"
+    assert remote.summary.overall.pass_hat == local.summary.overall.pass_hat
+    assert remote.summary.overall.pass_hat[1] > 0  # some trials pass: not a comparison of zeros
+    local_trials, a2a_trials = _trials(local_db, local.outcome.run_id), _trials(a2a_db, remote.outcome.run_id)
+    assert a2a_trials.keys() == local_trials.keys() and len(a2a_trials) == len(TASKS) * 2
+    for key, record in a2a_trials.items():
+        twin = local_trials[key]
+        assert (record.end_reason, record.reward, record.seed) == (twin.end_reason, twin.reward, twin.seed), (
+            key
+        )
+        assert [s.action for s in record.steps] == [s.action for s in twin.steps], key
+        assert [s.observation for s in record.steps] == [s.observation for s in twin.steps], key
+    placement = remote.summary.provenance.agents["policy"]  # type: ignore[union-attr]
+    assert (
+        placement.where == "service" and "A2A agent 'castbench example A2A agent' 1.0.0" in placement.detail
+    )
+
+
+def test_the_critic_verifies_each_mcp_call_and_reply_of_an_a2a_agent(
+    example_agent: str, tmp_path: Path
+) -> None:
+    """A critic rejecting every action (two rounds, then it runs): each tool call over MCP is
+    verified before it executes and each reply over A2A too; the revisions, verdicts and outcomes
+    are the in-process agent's."""
+    common: dict[str, Any] = {
+        "domains": "retail",
+        "trials": 1,
+        "tasks": TASKS[:3],
+        "seed": 11,
+        "critic": "tests.critic.recording:RejectAllCritic",
+        "verification": Verification(rounds=2, scope="all"),
+    }
+    local_db, a2a_db = sqlite_url(tmp_path / "local.db"), sqlite_url(tmp_path / "a2a.db")
+    local = evaluate(db=local_db, policy="scripted:lookup-refuse", **common)
+    remote = evaluate(db=a2a_db, policy=example_agent, **common)
+    local_trials, a2a_trials = _trials(local_db, local.outcome.run_id), _trials(a2a_db, remote.outcome.run_id)
+    assert a2a_trials.keys() == local_trials.keys()
+    revised = 0
+    for key, record in a2a_trials.items():
+        twin = local_trials[key]
+        assert (record.end_reason, record.reward) == (twin.end_reason, twin.reward), key
+        mine = [[(p.round, p.action, p.verdict) for p in s.proposals] for s in record.steps]
+        assert mine == [[(p.round, p.action, p.verdict) for p in s.proposals] for s in twin.steps], key
+        revised += sum(len(s.proposals) > 1 for s in record.steps)
+    assert revised > 0
+
+
+class _FakeAgent(BaseHTTPRequestHandler):
+    """A minimal A2A agent: its card, and a JSON-RPC endpoint failing as `mode` says."""
+
+    protocol_version = "HTTP/1.1"
+    mode = "error"
+    version = "1.0.0"
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        port = self.server.server_address[1]
+        card = {
+            "name": "fake",
+            "version": type(self).version,
+            "supportedInterfaces": [{"url": f"http://127.0.0.1:{port}/rpc", "protocolBinding": "JSONRPC"}],
+        }
+        self._send(200, card)
+
+    def do_POST(self) -> None:
+        request = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+        mode = type(self).mode
+        if mode == "error":
+            return self._send(
+                200, {"jsonrpc": "2.0", "id": request["id"], "error": {"code": -32603, "message": "boom"}}
+            )
+        if mode == "failed":
+            task = {"id": "t1", "contextId": "c", "status": {"state": "TASK_STATE_FAILED"}}
+            return self._send(200, {"jsonrpc": "2.0", "id": request["id"], "result": {"task": task}})
+        time.sleep(8)  # "slow": past the step time limit
+        self._send(
+            200, {"jsonrpc": "2.0", "id": request["id"], "result": {"message": {"parts": [{"text": "late"}]}}}
+        )
+
+    def _send(self, status: int, body: dict[str, Any]) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        with suppress(BrokenPipeError):  # castbench stopped waiting (the slow mode)
+            self.wfile.write(data)
+
+
+def _serve(**attributes: Any) -> ThreadingHTTPServer:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), type("Handler", (_FakeAgent,), attributes))
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+@pytest.mark.parametrize(
+    ("mode", "end_reason", "words"),
+    [
+        ("error", "agent_error", "answered an error"),
+        ("failed", "agent_error", "TASK_STATE_FAILED"),
+        ("slow", "timeout", "overran the step time limit"),
+    ],
+)
+def test_a_failing_or_hanging_a2a_agent_fails_its_trials_not_the_run(
+    tmp_path: Path, mode: str, end_reason: str, words: str
+) -> None:
+    server = _serve(mode=mode)
+    db = sqlite_url(tmp_path / "results.db")
+    try:
+        result = evaluate(
+            db=db,
+            domains="retail",
+            policy=f"a2a+http://127.0.0.1:{server.server_address[1]}",
+            trials=2,
+            tasks=["retail-test-0002"],
+            time_limits=TimeLimits(step_s=2.5),  # room on a loaded machine; 'slow' takes 8 s
+        )
+    finally:
+        server.shutdown()
+    records = ResultsStore(db).trials(result.outcome.run_id)
+    assert len(records) == 2 and result.outcome.ran == 2
+    for record in records:
+        assert record.status == "scored" and record.reward == 0.0, record.error
+        assert record.end_reason == end_reason and words in (record.error or ""), record.error
+
+
+def test_an_a2a_agent_that_is_not_there_fails_the_command_in_one_line(tmp_path: Path) -> None:
+    server = _serve()
+    port = server.server_address[1]
+    server.shutdown()
+    server.server_close()  # nothing listens: connections are refused
+    db = sqlite_url(tmp_path / "results.db")
+    args = ["eval", "--domain", "retail", "--policy", f"a2a+http://127.0.0.1:{port}", "--db", db]
+    result = CliRunner().invoke(app, args, env={"COLUMNS": "200"})
+    errors = [line for line in result.output.splitlines() if line.startswith("error:")]
+    assert result.exit_code == 2, result.output
+    assert len(errors) == 1 and f"A2A agent http://127.0.0.1:{port} is not reachable" in errors[0]
+    assert "Traceback" not in result.output
+    assert ResultsStore(db).runs() == []
+
+
+def test_the_agent_card_is_part_of_the_run_identity_and_provenance() -> None:
+    first, second = _serve(version="1.0.0"), _serve(version="2.0.0")
+    try:
+        a = resolve("policy", f"a2a+http://127.0.0.1:{first.server_address[1]}")
+        card_url = f"a2a+http://127.0.0.1:{second.server_address[1]}/.well-known/agent-card.json"
+        b = resolve("policy", card_url)
+    finally:
+        first.shutdown()
+        second.shutdown()
+    assert (a.kind, a.transport) == ("service", "a2a") and a.params["card"]["version"] == "1.0.0"
+    assert b.params["card"]["version"] == "2.0.0" and b.name == f"http://127.0.0.1:{second.server_address[1]}"
+    assert b.params["rpc_url"] == f"http://127.0.0.1:{second.server_address[1]}/rpc"
+    redeployed = replace(a, params={**a.params, "card": b.params["card"]})
+    assert agent_fingerprint(redeployed) != agent_fingerprint(a)  # another card: another run
+    placement = placement_of(a, SandboxState(available=False, reason="none"))
+    assert placement.describe() == f"agent service at {a.name} (A2A agent 'fake' 1.0.0)"
+    with pytest.raises(AgentSpecError, match="only a policy"):
+        resolve("critic", f"a2a+http://127.0.0.1:{first.server_address[1]}")
