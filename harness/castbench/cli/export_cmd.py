@@ -35,9 +35,16 @@ def _write_inspect(exported: ExportedRun, target: Path) -> int:
     return write_inspect_log(exported, target)
 
 
+def _write_tau2(exported: ExportedRun, target: Path) -> int:
+    from castbench_tau2.results import write_tau2_results  # the τ² packs' extra: only when asked for
+
+    return write_tau2_results(exported, target)
+
+
 _FORMATS = {
     "castbench": (EXPORT_SUFFIX, write_export),
     "inspect": (".eval", _write_inspect),
+    "tau2": (".json", _write_tau2),
 }
 """Export formats: the default file suffix and the writer of each."""
 
@@ -54,7 +61,8 @@ def export_command(
         typer.Option(
             "--format",
             help="castbench: the portable run (import, verify, boards); inspect: an Inspect AI eval "
-            "log (.eval or .json) for `inspect view` (extra [bridges]).",
+            "log (.eval or .json) for `inspect view` (extra [bridges]); tau2: τ²-bench's Results JSON "
+            "for a run of a tau2-* pack (extra [tau2]).",
         ),
     ] = "castbench",
 ) -> None:

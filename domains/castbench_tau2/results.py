@@ -1,0 +1,120 @@
+"""castbench runs on the τ² packs as τ²'s own `Results` files (`castbench export RUN --format tau2`).
+
+The file is what τ²'s runner writes (`tau2.data_model.simulation.Results`, saved with its own
+`save`): `info` (trials, step limit, the agent and the user simulator with their models, the
+environment's policy), `tasks` (τ²'s own task objects of the run's tasks) and one `SimulationRun`
+per scored trial, its messages as `castbench_tau2.messages` writes them, its termination reason,
+and its `reward_info` as castbench graded it: the reward, the database check and the
+communicate checks, on the task's `reward_basis`. τ²'s `evaluate_simulation` re-grades every
+simulation of the file to the same reward (`tests/tau2/test_tau2_export.py`). Trials castbench did
+not score (a harness or infrastructure error) are left out, as τ²'s runner leaves out samples
+it skips.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from castbench.domain import load_domain
+from castbench.publish.archive import ArchiveError, ExportedRun
+from castbench.runner.records import TrialRecord
+from castbench_tau2.domain import Tau2Domain
+from castbench_tau2.parity import simulation_run
+from castbench_tau2.source import import_tau2
+
+__all__ = ["tau2_results", "write_tau2_results"]
+
+TAU2_MAX_ERRORS = 10
+"""τ²'s runner's default limit on tool errors per simulation (`max_errors`)."""
+
+
+def _domain(exported: ExportedRun) -> Tau2Domain:
+    names = list(exported.config.domains)
+    if len(names) != 1:
+        raise ArchiveError(
+            f"run {exported.run_id}: --format tau2 needs a run of one τ² pack, it has {', '.join(names)}"
+        )
+    domain = load_domain(names[0])
+    if not isinstance(domain, Tau2Domain):
+        raise ArchiveError(
+            f"run {exported.run_id}: --format tau2 needs a τ² pack (tau2-retail, tau2-airline), "
+            f"not {names[0]}"
+        )
+    return domain
+
+
+def _reward_info(domain: Tau2Domain, record: TrialRecord) -> Any:
+    simulation = import_tau2("tau2.data_model.simulation")
+    raw = domain.raw_task(record.task_id)
+    basis = raw.evaluation_criteria.reward_basis if raw.evaluation_criteria is not None else None
+    grade = record.grade
+    if grade is None or record.end_reason not in ("user_stop", "transfer"):
+        return simulation.RewardInfo(
+            reward=record.reward or 0.0,
+            info={"note": f"Simulation terminated prematurely. Termination reason: {record.end_reason}"},
+        )
+    checks = [
+        simulation.CommunicateCheck(
+            info=output, met=output not in grade.missing_outputs, justification="castbench"
+        )
+        for output in (raw.evaluation_criteria.communicate_info or [])
+    ]
+    return simulation.RewardInfo(
+        reward=record.reward or 0.0,
+        db_check=simulation.DBCheck(db_match=grade.state_ok, db_reward=1.0 if grade.state_ok else 0.0),
+        communicate_checks=checks,
+        reward_basis=basis,
+        info={"castbench": {"strict_reward": grade.strict_reward, "domain_version": record.domain_version}},
+    )
+
+
+def tau2_results(exported: ExportedRun) -> Any:
+    """The run as τ²'s `Results` object."""
+    domain = _domain(exported)
+    simulation = import_tau2("tau2.data_model.simulation")
+    environment = import_tau2("tau2.registry").registry.get_env_constructor(
+        domain.name.removeprefix("tau2-")
+    )()
+    config = exported.config
+    scored = [record for record in exported.trials if record.status == "scored"]
+    task_ids = list(dict.fromkeys(record.task_id for record in scored))
+    runs = []
+    for record in scored:
+        run = simulation_run(domain, record, f"{exported.run_id}/{record.task_id}/{record.trial_index}")
+        runs.append(run.model_copy(update={"reward_info": _reward_info(domain, record)}))
+    info = simulation.Info(
+        git_commit="",
+        num_trials=config.trials,
+        max_steps=config.limits.max_steps,
+        max_errors=TAU2_MAX_ERRORS,
+        user_info=simulation.UserInfo(implementation=f"castbench:{config.user}", llm=_model_of(config.user)),
+        agent_info=simulation.AgentInfo(
+            implementation=f"castbench:{config.policy}", llm=_model_of(config.policy)
+        ),
+        environment_info=environment.get_info(),
+        seed=config.seed,
+    )
+    return simulation.Results(
+        info=info,
+        tasks=[domain.raw_task(task_id) for task_id in task_ids],
+        simulations=runs,
+    )
+
+
+def _model_of(spec: str) -> str | None:
+    """The model string of a model-backed agent spec (`tau2?model=openai/gpt-4.1`, a bare litellm
+    model string), else None (a scripted or import-path agent)."""
+    if "model=" in spec:
+        return spec.split("model=", 1)[1].split("&", 1)[0]
+    if "/" in spec and ":" not in spec.split("?", 1)[0]:
+        return spec.split("?", 1)[0]
+    return None
+
+
+def write_tau2_results(exported: ExportedRun, target: Path) -> int:
+    """Write the run as τ²'s `Results` JSON; returns the file's size in bytes."""
+    results = tau2_results(exported)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    results.save(target)
+    return target.stat().st_size
