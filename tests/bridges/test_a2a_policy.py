@@ -5,6 +5,7 @@ logic in process. An agent that is not there, fails or hangs behaves as an agent
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 import sys
 import threading
@@ -25,6 +26,7 @@ pytest.importorskip("mcp")
 from castbench.agents.registry import AgentSpecError, resolve  # noqa: E402
 from castbench.api import evaluate  # noqa: E402
 from castbench.cli.app import app  # noqa: E402
+from castbench.errors import ServerDown  # noqa: E402
 from castbench.runner.deadline import TimeLimits  # noqa: E402
 from castbench.runner.episode import Verification  # noqa: E402
 from castbench.runner.identity import agent_fingerprint  # noqa: E402
@@ -137,6 +139,9 @@ class _FakeAgent(BaseHTTPRequestHandler):
             return self._send(
                 200, {"jsonrpc": "2.0", "id": request["id"], "error": {"code": -32603, "message": "boom"}}
             )
+        if mode == "hangup":
+            self.connection.shutdown(socket.SHUT_RDWR)  # hang up without an answer
+            return None
         if mode == "failed":
             task = {"id": "t1", "contextId": "c", "status": {"state": "TASK_STATE_FAILED"}}
             return self._send(200, {"jsonrpc": "2.0", "id": request["id"], "result": {"task": task}})
@@ -206,6 +211,44 @@ def test_an_a2a_agent_that_is_not_there_fails_the_command_in_one_line(tmp_path: 
     assert len(errors) == 1 and f"A2A agent http://127.0.0.1:{port} is not reachable" in errors[0]
     assert "Traceback" not in result.output
     assert ResultsStore(db).runs() == []
+
+
+def test_an_a2a_agent_going_away_mid_run_leaves_trials_unscored_and_resumable(tmp_path: Path) -> None:
+    """The agent serves its card, then hangs up on every message, then stops listening: the
+    trials in flight are unscored (retried), the breaker stops the run; no agent_error zeros."""
+    server = _serve(mode="hangup")
+    db = sqlite_url(tmp_path / "results.db")
+    hangups = threading.Event()
+
+    def vanish() -> None:
+        hangups.wait(30)
+        server.shutdown()
+        server.server_close()
+
+    threading.Thread(target=vanish, daemon=True).start()
+    original = _FakeAgent.do_POST
+
+    def post_then_vanish(self: _FakeAgent) -> None:
+        original(self)
+        hangups.set()
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_FakeAgent, "do_POST", post_then_vanish)
+        with pytest.raises(ServerDown, match="is down"):
+            evaluate(
+                db=db,
+                domains="retail",
+                policy=f"a2a+http://127.0.0.1:{server.server_address[1]}",
+                trials=2,
+                tasks=TASKS[:4],
+            )
+    store = ResultsStore(db)
+    (run,) = store.runs()
+    records = store.trials(run.id)
+    assert run.status != "complete" and records
+    assert all(r.status == "error" and r.end_reason == "infra_error" for r in records), [
+        r.error for r in records
+    ]
 
 
 def test_the_agent_card_is_part_of_the_run_identity_and_provenance() -> None:

@@ -3,9 +3,16 @@ sample per trial, the trial's messages and tool calls, and scores equal to castb
 
 from __future__ import annotations
 
+import socket
+import subprocess
+import sys
+import time
 from collections import Counter
+from contextlib import suppress
 from pathlib import Path
+from typing import Any
 
+import httpx
 import pytest
 from typer.testing import CliRunner
 
@@ -107,3 +114,35 @@ def test_an_inspect_log_must_be_eval_or_json(run: tuple[str, str, RunSummary], t
     assert result.exit_code == 2 and "error: an Inspect log is a .eval or .json file" in result.output
     result = CliRunner().invoke(app, ["export", run_id, "--format", "tsv", "--db", db])
     assert result.exit_code == 2 and "unknown --format 'tsv'" in result.output
+
+
+@pytest.mark.slow
+def test_inspect_view_serves_the_exported_run(run: tuple[str, str, RunSummary], tmp_path: Path) -> None:
+    """`inspect view` (Inspect's own viewer server) lists the exported log and serves it whole."""
+    db, run_id, _ = run
+    logs = tmp_path / "logs"
+    result = CliRunner().invoke(
+        app, ["export", run_id, "--format", "inspect", "--out", str(logs / "run.eval"), "--db", db]
+    )
+    assert result.exit_code == 0, result.output
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    inspect = Path(sys.executable).with_name("inspect")
+    args = [str(inspect), "view", "--log-dir", str(logs), "--host", "127.0.0.1", "--port", str(port)]
+    viewer = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        listed: dict[str, Any] = {}
+        for _ in range(240):
+            with suppress(httpx.HTTPError):
+                listed = httpx.get(f"http://127.0.0.1:{port}/api/logs", timeout=2).json()
+                break
+            time.sleep(0.5)
+        (entry,) = listed["files"]
+        assert entry["task"] == "castbench/retail"
+        served = httpx.get(f"http://127.0.0.1:{port}/api/logs/{entry['name']}", timeout=30).json()
+        assert served["status"] == "success" and len(served["samples"]) == len(TASKS) * 3
+        assert [s["name"] for s in served["results"]["scores"]] == ["reward", "pass", "strict_pass", "critic"]
+    finally:
+        viewer.terminate()
+        viewer.wait(timeout=10)
