@@ -45,10 +45,10 @@ class Agreement(BaseModel):
 
 
 def _trials(
-    domain: Domain, policy: str, user: str, trials: int, seed: int, split: str
+    domain: Domain, policy: str, user: str, trials: int, seed: int, split: str, limit: int | None = None
 ) -> Iterator[tuple[TrialRecord, Episode]]:
     agents = AgentSet(policy=resolve("policy", policy), user=resolve("user", user))
-    for task in domain.tasks(split):
+    for task in domain.tasks(split)[:limit]:
         expected = domain.replay(task)
         for index in range(trials):
             episode = Episode(
@@ -80,13 +80,14 @@ def noisy_agreement(
     seed: int = 0,
     split: str = "test",
     policy: str = "scripted:noisy",
+    limit: int | None = None,
 ) -> dict[str, Agreement]:
     """Per domain: failed `scripted:noisy` trials whose attribution names an injected mistake
-    (its step and its cause)."""
+    (its step and its cause). `limit`: the first tasks of each domain only."""
     report: dict[str, Agreement] = {}
     for name in domains:
         agreement = report[name] = Agreement()
-        for record, episode in _trials(load_domain(name), policy, "scripted", trials, seed, split):
+        for record, episode in _trials(load_domain(name), policy, "scripted", trials, seed, split, limit):
             attribution = attribute(record)
             if attribution is None:
                 continue
@@ -109,13 +110,14 @@ def user_blame(
     trials: int = 1,
     seed: int = 0,
     split: str = "test",
+    limit: int | None = None,
 ) -> dict[str, Agreement]:
     """Per misbehaving user: the oracle's failed trials attributed to the user."""
     report: dict[str, Agreement] = {}
     for user in users:
         agreement = report[user] = Agreement()
         for name in domains:
-            for record, _ in _trials(load_domain(name), "oracle", user, trials, seed, split):
+            for record, _ in _trials(load_domain(name), "oracle", user, trials, seed, split, limit):
                 attribution = attribute(record)
                 if attribution is not None:
                     _note(agreement, attribution, attribution.party == "user", "user")

@@ -35,18 +35,15 @@ class AttributionShares(BaseModel):
     """Trials, passed or not, in which the simulated user did something its scenario does not
     allow (`castbench.attribution.user_faults`): the user simulator's fidelity."""
 
-    def share(self, party: str) -> float | None:
-        """The share of trials that did not pass blamed on `party` (None with none)."""
-        return self.by_party.get(party, 0) / self.not_passed if self.not_passed else None
+    party_shares: dict[str, float] = Field(default_factory=dict)
+    """`by_party` as shares of the trials that did not pass."""
+    simulator_fault_share: float | None = None
+    near_miss_share: float | None = None
+    """Near-misses among passed trials."""
 
-    @property
-    def simulator_fault_share(self) -> float | None:
-        return self.simulator_fault_trials / self.trials if self.trials else None
 
-    @property
-    def near_miss_share(self) -> float | None:
-        """Near-misses among passed trials."""
-        return self.near_misses / self.passed if self.passed else None
+def _ratio(count: int, total: int) -> float | None:
+    return count / total if total else None
 
 
 def attribution_shares(records: Iterable[TrialRecord]) -> AttributionShares:
@@ -67,13 +64,17 @@ def attribution_shares(records: Iterable[TrialRecord]) -> AttributionShares:
         if missed is not None:
             near[missed.cause] += 1
         faulty += bool(faults) or (attribution is not None and attribution.party == "user")
+    not_passed = sum(parties.values())
     return AttributionShares(
         trials=trials,
-        not_passed=sum(parties.values()),
+        not_passed=not_passed,
         by_party=dict(sorted(parties.items())),
         by_cause=dict(sorted(causes.items(), key=lambda item: (-item[1], item[0]))),
         passed=passed,
         near_misses=sum(near.values()),
         near_miss_causes=dict(sorted(near.items())),
         simulator_fault_trials=faulty,
+        party_shares={party: count / not_passed for party, count in sorted(parties.items())},
+        simulator_fault_share=_ratio(faulty, trials),
+        near_miss_share=_ratio(sum(near.values()), passed),
     )

@@ -68,6 +68,14 @@ def _cost(value: float | None) -> str:
     return "–" if value is None else f"${value:.4f}"
 
 
+def _blamed(row: BoardRow) -> str:
+    """`agent 92% · user 8% · harness 0%`: whose fault the failures were."""
+    shares = row.failures_blamed
+    if not shares:
+        return "–"
+    return " · ".join(f"{party} {share:.0%}" for party, share in shares.items())
+
+
 def _name(row: BoardRow) -> str:
     return row.name + (f" {PRIVILEGED_MARK}" if row.privileged else "")
 
@@ -102,7 +110,9 @@ def board_csv(board: Board) -> str:
     header += ["policy ran", "critic ran", "user ran", "tasks", "trials"]
     for item in board.metrics:
         header += [item.name, f"{item.name} low", f"{item.name} high"]
-    header += ["false_flag_rate", "detection_rate", "cost_per_trial", "run_id", "viewer"]
+    header += ["false_flag_rate", "detection_rate", "cost_per_trial"]
+    header += ["failures_agent", "failures_user", "failures_harness", "run_id", "viewer"]
+    header += ["malformed_actions", "proposed_actions"]
     writer.writerow(header)
     for row in board.rows:
         values: list[object] = [
@@ -117,8 +127,14 @@ def board_csv(board: Board) -> str:
             "" if row.false_flag_rate is None else f"{row.false_flag_rate:.4f}",
             "" if row.detection_rate is None else f"{row.detection_rate:.4f}",
             "" if row.cost_per_trial is None else f"{row.cost_per_trial:.6f}",
+            *(
+                "" if row.failures_blamed is None else f"{row.failures_blamed.get(party, 0.0):.4f}"
+                for party in ("agent", "user", "harness")
+            ),
             row.run_id,
             row.viewer,
+            row.malformed_actions,
+            row.proposed_actions,
         ]
         writer.writerow(values)
     return out.getvalue()
@@ -141,9 +157,10 @@ def _code(text: str) -> str:
 def board_markdown(board: Board) -> str:
     header = ["#", "entry", "note", "policy", "critic", "user", "traits", "provenance"]
     header += [m.name for m in board.metrics]
+    header.append("malformed actions")
     if board.has_critic:
         header += ["false-flag rate", "detection rate", "unreadable verdicts"]
-    header += ["cost / trial", "trajectories"]
+    header += ["cost / trial", "failures blamed on", "trajectories"]
     lines = [f"# {_md(board.title)}", ""]
     if board.description:
         lines += [board.description.strip(), ""]
@@ -165,10 +182,11 @@ def board_markdown(board: Board) -> str:
         cells.append(_md(row.traits or "–"))
         cells.append(_md(_provenance(row)))
         cells += [_cell(row.metrics[m.metric]) for m in board.metrics]
+        cells.append(f"{row.malformed_actions} / {row.proposed_actions}")
         if board.has_critic:
             cells += [_rate(row.false_flag_rate), _rate(row.detection_rate)]
             cells.append("–" if row.critic_parse_errors is None else str(row.critic_parse_errors))
-        cells += [_cost(row.cost_per_trial), f"[view]({row.viewer})"]
+        cells += [_cost(row.cost_per_trial), _md(_blamed(row)), f"[view]({row.viewer})"]
         lines.append("| " + " | ".join(cells) + " |")
     lines.append("")
     if any(row.privileged for row in board.rows):
@@ -198,6 +216,7 @@ def board_html(board: Board, curve: str) -> str:
             cell=_cell,
             rate=_rate,
             cost=_cost,
+            blamed=_blamed,
             name=_name,
             provenance=_provenance,
             origin_note=ORIGIN_NOTE,

@@ -60,9 +60,15 @@ class BoardRow(BaseModel):
     detection_rate: float | None
     critic_parse_errors: int | None = None
     """Critic verdicts that could not be read (counted as passes; None: no critic)."""
+    malformed_actions: int = 0
+    """Proposed actions with no usable tool call or reply (`castbench.report.outputs`)."""
+    proposed_actions: int = 0
     cost_per_trial: float | None
     profile: ProfileCells | None = None
     """Reliability-profile columns, on a board with `profile` (`castbench.publish.profile`)."""
+    failures_blamed: dict[str, float] | None = None
+    """Shares of the trials that did not pass blamed on the agent, the simulated user and the
+    harness (`castbench.attribution`), over the board's domains; None: every trial passed."""
 
     @property
     def viewer(self) -> str:
@@ -179,6 +185,16 @@ def _cost(reports: list[DomainReport]) -> float | None:
     return sum(cost * trials for cost, trials in priced) / sum(r.n_trials + r.errored_trials for r in reports)
 
 
+def _blamed(reports: list[DomainReport]) -> dict[str, float] | None:
+    """Failures by party, pooled over the board's domains."""
+    counts = {party: 0 for party in ("agent", "user", "harness")}
+    for report in reports:
+        for party, count in (report.attribution.by_party if report.attribution else {}).items():
+            counts[party] = counts.get(party, 0) + count
+    total = sum(counts.values())
+    return {party: _round(count / total) for party, count in counts.items()} if total else None
+
+
 def entry_row(
     spec: BoardSpec,
     entry: Entry,
@@ -236,7 +252,10 @@ def entry_row(
         false_flag_rate=None if false_flag is None else _round(false_flag),
         detection_rate=None if detection is None else _round(detection),
         critic_parse_errors=sum(unreadable) if unreadable else None,
+        malformed_actions=sum(report.outputs.malformed_actions for report in reports),
+        proposed_actions=sum(report.outputs.actions for report in reports),
         cost_per_trial=cost,
+        failures_blamed=_blamed(reports),
     )
 
 

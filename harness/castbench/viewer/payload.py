@@ -15,6 +15,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from castbench.attribution import attribute
 from castbench.runner.records import TrialRecord
 
 __all__ = ["encode_trials", "trial_payload"]
@@ -34,6 +35,11 @@ _EXCLUDE: Any = {
 def trial_payload(record: TrialRecord) -> dict[str, Any]:
     payload = record.model_dump(mode="json", exclude=_EXCLUDE, exclude_none=True)
     payload["seed"] = str(record.seed)  # 64-bit seeds do not survive a JavaScript number
+    attribution = attribute(record)
+    if attribution is not None:  # the page highlights the decisive step
+        payload["attribution"] = attribution.model_dump(
+            mode="json", exclude={"evidence": {"diff"}}, exclude_none=True
+        )
     return payload
 
 
