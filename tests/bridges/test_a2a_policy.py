@@ -28,7 +28,7 @@ from castbench.api import evaluate  # noqa: E402
 from castbench.cli.app import app  # noqa: E402
 from castbench.errors import ServerDown  # noqa: E402
 from castbench.runner.deadline import TimeLimits  # noqa: E402
-from castbench.runner.episode import Verification  # noqa: E402
+from castbench.runner.episode import Limits, Verification  # noqa: E402
 from castbench.runner.identity import agent_fingerprint  # noqa: E402
 from castbench.runner.provenance import SandboxState, placement_of  # noqa: E402
 from castbench.store import ResultsStore  # noqa: E402
@@ -119,6 +119,7 @@ class _FakeAgent(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     mode = "error"
     version = "1.0.0"
+    seen: list[dict[str, Any]] = []
 
     def log_message(self, format: str, *args: Any) -> None:
         pass
@@ -138,6 +139,21 @@ class _FakeAgent(BaseHTTPRequestHandler):
         if mode == "error":
             return self._send(
                 200, {"jsonrpc": "2.0", "id": request["id"], "error": {"code": -32603, "message": "boom"}}
+            )
+        if mode == "task":  # a task-based agent: working, then waiting for the customer
+            type(self).seen.append(request)
+            state = (
+                "TASK_STATE_WORKING" if request["method"] == "SendMessage" else "TASK_STATE_INPUT_REQUIRED"
+            )
+            ask = {"role": "ROLE_AGENT", "parts": [{"text": "What is your email?"}]}
+            task = {"id": "t1", "contextId": "c", "status": {"state": state, "message": ask}}
+            return self._send(
+                200,
+                {
+                    "jsonrpc": "2.0",
+                    "id": request["id"],
+                    "result": task if "Get" in request["method"] else {"task": task},
+                },
             )
         if mode == "hangup":
             self.connection.shutdown(socket.SHUT_RDWR)  # hang up without an answer
@@ -196,6 +212,32 @@ def test_a_failing_or_hanging_a2a_agent_fails_its_trials_not_the_run(
     for record in records:
         assert record.status == "scored" and record.reward == 0.0, record.error
         assert record.end_reason == end_reason and words in (record.error or ""), record.error
+
+
+def test_a_task_based_a2a_agent_is_polled_and_its_task_continued(tmp_path: Path) -> None:
+    """An agent answering with a task: castbench polls it (`GetTask`) until it waits for input,
+    takes the reply from its status message and sends the customer's answer on the same task."""
+    server = _serve(mode="task", seen=[])
+    db = sqlite_url(tmp_path / "results.db")
+    try:
+        result = evaluate(
+            db=db,
+            domains="retail",
+            policy=f"a2a+http://127.0.0.1:{server.server_address[1]}",
+            trials=1,
+            tasks=["retail-test-0002"],
+            limits=Limits(max_steps=4),
+        )
+        seen = server.RequestHandlerClass.seen  # type: ignore[attr-defined]
+    finally:
+        server.shutdown()
+    (record,) = ResultsStore(db).trials(result.outcome.run_id)
+    assert record.status == "scored" and record.steps, record.error
+    assert [s.action.text for s in record.steps][:2] == ["What is your email?"] * 2  # type: ignore[union-attr]
+    sends = [r["params"]["message"] for r in seen if r["method"] == "SendMessage"]
+    assert any(r["method"] == "GetTask" and r["params"]["id"] == "t1" for r in seen)
+    assert "taskId" not in sends[0] and all(m["taskId"] == "t1" for m in sends[1:]) and len(sends) > 1
+    assert len({m["contextId"] for m in sends}) == 1  # one trial, one context
 
 
 def test_an_a2a_agent_that_is_not_there_fails_the_command_in_one_line(tmp_path: Path) -> None:
