@@ -74,6 +74,15 @@ def _domain(item: DomainComparison, confidence: float) -> list[RenderableType]:
                 f"{delta.difference:+.3f}",
             )
         out.append(critic)
+    if item.attribution:
+        blame = Table(title=escape(f"{item.domain}: whose fault (shares, no interval)"), title_justify="left")
+        for column in ("share", "baseline", "candidate", "difference"):
+            blame.add_column(column)
+        for delta in item.attribution:
+            blame.add_row(
+                delta.rate, f"{delta.baseline:.3f}", f"{delta.candidate:.3f}", f"{delta.difference:+.3f}"
+            )
+        out.append(blame)
     return out
 
 

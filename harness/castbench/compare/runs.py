@@ -43,6 +43,10 @@ class DomainComparison(BaseModel):
     """Tasks whose every trial passed in the baseline but not in the candidate."""
     became_reliable: list[str]
     critic: list[CriticDelta] = Field(default_factory=list)
+    attribution: list[CriticDelta] = Field(default_factory=list)
+    """Failures blamed on each party, trials with a simulator fault, near-misses
+    (`castbench.attribution`): two runs that differ only in the user simulator's model show
+    its fidelity here."""
 
 
 class Comparison(BaseModel):
@@ -70,6 +74,29 @@ def _critic(baseline: DomainReport, candidate: DomainReport) -> list[CriticDelta
     return deltas
 
 
+def _attribution(baseline: DomainReport, candidate: DomainReport) -> list[CriticDelta]:
+    base, cand = baseline.attribution, candidate.attribution
+    if base is None or cand is None:
+        return []
+    deltas = [
+        CriticDelta(
+            rate=f"failures blamed on the {party}",
+            baseline=base.party_shares.get(party, 0.0),
+            candidate=cand.party_shares.get(party, 0.0),
+        )
+        for party in ("agent", "user", "harness")
+        if base.not_passed and cand.not_passed
+    ]
+    for rate, field in (
+        ("trials with a simulator fault", "simulator_fault_share"),
+        ("near-misses among passes", "near_miss_share"),
+    ):
+        a, b = getattr(base, field), getattr(cand, field)
+        if a is not None and b is not None:
+            deltas.append(CriticDelta(rate=rate, baseline=a, candidate=b))
+    return deltas
+
+
 def compare_domain(
     name: str, baseline: DomainReport, candidate: DomainReport, confidence: float
 ) -> DomainComparison:
@@ -89,6 +116,7 @@ def compare_domain(
         became_unreliable=[t for t in shared if _reliable(baseline, t) and not _reliable(candidate, t)],
         became_reliable=[t for t in shared if not _reliable(baseline, t) and _reliable(candidate, t)],
         critic=_critic(baseline, candidate),
+        attribution=_attribution(baseline, candidate),
     )
 
 
