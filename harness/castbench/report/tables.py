@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from castbench.attribution import attribute
 from castbench.attribution.shares import AttributionShares
 from castbench.metrics import ReliabilitySummary
 from castbench.report.critic_report import CriticReport
@@ -206,6 +207,13 @@ def print_trial(record: TrialRecord, console: Console) -> None:
         console.print("  not earned: " + _printable("; ".join(record.grade.unearned)))
     if record.error:
         console.print(f"  [red]error[/]: {_printable(record.error.splitlines()[0])}")
+    blame = attribute(record)
+    if blame is not None:
+        at = "" if blame.step is None else f" at step {blame.step}"
+        console.print(
+            f"  [red]blamed[/]: {blame.party} · {blame.cause}{at} "
+            f"({_printable(blame.evidence.rule)}: {_printable(blame.evidence.detail)})"
+        )
 
 
 def _show(action: object) -> str:
