@@ -15,7 +15,6 @@ module reads beside it) is listed in `blind_spots`, which eval prints.
 from __future__ import annotations
 
 import ast
-import importlib
 import importlib.util
 import sys
 from collections.abc import Iterator
@@ -89,12 +88,8 @@ def agent_code(module_name: str, role: str) -> AgentCode:
     in the blind spots."""
     top = module_name.partition(".")[0]
     found = _unit(top, namespace=True)
-    if found is None:  # not a plain file (a zip, a namespace oddity): its module's source, as imported
-        module = importlib.import_module(module_name)
-        file = getattr(module, "__file__", None)
-        code = AgentCode(units=[Path(file)] if file else [])
-        code.blind_spots.append(f"the {role} ({module_name}) is not loaded from plain files")
-        return code
+    if found is None:  # not installed (resolving it says so), or not plain files (a zip archive)
+        return AgentCode(blind_spots=[f"the {role} ({module_name}) is not loaded from plain files"])
     home = found[1]
     code = AgentCode()
     pending, seen = [top], {top}

@@ -23,7 +23,6 @@ __all__ = [
     "Usage",
     "UserTurn",
     "Verdict",
-    "as_action",
     "canonical_action",
 ]
 
@@ -94,13 +93,6 @@ class MalformedAction(_Frozen):
 
 
 Action = Annotated[ToolCallAction | ReplyAction | MalformedAction, Field(discriminator="kind")]
-
-
-def as_action(value: Any, role: str) -> ToolCallAction | ReplyAction | MalformedAction:
-    """What an agent returned, as an action: anything else is kept as its malformed output."""
-    if isinstance(value, ToolCallAction | ReplyAction | MalformedAction):
-        return value
-    return MalformedAction(raw=repr(value)[:500], reason=f"{role} returned {type(value).__name__}")
 
 
 def canonical_action(action: ToolCallAction | ReplyAction | MalformedAction) -> str:

@@ -53,7 +53,6 @@ from castbench.agents.conversation import (
     Usage,
     UserTurn,
     Verdict,
-    as_action,
 )
 from castbench.agents.protocols import UserReply, output_problem
 from castbench.agents.registry import AgentSpec
@@ -237,8 +236,7 @@ class Episode:
         view = self.view()
         with self._lock, self._ending():
             start = _clock()
-            raw = self._guarded("policy", self.policy.propose, view, what="proposing an action")
-            action = as_action(raw, "policy")
+            action = self._guarded("policy", self.policy.propose, view, what="proposing an action")
             return self.step(action, _clock() - start)
         return StepOutcome(None, None)
 
@@ -350,8 +348,9 @@ class Episode:
         self._view_at = _clock()
         return self.view()
 
-    def _advance(self, raw: Any, spent: float) -> StepOutcome:
-        action = as_action(raw, "policy")
+    def _advance(self, action: Any, spent: float) -> StepOutcome:
+        # anything but an action (a dict, None) is a bug of the agent's code: agent_error, not a
+        # malformed action it would be asked to retry for every step (those are a model's output)
         self._check("policy", action, _ACTIONS, "action")
         self._charge("policy", action.usage)
         step = self._step or _Step(tuple(self.conversation), self._view_at)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from castbench.agents.conversation import MalformedAction, ToolCallAction
+from castbench.agents.conversation import ToolCallAction
 from castbench.api import evaluate
 from castbench.runner.rollout import Limits
 from castbench.store import ResultsStore
@@ -122,10 +122,12 @@ def test_a_policy_that_raises_fails_its_trial(toy_db: str) -> None:
     assert result.summary.domains["toy"].pass_hat[1] == 0.0
 
 
-def test_output_that_is_no_action_is_recorded_as_malformed(toy_db: str) -> None:
+def test_output_that_is_no_action_ends_its_trial_as_agent_error(toy_db: str) -> None:
+    """A policy's code returning a dict (or None) is a bug: agent_error at once, as the README
+    says, not a malformed action retried until the step limit (that is a model's unparseable
+    output)."""
     _, records = _records(toy_db, "toy-garbage", trials=1, max_steps=5)
     (record,) = records
-    assert record.end_reason == "max_steps" and len(record.steps) == 5
-    for step in record.steps:
-        assert isinstance(step.action, MalformedAction) and "policy returned dict" in step.action.reason
-        assert step.observation is not None and step.observation.error  # type: ignore[union-attr]
+    assert record.status == "scored" and record.reward == 0.0
+    assert record.end_reason == "agent_error" and record.steps == []
+    assert "policy returned dict from action, not ToolCallAction or ReplyAction" in (record.error or "")

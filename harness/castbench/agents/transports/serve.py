@@ -34,7 +34,6 @@ from castbench.agents.conversation import (
     ToolCallAction,
     Usage,
     Verdict,
-    as_action,
 )
 from castbench.agents.protocols import UserReply, output_problem
 from castbench.agents.registry import AgentSpecError, import_target, protocol_problem
@@ -103,7 +102,7 @@ class _Host:
     def _call(self, method: str, message: dict[str, Any]) -> Any:
         if method == "propose":
             view = PolicyView(self.briefing, self._conversation(message))
-            action = _checked("policy", as_action(self.agent.propose(view), "policy"), _ACTIONS, "action")
+            action = _checked("policy", self.agent.propose(view), _ACTIONS, "action")
             return ACTION.dump_python(action, mode="python")  # json escapes what it holds
         if method == "verify":
             proposal = ACTION.validate_python(message["proposal"])
