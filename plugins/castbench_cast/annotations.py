@@ -31,6 +31,7 @@ __all__ = [
     "annotated_moments",
     "balance",
     "labeler_annotation",
+    "moment_key",
     "read_annotations",
     "write_annotations",
 ]
@@ -83,6 +84,11 @@ class Annotation(BaseModel):
             round=moment.proposal.round,
             **judgement,
         )
+
+
+def moment_key(record: TrialRecord, moment: Moment) -> Key:
+    """The key of the annotation of `moment`'s proposal in `record`."""
+    return record.domain, record.task_id, record.trial_index, moment.step.index, moment.proposal.round
 
 
 def annotated_moments(records: Iterable[TrialRecord]) -> Iterator[tuple[TrialRecord, Moment]]:

@@ -52,7 +52,11 @@ class Examples:
             self.balance.setdefault(name, Counter())[value] += 1
 
 
-def critic_examples(records: Iterable[TrialRecord], annotations: dict[Key, Annotation]) -> Examples:
+def critic_examples(
+    records: Iterable[TrialRecord], annotations: dict[Key, Annotation], target: str = "annotation"
+) -> Examples:
+    """One example per annotated proposal; `target` "verdict" leaves the rationale out of the
+    answer (see `CriticDataStage`)."""
     examples = Examples()
     systems: dict[str, str] = {}
     for record, moment in annotated_moments(records):
@@ -69,13 +73,11 @@ def critic_examples(records: Iterable[TrialRecord], annotations: dict[Key, Annot
         if record.domain not in systems:
             briefing = public_briefing(load_domain(record.domain), record.seed, record.trial_index)
             systems[record.domain] = critic_system_prompt(briefing)
-        target = {
-            "explanation": annotation.explanation,
-            "failure_type": annotation.failure_type,
-            "verdict": annotation.verdict,
-        }
+        answer = {"failure_type": annotation.failure_type, "verdict": annotation.verdict}
+        if target == "annotation":
+            answer = {"explanation": annotation.explanation} | answer
         messages = critic_messages(systems[record.domain], moment.history, moment.proposal.action)
-        messages.append({"role": "assistant", "content": json.dumps(target)})
+        messages.append({"role": "assistant", "content": json.dumps(answer)})
         examples.add(messages, verdict=annotation.verdict, failure_type=annotation.failure_type)
     return examples
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from castbench_cast.recipe import CollectStage, Recipe, TrainStage
+from castbench_cast.recipe import CollectStage, CriticDataStage, Recipe, TrainStage
 
 __all__ = ["CriticFigures", "Learning", "critic_learning", "held_out_figures"]
 
@@ -48,6 +48,10 @@ class Learning(BaseModel):
     data: dict[str, Any]
     """The critic data's counts and verdict balance."""
     held_out: dict[str, Any]
+    beats_base: bool
+    """The trained critic's MCC interval lies above the base's MCC (a critic that never flags,
+    as the unreadable base does, carries no information: MCC 0, the convention for a constant
+    classifier)."""
 
 
 def held_out_figures(
@@ -104,6 +108,7 @@ def critic_learning(
     teacher: str = "scripted:noisy?p=0.5",
     seed: int = 0,
     max_tokens: int = 96,
+    target: str = "annotation",
     log: Callable[[str], None] = print,
 ) -> Learning:
     """Train a critic on the first `train_tasks` retail train tasks and compare it with its base
@@ -116,6 +121,7 @@ def critic_learning(
         name="cast-learning",
         out=out.resolve(),
         collect=CollectStage(domains="retail", limit=train_tasks, policy=teacher, samples=samples, seed=seed),
+        critic_data=CriticDataStage(target=target),  # type: ignore[arg-type]
         train_critic=train,
     )
     pipeline = Pipeline(recipe, log=log)
@@ -129,7 +135,10 @@ def critic_learning(
         name: held_out_figures(path, recipe.store_url, tasks, teacher, test_trials, seed + 1, max_tokens)
         for name, path in (("base", base), ("trained", pipeline.folder("train-critic") / "model"))
     }
+    base_mcc = figures["base"].mcc if figures["base"].mcc is not None else 0.0
+    interval = figures["trained"].mcc_ci
     return Learning(
+        beats_base=interval is not None and interval[0] > base_mcc,
         base=figures["base"],
         trained=figures["trained"],
         train=trained.info,
@@ -140,5 +149,6 @@ def critic_learning(
             "tasks": tasks,
             "trials": test_trials,
             "policy": teacher,
+            "max_tokens": max_tokens,
         },
     )

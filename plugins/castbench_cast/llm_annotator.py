@@ -11,11 +11,20 @@ Unlike a deployed critic, the annotator may see the ground truth (the task's act
 training data, it is not judged. Calls go through castbench's model client (`castbench.models`:
 litellm for hosted providers, the lean client for OpenAI-compatible servers), with its retries.
 A checker or orchestrator answer that cannot be read is kept as the annotation's `parse_error`.
+
+`annotate_all` annotates `concurrency` actions at once (an action's six calls depend on each
+other, so they stay in order) and appends each finished annotation to a journal: a stage that
+stops part-way (a server down past its retries, Ctrl-C) resumes from the journal, paying only for
+the actions still to do.
 """
 
 from __future__ import annotations
 
 import json
+import threading
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from pathlib import Path
 from typing import Any
 
 from castbench.agents.registry import resolve
@@ -26,10 +35,10 @@ from castbench.models.parse import find_json_object, verdict_from_text
 from castbench.models.render import describe_action, tool_manual, transcript
 from castbench.models.settings import ModelSettings, configure_model_agent
 from castbench.runner.records import TrialRecord
-from castbench_cast.annotations import Annotation
+from castbench_cast.annotations import Annotation, Key, moment_key
 from castbench_cast.trajectories import Moment
 
-__all__ = ["AGENTS", "PROMPTS", "LLMAnnotator"]
+__all__ = ["AGENTS", "PROMPTS", "AnnotatorStopped", "LLMAnnotator", "read_journal"]
 
 AGENTS = (
     "rule extractor",
@@ -67,17 +76,73 @@ def _settings(spec: str) -> ModelSettings:
     return ModelSettings(**agent.params)
 
 
+class AnnotatorStopped(RuntimeError):
+    """Annotation stopped part-way; what was done is in the journal, and a rerun resumes."""
+
+
+def read_journal(path: Path) -> dict[Key, Annotation]:
+    """The annotations a stopped run finished. A last line cut short by the stop is ignored."""
+    found: dict[Key, Annotation] = {}
+    if path.exists():
+        for line in path.read_text().splitlines():
+            try:
+                annotation = Annotation.model_validate_json(line)
+            except ValueError:
+                continue  # only the line being written when the run stopped can be incomplete
+            found[annotation.key] = annotation
+    return found
+
+
 class LLMAnnotator:
     def __init__(self, spec: str) -> None:
         self.spec = spec
         self.settings = _settings(spec)
         self.calls = 0
+        self._lock = threading.Lock()
 
     def _ask(self, client: ModelClient, agent: str, content: str) -> tuple[str, dict[str, Any] | None]:
         messages = [{"role": "system", "content": PROMPTS[agent]}, {"role": "user", "content": content}]
         text = client.complete(messages).text
-        self.calls += 1
+        with self._lock:
+            self.calls += 1
         return text, find_json_object(text)
+
+    def annotate_all(
+        self,
+        items: Iterable[tuple[Domain, Task, TrialRecord, Moment]],
+        journal: Path,
+        concurrency: int = 1,
+        log: Callable[[str], None] = print,
+    ) -> tuple[dict[Key, Annotation], int]:
+        """Every item's annotation (in the items' order) and how many came from the journal."""
+        items = list(items)
+        done = read_journal(journal)
+        resumed = len(done)
+        if resumed:
+            log(f"annotate: resuming, {resumed} of {len(items)} actions already annotated ({journal})")
+        todo = [item for item in items if moment_key(item[2], item[3]) not in done]
+        failures: list[BaseException] = []
+        with journal.open("a") as handle, ThreadPoolExecutor(max_workers=concurrency) as pool:
+            futures = [pool.submit(self.annotate, *item) for item in todo]
+            for future in as_completed(futures):
+                try:
+                    annotation = future.result()
+                except Exception as exc:  # the others still finish and are kept
+                    failures.append(exc)
+                    continue
+                done[annotation.key] = annotation
+                handle.write(annotation.model_dump_json() + "\n")
+                handle.flush()
+        if failures:
+            raise AnnotatorStopped(
+                f"annotate: {len(failures)} of {len(items)} actions could not be annotated "
+                f"({failures[0]}); the {len(done)} done are kept in {journal}: run again to resume"
+            ) from failures[0]
+        ordered = {}
+        for item in items:
+            key = moment_key(item[2], item[3])
+            ordered[key] = done[key]
+        return ordered, resumed
 
     def annotate(self, domain: Domain, task: Task, record: TrialRecord, moment: Moment) -> Annotation:
         client = ModelClient(self.settings, "annotator", TrialKey(record.seed, record.trial_index))

@@ -210,6 +210,7 @@ class Pipeline:
     def annotate(self) -> Manifest:
         settings = self.recipe.annotate
         upstream = self.manifest("collect")
+        params, inputs = settings.model_dump(mode="json"), {"collect": upstream.digest}
 
         def build(folder: Path) -> _Built:
             records = self.records("collect")
@@ -221,7 +222,7 @@ class Pipeline:
             counts: dict[str, int | float] = {"actions": len(labeler)}
             info: dict[str, Any] = {}
             if settings.llm:
-                from castbench_cast.llm_annotator import LLMAnnotator
+                from castbench_cast.llm_annotator import AnnotatorStopped, LLMAnnotator
 
                 annotator = LLMAnnotator(settings.llm)
                 tasks = {
@@ -230,19 +231,22 @@ class Pipeline:
                     for task in load_domain(r.domain).tasks()
                     if task.id == r.task_id
                 }
-                llm = {
-                    a.key: a
-                    for a in (
-                        annotator.annotate(load_domain(r.domain), tasks[(r.domain, r.task_id)], r, m)
-                        for r, m in moments
-                    )
-                }
+                journal = folder / f"annotations-llm.journal-{key_of('annotate', params, inputs)[:12]}.jsonl"
+                if self.force:
+                    journal.unlink(missing_ok=True)
+                items = [(load_domain(r.domain), tasks[(r.domain, r.task_id)], r, m) for r, m in moments]
+                try:
+                    llm, resumed = annotator.annotate_all(items, journal, settings.concurrency, self.log)
+                except AnnotatorStopped as exc:
+                    raise StageError(str(exc)) from exc
                 write_annotations(folder / "annotations-llm.jsonl", llm.values())
+                journal.unlink()
                 agreed = agreement(labeler, llm)
                 (folder / "agreement.json").write_text(agreed.model_dump_json(indent=2))
                 outputs += ["annotations-llm.jsonl", "agreement.json"]
                 counts |= {
                     "llm_calls": annotator.calls,
+                    "llm_resumed": resumed,
                     "llm_unreadable": sum(a.parse_error is not None for a in llm.values()),
                 }
                 info["agreement"] = agreed.model_dump(mode="json")
@@ -258,19 +262,20 @@ class Pipeline:
             write_annotations(folder / "annotations.jsonl", chosen.values())
             return _Built(outputs + ["annotations.jsonl"], counts, balance(chosen.values()), info)
 
-        return self._stage("annotate", settings.model_dump(mode="json"), {"collect": upstream.digest}, build)
+        return self._stage("annotate", params, inputs, build)
 
     def critic_data(self) -> Manifest:
         from castbench_cast.examples import critic_examples, write_examples
 
+        settings = self.recipe.critic_data
         inputs = {"collect": self.manifest("collect").digest, "annotate": self.manifest("annotate").digest}
 
         def build(folder: Path) -> _Built:
             annotations = read_annotations(self.folder("annotate") / "annotations.jsonl")
-            examples = critic_examples(self.records("collect"), annotations)
+            examples = critic_examples(self.records("collect"), annotations, settings.target)
             return self._examples(folder, examples, write_examples)
 
-        return self._stage("critic-data", {}, inputs, build)
+        return self._stage("critic-data", settings.model_dump(mode="json"), inputs, build)
 
     def policy_data(self) -> Manifest:
         from castbench_cast.examples import policy_examples, write_examples

@@ -18,6 +18,7 @@ from castbench_cast.context import ContextRule
 __all__ = [
     "AnnotateStage",
     "CollectCriticStage",
+    "CriticDataStage",
     "CollectStage",
     "PaperTable",
     "PolicyDataStage",
@@ -72,6 +73,15 @@ class AnnotateStage(_Table):
     llm: str | None = None
     """Model string of the LLM annotation pipeline (`openai/gpt-4.1`, `openai/x?api_base=...`);
     None: the labeler alone."""
+    concurrency: int = Field(4, ge=1)
+    """Actions the LLM pipeline annotates at once (each action's six calls stay in order)."""
+
+
+class CriticDataStage(_Table):
+    target: Literal["annotation", "verdict"] = "annotation"
+    """The critic's target: the whole annotation (the rationale first, then failure type and
+    verdict: the paper's) or the failure type and verdict alone (a short answer a small model
+    learns, and serves, faster; `bench/cast_learning.py` uses it on a CPU)."""
 
 
 class TinyModel(_Table):
@@ -164,6 +174,7 @@ class Recipe(_Table):
     """Results store of the collect stages; default: `results.db` in `out`."""
     collect: CollectStage = Field(default_factory=CollectStage)
     annotate: AnnotateStage = Field(default_factory=AnnotateStage)
+    critic_data: CriticDataStage = Field(default_factory=CriticDataStage)
     train_critic: TrainStage = Field(default_factory=TrainStage)
     collect_critic: CollectCriticStage = Field(default_factory=CollectCriticStage)
     policy_data: PolicyDataStage = Field(default_factory=PolicyDataStage)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -14,8 +15,8 @@ import pytest
 
 from castbench.domain import load_domain
 from castbench_cast.annotations import Annotation, agreement, read_annotations
-from castbench_cast.llm_annotator import AGENTS, PROMPTS
-from castbench_cast.pipeline import Pipeline
+from castbench_cast.llm_annotator import AGENTS, PROMPTS, read_journal
+from castbench_cast.pipeline import Pipeline, StageError
 from castbench_cast.recipe import load_recipe
 from tests.models.fault_server import FaultPlan, FaultServer
 
@@ -152,3 +153,59 @@ def test_agreement_counts_verdicts_kappa_and_failure_types() -> None:
     assert (found.actions, found.verdict_agreement, found.cohen_kappa) == (4, 0.75, 0.5)
     assert found.failure_type_agreement == 0.0
     assert found.confusion == {"invalid/invalid": 1, "invalid/valid": 1, "valid/valid": 2}
+
+
+class OutageServer(FaultServer):
+    """Answers 500 to every request while `down` is set: a server gone past the client's retries."""
+
+    down = False
+
+    def answer(self, body: dict[str, Any]) -> tuple[int, dict[str, str], dict[str, Any]]:
+        if self.down:
+            return 500, {}, {"error": {"message": "down (test)", "type": "server_error"}}
+        return super().answer(body)
+
+
+def test_llm_annotation_runs_actions_at_once_and_resumes_after_an_outage(
+    recipe_file: Callable[[str], Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    model = AnnotatorModel()
+    together = threading.Barrier(2, timeout=30)  # passes only with two actions in flight at once
+    server = OutageServer(lambda body: model(body), FaultPlan())
+
+    lock, outage = threading.Lock(), threading.Event()
+
+    def respond(body: dict[str, Any]) -> dict[str, Any]:
+        with lock:
+            answer = model(body)
+            starting = model.agents["rule extractor"] if body["messages"][0]["content"] == PROMPTS[
+                "rule extractor"
+            ] else 0
+            if model.agents["orchestrator"] == 3 and not outage.is_set():
+                outage.set()  # three actions annotated, then the server goes away (once)
+                server.down = True
+        if starting in (1, 2):
+            together.wait()
+        return answer
+
+    server.responder = respond
+    monkeypatch.setenv("CAST_TEST_KEY", "any")
+    spec = f"openai/annotator?api_base={server.base_url}&max_attempts=1&api_key_env=CAST_TEST_KEY"
+    recipe = load_recipe(recipe_file(f'[annotate]\nllm = "{spec}"\nconcurrency = 2\n'))
+    with server:
+        Pipeline(recipe, log=lambda line: None).collect()
+        with pytest.raises(StageError, match="run again to resume"):
+            Pipeline(recipe, log=lambda line: None).annotate()
+        journal = next(recipe.stage_dir("annotate").glob("annotations-llm.journal-*.jsonl"))
+        kept = read_journal(journal)
+        assert len(kept) >= 3 and together.broken is False
+        server.down, calls_before = False, server.requests
+        said: list[str] = []
+        manifest = Pipeline(recipe, log=said.append).annotate()
+    actions = manifest.counts["actions"]
+    assert manifest.counts["llm_resumed"] == len(kept) < actions
+    assert manifest.counts["llm_calls"] == server.requests - calls_before == 6 * (actions - len(kept))
+    assert f"resuming, {len(kept)} of {actions} actions already annotated" in "\n".join(said)
+    llm = read_annotations(recipe.stage_dir("annotate") / "annotations-llm.jsonl")
+    assert len(llm) == actions and all(llm[key] == annotation for key, annotation in kept.items())
+    assert not journal.exists()
