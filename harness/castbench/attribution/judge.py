@@ -27,7 +27,7 @@ from castbench.runner.records import TrialRecord
 
 __all__ = ["JudgeAgreement", "LLMJudge", "agreement"]
 
-_CAUSES: tuple[str, ...] = tuple(c for group in get_args(Cause) for c in get_args(group))
+_CAUSES: tuple[str, ...] = get_args(Cause)
 _SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
