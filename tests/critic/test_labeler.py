@@ -157,7 +157,7 @@ def test_arguments_that_are_not_json_and_malformed_output(retail: Domain) -> Non
     raw = ToolCallAction(name="cancel_pending_order", arguments='{"order_id": "#W3002897", reason')
     assert_label(label(chat, raw), "invalid", "hallucination", "not a JSON object")
     assert_label(
-        label(chat, MalformedAction(raw="<tool>??", reason="unparseable")), "invalid", "hallucination"
+        label(chat, MalformedAction(raw="<tool>??", reason="unparseable")), "invalid", "malformed"
     )
 
 

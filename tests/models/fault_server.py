@@ -29,7 +29,8 @@ __all__ = ["INFRA_FAULTS", "FaultPlan", "FaultServer", "Responder"]
 INFRA_FAULTS = ("rate_limit", "server_error", "slow", "empty", "bad_request", "unauthorized")
 
 Responder = Callable[[dict[str, Any]], dict[str, Any]]
-"""Request body -> {"content": str | None, "tool_calls": [{"name": ..., "arguments": str}]}"""
+"""Request body -> {"content": str | None, "tool_calls": [{"name": ..., "arguments": str}],
+"finish_reason": optional}"""
 
 
 @dataclass(frozen=True)
@@ -205,4 +206,5 @@ def _choice(message: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {"role": "assistant", "content": message.get("content")}
     if calls:
         out["tool_calls"] = calls
-    return {"index": 0, "message": out, "finish_reason": "tool_calls" if calls else "stop"}
+    finish = message.get("finish_reason") or ("tool_calls" if calls else "stop")  # "length": cut off
+    return {"index": 0, "message": out, "finish_reason": finish}

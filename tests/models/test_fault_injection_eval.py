@@ -30,7 +30,8 @@ pytestmark = pytest.mark.slow  # model-backed runs through a real HTTP server
 
 TRIALS = 2
 FAST = "timeout=1.0&resend_timeouts=true&backoff_s=0.01&backoff_max_s=0.05&max_attempts=4"
-VARYING = ("usage", "retried_trials", "cost_per_trial", "_seconds")
+VARYING = ("usage", "retried_trials", "cost_per_trial", "_seconds", "model_s", "failed_calls", "model_calls")
+VARYING += ("tokens_in", "tokens_out")
 """Summary fields that report the faults themselves (retries, time and tokens spent on them)."""
 
 

@@ -58,10 +58,12 @@ def test_an_unknown_family_needs_a_parser() -> None:
     assert result.exit_code == 2 and "--tool-parser" in result.output
 
 
-def test_without_vllm_installed_it_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_without_vllm_installed_it_says_so_and_points_to_llama_cpp(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(serve_cmd.shutil, "which", lambda name: None)
-    result = CliRunner().invoke(app, ["serve", "Qwen/Qwen3-8B"])
-    assert result.exit_code == 2 and "vllm is not installed" in result.output
+    result = CliRunner().invoke(app, ["serve", "Qwen/Qwen3-8B"], terminal_width=300)
+    output = " ".join(result.output.split())
+    assert result.exit_code == 2 and "vllm is not installed" in output
+    assert "llama.cpp" in output and "docs/models.md" in output
 
 
 def test_wait_until_ready(fault_server: Callable[..., FaultServer]) -> None:

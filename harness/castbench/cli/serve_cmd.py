@@ -49,7 +49,11 @@ def serve_command(
         print(model_string(options))
         return
     if shutil.which("vllm") is None:
-        fail("vllm is not installed here (on a GPU machine: pip install 'castbench[vllm]')")
+        fail(
+            "vllm is not installed here (on a GPU machine: pip install 'castbench[vllm]'); "
+            "on a CPU, serve a GGUF model with llama.cpp instead: see docs/models.md, "
+            "'Try a real model without an API key'"
+        )
     console.print(f"starting: {shlex.join(command)}", markup=False)
     process = subprocess.Popen(command)
     try:

@@ -242,7 +242,7 @@ def label_action(
     if isinstance(action, ReplyAction):
         return ActionLabel(label="unknown", reason="replies to the user are not labelled")
     if isinstance(action, MalformedAction):
-        return _invalid("hallucination", f"malformed: {action.reason}")
+        return _invalid("malformed", action.reason)  # a format failure, not an invented fact
     truth = [c for c in task.actions if c.actor == "agent"]
     truth_tools = {c.name for c in truth}
     if action.name not in domain.toolkit:

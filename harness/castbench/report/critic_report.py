@@ -33,7 +33,7 @@ from castbench.metrics import (
     insistence_rate,
     resistance_rate,
 )
-from castbench.metrics.critic import critic_intervals
+from castbench.metrics.critic import FAILURE_TYPES, critic_intervals
 from castbench.runner.records import StepRecord, TrialRecord
 
 __all__ = ["CriticReport", "FlagReactions", "critic_report", "paired_effect"]
@@ -165,7 +165,7 @@ def critic_report(trials: Iterable[TrialRecord]) -> CriticReport | None:
                 record = CriticRecord(
                     "flag" if proposal.verdict.flags else "pass",
                     label.label if label is not None else "unknown",
-                    label.failure_type if label is not None and label.failure_type != "none" else None,
+                    label.failure_type if label is not None and label.failure_type in FAILURE_TYPES else None,
                 )
                 records.append(record)
                 by_task.setdefault((trial.domain, trial.task_id), []).append(record)

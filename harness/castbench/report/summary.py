@@ -23,6 +23,7 @@ from castbench.attribution.shares import AttributionShares, attribution_shares
 from castbench.metrics import ReliabilitySummary, TaskOutcome, summarize_counts
 from castbench.report.critic_report import CriticReport, critic_report, paired_effect
 from castbench.report.floors import ReferenceFloors
+from castbench.report.outputs import OutputCounts, output_counts
 from castbench.runner.config import RunConfig
 from castbench.runner.provenance import Provenance
 from castbench.runner.records import TrialRecord
@@ -51,6 +52,9 @@ class DomainReport(ReliabilitySummary):
     steps_mean: float = 0.0
     usage: dict[str, Usage] = Field(default_factory=dict)
     """Per role, summed over trials."""
+    outputs: OutputCounts = Field(default_factory=OutputCounts)
+    """Malformed actions, unparseable verdicts, unusable user turns; tokens, calls and model time
+    over all roles (`castbench.report.outputs`)."""
     cost_per_trial: float | None = None
     end_reasons: dict[str, int] = Field(default_factory=dict)
     failure_categories: dict[str, int] = Field(default_factory=dict)
@@ -178,6 +182,7 @@ def _report(
         timed_out_trials=sum(r.end_reason == "timeout" for r in records),
         steps_mean=sum(len(r.steps) for r in scored_records) / max(1, len(scored_records)),
         usage=usage,
+        outputs=output_counts(records),
         cost_per_trial=sum(costs) / len(records) if costs else None,
         end_reasons=dict(sorted(Counter(r.end_reason for r in records).items())),
         failure_categories=dict(

@@ -13,6 +13,7 @@ from castbench.attribution import attribute
 from castbench.attribution.shares import AttributionShares
 from castbench.metrics import ReliabilitySummary
 from castbench.report.critic_report import CriticReport
+from castbench.report.outputs import OutputCounts
 from castbench.report.summary import DomainReport, RunSummary
 from castbench.runner.records import TrialRecord
 
@@ -101,6 +102,7 @@ def _details_table(summary: RunSummary) -> Table:
     ]
     for label, value in facts:
         table.add_row(label, *[value(report) for _, report in columns])
+    _output_rows(table, [report for _, report in columns])
     reasons = sorted({reason for _, report in columns for reason in report.end_reasons})
     for reason in reasons:
         table.add_row(f"ended: {reason}", *[str(report.end_reasons.get(reason, 0)) for _, report in columns])
@@ -139,6 +141,29 @@ def _attribution_rows(table: Table, reports: list[DomainReport]) -> None:
     )
 
 
+def _output_rows(table: Table, reports: list[DomainReport]) -> None:
+    """What the agents wrote that could not be used, and what their model calls cost per trial
+    (`castbench.report.outputs`): model rows only when some role is a model."""
+    outputs = [report.outputs for report in reports]
+    rows: list[tuple[str, Callable[[OutputCounts], str]]] = [
+        ("malformed actions", lambda o: f"{o.malformed_actions} / {o.actions}"),
+    ]
+    if any(o.verdicts for o in outputs):
+        rows.append(("unparseable verdicts", lambda o: f"{o.unparseable_verdicts} / {o.verdicts}"))
+    if any(o.model_calls for o in outputs):
+        rows += [
+            ("unusable user turns", lambda o: f"{o.unusable_user_turns} / {o.user_turns}"),
+            ("model calls per trial", lambda o: f"{o.per_trial(o.model_calls):.1f}, {o.failed_calls} failed"),
+            (
+                "tokens in / out per trial",
+                lambda o: f"{o.per_trial(o.tokens_in):,.0f} / {o.per_trial(o.tokens_out):,.0f}",
+            ),
+            ("model time per trial", lambda o: f"{o.per_trial(o.model_s):.1f} s"),
+        ]
+    for label, value in rows:
+        table.add_row(label, *[value(o) for o in outputs])
+
+
 def print_summary(summary: RunSummary, console: Console) -> None:
     reason = summary.incomplete_reason()
     if reason is not None:
@@ -172,6 +197,8 @@ def print_trial(record: TrialRecord, console: Console) -> None:
             verdict = proposal.verdict
             label = f" label={proposal.label.label}" if proposal.label else ""
             judged = f"{verdict.verdict} ({verdict.failure_type}) {verdict.explanation}" if verdict else "–"
+            if verdict is not None and verdict.parse_error is not None:
+                judged = f"unparseable ({verdict.parse_error}) {verdict.explanation[:200]}"
             shown = _printable(f"{_show(proposal.action)} → critic {judged}{label}")
             console.print(f"    [dim]round {proposal.round}: {shown}[/]")
         if step.action is None:
@@ -214,15 +241,27 @@ def print_trial(record: TrialRecord, console: Console) -> None:
             f"  [red]blamed[/]: {blame.party} · {blame.cause}{at} "
             f"({_printable(blame.evidence.rule)}: {_printable(blame.evidence.detail)})"
         )
+    for attempt, reason in enumerate(record.retried_for, start=1):
+        first = reason.splitlines()[0] if reason else ""
+        console.print(f"  [yellow]try {attempt} abandoned, restarted from the seed[/]: {_printable(first)}")
+    for role, usage in sorted(record.usage.items()):
+        failed = f", {usage.failed_calls} failed" if usage.failed_calls else ""
+        cost = "" if usage.cost is None else f", ${usage.cost:.4f}"
+        console.print(
+            f"  [dim]{role}: {usage.calls} call(s){failed}, {usage.input_tokens:,} tokens in / "
+            f"{usage.output_tokens:,} out, {usage.latency_s:.1f} s{cost}[/]"
+        )
 
 
 def _show(action: object) -> str:
     kind = getattr(action, "kind", "")
     if kind == "tool_call":
-        return f"{action.name}({action.arguments})"  # type: ignore[attr-defined]
+        shown = f"{action.name}({action.arguments})"  # type: ignore[attr-defined]
+        return shown if len(shown) <= 600 else f"{shown[:600]} … [{len(shown):,} characters]"
     if kind == "reply":
         return repr(action.text)  # type: ignore[attr-defined]
-    return f"malformed: {getattr(action, 'reason', '')}"
+    raw = getattr(action, "raw", "")
+    return f"malformed: {getattr(action, 'reason', '')} {raw[:300]!r}"
 
 
 def _rate(value: float | None) -> str:

@@ -37,7 +37,9 @@ class ActionLabel(BaseModel):
     """The privileged labeler's truth about one proposed action (filled after the trial)."""
 
     label: Literal["valid", "invalid", "unknown"]
-    failure_type: Literal["hallucination", "domain_violation", "wrong_tool", "none"] = "none"
+    failure_type: Literal["hallucination", "domain_violation", "wrong_tool", "malformed", "none"] = "none"
+    """`malformed`: no usable action at all (a format failure, kept apart from the critic's
+    failure types, so unusable output never inflates hallucination detection)."""
     reason: str = ""
 
 
@@ -98,6 +100,8 @@ class TrialRecord(BaseModel):
     error: str | None = None
     attempts: int = 1
     """Tries it took (>1 when infrastructure errors forced a restart from the same seed)."""
+    retried_for: list[str] = Field(default_factory=list)
+    """Why each earlier try was abandoned (its infrastructure error), one per restart."""
     duration_s: float = 0.0
 
     @property

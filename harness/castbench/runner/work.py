@@ -108,6 +108,7 @@ class TrialWork:
         trial's `harness_error`, never the run's end."""
         record = None
         spent: dict[str, Usage] = {}
+        retried_for: list[str] = []
         for attempt in range(1, self.max_attempts + 1):
             try:
                 record = run_job(job, self.config, self.agents, expected, self.time_limits, stop)
@@ -119,8 +120,11 @@ class TrialWork:
                 )
             for role, usage in record.usage.items():
                 spent[role] = spent.get(role, Usage()) + usage
-            record = record.model_copy(update={"attempts": attempt, "usage": dict(spent)})
+            record = record.model_copy(
+                update={"attempts": attempt, "usage": dict(spent), "retried_for": list(retried_for)}
+            )
             if record.end_reason != "infra_error":
                 break
+            retried_for.append(record.error or "infrastructure error")
         assert record is not None
         return record
