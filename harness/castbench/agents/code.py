@@ -68,8 +68,9 @@ def _unit(name: str, *, namespace: bool = False) -> tuple[Path, Path] | None:
     return None
 
 
-def _imported_names(source: str) -> set[str]:
-    """Top-level names of the absolute imports in `source` (relative ones stay in the package)."""
+def _imported_modules(source: str, package: str) -> set[str]:
+    """Dotted names the imports in `source` may load (`from a import b`: `a.b` and `a`), relative
+    ones resolved against `package` (the importing module's package)."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
@@ -77,36 +78,60 @@ def _imported_names(source: str) -> set[str]:
     names: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            names.update(alias.name.partition(".")[0] for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            names.add(node.module.partition(".")[0])
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*parts, *([base] if base else [])])
+            if base:
+                names.add(base)
+                names.update(f"{base}.{alias.name}" for alias in node.names if alias.name != "*")
     return names
+
+
+def _module_file(home: Path, dotted: str) -> Path | None:
+    """The file of module `dotted` in the `sys.path` folder `home` (a package's `__init__.py`)."""
+    base = home.joinpath(*dotted.split("."))
+    for path in (base.with_suffix(".py"), base / "__init__.py"):
+        if path.is_file():
+            return path
+    return None
 
 
 def agent_code(module_name: str, role: str) -> AgentCode:
     """What the agent in `module_name` (`pkg.module` of `pkg.module:Class`) loads; `role` names it
-    in the blind spots."""
+    in the blind spots. Imports are followed module by module from the agent's own, so a large
+    package is read only where the agent's code reaches."""
     top = module_name.partition(".")[0]
     found = _unit(top, namespace=True)
     if found is None:  # not installed (resolving it says so), or not plain files (a zip archive)
         return AgentCode(blind_spots=[f"the {role} ({module_name}) is not loaded from plain files"])
     home = found[1]
     code = AgentCode()
-    pending, seen = [top], {top}
+    units: dict[str, bool] = {}  # top-level name -> whether it is code of the agent's (beside it)
+    pending, seen = [module_name], {module_name}
     while pending:
         name = pending.pop(0)
-        unit = _unit(name, namespace=name == top)
-        if unit is None or unit[1] != home:  # not a sibling of the agent's own code
+        first = name.partition(".")[0]
+        if first not in units:
+            unit = None if first in sys.stdlib_module_names else _unit(first, namespace=first == top)
+            units[first] = unit is not None and unit[1] == home
+            if units[first] and unit is not None:
+                code.units.append(unit[0])
+        path = _module_file(home, name) if units[first] else None
+        if path is None:
             continue
-        code.units.append(unit[0])
-        sources = sorted(unit[0].rglob("*.py")) if unit[0].is_dir() else [unit[0]]
-        for path in sources:
-            text = path.read_text(errors="replace")
-            if any(marker in text for marker in _DYNAMIC_IMPORTS):
-                code.blind_spots.append(f"{path.name} imports modules by name at run time")
-            if not unit[0].is_dir() and any(marker in text for marker in _READS_FILES):
-                code.blind_spots.append(f"{path.name} is a lone module that may read files beside it")
-            for imported in sorted(_imported_names(text) - seen - set(sys.stdlib_module_names)):
-                seen.add(imported)
-                pending.append(imported)
+        text = path.read_text(errors="replace")
+        if any(marker in text for marker in _DYNAMIC_IMPORTS):
+            code.blind_spots.append(f"{path.name} imports modules by name at run time")
+        if path.parent == home and any(marker in text for marker in _READS_FILES):
+            code.blind_spots.append(f"{path.name} is a lone module that may read files beside it")
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        for imported in sorted(_imported_modules(text, package) - seen):
+            seen.add(imported)
+            pending.append(imported)
+        if "." in name and name.rpartition(".")[0] not in seen:  # its packages' __init__ run first
+            seen.add(name.rpartition(".")[0])
+            pending.append(name.rpartition(".")[0])
     return code
