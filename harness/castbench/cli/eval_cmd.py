@@ -131,7 +131,7 @@ def eval_command(
         str,
         typer.Option(
             help="Where trials run: 'local' (threads in this process) or 'ray' (tasks on a Ray "
-            "cluster, pip install 'castbench[ray]'; this process still owns the run and the store).",
+            "cluster, pip install 'castbench\\[ray]'; this process still owns the run and the store).",
             rich_help_panel=_RUN,
         ),
     ] = "local",

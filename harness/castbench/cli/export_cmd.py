@@ -53,7 +53,7 @@ def export_command(
     run: Annotated[str, typer.Argument(help="Run id, unique prefix, or 'latest'.")],
     out: Annotated[
         Path | None,
-        typer.Option(help=f"File to write [default: results/RUN_ID{EXPORT_SUFFIX}, or .eval for inspect]."),
+        typer.Option(help=f"File to write \\[default: results/RUN_ID{EXPORT_SUFFIX}, or .eval for inspect]."),
     ] = None,
     db: DbOption = DEFAULT_DB,
     format: Annotated[

@@ -73,7 +73,7 @@ GateConfigOption = Annotated[
     typer.Option(help="gate.toml with [[checks]] (metric, max_drop, domain).", rich_help_panel=_CHECKS),
 ]
 ConfidenceOption = Annotated[
-    float | None, typer.Option(min=0.5, max=0.999, help="Interval confidence [default: 0.95].")
+    float | None, typer.Option(min=0.5, max=0.999, help="Interval confidence \\[default: 0.95].")
 ]
 
 
@@ -96,7 +96,7 @@ def gate_command(
     confidence: ConfidenceOption = None,
     undecided: Annotated[
         UndecidedPolicy | None,
-        typer.Option(help="Exit for UNDECIDED: undecided (3), fail (1) or pass (0) [default: undecided]."),
+        typer.Option(help="Exit for UNDECIDED: undecided (3), fail (1) or pass (0) \\[default: undecided]."),
     ] = None,
     markdown: Annotated[
         Path | None, typer.Option(help="Write the verdict as Markdown.", rich_help_panel=_OUT)

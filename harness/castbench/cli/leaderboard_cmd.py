@@ -25,7 +25,7 @@ def build(
         str, typer.Argument(help="Board name (leaderboards/NAME.toml) or path to its TOML file.")
     ],
     root: Annotated[Path, typer.Option(help="Folder holding leaderboards/ and results/.")] = Path("."),
-    out: Annotated[Path | None, typer.Option(help="Output folder [default: leaderboards/NAME/].")] = None,
+    out: Annotated[Path | None, typer.Option(help="Output folder \\[default: leaderboards/NAME/].")] = None,
     rerun: Annotated[
         bool,
         typer.Option(

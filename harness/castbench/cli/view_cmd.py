@@ -30,7 +30,7 @@ def _page(run: str, db: str) -> tuple[str, str]:
 
 def view_command(
     run: Annotated[str, typer.Argument(help="Run id, unique prefix, 'latest', or an exported run file.")],
-    out: Annotated[Path | None, typer.Option(help="Write the page here [default: RUN_ID.html].")] = None,
+    out: Annotated[Path | None, typer.Option(help="Write the page here \\[default: RUN_ID.html].")] = None,
     serve: Annotated[bool, typer.Option(help="Serve the page on 127.0.0.1 instead of writing it.")] = False,
     port: Annotated[int, typer.Option(min=0, max=65535, help="Port for --serve (0: any free port).")] = 8765,
     db: DbOption = DEFAULT_DB,

@@ -24,7 +24,7 @@ import random
 import re
 from typing import Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from castbench.agents.conversation import ToolCallAction, canonical_action
 
@@ -108,7 +108,9 @@ class Perturbations(BaseModel):
 
     @field_validator("fault_kinds")
     @classmethod
-    def _some(cls, value: list[str]) -> list[str]:
+    def _some(cls, value: list[str], info: ValidationInfo) -> list[str]:
+        if not info.data.get("tool_faults"):  # no faults: the kinds change nothing, nor the identity
+            return sorted(FAULT_KINDS)
         if not value:
             raise ValueError("fault kinds: name at least one (or leave the rate at 0)")
         return value
