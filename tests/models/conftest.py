@@ -83,7 +83,7 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         "--port",
         str(port),
         "--chat_format",
-        "chatml-function-calling",
+        "chatml",  # as docs/models.md says: no HTML escaping of the prompt
         "--n_threads",
         "2",
         "--n_ctx",
