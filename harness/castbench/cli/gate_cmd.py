@@ -70,7 +70,7 @@ DomainCheckOption = Annotated[
 ]
 GateConfigOption = Annotated[
     Path | None,
-    typer.Option(help="gate.toml with [[checks]] (metric, max_drop, domain).", rich_help_panel=_CHECKS),
+    typer.Option(help="gate.toml with \\[\\[checks]] (metric, max_drop, domain).", rich_help_panel=_CHECKS),
 ]
 ConfidenceOption = Annotated[
     float | None, typer.Option(min=0.5, max=0.999, help="Interval confidence \\[default: 0.95].")

@@ -1,0 +1,46 @@
+"""Help text shows what its authors wrote: square brackets (an install extra, a default) are
+Rich markup unless escaped, and an unescaped `castbench[ray]` printed as `castbench`."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from castbench.cli.app import app
+
+CLI = Path(__file__).resolve().parents[2] / "harness" / "castbench" / "cli"
+
+
+@pytest.mark.parametrize(
+    ("command", "shown"),
+    [
+        (["eval"], ["pip install 'castbench[ray]'", "pip install 'castbench[postgres]'"]),
+        (["export"], ["File to write [default: results/RUN_ID"]),
+        (
+            ["gate"],
+            ["Interval confidence [default: 0.95]", "or pass (0) [default: undecided]", "with [[checks]]"],
+        ),
+        (["leaderboard", "build"], ["Output folder [default: leaderboards/NAME/]"]),
+        (["view"], ["Write the page here [default: RUN_ID.html]"]),
+    ],
+)
+def test_help_shows_extras_and_defaults(command: list[str], shown: list[str]) -> None:
+    result = CliRunner().invoke(app, [*command, "--help"], env={"COLUMNS": "1000", "NO_COLOR": "1"})
+    text = " ".join(result.output.replace("│", " ").split())
+    assert result.exit_code == 0
+    for words in shown:
+        assert words in text, (words, text)
+
+
+def test_no_help_string_has_an_unescaped_bracket() -> None:
+    """Every `help=` string in the CLI escapes its `[` (Rich would read it as a style tag)."""
+    unescaped = [
+        f"{path.name}: {match.group(0)[:60]}"
+        for path in sorted(CLI.glob("*.py"))
+        for match in re.finditer(r"help=f?\"[^\"]*\"", path.read_text())
+        if re.search(r"(?<!\\\\)\[", re.sub(r"\{[^}]*\}", "", match.group(0)))  # f-string fields aside
+    ]
+    assert unescaped == []
