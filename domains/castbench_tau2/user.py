@@ -1,0 +1,57 @@
+"""The `tau2` user: an LLM user simulator that reads what τ²'s own user simulator reads.
+
+Its system prompt is τ²'s `UserSimulator.system_prompt`, built by τ²'s own code from the task's
+user scenario (`str(task.user_scenario)`, as τ²'s runner passes it) and τ²'s global simulation
+guidelines from the package. The conversation starts as τ²'s orchestrator starts it (the model,
+playing the user, answers the agent's "Hi! How can I help you today?", and that answer is the
+opening) and ends when the model writes any of τ²'s stop markers (`###STOP###`,
+`###TRANSFER###`, `###OUT-OF-SCOPE###`). Everything else (provider, retries, usage) is
+castbench's `LLMUser`. A castbench trait profile, when a run sets one, is appended as one line.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from castbench.agents.views import UserBriefing
+from castbench.models.agents import LLMUser
+from castbench.models.client import Completion
+from castbench_tau2.source import import_tau2
+
+__all__ = ["TAU2_GREETING", "Tau2User", "tau2_user_prompt"]
+
+TAU2_GREETING = "Hi! How can I help you today?"
+"""τ²'s orchestrator's first agent message."""
+
+
+def tau2_user_prompt(scenario: str) -> str:
+    """τ²'s user system prompt for a scenario, built by τ²'s own simulator class."""
+    simulator = import_tau2("tau2.user.user_simulator").UserSimulator
+    return str(simulator(instructions=scenario, llm="unused").system_prompt)
+
+
+class Tau2User(LLMUser):
+    def __init__(self, briefing: UserBriefing, model: str, **settings: Any) -> None:
+        base = import_tau2("tau2.user.base")
+        self._stop, self._also_stop = base.STOP, (base.TRANSFER, base.OUT_OF_SCOPE)
+        super().__init__(briefing, model, **{**settings, "stop_token": self._stop})
+        system = tau2_user_prompt(briefing.scenario.instructions)
+        if briefing.traits:
+            traits = ", ".join(f"{name}: {level}" for name, level in sorted(briefing.traits.items()))
+            system += f"\n- Act out these traits throughout: {traits}."
+        self._messages = [{"role": "system", "content": system}]
+
+    def _complete(self) -> Completion:
+        """τ²'s other stop markers end the conversation as `###STOP###` does."""
+        completion = super()._complete()
+        text = completion.text
+        for marker in self._also_stop:
+            text = text.replace(marker, self._stop)
+        return replace(completion, text=text) if text != completion.text else completion
+
+    def open(self) -> str:
+        self._messages.append({"role": "user", "content": TAU2_GREETING})
+        text = self._complete().text
+        self._messages.append({"role": "assistant", "content": text})
+        return text.replace(self._stop, "").strip()

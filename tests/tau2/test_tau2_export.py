@@ -1,0 +1,54 @@
+"""`castbench export RUN --format tau2`: the run as τ²'s `Results` JSON, which τ²'s own pydantic
+models load and its own evaluator re-grades to the rewards castbench gave."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from castbench.api import evaluate
+from castbench_tau2.source import import_tau2
+from tests.support import invoke, sqlite_url
+
+
+def test_exported_run_loads_in_tau2_and_regrades_equal(tmp_path: Path) -> None:
+    db = sqlite_url(tmp_path / "runs.db")
+    result = evaluate(
+        domains="tau2-airline",
+        split="test",
+        tasks=["tau2-airline-2", "tau2-airline-6", "tau2-airline-8"],
+        policy="scripted:noisy?p=0.5",
+        trials=3,
+        seed=5,
+        grading="tau",
+        db=db,
+    )
+    target = tmp_path / "results.json"
+    exported = invoke("export", result.outcome.run_id, "--format", "tau2", "--out", str(target), "--db", db)
+    assert exported.exit_code == 0, exported.output
+    simulation = import_tau2("tau2.data_model.simulation")
+    evaluator = import_tau2("tau2.evaluator.evaluator")
+    results = simulation.Results.load(target)
+    assert results.info.num_trials == 3
+    assert results.info.agent_info.implementation == "castbench:scripted:noisy?p=0.5"
+    assert len(results.simulations) == 9
+    tasks = {task.id: task for task in results.tasks}
+    rewards = []
+    for run in results.simulations:
+        regraded = evaluator.evaluate_simulation(
+            run, tasks[run.task_id], evaluator.EvaluationType.ALL, solo_mode=False, domain="airline"
+        )
+        assert regraded.reward == run.reward_info.reward, run.id
+        rewards.append(run.reward_info.reward)
+    assert 0.0 in rewards and 1.0 in rewards
+
+
+def test_export_of_another_pack_says_why(tmp_path: Path) -> None:
+    db = sqlite_url(tmp_path / "runs.db")
+    result = evaluate(
+        domains="retail", tasks=["retail-test-0001"], policy="oracle", trials=1, db=db, split="test"
+    )
+    out = invoke(
+        "export", result.outcome.run_id, "--format", "tau2", "--db", db, "--out", str(tmp_path / "x.json")
+    )
+    assert out.exit_code != 0
+    assert "needs a τ² pack" in out.output
