@@ -111,12 +111,13 @@ def build_config(
             models[role] = recorded
         return agent
 
-    specs = AgentSet(policy=configured("policy", policy), user=configured("user", user))
+    policy_spec, user_spec = configured("policy", policy), configured("user", user)
     critic_spec = configured("critic", critic)
-    if critic_spec.kind != "none":
-        specs = AgentSet(policy=specs.policy, user=specs.user, critic=critic_spec)
+    specs = AgentSet(
+        policy=policy_spec, user=user_spec, critic=critic_spec if critic_spec.kind != "none" else None
+    )
     privileged = [
-        role for role, spec in (("policy", specs.policy), ("critic", critic_spec)) if spec.privileged
+        role for role, spec in (("policy", policy_spec), ("critic", critic_spec)) if spec.privileged
     ]
     config = RunConfig(
         domains={domain.name: domain.version for domain in resolved},
@@ -135,13 +136,13 @@ def build_config(
         privileged=privileged,
         in_process=[
             role
-            for role, spec in (("policy", specs.policy), ("critic", critic_spec), ("user", specs.user))
+            for role, spec in (("policy", policy_spec), ("critic", critic_spec), ("user", user_spec))
             if spec.kind == "import" and spec.transport == "in-process" and not spec.privileged
         ],
-        placement=_placement([specs.policy, critic_spec, specs.user]),
+        placement=_placement([policy_spec, critic_spec, user_spec]),
         extra={**(extra or {}), **({"models": models} if models else {})},
         grading=grading,
-        fingerprint=fingerprint(resolved, [specs.policy, specs.user, critic_spec]),
+        fingerprint=fingerprint(resolved, [policy_spec, user_spec, critic_spec]),
     )
     return config, specs
 
