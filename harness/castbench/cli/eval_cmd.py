@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, get_args
 
 import typer
 from rich.console import Console
@@ -19,6 +19,7 @@ from rich.progress import (
 )
 
 from castbench.agents.registry import AgentSpecError
+from castbench.cli.checks import MAX_TRIALS_PER_TASK, check_choice, check_writable, task_list
 from castbench.cli.errors import fail
 from castbench.cli.options import DbOption, DomainOption, SplitOption
 from castbench.defaults import DEFAULT_DB, DEFAULT_LEASE_S, DEFAULT_MAX_TRIALS
@@ -80,6 +81,28 @@ def _perturbations(
     except ValueError as exc:
         lines = str(exc).splitlines()  # pydantic's: the reason is on its last line
         raise typer.BadParameter(lines[-1] if "validation error" in lines[0] else str(exc)) from None
+
+
+def _checked_input(
+    trials: int, tasks: str | None, traits: str | None, sweep_traits: str | None, output: Path | None
+) -> tuple[list[str] | None, list[str]]:
+    """What can be wrong with the input, found before any trial runs (one `error:` line each):
+    the task ids and the sweep's trait profiles, as lists."""
+    from castbench.agents.traits import parse_traits
+
+    if trials > MAX_TRIALS_PER_TASK:
+        fail(f"--trials {trials} is more than the cap of {MAX_TRIALS_PER_TASK} trials per task")
+    profiles = [p.strip() for p in sweep_traits.split(";") if p.strip()] if sweep_traits is not None else []
+    if sweep_traits is not None and not profiles:
+        fail("--sweep-traits is empty: give profiles like 'impatience=high;confusion=high'")
+    for option, profile in [("--traits", traits), *(("--sweep-traits", p) for p in profiles)]:
+        try:
+            parse_traits(profile)
+        except ValueError as exc:
+            fail(f"{option}: {exc}")
+    if output is not None:
+        check_writable("--output", output)
+    return task_list("--tasks", tasks), profiles
 
 
 def _time_limit(what: str) -> Any:
@@ -289,6 +312,7 @@ def eval_command(
     defaults = all(source is not None and source.name in ("DEFAULT", "ENVIRONMENT") for source in sources)
     if suite is not None:
         domain, split, trials = _suite_settings(ctx, suite, domain, split, trials)
+    task_ids, profiles = _checked_input(trials, tasks, traits, sweep_traits, output)
     what = (
         f"domains {domain} ({split} split), policy {policy}, critic {critic}, user {user}, "
         f"{trials} trials, seed {seed}"
@@ -308,12 +332,11 @@ def eval_command(
     perturbations = _perturbations(tool_faults, fault_kinds, user_perturb, env_perturb, perturb_seed)
     if perturbations.active:
         console.print(f"perturbed: {perturbations.label()}", markup=False)
-    if grading not in GRADING_MODES:
-        raise typer.BadParameter(f"--grading must be one of {', '.join(GRADING_MODES)}, not {grading!r}")
-    try:
-        verification = Verification(rounds=rounds, on_exhausted=on_exhausted, scope=verify)  # type: ignore[arg-type]
-    except ValueError as exc:
-        raise typer.BadParameter(str(exc)) from exc
+    check_choice("--grading", grading, GRADING_MODES)
+    loop = Verification.model_fields
+    check_choice("--on-exhausted", on_exhausted, get_args(loop["on_exhausted"].annotation))
+    check_choice("--verify", verify, get_args(loop["scope"].annotation))
+    verification = Verification(rounds=rounds, on_exhausted=on_exhausted, scope=verify)  # type: ignore[arg-type]
     progress = Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
@@ -367,7 +390,7 @@ def eval_command(
             split=split,
             trials=trials,
             seed=seed,
-            tasks=[t.strip() for t in tasks.split(",")] if tasks else None,
+            tasks=task_ids,
             limits=Limits(max_steps=max_steps),
             time_limits=TimeLimits(step_s=step_timeout or None, trial_s=trial_timeout or None),
             verification=verification,
@@ -390,13 +413,12 @@ def eval_command(
             on_config=on_config,
         )
 
-    profiles = [p.strip() for p in sweep_traits.split(";") if p.strip()] if sweep_traits else []
     try:
         with progress:
             result = run(traits)
             swept = {profile: run(profile).summary for profile in profiles}
             baseline = run(None).summary if profiles and traits else result.summary
-    except (AgentSpecError, TaskFileError, ExpectedStateError, KeyError, ValueError) as exc:
+    except (AgentSpecError, TaskFileError, ExpectedStateError, ValueError) as exc:
         fail(exc)
     except ServerDown as exc:  # says which server and how to resume
         fail(exc)
@@ -408,12 +430,16 @@ def eval_command(
             "(trials in flight were dropped); re-run the same command to resume"
         )
         raise typer.Exit(130) from None
+    except KeyboardInterrupt:  # after the trials (the floors, the summary): they are all stored
+        console.print(
+            "[yellow]interrupted:[/] the trials run so far are stored; re-run the same command to resume"
+        )
+        raise typer.Exit(130) from None
     outcome, summary = result.outcome, result.summary
     sweep = trait_sweep(baseline, swept) if profiles else None
     if sweep is not None:
         summary = summary.model_copy(update={"trait_sweep": sweep})
     if output is not None:  # first: a reader that leaves early (`| head`) must not cost the file
-        output.parent.mkdir(parents=True, exist_ok=True)
         output.write_text(summary.model_dump_json(indent=2))
     if outcome.superseded:
         console.print(

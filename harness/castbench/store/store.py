@@ -138,7 +138,11 @@ def _add_missing_columns(engine: Engine) -> None:
 class ResultsStore:
     def __init__(self, url: str = DEFAULT_DB) -> None:
         """`url`: a SQLAlchemy URL or a plain path to a SQLite file. `StoreError` (one line that
-        names the problem and the fix) when it cannot be opened."""
+        names the problem and the fix) when it cannot be opened. An empty `url` is refused: it
+        would mean an in-memory database, and the run would be lost on exit (ask for that with
+        `sqlite://`)."""
+        if not url.strip():
+            raise StoreError("--db is empty: give a SQLite file path or a database URL")
         url = db_url(url)
         self.url = url
         self._sqlite = url.startswith("sqlite")

@@ -1,0 +1,54 @@
+"""Checks of command-line input made before any work starts, each failing with one `error:` line.
+
+A run of hours must not end in a traceback because its `--output` folder is read-only, nor run
+every task because `--tasks ""` was empty: what can be checked up front is checked here.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+
+from castbench.cli.errors import fail
+
+__all__ = ["MAX_TRIALS_PER_TASK", "check_choice", "check_writable", "task_list"]
+
+MAX_TRIALS_PER_TASK = 1000
+"""More trials per task than anyone needs for pass^k (τ-Bench uses 4 to 8): a guard against a
+typo (`--trials 1000000000`) that would run for ever and store without end."""
+
+
+def check_choice(option: str, value: str, choices: Iterable[str]) -> None:
+    """`value` is one of `choices`, or one line naming them."""
+    allowed = list(choices)
+    if value not in allowed:
+        fail(f"{option} must be one of {', '.join(allowed)}, not {value!r}")
+
+
+def task_list(option: str, value: str | None) -> list[str] | None:
+    """`a, b` -> ["a", "b"]; None when the option is not given; an empty list is refused (it would
+    otherwise mean every task)."""
+    if value is None:
+        return None
+    ids = [item.strip() for item in value.split(",") if item.strip()]
+    if not ids:
+        fail(f"{option} is empty: name at least one task id, or leave the option out for every task")
+    return ids
+
+
+def check_writable(option: str, path: Path) -> None:
+    """The file `path` can be written (its folder created if missing): checked before the work
+    whose result it is meant to hold, by writing a scratch file beside it."""
+    folder = path.parent
+    try:
+        if path.is_dir():
+            raise IsADirectoryError(f"{path} is a folder")
+        folder.mkdir(parents=True, exist_ok=True)
+        if path.exists() and not os.access(path, os.W_OK):
+            raise PermissionError(f"{path} is read-only")
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".castbench-check-"):
+            pass
+    except OSError as exc:
+        fail(f"{option} {path}: cannot be written ({exc.strerror or exc}); choose a writable location")

@@ -1,0 +1,67 @@
+"""Bad input gets one `error:` line (exit 2) before any work is done, never a traceback after it,
+nor a silent default: an empty `--db` or `--tasks`, an `--output` nobody can write, a trait
+profile of the sweep that does not parse, an absurd `--trials`, an unknown loop setting."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import Result
+
+from castbench.store import ResultsStore
+from tests.support import invoke, sqlite_url
+
+TASK = "retail-test-0001"
+
+
+def one_error_line(result: Result, *needles: str) -> str:
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output and "pydantic" not in result.output, result.output
+    errors = [line for line in lines if line.startswith("error:")]
+    assert len(errors) == 1, result.output
+    for needle in needles:
+        assert needle in errors[0], errors[0]
+    return errors[0]
+
+
+def _eval(db: str, *extra: str) -> Result:
+    return invoke("eval", "--domain", "retail", "--tasks", TASK, "--trials", "1", "--db", db, *extra)
+
+
+@pytest.mark.parametrize(
+    ("extra", "needles"),
+    [
+        (["--tasks", " , "], ["--tasks is empty"]),
+        (["--sweep-traits", "garbage"], ["--sweep-traits", "unknown trait 'garbage'"]),
+        (["--sweep-traits", ";"], ["--sweep-traits is empty"]),
+        (["--traits", "patience=none"], ["--traits", "unknown trait"]),
+        (["--trials", "1000000000"], ["--trials 1000000000 is more than the cap of 1000"]),
+        (["--on-exhausted", "foo"], ["--on-exhausted must be one of execute, block, not 'foo'"]),
+        (["--verify", "foo"], ["--verify must be one of tool_calls, writes, all, not 'foo'"]),
+        (["--grading", "foo"], ["--grading must be one of"]),
+    ],
+)
+def test_bad_eval_input_is_one_line_before_any_trial(
+    tmp_path: Path, extra: list[str], needles: list[str]
+) -> None:
+    db = sqlite_url(tmp_path / "runs.db")
+    one_error_line(_eval(db, *extra), *needles)
+    assert ResultsStore(db).runs() == []  # nothing ran
+
+
+def test_an_empty_db_is_refused_not_kept_in_memory() -> None:
+    one_error_line(_eval(""), "--db is empty")
+
+
+def test_an_output_that_cannot_be_written_is_refused_before_the_run(tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    db = sqlite_url(tmp_path / "runs.db")
+    one_error_line(_eval(db, "--output", str(blocker / "summary.json")), "--output", "cannot be written")
+    one_error_line(_eval(db, "--output", str(tmp_path)), "--output", "is a folder")
+    assert ResultsStore(db).runs() == []
+    written = tmp_path / "new" / "summary.json"
+    assert _eval(db, "--output", str(written)).exit_code == 0 and written.stat().st_size > 0
+    assert not list(written.parent.glob(".castbench-check-*"))  # the scratch file is gone
