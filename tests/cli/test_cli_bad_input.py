@@ -65,3 +65,21 @@ def test_an_output_that_cannot_be_written_is_refused_before_the_run(tmp_path: Pa
     written = tmp_path / "new" / "summary.json"
     assert _eval(db, "--output", str(written)).exit_code == 0 and written.stat().st_size > 0
     assert not list(written.parent.glob(".castbench-check-*"))  # the scratch file is gone
+
+
+@pytest.mark.parametrize(
+    ("metric", "drop", "words"),
+    [
+        ("pass^0", "0.1", "--metric 'pass^0': unknown metric"),
+        ("pass^x", "0.1", "--metric 'pass^x': unknown metric"),
+        ("pass^1", "-0.5", "--max-drop -0.5: Input should be greater than or equal to 0"),
+    ],
+)
+def test_bad_gate_checks_are_one_line_not_a_pydantic_dump(metric: str, drop: str, words: str) -> None:
+    result = invoke(
+        "gate", "--baseline", "a.json", "--candidate", "b.json", "--metric", metric, f"--max-drop={drop}"
+    )
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert result.exit_code == 2 and len(lines) == 1, result.output
+    assert lines[0].startswith("gate error (exit 2):") and words in lines[0]
+    assert "pydantic" not in result.output and "type=" not in result.output

@@ -10,10 +10,11 @@ import os
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from castbench.cli.errors import fail
 
-__all__ = ["MAX_TRIALS_PER_TASK", "check_choice", "check_writable", "task_list"]
+__all__ = ["MAX_TRIALS_PER_TASK", "check_choice", "check_writable", "task_list", "validation_line"]
 
 MAX_TRIALS_PER_TASK = 1000
 """More trials per task than anyone needs for pass^k (τ-Bench uses 4 to 8): a guard against a
@@ -52,3 +53,16 @@ def check_writable(option: str, path: Path) -> None:
             pass
     except OSError as exc:
         fail(f"{option} {path}: cannot be written ({exc.strerror or exc}); choose a writable location")
+
+
+def validation_line(exc: Any, options: dict[str, str]) -> str:
+    """A pydantic `ValidationError` as one line in the user's words: each problem as the option
+    (`options` maps a field to it) with the value given and what is wrong, without pydantic's
+    types and links."""
+    problems = []
+    for error in exc.errors():
+        field = str(error["loc"][0]) if error.get("loc") else ""
+        message = str(error["msg"]).removeprefix("Value error, ")
+        given = error.get("input")
+        problems.append(f"{options.get(field, field)} {given!r}: {message}")
+    return "; ".join(problems)

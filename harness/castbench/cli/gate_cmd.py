@@ -10,10 +10,12 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from pydantic import ValidationError
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from castbench.cli.checks import validation_line
 from castbench.cli.compare_cmd import ForceOption
 from castbench.cli.errors import fail
 from castbench.cli.options import DbOption
@@ -50,8 +52,8 @@ def _cli_checks(metrics: list[str], drops: list[float], domain: str | None) -> l
     paired = drops if len(drops) == len(metrics) else drops * len(metrics)
     try:
         return [Check(metric=m, max_drop=d, domain=domain) for m, d in zip(metrics, paired, strict=True)]
-    except ValueError as exc:
-        raise GateError(str(exc)) from exc
+    except ValidationError as exc:
+        raise GateError(validation_line(exc, {"metric": "--metric", "max_drop": "--max-drop"})) from None
 
 
 BaselineOption = Annotated[
