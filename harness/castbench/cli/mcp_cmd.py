@@ -15,6 +15,7 @@ from typing import Annotated, Literal
 import typer
 
 from castbench import lossless
+from castbench.cli.checks import check_writable
 from castbench.cli.errors import fail
 
 mcp_app = typer.Typer(help="Domain tools over MCP.", no_args_is_help=True)
@@ -24,7 +25,9 @@ mcp_app = typer.Typer(help="Domain tools over MCP.", no_args_is_help=True)
 def serve(
     domain: Annotated[str, typer.Option(help="Domain name (castbench domains list).")],
     task: Annotated[str, typer.Option(help="Task id.")],
-    trial: Annotated[int, typer.Option(help="Trial index (with --seed: the trial's seed, as in eval).")] = 0,
+    trial: Annotated[
+        int, typer.Option(min=0, help="Trial index (with --seed: the trial's seed, as in eval).")
+    ] = 0,
     seed: Annotated[int, typer.Option(help="Run seed, as `castbench eval --seed`.")] = 0,
     critic: Annotated[str, typer.Option(help="Critic that verifies each call before it runs.")] = "none",
     user: Annotated[str, typer.Option(help="Simulated user.")] = "scripted",
@@ -34,6 +37,8 @@ def serve(
     record: Annotated[Path | None, typer.Option(help="Write the graded trial record here (JSON).")] = None,
 ) -> None:
     """Serve one trial's tools over MCP (stdio, or streamable HTTP at the printed URL)."""
+    if record is not None:  # before the trial: its record must not be lost at the end
+        check_writable("--record", record)
     try:
         import anyio
 

@@ -115,7 +115,11 @@ class McpTrial:
         if episode.done:
             return _text(f"This conversation has ended ({episode.end_reason}); nothing was executed.", True)
         if self.respond_tool and name == RESPOND_TOOL:
-            action: Any = ReplyAction(text=str((arguments or {}).get("message", "")))
+            message = (arguments or {}).get("message")
+            if not isinstance(message, str):  # its schema says string: 5 is not a message to coerce
+                given = type(message).__name__ if message is not None else "nothing"
+                return _text(f"{RESPOND_TOOL} needs 'message', a string (got {given}); nothing sent", True)
+            action: Any = ReplyAction(text=message)
         else:
             action = ToolCallAction(name=name, arguments=arguments or {})
         outcome = episode.step(action)
