@@ -198,11 +198,19 @@ class BoardSpec(_Strict):
 
 
 def board_path(board: str, root: Path) -> Path:
-    """A board name (`scripted-baselines`) or a path to its TOML file."""
+    """A board name (`scripted-baselines`) or a path to its TOML file. A name is looked up under
+    `root/leaderboards/`, then among castbench's own boards (the `leaderboards/` of the checkout
+    castbench runs from), so `eval --suite cast-paper` works from any directory."""
     candidate = Path(board)
     if candidate.suffix == ".toml":
         return candidate
-    return root / "leaderboards" / f"{board}.toml"
+    local = root / "leaderboards" / f"{board}.toml"
+    shipped = _OWN_BOARDS / f"{board}.toml"
+    return shipped if not local.is_file() and shipped.is_file() else local
+
+
+_OWN_BOARDS = Path(__file__).resolve().parents[3] / "leaderboards"
+"""castbench's own boards: `harness/castbench/publish/board.py` -> the checkout's `leaderboards/`."""
 
 
 def load_board(path: Path) -> BoardSpec:
