@@ -4,11 +4,12 @@
 The policy is the noisy scripted one with `--delay` seconds of latency per trial (a model's
 waiting, without a model), over the retail test split. It prints, for the local executor and
 for Ray (head + one more node, two CPUs each, started here): trials/s and whether the stored
-records equal the local run's (same seed); Ray again at `--concurrency` per node (the same
-trials in flight per node as the local run has) and its trials/s per node against the local
-executor's (goal >= 80%); then a Ray run whose second node is killed once a quarter of the
-trials are stored: trials lost, stored twice, and started more than once (those Ray re-ran
-elsewhere). No asserts. The load average is printed: the machine may be shared.
+records equal the local run's (same seed), each timed after a warm-up run; Ray again at
+`--concurrency` per node (the same trials in flight per node as the local run has) and its
+trials/s per node against the local executor's (goal >= 80%); then a Ray run whose second
+node is killed once a quarter of the trials are stored: trials lost, stored twice, and started
+more than once (those Ray re-ran elsewhere). No asserts. The load average is printed: the
+machine may be shared.
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ def main() -> None:
     started = work / "started.txt"
     policy = f"tests.core.fixtures_agents:SlowNoisyPolicy?delay={options.delay}&p=0.4&started={started}"
     config, agents = build_config(domains="retail", policy=policy, trials=options.trials, seed=11)
+    warm_config, warm_agents = build_config(domains="retail", policy=policy, trials=1, seed=12)
 
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 2})
     extra = cluster.add_node(num_cpus=2)
@@ -67,6 +69,9 @@ def main() -> None:
         ):
             store = ResultsStore(f"sqlite:///{work / name.replace(' ', '-')}.db")
             executor = make_executor(executor_name, cluster.address)
+            # warm-up, another seed: each side's worker processes (Ray's, the agent's sandboxed
+            # workers) started and their imports done before the timed run
+            run_eval(warm_config, warm_agents, store, concurrency=concurrency, executor=executor)
             start = time.perf_counter()
             outcome = run_eval(config, agents, store, concurrency=concurrency, executor=executor)
             runs[name] = (store, outcome.run_id, outcome.ran / (time.perf_counter() - start))
