@@ -59,6 +59,7 @@ def _trials(db: str, run_id: str) -> dict[tuple[str, int], Any]:
     return {(r.task_id, r.trial_index): r for r in ResultsStore(db).trials(run_id)}
 
 
+@pytest.mark.slow
 def test_retail_through_a2a_matches_the_same_logic_in_process(example_agent: str, tmp_path: Path) -> None:
     """The example A2A agent (lookup-refuse logic, tools over MCP) gets, trial by trial, the
     actions, observations and outcomes of `scripted:lookup-refuse` in process."""
