@@ -5,7 +5,12 @@
 
 - `table[key]` validates that row into τ²'s model on first access (the trial's own object: a
   tool may mutate it as it likes) and remembers it;
-- a scan (`items()`, `values()`) reaches every row, in the pristine's order, as τ²'s dict would;
+- a scan (`items()`, `values()`) yields every row in the pristine's order, as τ²'s dict would: a
+  row this trial has reached or changed as its own object, every other row as one model per
+  pristine row validated once and shared by every trial (`SharedRows`). τ²'s retail and airline
+  tools only read what they scan (a look-up by name, a flight search) and change only rows they
+  fetch by key, which are the trial's own; `tests/tau2` checks the shared models still equal the
+  pristine rows after every tool has run;
 - `table[key] = model` (a new reservation) is remembered likewise;
 - after the call, `commit` writes back every reached row whose JSON dump changed, as JSON.
 
@@ -21,18 +26,39 @@ from typing import Any
 
 from castbench.domain import Database
 
-__all__ = ["RowTable", "bridged_db", "commit"]
+__all__ = ["RowTable", "SharedRows", "bridged_db", "commit"]
 
 _MISSING = object()
+
+
+class SharedRows:
+    """Pristine rows validated into τ²'s models once per domain, for scans (read-only use)."""
+
+    def __init__(self, pristine: dict[str, dict[str, Any]], tables: dict[str, type]) -> None:
+        self._pristine, self._tables = pristine, tables
+        self._models: dict[str, dict[str, Any]] = {name: {} for name in tables}
+
+    def get(self, table: str, key: str, row: Any) -> Any | None:
+        """The shared model of a row, when `row` is still the pristine's own object."""
+        if self._pristine.get(table, {}).get(key) is not row:
+            return None
+        models = self._models[table]
+        model = models.get(key)
+        if model is None:
+            model = models[key] = self._tables[table].model_validate(row)
+        return model
+
+    def models(self, table: str) -> dict[str, Any]:
+        return self._models[table]
 
 
 class RowTable(dict):  # type: ignore[type-arg]
     """One table of τ²'s database object over the trial's `Database` (see the module docstring).
     The dict itself holds the rows reached so far; every read goes through the trial's state."""
 
-    def __init__(self, db: Database, table: str, model: type) -> None:
+    def __init__(self, db: Database, table: str, model: type, shared: SharedRows) -> None:
         super().__init__()
-        self._db, self._table, self._model = db, table, model
+        self._db, self._table, self._model, self._shared = db, table, model, shared
 
     def _reach(self, key: Any) -> Any:
         if dict.__contains__(self, key):
@@ -71,11 +97,27 @@ class RowTable(dict):  # type: ignore[type-arg]
     def keys(self) -> Any:
         return self._keys()
 
+    def _scan(self) -> list[tuple[str, Any]]:
+        rows: list[tuple[str, Any]] = []
+        for key, row in self._db.table_rows(self._table):
+            if dict.__contains__(self, key):
+                value = dict.__getitem__(self, key)
+                if value is not _MISSING:
+                    rows.append((key, value))
+                continue
+            shared = self._shared.get(self._table, key, row)
+            rows.append((key, shared if shared is not None else self[key]))
+        known = {key for key, _ in rows}
+        rows += [
+            (key, value) for key, value in dict.items(self) if key not in known and value is not _MISSING
+        ]
+        return rows
+
     def values(self) -> Any:
-        return [self[key] for key in self._keys()]
+        return [value for _, value in self._scan()]
 
     def items(self) -> Any:
-        return [(key, self[key]) for key in self._keys()]
+        return self._scan()
 
     def __delitem__(self, key: Any) -> None:
         self[key]
@@ -85,9 +127,11 @@ class RowTable(dict):  # type: ignore[type-arg]
         return dict(dict.items(self))
 
 
-def bridged_db(db_class: type, db: Database, tables: dict[str, type]) -> Any:
+def bridged_db(db_class: type, db: Database, tables: dict[str, type], shared: SharedRows) -> Any:
     """τ²'s database object for one call, its tables over `db`; `tables`: field name -> row model."""
-    return db_class.model_construct(**{name: RowTable(db, name, model) for name, model in tables.items()})
+    return db_class.model_construct(
+        **{name: RowTable(db, name, model, shared) for name, model in tables.items()}
+    )
 
 
 def commit(view: Any, db: Database, tables: dict[str, type]) -> None:

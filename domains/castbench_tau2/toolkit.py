@@ -17,7 +17,7 @@ from typing import Any
 
 from castbench.domain import Database, Observation, Tool, Toolkit
 from castbench.domain.published import schema_arguments_model
-from castbench_tau2.bridge import bridged_db, commit
+from castbench_tau2.bridge import SharedRows, bridged_db, commit
 
 __all__ = ["Tau2Tool", "Tau2Toolkit", "tau2_toolkit"]
 
@@ -41,6 +41,14 @@ class Tau2Toolkit(Toolkit):
         super().__init__(tools)
         self._toolkit_class, self._db_class, self._tables = toolkit_class, db_class, tables
         self._to_json = _environment_class().to_json_str
+        self._shared: dict[int, SharedRows] = {}
+
+    def shared_rows(self, db: Database) -> SharedRows:
+        """The shared scan models of the pristine state `db` runs on (one per domain)."""
+        key = id(db.pristine)
+        if key not in self._shared:
+            self._shared[key] = SharedRows(db.pristine, self._tables)
+        return self._shared[key]
 
     def call(self, db: Database, name: str, arguments: Mapping[str, Any] | str) -> Observation:
         if isinstance(arguments, str):
@@ -51,7 +59,7 @@ class Tau2Toolkit(Toolkit):
                 return Observation(f"Error: arguments for {name} are not valid JSON ({reason})", error=True)
         if not isinstance(arguments, Mapping):
             return Observation(f"Error: arguments for {name} must be a JSON object", error=True)
-        view = bridged_db(self._db_class, db, self._tables)
+        view = bridged_db(self._db_class, db, self._tables, self.shared_rows(db))
         tools = self._toolkit_class(view)
         error = False
         try:

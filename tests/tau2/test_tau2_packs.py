@@ -99,3 +99,31 @@ def test_another_data_directory_changes_the_version(tmp_path: Path, monkeypatch:
             tau2_domain("airline")
     finally:
         load_source.cache_clear()
+
+
+SCANS = {
+    "tau2-retail": [
+        ("find_user_id_by_email", {"email": "nobody@example.com"}),
+        ("list_all_product_types", {}),
+    ],
+    "tau2-airline": [
+        ("search_direct_flight", {"origin": "JFK", "destination": "SEA", "date": "2024-05-20"}),
+        ("search_onestop_flight", {"origin": "JFK", "destination": "SEA", "date": "2024-05-20"}),
+    ],
+}
+
+
+def test_scans_leave_the_shared_models_as_the_pristine_rows(pack: Tau2Domain) -> None:
+    """Rows a scan yields unchanged are one model per pristine row shared by every trial: no tool
+    may change them (τ²'s tools change only what they fetch by key)."""
+    for task in pack.tasks("base"):
+        db = pack.replay(task)
+        for name, arguments in SCANS[pack.name]:
+            assert not pack.toolkit.call(db, name, arguments).error or name.startswith("find_")
+    shared = pack.toolkit.shared_rows(pack.fresh_database())
+    checked = 0
+    for table, rows in pack.pristine.items():
+        for key, model in shared.models(table).items():
+            assert model.model_dump(mode="json") == rows[key], (table, key)
+            checked += 1
+    assert checked > 100
