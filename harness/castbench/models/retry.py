@@ -147,7 +147,7 @@ def call_with_retries(fn: Callable[[], T], policy: RetryPolicy, describe: str) -
         return fn(), 0
     except FatalInfrastructureError:
         raise
-    except TimeoutError as exc:
+    except (TimeoutError, openai.APITimeoutError) as exc:  # litellm's Timeout derives from the latter
         if not policy.resend_timeouts:
             raise FatalInfrastructureError(
                 f"{describe}: no answer within the attempt's timeout; not re-sent, since a server on "
@@ -168,7 +168,8 @@ def call_with_retries(fn: Callable[[], T], policy: RetryPolicy, describe: str) -
         wait=_wait(policy),
         retry=retry_if_exception(
             lambda exc: (
-                classify(exc) in _RETRIED and (policy.resend_timeouts or not isinstance(exc, TimeoutError))
+                classify(exc) in _RETRIED
+                and (policy.resend_timeouts or not isinstance(exc, TimeoutError | openai.APITimeoutError))
             )
         ),
         reraise=True,
