@@ -98,7 +98,9 @@ def write_export(exported: ExportedRun, path: Path) -> int:
     # records in Python's types: json escapes what Pydantic's JSON mode would change (a lone
     # surrogate in a key, NaN), so an agent's output reads back as it was (`castbench.lossless`)
     data["trials"] = [record.model_dump(mode="python") for record in exported.trials]
-    text = json.dumps(_round_durations(data), sort_keys=True, separators=(",", ":"))
+    # keys in the order written (no sorting): tool arguments as the agent gave them, the
+    # conversation as it saw it; the order is still deterministic (model fields, agents' dicts)
+    text = json.dumps(_round_durations(data), separators=(",", ":"))
     packed = gzip.compress(text.encode(), compresslevel=9, mtime=0)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(packed)

@@ -45,5 +45,6 @@ def trial_payload(record: TrialRecord) -> dict[str, Any]:
 
 def encode_trials(records: Sequence[TrialRecord]) -> str:
     """base64 of gzip of the JSON list of payloads, in the order the page indexes them."""
-    text = json.dumps([trial_payload(r) for r in records], sort_keys=True, separators=(",", ":"))
+    # unsorted: the page shows tool arguments in the order the agent gave them
+    text = json.dumps([trial_payload(r) for r in records], separators=(",", ":"))
     return base64.b64encode(gzip.compress(text.encode(), compresslevel=9, mtime=0)).decode("ascii")
