@@ -71,6 +71,8 @@ def _invalid(label: ActionLabel | None) -> bool:
 
 def _label_cause(label: ActionLabel | None) -> Cause:
     kind = label.failure_type if label is not None else "none"
+    if kind == "malformed":
+        return "malformed_output"
     return "hallucination" if kind == "none" else kind
 
 

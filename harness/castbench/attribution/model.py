@@ -37,6 +37,7 @@ AgentCause = Literal[
     "wrong_state_update",
     "incomplete_reply",
     "unearned_outcome",
+    "malformed_output",
     "ran_out_of_steps",
     "agent_error",
     "timeout",

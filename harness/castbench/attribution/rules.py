@@ -12,8 +12,9 @@ never reads what a scripted policy meant to do. Decision order for a trial that 
    (`castbench.attribution.user_faults`);
 3. a non-decisive simulator fault (a leak, a broken persona) when the conversation stopped short
    of the change (`missing_state_change`, unfinished) and the agent did nothing invalid;
-4. the agent's own end (`agent_error`, `timeout`, `ran_out_of_steps`), else the grade's failure
-   category, at the step that shows it (`grade_category`).
+4. the agent's last output unusable (`malformed_output`), the agent's own end (`agent_error`,
+   `timeout`, `ran_out_of_steps`), else the grade's failure category, at the step that shows it
+   (`grade_category`).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from functools import cache
 
-from castbench.agents.conversation import ReplyAction
+from castbench.agents.conversation import MalformedAction, ReplyAction
 from castbench.attribution.calls import DecisiveCall, decisive_call, executed_call, failed, label_of
 from castbench.attribution.model import Attribution, Cause, Evidence, NearMiss, UserFault, party_of
 from castbench.attribution.user_faults import user_faults
@@ -169,6 +170,10 @@ def attribute(
         return _attribution(
             record, weak.step, weak.cause, _evidence(record, "simulator_fault", steps, weak.detail)
         )
+    final = record.steps[-1] if record.steps else None
+    if final is not None and isinstance(final.action, MalformedAction):
+        rule = _evidence(record, "ended_on_unusable_output", [final.index], final.action.reason)
+        return _attribution(record, final.index, "malformed_output", rule)
     if record.end_reason in ("agent_error", "timeout", "max_steps"):
         cause = "ran_out_of_steps" if record.end_reason == "max_steps" else record.end_reason  # type: ignore[assignment]
         last = record.steps[-1].index if record.steps else None

@@ -129,11 +129,11 @@ def _contradictions(task: Task, turns: Sequence[Turn]) -> list[UserFault]:
     users = [(step, event) for step, event in turns[1:] if isinstance(event, UserTurn)]
     for fact in scenario.facts:
         wrong = None
-        for step, event in users:
-            said = _stated_value(fact.statement, fact.value, event.text)
+        for step, turn in users:
+            said = _stated_value(fact.statement, fact.value, turn.text)
             if said is not None and said != fact.value.lower().rstrip("."):
                 wrong = wrong or (step, said)
-            elif not missing_outputs([fact.value], [event.text]):
+            elif not missing_outputs([fact.value], [turn.text]):
                 wrong = None  # corrected (a confused user's second statement)
         if wrong is not None:
             faults.append(
