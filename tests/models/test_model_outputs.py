@@ -23,6 +23,8 @@ def test_a_tool_call_without_arguments_is_malformed_and_names_what_it_had() -> N
     assert "without 'arguments'" in action.reason and "'message'" in action.reason
     call = action_from_text('{"action": "get_user_details", "arguments": {"user_id": "u1"}}')
     assert isinstance(call, ToolCallAction) and call.arguments == {"user_id": "u1"}
+    extra = action_from_text('{"action": "get_user_details", "arguments": {}, "user_id": "u1"}')
+    assert isinstance(extra, ToolCallAction) and '"user_id": "u1"' in extra.text  # reported, not dropped
 
 
 def test_the_action_schema_requires_arguments_for_a_call_and_a_message_for_a_reply() -> None:

@@ -105,6 +105,9 @@ def action_from_text(text: str) -> Action:
         arguments = _arguments(arguments)
     elif not isinstance(arguments, dict):
         arguments = json.dumps(arguments)
+    stray = {key: found[key] for key in sorted(set(found) - _PLACED)}
+    if stray:  # kept with the call (not executed, not dropped): what the parser could not place
+        thought = f"{thought}\n[not placed: {json.dumps(stray)[:500]}]".strip()
     return ToolCallAction(name=action.strip(), arguments=arguments, text=thought)
 
 
