@@ -33,6 +33,7 @@ Decision order for a tool call:
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -103,23 +104,113 @@ def _public_knowledge(domain: Domain, task: Task, db: Database) -> Said:
     return _PUBLIC[key]
 
 
+@dataclass
+class _Walked:
+    """A conversation walked for `_Trail`, kept so that the next action of the same trial (its
+    conversation is this one plus a few events) walks only the new events: walking it whole at
+    every action made the labeler quadratic in the trial's length."""
+
+    domain: Domain
+    events: tuple[Event, ...] = ()
+    authenticated: bool = False
+    revealed: list[str] = field(default_factory=list)
+    since_last_write: list[Event] = field(default_factory=list)
+    calls: dict[str, ToolCallAction] = field(default_factory=dict)
+
+    def extends(self, domain: Domain, conversation: Sequence[Event]) -> bool:
+        walked = self.events
+        return (
+            domain is self.domain
+            and len(walked) <= len(conversation)
+            and all(mine is theirs for mine, theirs in zip(walked, conversation, strict=False))
+        )
+
+    def walk(self, conversation: Sequence[Event]) -> _Walked:
+        """A copy that has walked `conversation` too (which extends what this one walked)."""
+        rules, toolkit = self.domain.rules, self.domain.toolkit
+        walked = _Walked(
+            self.domain,
+            tuple(conversation),
+            self.authenticated,
+            list(self.revealed),
+            list(self.since_last_write),
+            dict(self.calls),
+        )
+        for event in conversation[len(self.events) :]:
+            walked.since_last_write.append(event)
+            if isinstance(event, UserTurn):
+                walked.revealed.append(event.text.lower())
+            elif isinstance(event, AgentTurn) and isinstance(event.action, ToolCallAction) and event.call_id:
+                walked.calls[event.call_id] = event.action
+            elif isinstance(event, ToolResultTurn) and not event.error and event.call_id in walked.calls:
+                name = walked.calls[event.call_id].name
+                walked.revealed.append(event.content.lower())
+                walked.authenticated |= name in rules.auth_tools
+                if toolkit.is_write(name):
+                    walked.since_last_write = []
+        return walked
+
+
+_WALKS = threading.local()
+"""Per thread: the conversations walked last, by the id of their first event (trials that share
+a thread, as on the model loop, interleave)."""
+_MAX_WALKS = 1024
+
+
 def _trail(conversation: Sequence[Event], domain: Domain, task: Task, db: Database) -> _Trail:
-    trail = _Trail(public=_public_knowledge(domain, task, db))
-    calls: dict[str, ToolCallAction] = {}
-    for event in conversation:
-        trail.since_last_write.append(event)
-        if isinstance(event, UserTurn):
-            trail.revealed.append(event.text.lower())
-        elif isinstance(event, AgentTurn) and isinstance(event.action, ToolCallAction) and event.call_id:
-            calls[event.call_id] = event.action
-        elif isinstance(event, ToolResultTurn) and not event.error and event.call_id in calls:
-            name = calls[event.call_id].name
-            trail.revealed.append(event.content.lower())
-            trail.authenticated |= name in domain.rules.auth_tools
-            if domain.toolkit.is_write(name):
-                trail.since_last_write = []
-    trail.said = Said(trail.revealed)
-    return trail
+    walks: dict[int, _Walked] = _WALKS.__dict__.setdefault("walks", {})
+    opening = id(conversation[0]) if conversation else 0
+    last = walks.pop(opening, None)
+    if last is None or not last.extends(domain, conversation):
+        last = _Walked(domain)
+    walked = last.walk(conversation)
+    if len(walks) >= _MAX_WALKS:
+        del walks[next(iter(walks))]  # the oldest
+    walks[opening] = walked
+    return _Trail(
+        public=_public_knowledge(domain, task, db),
+        authenticated=walked.authenticated,
+        revealed=walked.revealed,
+        said=Said(walked.revealed),
+        since_last_write=walked.since_last_write,
+    )
+
+
+@dataclass(frozen=True)
+class _Truth:
+    """What the labeler reads of a task's ground truth at every action, derived once per task."""
+
+    calls: tuple[ToolCall, ...]
+    """The agent's ground-truth calls."""
+    tools: frozenset[str]
+    canonical: frozenset[str]
+    writes: tuple[ToolCall, ...]
+    declined: frozenset[str]
+    statements: dict[str, str]
+    """Fact value -> how the user states it."""
+
+
+_TRUTHS: dict[int, tuple[Task, _Truth]] = {}
+_MAX_TRUTHS = 4096
+
+
+def _truth(domain: Domain, task: Task) -> _Truth:
+    kept = _TRUTHS.get(id(task))
+    if kept is not None and kept[0] is task:
+        return kept[1]
+    calls = tuple(c for c in task.actions if c.actor == "agent")
+    truth = _Truth(
+        calls=calls,
+        tools=frozenset(c.name for c in calls),
+        canonical=frozenset(c.canonical() for c in calls),
+        writes=tuple(c for c in calls if domain.toolkit.is_write(c.name)),
+        declined=frozenset(c.canonical() for c in task.declined_actions),
+        statements={fact.value: fact.statement for fact in task.scenario.facts},
+    )
+    if len(_TRUTHS) >= _MAX_TRUTHS:
+        _TRUTHS.clear()
+    _TRUTHS[id(task)] = (task, truth)  # the task is kept with it: its id is not reused meanwhile
+    return truth
 
 
 def _strings(value: Any) -> Iterator[str]:
@@ -189,7 +280,7 @@ def _policy_break(
     if domain.toolkit.is_write(call.name):
         if not _confirmed(call, dry, trail):
             return "no explicit confirmation from the user for this change"
-        if call.canonical() in {c.canonical() for c in task.declined_actions}:
+        if call.canonical() in _truth(domain, task).declined:
             return "the user declined this change"
     findings = rules.state_findings(call, db)
     return findings[0].message if findings else None
@@ -214,7 +305,7 @@ def _guessed(
     """An argument that names data (a row's key, or for a write a value held in a row it changes)
     or a fact the user keeps, not yet revealed (a fact counts as revealed once the user said its
     value or its statement)."""
-    statements = {fact.value: fact.statement for fact in task.scenario.facts}
+    statements = _truth(domain, task).statements
     touched: set[str] | None = None
     for value in _strings(call.arguments):
         if trail.knows(value):
@@ -243,8 +334,7 @@ def label_action(
         return ActionLabel(label="unknown", reason="replies to the user are not labelled")
     if isinstance(action, MalformedAction):
         return _invalid("malformed", action.reason)  # a format failure, not an invented fact
-    truth = [c for c in task.actions if c.actor == "agent"]
-    truth_tools = {c.name for c in truth}
+    truth = _truth(domain, task)
     if action.name not in domain.toolkit:
         return _invalid("wrong_tool", f"no tool '{action.name}'")
     if isinstance(action.arguments, str):
@@ -253,7 +343,7 @@ def label_action(
     try:
         domain.toolkit.validate(call.name, call.arguments)
     except ToolError as exc:
-        return _invalid("hallucination" if call.name in truth_tools else "wrong_tool", str(exc))
+        return _invalid("hallucination" if call.name in truth.tools else "wrong_tool", str(exc))
     trail = _trail(conversation, domain, task, db)
     dry = _DryRun(domain, call, db)
     broken = _policy_break(domain, task, call, db, dry, trail)
@@ -262,13 +352,12 @@ def label_action(
     guess = _guessed(domain, task, call, db, dry, trail) or _unfounded(call, dry, trail)
     if guess is not None:
         return _invalid("hallucination", f"uses {guess!r}, which nothing in the trial revealed yet")
-    if call.canonical() in {c.canonical() for c in truth}:
+    if call.canonical() in truth.canonical:
         return ActionLabel(label="valid", reason="in the ground truth")
     if not domain.toolkit.is_write(call.name):
         return ActionLabel(label="valid", reason="a supported read")
-    truth_writes = [c for c in truth if domain.toolkit.is_write(c.name)]
-    if any(c.name == call.name for c in truth_writes):
+    if any(c.name == call.name for c in truth.writes):
         return _invalid("hallucination", "wrong arguments for this change")
-    if not truth_writes:
+    if not truth.writes:
         return _invalid("domain_violation", "no change is warranted here")
     return _invalid("wrong_tool", "the request needs a different tool")
