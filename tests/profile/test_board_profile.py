@@ -58,4 +58,6 @@ def test_board_rows_carry_profile_columns(exports: Exports, tmp_path: Path) -> N
     assert row["profile"]["user"] is None
     markdown = (tmp_path / "after" / "board.md").read_text()
     assert "| entry | trials disagree |" in markdown and "| noisy |" in markdown
+    page = (tmp_path / "after" / "index.html").read_text()
+    assert "<h2>Reliability profile</h2>" in page and f"{row['profile']['faults']:.3f}" in page
     assert Perturbations.model_validate(faults.model_dump()).tool_faults == 0.5
