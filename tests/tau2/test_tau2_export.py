@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from castbench.api import evaluate
+from castbench.store import ResultsStore
 from castbench_tau2.source import import_tau2
 from tests.support import invoke, sqlite_url
 
@@ -40,6 +41,25 @@ def test_exported_run_loads_in_tau2_and_regrades_equal(tmp_path: Path) -> None:
         assert regraded.reward == run.reward_info.reward, run.id
         rewards.append(run.reward_info.reward)
     assert 0.0 in rewards and 1.0 in rewards
+
+    # back into castbench: re-played and re-graded, not taken on trust; an ending τ² does not grade
+    # (max_steps) scores 0 whatever reward the file claims
+    first = next(run for run in results.simulations if run.reward_info.reward == 1.0)
+    first.termination_reason = simulation.TerminationReason.MAX_STEPS
+    results.save(target)
+    other = sqlite_url(tmp_path / "imported.db")
+    imported = invoke("import", str(target), "--db", other, "--force")
+    assert imported.exit_code == 0, imported.output
+    assert "9 trials added" in imported.output
+    store = ResultsStore(other)
+    (row,) = store.runs()
+    stored = {(record.task_id, record.trial_index): record.reward for record in store.trials(row.id)}
+    task_ids = [f"tau2-airline-{run.task_id}" for run in results.simulations]
+    expected = [0.0 if run is first else run.reward_info.reward for run in results.simulations]
+    counts: dict[str, int] = {}
+    for task_id, reward in zip(task_ids, expected, strict=True):
+        index = counts[task_id] = counts.get(task_id, -1) + 1
+        assert stored[(task_id, index)] == reward
 
 
 def test_export_of_another_pack_says_why(tmp_path: Path) -> None:

@@ -89,8 +89,19 @@ VerifyOption = Annotated[
 ]
 
 
+def _tau2_results(file: Path) -> ExportedRun:
+    """A τ²-bench `Results` JSON (a run of τ²'s own harness), re-played and re-graded as a castbench
+    run of the matching tau2-* pack (extra [tau2])."""
+    from castbench_tau2.importer import read_tau2_results
+
+    return read_tau2_results(file)
+
+
 def import_command(
-    file: Annotated[Path, typer.Argument(help=f"An exported run (*{EXPORT_SUFFIX}).")],
+    file: Annotated[
+        Path,
+        typer.Argument(help=f"An exported run (*{EXPORT_SUFFIX}), or τ²-bench's Results JSON (*.json)."),
+    ],
     db: DbOption = DEFAULT_DB,
     verify: VerifyOption = True,
     force: Annotated[
@@ -105,7 +116,7 @@ def import_command(
     """Load an exported run into a database, after verifying it; importing it again adds nothing.
     The run is recorded as submitted from FILE (never as run here, whatever the file says)."""
     try:
-        exported = read_export(file)
+        exported = _tau2_results(file) if file.suffix == ".json" else read_export(file)
         outcome = import_run(ResultsStore(db), exported, verify=verify, source=file.name, force=force)
     except ArchiveError as exc:
         fail(exc)
