@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import statistics
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from difflib import SequenceMatcher
 from itertools import combinations
 
@@ -319,7 +319,7 @@ class ReliabilityProfile(BaseModel):
 
 def reliability_profile(
     clean: Sequence[TrialRecord],
-    perturbed: dict[str, tuple[str, Sequence[TrialRecord]]],
+    perturbed: Mapping[str, tuple[str, Sequence[TrialRecord]]],
     *,
     policy: str,
     critic: str = "none",

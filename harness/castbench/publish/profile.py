@@ -11,7 +11,7 @@ files takes the robustness figures from that file.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -80,7 +80,7 @@ def write_entry_profile(
     entry: Entry,
     root: Path,
     clean: Sequence[TrialRecord],
-    perturbed: dict[str, tuple[str, Sequence[TrialRecord]]],
+    perturbed: Mapping[str, tuple[str, Sequence[TrialRecord]]],
 ) -> Path:
     """The entry's full profile, written next to its export."""
     profile = reliability_profile(clean, perturbed, policy=entry.policy or "", critic=entry.critic)
