@@ -17,6 +17,7 @@ from castbench.domain import resolve_domains
 from castbench.grading import GradingMode
 from castbench.models.resolve import ModelOptions, resolve_agent
 from castbench.report.floors import FloorsAhead
+from castbench.report.kept import kept_summary
 from castbench.report.summary import RunSummary, pair_with_baseline, summarize_run
 from castbench.runner.config import RunConfig
 from castbench.runner.deadline import TimeLimits
@@ -256,10 +257,18 @@ def evaluate(
 
     floors = FloorsAhead(store)  # computed by a child while the trials run
     config, outcome = run(config_options)
-    records = store.trials(outcome.run_id)
     row = store.run(outcome.run_id)
-    summary = summarize_run(outcome.run_id, config, records, row.status)
+    records: list[TrialRecord] = []
+
+    def summarize() -> RunSummary:
+        records.extend(store.trials(outcome.run_id))
+        return summarize_run(outcome.run_id, config, records, row.status)
+
+    # a complete run resumed reads its summary back rather than reading every trial again
+    summary = kept_summary(store, outcome.run_id, config, row.status, summarize)
     if paired and config.critic != "none":
+        if not records:
+            summary = summarize()
         alone_config, alone = run({**config_options, "critic": "none"})
         alone_records = store.trials(alone.run_id)
         alone_summary = summarize_run(

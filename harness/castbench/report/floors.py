@@ -20,20 +20,17 @@ and the domains' code, so a resume, or another agent on the same tasks, reads th
 from __future__ import annotations
 
 import hashlib
-import inspect
 import multiprocessing
 import signal
 from collections import defaultdict
 from functools import lru_cache
 from multiprocessing.process import BaseProcess
-from pathlib import Path
 
 from pydantic import BaseModel
 
-import castbench
 from castbench.agents.registry import resolve
-from castbench.domain import load_domain
 from castbench.metrics.passk import pass_hat_k
+from castbench.report.kept import code_digest
 from castbench.runner.config import RunConfig
 from castbench.runner.plan import plan_trials
 from castbench.runner.rollout import AgentSet
@@ -111,7 +108,7 @@ def _canonical(config: RunConfig) -> str:
 
 
 def _key(canonical: str, config: RunConfig) -> str:
-    digest = hashlib.sha256(f"{canonical}\n{_code_digest(tuple(config.domains))}".encode())
+    digest = hashlib.sha256(f"{canonical}\n{code_digest(tuple(config.domains))}".encode())
     return f"floors:{digest.hexdigest()}"
 
 
@@ -125,21 +122,6 @@ def _cached_floors(canonical: str, config: RunConfig, store: ResultsStore | None
     floors = _floors(canonical)
     store.cache(key, "floors", floors.model_dump_json())
     return floors
-
-
-@lru_cache(maxsize=8)
-def _code_digest(domains: tuple[str, ...]) -> str:
-    """castbench's own source and that of each domain's package: the floor policies, the tools
-    and the grading are code, and a changed line must not read back floors it would change."""
-    roots = {Path(castbench.__file__).parent}
-    for name in domains:
-        domain = load_domain(name)
-        roots |= {domain.root, Path(inspect.getfile(type(domain))).parent}
-    hasher = hashlib.sha256()
-    for root in sorted(roots):
-        for path in sorted(root.rglob("*.py")):
-            hasher.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes())
-    return hasher.hexdigest()
 
 
 class FloorsAhead:

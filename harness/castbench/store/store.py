@@ -17,7 +17,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import event, inspect, text
+from sqlalchemy import event, func, inspect, text
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlmodel import Session, SQLModel, col, create_engine, select
@@ -337,6 +337,14 @@ class ResultsStore:
                 query.order_by(col(TrialRow.domain), col(TrialRow.task_id), col(TrialRow.trial_index))
             ).all()
         return [lossless.loads(TrialRecord, row) for row in rows]
+
+    def trials_version(self, run_id: str) -> tuple[int, int]:
+        """(trials stored, highest row id) of a run: changes whenever a trial is stored or
+        replaced, so what was derived from its trials can be kept under it."""
+        with Session(self.engine) as session:
+            query = select(func.count(col(TrialRow.id)), func.max(col(TrialRow.id)))
+            count, last = session.exec(query.where(TrialRow.run_id == run_id)).one()
+        return int(count), int(last or 0)
 
     def count_trials(self, run_id: str) -> int:
         with Session(self.engine) as session:

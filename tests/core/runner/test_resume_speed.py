@@ -9,6 +9,8 @@ import pytest
 
 from castbench.api import evaluate
 from castbench.report import floors
+from castbench.report.kept import kept_summary
+from castbench.report.summary import RunSummary
 from castbench.runner.work import TrialWork
 from castbench.store import ResultsStore
 
@@ -28,10 +30,30 @@ def test_a_complete_run_resumes_without_trials_or_floors(
     floors._floors.cache_clear()  # a new process: nothing in memory
     monkeypatch.setattr(TrialWork, "run", _no_work)
     monkeypatch.setattr(floors, "_floors", _no_work)
+    monkeypatch.setattr(ResultsStore, "trials", _no_work)  # the summary is read back too
     again = evaluate(db=db, policy="oracle", **OPTIONS)
     assert (again.outcome.resumed, again.outcome.ran, again.outcome.already_done) == (True, 0, 4)
-    assert again.summary.floors == first.summary.floors
-    assert again.summary.overall == first.summary.overall
+    assert again.summary == first.summary
+
+
+def test_a_kept_summary_is_derived_again_once_a_trial_is_stored(tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path}/runs.db"
+    result = evaluate(db=db, policy="oracle", **OPTIONS)
+    store, run_id = ResultsStore(db), result.outcome.run_id
+    config = store.config(run_id)
+    derived: list[int] = []
+
+    def summarize() -> RunSummary:
+        derived.append(1)
+        return result.summary
+
+    assert kept_summary(store, run_id, config, "complete", summarize) is not result.summary  # read back
+    assert derived == []
+    stored = store.trials(run_id)[0]
+    store.add_trial(run_id, stored.model_copy(update={"trial_index": 5}))
+    kept_summary(store, run_id, config, "complete", summarize)
+    kept_summary(store, run_id, config, "incomplete", summarize)
+    assert len(derived) == 2
 
 
 def _floor_rows(db: str) -> int:
@@ -49,7 +71,7 @@ def test_floors_are_shared_by_agents_on_the_same_tasks_and_not_across_code(
     assert other == oracle and _floor_rows(db) == 1  # another agent, the same tasks: read back
     evaluate(db=db, policy="oracle", **{**OPTIONS, "trials": 3})
     assert _floor_rows(db) == 2  # other trials per task: other floors
-    monkeypatch.setattr(floors, "_code_digest", lambda domains: "changed code")
+    monkeypatch.setattr(floors, "code_digest", lambda domains: "changed code")
     assert evaluate(db=db, policy="oracle", fresh=True, **OPTIONS).summary.floors == oracle
     assert _floor_rows(db) == 3  # castbench's or a domain's code changed: computed again
 
