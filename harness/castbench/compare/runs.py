@@ -15,6 +15,7 @@ from castbench.compare.metric import Metric
 from castbench.compare.paired import PairedDifference, paired_metric
 from castbench.compare.sources import describe
 from castbench.metrics import ReliabilitySummary
+from castbench.metrics.passk import reported_ks
 from castbench.report import DomainReport, RunSummary
 
 __all__ = ["CRITIC_RATES", "Comparison", "CriticDelta", "DomainComparison", "compare_domain", "compare_runs"]
@@ -111,7 +112,7 @@ def compare_domain(
         only_candidate=sorted(candidate.per_task.keys() - baseline.per_task.keys()),
         pass_hat=[
             paired_metric(baseline, candidate, Metric("pass_hat", k), confidence=confidence)
-            for k in range(1, k_max + 1)
+            for k in reported_ks(k_max)
         ],
         became_unreliable=[t for t in shared if _reliable(baseline, t) and not _reliable(candidate, t)],
         became_reliable=[t for t in shared if not _reliable(baseline, t) and _reliable(candidate, t)],

@@ -18,7 +18,7 @@ from castbench.metrics.intervals import (
     mean_and_interval,
     paired_bootstrap_diff,
 )
-from castbench.metrics.passk import pass_at_k, pass_at_k_tasks, pass_hat_k, pass_hat_k_tasks
+from castbench.metrics.passk import pass_at_k, pass_at_k_tasks, pass_hat_k, pass_hat_k_tasks, reported_ks
 
 if TYPE_CHECKING:
     import numpy as np
@@ -110,7 +110,7 @@ def summarize_counts(
     pass_at: dict[int, float] = {}
     ci95: dict[int, tuple[float, float]] = {}
     ci95_at: dict[int, tuple[float, float]] = {}
-    for k in range(1, k_max + 1):
+    for k in reported_ks(k_max):
         hat = [pass_hat_k(n, c, k) for n, c in counts]
         at = [pass_at_k(n, c, k) for n, c in counts]
         pass_hat[k], ci95[k] = mean_and_interval(hat, resamples=resamples, seed=seed)

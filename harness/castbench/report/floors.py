@@ -29,7 +29,7 @@ from multiprocessing.process import BaseProcess
 from pydantic import BaseModel
 
 from castbench.agents.registry import resolve
-from castbench.metrics.passk import pass_hat_k
+from castbench.metrics.passk import pass_hat_k, reported_ks
 from castbench.report.kept import code_digest
 from castbench.runner.config import RunConfig
 from castbench.runner.plan import plan_trials
@@ -57,7 +57,7 @@ class ReferenceFloors(BaseModel):
 
 
 def _pass_hat(counts: list[tuple[int, int]], trials: int) -> dict[int, float]:
-    return {k: sum(pass_hat_k(n, c, k) for n, c in counts) / len(counts) for k in range(1, trials + 1)}
+    return {k: sum(pass_hat_k(n, c, k) for n, c in counts) / len(counts) for k in reported_ks(trials)}
 
 
 @lru_cache(maxsize=32)

@@ -12,6 +12,7 @@ from rich.table import Table
 from castbench.attribution import attribute
 from castbench.attribution.shares import AttributionShares
 from castbench.metrics import ReliabilitySummary
+from castbench.metrics.passk import reported_ks
 from castbench.report.critic_report import CriticReport
 from castbench.report.outputs import OutputCounts
 from castbench.report.summary import DomainReport, RunSummary
@@ -27,7 +28,7 @@ def _cell(value: float, interval: tuple[float, float] | None) -> str:
 
 
 def _ks(n: int) -> list[int]:
-    return list(range(1, n + 1))
+    return reported_ks(n)
 
 
 def _pass_hat(report: ReliabilitySummary | None, k: int) -> str:

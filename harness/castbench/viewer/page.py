@@ -16,6 +16,7 @@ from typing import Any
 
 import jinja2
 
+from castbench.metrics.passk import reported_ks
 from castbench.report import RunSummary, summarize_run
 from castbench.runner.config import RunConfig
 from castbench.runner.records import TrialRecord
@@ -88,7 +89,7 @@ def render_run_page(
         }
         for domain, tasks in sorted(by_task.items())
     ]
-    ks = list(range(1, config.trials + 1))
+    ks = reported_ks(config.trials)
     try:
         summary = _summary_table(summarize_run(run_id, config, ordered), ks)
     except ValueError:  # no task has all its trials scored: nothing to summarise yet
