@@ -17,7 +17,24 @@ if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import ArrayLike, NDArray
 
-__all__ = ["pass_at_k", "pass_at_k_tasks", "pass_hat_k", "pass_hat_k_tasks"]
+__all__ = ["ALL_KS_UP_TO", "pass_at_k", "pass_at_k_tasks", "pass_hat_k", "pass_hat_k_tasks", "reported_ks"]
+
+ALL_KS_UP_TO = 16
+"""Every k up to this is reported; past it, powers of two and the largest k only."""
+
+
+def reported_ks(k_max: int) -> list[int]:
+    """The k for which summaries, tables and comparisons give pass^k and pass@k: every k up to
+    `ALL_KS_UP_TO`, then 32, 64, ... and `k_max` itself. A bounded set (about 26 for 1000 trials
+    per task): every k of a run with a million trials kept `runs show` at 100% CPU for ever."""
+    ks = list(range(1, min(k_max, ALL_KS_UP_TO) + 1))
+    power = ALL_KS_UP_TO * 2
+    while power < k_max:
+        ks.append(power)
+        power *= 2
+    if k_max > ALL_KS_UP_TO:
+        ks.append(k_max)
+    return ks
 
 
 def _check(n: int, c: int, k: int) -> None:
