@@ -45,7 +45,7 @@ class SharedRows:
         models = self._models[table]
         model = models.get(key)
         if model is None:
-            model = models[key] = self._tables[table].model_validate(row)
+            model = models[key] = self._tables[table].model_validate(row)  # type: ignore[attr-defined]
         return model
 
     def models(self, table: str) -> dict[str, Any]:
@@ -66,7 +66,7 @@ class RowTable(dict):  # type: ignore[type-arg]
         row = self._db.row(self._table, key) if isinstance(key, str) else None
         if row is None:
             return _MISSING
-        value = self._model.model_validate(row)
+        value = self._model.model_validate(row)  # type: ignore[attr-defined]
         dict.__setitem__(self, key, value)
         return value
 
@@ -129,7 +129,7 @@ class RowTable(dict):  # type: ignore[type-arg]
 
 def bridged_db(db_class: type, db: Database, tables: dict[str, type], shared: SharedRows) -> Any:
     """τ²'s database object for one call, its tables over `db`; `tables`: field name -> row model."""
-    return db_class.model_construct(
+    return db_class.model_construct(  # type: ignore[attr-defined]
         **{name: RowTable(db, name, model, shared) for name, model in tables.items()}
     )
 

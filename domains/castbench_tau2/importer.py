@@ -56,7 +56,9 @@ class _User:
 
 def _turns(simulation: Any) -> tuple[str, list[Action], list[str]]:
     """The simulation's opening, the assistant's actions and the user's later turns."""
-    opening, actions, replies = None, [], []
+    opening: str | None = None
+    actions: list[Action] = []
+    replies: list[str] = []
     for message in simulation.messages:
         role = getattr(message, "role", None)
         if role == "assistant":

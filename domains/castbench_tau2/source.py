@@ -111,7 +111,7 @@ class Tau2Source:
     """Split name -> τ² task ids (`split_tasks.json`)."""
 
     def load_db(self) -> Any:
-        return self.db_class.load(str(self.root / "db.json"))
+        return self.db_class.load(str(self.root / "db.json"))  # type: ignore[attr-defined]
 
 
 def _files_digest(folder: Path, names: tuple[str, ...]) -> str:

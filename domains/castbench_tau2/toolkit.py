@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from castbench.domain import Database, Observation, Tool, Toolkit
 from castbench.domain.published import schema_arguments_model
@@ -47,7 +47,7 @@ class Tau2Toolkit(Toolkit):
         """The shared scan models of the pristine state `db` runs on (one per domain)."""
         key = id(db.pristine)
         if key not in self._shared:
-            self._shared[key] = SharedRows(db.pristine, self._tables)
+            self._shared[key] = SharedRows(db.pristine, self._tables)  # type: ignore[arg-type]
         return self._shared[key]
 
     def call(self, db: Database, name: str, arguments: Mapping[str, Any] | str) -> Observation:
@@ -83,7 +83,7 @@ def _row_models(db_class: type) -> dict[str, type]:
     """Field name -> row model, for every `Dict[str, Model]` field of τ²'s database model."""
     tables: dict[str, type] = {}
     for name, info in db_class.model_fields.items():  # type: ignore[attr-defined]
-        args = getattr(info.annotation, "__args__", ())
+        args: tuple[Any, ...] = getattr(info.annotation, "__args__", ())
         if len(args) == 2 and args[0] is str:
             tables[name] = args[1]
     return tables
@@ -95,7 +95,7 @@ def tau2_toolkit(toolkit_class: type, db_class: type) -> Tau2Toolkit:
     for name, tool in probe.get_tools().items():
         info = tool.openai_schema
         function = info["function"]
-        kind = "write" if probe.tool_type(name).value == "write" else "read"
+        kind: Literal["read", "write"] = "write" if probe.tool_type(name).value == "write" else "read"
         tools.append(
             Tau2Tool(
                 name=name,

@@ -51,7 +51,7 @@ def _owned(table: str, tables: Mapping[str, Any]) -> bool:
     """Rows of the table belong to a customer: the identity table itself, or rows with an owner."""
     if any(table == field.removesuffix("_id") + "s" for field in _OWNER_FIELDS):
         return True
-    first = next(iter(tables[table].values()), {})
+    first: Any = next(iter(tables[table].values()), {})
     return isinstance(first, dict) and any(field in first for field in _OWNER_FIELDS)
 
 

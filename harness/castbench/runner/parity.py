@@ -157,7 +157,7 @@ def id_pool(pristine: Any) -> dict[str, list[str]]:
 
 
 def _change_argument(step: Step, pool: dict[str, list[str]], rng: random.Random) -> Step | None:
-    choices = []
+    choices: list[tuple[int, int | None]] = []
     for position, (_name, value) in enumerate(step.arguments):
         if isinstance(value, str) and len(pool.get(_shape(value), [])) > 1:
             choices.append((position, None))
