@@ -36,6 +36,9 @@ class AgentCode:
     units: list[Path] = field(default_factory=list)
     """Package folders and lone module files, in the order found."""
     blind_spots: list[str] = field(default_factory=list)
+    syntax_errors: list[str] = field(default_factory=list)
+    """`file:line: message` for each of its modules Python cannot parse: it cannot be imported,
+    and saying where beats a worker's traceback."""
 
     def parts(self) -> Iterator[bytes]:
         for unit in self.units:
@@ -68,13 +71,9 @@ def _unit(name: str, *, namespace: bool = False) -> tuple[Path, Path] | None:
     return None
 
 
-def _imported_modules(source: str, package: str) -> set[str]:
-    """Dotted names the imports in `source` may load (`from a import b`: `a.b` and `a`), relative
+def _imported_modules(tree: ast.Module, package: str) -> set[str]:
+    """Dotted names the imports in `tree` may load (`from a import b`: `a.b` and `a`), relative
     ones resolved against `package` (the importing module's package)."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return set()
     names: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -127,8 +126,13 @@ def agent_code(module_name: str, role: str) -> AgentCode:
             code.blind_spots.append(f"{path.name} imports modules by name at run time")
         if path.parent == home and any(marker in text for marker in _READS_FILES):
             code.blind_spots.append(f"{path.name} is a lone module that may read files beside it")
+        try:
+            tree = ast.parse(text, filename=str(path))
+        except SyntaxError as exc:
+            code.syntax_errors.append(f"{path}:{exc.lineno}: {exc.msg}")
+            continue
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-        for imported in sorted(_imported_modules(text, package) - seen):
+        for imported in sorted(_imported_modules(tree, package) - seen):
             seen.add(imported)
             pending.append(imported)
         if "." in name and name.rpartition(".")[0] not in seen:  # its packages' __init__ run first

@@ -210,6 +210,16 @@ def _service(
     return AgentSpec(role, spec, url, None, {}, False, "service", "service")
 
 
+def _check_syntax(role: Role, spec: str, name: str) -> None:
+    """An agent whose code Python cannot parse: one line naming the file and line (read from its
+    source, without running it), not a worker's traceback and "exited (code -9)"."""
+    from castbench.agents.code import agent_code
+
+    problems = agent_code(name.partition(":")[0], role).syntax_errors
+    if problems:
+        raise AgentSpecError(f"{role} '{spec}': syntax error in {problems[0]}")
+
+
 def resolve(
     role: Role, spec: str, model_factory: Callable[..., Any] | None = None, *, in_process: bool = False
 ) -> AgentSpec:
@@ -242,6 +252,7 @@ def resolve(
         return AgentSpec(role, spec, name, builtin.factory, params, builtin.privileged)
     if ":" in name and "/" not in name:
         params = {key: _coerce(value) for key, value in raw.items()}
+        _check_syntax(role, spec, name)
         if not in_process:
             from castbench.agents.transports.worker import probe
 

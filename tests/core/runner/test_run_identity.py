@@ -161,3 +161,17 @@ def test_eval_says_what_the_identity_cannot_see(toy: Path, team_agent: Path, tmp
     said = " ".join(result.output.split())
     assert result.exit_code == 0, said
     assert "policy.py imports modules by name at run time" in said and "--fresh" in said
+
+
+def test_a_syntax_error_in_the_agent_is_one_line_naming_file_and_line(
+    toy: Path, team_agent: Path, tmp_path: Path
+) -> None:
+    (team_agent / "helpers.py").write_text("x = 1\ndef broken(:\n    pass\n")
+    (team_agent / "policy.py").write_text("from teamagent import helpers\n" + AGENT.format(version="v1"))
+    db = f"sqlite:///{tmp_path / 'runs.db'}"
+    args = ["eval", "--domain", "toy", "--policy", "teamagent.policy:Policy", "--trials", "1", "--db", db]
+    result = CliRunner().invoke(app, args, env={"COLUMNS": "300"})
+    errors = [line for line in result.output.splitlines() if line.startswith("error:")]
+    assert result.exit_code == 2 and len(errors) == 1, result.output
+    assert f"syntax error in {team_agent / 'helpers.py'}:2: invalid syntax" in errors[0]
+    assert "Traceback" not in result.output and "exited" not in result.output
