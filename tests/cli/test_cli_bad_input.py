@@ -83,3 +83,32 @@ def test_bad_gate_checks_are_one_line_not_a_pydantic_dump(metric: str, drop: str
     assert result.exit_code == 2 and len(lines) == 1, result.output
     assert lines[0].startswith("gate error (exit 2):") and words in lines[0]
     assert "pydantic" not in result.output and "type=" not in result.output
+
+
+def _eval_raising(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, error: Exception) -> Result:
+    def evaluate(**_: object) -> None:
+        raise error
+
+    monkeypatch.setattr("castbench.api.evaluate", evaluate)
+    monkeypatch.delenv("CASTBENCH_TRACEBACK", raising=False)
+    return _eval(sqlite_url(tmp_path / "runs.db"))
+
+
+def test_a_bug_of_castbench_is_an_internal_error_with_its_traceback_kept(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    result = _eval_raising(monkeypatch, tmp_path, KeyError("planned_tasks"))
+    lines = [line for line in result.output.splitlines() if line.startswith(("error:", "internal error:"))]
+    assert result.exit_code == 70 and len(lines) == 1, result.output
+    assert lines[0].startswith("internal error: KeyError: 'planned_tasks'. This is a bug in castbench")
+    kept = Path(lines[0].split("the traceback is in ")[1].split(" (")[0])
+    assert "Traceback" in kept.read_text() and "planned_tasks" in kept.read_text()
+    kept.unlink()
+
+
+def test_a_full_disk_is_one_line(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    import errno
+
+    full = OSError(errno.ENOSPC, "No space left on device")
+    error = one_error_line(_eval_raising(monkeypatch, tmp_path, full), "no space left on the disk")
+    assert "re-run the same command to resume" in error

@@ -3,11 +3,17 @@
 Errors of input (a `--db` that cannot be used, an unknown domain, run, agent or task, a broken
 task or export file) reach here from any command through `CastbenchGroup`, so no command needs its
 own copy of the handling and none of them shows a traceback for them. Text from users and files
-is escaped: it is never read as Rich markup.
+is escaped: it is never read as Rich markup. A full disk is one line too (what was stored is
+kept). Anything else is a bug of castbench's, and said to be one: `internal error:` with the
+traceback kept in a file (exit 70), never dressed up as a problem with the input.
 """
 
 from __future__ import annotations
 
+import errno
+import os
+import tempfile
+import traceback
 from typing import Any, NoReturn
 
 import typer
@@ -56,4 +62,53 @@ class CastbenchGroup(TyperGroup):
         except Exception as exc:
             if isinstance(exc, user_errors()):
                 fail(exc)
-            raise
+            if _disk_full(exc):
+                fail(
+                    f"no space left on the disk ({_first_line(exc)}); what was stored before this "
+                    "is kept: free some space, then re-run the same command to resume"
+                )
+            if os.environ.get("CASTBENCH_TRACEBACK"):
+                raise
+            fail(
+                f"{type(exc).__name__}: {_first_line(exc)}. This is a bug in castbench, not in the "
+                f"input; the traceback is in {_keep_traceback(exc)} (CASTBENCH_TRACEBACK=1 prints it)",
+                code=INTERNAL_ERROR,
+                label="internal error",
+            )
+
+
+INTERNAL_ERROR = 70
+"""The exit code of a bug of castbench's (sysexits' EX_SOFTWARE): not an input error (2), nor
+an incomplete run (1)."""
+
+
+def _first_line(exc: BaseException) -> str:
+    return str(exc).splitlines()[0] if str(exc).strip() else repr(exc)
+
+
+def _disk_full(exc: BaseException) -> bool:
+    """Whether `exc`, or an error it wraps, is the disk running full (SQLite says so in words)."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, OSError) and current.errno == errno.ENOSPC:
+            return True
+        if "database or disk is full" in str(current):
+            return True
+        current = current.__cause__ or current.__context__
+    return False
+
+
+def _keep_traceback(exc: BaseException) -> str:
+    """Write the traceback to a file in the temporary folder; its path (or a note that it could
+    not be written: then it is printed)."""
+    text = "".join(traceback.format_exception(exc))
+    try:
+        handle, path = tempfile.mkstemp(prefix="castbench-traceback-", suffix=".txt")
+        with os.fdopen(handle, "w") as file:
+            file.write(text)
+    except OSError:
+        _stderr.print(text, markup=False, highlight=False)
+        return "the lines above"
+    return path
