@@ -5,9 +5,11 @@ through the CAST plugin's stages on the labeler's annotations of retail train ta
 it and its untrained base as the critic in `castbench eval` on held-out retail test tasks and
 reports castbench's own critic figures for both (`castbench_cast.learning`). The last line is
 JSON: `base` and `trained`, each with `mcc`, `mcc_ci`, `false_flag_rate` (and its interval,
-detection rate, unreadable verdicts, the confusion counts); `train` and `data` say what was
-trained on. Needs the `train` extra. The defaults took 13 minutes on 2 cores shared with other
-work (9 minutes of CPU), most of it the 400 training steps.
+detection rate, unreadable verdicts, the confusion counts), `beats_base` (the trained critic's MCC
+interval above the base's), `train` and `data` (what was trained on). With `--policy`, CAST and
+RFT policies are trained too (the critic in the teacher's loop) and compared with their untrained
+base on held-out tasks (key `policy`). Needs the `train` extra. The defaults took 24 minutes on 2
+cores under a load average of ~20 (5 of them training); README has the figures.
 """
 
 from __future__ import annotations
@@ -21,29 +23,57 @@ from pathlib import Path
 
 
 def main(argv: list[str] | None = None) -> int:
-    from castbench_cast.learning import critic_learning
+    from castbench_cast.learning import critic_learning, policy_learning
     from castbench_cast.recipe import TinyModel, TrainStage
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=None, help="stage folders (default: a temporary one)")
-    parser.add_argument("--train-tasks", type=int, default=20)
-    parser.add_argument("--test-tasks", type=int, default=10)
+    parser.add_argument("--train-tasks", type=int, default=200)
+    parser.add_argument("--test-tasks", type=int, default=60)
     parser.add_argument("--samples", type=int, default=2, help="teacher trajectories per train task")
-    parser.add_argument("--steps", type=int, default=400, help="optimizer steps")
-    parser.add_argument("--lr", type=float, default=5e-3)
+    parser.add_argument("--test-trials", type=int, default=2)
+    parser.add_argument("--steps", type=int, default=200, help="optimizer steps")
+    parser.add_argument("--lr", type=float, default=6e-3)
     parser.add_argument("--hidden", type=int, default=64)
     parser.add_argument("--max-length", type=int, default=256, help="prompt and target, tokens")
+    parser.add_argument("--max-completion", type=int, default=48, help="target (and served answer), tokens")
     parser.add_argument("--layers", type=int, default=2)
+    parser.add_argument(
+        "--target",
+        choices=("verdict", "annotation"),
+        default="verdict",
+        help="the critic's answer: failure type and verdict, or the whole annotation (rationale first)",
+    )
+    parser.add_argument("--vocab", type=int, default=2000, help="the tiny model's tokenizer")
+    parser.add_argument(
+        "--policy",
+        action="store_true",
+        help="also train CAST and RFT policies (the critic in the teacher's loop) and compare them "
+        "with their untrained base on the held-out tasks (key `policy`)",
+    )
+    parser.add_argument("--policy-steps", type=int, default=150)
+    parser.add_argument("--policy-tasks", type=int, default=30, help="train tasks collected with the critic")
+    parser.add_argument("--policy-test-tasks", type=int, default=10)
+    parser.add_argument("--max-steps", type=int, default=6, help="agent actions per held-out policy trial")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="torch CPU threads (on a busy machine 2 threads spin: 20x slower per step than 1)",
+    )
     args = parser.parse_args(argv)
+    import torch
+
+    torch.set_num_threads(args.threads)
     train = TrainStage(
         model="tiny",
-        tiny=TinyModel(hidden=args.hidden, layers=args.layers, heads=4, vocab=1000, context=512),
+        tiny=TinyModel(hidden=args.hidden, layers=args.layers, heads=4, vocab=args.vocab, context=512),
         lr=args.lr,
         max_steps=args.steps,
         batch=8,
         max_length=args.max_length,
-        max_completion=96,
+        max_completion=args.max_completion,
         keep="conversation",  # a tiny model cannot read a policy: the recent conversation is kept
         save_steps=100_000,
         seed=args.seed,
@@ -58,9 +88,29 @@ def main(argv: list[str] | None = None) -> int:
             train_tasks=args.train_tasks,
             test_tasks=args.test_tasks,
             samples=args.samples,
+            test_trials=args.test_trials,
             seed=args.seed,
+            max_tokens=args.max_completion,
+            target=args.target,
             log=lambda line: print(line, file=sys.stderr),
         )
+        policy = None
+        if args.policy:
+            policy = policy_learning(
+                out,
+                train,
+                train.model_copy(
+                    update={"max_steps": args.policy_steps, "max_length": 384, "max_completion": 96}
+                ),
+                train_tasks=args.train_tasks,
+                policy_tasks=args.policy_tasks,
+                test_tasks=args.policy_test_tasks,
+                samples=args.samples,
+                seed=args.seed,
+                target=args.target,
+                max_steps=args.max_steps,
+                log=lambda line: print(line, file=sys.stderr),
+            )
     for name in ("base", "trained"):
         figures = getattr(result, name)
         print(
@@ -68,7 +118,16 @@ def main(argv: list[str] | None = None) -> int:
             f"MCC {figures.mcc} CI {figures.mcc_ci} false-flag {figures.false_flag_rate} "
             f"detection {figures.detection_rate}"
         )
-    payload = result.model_dump(mode="json") | {"wall_s": round(time.perf_counter() - started, 1)}
+    print(f"trained critic's MCC interval above the base's: {result.beats_base}")
+    payload = result.model_dump(mode="json")
+    if policy is not None:
+        for name, figures in policy.policies.items():
+            print(
+                f"policy {name:5} pass^1 {figures.pass_1} CI {figures.pass_1_ci} steps {figures.steps} "
+                f"malformed {figures.malformed_rate} valid calls {figures.valid_call_rate} {figures.labels}"
+            )
+        payload["policy"] = policy.model_dump(mode="json")
+    payload["wall_s"] = round(time.perf_counter() - started, 1)
     print(json.dumps(payload))
     return 0
 

@@ -73,9 +73,14 @@ def critic_examples(
         if record.domain not in systems:
             briefing = public_briefing(load_domain(record.domain), record.seed, record.trial_index)
             systems[record.domain] = critic_system_prompt(briefing)
-        answer = {"failure_type": annotation.failure_type, "verdict": annotation.verdict}
         if target == "annotation":
-            answer = {"explanation": annotation.explanation} | answer
+            answer = {
+                "explanation": annotation.explanation,
+                "failure_type": annotation.failure_type,
+                "verdict": annotation.verdict,
+            }
+        else:  # the binary decision first: greedy decoding is not split over three failure types
+            answer = {"verdict": annotation.verdict, "failure_type": annotation.failure_type}
         messages = critic_messages(systems[record.domain], moment.history, moment.proposal.action)
         messages.append({"role": "assistant", "content": json.dumps(answer)})
         examples.add(messages, verdict=annotation.verdict, failure_type=annotation.failure_type)

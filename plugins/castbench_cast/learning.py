@@ -12,15 +12,31 @@ of unreadable verdicts (which count as passes). `bench/cast_learning.py` prints 
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
 
-from castbench_cast.recipe import CollectStage, CriticDataStage, Recipe, TrainStage
+from castbench_cast.recipe import (
+    CollectCriticStage,
+    CollectStage,
+    CriticDataStage,
+    PolicyDataStage,
+    Recipe,
+    TrainStage,
+)
 
-__all__ = ["CriticFigures", "Learning", "critic_learning", "held_out_figures"]
+__all__ = [
+    "CriticFigures",
+    "Learning",
+    "PolicyFigures",
+    "PolicyLearning",
+    "critic_learning",
+    "held_out_figures",
+    "policy_learning",
+]
 
 
 class CriticFigures(BaseModel):
@@ -52,6 +68,20 @@ class Learning(BaseModel):
     """The trained critic's MCC interval lies above the base's MCC (a critic that never flags,
     as the unreadable base does, carries no information: MCC 0, the convention for a constant
     classifier)."""
+
+
+def _recipe(
+    out: Path, critic: TrainStage, train_tasks: int, samples: int, teacher: str, seed: int, target: str
+) -> Recipe:
+    """The recipe both benches share: `policy_learning` in the same folder reuses the critic
+    stages `critic_learning` ran."""
+    return Recipe(
+        name="cast-learning",
+        out=out.resolve(),
+        collect=CollectStage(domains="retail", limit=train_tasks, policy=teacher, samples=samples, seed=seed),
+        critic_data=CriticDataStage(target=target),  # type: ignore[arg-type]
+        train_critic=critic,
+    )
 
 
 def held_out_figures(
@@ -117,13 +147,7 @@ def critic_learning(
     from castbench_cast.pipeline import Pipeline
     from castbench_cast.train import save_base
 
-    recipe = Recipe(
-        name="cast-learning",
-        out=out.resolve(),
-        collect=CollectStage(domains="retail", limit=train_tasks, policy=teacher, samples=samples, seed=seed),
-        critic_data=CriticDataStage(target=target),  # type: ignore[arg-type]
-        train_critic=train,
-    )
+    recipe = _recipe(out, train, train_tasks, samples, teacher, seed, target)
     pipeline = Pipeline(recipe, log=log)
     pipeline.collect()
     pipeline.annotate()
@@ -150,5 +174,152 @@ def critic_learning(
             "trials": test_trials,
             "policy": teacher,
             "max_tokens": max_tokens,
+        },
+    )
+
+
+class PolicyFigures(BaseModel):
+    """One policy on the held-out tasks: pass^1 with its interval, and what its actions were
+    (the labeler's judgement of each proposal; unreadable answers are `malformed`)."""
+
+    name: str
+    run_id: str
+    pass_1: float | None
+    pass_1_ci: tuple[float, float] | None
+    steps: int
+    malformed_rate: float | None
+    valid_call_rate: float | None
+    """Of its tool calls, the share the labeler marks valid."""
+    labels: dict[str, int]
+
+
+class PolicyLearning(BaseModel):
+    policies: dict[str, PolicyFigures]
+    """`base` (the untrained model), `RFT` (trained on successful trajectories), `CAST` (the
+    same trajectories, collected with the trained critic in the loop, with its critiques)."""
+    data: dict[str, dict[str, Any]]
+    """Each policy data stage's counts (examples, trajectories with critiques, dropped targets)."""
+    train: dict[str, dict[str, Any]]
+    held_out: dict[str, Any]
+
+
+def policy_figures(
+    name: str,
+    checkpoint: Path,
+    db: str,
+    tasks: list[str],
+    trials: int,
+    seed: int,
+    max_tokens: int,
+    max_steps: int,
+) -> PolicyFigures:
+    """`checkpoint` served as the policy (prompted style) on retail test `tasks`, no critic."""
+    from castbench.agents.conversation import MalformedAction, ToolCallAction
+    from castbench.api import evaluate
+    from castbench.runner.episode import Limits
+    from castbench.store import ResultsStore
+    from castbench_cast.serving import CheckpointServer
+
+    with CheckpointServer(checkpoint) as server:
+        result = evaluate(
+            db=db,
+            domains="retail",
+            split="test",
+            tasks=tasks,
+            policy=server.model_string(style="prompted", temperature=0, max_tokens=max_tokens),
+            user="scripted",
+            trials=trials,
+            seed=seed,
+            limits=Limits(max_steps=max_steps),
+        )
+    records = ResultsStore(db).trials(result.outcome.run_id)
+    proposals = [p for record in records for step in record.steps for p in step.proposals]
+    calls = [p for p in proposals if isinstance(p.action, ToolCallAction)]
+    labels = Counter(p.label.label if p.label else "none" for p in calls)
+    malformed = sum(isinstance(p.action, MalformedAction) for p in proposals)
+    overall = result.summary.headline
+    return PolicyFigures(
+        name=name,
+        run_id=result.outcome.run_id,
+        pass_1=overall.pass_hat.get(1),
+        pass_1_ci=result.summary.overall.ci95.get(1),
+        steps=len(proposals),
+        malformed_rate=malformed / len(proposals) if proposals else None,
+        valid_call_rate=labels["valid"] / len(calls) if calls else None,
+        labels=dict(sorted(labels.items())),
+    )
+
+
+def policy_learning(
+    out: Path,
+    critic: TrainStage,
+    policy: TrainStage,
+    *,
+    train_tasks: int,
+    policy_tasks: int,
+    test_tasks: int,
+    samples: int = 2,
+    teacher: str = "scripted:noisy?p=0.5",
+    seed: int = 0,
+    rounds: int = 3,
+    target: str = "verdict",
+    test_trials: int = 1,
+    max_steps: int = 8,
+    log: Callable[[str], None] = print,
+) -> PolicyLearning:
+    """The policy half of CAST against its controls: the critic trained as in `critic_learning`
+    sits in the loop of the teacher on the first `policy_tasks` train tasks (collect-critic), the successful
+    trajectories train a CAST policy (with the critiques) and an RFT policy (without), and both
+    and their untrained base are served as the policy on held-out retail test tasks. The teacher
+    is the scripted one, which reads the task: a CPU stand-in, opted in here
+    (`allow_privileged_teacher`), never a recipe default."""
+    from castbench.domain import load_domain
+    from castbench_cast.pipeline import Pipeline
+    from castbench_cast.train import save_base
+
+    recipe = _recipe(out, critic, train_tasks, samples, teacher, seed, target).model_copy(
+        update={
+            "collect_critic": CollectCriticStage(
+                domains="retail",
+                limit=policy_tasks,
+                policy=teacher,
+                samples=samples,
+                seed=seed,
+                rounds=rounds,
+                max_tokens=critic.max_completion,
+            ),
+            "policy_data": PolicyDataStage(allow_privileged_teacher=True, require_critiques=False),
+            "train_policy": policy,
+        }
+    )
+    pipeline = Pipeline(recipe, log=log)
+    pipeline.run()
+    rft_recipe = recipe.model_copy(
+        update={"policy_data": recipe.policy_data.model_copy(update={"rft": True})}
+    )
+    rft = Pipeline(rft_recipe, log=log)
+    data = {"CAST": pipeline.manifest("policy-data").counts, "RFT": rft.policy_data().counts}
+    trained = {"CAST": pipeline.manifest("train-policy").info, "RFT": rft.train_policy().info}
+    checkpoints = {
+        "base": save_base(pipeline.folder("policy-data"), out.resolve() / "base-policy" / "model", policy),
+        "RFT": rft.folder("train-policy-rft") / "model",
+        "CAST": pipeline.folder("train-policy") / "model",
+    }
+    tasks = [task.id for task in load_domain("retail").tasks("test")[:test_tasks]]
+    return PolicyLearning(
+        policies={
+            name: policy_figures(
+                name, path, recipe.store_url, tasks, test_trials, seed + 1, policy.max_completion, max_steps
+            )
+            for name, path in checkpoints.items()
+        },
+        data=data,
+        train=trained,
+        held_out={
+            "domain": "retail",
+            "split": "test",
+            "tasks": tasks,
+            "trials": test_trials,
+            "max_steps": max_steps,
         },
     )

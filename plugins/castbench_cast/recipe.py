@@ -80,8 +80,10 @@ class AnnotateStage(_Table):
 class CriticDataStage(_Table):
     target: Literal["annotation", "verdict"] = "annotation"
     """The critic's target: the whole annotation (the rationale first, then failure type and
-    verdict: the paper's) or the failure type and verdict alone (a short answer a small model
-    learns, and serves, faster; `bench/cast_learning.py` uses it on a CPU)."""
+    verdict: the paper's) or the verdict and failure type alone, the verdict first (a short
+    answer a small model learns, and serves, faster; `bench/cast_learning.py` uses it on a CPU).
+    Verdict first matters to a weak model: answering greedily, it would write "none" whenever its
+    probability of invalid is spread over the three failure types."""
 
 
 class TinyModel(_Table):
