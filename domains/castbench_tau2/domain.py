@@ -111,7 +111,7 @@ class Tau2Domain(Domain):
     def _identity_facts(self, raw: Any) -> list[Fact]:
         """What the task's customer says when asked who they are (`castbench.domain.identity`):
         the customer is whom the gold's first successful identity look-up finds, else the first
-        `user_id` the gold names."""
+        `user_id` the gold names, else the owner of the first record it names (`_owner`)."""
         actions = gold_calls(raw)
         run = lambda call: self.toolkit.call(self.fresh_database(), call.name, call.arguments)  # noqa: E731
         user_id = next(
@@ -122,6 +122,7 @@ class Tau2Domain(Domain):
             ),
             None,
         ) or next((str(call.arguments["user_id"]) for call in actions if "user_id" in call.arguments), None)
+        user_id = user_id or self._owner(actions)
         if user_id is None:
             return []
         finders = [
@@ -129,9 +130,22 @@ class Tau2Domain(Domain):
             for tool in self.toolkit
             if tool.name.startswith(IDENTITY_PREFIX)
         ]
+        if not finders:  # airline: the customer gives their user id, whatever the gold reads
+            return identity_facts(ToolCall(name="get_user_details", arguments={"user_id": user_id}))
         record = self.pristine.get("users", {}).get(user_id)
         instruction = str(raw.user_scenario)
         return identity_facts(identity_call(user_id, instruction, actions, finders, record, run))
+
+    def _owner(self, actions: list[ToolCall]) -> str | None:
+        """The customer who owns a record the gold names (an order's `user_id`), for golds that
+        look nobody up and name no user (retail 100-113 start with an order id)."""
+        for call in actions:
+            for value in call.arguments.values():
+                for rows in self.pristine.values():
+                    row = rows.get(value) if isinstance(value, str) else None
+                    if isinstance(row, dict) and isinstance(row.get("user_id"), str):
+                        return str(row["user_id"])
+        return None
 
     @cached_property
     def _converted(self) -> tuple[dict[str, Task], dict[str, list[str]]]:

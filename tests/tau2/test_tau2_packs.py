@@ -127,3 +127,14 @@ def test_scans_leave_the_shared_models_as_the_pristine_rows(pack: Tau2Domain) ->
             assert model.model_dump(mode="json") == rows[key], (table, key)
             checked += 1
     assert checked > 100
+
+
+def test_the_customer_of_every_writing_task_can_say_who_they_are(pack: Tau2Domain) -> None:
+    """The scripted user's identity facts, also where the gold looks nobody up and names only an
+    order (retail 100-113: the order's owner), so the oracle authenticates before it writes."""
+    writing = [
+        task for task in pack.tasks("base") if any(pack.toolkit.is_write(c.name) for c in task.actions)
+    ]
+    assert writing and all(task.scenario.facts for task in writing)
+    facts = {fact.name: fact.value for fact in tau2_domain("retail").task("tau2-retail-100").scenario.facts}
+    assert facts == {"first_name": "Liam", "last_name": "Thomas", "zip": "85049"}
