@@ -1,0 +1,40 @@
+"""The README's custom-policy example runs as written: saved as `mypolicy.py` in a folder, the
+README's `castbench eval --policy mypolicy:MyPolicy` evaluates it there (in its worker process,
+sandboxed as any import-path agent)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from castbench.store import ResultsStore
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _snippet() -> str:
+    readme = (ROOT / "README.md").read_text()
+    block = readme.split("<!-- readme-policy -->", 1)[1].split("<!-- /readme-policy -->", 1)[0]
+    found = re.search(r"```python\n(.*?)```", block, re.DOTALL)
+    assert found, "the README's policy example is not a python block between its markers"
+    return found.group(1)
+
+
+def test_the_readme_policy_runs_as_written(tmp_path: Path, repo_env: dict[str, str]) -> None:
+    (tmp_path / "mypolicy.py").write_text(_snippet())
+    castbench = str(Path(sys.executable).parent / "castbench")
+    command = [castbench, "eval", "--domain", "retail", "--policy", "mypolicy:MyPolicy", "--trials", "2"]
+    command += ["--tasks", "retail-test-0001,retail-test-0002", "--db", str(tmp_path / "runs.db")]
+    done = subprocess.run(command, cwd=tmp_path, env=repo_env, capture_output=True, text=True, timeout=300)
+    output = " ".join((done.stdout + done.stderr).split())
+    assert done.returncode == 0, output
+    assert "4 trials run" in output and "ended: agent_error" not in output
+    store = ResultsStore(str(tmp_path / "runs.db"))
+    records = store.trials(store.run("latest").id)
+    assert len(records) == 4 and all(record.end_reason != "agent_error" for record in records)
+    calls = [
+        step.action.name for record in records for step in record.steps if step.action.kind == "tool_call"
+    ]
+    assert {"find_user_id_by_email", "list_all_product_types"} & set(calls)  # its one look-up
