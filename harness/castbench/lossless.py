@@ -61,10 +61,15 @@ def loads(kind: type[M], text: str | bytes) -> M:
     return kind.model_validate(json.loads(text))
 
 
-def problem(model: BaseModel) -> str | None:
-    """Why `model` cannot be stored and read back, or None when it can."""
+def problem(model: BaseModel, max_chars: int | None = None) -> str | None:
+    """Why `model` cannot be stored and read back, or None when it can; with `max_chars`, also
+    when its JSON text is longer than that (an agent's 50 MB tool argument grew a store 45-fold
+    and kept `runs show` busy for minutes)."""
     try:
-        loads(type(model), dumps(model))
+        text = dumps(model)
+        loads(type(model), text)
     except (ValueError, TypeError) as exc:  # PydanticSerializationError, ValidationError, json's
         return str(exc).splitlines()[0]
+    if max_chars is not None and len(text) > max_chars:
+        return f"{len(text) / 1e6:.1f} MB of JSON, over the {max_chars / 1e6:g} MB cap on one output"
     return None

@@ -60,12 +60,20 @@ PROTOCOL_METHODS: dict[str, tuple[str, ...]] = {
 """The methods each role's protocol above requires: checked when an agent is resolved."""
 
 
+MAX_OUTPUT_CHARS = 1_000_000
+"""The most JSON text one output of an agent (an action, a verdict, a reply) may take: far above
+any real tool call or message, far below what makes a store and `runs show` unusable."""
+
+
 def _storable(value: Any) -> str | None:
     """Why `value` (an action, verdict or text) cannot be stored and read back as it is, or None
     when it can (`castbench.lossless`: lone surrogates, NUL, NaN, big integers can; an object
-    that is no JSON, bytes or an integer of thousands of digits cannot)."""
+    that is no JSON, bytes or an integer of thousands of digits cannot; nor can anything over
+    `MAX_OUTPUT_CHARS`)."""
     if isinstance(value, BaseModel):
-        return lossless.problem(value)
+        return lossless.problem(value, MAX_OUTPUT_CHARS)
+    if isinstance(value, str) and len(value) > MAX_OUTPUT_CHARS:
+        return f"{len(value) / 1e6:.1f} MB of text, over the {MAX_OUTPUT_CHARS / 1e6:g} MB cap on one output"
     return None
 
 
