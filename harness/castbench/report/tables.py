@@ -178,9 +178,18 @@ def print_summary(summary: RunSummary, console: Console) -> None:
         console.print(f"[bold yellow]warning:[/] {escape(warning)}")
 
 
+SHOWN_CHARS = 2000
+"""The most of one text (a reply, a tool call, a result) `runs show` prints; the rest is said,
+not printed (a 30 MB reply kept the terminal busy for over 14 minutes)."""
+
+
 def _printable(text: str) -> str:
-    """Agent text for the terminal: markup escaped, and a lone surrogate (stored as the agent
-    produced it, `castbench.lossless`) shown as its escape instead of failing the write."""
+    """Agent text for the terminal: cut at `SHOWN_CHARS` (saying so), markup escaped, and a lone
+    surrogate (stored as the agent produced it, `castbench.lossless`) shown as its escape
+    instead of failing the write."""
+    if len(text) > SHOWN_CHARS:
+        cut = f"{len(text):,} characters, the first {SHOWN_CHARS:,} shown; all in `castbench export`"
+        text = f"{text[:SHOWN_CHARS]} … [{cut}]"
     return escape(text.encode("utf-8", "backslashreplace").decode("utf-8"))
 
 

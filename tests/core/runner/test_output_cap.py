@@ -39,3 +39,27 @@ def test_an_oversized_output_ends_its_trial_and_is_not_stored(tmp_path: Path, wh
     assert "MB of JSON, over the 1 MB cap on one output" in (record.error or "")
     assert len(record.model_dump_json()) < 10_000
     assert (tmp_path / "runs.db").stat().st_size < 1_000_000
+
+
+def test_runs_show_cuts_long_texts_and_says_so(tmp_path: Path) -> None:
+    """A long (allowed) reply is shown cut at 2,000 characters with its length said."""
+    from tests.support import invoke
+
+    db = sqlite_url(tmp_path / "runs.db")
+    policy = "tests.core.runner.test_output_cap:LongReplyPolicy"
+    outcome = evaluate(
+        db=db, domains="retail", policy=policy, tasks=["retail-test-0001"], trials=1, in_process=True
+    )
+    shown = invoke("runs", "show", outcome.outcome.run_id, "--db", db, "--task", "retail-test-0001")
+    text = " ".join(shown.output.split())
+    assert shown.exit_code == 0, shown.output
+    assert "900,002 characters, the first 2,000 shown; all in `castbench export`" in text
+    assert "z" * 2100 not in shown.output
+
+
+class LongReplyPolicy:
+    def __init__(self, briefing: Briefing) -> None:
+        pass
+
+    def propose(self, view: PolicyView) -> ReplyAction:
+        return ReplyAction(text="z" * 900_000)
