@@ -53,6 +53,11 @@ def main() -> None:
     parser.add_argument("--max-steps", type=int, default=3)
     parser.add_argument("--max-tokens", type=int, default=256)
     parser.add_argument("--model", type=Path, default=MODEL)
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        help="seconds per call and no step/trial limit: for a machine too loaded for the defaults",
+    )
     args = parser.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="castbench-truncation-"))
     port = _free_port()
@@ -63,15 +68,18 @@ def main() -> None:
         ids = [task.id for task in load_domain("retail").tasks("test")[: args.tasks]]
         settings = "style=prompted&response_format=llama_cpp&temperature=0&seed=7"
         settings += f"&max_tokens={args.max_tokens}"
+        limits = ["--step-timeout", "0", "--trial-timeout", "0"] if args.timeout else []
+        settings += f"&timeout={args.timeout:g}" if args.timeout else ""
         command = [str(Path(sys.executable).parent / "castbench"), "eval", "--domain", "retail"]
         command += ["--tasks", ",".join(ids), "--trials", "1", "--max-steps", str(args.max_steps)]
         command += ["--policy", f"openai/smollm2?{settings}", "--api-base", api_base, "--concurrency", "1"]
         command += ["--db", f"sqlite:///{folder / 'runs.db'}", "--output", str(folder / "summary.json")]
+        command += limits
         started = time.perf_counter()
         done = subprocess.run(command, capture_output=True, text=True, env={**os.environ, "COLUMNS": "160"})
         seconds = time.perf_counter() - started
     finally:
-        server.terminate()
+        server.kill()  # it may still be computing an abandoned request
         server.wait(timeout=30)
     if done.returncode not in (0, 1):
         sys.exit(f"castbench eval failed ({done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
@@ -83,6 +91,7 @@ def main() -> None:
     kinds = Counter(a.kind for a in actions)
     summary = json.loads((folder / "summary.json").read_text())["overall"]["outputs"]
     print(f"SmolLM2-135M-Instruct, llama.cpp --chat_format chatml, max_tokens={args.max_tokens}")
+    print(f"eval exit code {done.returncode}: {done.stdout.strip().splitlines()[-1:]}")
     print(f"{len(records)} retail trials, at most {args.max_steps} actions each, {seconds:.0f} s")
     print(f"end reasons: {dict(Counter(r.end_reason for r in records))}")
     print(f"actions: {len(actions)} ({', '.join(f'{k} {n}' for k, n in sorted(kinds.items()))})")
