@@ -112,3 +112,37 @@ def test_a_full_disk_is_one_line(monkeypatch: pytest.MonkeyPatch, tmp_path: Path
     full = OSError(errno.ENOSPC, "No space left on device")
     error = one_error_line(_eval_raising(monkeypatch, tmp_path, full), "no space left on the disk")
     assert "re-run the same command to resume" in error
+
+
+def test_a_second_eval_of_the_same_run_on_one_sqlite_file_is_warned(tmp_path: Path) -> None:
+    """SQLite has no leases: a second process on the same run would redo every trial."""
+    import subprocess
+    import sys
+
+    db = sqlite_url(tmp_path / "runs.db")
+    from castbench.api import build_config
+
+    digest = build_config(domains="retail", tasks=[TASK], trials=1)[0].config_hash()
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time; from castbench.cli.checks import sqlite_run_taken as taken; "
+            "assert not taken(sys.argv[1], sys.argv[2]); print('held', flush=True); time.sleep(60)",
+            db,
+            digest,
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        second = _eval(db)
+    finally:
+        holder.kill()
+        holder.wait()
+    again = _eval(db)  # the other process is gone: no warning
+    assert second.exit_code == 0 and "another eval process" not in again.output
+    assert "another eval process is running this run on the same SQLite file" in " ".join(
+        second.output.split()
+    )

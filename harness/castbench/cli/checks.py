@@ -14,7 +14,14 @@ from typing import Any
 
 from castbench.cli.errors import fail
 
-__all__ = ["MAX_TRIALS_PER_TASK", "check_choice", "check_writable", "task_list", "validation_line"]
+__all__ = [
+    "MAX_TRIALS_PER_TASK",
+    "check_choice",
+    "check_writable",
+    "sqlite_run_taken",
+    "task_list",
+    "validation_line",
+]
 
 MAX_TRIALS_PER_TASK = 1000
 """More trials per task than anyone needs for pass^k (τ-Bench uses 4 to 8): a guard against a
@@ -66,3 +73,36 @@ def validation_line(exc: Any, options: dict[str, str]) -> str:
         given = error.get("input")
         problems.append(f"{options.get(field, field)} {given!r}: {message}")
     return "; ".join(problems)
+
+
+_held: dict[Path, Any] = {}
+"""Lock file -> its open handle, for the runs this process works on: the locks last as long as
+the process (a second eval of the same run in this process is no other process)."""
+
+
+def sqlite_run_taken(db: str, config_hash: str) -> bool:
+    """Whether another process is already working on the run `config_hash` in the SQLite file
+    `db` (a lock file beside it, held while a process runs it). SQLite has no leases: two such
+    processes would both compute every trial; Postgres splits them. False for other stores."""
+    import fcntl
+
+    from castbench.store.connect import db_url
+
+    url = db_url(db)
+    if not url.startswith("sqlite:///") or ":memory:" in url:
+        return False
+    path = Path(url.removeprefix("sqlite:///").split("?", 1)[0])
+    lock = path.with_name(f".{path.name}.{config_hash[:12]}.lock")
+    if lock in _held:
+        return False
+    try:
+        handle = open(lock, "a")  # noqa: SIM115 (held open on purpose: the lock lives as long as the process)
+    except OSError:
+        return False  # a read-only folder: nothing to warn with, nothing lost
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        handle.close()
+        return True
+    _held[lock] = handle
+    return False

@@ -19,7 +19,13 @@ from rich.progress import (
 )
 
 from castbench.agents.registry import AgentSpecError
-from castbench.cli.checks import MAX_TRIALS_PER_TASK, check_choice, check_writable, task_list
+from castbench.cli.checks import (
+    MAX_TRIALS_PER_TASK,
+    check_choice,
+    check_writable,
+    sqlite_run_taken,
+    task_list,
+)
 from castbench.cli.errors import fail
 from castbench.cli.options import DbOption, DomainOption, SplitOption
 from castbench.defaults import DEFAULT_DB, DEFAULT_LEASE_S, DEFAULT_MAX_TRIALS
@@ -376,6 +382,12 @@ def eval_command(
                     f"[yellow]note:[/] the {role}'s identity cannot see everything it loads "
                     f"({escape(blind)}): after changing what it loads that way, re-run with --fresh"
                 )
+        if not fresh and sqlite_run_taken(db, config.config_hash()):
+            console.print(
+                "[yellow]warning:[/] another eval process is running this run on the same SQLite file: "
+                "both will compute every trial (the rows stay correct, the work is doubled); stop one, "
+                "or use a Postgres --db, where processes share a run's trials"
+            )
 
     def run(profile: str | None) -> EvalResult:
         phase.clear()
