@@ -18,14 +18,15 @@ __all__ = ["NOW", "domain"]
 
 NOW = datetime(2026, 5, 15, 10, 0, tzinfo=UTC)
 
+TOOLKIT = Toolkit(TOOLS)
 domain = Domain(
     name="retail",
     version="3-0",
     root=Path(__file__).parent,
     records=[User, Product, Order],
-    toolkit=Toolkit(TOOLS),
+    toolkit=TOOLKIT,
     now=NOW,
-    rules=RetailRules(),
+    rules=RetailRules(TOOLKIT),
     description=(
         "An online store: authenticate the customer, then cancel or modify pending orders, "
         "return or exchange delivered items, update addresses and payment methods."

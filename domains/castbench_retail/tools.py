@@ -115,7 +115,7 @@ def _settle(order: Order, user: User, amount: float, payment_method_id: str) -> 
 
 
 # -- lookups ---------------------------------------------------------------------------------
-@read_tool
+@read_tool(authenticates=True)
 def find_user_id_by_email(db: Database, email: str) -> str:
     """Find a customer's user id from their email address.
 
@@ -131,7 +131,7 @@ def find_user_id_by_email(db: Database, email: str) -> str:
     return matches[0].user_id
 
 
-@read_tool
+@read_tool(authenticates=True)
 def find_user_id_by_name_zip(db: Database, first_name: str, last_name: str, zip: str) -> str:
     """Find a customer's user id from their first name, last name and zip code.
 
@@ -174,7 +174,7 @@ def get_order_details(db: Database, order_id: str) -> Order:
     return db.get(Order, order_id)
 
 
-@read_tool
+@read_tool(public=True)
 def get_product_details(db: Database, product_id: str) -> Product:
     """Get a product type's variants: each item id with its options, price and availability.
 
@@ -184,14 +184,14 @@ def get_product_details(db: Database, product_id: str) -> Product:
     return db.get(Product, product_id)
 
 
-@read_tool
+@read_tool(public=True)
 def list_all_product_types(db: Database) -> dict[str, str]:
     """List every product type the store sells, as a map from product name to product id."""
     return {product.name: product.product_id for product in sorted(db.scan(Product), key=lambda p: p.name)}
 
 
 # -- changes to pending orders ---------------------------------------------------------------
-@write_tool
+@write_tool(requires={"status": "pending"})
 def cancel_pending_order(
     db: Database, order_id: str, reason: Literal["no longer needed", "ordered by mistake"]
 ) -> Order:
@@ -225,7 +225,7 @@ def cancel_pending_order(
     return order
 
 
-@write_tool
+@write_tool(requires={"status": "pending"})
 def modify_pending_order_address(
     db: Database, order_id: str, address1: str, address2: str, city: str, state: str, country: str, zip: str
 ) -> Order:
@@ -246,7 +246,7 @@ def modify_pending_order_address(
     return order
 
 
-@write_tool
+@write_tool(requires={"status": "pending"})
 def modify_pending_order_items(
     db: Database, order_id: str, item_ids: list[str], new_item_ids: list[str], payment_method_id: str
 ) -> Order:
@@ -279,7 +279,7 @@ def modify_pending_order_items(
     return order
 
 
-@write_tool
+@write_tool(requires={"status": "pending"})
 def modify_pending_order_payment(db: Database, order_id: str, payment_method_id: str) -> Order:
     """Pay a pending order with another of the customer's payment methods; the old one is refunded.
 
@@ -332,7 +332,7 @@ def modify_user_address(
 
 
 # -- changes to delivered orders -------------------------------------------------------------
-@write_tool
+@write_tool(requires={"status": "delivered"})
 def return_delivered_order_items(
     db: Database, order_id: str, item_ids: list[str], payment_method_id: str
 ) -> Order:
@@ -359,7 +359,7 @@ def return_delivered_order_items(
     return order
 
 
-@write_tool
+@write_tool(requires={"status": "delivered"})
 def exchange_delivered_order_items(
     db: Database, order_id: str, item_ids: list[str], new_item_ids: list[str], payment_method_id: str
 ) -> Order:

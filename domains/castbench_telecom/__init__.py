@@ -22,12 +22,13 @@ __all__ = ["NOW", "domain"]
 
 NOW = datetime(2026, 5, 15, 9, 0, tzinfo=UTC)
 
+TOOLKIT = Toolkit(TOOLS)
 domain = Domain(
     name="telecom",
     version="3-0",
     root=Path(__file__).parent,
     records=[Plan, Customer, Line, Device, Bill, Ticket],
-    toolkit=Toolkit(TOOLS),
+    toolkit=TOOLKIT,
     user_toolkit=Toolkit(USER_TOOLS),
     now=NOW,
     description=(
@@ -35,5 +36,5 @@ domain = Domain(
         "(they change their phone's settings), change plans, add data, manage roaming, "
         "suspend and resume lines, pay and credit bills."
     ),
-    rules=TelecomRules(),
+    rules=TelecomRules(TOOLKIT),
 )

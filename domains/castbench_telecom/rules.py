@@ -1,18 +1,19 @@
 """Executable telecom policy: the rules a rules critic checks on what it has seen, and a labeler
 checks on the true state.
 
-Both judge a proposed agent call against the same `_Facts` interface: `_SeenFacts` knows only
-what tool results in the conversation showed (the latest result per line, bill, plan and
-customer, so a payment the agent made since counts), `_TrueFacts` reads the state. A fact that is
-unknown yields no finding.
+Both judge a proposed agent call through the same `_Known`, over the harness's `Facts`:
+`ObservedFacts` knows only what tool results in the conversation showed (the latest result per
+line, bill, plan and customer, so a payment the agent made since counts; which record a result
+holds is its tool's metadata), `TrueFacts` reads the state. A fact that is unknown yields no
+finding.
 """
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
 from typing import Any
 
-from castbench.domain import Database, DomainRules, ObservedCall, RuleFinding, ToolCall
+from castbench.domain import Database, DomainRules, ObservedCall, RuleFinding, ToolCall, Toolkit
+from castbench.domain.facts import Facts, ObservedFacts, TrueFacts
 from castbench_telecom.schema import Bill, Customer, Line, Plan, phone_key
 from castbench_telecom.tools import MAX_REFUEL_GB
 
@@ -21,124 +22,57 @@ __all__ = ["MAX_CREDIT", "TelecomRules"]
 MAX_CREDIT = 25.0
 """The largest credit an agent may apply to one bill."""
 
-_WRITES_ON_LINES = {
-    "suspend_line",
-    "resume_line",
-    "change_plan",
-    "add_data",
-    "enable_roaming",
-    "disable_roaming",
-}
 
-
-class _Facts(ABC):
+class _Known:
     """What is known about the world (what the agent saw, or the true state); `None` for what
     is not."""
 
-    @abstractmethod
+    def __init__(self, facts: Facts, customer_id: str | None = None) -> None:
+        self._facts = facts
+        self._customer_id = customer_id
+
     def line(self, phone_number: str) -> dict[str, Any] | None:
         """The line with this number."""
+        return self._facts.row(Line, phone_key(phone_number))
 
-    @abstractmethod
     def plan(self, plan_id: str) -> dict[str, Any] | None:
         """The plan with this id."""
+        return self._facts.row(Plan, plan_id)
 
-    @abstractmethod
     def bill(self, bill_id: str) -> dict[str, Any] | None:
         """The bill with this id."""
+        return self._facts.row(Bill, bill_id)
 
-    @abstractmethod
     def bills_of(self, customer_id: str) -> list[dict[str, Any]] | None:
-        """Every bill of the customer."""
+        """Every bill of the customer: all of them shown when a result listed them."""
+        facts = self._facts
+        if isinstance(facts, ObservedFacts):
+            if not facts.listed(Bill, customer_id=customer_id):
+                return None
+            return [bill for bill in facts.rows(Bill) if bill.get("customer_id") == customer_id]
+        customer = facts.record(Customer, customer_id)
+        if customer is None:
+            return None
+        return [row for row in (facts.row(Bill, bill_id) for bill_id in customer.bill_ids) if row is not None]
 
     def customer(self) -> dict[str, Any] | None:
         """The authenticated customer's profile, if known."""
-        return None
+        return self._facts.row(Customer, self._customer_id) if self._customer_id else None
 
 
-class _SeenFacts(_Facts):
-    def __init__(self, observed: list[ObservedCall]) -> None:
-        self._lines: dict[str, dict[str, Any]] = {}
-        self._plans: dict[str, dict[str, Any]] = {}
-        self._bills: dict[str, dict[str, Any]] = {}
-        self._customers: dict[str, dict[str, Any]] = {}
-        self._listed_bills: set[str] = set()
-        self._authenticated: str | None = None
-        for call in observed:
-            if call.error:
-                continue
-            self._absorb(call, call.result())
-
-    def _absorb(self, call: ObservedCall, result: Any) -> None:
-        if call.name in TelecomRules.auth_tools and isinstance(result, str) and self._authenticated is None:
-            self._authenticated = result
-        elif call.name == "get_customer_details" and isinstance(result, dict):
-            self._customers[str(result.get("customer_id"))] = result
-        elif call.name in ({"get_line_details"} | _WRITES_ON_LINES) and isinstance(result, dict):
-            if "status" in result:
-                self._lines[str(result.get("phone_number"))] = result
-            elif "data_refuel_gb" in result and result.get("phone_number") in self._lines:
-                self._lines[str(result["phone_number"])]["data_refuel_gb"] = result["data_refuel_gb"]
-        elif call.name == "get_plan_details" and isinstance(result, dict):
-            self._plans[str(result.get("plan_id"))] = result
-        elif call.name == "list_plans" and isinstance(result, list):
-            for plan in result:
-                if isinstance(plan, dict):
-                    self._plans[str(plan.get("plan_id"))] = plan
-        elif call.name == "get_bills" and isinstance(result, list):
-            self._listed_bills.add(str(call.arguments.get("customer_id")))
-            for bill in result:
-                if isinstance(bill, dict):
-                    self._bills[str(bill.get("bill_id"))] = bill
-        elif call.name in ("pay_bill", "apply_bill_credit") and isinstance(result, dict):
-            self._bills[str(result.get("bill_id"))] = result
-
-    def line(self, phone_number: str) -> dict[str, Any] | None:
-        return self._lines.get(phone_key(phone_number))
-
-    def plan(self, plan_id: str) -> dict[str, Any] | None:
-        return self._plans.get(plan_id)
-
-    def bill(self, bill_id: str) -> dict[str, Any] | None:
-        return self._bills.get(bill_id)
-
-    def bills_of(self, customer_id: str) -> list[dict[str, Any]] | None:
-        if customer_id not in self._listed_bills:
-            return None
-        return [bill for bill in self._bills.values() if bill.get("customer_id") == customer_id]
-
-    def customer(self) -> dict[str, Any] | None:
-        return self._customers.get(self._authenticated) if self._authenticated else None
-
-
-class _TrueFacts(_Facts):
-    def __init__(self, db: Database) -> None:
-        self._db = db
-
-    def line(self, phone_number: str) -> dict[str, Any] | None:
-        key = phone_key(phone_number)
-        return self._db.get(Line, key).model_dump(mode="json") if self._db.exists(Line, key) else None
-
-    def plan(self, plan_id: str) -> dict[str, Any] | None:
-        return self._db.get(Plan, plan_id).model_dump(mode="json") if self._db.exists(Plan, plan_id) else None
-
-    def bill(self, bill_id: str) -> dict[str, Any] | None:
-        return self._db.get(Bill, bill_id).model_dump(mode="json") if self._db.exists(Bill, bill_id) else None
-
-    def bills_of(self, customer_id: str) -> list[dict[str, Any]] | None:
-        if not self._db.exists(Customer, customer_id):
-            return None
-        return [
-            self._db.get(Bill, bill_id).model_dump(mode="json")
-            for bill_id in self._db.get(Customer, customer_id).bill_ids
-        ]
+def _authenticated(facts: ObservedFacts) -> str | None:
+    """The customer id the first successful identification returned."""
+    return next(
+        (result for call in facts.authentications if isinstance(result := call.result(), str)),
+        None,
+    )
 
 
 def _violation(message: str) -> RuleFinding:
     return RuleFinding("domain_violation", message)
 
 
-def _ownership(call: ToolCall, facts: _Facts) -> list[RuleFinding]:
+def _ownership(call: ToolCall, facts: _Known) -> list[RuleFinding]:
     customer = facts.customer()
     if customer is None:
         return []
@@ -156,7 +90,7 @@ def _ownership(call: ToolCall, facts: _Facts) -> list[RuleFinding]:
     return findings
 
 
-def _line_rules(call: ToolCall, facts: _Facts) -> list[RuleFinding]:
+def _line_rules(call: ToolCall, facts: _Known) -> list[RuleFinding]:
     phone = call.arguments.get("phone_number")
     line = facts.line(phone) if isinstance(phone, str) else None
     if line is None:
@@ -196,7 +130,7 @@ def _line_rules(call: ToolCall, facts: _Facts) -> list[RuleFinding]:
     return findings
 
 
-def _bill_rules(call: ToolCall, facts: _Facts) -> list[RuleFinding]:
+def _bill_rules(call: ToolCall, facts: _Known) -> list[RuleFinding]:
     findings = []
     if call.name == "apply_bill_credit":
         amount = call.arguments.get("amount")
@@ -214,18 +148,20 @@ def _bill_rules(call: ToolCall, facts: _Facts) -> list[RuleFinding]:
     return findings
 
 
-def _findings(call: ToolCall, facts: _Facts) -> list[RuleFinding]:
+def _findings(call: ToolCall, facts: _Known) -> list[RuleFinding]:
     if call.actor != "agent":
         return []
     return [*_ownership(call, facts), *_line_rules(call, facts), *_bill_rules(call, facts)]
 
 
 class TelecomRules(DomainRules):
-    auth_tools = frozenset({"verify_customer_by_phone", "verify_customer_by_id"})
-    public_tools = frozenset({"list_plans", "get_plan_details", "calculate", "transfer_to_human_agents"})
+    def __init__(self, toolkit: Toolkit) -> None:
+        super().__init__(toolkit)
+        self.tools = toolkit
 
     def visible_findings(self, call: ToolCall, observed: list[ObservedCall]) -> list[RuleFinding]:
-        return _findings(call, _SeenFacts(observed))
+        facts = ObservedFacts(self.tools, observed)
+        return _findings(call, _Known(facts, _authenticated(facts)))
 
     def state_findings(self, call: ToolCall, db: Database) -> list[RuleFinding]:
-        return _findings(call, _TrueFacts(db))
+        return _findings(call, _Known(TrueFacts(db)))

@@ -73,7 +73,7 @@ def _open_bill(db: Database, bill_id: str) -> Bill:
 
 
 # -- identification --------------------------------------------------------------------------
-@read_tool
+@read_tool(authenticates=True)
 def verify_customer_by_phone(db: Database, phone_number: str, date_of_birth: str) -> str:
     """Identify a customer by one of their phone numbers and their date of birth; returns the customer id.
 
@@ -89,7 +89,7 @@ def verify_customer_by_phone(db: Database, phone_number: str, date_of_birth: str
     raise ToolError("no customer matches that phone number and date of birth")
 
 
-@read_tool
+@read_tool(authenticates=True)
 def verify_customer_by_id(db: Database, customer_id: str, full_name: str) -> str:
     """Identify a customer by their customer id and full name; returns the customer id.
 
@@ -125,7 +125,7 @@ def get_line_details(db: Database, phone_number: str) -> Line:
     return _line(db, phone_number)
 
 
-@read_tool
+@read_tool(public=True)
 def get_plan_details(db: Database, plan_id: str) -> Plan:
     """Get one plan: monthly price, data included, whether it allows roaming, price of extra data.
 
@@ -135,13 +135,13 @@ def get_plan_details(db: Database, plan_id: str) -> Plan:
     return db.get(Plan, plan_id)
 
 
-@read_tool
+@read_tool(public=True)
 def list_plans(db: Database) -> list[Plan]:
     """List every plan the carrier offers, cheapest first."""
     return sorted(db.scan(Plan), key=lambda plan: (plan.monthly_price, plan.plan_id))
 
 
-@read_tool
+@read_tool(returns=Bill)
 def get_bills(db: Database, customer_id: str) -> list[dict[str, Any]]:
     """Get a customer's bills, newest first: period, due date, charges, credits, payments, balance due.
 
@@ -206,7 +206,7 @@ def change_plan(db: Database, phone_number: str, plan_id: str) -> Line:
     return line
 
 
-@write_tool
+@write_tool(returns=Line)
 def add_data(db: Database, phone_number: str, gb: int) -> dict[str, Any]:
     """Add extra data to an active line for the rest of this month, charged on the next bill.
 
@@ -269,7 +269,7 @@ def disable_roaming(db: Database, phone_number: str) -> Line:
 
 
 # -- bills -----------------------------------------------------------------------------------
-@write_tool
+@write_tool(returns=Bill)
 def pay_bill(db: Database, bill_id: str, payment_method_id: str) -> dict[str, Any]:
     """Pay the whole balance of an unpaid or overdue bill with one of the customer's payment methods.
 
@@ -293,7 +293,7 @@ def pay_bill(db: Database, bill_id: str, payment_method_id: str) -> dict[str, An
     return bill_view(bill)
 
 
-@write_tool
+@write_tool(returns=Bill)
 def apply_bill_credit(db: Database, bill_id: str, amount: float, reason: CreditReason) -> dict[str, Any]:
     """Credit an unpaid or overdue bill, lowering its balance. Policy limits the amount and number of credits.
 

@@ -52,7 +52,7 @@ def evaluate_arithmetic(expression: str) -> float:
         raise ToolError(f"cannot evaluate '{expression}': {exc}") from exc
 
 
-@read_tool
+@read_tool(public=True)
 def calculate(db: Database, expression: str) -> str:
     """Evaluate an arithmetic expression; the result is rounded to 2 decimal places.
 
@@ -62,7 +62,7 @@ def calculate(db: Database, expression: str) -> str:
     return f"{round(evaluate_arithmetic(expression) + 0.0, 2):.2f}"
 
 
-@read_tool(ends_conversation=True)
+@read_tool(ends_conversation=True, public=True)
 def transfer_to_human_agents(db: Database, summary: str) -> str:
     """Hand the customer over to a human agent; only for requests the policy does not let you handle.
 

@@ -4,22 +4,29 @@ The harness checks the domain-independent rules itself (a write needs an explici
 after it was described; ids and amounts must be supported by what the conversation showed).
 A domain adds what only it knows, by subclassing `DomainRules`:
 
-- which tools authenticate the user, and which may be used before that;
+- which tools authenticate the user, and which may be used before that (given a toolkit, read
+  from its tools' metadata, `Tool.authenticates` and `Tool.public`);
 - `visible_findings`: preconditions that what the agent has *seen* already rules out (cancelling
   an order a tool result showed as delivered) — the deployed rules critic uses this, so it must
   look at the observed calls only;
 - `state_findings`: the same preconditions checked on the *true* state at that step — the
   privileged labeler uses this.
+
+Both are best written once against `castbench.domain.facts.Facts` (`ObservedFacts` for what the
+agent saw, `TrueFacts` for the state).
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from castbench.domain.database import Database
 from castbench.domain.task import ToolCall
+
+if TYPE_CHECKING:
+    from castbench.domain.tools import Toolkit
 
 __all__ = ["DomainRules", "ObservedCall", "RuleFinding"]
 
@@ -59,6 +66,14 @@ class DomainRules:
     free_text_tools: frozenset[str] = frozenset()
     """Tools whose arguments are the agent's own arithmetic or words (a calculator, a note to
     itself) and that read and change no data: the rules critic does not ask what supports them."""
+
+    def __init__(self, toolkit: Toolkit | None = None) -> None:
+        """With `toolkit`, the rules follow its tools' metadata: `auth_tools` and `public_tools`
+        are the tools marked `authenticates` and `public`, whatever they are named."""
+        self.toolkit = toolkit
+        if toolkit is not None:
+            self.auth_tools = frozenset(tool.name for tool in toolkit if tool.authenticates)
+            self.public_tools = frozenset(tool.name for tool in toolkit if tool.public)
 
     def visible_findings(self, call: ToolCall, observed: list[ObservedCall]) -> list[RuleFinding]:
         """Rule breaks that the conversation so far already shows (no privileged data)."""

@@ -17,13 +17,13 @@ import inspect
 import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, get_type_hints
+from typing import Any, Literal, get_args, get_origin, get_type_hints
 
 import docstring_parser
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
-from castbench.domain.database import Database, RecordNotFound
+from castbench.domain.database import Database, Record, RecordNotFound
 
 __all__ = [
     "Observation",
@@ -63,6 +63,17 @@ class Tool:
     function: Callable[..., Any]
     arguments_model: type[BaseModel]
     ends_conversation: bool = False
+    returns: type[Record] | None = None
+    """The record type its result holds (one, or a list of them), from its return annotation
+    (`-> Order`, `-> list[Plan]`) or `returns=`: how the rules critic learns what a result showed
+    without knowing the tool's name."""
+    authenticates: bool = False
+    """A successful result identifies the user (its content is their id)."""
+    public: bool = False
+    """Needs no authenticated user (a catalogue look-up, a calculator, a hand-off)."""
+    requires: Mapping[str, Any] = field(default_factory=dict)
+    """Field values the `returns` record it acts on (keyed by the argument named like that
+    record's key field) must have before the call: a policy precondition the rules check."""
     schema: dict[str, Any] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -76,7 +87,25 @@ class Tool:
         return self.function(db, **arguments)
 
 
-def _make_tool(function: Callable[..., Any], kind: ToolKind, ends_conversation: bool) -> Tool:
+@dataclass(frozen=True, slots=True)
+class _Marks:
+    """What a tool decorator declares beyond the function itself."""
+
+    ends_conversation: bool = False
+    returns: type[Record] | None = None
+    authenticates: bool = False
+    public: bool = False
+    requires: Mapping[str, Any] = field(default_factory=dict)
+
+
+def _returned_record(annotation: Any) -> type[Record] | None:
+    """`Order` for `-> Order` or `-> list[Order]`; None for anything else."""
+    if get_origin(annotation) is list:
+        (annotation,) = get_args(annotation) or (None,)
+    return annotation if isinstance(annotation, type) and issubclass(annotation, Record) else None
+
+
+def _make_tool(function: Callable[..., Any], kind: ToolKind, marks: _Marks) -> Tool:
     doc = docstring_parser.parse(inspect.getdoc(function) or "")
     if not doc.short_description:
         raise TypeError(f"tool {function.__qualname__} needs a docstring: it is the agent's manual")
@@ -101,22 +130,53 @@ def _make_tool(function: Callable[..., Any], kind: ToolKind, ends_conversation: 
     description = doc.short_description
     if doc.long_description:
         description = f"{description}\n\n{doc.long_description}"
-    return Tool(function.__name__, kind, description, function, model, ends_conversation)
+    returns = marks.returns or _returned_record(hints.get("return"))
+    if marks.requires and returns is None:
+        raise TypeError(f"tool {function.__qualname__}: requires= needs the record it acts on (returns=)")
+    return Tool(
+        function.__name__,
+        kind,
+        description,
+        function,
+        model,
+        marks.ends_conversation,
+        returns,
+        marks.authenticates,
+        marks.public,
+        dict(marks.requires),
+    )
 
 
-def read_tool(function: Callable[..., Any] | None = None, *, ends_conversation: bool = False) -> Any:
+def read_tool(
+    function: Callable[..., Any] | None = None,
+    *,
+    ends_conversation: bool = False,
+    returns: type[Record] | None = None,
+    authenticates: bool = False,
+    public: bool = False,
+) -> Any:
     """Mark a function as a tool that only reads state (a hand-off to a human, say, may end the
-    conversation without writing anything)."""
+    conversation without writing anything). `returns` names the record type of a result the
+    annotation does not (`-> dict[str, Any]`); `authenticates` and `public`: see `Tool`."""
+    marks = _Marks(ends_conversation, returns, authenticates, public)
     if function is None:
-        return lambda f: _make_tool(f, "read", ends_conversation)
-    return _make_tool(function, "read", ends_conversation)
+        return lambda f: _make_tool(f, "read", marks)
+    return _make_tool(function, "read", marks)
 
 
-def write_tool(function: Callable[..., Any] | None = None, *, ends_conversation: bool = False) -> Any:
-    """Mark a function as a tool that may change state (needs the user's confirmation)."""
+def write_tool(
+    function: Callable[..., Any] | None = None,
+    *,
+    ends_conversation: bool = False,
+    returns: type[Record] | None = None,
+    requires: Mapping[str, Any] | None = None,
+) -> Any:
+    """Mark a function as a tool that may change state (needs the user's confirmation);
+    `requires`: see `Tool`."""
+    marks = _Marks(ends_conversation, returns, requires=dict(requires or {}))
     if function is None:
-        return lambda f: _make_tool(f, "write", ends_conversation)
-    return _make_tool(function, "write", ends_conversation)
+        return lambda f: _make_tool(f, "write", marks)
+    return _make_tool(function, "write", marks)
 
 
 def _strip_titles(node: Any) -> Any:
@@ -187,6 +247,9 @@ class Toolkit:
 
     def __getitem__(self, name: str) -> Tool:
         return self._tools[name]
+
+    def get(self, name: str) -> Tool | None:
+        return self._tools.get(name)
 
     def __iter__(self):  # type: ignore[no-untyped-def]
         return iter(self._tools.values())

@@ -1,0 +1,132 @@
+"""The shared observed-versus-true facts: what a rule learns from a tool result comes from the
+tool's metadata, so a renamed tool keeps its rules checked."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Any
+
+import pytest
+
+from castbench.domain import ObservedCall, ToolCall, Toolkit, load_domain, read_tool, write_tool
+from castbench.domain.database import Database
+from castbench.domain.facts import ObservedFacts, TrueFacts
+from castbench_retail.rules import RetailRules
+from castbench_retail.schema import Order
+from castbench_telecom.rules import TelecomRules
+from castbench_telecom.schema import Bill, Customer, Line
+
+
+def _seen(name: str, arguments: dict[str, Any], result: Any, error: bool = False) -> ObservedCall:
+    content = result if isinstance(result, str) else json.dumps(result)
+    return ObservedCall(name=name, arguments=arguments, content=content, error=error)
+
+
+def _renamed(toolkit: Toolkit, renames: dict[str, str]) -> Toolkit:
+    return Toolkit(dataclasses.replace(tool, name=renames.get(tool.name, tool.name)) for tool in toolkit)
+
+
+def test_tool_metadata_comes_from_annotations_and_decorators() -> None:
+    retail = load_domain("retail").toolkit
+    assert retail["get_order_details"].returns is Order  # -> Order
+    assert retail["cancel_pending_order"].requires == {"status": "pending"}
+    assert retail["find_user_id_by_email"].authenticates and retail["find_user_id_by_email"].returns is None
+    telecom = load_domain("telecom").toolkit
+    assert telecom["list_plans"].returns.__name__ == "Plan"  # -> list[Plan]
+    assert telecom["add_data"].returns is Line  # -> dict[str, Any], returns=Line
+
+    def acts(db: Database, order_id: str) -> dict[str, Any]:
+        """Does something.
+
+        Args:
+            order_id: An order.
+        """
+        return {}
+
+    with pytest.raises(TypeError, match="requires= needs the record"):
+        write_tool(requires={"status": "pending"})(acts)
+    assert read_tool(public=True)(acts).public
+
+
+def test_auth_and_public_tools_follow_the_metadata() -> None:
+    retail = load_domain("retail")
+    assert retail.rules.auth_tools == {"find_user_id_by_email", "find_user_id_by_name_zip"}
+    assert retail.rules.public_tools == {
+        "list_all_product_types",
+        "get_product_details",
+        "calculate",
+        "transfer_to_human_agents",
+    }
+    renamed = RetailRules(_renamed(retail.toolkit, {"find_user_id_by_email": "lookup_user"}))
+    assert renamed.auth_tools == {"lookup_user", "find_user_id_by_name_zip"}
+
+
+def test_a_renamed_retail_toolkit_still_has_its_order_rules_checked() -> None:
+    retail = load_domain("retail")
+    db = retail.fresh_database()
+    order = next(order for order in db.scan(Order) if order.status == "delivered")
+    renames = {
+        "get_order_details": "show_order",
+        "cancel_pending_order": "cancel_order",
+        "find_user_id_by_email": "identify",
+    }
+    rules = RetailRules(_renamed(retail.toolkit, renames))
+    observed = [
+        _seen("identify", {"email": "x"}, "someone_else_1"),
+        _seen("show_order", {"order_id": order.order_id}, order.model_dump(mode="json")),
+    ]
+    arguments = {"order_id": order.order_id, "reason": "no longer needed"}
+    cancel = ToolCall(name="cancel_order", arguments=arguments)
+    messages = [finding.message for finding in rules.visible_findings(cancel, observed)]
+    assert messages == [
+        "cancel_order needs a pending order, but it is delivered",
+        f"order belongs to {order.user_id}, not the authenticated user",
+    ]
+    assert [f.message for f in rules.state_findings(cancel, db)] == [messages[0]]
+    # the old names mean nothing to the renamed toolkit: nothing is learned from them
+    old = [_seen("get_order_details", {"order_id": order.order_id}, order.model_dump(mode="json"))]
+    assert rules.visible_findings(cancel, old) == []
+
+
+def test_a_renamed_telecom_toolkit_still_has_its_line_rules_checked() -> None:
+    telecom = load_domain("telecom")
+    db = telecom.fresh_database()
+    line = next(line for line in db.scan(Line) if line.status == "suspended")
+    rules = TelecomRules(_renamed(telecom.toolkit, {"get_line_details": "line_info"}))
+    call = ToolCall(name="add_data", arguments={"phone_number": line.phone_number, "gb": 1})
+    observed = [_seen("line_info", {"phone_number": line.phone_number}, line.model_dump(mode="json"))]
+    assert any("needs an active line" in f.message for f in rules.visible_findings(call, observed))
+
+
+def test_observed_facts_learn_whole_rows_merge_partial_ones_and_note_listings() -> None:
+    telecom = load_domain("telecom")
+    db = telecom.fresh_database()
+    line = next(iter(db.scan(Line)))
+    whole = line.model_dump(mode="json")
+    partial = {"phone_number": line.phone_number, "added_gb": 2, "data_refuel_gb": 7, "charge": 10.0}
+    customer = db.get(Customer, line.customer_id)
+    observed = [
+        _seen("add_data", {}, {**partial, "phone_number": "000-000-0000"}),  # unknown line: left out
+        _seen("get_line_details", {}, whole),
+        _seen("add_data", {}, partial),  # a partial view updates the known row
+        _seen("get_bills", {"customer_id": customer.customer_id}, []),
+        _seen("get_customer_details", {}, "Error: no such customer", error=True),
+    ]
+    facts = ObservedFacts(telecom.toolkit, observed)
+    assert facts.row(Line, "000-000-0000") is None
+    assert facts.row(Line, line.phone_number) == {**whole, **partial}
+    assert facts.record(Line, line.phone_number) is None  # no longer a whole Line: extra fields
+    assert facts.listed(Bill, customer_id=customer.customer_id)
+    assert not facts.listed(Bill, customer_id="C-nobody")
+    assert facts.rows(Customer) == []
+    reads_only = ObservedFacts(telecom.toolkit, [_seen("change_plan", {}, whole)], from_writes=False)
+    assert reads_only.row(Line, line.phone_number) is None
+    truth = TrueFacts(db)
+    assert truth.record(Line, line.phone_number) == line and truth.row(Line, "nope") is None
+
+
+def test_tools_without_record_results_teach_nothing() -> None:
+    toolkit = Toolkit([tool for tool in load_domain("retail").toolkit if tool.returns is None])
+    facts = ObservedFacts(toolkit, [_seen("calculate", {}, {"order_id": "#W1", "status": "pending"})])
+    assert facts.rows(Order) == []
