@@ -146,3 +146,21 @@ def test_a_second_eval_of_the_same_run_on_one_sqlite_file_is_warned(tmp_path: Pa
     assert "another eval process is running this run on the same SQLite file" in " ".join(
         second.output.split()
     )
+
+
+def test_runs_list_and_runs_show_agree_on_an_incomplete_run(tmp_path: Path) -> None:
+    """A run stored `complete` whose planned trials are not all scored (as an imported partial
+    run is) is `incomplete` in `runs list` too, as `runs show` says."""
+    import json
+    import sqlite3
+
+    path = tmp_path / "runs.db"
+    db = sqlite_url(path)
+    assert invoke("eval", "--domain", "retail", "--tasks", TASK, "--trials", "2", "--db", db).exit_code == 0
+    with sqlite3.connect(path) as connection:
+        connection.execute("DELETE FROM trial WHERE trial_index = 1")
+    (run,) = ResultsStore(db).runs()
+    assert run.status == "complete"
+    listed = json.loads(invoke("runs", "list", "--db", db, "--json").output)
+    shown = " ".join(invoke("runs", "show", run.id, "--db", db).output.split())
+    assert listed[0]["status"] == "incomplete" and "incomplete" in shown

@@ -25,6 +25,16 @@ runs_app = typer.Typer(help="Stored runs.", no_args_is_help=True)
 console = Console()
 
 
+def _status(store: ResultsStore, run_id: str, stored: str, config: RunConfig) -> str:
+    """The status `runs show` gives: a run stored `complete` with planned trials unscored (an
+    imported incomplete run) is `incomplete`."""
+    if stored == "complete" and config.planned_tasks:
+        planned = sum(len(ids) for ids in config.planned_tasks.values()) * config.trials
+        if len(store.scored_keys(run_id)) < planned:
+            return "incomplete"
+    return stored
+
+
 def _listing(store: ResultsStore) -> list[dict[str, Any]]:
     rows = []
     for row in store.runs():
@@ -34,7 +44,7 @@ def _listing(store: ResultsStore) -> list[dict[str, Any]]:
             {
                 "id": row.id,
                 "created": row.created.isoformat(timespec="seconds"),
-                "status": row.status,
+                "status": _status(store, row.id, row.status, RunConfig.model_validate(config)),
                 "domains": list(config["domains"]),
                 "policy": config["policy"],
                 "critic": config["critic"],
