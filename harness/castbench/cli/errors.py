@@ -19,6 +19,7 @@ from typing import Any, NoReturn
 import typer
 from rich.console import Console
 from rich.markup import escape
+from typer._click.exceptions import ClickException  # typer's own copy of click, as its groups raise
 from typer.core import TyperGroup
 
 __all__ = ["CastbenchGroup", "fail", "user_errors"]
@@ -57,7 +58,7 @@ class CastbenchGroup(TyperGroup):
     def invoke(self, ctx: Any) -> Any:
         try:
             return super().invoke(ctx)
-        except (typer.Exit, typer.Abort):  # `--help`, a clean exit: nothing to look up
+        except (typer.Exit, typer.Abort, ClickException):  # `--help`, a clean exit, a usage error
             raise
         except Exception as exc:
             if isinstance(exc, user_errors()):
