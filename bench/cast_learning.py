@@ -51,10 +51,10 @@ def main(argv: list[str] | None = None) -> int:
         help="also train CAST and RFT policies (the critic in the teacher's loop) and compare them "
         "with their untrained base on the held-out tasks (key `policy`)",
     )
-    parser.add_argument("--policy-steps", type=int, default=150)
-    parser.add_argument("--policy-tasks", type=int, default=30, help="train tasks collected with the critic")
-    parser.add_argument("--policy-test-tasks", type=int, default=10)
-    parser.add_argument("--max-steps", type=int, default=6, help="agent actions per held-out policy trial")
+    parser.add_argument("--policy-steps", type=int, default=100)
+    parser.add_argument("--policy-tasks", type=int, default=20, help="train tasks collected with the critic")
+    parser.add_argument("--policy-test-tasks", type=int, default=8)
+    parser.add_argument("--max-steps", type=int, default=5, help="agent actions per held-out policy trial")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
         "--threads",
