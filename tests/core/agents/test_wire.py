@@ -42,7 +42,9 @@ from castbench.agents.views import Briefing, PrivilegedBriefing, UserBriefing
 from castbench.domain import Observation, ToolCall, UserScenario
 from castbench.domain.task import DeviceStep, Fact
 
-USAGE = Usage(input_tokens=3, output_tokens=4, cost=0.5, latency_s=1.5, calls=2, retries=1)
+USAGE = Usage(
+    input_tokens=3, output_tokens=4, cost=0.5, latency_s=1.5, calls=2, retries=1, failed_calls=1, unusable=1
+)
 
 
 def _across(payload: dict) -> dict:
