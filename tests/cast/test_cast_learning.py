@@ -1,17 +1,19 @@
-"""Training changes the critic: a tiny critic trained through the CAST stages on the labeler's
-annotations of retail train tasks, against its untrained base, both served as the critic on
-held-out retail test tasks and judged by castbench's own critic report (issue #25). CI-sized:
-about four minutes on two shared cores.
+"""Training works: a tiny critic trained through the CAST stages on the labeler's annotations of
+retail train tasks beats its untrained base on held-out retail test tasks, both served as the
+critic in `castbench eval` and judged by castbench's own critic report (issue #25). CI-sized;
+`bench/cast_learning.py` runs the same at full size and prints the figures.
 
-What it asserts is what held in every run at this size: the base never writes a readable verdict
-(so it never flags), the trained critic answers readably, flags some actions and not others, and
-its figures come with intervals. Whether it beats the base in MCC is what `bench/cast_learning.py`
-measures with its interval: at this size the interval was above 0 in one run and straddled it in
-two others (README), so it is reported, not asserted.
+The base never writes a readable verdict, so it never flags: it carries no information (MCC 0,
+the convention for a constant classifier; the report leaves it undefined). The trained critic
+must answer readably, with MCC above 0 and detection above its false-flag rate, intervals given.
+At this size the MCC interval is too wide to exclude 0 (a run gave 0.10 [-0.06, 0.24] on 147
+verdicts); the bench's size (461 held-out verdicts) excludes it: README. About 4 minutes on 2
+cores under a load average of ~20.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -20,26 +22,46 @@ from castbench_cast.learning import critic_learning
 from castbench_cast.recipe import TinyModel, TrainStage
 
 
+@pytest.fixture
+def one_thread() -> Iterator[None]:
+    """One torch thread: on a busy 2-core machine two threads spin, 20x slower per step."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 @pytest.mark.train
-def test_training_turns_an_unreadable_critic_into_one_that_judges(tmp_path: Path) -> None:
+def test_a_trained_critic_beats_its_base_on_held_out_tasks(tmp_path: Path, one_thread: None) -> None:
     train = TrainStage(
         model="tiny",
-        tiny=TinyModel(hidden=64, layers=2, heads=4, vocab=1000, context=512),
+        tiny=TinyModel(hidden=64, layers=2, heads=4, vocab=2000, context=512),
         lr=6e-3,
-        max_steps=200,
+        max_steps=80,
         batch=8,
-        max_length=224,
-        max_completion=96,
+        max_length=256,
+        max_completion=48,
         keep="conversation",
         save_steps=100_000,
         device="cpu",
     )
-    result = critic_learning(tmp_path / "out", train, train_tasks=20, test_tasks=10, log=lambda line: None)
+    result = critic_learning(
+        tmp_path / "out",
+        train,
+        train_tasks=100,
+        test_tasks=40,
+        max_tokens=48,
+        target="verdict",
+        log=lambda _: None,
+    )
     base, trained = result.base, result.trained
-    assert result.held_out["split"] == "test" and result.train["examples"] > 100
+    assert result.held_out["split"] == "test" and result.train["examples"] > 500
     # the untrained base never writes a readable verdict: every one counts as a pass
-    assert base.parse_errors == base.verdicts > 0 and base.flag_rate == 0 and base.mcc is None
+    assert base.parse_errors == base.verdicts > 100 and base.flag_rate == 0 and base.mcc is None
     # the trained critic answers readably and separates invalid from valid actions it never saw
-    assert trained.parse_errors <= trained.verdicts // 10
-    assert trained.flag_rate is not None and 0 < trained.flag_rate < 1
-    assert trained.mcc is not None and trained.mcc_ci is not None and trained.false_flag_rate_ci is not None
+    assert trained.parse_errors <= trained.verdicts // 20
+    assert trained.mcc is not None and trained.mcc > 0 and trained.mcc_ci is not None
+    assert trained.false_flag_rate_ci is not None and trained.detection_rate is not None
+    assert trained.detection_rate > trained.false_flag_rate  # type: ignore[operator]
