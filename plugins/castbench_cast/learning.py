@@ -237,11 +237,11 @@ def policy_figures(
     calls = [p for p in proposals if isinstance(p.action, ToolCallAction)]
     labels = Counter(p.label.label if p.label else "none" for p in calls)
     malformed = sum(isinstance(p.action, MalformedAction) for p in proposals)
-    overall = result.summary.headline
+    headline = result.summary.headline
     return PolicyFigures(
         name=name,
         run_id=result.outcome.run_id,
-        pass_1=overall.pass_hat.get(1),
+        pass_1=headline.pass_hat.get(1) if headline is not None else None,
         pass_1_ci=result.summary.overall.ci95.get(1),
         steps=len(proposals),
         malformed_rate=malformed / len(proposals) if proposals else None,
