@@ -129,7 +129,7 @@ class CowDict(dict):  # type: ignore[type-arg]
         self._dirty()
         dict.clear(self)
 
-    def __ior__(self, other: Any) -> CowDict:
+    def __ior__(self, other: Any) -> CowDict:  # type: ignore[misc]  # in place, as dict/list's
         self.update(other)
         return self
 
@@ -163,12 +163,12 @@ class CowList(list):  # type: ignore[type-arg]
         self._dirty()
         list.__delitem__(self, index)
 
-    def __iadd__(self, other: Any) -> CowList:
+    def __iadd__(self, other: Any) -> CowList:  # type: ignore[misc]  # in place, as dict/list's
         self._dirty()
         list.extend(self, other)
         return self
 
-    def __imul__(self, count: Any) -> CowList:
+    def __imul__(self, count: Any) -> CowList:  # type: ignore[misc]  # in place, as dict/list's
         self._dirty()
         list.__imul__(self, count)
         return self

@@ -73,18 +73,18 @@ class _TrialClock(datetime):
     runs (naive, in UTC, where τ asks for local time), the real one otherwise."""
 
     @classmethod
-    def now(cls, tz: tzinfo | None = None) -> datetime:
+    def now(cls, tz: tzinfo | None = None) -> datetime:  # type: ignore[override]  # a plain datetime, as τ's code expects
         frozen = _now.get()
         if frozen is None:
             return datetime.now(tz)
         return frozen.astimezone(tz) if tz is not None else frozen.astimezone(UTC).replace(tzinfo=None)
 
     @classmethod
-    def today(cls) -> datetime:
+    def today(cls) -> datetime:  # type: ignore[override]  # a plain datetime, as τ's code expects
         return cls.now()
 
     @classmethod
-    def utcnow(cls) -> datetime:
+    def utcnow(cls) -> datetime:  # type: ignore[override]  # a plain datetime, as τ's code expects
         return cls.now(UTC).replace(tzinfo=None)
 
 
@@ -92,7 +92,7 @@ def _read_trial_clock(tool_class: Any) -> None:
     """Bind `_TrialClock` where the tool's module bound `datetime` (`from datetime import datetime`)."""
     module = sys.modules.get(tool_class.__module__)
     if module is not None and getattr(module, "datetime", None) is datetime:
-        module.datetime = _TrialClock
+        module.datetime = _TrialClock  # type: ignore[attr-defined]  # τ's module, bound at run time
 
 
 @contextmanager

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel
 
@@ -79,7 +79,7 @@ def _cell(
     critic: Path | None,
     domain: str,
 ) -> Row:
-    from castbench.api import evaluate
+    from castbench.api import EvalResult, evaluate
     from castbench.domain import load_domain
     from castbench.runner.rollout import Verification
     from castbench_cast.serving import CheckpointServer
@@ -88,30 +88,30 @@ def _cell(
     tasks = None
     if settings.limit is not None:
         tasks = [task.id for task in load_domain(domain).tasks(settings.split)[: settings.limit]]
-    options = {
-        "db": pipeline.recipe.store_url,
-        "domains": domain,
-        "split": settings.split,
-        "tasks": tasks,
-        "user": settings.user,
-        "trials": settings.trials,
-    }
-
     def run(policy_spec: str) -> Row:
+        def evaluated(**loop: Any) -> EvalResult:
+            return evaluate(
+                db=pipeline.recipe.store_url,
+                domains=domain,
+                split=settings.split,
+                tasks=tasks,
+                user=settings.user,
+                trials=settings.trials,
+                policy=policy_spec,
+                **loop,
+            )
+
         if critic is None:
-            result = evaluate(policy=policy_spec, **options)
+            result = evaluated()
             report = None
         else:
             with CheckpointServer(critic, settings.serve) as served:
                 spec = served.model_string(temperature=0, max_tokens=settings.max_tokens)
-                result = evaluate(
-                    policy=policy_spec,
-                    critic=spec,
-                    verification=Verification(rounds=settings.rounds),
-                    **options,
-                )
+                result = evaluated(critic=spec, verification=Verification(rounds=settings.rounds))
             report = result.summary.overall.critic
-        hats = result.summary.headline.pass_hat
+        headline = result.summary.headline
+        assert headline is not None  # a finished run has its headline
+        hats = headline.pass_hat
         k = min(4, settings.trials)
         confusion = report.confusion if report is not None else None
         return Row(

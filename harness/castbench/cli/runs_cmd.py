@@ -220,6 +220,6 @@ def why_run(
     if judged is not None:
         agreed = agreement(attributions, judged)
         console.print(
-            f"judge {escape(judge)} agrees with the rules on {agreed.judged} trials: "
+            f"judge {escape(str(judge))} agrees with the rules on {agreed.judged} trials: "
             f"party {agreed.party:.0%}, cause {agreed.cause:.0%}, step {agreed.step:.0%}"
         )

@@ -445,7 +445,9 @@ class Generator(Generic[W, P, D]):
         world = self.build_world(rng)
         state = world.state()
         pools = self.pools(world, rng)
-        drawn = {split: self.draw_split(pool, split, world) for split, pool in pools.items()}
+        drawn: dict[str, list[tuple[Task, D]]] = {
+            split: self.draw_split(pool, split, world) for split, pool in pools.items()
+        }
         splits = self.with_claims(state, drawn)
         self.check(state, splits)
         if out is not None:

@@ -97,14 +97,17 @@ def action_from_text(text: str) -> Action:
             return MalformedAction(raw=text, reason="a reply without a 'message'")
         return ReplyAction(text=message.strip())
     if "arguments" not in found:
-        stray = sorted(set(found) - _PLACED)
-        where = f"; it had {', '.join(repr(k) for k in stray)} instead" if stray else ""
+        had = sorted(set(found) - _PLACED)
+        where = f"; it had {', '.join(repr(k) for k in had)} instead" if had else ""
         return MalformedAction(raw=text, reason=f"a call of {action.strip()!r} without 'arguments'{where}")
-    arguments = found["arguments"]
-    if isinstance(arguments, str):
-        arguments = _arguments(arguments)
-    elif not isinstance(arguments, dict):
-        arguments = json.dumps(arguments)
+    given = found["arguments"]
+    arguments: dict[str, Any] | str
+    if isinstance(given, str):
+        arguments = _arguments(given)
+    elif isinstance(given, dict):
+        arguments = given
+    else:
+        arguments = json.dumps(given)
     stray = {key: found[key] for key in sorted(set(found) - _PLACED)}
     if stray:  # kept with the call (not executed, not dropped): what the parser could not place
         thought = f"{thought}\n[not placed: {json.dumps(stray)[:500]}]".strip()

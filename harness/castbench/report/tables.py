@@ -130,12 +130,16 @@ def _attribution_rows(table: Table, reports: list[DomainReport]) -> None:
     def cells(value: Callable[[AttributionShares], str]) -> list[str]:
         return ["–" if share is None else value(share) for share in shares]
 
+    def blamed(party: str) -> Callable[[AttributionShares], str]:
+        return lambda share: _share(share.by_party.get(party, 0), share.not_passed)
+
+    def caused(cause: str) -> Callable[[AttributionShares], str]:
+        return lambda share: str(share.by_cause.get(cause, 0))
+
     for party in ("agent", "user", "harness"):
-        table.add_row(
-            f"blamed: {party}", *cells(lambda s, p=party: _share(s.by_party.get(p, 0), s.not_passed))
-        )
+        table.add_row(f"blamed: {party}", *cells(blamed(party)))
     for cause in sorted({c for share in shares if share is not None for c in share.by_cause}):
-        table.add_row(f"  cause: {cause}", *cells(lambda s, c=cause: str(s.by_cause.get(c, 0))))
+        table.add_row(f"  cause: {cause}", *cells(caused(cause)))
     table.add_row("near-misses among passes", *cells(lambda s: _share(s.near_misses, s.passed)))
     table.add_row(
         "trials with a simulator fault", *cells(lambda s: _share(s.simulator_fault_trials, s.trials))
