@@ -20,7 +20,10 @@ from typing import Any
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from castbench.agents.conversation import (  # noqa: E402
+from castbench.agents.registry import resolve  # noqa: E402
+from castbench.agents.transports import connect  # noqa: E402
+from castbench.agents.views import Briefing, PolicyView, briefing_for  # noqa: E402
+from castbench.conversation import (  # noqa: E402
     Action,
     AgentTurn,
     Event,
@@ -28,11 +31,8 @@ from castbench.agents.conversation import (  # noqa: E402
     ToolCallAction,
     UserTurn,
 )
-from castbench.agents.registry import resolve  # noqa: E402
-from castbench.agents.transports import connect  # noqa: E402
-from castbench.agents.views import Briefing, PolicyView, briefing_for  # noqa: E402
 from castbench.domain import Domain, load_domain  # noqa: E402
-from castbench.runner.records import TrialRecord  # noqa: E402
+from castbench.records.trial import TrialRecord  # noqa: E402
 from castbench.runner.rollout import AgentSet, run_trial  # noqa: E402
 
 POLICY = "isolation_overhead:LookupPolicy"

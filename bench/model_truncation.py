@@ -25,7 +25,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from castbench.agents.conversation import MalformedAction
+from castbench.conversation import MalformedAction
 from castbench.domain.registry import load_domain
 from castbench.models.serve import wait_until_ready
 from castbench.store import ResultsStore

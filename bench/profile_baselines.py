@@ -18,7 +18,7 @@ from pathlib import Path
 
 from castbench.api import evaluate
 from castbench.metrics.profile import reliability_profile
-from castbench.runner.perturbations import ENV_KINDS, FAULT_KINDS, USER_KINDS, profile_conditions
+from castbench.records.perturbations import ENV_KINDS, FAULT_KINDS, USER_KINDS, profile_conditions
 from castbench.store import ResultsStore
 
 POLICIES = [

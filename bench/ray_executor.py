@@ -30,9 +30,9 @@ import ray  # noqa: E402
 from ray.cluster_utils import Cluster  # noqa: E402
 
 from castbench.api import build_config  # noqa: E402
+from castbench.records.trial import TrialRecord  # noqa: E402
 from castbench.runner.engine import run_eval  # noqa: E402
 from castbench.runner.executors import make_executor  # noqa: E402
-from castbench.runner.records import TrialRecord  # noqa: E402
 from castbench.store import ResultsStore  # noqa: E402
 from tests.support import without_durations  # noqa: E402
 

@@ -43,9 +43,9 @@ from mcp import Client  # noqa: E402
 from mcp.client.stdio import StdioServerParameters  # noqa: E402
 from mcp_types.version import LATEST_MODERN_VERSION  # noqa: E402
 
-from castbench.agents.conversation import ToolCallAction  # noqa: E402
 from castbench.agents.registry import resolve  # noqa: E402
 from castbench.api import evaluate  # noqa: E402
+from castbench.conversation import ToolCallAction  # noqa: E402
 from castbench.domain import load_domain  # noqa: E402
 from castbench.runner.episode import AgentSet, Episode, Limits  # noqa: E402
 from castbench.service.mcp_host import McpHost  # noqa: E402

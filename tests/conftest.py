@@ -22,6 +22,10 @@ from hypothesis import settings
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+# Each command's width comes from its invocation (`tests.support.invoke` sets COLUMNS): a COLUMNS
+# inherited from outside (pytest-xdist's workers get COLUMNS=80) would fix every rich console at
+# that width when its module is imported.
+os.environ.pop("COLUMNS", None)
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 

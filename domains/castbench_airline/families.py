@@ -13,8 +13,8 @@ from functools import partial
 from random import Random
 from typing import Any
 
+from castbench.authoring.generation import DraftBase, Families, confirm_answer, mention, spoken_list
 from castbench.domain import Fact, Mention, ToolCall
-from castbench.domain.generation import DraftBase, Families, confirm_answer, mention, spoken_list
 from castbench.domain.task import Rival
 from castbench_airline.checks import (
     BAG_PRICE,

@@ -2,14 +2,14 @@
 
     python -m castbench_retail.generate --seed 20261129 [--out DIR]
 
-Only the retail parts are declared here; `castbench.domain.generation` draws the splits, replays
+Only the retail parts are declared here; `castbench.authoring.generation` draws the splits, replays
 every task's ground truth through the real tools and stops on a broken one before anything is
 written. Test tasks draw from 150 customers, train tasks from the rest.
 """
 
 from __future__ import annotations
 
-from castbench.domain.generation import Generator, customer_pools
+from castbench.authoring.generation import Generator, customer_pools
 from castbench_retail import domain
 from castbench_retail.families import FAMILIES, Pool, equivalents
 from castbench_retail.world import build_world

@@ -6,8 +6,8 @@ import itertools
 from dataclasses import dataclass
 from random import Random
 
+from castbench.authoring.generation import UniqueDigits
 from castbench.domain.database import SEQUENCES_TABLE, Row
-from castbench.domain.generation import UniqueDigits
 from castbench_retail.schema import (
     Address,
     CreditCard,

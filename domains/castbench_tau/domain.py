@@ -8,7 +8,7 @@ Differences from castbench's generated domains, each for parity with τ:
 - a `no_change` task is earned (castbench grading; `--grading tau` keeps τ's rule) by making the
   gold's successful look-ups, any identity look-up standing for another, without stating what
   the records those look-ups lead to but do not read say (their amounts and ids: false claims,
-  see `castbench.domain.claims`), and an amount τ asks for not amid their amounts (see
+  see `castbench.authoring.claims`), and an amount τ asks for not amid their amounts (see
   `earned_spec`);
 - tasks whose gold is broken (a tool τ does not have, a write τ's tool answers with an error, a
   replay that changes nothing although the gold writes, a write outside the schema that τ accepts
@@ -28,12 +28,12 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from castbench.authoring.claims import amount_rivals, unread_record_claims, unread_values
+from castbench.authoring.validate import shown_values
 from castbench.domain import Database, Domain, EarnedSpec, Fact, Lookup, Task, TaskFileError, ToolCall
-from castbench.domain.claims import amount_rivals, unread_record_claims, unread_values
 from castbench.domain.database import Snapshot
 from castbench.domain.derived_rules import DerivedRules
 from castbench.domain.identity import IDENTITY_PREFIX, identity_call, identity_facts
-from castbench.domain.validate import shown_values
 from castbench_tau.gold import GoldFinding, gold_findings
 from castbench_tau.source import TauSource, load_source
 from castbench_tau.tasks import convert_task
@@ -92,7 +92,7 @@ class TauDomain(Domain):
         look-up (`find_*`) stands for another, whatever its arguments: a user found by name and zip
         code is as found as one found by email. None when the gold looks nothing up (such a task
         keeps τ's rule: `requires_earned` is False for the packs). Its false claims and rivals come
-        from the records the gold's results point to and it does not read (`castbench.domain.claims`)."""
+        from the records the gold's results point to and it does not read (`castbench.authoring.claims`)."""
         if task.outcome != "no_change":
             return None
         db = self.fresh_database()

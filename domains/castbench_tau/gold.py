@@ -33,8 +33,8 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
+from castbench.authoring.validate import validate_task
 from castbench.domain import Domain, Task, ToolError
-from castbench.domain.validate import validate_task
 from castbench.grading.state_diff import state_diff
 
 __all__ = ["BROKEN_CLASSES", "BrokenClass", "GoldFinding", "gold_findings"]

@@ -15,6 +15,7 @@ import contextlib
 import io
 from typing import Any
 
+from castbench.agents.registry import BuiltinAgent
 from castbench.agents.views import UserBriefing
 from castbench.models.agents import LLMUser
 from castbench_tau.source import import_tau
@@ -46,3 +47,13 @@ class TauUser(LLMUser):
         text = self._complete().text
         self._messages.append({"role": "assistant", "content": text})
         return text.replace(_STOP, "").strip()
+
+
+TAU_USER = BuiltinAgent(
+    "user",
+    "tau",
+    TauUser,
+    "τ-Bench's LLM user: τ's own prompt from the tau-trait package (tau?model=provider/model)",
+    model_backed=True,
+)
+"""Registered through the `castbench.agents` entry point (pyproject): `--user tau?model=...`."""

@@ -18,18 +18,19 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from castbench.agents.conversation import Action, ReplyAction, ToolCallAction
 from castbench.agents.protocols import UserReply
 from castbench.agents.registry import AgentSpec
+from castbench.conversation import Action, ReplyAction, ToolCallAction
 from castbench.domain import load_domain
-from castbench.publish.archive import ArchiveError, ExportedRun
-from castbench.runner.config import RunConfig
-from castbench.runner.records import TrialRecord
+from castbench.records.config import RunConfig
+from castbench.records.trial import TrialRecord
 from castbench.runner.rollout import AgentSet, Limits, run_trial
+from castbench.store.export import ArchiveError, ExportedRun, RunFormat
 from castbench_tau2.domain import Tau2Domain
+from castbench_tau2.results import write_tau2_results
 from castbench_tau2.source import import_tau2
 
-__all__ = ["read_tau2_results"]
+__all__ = ["TAU2", "read_tau2_results"]
 
 _GRADED = frozenset({"user_stop", "agent_stop"})
 
@@ -147,3 +148,8 @@ def read_tau2_results(path: Path) -> ExportedRun:
         },
         trials=trials,
     )
+
+
+TAU2 = RunFormat(".json", write_tau2_results, read_tau2_results)
+"""τ²-bench's Results JSON both ways: `castbench export --format tau2`, `castbench import FILE.json`
+(entry point `castbench.formats`)."""

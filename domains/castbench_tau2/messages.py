@@ -15,14 +15,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from castbench.agents.conversation import (
+from castbench.conversation import (
     MalformedAction,
     ReplyAction,
     ToolCallAction,
     ToolResultTurn,
     UserTurn,
 )
-from castbench.runner.records import TrialRecord
+from castbench.records.trial import TrialRecord
 from castbench_tau2.source import import_tau2
 
 __all__ = ["TERMINATION", "trial_messages"]

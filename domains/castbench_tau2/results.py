@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from castbench.domain import load_domain
-from castbench.publish.archive import ArchiveError, ExportedRun
-from castbench.runner.records import TrialRecord
+from castbench.records.trial import TrialRecord
+from castbench.store.export import ArchiveError, ExportedRun
 from castbench_tau2.domain import Tau2Domain
 from castbench_tau2.parity import simulation_run
 from castbench_tau2.source import import_tau2

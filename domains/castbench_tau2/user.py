@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from castbench.agents.registry import BuiltinAgent
 from castbench.agents.views import UserBriefing
 from castbench.models.agents import LLMUser
 from castbench.models.client import Completion
@@ -55,3 +56,13 @@ class Tau2User(LLMUser):
         text = self._complete().text
         self._messages.append({"role": "assistant", "content": text})
         return text.replace(self._stop, "").strip()
+
+
+TAU2_USER = BuiltinAgent(
+    "user",
+    "tau2",
+    Tau2User,
+    "τ²-bench's LLM user: τ²'s own simulator prompt and guidelines (tau2?model=provider/model)",
+    model_backed=True,
+)
+"""Registered through the `castbench.agents` entry point (pyproject): `--user tau2?model=...`."""

@@ -2,15 +2,15 @@
 
     python -m castbench_telecom.generate --seed 20260515 [--out DIR]
 
-Only the telecom parts are declared here; `castbench.domain.generation` draws the splits, replays
+Only the telecom parts are declared here; `castbench.authoring.generation` draws the splits, replays
 every task's ground truth (agent and customer actions alike) through the real tools and stops on
 a broken one before anything is written. Test tasks draw from 100 customers, train from the rest.
 """
 
 from __future__ import annotations
 
+from castbench.authoring.generation import Generator, Split, customer_pools, task_from_draft
 from castbench.domain import Task
-from castbench.domain.generation import Generator, Split, customer_pools, task_from_draft
 from castbench_telecom import domain
 from castbench_telecom.families import FAMILIES
 from castbench_telecom.scenario import Draft, Pool, equivalents

@@ -12,8 +12,8 @@ from datetime import date, timedelta
 from random import Random
 from typing import TypeVar
 
+from castbench.authoring.generation import DraftBase, Families, confirm_answer, mention
 from castbench.domain import Database, Fact, ToolCall
-from castbench.domain.generation import DraftBase, Families, confirm_answer, mention
 from castbench.domain.task import Rival
 from castbench_telehealth.schema import Appointment, Patient, Pharmacy, Prescription, Provider, VisitType
 from castbench_telehealth.tools import available_slots, copay_for

@@ -2,7 +2,7 @@
 
     python -m castbench_telehealth.generate --seed 20260515 [--out DIR]
 
-Only the telehealth parts are declared here; `castbench.domain.generation` draws the splits,
+Only the telehealth parts are declared here; `castbench.authoring.generation` draws the splits,
 replays every task's ground truth through the real tools and stops on a broken one before
 anything is written.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from random import Random
 
-from castbench.domain.generation import Generator, Split, customer_pools
+from castbench.authoring.generation import Generator, Split, customer_pools
 from castbench_telehealth import domain
 from castbench_telehealth.families import FAMILIES, Pool, equivalents
 from castbench_telehealth.schema import Patient

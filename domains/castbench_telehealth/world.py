@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 from datetime import date, timedelta
 from random import Random
 
+from castbench.authoring.generation import UniqueDigits
 from castbench.domain.database import SEQUENCES_TABLE, Record, Row
-from castbench.domain.generation import UniqueDigits
 from castbench_telehealth import NOW
 from castbench_telehealth.schema import (
     SPECIALTIES,

@@ -28,7 +28,8 @@ import httpx2
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from castbench.agents.conversation import (
+from castbench.agents.views import Briefing, PolicyView
+from castbench.conversation import (
     AgentTurn,
     CritiqueTurn,
     Event,
@@ -38,7 +39,6 @@ from castbench.agents.conversation import (
     UserTurn,
     Verdict,
 )
-from castbench.agents.views import Briefing, PolicyView
 
 ENDED = "This conversation has ended"
 """How castbench's MCP server begins a tool result once the trial is over."""

@@ -30,8 +30,8 @@ from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers  # 
 from transformers import PreTrainedTokenizerFast, Qwen3Config, Qwen3ForCausalLM  # noqa: E402
 from trl import GRPOConfig, GRPOTrainer  # noqa: E402
 
-from castbench.agents.conversation import MalformedAction, ReplyAction, ToolCallAction, UserTurn  # noqa: E402
 from castbench.agents.views import PolicyView  # noqa: E402
+from castbench.conversation import MalformedAction, ReplyAction, ToolCallAction, UserTurn  # noqa: E402
 from castbench.domain import load_domain  # noqa: E402
 from castbench.environment import Environment  # noqa: E402
 

@@ -16,17 +16,10 @@ from castbench.defaults import DEFAULT_DB, DEFAULT_LEASE_S, DEFAULT_MAX_TRIALS
 from castbench.domain import resolve_domains
 from castbench.grading import GradingMode
 from castbench.models.resolve import ModelOptions, resolve_agent
-from castbench.report.floors import FloorsAhead
-from castbench.report.kept import kept_summary
-from castbench.report.summary import RunSummary, pair_with_baseline, summarize_run
-from castbench.runner.config import RunConfig
-from castbench.runner.deadline import TimeLimits
-from castbench.runner.engine import EvalOutcome, run_eval
-from castbench.runner.executors import Executor
-from castbench.runner.identity import fingerprint
-from castbench.runner.perturbations import Perturbations
-from castbench.runner.plan import plan_tasks
-from castbench.runner.provenance import (
+from castbench.records.config import RunConfig
+from castbench.records.identity import fingerprint
+from castbench.records.perturbations import Perturbations
+from castbench.records.provenance import (
     AgentPlacement,
     Provenance,
     RunOrigin,
@@ -36,7 +29,14 @@ from castbench.runner.provenance import (
     run_origin,
     sandbox_state,
 )
-from castbench.runner.records import TrialRecord
+from castbench.records.trial import TrialRecord
+from castbench.report.floors import FloorsAhead
+from castbench.report.kept import kept_summary
+from castbench.report.summary import RunSummary, pair_with_baseline, summarize_run
+from castbench.runner.deadline import TimeLimits
+from castbench.runner.engine import EvalOutcome, run_eval
+from castbench.runner.executors import Executor
+from castbench.runner.plan import plan_tasks
 from castbench.runner.rollout import AgentSet, Limits, Verification
 from castbench.runner.topup import top_up
 from castbench.store import ResultsStore
@@ -160,9 +160,9 @@ def _check_servers(config: RunConfig, agents: AgentSet) -> None:
     trial: a server that is down fails the command at once (`ServerDown`) instead of every trial
     slowly."""
     if agents.policy is not None and agents.policy.kind == "service":
-        from castbench.service.agent_http import check_service  # httpx: only when a service is used
+        from castbench.models.breaker import check_service  # httpx: only when a service is used
 
-        check_service(agents.policy)
+        check_service(agents.policy.name, agents.policy.role)
     servers = {
         settings["api_base"]: role
         for role, settings in config.extra.get("models", {}).items()

@@ -21,14 +21,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from castbench.agents.conversation import CritiqueTurn, ToolResultTurn, UserTurn
 from castbench.agents.views import PolicyView
+from castbench.conversation import CritiqueTurn, ToolResultTurn, UserTurn
 from castbench.domain import Database, load_domain
 from castbench.grading import GradingMode
 from castbench.models.resolve import resolve_agent
+from castbench.records.trial import ActionLabel, TrialRecord
 from castbench.runner.deadline import TimeLimits
 from castbench.runner.episode import AgentSet, Episode, EpisodeOver, Limits, Verification
-from castbench.runner.records import ActionLabel, TrialRecord
 from castbench.runner.seeds import trial_seed
 
 __all__ = ["EnvStep", "Environment", "EpisodeOver"]

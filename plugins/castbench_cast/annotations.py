@@ -18,8 +18,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from castbench.agents.conversation import ToolCallAction
-from castbench.runner.records import ActionLabel, TrialRecord
+from castbench.conversation import ToolCallAction
+from castbench.records.trial import ActionLabel, TrialRecord
 from castbench_cast.trajectories import Moment, moments
 
 __all__ = [

@@ -214,8 +214,8 @@ def policy_figures(
     max_steps: int,
 ) -> PolicyFigures:
     """`checkpoint` served as the policy (prompted style) on retail test `tasks`, no critic."""
-    from castbench.agents.conversation import MalformedAction, ToolCallAction
     from castbench.api import evaluate
+    from castbench.conversation import MalformedAction, ToolCallAction
     from castbench.runner.episode import Limits
     from castbench.store import ResultsStore
     from castbench_cast.serving import CheckpointServer

@@ -34,7 +34,7 @@ from castbench.models.client import ModelClient, TrialKey
 from castbench.models.parse import find_json_object, verdict_from_text
 from castbench.models.render import describe_action, tool_manual, transcript
 from castbench.models.settings import ModelSettings, configure_model_agent
-from castbench.runner.records import TrialRecord
+from castbench.records.trial import TrialRecord
 from castbench_cast.annotations import Annotation, Key, moment_key
 from castbench_cast.trajectories import Moment
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from castbench.domain import load_domain, resolve_domains
-from castbench.runner.records import TrialRecord
+from castbench.records.trial import TrialRecord
 from castbench.store import ResultsStore
 from castbench_cast.annotations import (
     agreement,

@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from castbench.agents.conversation import AgentTurn, CritiqueTurn, Event, ReplyAction, UserTurn
-from castbench.runner.records import Proposal, StepRecord, TrialRecord
+from castbench.conversation import AgentTurn, CritiqueTurn, Event, ReplyAction, UserTurn
+from castbench.records.trial import Proposal, StepRecord, TrialRecord
 
 __all__ = ["Moment", "moments", "trial_key"]
 

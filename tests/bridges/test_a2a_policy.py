@@ -27,10 +27,10 @@ from castbench.agents.registry import AgentSpecError, resolve  # noqa: E402
 from castbench.api import evaluate  # noqa: E402
 from castbench.cli.app import app  # noqa: E402
 from castbench.errors import ServerDown  # noqa: E402
+from castbench.records.identity import agent_fingerprint  # noqa: E402
+from castbench.records.provenance import SandboxState, placement_of  # noqa: E402
 from castbench.runner.deadline import TimeLimits  # noqa: E402
 from castbench.runner.episode import Limits, Verification  # noqa: E402
-from castbench.runner.identity import agent_fingerprint  # noqa: E402
-from castbench.runner.provenance import SandboxState, placement_of  # noqa: E402
 from castbench.store import ResultsStore  # noqa: E402
 from tests.support import sqlite_url  # noqa: E402
 

@@ -20,13 +20,13 @@ pytest.importorskip("inspect_ai")
 
 from inspect_ai.log import read_eval_log  # noqa: E402
 
-from castbench.agents.conversation import ToolCallAction  # noqa: E402
 from castbench.api import evaluate  # noqa: E402
 from castbench.cli.app import app  # noqa: E402
-from castbench.publish.archive import export_run  # noqa: E402
+from castbench.conversation import ToolCallAction  # noqa: E402
 from castbench.publish.inspect_log import inspect_log  # noqa: E402
 from castbench.report.summary import RunSummary  # noqa: E402
 from castbench.store import ResultsStore  # noqa: E402
+from castbench.store.export import export_run  # noqa: E402
 from tests.support import sqlite_url  # noqa: E402
 
 TASKS = ["retail-test-0001", "retail-test-0002", "retail-test-0003", "retail-test-0005"]

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from castbench.agents.conversation import CritiqueTurn
 from castbench.api import evaluate
+from castbench.conversation import CritiqueTurn
 from castbench.domain import Domain
 from castbench.models.prompts import critic_messages, critic_system_prompt
 from castbench.models.render import action_json, policy_messages

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from castbench.agents.conversation import ToolCallAction
 from castbench.api import evaluate
+from castbench.conversation import ToolCallAction
 from castbench.store import ResultsStore
 from castbench_cast.manifest import MANIFEST, Manifest, completed
 from castbench_cast.pipeline import STAGES, Pipeline, with_temperature

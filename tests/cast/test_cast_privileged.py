@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from castbench.domain.domain import Domain
-from castbench.runner.records import TrialRecord
+from castbench.records.trial import TrialRecord
 from castbench_cast.annotations import annotated_moments, labeler_annotation
 from castbench_cast.examples import critic_examples, policy_examples, write_examples
 from castbench_cast.pipeline import Pipeline

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from castbench.agents.conversation import ToolCallAction, UserTurn
 from castbench.agents.views import public_briefing
+from castbench.conversation import ToolCallAction, UserTurn
 from castbench.domain import load_domain
 from castbench.models.prompts import critic_messages, critic_system_prompt
 from castbench.models.render import describe_action

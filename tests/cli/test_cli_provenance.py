@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from castbench.publish.archive import read_export, write_export
+from castbench.store.export import read_export, write_export
 from tests.support import invoke, sqlite_url
 
 TASK = "retail-test-0001"

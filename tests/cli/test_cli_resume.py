@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from castbench.domain import load_domain
+from castbench.records.trial import TrialRecord
 from castbench.report import RunSummary
-from castbench.runner.records import TrialRecord
 from castbench.store import ResultsStore
 from tests.metrics.reference import recompute
 from tests.support import invoke, sqlite_url

@@ -21,15 +21,23 @@ TASKS = ["retail-test-0001", "retail-test-0002"]
     ("argv", "options"),
     [
         ([], {}),
-        (["--policy", "oracle", "--seed", "3", "--max-steps", "12"], {"policy": "oracle", "seed": 3, "limits": 12}),
+        (
+            ["--policy", "oracle", "--seed", "3", "--max-steps", "12"],
+            {"policy": "oracle", "seed": 3, "limits": 12},
+        ),
         (
             ["--critic", "rules", "--rounds", "2", "--on-exhausted", "block", "--verify", "writes"],
             {"critic": "rules", "verification": (2, "block", "writes")},
         ),
-        (["--traits", "impatience=high", "--grading", "tau"], {"traits": "impatience=high", "grading": "tau"}),
+        (
+            ["--traits", "impatience=high", "--grading", "tau"],
+            {"traits": "impatience=high", "grading": "tau"},
+        ),
     ],
 )
-def test_the_cli_and_the_api_agree_on_the_run_id(tmp_path: Path, argv: list[str], options: dict[str, Any]) -> None:
+def test_the_cli_and_the_api_agree_on_the_run_id(
+    tmp_path: Path, argv: list[str], options: dict[str, Any]
+) -> None:
     db = f"sqlite:///{tmp_path / 'runs.db'}"
     common = ["--domain", "retail", "--tasks", " , ".join(TASKS), "--trials", "1", "--db", db]
     shown = CliRunner().invoke(app, ["eval", *common, *argv], env={"COLUMNS": "200"})
@@ -44,5 +52,7 @@ def test_the_cli_and_the_api_agree_on_the_run_id(tmp_path: Path, argv: list[str]
         api["verification"] = castbench.runner.rollout.Verification(
             rounds=rounds, on_exhausted=exhausted, scope=scope
         )
-    outcome = castbench.evaluate(db=db, domains="retail", tasks=list(reversed(TASKS)), trials=1, **api).outcome
+    outcome = castbench.evaluate(
+        db=db, domains="retail", tasks=list(reversed(TASKS)), trials=1, **api
+    ).outcome
     assert outcome.run_id == found.group(1) and outcome.resumed and outcome.ran == 0

@@ -8,7 +8,11 @@ import re
 import time
 from typing import Any, ClassVar
 
-from castbench.agents.conversation import (
+from castbench.agents.protocols import UserReply
+from castbench.agents.scripted.noisy import NoisyPolicy
+from castbench.agents.scripted.user import ScriptedUser
+from castbench.agents.views import Briefing, CriticView, PolicyView, UserBriefing
+from castbench.conversation import (
     Action,
     AgentTurn,
     ReplyAction,
@@ -17,11 +21,7 @@ from castbench.agents.conversation import (
     UserTurn,
     Verdict,
 )
-from castbench.agents.protocols import UserReply
-from castbench.agents.scripted.dialogue import ANYTHING_ELSE
-from castbench.agents.scripted.noisy import NoisyPolicy
-from castbench.agents.scripted.user import ScriptedUser
-from castbench.agents.views import Briefing, CriticView, PolicyView, UserBriefing
+from castbench.dialogue import ANYTHING_ELSE
 
 __all__ = [
     "LiarPolicy",

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from castbench.agents.conversation import (
+from castbench.agents.scripted.plan import describe_call
+from castbench.conversation import (
     AgentTurn,
     Event,
     ReplyAction,
@@ -16,8 +17,7 @@ from castbench.agents.conversation import (
     ToolResultTurn,
     UserTurn,
 )
-from castbench.agents.scripted.dialogue import confirmation_request
-from castbench.agents.scripted.plan import describe_call
+from castbench.dialogue import confirmation_request
 from castbench.domain import Database, Domain, Task, ToolCall
 
 __all__ = ["Chat", "call"]

@@ -10,7 +10,9 @@ from __future__ import annotations
 import re
 from typing import Any, ClassVar
 
-from castbench.agents.conversation import (
+from castbench.agents.scripted.oracle import OraclePolicy
+from castbench.agents.views import Briefing, CriticView, PolicyView
+from castbench.conversation import (
     Action,
     ReplyAction,
     ToolCallAction,
@@ -18,9 +20,7 @@ from castbench.agents.conversation import (
     UserTurn,
     Verdict,
 )
-from castbench.agents.scripted.dialogue import ANYTHING_ELSE
-from castbench.agents.scripted.oracle import OraclePolicy
-from castbench.agents.views import Briefing, CriticView, PolicyView
+from castbench.dialogue import ANYTHING_ELSE
 
 __all__ = [
     "ApproveAllCritic",

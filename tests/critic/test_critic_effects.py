@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
-from castbench.agents.conversation import ReplyAction, ToolCallAction
 from castbench.api import EvalResult, evaluate
+from castbench.conversation import ReplyAction, ToolCallAction
 from castbench.domain import load_domain
-from castbench.runner.records import TrialRecord
+from castbench.records.trial import TrialRecord
 from castbench.store import ResultsStore
 from tests.support import invoke, sqlite_url
 

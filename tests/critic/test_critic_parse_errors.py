@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import json
 
-from castbench.agents.conversation import ToolCallAction, Verdict
+from castbench.conversation import ToolCallAction, Verdict
 from castbench.metrics.critic import CriticRecord, critic_intervals
 from castbench.models.parse import verdict_from_text
+from castbench.records.trial import ActionLabel, Proposal, StepRecord, TrialRecord
 from castbench.report.critic_report import critic_report
-from castbench.runner.records import ActionLabel, Proposal, StepRecord, TrialRecord
 
 
 def _trial(task: str, verdicts: list[tuple[Verdict, str]]) -> TrialRecord:
@@ -60,9 +60,9 @@ def test_unreadable_verdicts_are_counted_and_recorded_as_passes() -> None:
 def test_critic_table_shows_unreadable_verdicts() -> None:
     from rich.console import Console
 
+    from castbench.records.config import RunConfig
     from castbench.report.summary import summarize_run
     from castbench.report.tables import critic_table
-    from castbench.runner.config import RunConfig
 
     garbage = verdict_from_text("the the the")
     config = RunConfig(domains={"retail": "1-0"}, policy="p", critic="c", trials=1)

@@ -27,12 +27,12 @@ from typing import Any
 
 import pytest
 
-from castbench.agents.conversation import Action, ReplyAction, ToolCallAction, Usage, Verdict
+from castbench.conversation import Action, ReplyAction, ToolCallAction, Usage, Verdict
 from castbench.metrics import critic_metrics
+from castbench.records.config import RunConfig
+from castbench.records.trial import ActionLabel, Proposal, StepRecord, StepTiming, TrialRecord
 from castbench.report.critic_report import critic_report, paired_effect
 from castbench.report.summary import pair_with_baseline, summarize_run
-from castbench.runner.config import RunConfig
-from castbench.runner.records import ActionLabel, Proposal, StepRecord, StepTiming, TrialRecord
 
 FLAG, PASS = "flag", "pass"
 

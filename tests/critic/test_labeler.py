@@ -10,11 +10,11 @@ Tasks used (retail test split):
 
 from __future__ import annotations
 
-from castbench.agents.conversation import MalformedAction, ReplyAction, ToolCallAction
 from castbench.api import evaluate
+from castbench.conversation import MalformedAction, ReplyAction, ToolCallAction
 from castbench.domain import Domain, load_domain
 from castbench.grading.labeler import label_action
-from castbench.runner.records import ActionLabel
+from castbench.records.trial import ActionLabel
 from castbench.runner.rollout import Verification
 from tests.critic.builders import NO, Chat, call
 from tests.support import sqlite_url

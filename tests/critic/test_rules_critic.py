@@ -17,7 +17,11 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, TypeAdapter
 
-from castbench.agents.conversation import (
+from castbench.agents.critics.rules import RulesCritic
+from castbench.agents.registry import resolve
+from castbench.agents.views import Briefing, CriticView, PrivilegedBriefing, briefing_for
+from castbench.api import evaluate
+from castbench.conversation import (
     Event,
     MalformedAction,
     ReplyAction,
@@ -25,14 +29,10 @@ from castbench.agents.conversation import (
     ToolResultTurn,
     UserTurn,
 )
-from castbench.agents.critics.rules import RulesCritic
-from castbench.agents.registry import resolve
-from castbench.agents.views import Briefing, CriticView, PrivilegedBriefing, briefing_for
-from castbench.api import evaluate
 from castbench.domain import Domain, DomainRules, Task, load_domain
 from castbench.grading.labeler import label_action
+from castbench.records.trial import ActionLabel
 from castbench.runner import episode
-from castbench.runner.records import ActionLabel
 from castbench.runner.rollout import AgentSet, Verification, run_trial
 from castbench_retail.rules import RetailRules
 from tests.critic.builders import Chat, call

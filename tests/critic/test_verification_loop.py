@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
-from castbench.agents.conversation import ReplyAction, ToolCallAction, ToolResultTurn
 from castbench.agents.registry import resolve
 from castbench.api import evaluate
+from castbench.conversation import ReplyAction, ToolCallAction, ToolResultTurn
 from castbench.domain import Domain
-from castbench.runner.records import TrialRecord
+from castbench.records.trial import TrialRecord
 from castbench.runner.rollout import AgentSet, Verification, run_trial
 from castbench.store import ResultsStore
 from tests.critic.recording import RecordingOraclePolicy, RejectAllCritic

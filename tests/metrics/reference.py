@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from math import comb
 from typing import NamedTuple
 
-from castbench.runner.records import TrialRecord
+from castbench.records.trial import TrialRecord
 
 __all__ = ["Figures", "recompute"]
 

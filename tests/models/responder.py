@@ -13,10 +13,10 @@ import threading
 import time
 from typing import Any
 
-from castbench.agents.conversation import AgentTurn, Event, ReplyAction, ToolCallAction, UserTurn
 from castbench.agents.scripted.oracle import OraclePolicy
 from castbench.agents.scripted.user import ScriptedUser
 from castbench.agents.views import PolicyView, PrivilegedBriefing, UserBriefing, briefing_for
+from castbench.conversation import AgentTurn, Event, ReplyAction, ToolCallAction, UserTurn
 from castbench.domain import Domain, Task
 from castbench.models.render import REPLY, TOOL_RESULT_PREFIX
 

@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from castbench.agents.conversation import ToolCallAction, canonical_action
 from castbench.cli.app import app
+from castbench.conversation import ToolCallAction, canonical_action
 from castbench.domain import Domain
-from castbench.runner.records import TrialRecord
+from castbench.records.trial import TrialRecord
 from castbench.store import ResultsStore
 from tests.models.fault_server import FaultServer
 from tests.models.responder import ScriptedResponder, unique_openings

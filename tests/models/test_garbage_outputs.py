@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from castbench.agents.conversation import MalformedAction
 from castbench.cli.app import app
+from castbench.conversation import MalformedAction
 from castbench.domain import Domain
 from castbench.store import ResultsStore
 from tests.models.fault_server import FaultServer

@@ -17,9 +17,9 @@ from castbench.api import build_config, evaluate
 from castbench.domain import Domain
 from castbench.errors import RunInterrupted
 from castbench.models.loop import shared_loop
+from castbench.records.trial import TrialRecord
 from castbench.runner.collector import YOUNG_THRESHOLD
 from castbench.runner.deadline import TimeLimits
-from castbench.runner.records import TrialRecord
 from castbench.runner.rollout import Limits
 from castbench.runner.work import TrialWork
 from castbench.store import ResultsStore

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from castbench.agents.conversation import ReplyAction, ToolCallAction, UserTurn
 from castbench.agents.views import Briefing, CriticView, PolicyView, UserBriefing, briefing_for
+from castbench.conversation import ReplyAction, ToolCallAction, UserTurn
 from castbench.domain import Domain, Observation, Task, ToolCall
 from castbench.models.agents import LLMCritic, LLMPolicy, LLMUser, for_role
 from tests.models.fault_server import FaultServer

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from castbench.agents.conversation import MalformedAction, ToolCallAction, Usage
+from castbench.conversation import MalformedAction, ToolCallAction, Usage
 from castbench.errors import FatalInfrastructureError
 from castbench.models.client import Completion, ModelClient, RawToolCall, TrialKey, capped
 from castbench.models.parse import action_from_text, verdict_from_text

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from castbench.agents.conversation import MalformedAction, ReplyAction, ToolCallAction
+from castbench.conversation import MalformedAction, ReplyAction, ToolCallAction
 from castbench.models.client import RawToolCall
 from castbench.models.parse import (
     action_from_text,

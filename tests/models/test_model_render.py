@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from castbench.agents.conversation import (
+from castbench.agents.views import Briefing, briefing_for
+from castbench.conversation import (
     AgentTurn,
     CritiqueTurn,
     Event,
@@ -19,7 +20,6 @@ from castbench.agents.conversation import (
     UserTurn,
     Verdict,
 )
-from castbench.agents.views import Briefing, briefing_for
 from castbench.domain import Domain
 from castbench.models.parse import action_from_text
 from castbench.models.render import action_json, policy_messages, tool_manual, transcript

@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from castbench.agents.conversation import MalformedAction, ReplyAction, ToolCallAction, UserTurn, Verdict
 from castbench.agents.protocols import UserReply
 from castbench.agents.views import Briefing, CriticView, UserBriefing
 from castbench.cli.app import app
+from castbench.conversation import MalformedAction, ReplyAction, ToolCallAction, UserTurn, Verdict
 from castbench.domain import Domain
 from castbench.models.agents import LLMCritic, LLMUser
 from castbench.store import ResultsStore

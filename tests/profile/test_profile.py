@@ -13,14 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from castbench.agents.conversation import ReplyAction, ToolCallAction, ToolResultTurn
 from castbench.agents.registry import resolve
 from castbench.api import build_config, evaluate
 from castbench.compare.comparability import setting_differences
+from castbench.conversation import ReplyAction, ToolCallAction, ToolResultTurn
 from castbench.domain import Domain
 from castbench.metrics.profile import predictability, reliability_profile
-from castbench.runner.perturbations import Perturbations, TrialPerturber
-from castbench.runner.records import StepRecord, TrialRecord
+from castbench.records.perturbations import Perturbations, TrialPerturber
+from castbench.records.trial import StepRecord, TrialRecord
 from castbench.runner.rollout import AgentSet, run_trial
 from castbench.store import ResultsStore
 from tests.support import invoke, sqlite_url

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from castbench.api import evaluate
-from castbench.publish.archive import export_run, write_export
 from castbench.store import ResultsStore
+from castbench.store.export import export_run, write_export
 from tests.support import sqlite_url
 
 

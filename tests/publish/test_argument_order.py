@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from castbench.api import evaluate
-from castbench.publish.archive import export_run, read_export, write_export
 from castbench.store import ResultsStore
+from castbench.store.export import export_run, read_export, write_export
 from castbench.viewer.payload import encode_trials
 from tests.support import sqlite_url
 

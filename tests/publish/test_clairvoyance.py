@@ -16,18 +16,18 @@ from pathlib import Path
 
 import pytest
 
-from castbench.agents.conversation import ReplyAction, ToolCallAction, ToolResultTurn, UserTurn
 from castbench.agents.registry import builtin_agents
 from castbench.api import evaluate
+from castbench.conversation import ReplyAction, ToolCallAction, ToolResultTurn, UserTurn
 from castbench.domain import load_domain
-from castbench.publish.archive import ExportedRun, export_run, read_export, write_export
 from castbench.publish.board import BoardError, BoardSpec, Entry
 from castbench.publish.build import build_board
 from castbench.publish.forensics import examine_run, examine_trial
 from castbench.publish.verify import verify_run
-from castbench.runner.provenance import AgentPlacement, placement_problems
-from castbench.runner.records import Proposal, StepRecord, TrialRecord
+from castbench.records.provenance import AgentPlacement, placement_problems
+from castbench.records.trial import Proposal, StepRecord, TrialRecord
 from castbench.store import ResultsStore
+from castbench.store.export import ExportedRun, export_run, read_export, write_export
 from tests.support import DOMAINS, invoke, sqlite_url
 
 REPO = Path(__file__).resolve().parents[2]

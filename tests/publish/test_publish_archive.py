@@ -10,9 +10,10 @@ from typing import Any
 import pytest
 
 from castbench.compare import load_summary
-from castbench.publish.archive import ArchiveError, export_run, import_run, read_export, write_export
-from castbench.runner.records import TrialRecord
+from castbench.publish.archive import import_run
+from castbench.records.trial import TrialRecord
 from castbench.store import ResultsStore
+from castbench.store.export import ArchiveError, export_run, read_export, write_export
 from tests.publish.exports import Exports
 from tests.support import invoke, sqlite_url, without_durations
 

@@ -10,12 +10,12 @@ import pytest
 from typer.testing import CliRunner
 
 from castbench.cli.app import app
-from castbench.publish.archive import read_export
 from castbench.publish.board import BoardError, BoardMetric, BoardSpec, Entry, load_board
 from castbench.publish.build import build_board
 from castbench.publish.curve import curve_svg
 from castbench.publish.render import Board, board_markdown
 from castbench.publish.rows import BoardRow, Cell, rank_rows
+from castbench.store.export import read_export
 from tests.publish.exports import Exports
 
 REPO = Path(__file__).resolve().parents[2]

@@ -9,9 +9,9 @@ import pytest
 from typer.testing import CliRunner
 
 from castbench.cli.app import app
-from castbench.publish.archive import read_export, write_export
 from castbench.publish.board import BoardError, load_board
 from castbench.publish.build import build_board
+from castbench.store.export import read_export, write_export
 from tests.publish.exports import Exports
 
 DROPPED = "retail-test-0002"

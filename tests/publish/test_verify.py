@@ -8,14 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from castbench.agents.conversation import ToolResultTurn
 from castbench.compare.comparability import comparability_number
+from castbench.conversation import ToolResultTurn
 from castbench.domain import resolve_domains
-from castbench.publish.archive import ArchiveError, ExportedRun, import_run, read_export, write_export
+from castbench.publish.archive import import_run
 from castbench.publish.board import BoardError, BoardSpec, Entry
 from castbench.publish.build import build_board, collect_rows
 from castbench.publish.verify import verify_run
 from castbench.store import ResultsStore
+from castbench.store.export import ArchiveError, ExportedRun, read_export, write_export
 from tests.publish.exports import Exports
 from tests.support import invoke, sqlite_url
 

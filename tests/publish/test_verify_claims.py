@@ -13,20 +13,14 @@ import pytest
 
 from castbench.api import evaluate
 from castbench.domain import load_domain
-from castbench.publish.archive import (
-    ArchiveError,
-    ExportedRun,
-    export_run,
-    import_run,
-    read_export,
-    write_export,
-)
+from castbench.publish.archive import import_run
 from castbench.publish.board import BoardError, BoardSpec, Entry
 from castbench.publish.build import build_board
 from castbench.publish.verify import verify_run
+from castbench.records.trial import ActionLabel
 from castbench.report.critic_report import critic_report
-from castbench.runner.records import ActionLabel
 from castbench.store import ResultsStore
+from castbench.store.export import ArchiveError, ExportedRun, export_run, read_export, write_export
 from tests.publish.exports import Exports
 from tests.support import invoke, sqlite_url
 
@@ -186,5 +180,7 @@ def test_a_relabelled_policy_whose_placement_still_names_the_old_agent_is_refuse
     config = exported.config.model_copy(update={"policy": "my_agent:Agent", "privileged": []})
     forged = exported.model_copy(update={"config": config, "config_hash": config.config_hash()})
     report = verify_run(forged.run_id, forged.config, [], forged.config_hash)
-    assert any(problem.startswith("provenance: the policy") for problem in report.run_problems), report.run_problems
+    assert any(problem.startswith("provenance: the policy") for problem in report.run_problems), (
+        report.run_problems
+    )
     _refused_everywhere(forged, tmp_path, "provenance")

@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 
 from castbench.agents import sandbox
-from castbench.agents.conversation import ReplyAction
 from castbench.agents.registry import resolve
 from castbench.api import evaluate
+from castbench.conversation import ReplyAction
 from castbench.domain import load_domain
 from castbench.runner.rollout import AgentSet, run_trial
 from tests.support import DOMAINS, sqlite_url
@@ -48,8 +48,8 @@ AGENTS = '''
 """Agents that try to leave their sandbox: each tells what it got in its first reply."""
 import os, socket, sys
 
-from castbench.agents.conversation import ReplyAction, UserTurn
-from castbench.agents.scripted.dialogue import ANYTHING_ELSE
+from castbench.conversation import ReplyAction, UserTurn
+from castbench.dialogue import ANYTHING_ELSE
 from castbench.agents.scripted.oracle import OraclePolicy
 from castbench.agents.views import PrivilegedBriefing
 

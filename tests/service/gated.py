@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import threading
 
-from castbench.agents.conversation import Verdict
 from castbench.agents.views import Briefing, CriticView
+from castbench.conversation import Verdict
 
 __all__ = ["ENTERED", "RELEASE", "GatedCritic"]
 

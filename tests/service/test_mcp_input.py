@@ -13,8 +13,8 @@ import pytest
 
 pytest.importorskip("mcp")
 
+from castbench.records.trial import TrialRecord  # noqa: E402
 from castbench.runner.episode import Episode  # noqa: E402
-from castbench.runner.records import TrialRecord  # noqa: E402
 from castbench.service.mcp_trial import McpTrial  # noqa: E402
 from tests.support import invoke  # noqa: E402
 

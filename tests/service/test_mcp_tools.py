@@ -16,11 +16,11 @@ pytest.importorskip("mcp")
 from mcp import Client  # noqa: E402
 from mcp.client.stdio import StdioServerParameters  # noqa: E402
 
-from castbench.agents.conversation import ToolCallAction  # noqa: E402
+from castbench.conversation import ToolCallAction  # noqa: E402
 from castbench.domain import Domain  # noqa: E402
 from castbench.grading.state_diff import state_diff  # noqa: E402
+from castbench.records.trial import TrialRecord  # noqa: E402
 from castbench.runner.episode import Episode, Verification  # noqa: E402
-from castbench.runner.records import TrialRecord  # noqa: E402
 from castbench.service.mcp_host import McpHost  # noqa: E402
 from castbench.service.mcp_trial import McpTrial  # noqa: E402
 

@@ -16,10 +16,10 @@ pytest.importorskip("openenv")
 import uvicorn  # noqa: E402
 from openenv.core.generic_client import GenericEnvClient  # noqa: E402
 
-from castbench.agents.conversation import ReplyAction, ToolCallAction  # noqa: E402
 from castbench.agents.scripted.refusers import LookupRefusePolicy  # noqa: E402
 from castbench.agents.transports.wire import EVENTS  # noqa: E402
 from castbench.agents.views import Briefing, PolicyView  # noqa: E402
+from castbench.conversation import ReplyAction, ToolCallAction  # noqa: E402
 from castbench.environment import Environment  # noqa: E402
 from castbench.service.openenv_server import create_app  # noqa: E402
 

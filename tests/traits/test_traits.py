@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
-from castbench.agents.scripted.dialogue import ask_for, confirmation_request
 from castbench.agents.scripted.user import _DRIFT, ScriptedUser
 from castbench.agents.traits import LEVELS, TRAITS, parse_traits, trait_instructions
 from castbench.agents.views import user_briefing_for
 from castbench.api import build_config, evaluate
+from castbench.dialogue import ask_for, confirmation_request
 from castbench.domain import Domain, Task
 from castbench.store import ResultsStore
 from tests.support import invoke, sqlite_url

@@ -6,11 +6,11 @@ from dataclasses import dataclass
 
 import pytest
 
-from castbench.agents.conversation import ReplyAction, ToolResultTurn
 from castbench.api import evaluate
+from castbench.conversation import ReplyAction, ToolResultTurn
 from castbench.grading.state_diff import FieldDiff
-from castbench.runner.config import RunConfig
-from castbench.runner.records import TrialRecord
+from castbench.records.config import RunConfig
+from castbench.records.trial import TrialRecord
 from castbench.store import ResultsStore
 from tests.support import sqlite_url
 

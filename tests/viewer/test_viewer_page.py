@@ -15,8 +15,8 @@ import pytest
 from typer.testing import CliRunner
 
 from castbench.cli.app import app
-from castbench.publish.archive import export_run, write_export
 from castbench.store import ResultsStore
+from castbench.store.export import export_run, write_export
 from castbench.viewer import page_server, render_run_page
 from tests.viewer.hostile import EVIL, IMAGE, SCRIPT, HostileRun
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import BaseModel, Field
 
 from castbench.agents.critics.oracle import NoisyCritic, NoisyCriticParams, OracleCritic
@@ -74,40 +72,6 @@ for _name, _user, _summary in (
     register(BuiltinAgent("user", _name, _user, _summary, ScriptedUserParams))
 
 
-def _tau_user(briefing: Any, **settings: Any) -> Any:
-    """τ's LLM user (its prompt from the installed package): needs `pip install 'castbench[tau]'`."""
-    from castbench_tau.user import TauUser
-
-    return TauUser(briefing, **settings)
-
-
-register(
-    BuiltinAgent(
-        "user",
-        "tau",
-        _tau_user,
-        "τ-Bench's LLM user: τ's own prompt from the tau-trait package (tau?model=provider/model)",
-        model_backed=True,
-    )
-)
-
-
-def _tau2_user(briefing: Any, **settings: Any) -> Any:
-    """τ²'s LLM user (its guidelines from the installed package): needs `pip install 'castbench[tau2]'`."""
-    from castbench_tau2.user import Tau2User
-
-    return Tau2User(briefing, **settings)
-
-
-register(
-    BuiltinAgent(
-        "user",
-        "tau2",
-        _tau2_user,
-        "τ²-bench's LLM user: τ²'s own simulator prompt and guidelines (tau2?model=provider/model)",
-        model_backed=True,
-    )
-)
 register(
     BuiltinAgent("critic", "rules", RulesCritic, "model-free checks on the visible conversation (deployable)")
 )

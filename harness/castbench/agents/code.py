@@ -1,6 +1,6 @@
 """What an import-path agent loads, found without running any of its code.
 
-Two consumers need the same answer: the run's identity (`castbench.runner.identity`: a changed
+Two consumers need the same answer: the run's identity (`castbench.records.identity`: a changed
 prompt file or helper module must start a new run, not resume a stale one) and the sandbox
 (`castbench.agents.sandbox`: the agent's worker may read what it loads, and nothing else).
 

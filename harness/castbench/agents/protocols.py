@@ -16,8 +16,8 @@ from typing import Any, Protocol, runtime_checkable
 from pydantic import BaseModel
 
 from castbench import lossless
-from castbench.agents.conversation import Action, Verdict
 from castbench.agents.views import CriticView, PolicyView
+from castbench.conversation import Action, Verdict
 
 __all__ = ["PROTOCOL_METHODS", "Critic", "Policy", "UserReply", "UserSimulator", "output_problem"]
 

@@ -20,7 +20,7 @@ import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import cached_property
+from importlib.metadata import entry_points
 from typing import Any, Literal
 from urllib.parse import parse_qsl
 
@@ -35,6 +35,7 @@ __all__ = [
     "Role",
     "builtin_agents",
     "import_target",
+    "is_builtin",
     "protocol_problem",
     "register",
     "resolve",
@@ -78,21 +79,6 @@ class AgentSpec:
     """What a worker-run agent declares it needs beyond the strictest sandbox (`sandbox_env`,
     `sandbox_connect`, `sandbox_read`): its workers start with it; provenance shows it."""
 
-    @cached_property
-    def on_loop(self) -> bool:
-        """Whether its calls may run on castbench's event loop (`castbench.models.loop`): a
-        scripted built-in never waits, and a model agent whose server the lean client reaches
-        waits by awaiting the loop. Anything else (code of one's own, another process, litellm's
-        synchronous client) may block a thread, so its trials run on threads. Worked out once per
-        spec: every trial's episode asks."""
-        if self.kind == "builtin":
-            return True
-        if self.kind != "model" or self.transport != "in-process":
-            return False
-        from castbench.models.settings import lean_route  # the agents layer knows no model otherwise
-
-        return lean_route(str(self.params.get("model", "")), self.params.get("api_base"))
-
     def create(self, briefing: Any) -> Any:
         if self.factory is None:
             raise AgentSpecError(f"{self.role} '{self.spec}' cannot be created")
@@ -108,12 +94,33 @@ def register(agent: BuiltinAgent) -> None:
 
 def builtin_agents(role: Role) -> list[BuiltinAgent]:
     _load_builtins()
+    _load_pack_agents()
     return sorted(_BUILTINS[role].values(), key=lambda agent: agent.name)
+
+
+def is_builtin(role: Role, name: str) -> bool:
+    """Whether `name` (no parameters) is one of castbench's own agents for `role`."""
+    _load_builtins()
+    return name in _BUILTINS[role]
 
 
 def _load_builtins() -> None:
     if not _BUILTINS["policy"]:
         importlib.import_module("castbench.agents.builtin")
+
+
+_PACKS_LOADED: list[bool] = []
+
+
+def _load_pack_agents() -> None:
+    """The agents packs add (entry points `castbench.agents`: τ's and τ²'s LLM users), loaded only
+    when a name is not castbench's own or when every agent is listed, since a pack's agent module
+    may import a model client (seconds) that an offline run never needs."""
+    if _PACKS_LOADED:
+        return
+    _PACKS_LOADED.append(True)
+    for point in entry_points(group="castbench.agents"):
+        register(point.load())
 
 
 def _split(spec: str) -> tuple[str, dict[str, str]]:
@@ -220,6 +227,24 @@ def _check_syntax(role: Role, spec: str, name: str) -> None:
         raise AgentSpecError(f"{role} '{spec}': syntax error in {problems[0]}")
 
 
+def _by_transport(scheme: str, role: Role, spec: str, url: str) -> AgentSpec:
+    """An agent reached through another protocol (`a2a+http://...`): the protocol's code registers
+    how to reach one under the entry-point group `castbench.transports` (A2A's: the `bridges`
+    extra, `castbench.service.a2a_policy`), so the registry imports no transport."""
+    found = entry_points(group="castbench.transports", name=scheme)
+    if not found:
+        raise AgentSpecError(
+            f"{role} '{spec}': no '{scheme}+' transport is registered (castbench.transports)"
+        )
+    try:
+        by_url: Callable[[Role, str, str], AgentSpec] = next(iter(found)).load()
+    except ImportError as exc:
+        raise AgentSpecError(
+            f"{role} '{spec}': the '{scheme}+' transport needs its extra: pip install -e '.[bridges]' ({exc})"
+        ) from exc
+    return by_url(role, spec, url)
+
+
 def resolve(
     role: Role, spec: str, model_factory: Callable[..., Any] | None = None, *, in_process: bool = False
 ) -> AgentSpec:
@@ -231,15 +256,16 @@ def resolve(
     name, raw = _split(spec)
     if role == "critic" and name in ("", "none"):
         return AgentSpec(role, spec, "none", None, kind="none")
-    if name.startswith(("a2a+http://", "a2a+https://")):
+    scheme, plus, url = name.partition("+")
+    if plus and url.startswith(("http://", "https://")):
         if raw:
             got = ", ".join(raw)
-            raise AgentSpecError(f"{role} '{spec}': an A2A agent's URL takes no parameters (got {got})")
-        from castbench.service.a2a_policy import a2a_spec  # httpx and a2a-sdk: only for A2A agents
-
-        return a2a_spec(role, spec, name.removeprefix("a2a+"))
+            raise AgentSpecError(f"{role} '{spec}': an agent's URL takes no parameters (got {got})")
+        return _by_transport(scheme, role, spec, url)
     if name.startswith(("http://", "https://")):
         return _service(role, spec, name, raw, model_factory)
+    if name not in _BUILTINS[role] and "/" not in name and "." not in name:  # not a model or import path
+        _load_pack_agents()
     builtin = _BUILTINS[role].get(name)
     if builtin is not None and builtin.model_backed:
         if "model" not in raw:

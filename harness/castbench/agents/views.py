@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from castbench.agents.conversation import Action, CritiqueTurn, Event
+from castbench.conversation import Action, CritiqueTurn, Event
 from castbench.domain import Database, Domain, Observation, Task, ToolCall, UserScenario
 
 __all__ = [

@@ -21,8 +21,8 @@ from castbench.agents.registry import resolve
 from castbench.attribution.model import Attribution
 from castbench.attribution.rules import attribute
 from castbench.domain import Domain, load_domain
+from castbench.records.trial import TrialRecord
 from castbench.runner.episode import AgentSet, Episode
-from castbench.runner.records import TrialRecord
 from castbench.runner.seeds import trial_seed
 
 __all__ = ["Agreement", "MISBEHAVING_USERS", "noisy_agreement", "user_blame"]

@@ -27,11 +27,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
-from castbench.agents.conversation import ReplyAction, ToolCallAction, ToolResultTurn
 from castbench.attribution.model import Cause
+from castbench.conversation import ReplyAction, ToolCallAction, ToolResultTurn
 from castbench.domain import Task, ToolCall
 from castbench.domain.leaves import scalars
-from castbench.runner.records import ActionLabel, StepRecord
+from castbench.records.trial import ActionLabel, StepRecord
 
 __all__ = ["DecisiveCall", "decisive_call", "executed_call", "failed", "label_of"]
 

@@ -23,7 +23,7 @@ from castbench.models.client import ModelClient, TrialKey
 from castbench.models.parse import find_json_object
 from castbench.models.prompts import response_format
 from castbench.models.settings import ModelSettings
-from castbench.runner.records import TrialRecord
+from castbench.records.trial import TrialRecord
 
 __all__ = ["JudgeAgreement", "LLMJudge", "agreement"]
 

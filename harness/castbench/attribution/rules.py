@@ -22,12 +22,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from functools import cache
 
-from castbench.agents.conversation import MalformedAction, ReplyAction
 from castbench.attribution.calls import DecisiveCall, decisive_call, executed_call, failed, label_of
 from castbench.attribution.model import Attribution, Cause, Evidence, NearMiss, UserFault, party_of
 from castbench.attribution.user_faults import user_faults
+from castbench.conversation import MalformedAction, ReplyAction
 from castbench.domain import Domain, Task, load_domain
-from castbench.runner.records import TrialRecord
+from castbench.records.trial import TrialRecord
 
 __all__ = ["attribute", "context", "near_miss"]
 

@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from castbench.attribution.rules import attribute, context, near_miss
 from castbench.attribution.user_faults import user_faults
-from castbench.runner.records import TrialRecord
+from castbench.records.trial import TrialRecord
 
 __all__ = ["AttributionShares", "attribution_shares"]
 

@@ -24,12 +24,12 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from castbench.agents.conversation import AgentTurn, Event, ReplyAction, UserTurn
-from castbench.agents.scripted.dialogue import asks_anything_else, asks_confirmation, is_negative
 from castbench.attribution.model import UserFault
+from castbench.conversation import AgentTurn, Event, ReplyAction, UserTurn
+from castbench.dialogue import asks_anything_else, asks_confirmation, is_negative
 from castbench.domain import Task
 from castbench.grading.outputs import missing_outputs
-from castbench.runner.records import TrialRecord
+from castbench.records.trial import TrialRecord
 
 __all__ = ["Turn", "transcript", "user_faults"]
 

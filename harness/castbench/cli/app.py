@@ -76,7 +76,7 @@ COMMANDS: dict[str, CommandEntry] = {
     ),
     "export": CommandEntry(
         "castbench.cli.export_cmd:export_command",
-        "Write a run (config, meta and every trial record) as one compressed, portable file.",
+        "Write a run (config, meta and every trial record) as one compressed, portable file, or in ...",
     ),
     "import": CommandEntry(
         "castbench.cli.export_cmd:import_command",

@@ -9,10 +9,10 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from castbench.authoring.validate import validate_domain
 from castbench.cli.errors import fail
 from castbench.cli.options import DomainOption, SplitOption
 from castbench.domain import Domain, available_domains, load_domain, resolve_domains
-from castbench.domain.validate import validate_domain
 
 domains_app = typer.Typer(help="Installed domains.", no_args_is_help=True)
 tasks_app = typer.Typer(help="Tasks of the installed domains.", no_args_is_help=True)

@@ -18,7 +18,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from castbench.agents.registry import AgentSpecError
+from castbench.agents.registry import AgentSpecError, Role
 from castbench.cli.checks import (
     MAX_TRIALS_PER_TASK,
     check_choice,
@@ -34,10 +34,10 @@ from castbench.runner.deadline import TimeLimits
 
 if TYPE_CHECKING:
     from castbench.api import EvalResult
-    from castbench.runner.config import RunConfig
-    from castbench.runner.perturbations import Perturbations
-    from castbench.runner.provenance import Provenance
-    from castbench.runner.records import TrialRecord
+    from castbench.records.config import RunConfig
+    from castbench.records.perturbations import Perturbations
+    from castbench.records.provenance import Provenance
+    from castbench.records.trial import TrialRecord
 
 console = Console()
 _AGENTS = "Agents"
@@ -74,7 +74,7 @@ def _perturbations(
     rate: float, faults: str, user: str | None, env: str | None, seed: int
 ) -> Perturbations:
     """The run's perturbations from eval's options; a bad kind is a usage error naming it."""
-    from castbench.runner.perturbations import ENV_KINDS, FAULT_KINDS, USER_KINDS, Perturbations, parse_kinds
+    from castbench.records.perturbations import ENV_KINDS, FAULT_KINDS, USER_KINDS, Perturbations, parse_kinds
 
     try:
         return Perturbations(
@@ -373,10 +373,15 @@ def eval_command(
         progress.update(bars[-1], advance=1, passed=passed)
 
     def on_config(config: RunConfig, provenance: Provenance) -> None:
-        from castbench.runner.identity import agent_blind_spots
+        from castbench.records.identity import agent_blind_spots
 
         print_provenance(provenance, console)
-        for role, spec in (("policy", config.policy), ("critic", config.critic), ("user", config.user)):
+        roles: tuple[tuple[Role, str], ...] = (
+            ("policy", config.policy),
+            ("critic", config.critic),
+            ("user", config.user),
+        )
+        for role, spec in roles:
             for blind in agent_blind_spots(role, spec):
                 console.print(
                     f"[yellow]note:[/] the {role}'s identity cannot see everything it loads "

@@ -3,6 +3,7 @@ portable files, checked by re-execution before they are trusted."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
@@ -13,40 +14,28 @@ from rich.markup import escape
 from castbench.cli.errors import fail
 from castbench.cli.options import DbOption
 from castbench.defaults import DEFAULT_DB
-from castbench.publish.archive import (
+from castbench.publish.archive import import_run
+from castbench.publish.verify import verify_run
+from castbench.store import ResultsStore
+from castbench.store.export import (
     EXPORT_SUFFIX,
     ArchiveError,
     ExportedRun,
     export_run,
-    import_run,
     is_export,
+    load_format,
     read_export,
+    reader_for,
     write_export,
 )
-from castbench.publish.verify import verify_run
-from castbench.store import ResultsStore
 
 console = Console()
 
 
-def _write_inspect(exported: ExportedRun, target: Path) -> int:
-    from castbench.publish.inspect_log import write_inspect_log  # inspect-ai: only when asked for
-
-    return write_inspect_log(exported, target)
-
-
-def _write_tau2(exported: ExportedRun, target: Path) -> int:
-    from castbench_tau2.results import write_tau2_results  # the τ² packs' extra: only when asked for
-
-    return write_tau2_results(exported, target)
-
-
-_FORMATS = {
-    "castbench": (EXPORT_SUFFIX, write_export),
-    "inspect": (".eval", _write_inspect),
-    "tau2": (".json", _write_tau2),
-}
-"""Export formats: the default file suffix and the writer of each."""
+def _registered(name: str) -> tuple[str, Callable[[ExportedRun, Path], int]]:
+    """A format registered under `castbench.formats`: its default suffix and writer."""
+    run_format = load_format(name)
+    return run_format.suffix, run_format.write
 
 
 def export_command(
@@ -66,12 +55,11 @@ def export_command(
         ),
     ] = "castbench",
 ) -> None:
-    """Write a run (config, meta and every trial record) as one compressed, portable file, or
-    as an Inspect AI eval log (`--format inspect`: one sample per trial, docs/inspect.md)."""
-    if format not in _FORMATS:
-        fail(f"unknown --format '{format}': one of {', '.join(_FORMATS)}")
-    suffix, writer = _FORMATS[format]
+    """Write a run (config, meta and every trial record) as one compressed, portable file, or in
+    a registered format: an Inspect AI eval log (`--format inspect`, docs/inspect.md) or τ²-bench's
+    Results JSON (`--format tau2`)."""
     try:
+        suffix, writer = (EXPORT_SUFFIX, write_export) if format == "castbench" else _registered(format)
         exported = export_run(ResultsStore(db), run)
         target = out or Path("results") / f"{exported.run_id}{suffix}"
         size = writer(exported, target)
@@ -87,14 +75,6 @@ VerifyOption = Annotated[
     bool,
     typer.Option(help="Re-execute and re-grade every trial first; refuse the run if any differs."),
 ]
-
-
-def _tau2_results(file: Path) -> ExportedRun:
-    """A τ²-bench `Results` JSON (a run of τ²'s own harness), re-played and re-graded as a castbench
-    run of the matching tau2-* pack (extra [tau2])."""
-    from castbench_tau2.importer import read_tau2_results
-
-    return read_tau2_results(file)
 
 
 def import_command(
@@ -116,7 +96,10 @@ def import_command(
     """Load an exported run into a database, after verifying it; importing it again adds nothing.
     The run is recorded as submitted from FILE (never as run here, whatever the file says)."""
     try:
-        exported = _tau2_results(file) if file.suffix == ".json" else read_export(file)
+        reader = read_export if is_export(file) else reader_for(file)
+        if reader is None:
+            fail(f"{file}: not an exported run (*{EXPORT_SUFFIX}) nor a file of a registered format")
+        exported = reader(file)
         outcome = import_run(ResultsStore(db), exported, verify=verify, source=file.name, force=force)
     except ArchiveError as exc:
         fail(exc)

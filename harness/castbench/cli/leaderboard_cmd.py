@@ -10,10 +10,10 @@ from rich.console import Console
 from rich.markup import escape
 
 from castbench.cli.errors import fail
-from castbench.publish.archive import ExportedRun
 from castbench.publish.board import BoardError, Entry, board_path, load_board
 from castbench.publish.build import build_board
 from castbench.publish.rerun import rerun_entries
+from castbench.store.export import ExportedRun
 
 leaderboard_app = typer.Typer(help="Leaderboards built from exported runs.", no_args_is_help=True)
 console = Console()

@@ -85,7 +85,7 @@ def _profile(
 
 
 def _label(config: dict[str, Any]) -> str:
-    from castbench.runner.perturbations import Perturbations
+    from castbench.records.perturbations import Perturbations
 
     return Perturbations.model_validate(config.get("perturbations") or {}).label()
 

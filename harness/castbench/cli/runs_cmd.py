@@ -13,11 +13,11 @@ from rich.table import Table
 from castbench.cli.errors import fail
 from castbench.cli.options import DbOption
 from castbench.defaults import DEFAULT_DB
+from castbench.records.config import RunConfig
+from castbench.records.provenance import Provenance, provenance
+from castbench.records.trial import TrialRecord
 from castbench.report import print_summary, print_trial, summarize_run
 from castbench.report.provenance import print_provenance
-from castbench.runner.config import RunConfig
-from castbench.runner.provenance import Provenance, provenance
-from castbench.runner.records import TrialRecord
 from castbench.store import ResultsStore
 from castbench.store.leases import workers
 

@@ -11,8 +11,8 @@ from rich.console import Console
 from castbench.cli.errors import fail
 from castbench.cli.options import DbOption
 from castbench.defaults import DEFAULT_DB
-from castbench.publish.archive import ArchiveError, is_export, read_export
 from castbench.store import ResultsStore, StoreError
+from castbench.store.export import ArchiveError, is_export, read_export
 from castbench.viewer import page_server, render_run_page
 
 console = Console()

@@ -16,8 +16,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from castbench.records.config import RunConfig
 from castbench.report import RunSummary
-from castbench.runner.config import RunConfig
 
 __all__ = [
     "comparability_number",

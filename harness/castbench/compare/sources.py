@@ -10,9 +10,9 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from castbench.publish.archive import ArchiveError, is_export, read_export
 from castbench.report import RunSummary, summarize_run
 from castbench.store import ResultsStore, StoreError
+from castbench.store.export import ArchiveError, is_export, read_export
 
 __all__ = ["SourceError", "describe", "load_summary"]
 

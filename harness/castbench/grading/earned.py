@@ -30,7 +30,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from castbench.agents.conversation import AgentTurn, Event, ReplyAction, ToolCallAction, ToolResultTurn
+from castbench.conversation import AgentTurn, Event, ReplyAction, ToolCallAction, ToolResultTurn
 from castbench.domain.task import EarnedSpec, Lookup, Mention, Rival, ToolCall
 from castbench.grading.outputs import Said, missing_outputs
 

@@ -21,7 +21,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from castbench.agents.conversation import Event
+from castbench.conversation import Event
 from castbench.domain import Database, Task
 from castbench.grading.earned import check_earned
 from castbench.grading.outputs import GradingMode, claims_success, missing_outputs

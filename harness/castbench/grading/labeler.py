@@ -13,7 +13,7 @@ The rules critic decides from the visible conversation with heuristics of its ow
 must list every id of the call, every id-like token must have been seen, rules on what tool
 results showed); where those heuristics and this truth disagree the critic gets a false flag or a
 miss, as any other critic would. The only things both read are the domain's tool schemas and rule
-constants, and the neutral phrasebook of `agents/scripted/dialogue.py` for what counts as a yes.
+constants, and the neutral phrasebook of `dialogue.py` for what counts as a yes.
 
 Decision order for a tool call:
 1. unknown tool -> wrong_tool; arguments the schema rejects -> hallucination (wrong_tool if the
@@ -37,9 +37,11 @@ import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import Any, Literal
 
-from castbench.agents.conversation import (
+from pydantic import BaseModel
+
+from castbench.conversation import (
     Action,
     AgentTurn,
     Event,
@@ -49,14 +51,23 @@ from castbench.agents.conversation import (
     ToolResultTurn,
     UserTurn,
 )
-from castbench.agents.scripted.dialogue import is_affirmative
+from castbench.dialogue import is_affirmative
 from castbench.domain import Database, Domain, Task, ToolCall, ToolError
 from castbench.domain.database import SEQUENCES_TABLE
 from castbench.domain.leaves import scalars
 from castbench.grading.outputs import Said, missing_outputs
-from castbench.runner.records import ActionLabel
 
-__all__ = ["label_action"]
+__all__ = ["ActionLabel", "label_action"]
+
+
+class ActionLabel(BaseModel):
+    """The privileged labeler's truth about one proposed action (filled after the trial)."""
+
+    label: Literal["valid", "invalid", "unknown"]
+    failure_type: Literal["hallucination", "domain_violation", "wrong_tool", "malformed", "none"] = "none"
+    """`malformed`: no usable action at all (a format failure, kept apart from the critic's
+    failure types, so unusable output never inflates hallucination detection)."""
+    reason: str = ""
 
 
 def _invalid(failure_type: str, reason: str) -> ActionLabel:

@@ -17,9 +17,9 @@ from itertools import combinations
 
 from pydantic import BaseModel, Field
 
-from castbench.agents.conversation import ReplyAction, ToolCallAction, canonical_action
+from castbench.conversation import ReplyAction, ToolCallAction, canonical_action
 from castbench.metrics.passk import pass_hat_k
-from castbench.runner.records import TrialRecord, policy_breaks
+from castbench.records.trial import TrialRecord, policy_breaks
 
 __all__ = [
     "Consistency",

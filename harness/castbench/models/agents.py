@@ -14,9 +14,9 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from castbench.agents.conversation import Action, MalformedAction, Usage, Verdict
 from castbench.agents.protocols import UserReply
 from castbench.agents.views import Briefing, CriticView, PolicyView, UserBriefing
+from castbench.conversation import Action, MalformedAction, Usage, Verdict
 from castbench.domain import ToolCall
 from castbench.models.client import Completion, ModelClient, TrialKey
 from castbench.models.parse import action_from_text, action_from_tool_calls, verdict_from_text

@@ -27,7 +27,18 @@ import httpx
 
 from castbench.errors import ServerDown
 
-__all__ = ["THRESHOLD", "ServerDown", "check_server", "counted", "guard", "is_connection_failure", "record"]
+__all__ = [
+    "SERVICE_HINT",
+    "SERVICE_LABEL",
+    "THRESHOLD",
+    "ServerDown",
+    "check_server",
+    "check_service",
+    "counted",
+    "guard",
+    "is_connection_failure",
+    "record",
+]
 
 T = TypeVar("T")
 
@@ -136,3 +147,13 @@ def check_server(
             raise ServerDown(message) from exc
     with _lock:
         _states.pop(api_base, None)
+
+
+SERVICE_LABEL = "agent service"
+SERVICE_HINT = "start it (or fix the URL), then re-run the same command to resume"
+
+
+def check_service(url: str, role: str) -> None:
+    """One request to an agent service before the run's first trial (any HTTP answer means it is
+    there): `ServerDown`, one line, when nothing answers, instead of a run of unscored trials."""
+    check_server(url.rstrip("/"), role, label=SERVICE_LABEL, path="/", hint=SERVICE_HINT)

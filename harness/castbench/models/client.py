@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from castbench.agents.conversation import Usage
+from castbench.conversation import Usage
 from castbench.models import breaker, compat
 from castbench.models.cache import ResponseCache, cache_key
 from castbench.models.limits import slot

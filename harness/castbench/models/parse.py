@@ -16,7 +16,7 @@ import json
 import re
 from typing import Any, Literal
 
-from castbench.agents.conversation import Action, MalformedAction, ReplyAction, ToolCallAction, Verdict
+from castbench.conversation import Action, MalformedAction, ReplyAction, ToolCallAction, Verdict
 from castbench.models.client import RawToolCall
 from castbench.models.render import REPLY
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from castbench.agents.conversation import Action, Event
 from castbench.agents.views import Briefing, UserBriefing
+from castbench.conversation import Action, Event
 from castbench.models.render import REPLY, describe_action, tool_manual, transcript
 
 __all__ = [

@@ -16,7 +16,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from castbench.agents.conversation import (
+from castbench.agents.views import Briefing
+from castbench.conversation import (
     Action,
     AgentTurn,
     CritiqueTurn,
@@ -28,7 +29,6 @@ from castbench.agents.conversation import (
     UserTurn,
     Verdict,
 )
-from castbench.agents.views import Briefing
 
 __all__ = [
     "REPLY",

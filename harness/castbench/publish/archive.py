@@ -1,63 +1,21 @@
-"""Exported runs: one portable, compressed file per run (`NAME.castbench.json.gz`).
-
-An export holds the run row, its config and meta, and every trial record: everything the store
-knows about the run, so a leaderboard, a gate or a viewer can be rebuilt from the file alone and
-the run can be imported into another database. The bytes depend only on the run's content
-(sorted keys, gzip with no timestamp or file name), so re-exporting an unchanged run changes
-nothing in git. Durations are kept to the microsecond: the clock's digits beyond that are
-noise, and they made up a third of a compressed export.
-"""
+"""Importing an exported run (`castbench import`): verified before it is stored, refused when a
+check fails, marked when it is clairvoyant and forced in. The file format is `castbench.store.export`."""
 
 from __future__ import annotations
 
-import gzip
 import json
-from datetime import datetime
-from pathlib import Path
-from typing import Any, Final, Literal
+from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 from sqlmodel import Session, select
 
 from castbench.publish.verify import verify_run
-from castbench.runner.config import RunConfig
-from castbench.runner.provenance import RunOrigin
-from castbench.runner.records import TrialRecord
-from castbench.store import ResultsStore, StoreError
+from castbench.records.provenance import RunOrigin
+from castbench.store import ResultsStore
+from castbench.store.export import ArchiveError, ExportedRun
 from castbench.store.tables import RunRow, TrialRow
 
-__all__ = [
-    "EXPORT_SUFFIX",
-    "ArchiveError",
-    "ExportedRun",
-    "ImportOutcome",
-    "export_run",
-    "import_run",
-    "is_export",
-    "read_export",
-    "write_export",
-]
-
-EXPORT_SUFFIX = ".castbench.json.gz"
-FORMAT: Final = "castbench-run"
-_DURATION_FIELDS = frozenset({"duration_s", "policy_s", "critic_s", "user_s", "total_s", "latency_s"})
-
-
-class ArchiveError(ValueError):
-    """An export that cannot be read or imported; names the file and the reason."""
-
-
-class ExportedRun(BaseModel):
-    format: Literal["castbench-run"] = FORMAT
-    format_version: Literal[1] = 1
-    run_id: str
-    created: datetime
-    status: str
-    config_hash: str
-    config: RunConfig
-    meta: dict[str, Any]
-    trials: list[TrialRecord]
-
+__all__ = ["ImportOutcome", "import_run"]
 
 class ImportOutcome(BaseModel):
     run_id: str
@@ -68,75 +26,6 @@ class ImportOutcome(BaseModel):
     """The clairvoyant trials of a run imported with `force` (marked in its meta)."""
     clairvoyant_allowed: int = 0
     """Clairvoyant trials of a run whose agents declared privilege (they read the task): counted."""
-
-
-def is_export(path: Path) -> bool:
-    return path.name.endswith(".json.gz")
-
-
-def export_run(store: ResultsStore, ref: str) -> ExportedRun:
-    try:
-        row = store.run(ref)
-    except StoreError as exc:
-        raise ArchiveError(str(exc)) from exc
-    return ExportedRun(
-        run_id=row.id,
-        created=row.created,
-        status=row.status,
-        config_hash=row.config_hash,
-        config=RunConfig.model_validate_json(row.config_json),
-        meta=json.loads(row.meta_json),
-        trials=store.trials(row.id),
-    )
-
-
-def write_export(exported: ExportedRun, path: Path) -> int:
-    """Write `exported` to `path`; returns the file's size in bytes."""
-    data = exported.model_dump(mode="json", exclude={"trials"})
-    # the config as it was written (by an older castbench, without later fields): its hash holds
-    data["config"] = exported.config.model_dump(mode="json", exclude_unset=True)
-    # records in Python's types: json escapes what Pydantic's JSON mode would change (a lone
-    # surrogate in a key, NaN), so an agent's output reads back as it was (`castbench.lossless`)
-    data["trials"] = [record.model_dump(mode="python") for record in exported.trials]
-    # keys in the order written (no sorting): tool arguments as the agent gave them, the
-    # conversation as it saw it; the order is still deterministic (model fields, agents' dicts)
-    text = json.dumps(_round_durations(data), separators=(",", ":"))
-    packed = gzip.compress(text.encode(), compresslevel=9, mtime=0)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(packed)
-    return len(packed)
-
-
-def _round_durations(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {
-            key: round(item, 6)
-            if key in _DURATION_FIELDS and isinstance(item, float)
-            else _round_durations(item)
-            for key, item in value.items()
-        }
-    if isinstance(value, list):
-        return [_round_durations(item) for item in value]
-    return value
-
-
-def read_export(path: Path) -> ExportedRun:
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise ArchiveError(f"cannot read exported run {path}: {exc.strerror}") from exc
-    try:
-        raw = json.loads(gzip.decompress(data))
-    except (OSError, ValueError, EOFError) as exc:
-        raise ArchiveError(f"{path} is not a gzip-compressed castbench export: {exc}") from exc
-    if not isinstance(raw, dict) or raw.get("format") != FORMAT:
-        raise ArchiveError(f'{path} is not a castbench export (no "format": "{FORMAT}")')
-    try:
-        return ExportedRun.model_validate(raw)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(part) for part in first["loc"])
-        raise ArchiveError(f"{path}: {where}: {first['msg']}") from exc
 
 
 def import_run(

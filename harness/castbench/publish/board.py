@@ -56,8 +56,7 @@ from pydantic import (
 
 from castbench.compare.metric import parse_metric
 from castbench.grading import GradingMode
-from castbench.publish.archive import EXPORT_SUFFIX
-from castbench.runner.perturbations import (
+from castbench.records.perturbations import (
     ENV_KINDS,
     FAULT_KINDS,
     USER_KINDS,
@@ -65,6 +64,7 @@ from castbench.runner.perturbations import (
     parse_kinds,
     profile_conditions,
 )
+from castbench.store.export import EXPORT_SUFFIX
 
 __all__ = [
     "BoardError",

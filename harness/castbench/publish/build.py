@@ -21,13 +21,13 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from castbench.compare.comparability import setting_differences
-from castbench.publish.archive import EXPORT_SUFFIX, ArchiveError, ExportedRun, read_export
 from castbench.publish.board import BoardError, BoardSpec, Entry
 from castbench.publish.curve import curve_svg
 from castbench.publish.profile import profile_cells
 from castbench.publish.render import Board, Excluded, board_csv, board_html, board_json, board_markdown
 from castbench.publish.rows import BoardRow, entry_row, rank_rows
 from castbench.publish.verify import verify_run
+from castbench.store.export import EXPORT_SUFFIX, ArchiveError, ExportedRun, read_export
 from castbench.viewer import render_run_page
 
 __all__ = ["build_board", "collect_rows"]

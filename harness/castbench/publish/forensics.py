@@ -35,9 +35,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from castbench.agents.conversation import ToolCallAction, ToolResultTurn, UserTurn
+from castbench.conversation import ToolCallAction, ToolResultTurn, UserTurn
 from castbench.domain import Domain
-from castbench.runner.records import TrialRecord
+from castbench.records.trial import TrialRecord
 
 __all__ = ["ClairvoyantTrial", "ForensicsReport", "examine_run", "examine_trial", "identifier_index"]
 

@@ -27,7 +27,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from castbench.agents.conversation import (
+from castbench.conversation import (
     MalformedAction,
     ReplyAction,
     ToolCallAction,
@@ -36,15 +36,15 @@ from castbench.agents.conversation import (
     UserTurn,
     Verdict,
 )
-from castbench.publish.archive import ArchiveError, ExportedRun
+from castbench.records.trial import StepRecord, TrialRecord
 from castbench.report.summary import RunSummary, summarize_run
-from castbench.runner.records import StepRecord, TrialRecord
+from castbench.store.export import ArchiveError, ExportedRun, RunFormat
 
 if TYPE_CHECKING:
     from inspect_ai.log import EvalLog, EvalSample
     from inspect_ai.model import ChatMessage, ModelUsage
 
-__all__ = ["INSPECT_SUFFIXES", "inspect_log", "trial_scores", "write_inspect_log"]
+__all__ = ["INSPECT", "INSPECT_SUFFIXES", "inspect_log", "trial_scores", "write_inspect_log"]
 
 INSPECT_SUFFIXES = (".eval", ".json")
 """Inspect's two log formats, chosen by the file's suffix as Inspect does."""
@@ -345,3 +345,7 @@ def write_inspect_log(exported: ExportedRun, target: Path) -> int:
     target.parent.mkdir(parents=True, exist_ok=True)
     log.write_eval_log(inspect_log(exported), str(target))
     return target.stat().st_size
+
+
+INSPECT = RunFormat(".eval", write_inspect_log)
+"""`castbench export --format inspect` (entry point `castbench.formats`; extra [bridges])."""

@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel
 
 from castbench.metrics.profile import Condition, ReliabilityProfile, reliability_profile
-from castbench.publish.archive import ExportedRun
 from castbench.publish.board import BoardSpec, Entry
-from castbench.runner.records import TrialRecord
+from castbench.records.trial import TrialRecord
+from castbench.store.export import ExportedRun
 
 if TYPE_CHECKING:
     from castbench.publish.rows import BoardRow

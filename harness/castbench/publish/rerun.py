@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from castbench.api import evaluate
-from castbench.publish.archive import ExportedRun, export_run, read_export, write_export
 from castbench.publish.board import BoardError, BoardSpec, Entry
 from castbench.publish.profile import write_entry_profile
 from castbench.store import ResultsStore
+from castbench.store.export import ExportedRun, export_run, read_export, write_export
 
 __all__ = ["rerun_entries"]
 

@@ -14,12 +14,12 @@ from pydantic import BaseModel, Field
 from castbench.compare.comparability import comparability_number
 from castbench.compare.metric import parse_metric
 from castbench.metrics import TaskOutcome, summarize_counts
-from castbench.publish.archive import ExportedRun
 from castbench.publish.board import BoardError, BoardSpec, Entry, slug
 from castbench.publish.profile import ProfileCells
+from castbench.records.config import RunConfig
+from castbench.records.provenance import AgentPlacement, placement_problems, provenance
 from castbench.report import DomainReport, RunSummary, summarize_run
-from castbench.runner.config import RunConfig
-from castbench.runner.provenance import AgentPlacement, placement_problems, provenance
+from castbench.store.export import ExportedRun
 
 __all__ = ["BoardRow", "Cell", "eligibility_problems", "entry_row", "rank_rows"]
 
@@ -49,7 +49,7 @@ class BoardRow(BaseModel):
     source: str = ""
     """The export the row's figures come from (relative to the board's folder)."""
     agents: dict[str, AgentPlacement] = Field(default_factory=dict)
-    """Role -> where its agent ran (`castbench.runner.provenance`; derived from the specs for an
+    """Role -> where its agent ran (`castbench.records.provenance`; derived from the specs for an
     export stored before placements were recorded)."""
     tasks: int
     trials: int

@@ -32,9 +32,9 @@ from pydantic import BaseModel, Field
 from castbench.agents.registry import builtin_agents
 from castbench.domain import Database, Domain, DomainDataError, Task, load_domain
 from castbench.publish.forensics import ForensicsReport, examine_run
-from castbench.runner.config import RunConfig
-from castbench.runner.provenance import placement_problems
-from castbench.runner.records import TrialRecord
+from castbench.records.config import RunConfig
+from castbench.records.provenance import placement_problems
+from castbench.records.trial import TrialRecord
 from castbench.runner.replay import replay_trial
 
 __all__ = ["TrialMismatch", "VerifyReport", "verify_run"]

@@ -21,7 +21,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, computed_field
 
-from castbench.agents.conversation import Usage, canonical_action
+from castbench.conversation import Usage, canonical_action
 from castbench.metrics import (
     CriticMetrics,
     CriticRecord,
@@ -34,7 +34,7 @@ from castbench.metrics import (
     resistance_rate,
 )
 from castbench.metrics.critic import FAILURE_TYPES, critic_intervals
-from castbench.runner.records import StepRecord, TrialRecord
+from castbench.records.trial import StepRecord, TrialRecord
 
 __all__ = ["CriticReport", "FlagReactions", "critic_report", "paired_effect"]
 

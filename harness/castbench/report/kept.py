@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import castbench
 from castbench.domain import load_domain
-from castbench.runner.config import RunConfig
+from castbench.records.config import RunConfig
 from castbench.store import ResultsStore
 
 if TYPE_CHECKING:

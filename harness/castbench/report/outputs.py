@@ -17,8 +17,8 @@ from collections.abc import Iterable
 
 from pydantic import BaseModel
 
-from castbench.agents.conversation import MalformedAction, Usage
-from castbench.runner.records import TrialRecord
+from castbench.conversation import MalformedAction, Usage
+from castbench.records.trial import TrialRecord
 
 __all__ = ["OutputCounts", "output_counts"]
 

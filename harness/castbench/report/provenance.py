@@ -7,7 +7,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.markup import escape
 
-from castbench.runner.provenance import Provenance
+from castbench.records.provenance import Provenance
 
 __all__ = ["print_provenance", "provenance_lines"]
 

@@ -18,15 +18,15 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, model_validator
 
-from castbench.agents.conversation import Usage
 from castbench.attribution.shares import AttributionShares, attribution_shares
+from castbench.conversation import Usage
 from castbench.metrics import ReliabilitySummary, TaskOutcome, summarize_counts
+from castbench.records.config import RunConfig
+from castbench.records.provenance import Provenance
+from castbench.records.trial import TrialRecord
 from castbench.report.critic_report import CriticReport, critic_report, paired_effect
 from castbench.report.floors import ReferenceFloors
 from castbench.report.outputs import OutputCounts, output_counts
-from castbench.runner.config import RunConfig
-from castbench.runner.provenance import Provenance
-from castbench.runner.records import TrialRecord
 
 __all__ = ["DomainReport", "Headline", "RunStatus", "RunSummary", "pair_with_baseline", "summarize_run"]
 
@@ -103,7 +103,7 @@ class RunSummary(BaseModel):
     floors: ReferenceFloors | None = None
     """What refusing scores on the same tasks (`castbench.report.floors`); `castbench eval` adds it."""
     provenance: Provenance | None = None
-    """Where the run came from and where each role's agent ran (`castbench.runner.provenance`);
+    """Where the run came from and where each role's agent ran (`castbench.records.provenance`);
     `castbench eval` adds it."""
 
     @model_validator(mode="after")

@@ -13,10 +13,10 @@ from castbench.attribution import attribute
 from castbench.attribution.shares import AttributionShares
 from castbench.metrics import ReliabilitySummary
 from castbench.metrics.passk import reported_ks
+from castbench.records.trial import TrialRecord
 from castbench.report.critic_report import CriticReport
 from castbench.report.outputs import OutputCounts
 from castbench.report.summary import DomainReport, RunSummary
-from castbench.runner.records import TrialRecord
 
 __all__ = ["critic_table", "print_summary", "print_trial", "reliability_table"]
 

@@ -17,13 +17,13 @@ from sqlalchemy.exc import SQLAlchemyError
 from castbench import lossless
 from castbench.defaults import DEFAULT_LEASE_S
 from castbench.errors import RunInterrupted
+from castbench.records.config import RunConfig
+from castbench.records.trial import TrialRecord
 from castbench.runner.collector import tuned_for_a_run
-from castbench.runner.config import RunConfig
 from castbench.runner.deadline import Cancelled, Halt, TimeLimits
 from castbench.runner.executors import Executor
 from castbench.runner.executors.local import LocalExecutor, second_interrupt_exits
 from castbench.runner.plan import TrialJob, plan_trials, planned_trials
-from castbench.runner.records import TrialRecord
 from castbench.runner.rollout import AgentSet
 from castbench.runner.shared import SharedPlan
 from castbench.runner.work import TrialWork

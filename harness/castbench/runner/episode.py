@@ -37,11 +37,13 @@ import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Literal, NamedTuple
+from typing import Any, NamedTuple
 
-from pydantic import BaseModel, Field
-
-from castbench.agents.conversation import (
+from castbench.agents.protocols import UserReply, output_problem
+from castbench.agents.registry import AgentSpec
+from castbench.agents.transports import Transport, connect
+from castbench.agents.views import Briefing, CriticView, PolicyView, briefing_for, user_briefing_for
+from castbench.conversation import (
     Action,
     AgentTurn,
     CritiqueTurn,
@@ -54,18 +56,15 @@ from castbench.agents.conversation import (
     UserTurn,
     Verdict,
 )
-from castbench.agents.protocols import UserReply, output_problem
-from castbench.agents.registry import AgentSpec
-from castbench.agents.transports import Transport, connect
-from castbench.agents.views import Briefing, CriticView, PolicyView, briefing_for, user_briefing_for
 from castbench.domain import Database, Domain, Task, ToolCrash
 from castbench.errors import AgentError, AgentTimeout, FatalInfrastructureError, InfrastructureError
 from castbench.grading import GradingMode, grade_trial
 from castbench.grading.labeler import label_action
 from castbench.models import loop
-from castbench.runner.deadline import AgentThread, Cancelled, Halt, TimeLimits
-from castbench.runner.perturbations import Perturbations
-from castbench.runner.records import (
+from castbench.models.settings import awaits_on_loop
+from castbench.records.config import Limits, Verification
+from castbench.records.perturbations import Perturbations
+from castbench.records.trial import (
     CLEAN_ENDS,
     UNFINISHED_ENDS,
     EndReason,
@@ -75,25 +74,12 @@ from castbench.runner.records import (
     TrialRecord,
     policy_breaks,
 )
+from castbench.runner.deadline import AgentThread, Cancelled, Halt, TimeLimits
 
 __all__ = ["AgentSet", "Episode", "EpisodeOver", "Limits", "StepOutcome", "Verification"]
 
 _clock = time.perf_counter
 _ACTIONS = (ToolCallAction, ReplyAction, MalformedAction)
-
-
-class Limits(BaseModel):
-    max_steps: int = Field(40, ge=1, description="agent actions per trial")
-
-
-class Verification(BaseModel):
-    """How a critic sits in the loop."""
-
-    rounds: int = Field(3, ge=1, le=10, description="critic verdicts per step at most")
-    on_exhausted: Literal["execute", "block"] = "execute"
-    """What happens to a proposal still rejected in the last round."""
-    scope: Literal["tool_calls", "writes", "all"] = "tool_calls"
-    """Which actions are verified: every tool call, write calls only, or replies too."""
 
 
 @dataclass(frozen=True)
@@ -172,7 +158,7 @@ class Episode:
         self._never_blocking = frozenset(
             role for role, spec in roles if spec is not None and spec.kind == "builtin"
         )
-        self._awaiting = frozenset(role for role, spec in roles if spec is not None and spec.on_loop)
+        self._awaiting = frozenset(role for role, spec in roles if spec is not None and awaits_on_loop(spec))
         self.trial_index, self.seed, self.expected = trial_index, seed, expected
         self.limits = limits or Limits()
         self.verification = verification or Verification()

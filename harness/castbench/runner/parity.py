@@ -19,13 +19,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from castbench.agents.conversation import Action, ReplyAction, ToolCallAction, ToolResultTurn
 from castbench.agents.protocols import UserReply
 from castbench.agents.registry import AgentSpec
-from castbench.agents.scripted.dialogue import ANYTHING_ELSE, asks_anything_else
 from castbench.agents.views import PolicyView, UserBriefing
+from castbench.conversation import Action, ReplyAction, ToolCallAction, ToolResultTurn
+from castbench.dialogue import ANYTHING_ELSE, asks_anything_else
 from castbench.domain import Database, Domain, Task
-from castbench.runner.records import TrialRecord
+from castbench.records.trial import TrialRecord
 from castbench.runner.rollout import AgentSet, Limits, run_trial
 
 __all__ = [

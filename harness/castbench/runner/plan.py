@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from castbench.domain import Domain, Task, TaskFileError, load_domain
-from castbench.runner.config import RunConfig
+from castbench.records.config import RunConfig
 from castbench.runner.seeds import trial_seed
 
 __all__ = ["TrialJob", "plan_tasks", "plan_trials", "planned_trials", "select_tasks"]

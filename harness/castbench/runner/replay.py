@@ -16,7 +16,9 @@ import json
 from dataclasses import replace
 from typing import Any
 
-from castbench.agents.conversation import (
+from castbench.agents.registry import AgentSpecError, builtin_agents, resolve
+from castbench.agents.views import CriticView, briefing_for, user_briefing_for
+from castbench.conversation import (
     AgentTurn,
     Event,
     MalformedAction,
@@ -26,13 +28,11 @@ from castbench.agents.conversation import (
     UserTurn,
     Verdict,
 )
-from castbench.agents.registry import AgentSpecError, builtin_agents, resolve
-from castbench.agents.views import CriticView, briefing_for, user_briefing_for
 from castbench.domain import Database, Domain, Task
 from castbench.grading import Grade, GradingMode, PolicyBreak, grade_trial
 from castbench.grading.labeler import label_action
-from castbench.runner.perturbations import Perturbations
-from castbench.runner.records import CLEAN_ENDS, UNFINISHED_ENDS, ActionLabel, StepRecord, TrialRecord
+from castbench.records.perturbations import Perturbations
+from castbench.records.trial import CLEAN_ENDS, UNFINISHED_ENDS, ActionLabel, StepRecord, TrialRecord
 from castbench.runner.seeds import trial_seed
 
 __all__ = ["replay_trial"]

@@ -17,16 +17,33 @@ steps it too, so there is one rollout path.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
+from importlib.metadata import entry_points
 
+from castbench.agents.registry import AgentSpec
 from castbench.domain import Database, Domain, Task
 from castbench.grading import GradingMode
+from castbench.records.perturbations import Perturbations
+from castbench.records.trial import TrialRecord
 from castbench.runner.deadline import Halt, TimeLimits
 from castbench.runner.episode import AgentSet, Episode, Limits, Verification
-from castbench.runner.perturbations import Perturbations
-from castbench.runner.records import TrialRecord
 
 __all__ = ["AgentSet", "Limits", "TimeLimits", "Verification", "run_trial"]
+
+
+def episode_driver(kind: str) -> Callable[[Episode, AgentSpec], None]:
+    """The driver of a policy that is not called but calls in (an agent service): it steps the
+    episode with the actions that arrive. Transports register theirs under the entry-point group
+    `castbench.drivers` (the agent service's lives in `castbench.service`), so the runner depends
+    on no transport's code."""
+    found = entry_points(group="castbench.drivers", name=kind)
+    if not found:
+        raise RuntimeError(
+            f"no episode driver for '{kind}' agents is installed (entry points castbench.drivers)"
+        )
+    driver: Callable[[Episode, AgentSpec], None] = next(iter(found)).load()
+    return driver
 
 
 def run_trial(
@@ -69,9 +86,7 @@ def run_trial(
     )
     try:
         if service:
-            from castbench.service.agent_http import drive_service
-
-            drive_service(episode, policy)
+            episode_driver(policy.kind)(episode, policy)
         else:
             episode.reset()
             while not episode.done:

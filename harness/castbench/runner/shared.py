@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Generic, TypeVar
 
-from castbench.runner.records import TrialRecord
+from castbench.records.trial import TrialRecord
 from castbench.store import ResultsStore
 from castbench.store.leases import Leases, TrialKey
 

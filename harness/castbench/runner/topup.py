@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pydantic import ValidationError
 
-from castbench.runner.config import RunConfig
+from castbench.records.config import RunConfig
 from castbench.store import ResultsStore, last_written
 
 __all__ = ["TopUpError", "top_up"]

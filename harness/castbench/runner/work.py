@@ -13,13 +13,14 @@ import traceback
 from dataclasses import dataclass
 from typing import Literal
 
-from castbench.agents.conversation import Usage
+from castbench.conversation import Usage
 from castbench.domain import Database, Domain, Task
 from castbench.errors import FatalInfrastructureError
-from castbench.runner.config import RunConfig
+from castbench.models.settings import awaits_on_loop
+from castbench.records.config import RunConfig
+from castbench.records.trial import TrialRecord
 from castbench.runner.deadline import Cancelled, Halt, TimeLimits
 from castbench.runner.plan import TrialJob
-from castbench.runner.records import TrialRecord
 from castbench.runner.rollout import AgentSet, run_trial
 
 __all__ = ["ExpectedStates", "TrialWork", "failed_record", "run_job"]
@@ -100,7 +101,7 @@ class TrialWork:
         """Whether its trials may run on the model loop (`castbench.models.loop`): every agent
         is scripted or a model on the lean client, so nothing in a trial blocks."""
         agents = self.agents
-        return all(spec is None or spec.on_loop for spec in (agents.policy, agents.user, agents.critic))
+        return all(awaits_on_loop(spec) for spec in (agents.policy, agents.user, agents.critic))
 
     def run(self, job: TrialJob, expected: ExpectedStates, stop: Halt) -> TrialRecord:
         """Infrastructure errors restart the trial from scratch with the same seed. The record's

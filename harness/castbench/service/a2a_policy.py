@@ -122,12 +122,6 @@ def a2a_spec(role: Role, spec: str, url: str) -> AgentSpec:
     return AgentSpec(role, spec, base, None, params, False, "service", "a2a")
 
 
-def describe(spec: AgentSpec) -> str:
-    """`URL (A2A agent 'Name' 1.0.0)`: where provenance says the policy ran."""
-    card = spec.params.get("card") or {}
-    version = f" {card['version']}" if card.get("version") else ""
-    return f"{spec.name} (A2A agent '{card.get('name', '?')}'{version})"
-
 
 def _opening_text(briefing: dict[str, Any], mcp_url: str, opening: str) -> str:
     """The first message in words, for an agent that reads only text."""

@@ -30,19 +30,18 @@ from typing import Any
 
 import httpx
 
-from castbench.agents.conversation import CritiqueTurn, ReplyAction, UserTurn
 from castbench.agents.registry import AgentSpec
 from castbench.agents.transports.wire import briefing_to_wire
-from castbench.models.breaker import check_server, counted, is_connection_failure
+from castbench.conversation import CritiqueTurn, ReplyAction, UserTurn
+from castbench.models.breaker import SERVICE_HINT, SERVICE_LABEL, counted, is_connection_failure
 from castbench.runner.episode import Episode, EpisodeOver
 from castbench.service.mcp_host import McpHost
 from castbench.service.mcp_trial import McpTrial, critique_text, verdict_json
 
-__all__ = ["PROTOCOL", "check_service", "drive_service", "shared_host"]
+__all__ = ["PROTOCOL", "drive_service", "shared_host"]
 
 PROTOCOL = "castbench-agent/1"
-_LABEL = "agent service"
-_RESUME = "start it (or fix the URL), then re-run the same command to resume"
+_LABEL, _RESUME = SERVICE_LABEL, SERVICE_HINT
 _DROPPED = (httpx.ReadError, httpx.WriteError, httpx.RemoteProtocolError, httpx.CloseError)
 """A connection the service closed mid-request: it went down (or crashed) under the trial."""
 
@@ -147,11 +146,6 @@ class _Session:
         with suppress(httpx.HTTPError):  # the trial is over either way
             self.client.delete(f"{self.base}/sessions/{self.id}", timeout=5.0)
 
-
-def check_service(spec: AgentSpec) -> None:
-    """One request to the service before the run's first trial (any HTTP answer means it is
-    there): `ServerDown`, one line, when nothing answers, instead of a run of unscored trials."""
-    check_server(spec.name.rstrip("/"), spec.role, label=_LABEL, path="/", hint=_RESUME)
 
 
 def _session(episode: Episode, spec: AgentSpec) -> _Session:

@@ -21,7 +21,7 @@ from typing import Any
 import anyio
 import mcp_types as types
 
-from castbench.agents.conversation import CritiqueTurn, ReplyAction, ToolCallAction, UserTurn, Verdict
+from castbench.conversation import CritiqueTurn, ReplyAction, ToolCallAction, UserTurn, Verdict
 from castbench.runner.episode import Episode, StepOutcome
 
 __all__ = ["RESPOND_TOOL", "McpTrial", "critique_text", "verdict_json"]

@@ -19,9 +19,9 @@ from openenv.core.env_server import Environment as OpenEnvEnvironment
 from openenv.core.env_server.types import State
 from pydantic import Field
 
-from castbench.agents.conversation import CritiqueTurn, ReplyAction, ToolCallAction
 from castbench.agents.transports.wire import EVENTS
 from castbench.agents.views import PolicyView
+from castbench.conversation import CritiqueTurn, ReplyAction, ToolCallAction
 from castbench.environment import Environment
 
 __all__ = ["CastbenchAction", "CastbenchObservation", "CastbenchOpenEnv", "app", "create_app"]

@@ -24,8 +24,8 @@ from sqlmodel import Session, SQLModel, col, create_engine, select
 
 from castbench import lossless
 from castbench.defaults import DEFAULT_DB
-from castbench.runner.config import RunConfig
-from castbench.runner.records import TrialRecord
+from castbench.records.config import RunConfig
+from castbench.records.trial import TrialRecord
 from castbench.store.connect import db_url, plain_db_errors
 from castbench.store.tables import CacheRow, RunLease, RunRow, TrialRow
 

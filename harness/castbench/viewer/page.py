@@ -17,9 +17,9 @@ from typing import Any
 import jinja2
 
 from castbench.metrics.passk import reported_ks
+from castbench.records.config import RunConfig
+from castbench.records.trial import TrialRecord
 from castbench.report import RunSummary, summarize_run
-from castbench.runner.config import RunConfig
-from castbench.runner.records import TrialRecord
 from castbench.viewer.payload import encode_trials
 
 __all__ = ["render_run_page", "template_environment"]

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from castbench.attribution import attribute
-from castbench.runner.records import TrialRecord
+from castbench.records.trial import TrialRecord
 
 __all__ = ["encode_trials", "trial_payload"]
 

@@ -30,7 +30,8 @@ def test_builtins_resolve_with_typed_parameters() -> None:
         (
             "policy",
             "telepathy",
-            "unknown policy 'telepathy': not a built-in (oracle, scripted:lookup-refuse, scripted:lookup-spray, scripted:noisy",
+            "unknown policy 'telepathy': not a built-in (oracle, scripted:lookup-refuse, "
+            "scripted:lookup-spray, scripted:noisy",
         ),
         ("user", "robot", "unknown user 'robot'"),
         (

@@ -14,17 +14,17 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from castbench.agents.conversation import ReplyAction
 from castbench.agents.registry import resolve
 from castbench.api import evaluate
 from castbench.cli.app import app
+from castbench.conversation import ReplyAction
 from castbench.domain import load_domain
-from castbench.publish.archive import export_run
 from castbench.publish.board import load_board
 from castbench.publish.rows import eligibility_problems
 from castbench.report import summarize_run
 from castbench.runner.rollout import AgentSet, TimeLimits, run_trial
 from castbench.store import ResultsStore
+from castbench.store.export import export_run
 
 HOSTILE = "tests.core.agents.hostile_agents"
 

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from castbench.agents.conversation import ReplyAction
 from castbench.agents.registry import resolve
 from castbench.api import evaluate
+from castbench.conversation import ReplyAction
 from castbench.domain import load_domain
 from castbench.grading.outputs import missing_outputs
 from castbench.report import reliability_table

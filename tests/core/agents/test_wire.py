@@ -14,17 +14,6 @@ import json
 import pytest
 from pydantic import BaseModel, ValidationError
 
-from castbench.agents.conversation import (
-    AgentTurn,
-    CritiqueTurn,
-    MalformedAction,
-    ReplyAction,
-    ToolCallAction,
-    ToolResultTurn,
-    Usage,
-    UserTurn,
-    Verdict,
-)
 from castbench.agents.transports.wire import (
     ACTION,
     EVENTS,
@@ -39,6 +28,17 @@ from castbench.agents.transports.wire import (
     observation_to_wire,
 )
 from castbench.agents.views import Briefing, PrivilegedBriefing, UserBriefing
+from castbench.conversation import (
+    AgentTurn,
+    CritiqueTurn,
+    MalformedAction,
+    ReplyAction,
+    ToolCallAction,
+    ToolResultTurn,
+    Usage,
+    UserTurn,
+    Verdict,
+)
 from castbench.domain import Observation, ToolCall, UserScenario
 from castbench.domain.task import DeviceStep, Fact
 
@@ -109,7 +109,9 @@ def test_policy_briefing_round_trips_every_field() -> None:
     assert _non_default_fields(briefing) == {item.name for item in dataclasses.fields(Briefing)}
     again = briefing_from_wire(_across(briefing_to_wire(briefing)))
     assert again == briefing
-    assert set(AgentBriefingWire.model_fields) - {"kind"} == {item.name for item in dataclasses.fields(Briefing)}
+    assert set(AgentBriefingWire.model_fields) - {"kind"} == {
+        item.name for item in dataclasses.fields(Briefing)
+    }
 
 
 def test_user_briefing_round_trips_every_field() -> None:
@@ -120,7 +122,9 @@ def test_user_briefing_round_trips_every_field() -> None:
     assert _non_default_fields(briefing) == {item.name for item in dataclasses.fields(UserBriefing)}
     again = briefing_from_wire(_across(briefing_to_wire(briefing)), perform)
     assert again == briefing
-    assert set(UserBriefingWire.model_fields) - {"kind"} == {item.name for item in dataclasses.fields(UserBriefing)}
+    assert set(UserBriefingWire.model_fields) - {"kind"} == {
+        item.name for item in dataclasses.fields(UserBriefing)
+    }
     # no user-side tools: the worker gets no way to ask for one
     without = dataclasses.replace(briefing, perform=None)
     assert briefing_from_wire(_across(briefing_to_wire(without)), perform).perform is None
@@ -147,7 +151,9 @@ def _all_fields_set(model: BaseModel) -> None:
         value = getattr(model, name)
         if name in ("kind", "role"):  # the discriminators: one value per type
             continue
-        assert value != info.get_default(call_default_factory=True), f"{type(model).__name__}.{name} left default"
+        assert value != info.get_default(call_default_factory=True), (
+            f"{type(model).__name__}.{name} left default"
+        )
         if isinstance(value, BaseModel):
             _all_fields_set(value)
 
@@ -161,17 +167,31 @@ def test_every_event_and_action_round_trips_every_field() -> None:
         parse_error="trailing text",
         usage=USAGE,
     )
-    call = ToolCallAction(name="get_order", arguments={"id": "#W1", "n": [1, 2.5]}, text="checking", usage=USAGE)
+    call = ToolCallAction(
+        name="get_order", arguments={"id": "#W1", "n": [1, 2.5]}, text="checking", usage=USAGE
+    )
     events = [
         UserTurn(text="hello"),
         AgentTurn(action=call, call_id="c1"),
         ToolResultTurn(call_id="c1", name="get_order", content='{"status": "pending"}', error=True),
         AgentTurn(action=ReplyAction(text="Done.", usage=USAGE, confidence=0.75), call_id="c2"),
         AgentTurn(action=MalformedAction(raw="{oops", reason="not JSON", usage=USAGE), call_id="c3"),
-        CritiqueTurn(verdict=verdict, proposal=ToolCallAction(name="x", arguments="raw text", text="t", usage=USAGE)),
+        CritiqueTurn(
+            verdict=verdict, proposal=ToolCallAction(name="x", arguments="raw text", text="t", usage=USAGE)
+        ),
     ]
-    kinds = {type(event) for event in events} | {type(event.action) for event in events if isinstance(event, AgentTurn)}
-    assert kinds >= {UserTurn, AgentTurn, ToolResultTurn, CritiqueTurn, ToolCallAction, ReplyAction, MalformedAction}
+    kinds = {type(event) for event in events} | {
+        type(event.action) for event in events if isinstance(event, AgentTurn)
+    }
+    assert kinds >= {
+        UserTurn,
+        AgentTurn,
+        ToolResultTurn,
+        CritiqueTurn,
+        ToolCallAction,
+        ReplyAction,
+        MalformedAction,
+    }
     for event in events:
         _all_fields_set(event)
     wire = json.loads(json.dumps(EVENTS.dump_python(events, mode="json")))
@@ -185,8 +205,12 @@ def test_every_event_and_action_round_trips_every_field() -> None:
     [
         {"kind": "agent", "domain": "retail"},  # fields missing
         {"kind": "robot", "domain": "retail"},  # no such briefing
-        {**AgentBriefingWire(domain="d", policy="p", tools=[], write_tools=[], seed=1, trial_index=0).model_dump(),
-         "task": {"gold": []}},  # nothing beyond the public fields is accepted
+        {
+            **AgentBriefingWire(
+                domain="d", policy="p", tools=[], write_tools=[], seed=1, trial_index=0
+            ).model_dump(),
+            "task": {"gold": []},
+        },  # nothing beyond the public fields is accepted
     ],
 )
 def test_a_message_that_is_not_a_briefing_is_refused(message: dict) -> None:

@@ -13,6 +13,18 @@ import pytest
 
 import castbench_retail
 import castbench_telecom
+from castbench.authoring.generation import (
+    DraftBase,
+    GenerationError,
+    Generator,
+    confirm_answer,
+    customer_pools,
+    dump_state,
+    dump_tasks,
+    spoken_list,
+    write_generated,
+)
+from castbench.authoring.validate import validate_task
 from castbench.domain import (
     Database,
     DeviceStep,
@@ -25,19 +37,7 @@ from castbench.domain import (
     Toolkit,
     read_tool,
 )
-from castbench.domain.generation import (
-    DraftBase,
-    GenerationError,
-    Generator,
-    confirm_answer,
-    customer_pools,
-    dump_state,
-    dump_tasks,
-    spoken_list,
-    write_generated,
-)
 from castbench.domain.task import Rival, load_tasks
-from castbench.domain.validate import validate_task
 from castbench_retail.generate import GENERATOR as RETAIL
 
 

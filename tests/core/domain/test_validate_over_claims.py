@@ -4,10 +4,10 @@ oracle cannot make without naming a rival."""
 
 from __future__ import annotations
 
+from castbench.authoring.generation import mention
+from castbench.authoring.validate import validate_task
 from castbench.domain import Domain, Task, load_domain
-from castbench.domain.generation import mention
 from castbench.domain.task import Rival
-from castbench.domain.validate import validate_task
 
 
 def _first(domain: Domain, family: str) -> Task:

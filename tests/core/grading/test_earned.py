@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from castbench.agents.conversation import (
+from castbench.conversation import (
     AgentTurn,
     Event,
     ReplyAction,

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from castbench.agents.conversation import Event
 from castbench.api import build_config
+from castbench.conversation import Event
 from castbench.domain import load_domain
 from castbench.grading import labeler
 from castbench.runner import replay

@@ -3,8 +3,8 @@ false for the task fails the earned check, and the precise reply passes."""
 
 from __future__ import annotations
 
-from castbench.agents.conversation import AgentTurn, Event, ReplyAction, ToolCallAction, ToolResultTurn
-from castbench.domain.generation import mention
+from castbench.authoring.generation import mention
+from castbench.conversation import AgentTurn, Event, ReplyAction, ToolCallAction, ToolResultTurn
 from castbench.domain.task import EarnedSpec, Lookup, Rival, ToolCall
 from castbench.grading.earned import check_earned
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from castbench.api import build_config
+from castbench.records.trial import TrialRecord
 from castbench.runner.engine import run_eval
-from castbench.runner.records import TrialRecord
 from castbench.store import ResultsStore
 from tests.support import sqlite_url, without_durations
 

@@ -10,8 +10,8 @@ import pytest
 
 from castbench.api import evaluate
 from castbench.domain import load_domain
+from castbench.records.trial import TrialRecord
 from castbench.runner import episode
-from castbench.runner.records import TrialRecord
 from castbench.runner.rollout import Verification
 from castbench.store import ResultsStore
 from tests.support import invoke, sqlite_url

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from castbench.agents.conversation import CritiqueTurn, ToolCallAction
 from castbench.agents.scripted.refusers import LookupRefusePolicy
 from castbench.agents.views import Briefing, PrivilegedBriefing
 from castbench.api import evaluate
+from castbench.conversation import CritiqueTurn, ToolCallAction
 from castbench.environment import Environment, EpisodeOver
 from castbench.runner.episode import Verification
 from castbench.store import ResultsStore

@@ -13,8 +13,8 @@ import pytest
 
 from castbench.api import evaluate
 from castbench.domain import Domain, load_domain
+from castbench.records.trial import TrialRecord
 from castbench.report import RunSummary
-from castbench.runner.records import TrialRecord
 from castbench.store import ResultsStore
 from tests.metrics.reference import recompute
 from tests.support import DOMAINS, invoke, sqlite_url

@@ -26,10 +26,10 @@ def _tasks() -> str:
     return ",".join(task.id for task in load_domain("retail").tasks("test")[:6])
 
 
-def _eval(db: str, out: Path) -> tuple[RunSummary, str]:
+def _eval(db: str, out: Path, *more: str) -> tuple[RunSummary, str]:
     result = invoke(
         "eval", "--domain", "retail", "--tasks", _tasks(), "--trials", "2", "--policy", POLICY,
-        "--db", db, "--output", str(out), "--allow-incomplete",
+        "--db", db, "--output", str(out), "--allow-incomplete", *more,
     )  # fmt: skip
     assert result.exit_code == 0, result.output
     return RunSummary.model_validate_json(out.read_text()), result.output
@@ -51,14 +51,15 @@ def _poison_failing_trials(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_the_headline_of_a_poisoned_run_is_the_honest_figure(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    honest, _ = _eval(sqlite_url(tmp_path / "honest.db"), tmp_path / "honest.json")
+    db = sqlite_url(tmp_path / "runs.db")
+    honest, _ = _eval(db, tmp_path / "honest.json")
     assert honest.status == "complete" and honest.headline is not None
     assert honest.headline.basis == "all_trials_scored"
     assert honest.headline.pass_hat == honest.overall.pass_hat
 
-    _poison_failing_trials(monkeypatch)
+    _poison_failing_trials(monkeypatch)  # the floors, kept in the store by the honest run, stay honest
     out = tmp_path / "poisoned.json"
-    poisoned, console = _eval(sqlite_url(tmp_path / "poisoned.db"), out)
+    poisoned, console = _eval(db, out, "--fresh")
     assert poisoned.status == "incomplete" and poisoned.overall.unscored_trials > 0
     assert poisoned.headline is not None and poisoned.headline.basis == "unscored_as_failures"
     honest_1 = honest.overall.pass_hat[1]

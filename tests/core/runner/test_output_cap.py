@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from castbench.agents.conversation import ReplyAction, ToolCallAction
 from castbench.agents.views import Briefing, PolicyView
 from castbench.api import evaluate
+from castbench.conversation import ReplyAction, ToolCallAction
 from castbench.store import ResultsStore
 from tests.support import sqlite_url
 

@@ -12,9 +12,8 @@ from castbench.agents.registry import AgentSpec
 from castbench.agents.sandbox import SandboxNeeds
 from castbench.api import build_config, evaluate
 from castbench.models.resolve import model_factory
-from castbench.publish.archive import read_export
-from castbench.runner.config import RunConfig
-from castbench.runner.provenance import (
+from castbench.records.config import RunConfig
+from castbench.records.provenance import (
     AgentPlacement,
     SandboxState,
     derived_placement,
@@ -23,6 +22,7 @@ from castbench.runner.provenance import (
     provenance,
     sandbox_state,
 )
+from castbench.store.export import read_export
 from tests.support import sqlite_url
 
 REPO = Path(__file__).resolve().parents[3]

@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 
 from castbench.api import build_config
+from castbench.records.trial import TrialRecord
 from castbench.runner.engine import run_eval
 from castbench.runner.executors import make_executor
 from castbench.runner.executors.local import LocalExecutor
-from castbench.runner.records import TrialRecord
 from castbench.store import ResultsStore
 from tests.support import sqlite_url, without_durations
 

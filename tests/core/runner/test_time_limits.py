@@ -14,10 +14,10 @@ import pytest
 from castbench.api import evaluate
 from castbench.domain import load_domain
 from castbench.errors import AgentTimeout
+from castbench.records.config import RunConfig
+from castbench.records.trial import TrialRecord
 from castbench.report.summary import summarize_run
-from castbench.runner.config import RunConfig
 from castbench.runner.deadline import AgentThread, Cancelled, Halt, TimeLimits
-from castbench.runner.records import TrialRecord
 from castbench.store import ResultsStore
 from castbench.wakeup import Wakeup
 from tests.support import sqlite_url

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from castbench.agents.conversation import ToolCallAction
 from castbench.api import evaluate
+from castbench.conversation import ToolCallAction
 from castbench.runner.rollout import Limits
 from castbench.store import ResultsStore
 from tests.core.toy import build_toy_domain, register_toy, toy_task

@@ -15,14 +15,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from castbench import lossless
-from castbench.agents.conversation import ReplyAction, ToolCallAction, ToolResultTurn
 from castbench.api import evaluate
-from castbench.publish.archive import export_run, read_export, write_export
+from castbench.conversation import ReplyAction, ToolCallAction, ToolResultTurn
 from castbench.publish.verify import verify_run
+from castbench.records.config import RunConfig
+from castbench.records.trial import Proposal, StepRecord, TrialRecord
 from castbench.runner import engine
-from castbench.runner.config import RunConfig
-from castbench.runner.records import Proposal, StepRecord, TrialRecord
 from castbench.store import ResultsStore
+from castbench.store.export import export_run, read_export, write_export
 from tests.core.poison_agents import POISONS, RAW
 from tests.postgres import new_database
 from tests.support import invoke, sqlite_url

@@ -17,8 +17,8 @@ from typer.testing import CliRunner
 
 from castbench.api import build_config
 from castbench.cli.app import app
+from castbench.records.trial import TrialRecord
 from castbench.runner.engine import run_eval
-from castbench.runner.records import TrialRecord
 from castbench.store import ResultsStore
 from castbench.store.leases import workers
 from tests.postgres import new_database

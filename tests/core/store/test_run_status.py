@@ -16,7 +16,7 @@ from pathlib import Path
 from sqlmodel import Session
 
 from castbench.domain import load_domain
-from castbench.runner.config import RunConfig
+from castbench.records.config import RunConfig
 from castbench.store import HEARTBEAT_S, ResultsStore
 from castbench.store.store import _now
 from castbench.store.tables import RunLease

@@ -6,10 +6,10 @@ home) and the final state is wrong, as it would be with a real customer."""
 from __future__ import annotations
 
 from castbench.agents.registry import AgentSpec, resolve
-from castbench.agents.scripted.dialogue import device_instruction
 from castbench.agents.scripted.spray import LookupSprayPolicy
 from castbench.agents.views import Briefing, PolicyView
 from castbench.api import build_config
+from castbench.dialogue import device_instruction
 from castbench.domain import load_domain
 from castbench.runner.episode import AgentSet
 from castbench.runner.plan import plan_trials

@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from datetime import date
 from typing import Any
 
-from castbench.agents.conversation import (
+from castbench.conversation import (
     AgentTurn,
     Event,
     ReplyAction,
@@ -36,7 +36,7 @@ from castbench.agents.conversation import (
     ToolResultTurn,
     UserTurn,
 )
-from castbench.agents.scripted.dialogue import asks_confirmation, is_affirmative
+from castbench.dialogue import asks_confirmation, is_affirmative
 from castbench.domain import Domain, ObservedCall, RuleFinding, ToolCall, ToolError
 from castbench.domain.leaves import leaves
 

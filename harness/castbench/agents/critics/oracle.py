@@ -14,11 +14,10 @@ from typing import ClassVar
 
 from pydantic import BaseModel, Field
 
-from castbench.agents.conversation import Verdict
 from castbench.agents.views import CriticView, PrivilegedBriefing
+from castbench.conversation import Verdict
 from castbench.domain import load_domain
-from castbench.grading.labeler import label_action
-from castbench.runner.records import ActionLabel
+from castbench.grading.labeler import ActionLabel, label_action
 
 __all__ = ["NoisyCritic", "NoisyCriticParams", "OracleCritic"]
 

@@ -4,9 +4,9 @@ on the visible conversation alone, with the harness's generic checks and the dom
 
 from __future__ import annotations
 
-from castbench.agents.conversation import ReplyAction, ToolCallAction, Verdict
 from castbench.agents.critics.checks import call_findings
 from castbench.agents.views import Briefing, CriticView
+from castbench.conversation import ReplyAction, ToolCallAction, Verdict
 from castbench.domain import load_domain
 
 __all__ = ["RulesCritic"]

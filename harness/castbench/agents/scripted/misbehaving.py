@@ -14,9 +14,9 @@ failures they cause; a run with them is a test of the harness, not of an agent.
 from __future__ import annotations
 
 from castbench.agents.protocols import UserReply
-from castbench.agents.scripted.dialogue import asks_confirmation
 from castbench.agents.scripted.user import ScriptedUser, garble
 from castbench.agents.views import UserBriefing
+from castbench.dialogue import asks_confirmation
 
 __all__ = ["ContradictingUser", "LeakyUser", "QuitterUser"]
 

@@ -22,12 +22,12 @@ from typing import ClassVar, Literal, NamedTuple
 
 from pydantic import BaseModel, Field
 
-from castbench.agents.conversation import Action, AgentTurn, ReplyAction, ToolCallAction, ToolResultTurn
-from castbench.agents.scripted.dialogue import ask_again, confirmation_request
 from castbench.agents.scripted.mistakes import hallucinate, wrong_tool
 from castbench.agents.scripted.oracle import OraclePolicy
 from castbench.agents.scripted.plan import PlanStep, describe_call
 from castbench.agents.views import PolicyView, PrivilegedBriefing
+from castbench.conversation import Action, AgentTurn, ReplyAction, ToolCallAction, ToolResultTurn
+from castbench.dialogue import ask_again, confirmation_request
 from castbench.domain import ToolCall
 
 __all__ = ["Injected", "NoisyParams", "NoisyPolicy"]

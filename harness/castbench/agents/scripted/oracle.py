@@ -22,7 +22,9 @@ from collections import deque
 from collections.abc import Sequence
 from typing import ClassVar
 
-from castbench.agents.conversation import (
+from castbench.agents.scripted.plan import PlanStep, build_plan, describe_call
+from castbench.agents.views import PolicyView, PrivilegedBriefing
+from castbench.conversation import (
     Action,
     AgentTurn,
     Event,
@@ -31,7 +33,7 @@ from castbench.agents.conversation import (
     ToolResultTurn,
     UserTurn,
 )
-from castbench.agents.scripted.dialogue import (
+from castbench.dialogue import (
     ANYTHING_ELSE,
     ask_again,
     ask_for,
@@ -40,8 +42,6 @@ from castbench.agents.scripted.dialogue import (
     is_affirmative,
     is_negative,
 )
-from castbench.agents.scripted.plan import PlanStep, build_plan, describe_call
-from castbench.agents.views import PolicyView, PrivilegedBriefing
 from castbench.domain import Domain, Fact, ToolCall, load_domain
 
 __all__ = ["OraclePolicy"]

@@ -24,7 +24,8 @@ from datetime import datetime
 from itertools import islice, product
 from typing import Any, ClassVar
 
-from castbench.agents.conversation import (
+from castbench.agents.views import Briefing, PolicyView
+from castbench.conversation import (
     Action,
     AgentTurn,
     ReplyAction,
@@ -32,8 +33,7 @@ from castbench.agents.conversation import (
     ToolResultTurn,
     UserTurn,
 )
-from castbench.agents.scripted.dialogue import ANYTHING_ELSE, ask_for
-from castbench.agents.views import Briefing, PolicyView
+from castbench.dialogue import ANYTHING_ELSE, ask_for
 
 __all__ = ["MAX_LOOKUPS", "PER_TOOL", "REFUSAL", "LookupRefusePolicy", "RefusePolicy", "records"]
 

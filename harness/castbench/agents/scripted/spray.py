@@ -21,10 +21,10 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, Field
 
-from castbench.agents.conversation import Action, ReplyAction, ToolResultTurn
-from castbench.agents.scripted.dialogue import ANYTHING_ELSE
 from castbench.agents.scripted.refusers import REFUSAL, LookupRefusePolicy, records
 from castbench.agents.views import Briefing, PolicyView
+from castbench.conversation import Action, ReplyAction, ToolResultTurn
+from castbench.dialogue import ANYTHING_ELSE
 from castbench.domain.leaves import scalars
 
 __all__ = ["LookupSprayPolicy", "SprayParams", "policy_reasons"]

@@ -21,14 +21,14 @@ from __future__ import annotations
 import random
 
 from castbench.agents.protocols import UserReply
-from castbench.agents.scripted.dialogue import (
+from castbench.agents.traits import patience, rate
+from castbench.agents.views import UserBriefing
+from castbench.dialogue import (
     asks_anything_else,
     asks_confirmation,
     gives_reason,
     instructions_to_user,
 )
-from castbench.agents.traits import patience, rate
-from castbench.agents.views import UserBriefing
 from castbench.domain import Fact, ToolCall
 
 __all__ = ["ScriptedUser"]

@@ -27,14 +27,6 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from castbench.agents import sandbox
-from castbench.agents.conversation import (
-    Event,
-    MalformedAction,
-    ReplyAction,
-    ToolCallAction,
-    Usage,
-    Verdict,
-)
 from castbench.agents.protocols import UserReply, output_problem
 from castbench.agents.registry import AgentSpecError, import_target, protocol_problem
 from castbench.agents.transports.wire import (
@@ -47,6 +39,14 @@ from castbench.agents.transports.wire import (
     observation_from_wire,
 )
 from castbench.agents.views import CriticView, PolicyView
+from castbench.conversation import (
+    Event,
+    MalformedAction,
+    ReplyAction,
+    ToolCallAction,
+    Usage,
+    Verdict,
+)
 from castbench.domain import Observation, ToolCall
 from castbench.errors import FatalInfrastructureError, InfrastructureError
 

@@ -18,8 +18,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
-from castbench.agents.conversation import Action, Event, Verdict
 from castbench.agents.views import Briefing, UserBriefing
+from castbench.conversation import Action, Event, Verdict
 from castbench.domain import Observation, UserScenario
 
 __all__ = [

@@ -27,7 +27,6 @@ from multiprocessing.connection import Connection
 from typing import Any, NamedTuple
 
 from castbench.agents import sandbox
-from castbench.agents.conversation import Action, Event, Usage, Verdict
 from castbench.agents.protocols import UserReply
 from castbench.agents.registry import AgentSpec, AgentSpecError
 from castbench.agents.sandbox import SandboxNeeds
@@ -41,6 +40,7 @@ from castbench.agents.transports.wire import (
     observation_to_wire,
 )
 from castbench.agents.views import CriticView, PolicyView, UserBriefing
+from castbench.conversation import Action, Event, Usage, Verdict
 from castbench.domain import ToolCall
 from castbench.errors import AgentError, AgentTimeout, FatalInfrastructureError, InfrastructureError
 

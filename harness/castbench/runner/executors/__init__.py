@@ -12,9 +12,9 @@ from collections.abc import Callable, Generator, Iterable
 from importlib.util import find_spec
 from typing import Protocol
 
+from castbench.records.trial import TrialRecord
 from castbench.runner.deadline import Halt
 from castbench.runner.plan import TrialJob
-from castbench.runner.records import TrialRecord
 from castbench.runner.work import TrialWork
 
 __all__ = ["EXECUTORS", "Executor", "make_executor"]

@@ -21,9 +21,9 @@ from itertools import islice
 from queue import SimpleQueue
 
 from castbench.models.loop import LoopCalls
+from castbench.records.trial import TrialRecord
 from castbench.runner.deadline import Halt
 from castbench.runner.plan import TrialJob
-from castbench.runner.records import TrialRecord
 from castbench.runner.work import ExpectedStates, TrialWork
 
 __all__ = ["LocalExecutor", "second_interrupt_exits"]

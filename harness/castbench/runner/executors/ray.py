@@ -28,10 +28,10 @@ from typing import Any
 from castbench import lossless
 from castbench.domain import Domain, load_domain
 from castbench.errors import FatalInfrastructureError
+from castbench.records.trial import TrialRecord
 from castbench.runner.deadline import Halt
 from castbench.runner.executors.local import LocalExecutor
 from castbench.runner.plan import TrialJob
-from castbench.runner.records import TrialRecord
 from castbench.runner.work import ExpectedStates, TrialWork, failed_record
 
 __all__ = ["RayExecutor", "TrialKey"]

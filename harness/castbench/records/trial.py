@@ -6,8 +6,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from castbench.agents.conversation import Action, ToolCallAction, ToolResultTurn, Usage, UserTurn, Verdict
+from castbench.conversation import Action, ToolCallAction, ToolResultTurn, Usage, UserTurn, Verdict
 from castbench.grading import Grade, PolicyBreak
+from castbench.grading.labeler import ActionLabel
 
 __all__ = [
     "CLEAN_ENDS",
@@ -31,16 +32,6 @@ CLEAN_ENDS: frozenset[str] = frozenset({"user_stop", "transfer"})
 """Ends where the conversation closed normally (a surface signal of success)."""
 UNFINISHED_ENDS: frozenset[str] = frozenset({"agent_error", "max_steps", "timeout"})
 """Ends where the agent did not finish: such a trial fails even when the state is right."""
-
-
-class ActionLabel(BaseModel):
-    """The privileged labeler's truth about one proposed action (filled after the trial)."""
-
-    label: Literal["valid", "invalid", "unknown"]
-    failure_type: Literal["hallucination", "domain_violation", "wrong_tool", "malformed", "none"] = "none"
-    """`malformed`: no usable action at all (a format failure, kept apart from the critic's
-    failure types, so unusable output never inflates hallucination detection)."""
-    reason: str = ""
 
 
 class Proposal(BaseModel):
@@ -76,7 +67,7 @@ class StepRecord(BaseModel):
     timing: StepTiming = Field(default_factory=StepTiming)
     fault: str | None = Field(None, exclude_if=lambda value: value is None)
     """The fault the harness injected instead of executing this step's tool call (`error`,
-    `timeout`, `rate_limit`, `empty`, `malformed`; see `castbench.runner.perturbations`)."""
+    `timeout`, `rate_limit`, `empty`, `malformed`; see `castbench.records.perturbations`)."""
 
 
 class TrialRecord(BaseModel):

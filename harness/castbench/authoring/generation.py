@@ -25,7 +25,8 @@ from pathlib import Path
 from random import Random
 from typing import Any, Generic, Literal, Protocol, TypeVar
 
-from castbench.domain.claims import amount_rivals, unread_record_claims, unread_values
+from castbench.authoring.claims import amount_rivals, unread_record_claims, unread_values
+from castbench.authoring.validate import shown_values, validate_task
 from castbench.domain.database import Record, Snapshot
 from castbench.domain.domain import Domain, ExpectedStateError
 from castbench.domain.task import (
@@ -40,7 +41,6 @@ from castbench.domain.task import (
     ToolCall,
     UserScenario,
 )
-from castbench.domain.validate import shown_values, validate_task
 from castbench.grading.outputs import Said
 
 __all__ = [
@@ -494,7 +494,7 @@ class Generator(Generic[W, P, D]):
         """Every task with the false claims it must not make (`with_false_claims`): the domain's
         refusal reasons, over all splits (`claim_catalogue`), that do not hold for it, and the
         amounts and ids of the records its ground truth leads to but does not read
-        (`castbench.domain.claims`)."""
+        (`castbench.authoring.claims`)."""
         domain = self.domain.with_state(json.loads(json.dumps(state)))
         catalogue = claim_catalogue(task for pairs in drawn.values() for task, _ in pairs)
         splits: dict[str, list[Task]] = {}

@@ -70,7 +70,9 @@ def instructions_to_user(message: str) -> list[str]:
     for sentence in _SENTENCES.split(message.lower()):
         if not sentence.strip() or _FORBIDS.search(sentence):
             continue
-        if _ADDRESSED.search(sentence) or any(_IMPERATIVE.match(clause) for clause in _CLAUSES.split(sentence)):
+        if _ADDRESSED.search(sentence) or any(
+            _IMPERATIVE.match(clause) for clause in _CLAUSES.split(sentence)
+        ):
             found.append(sentence)
     return found
 

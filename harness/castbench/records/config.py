@@ -4,18 +4,31 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field, field_validator
 
 from castbench.agents.registry import Role
 from castbench.grading import GradingMode
-from castbench.runner.identity import Fingerprint
-from castbench.runner.perturbations import Perturbations
-from castbench.runner.provenance import AgentPlacement
-from castbench.runner.rollout import Limits, Verification
+from castbench.records.identity import Fingerprint
+from castbench.records.perturbations import Perturbations
+from castbench.records.provenance import AgentPlacement
 
-__all__ = ["RunConfig"]
+__all__ = ["Limits", "RunConfig", "Verification"]
+
+
+class Limits(BaseModel):
+    max_steps: int = Field(40, ge=1, description="agent actions per trial")
+
+
+class Verification(BaseModel):
+    """How a critic sits in the loop."""
+
+    rounds: int = Field(3, ge=1, le=10, description="critic verdicts per step at most")
+    on_exhausted: Literal["execute", "block"] = "execute"
+    """What happens to a proposal still rejected in the last round."""
+    scope: Literal["tool_calls", "writes", "all"] = "tool_calls"
+    """Which actions are verified: every tool call, write calls only, or replies too."""
 
 
 class RunConfig(BaseModel):
@@ -38,7 +51,7 @@ class RunConfig(BaseModel):
     """The simulated user's trait profile (empty: no traits)."""
     perturbations: Perturbations = Field(default_factory=Perturbations)
     """Tool faults, user and environment perturbations the harness injects (see
-    `castbench.runner.perturbations`); every kind, rate and seed is part of the identity."""
+    `castbench.records.perturbations`); every kind, rate and seed is part of the identity."""
     privileged: list[str] = Field(default_factory=list)
     """Roles whose agent read the ground truth (such runs are upper bounds, not entries)."""
     in_process: list[str] = Field(default_factory=list)
@@ -46,13 +59,13 @@ class RunConfig(BaseModel):
     debugging): it could have read the ground truth, so leaderboards refuse the run."""
     placement: dict[Role, AgentPlacement] = Field(default_factory=dict)
     """Role -> where its agent ran (castbench built-in, sandboxed or unsandboxed worker, ...; see
-    `castbench.runner.provenance`). Part of the identity: a resume after the sandbox changed is a
+    `castbench.records.provenance`). Part of the identity: a resume after the sandbox changed is a
     new run. Empty in runs stored before placements were recorded (derived from their specs)."""
     extra: dict[str, Any] = Field(default_factory=dict)
     """Further scoring-relevant settings (model settings per role, ...)."""
     fingerprint: Fingerprint = Field(default_factory=Fingerprint)
     """Digests of the agents' code, the domains' files and castbench's version: a run resumes only
-    when these match too (see `castbench.runner.identity`)."""
+    when these match too (see `castbench.records.identity`)."""
 
     @field_validator("task_ids")
     @classmethod

@@ -19,7 +19,7 @@ from pydantic import BaseModel, Field
 
 from castbench import __version__
 from castbench.agents.code import agent_code
-from castbench.agents.registry import AgentSpec
+from castbench.agents.registry import AgentSpec, Role, is_builtin
 from castbench.domain import Domain
 
 __all__ = ["Fingerprint", "agent_blind_spots", "agent_fingerprint", "domain_fingerprint", "fingerprint"]
@@ -67,12 +67,12 @@ def _files(root: Path, pattern: str) -> Iterator[bytes]:
             yield path.read_bytes()
 
 
-def agent_blind_spots(role: str, spec: str) -> list[str]:
+def agent_blind_spots(role: Role, spec: str) -> list[str]:
     """What the identity of the agent `spec` (as given on the command line) cannot see, in words:
     eval prints them, since a change there would resume a stale run. Empty for built-ins, models
     and services, whose identity is their name and options."""
     name = spec.partition("?")[0]
-    if ":" not in name or "/" in name:
+    if ":" not in name or "/" in name or is_builtin(role, name):
         return []
     return agent_code(name.partition(":")[0], role).blind_spots
 

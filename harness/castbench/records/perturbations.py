@@ -26,7 +26,7 @@ from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
-from castbench.agents.conversation import ToolCallAction, canonical_action
+from castbench.conversation import ToolCallAction, canonical_action
 
 __all__ = [
     "ENV_KINDS",

@@ -26,10 +26,10 @@ import re
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from castbench.authoring.validate import shown_values
 from castbench.domain.database import Database
 from castbench.domain.task import Mention, Rival, ToolCall
 from castbench.domain.tools import Toolkit
-from castbench.domain.validate import shown_values
 from castbench.grading.outputs import Said
 
 __all__ = ["amount_rivals", "unread_record_claims", "unread_values"]

@@ -31,7 +31,7 @@ from castbench.agents.registry import AgentSpec, Role, builtin_agents
 from castbench.agents.sandbox import SandboxNeeds
 
 if TYPE_CHECKING:
-    from castbench.runner.config import RunConfig
+    from castbench.records.config import RunConfig
 
 __all__ = [
     "AgentPlacement",
@@ -206,9 +206,9 @@ def placement_of(spec: AgentSpec, sandbox: SandboxState) -> AgentPlacement:
     if spec.kind == "service":
         detail = spec.name
         if spec.transport == "a2a":  # its card names it
-            from castbench.service.a2a_policy import describe
-
-            detail = describe(spec)
+            card = spec.params.get("card") or {}
+            version = f" {card['version']}" if card.get("version") else ""
+            detail = f"{spec.name} (A2A agent '{card.get('name', '?')}'{version})"
         return AgentPlacement(agent=spec.name, where="service", detail=detail)
     if spec.kind == "model":
         model = str(spec.params.get("model", spec.name))

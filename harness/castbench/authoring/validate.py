@@ -21,8 +21,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from castbench.agents.scripted.dialogue import confirmation_request, device_instruction
 from castbench.agents.scripted.plan import describe_call
+from castbench.dialogue import confirmation_request, device_instruction
 from castbench.domain.domain import Domain, ExpectedStateError
 from castbench.domain.task import Task, TaskFileError
 from castbench.domain.tools import Tool, ToolError

@@ -1,0 +1,2 @@
+"""The command line (`castbench ...`): typer commands that parse options, call the library and print
+its results; no benchmark logic lives here."""
