@@ -37,6 +37,13 @@ BOARDS = [
             pytest.mark.skipif(find_spec("tau_trait") is None, reason="the τ packs need the tau extra"),
         ],
     ),
+    pytest.param(
+        "tau2",
+        marks=[
+            pytest.mark.slow,
+            pytest.mark.skipif(find_spec("tau2") is None, reason="the τ² packs need the tau2 extra"),
+        ],
+    ),
 ]
 
 
