@@ -44,7 +44,10 @@ Rft = Annotated[
 
 @contextmanager
 def _reported() -> Iterator[None]:
-    """The plugin's errors of input, as one line (as castbench's own commands report theirs)."""
+    """The plugin's errors of input, and a model server that is down, as one line (as castbench's
+    own commands report theirs)."""
+    from castbench.agents.registry import AgentSpecError
+    from castbench.errors import ServerDown
     from castbench_cast.annotations import AnnotationError
     from castbench_cast.pipeline import StageError
     from castbench_cast.recipe import RecipeError
@@ -52,7 +55,7 @@ def _reported() -> Iterator[None]:
 
     try:
         yield
-    except (AnnotationError, RecipeError, StageError, TrainError) as exc:
+    except (AnnotationError, RecipeError, StageError, TrainError, ServerDown, AgentSpecError) as exc:
         fail(exc)
 
 

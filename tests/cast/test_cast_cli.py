@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -102,3 +103,18 @@ def test_serve_and_run_refuse_bad_input_in_one_line(tmp_path: Path) -> None:
     recipe.write_text("")
     run = invoke("cast", "run", str(recipe), "--until", "nonsense")
     assert run.exit_code == 2 and "not a stage" in run.output
+
+
+def test_collect_with_its_model_server_down_is_one_line(tmp_path: Path) -> None:
+    with socket.socket() as free:  # a loopback port nothing listens on
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
+    recipe = tmp_path / "recipe.toml"
+    recipe.write_text(
+        f'name = "down"\n[collect]\ndomains = "retail"\nsplit = "train"\nsamples = 1\n'
+        f'policy = "openai/teacher?api_base=http://127.0.0.1:{port}/v1"\n'
+    )
+    result = invoke("cast", "collect", str(recipe))
+    assert result.exit_code == 2, result.output
+    assert f"127.0.0.1:{port}" in result.output and "not reachable" in result.output
+    assert result.output.count("error:") == 1 and "Traceback" not in result.output
