@@ -30,7 +30,7 @@ from castbench.records.provenance import (
     sandbox_state,
 )
 from castbench.records.trial import TrialRecord
-from castbench.report.floors import FloorsAhead
+from castbench.report.floors import reference_floors
 from castbench.report.kept import kept_summary
 from castbench.report.summary import RunSummary, pair_with_baseline, summarize_run
 from castbench.runner.deadline import TimeLimits
@@ -236,7 +236,6 @@ def evaluate(
         if add_trials:
             _, config, _ = top_up(store, config, add_trials, max_trials)
         _check_servers(config, agents)
-        floors.start(config)
         if on_config is not None:
             on_config(config, provenance(config, {"origin": _origin(store, config, fresh).model_dump()}))
         outcome = run_eval(
@@ -255,7 +254,6 @@ def evaluate(
         )
         return config, outcome
 
-    floors = FloorsAhead(store)  # computed by a child while the trials run
     config, outcome = run(config_options)
     row = store.run(outcome.run_id)
     records: list[TrialRecord] = []
@@ -276,5 +274,5 @@ def evaluate(
         )
         summary = pair_with_baseline(summary, alone_summary, records, alone_records)
     recorded = provenance(config, json.loads(row.meta_json))
-    summary = summary.model_copy(update={"floors": floors.result(config), "provenance": recorded})
+    summary = summary.model_copy(update={"floors": reference_floors(config, store), "provenance": recorded})
     return EvalResult(outcome, summary)

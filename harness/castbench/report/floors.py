@@ -20,11 +20,8 @@ and the domains' code, so a resume, or another agent on the same tasks, reads th
 from __future__ import annotations
 
 import hashlib
-import multiprocessing
-import signal
 from collections import defaultdict
 from functools import lru_cache
-from multiprocessing.process import BaseProcess
 
 from pydantic import BaseModel
 
@@ -37,7 +34,7 @@ from castbench.runner.rollout import AgentSet
 from castbench.runner.work import ExpectedStates, run_job
 from castbench.store import ResultsStore
 
-__all__ = ["FLOOR_POLICIES", "FloorsAhead", "ReferenceFloors", "reference_floors"]
+__all__ = ["FLOOR_POLICIES", "ReferenceFloors", "reference_floors"]
 
 FLOOR_POLICIES = {
     "refuse": "scripted:refuse",
@@ -122,45 +119,3 @@ def _cached_floors(canonical: str, config: RunConfig, store: ResultsStore | None
     floors = _floors(canonical)
     store.cache(key, "floors", floors.model_dump_json())
     return floors
-
-
-class FloorsAhead:
-    """The floors of a run computed by a child process while its trials run, into the store, so
-    that the user does not wait for them after the last trial: trials waiting on a model leave
-    the CPU idle, and a CPU-bound run leaves the other cores idle. Only where a child can reach
-    the store (a database file or server) and can be forked; otherwise, or when the store holds
-    them already, `result` computes or reads them as `reference_floors` does."""
-
-    def __init__(self, store: ResultsStore) -> None:
-        self._store = store
-        self._child: BaseProcess | None = None
-        self._started = False
-
-    def start(self, config: RunConfig) -> None:
-        """Start on the first config given (a paired run's baseline shares its floors)."""
-        if self._started:
-            return
-        self._started = True
-        url = self._store.url
-        shareable = self._store.shared or (url.startswith("sqlite:///") and ":memory:" not in url)
-        if not shareable or "fork" not in multiprocessing.get_all_start_methods():
-            return
-        if self._store.cached(_key(_canonical(config), config)) is not None:
-            return
-        context = multiprocessing.get_context("fork")
-        self._child = context.Process(
-            target=_compute_into, args=(url, config.model_dump_json()), name="castbench-floors", daemon=True
-        )
-        self._child.start()
-
-    def result(self, config: RunConfig) -> ReferenceFloors:
-        if self._child is not None:
-            self._child.join()
-            self._child = None
-        return reference_floors(config, self._store)
-
-
-def _compute_into(url: str, config_json: str) -> None:
-    """In the child: the floors, into the store (Ctrl-C is the parent's to handle)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    reference_floors(RunConfig.model_validate_json(config_json), ResultsStore(url))

@@ -74,11 +74,3 @@ def test_floors_are_shared_by_agents_on_the_same_tasks_and_not_across_code(
     monkeypatch.setattr(floors, "code_digest", lambda domains: "changed code")
     assert evaluate(db=db, policy="oracle", fresh=True, **OPTIONS).summary.floors == oracle
     assert _floor_rows(db) == 3  # castbench's or a domain's code changed: computed again
-
-
-def test_floors_computed_while_the_trials_run_equal_those_computed_after(tmp_path: Path) -> None:
-    """The child that computes them during the run stores what the run's own process would."""
-    ahead = evaluate(db=f"sqlite:///{tmp_path}/a.db", policy="scripted:noisy", **OPTIONS).summary.floors
-    floors._floors.cache_clear()
-    memory = evaluate(db="sqlite://", policy="scripted:noisy", **OPTIONS).summary.floors  # no child
-    assert ahead == memory and ahead is not None
