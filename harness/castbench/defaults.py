@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
-__all__ = ["DEFAULT_DB", "DEFAULT_LEASE_S", "DEFAULT_MAX_TRIALS"]
+from typing import Literal
+
+__all__ = ["DEFAULT_DB", "DEFAULT_LEASE_S", "DEFAULT_MAX_TRIALS", "GRADING_MODES", "GradingMode"]
 
 DEFAULT_DB = "sqlite:///results/castbench.db"
 
@@ -12,3 +14,8 @@ DEFAULT_LEASE_S = 60.0
 
 DEFAULT_MAX_TRIALS = 64
 """The most trials per task `add_trials` tops a run up to unless told otherwise."""
+
+GradingMode = Literal["castbench", "tau"]
+"""How required outputs are matched (`castbench.grading.outputs`): here so that a run's options and
+its stored config can name the choice without importing the grader."""
+GRADING_MODES: tuple[GradingMode, ...] = ("castbench", "tau")

@@ -23,7 +23,9 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from decimal import Decimal
 from functools import lru_cache
-from typing import Literal, NamedTuple
+from typing import NamedTuple
+
+from castbench.defaults import GRADING_MODES, GradingMode
 
 __all__ = [
     "GRADING_MODES",
@@ -34,8 +36,6 @@ __all__ = [
     "Said",
 ]
 
-GradingMode = Literal["castbench", "tau"]
-GRADING_MODES: tuple[GradingMode, ...] = ("castbench", "tau")
 
 _SUCCESS = re.compile(
     r"\b(has been|have been|successfully|is now|are now|done|completed|processed|cancelled|updated"

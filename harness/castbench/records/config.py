@@ -9,7 +9,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, field_validator
 
 from castbench.agents.registry import Role
-from castbench.grading import GradingMode
+from castbench.defaults import GradingMode
 from castbench.records.identity import Fingerprint
 from castbench.records.perturbations import Perturbations
 from castbench.records.provenance import AgentPlacement

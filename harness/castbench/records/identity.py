@@ -13,14 +13,16 @@ import hashlib
 import json
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
 from castbench import __version__
 from castbench.agents.code import agent_code
 from castbench.agents.registry import AgentSpec, Role, is_builtin
-from castbench.domain import Domain
+
+if TYPE_CHECKING:  # a run's options read this module's models; the domains load only for fingerprints
+    from castbench.domain import Domain
 
 __all__ = ["Fingerprint", "agent_blind_spots", "agent_fingerprint", "domain_fingerprint", "fingerprint"]
 
