@@ -60,7 +60,7 @@ def export_command(
     Results JSON (`--format tau2`)."""
     try:
         suffix, writer = (EXPORT_SUFFIX, write_export) if format == "castbench" else _registered(format)
-        exported = export_run(ResultsStore(db), run)
+        exported = export_run(ResultsStore(db, read_only=True), run)
         target = out or Path("results") / f"{exported.run_id}{suffix}"
         size = writer(exported, target)
     except ArchiveError as exc:
@@ -137,7 +137,8 @@ def verify_command(
     privilege acted on identifiers the conversation never revealed (clairvoyant trials)."""
     try:
         path = Path(run)
-        exported: ExportedRun = read_export(path) if is_export(path) else export_run(ResultsStore(db), run)
+        store = None if is_export(path) else ResultsStore(db, read_only=True)
+        exported: ExportedRun = read_export(path) if store is None else export_run(store, run)
     except ArchiveError as exc:
         console.print(f"[bold red]error:[/] {exc}")
         raise typer.Exit(2) from exc

@@ -66,7 +66,7 @@ def list_runs(
     """Every stored run with its configuration, trial count and provenance (run here or submitted;
     where each role's agent ran). Full run ids; any unique prefix of one is accepted wherever a run
     is named."""
-    runs = _listing(ResultsStore(db))
+    runs = _listing(ResultsStore(db, read_only=True))
     if as_json:
         print(json.dumps(runs, indent=2))
         return
@@ -126,7 +126,7 @@ def show_run(
     db: DbOption = DEFAULT_DB,
 ) -> None:
     """Per-task successes, then failures with their state diff (or one task's trials in full)."""
-    store = ResultsStore(db)
+    store = ResultsStore(db, read_only=True)
     row = store.run(run)
     config = store.config(row.id)
     records = store.trials(row.id)
@@ -198,7 +198,7 @@ def why_run(
     from castbench.attribution import attribute
     from castbench.attribution.why import why_rows, why_table
 
-    store = ResultsStore(db)
+    store = ResultsStore(db, read_only=True)
     row = store.run(run)
     attributions = [a for record in store.trials(row.id) if (a := attribute(record)) is not None]
     judged = None

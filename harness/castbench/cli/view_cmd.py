@@ -23,7 +23,7 @@ def _page(run: str, db: str) -> tuple[str, str]:
     if is_export(Path(run)):
         exported = read_export(Path(run))
         return exported.run_id, render_run_page(exported.run_id, exported.config, exported.trials)
-    store = ResultsStore(db)
+    store = ResultsStore(db, read_only=True)
     row = store.run(run)
     return row.id, render_run_page(row.id, store.config(row.id), store.trials(row.id))
 

@@ -44,7 +44,7 @@ def load_summary(ref: str, db: str) -> RunSummary:
                 f"{where}: {first['msg']}"
             ) from exc
     try:
-        store = ResultsStore(db)
+        store = ResultsStore(db, read_only=True)
         row = store.run(ref)
         return summarize_run(row.id, store.config(row.id), store.trials(row.id), row.status)
     except (StoreError, ValueError) as exc:

@@ -26,6 +26,7 @@ from castbench import lossless
 from castbench.defaults import DEFAULT_DB
 from castbench.records.config import RunConfig
 from castbench.records.trial import TrialRecord
+from castbench.store.access import read_only_engine, readable_schema_problem, sqlite_file
 from castbench.store.connect import db_url, plain_db_errors
 from castbench.store.tables import CacheRow, RunLease, RunRow, TrialRow
 
@@ -136,11 +137,16 @@ def _add_missing_columns(engine: Engine) -> None:
 
 
 class ResultsStore:
-    def __init__(self, url: str = DEFAULT_DB) -> None:
+    def __init__(self, url: str = DEFAULT_DB, read_only: bool = False) -> None:
         """`url`: a SQLAlchemy URL or a plain path to a SQLite file. `StoreError` (one line that
         names the problem and the fix) when it cannot be opened. An empty `url` is refused: it
         would mean an in-memory database, and the run would be lost on exit (ask for that with
-        `sqlite://`)."""
+        `sqlite://`).
+
+        `read_only`: the caller only reads (`runs`, `compare`, `export`, `view`, `gate`). A SQLite
+        file that cannot be written is then opened read-only and nothing is written to it or
+        beside it (`castbench.store.access`); without `read_only` such a file is refused before
+        any work. A missing file is never created for a reader."""
         if not url.strip():
             raise StoreError("--db is empty: give a SQLite file path or a database URL")
         url = db_url(url)
@@ -148,6 +154,24 @@ class ResultsStore:
         self._sqlite = url.startswith("sqlite")
         self.shared = url.startswith(_POSTGRES_SCHEMES) or url.startswith("postgresql+")
         """Several processes may work on one run (trials are claimed with leases)."""
+        self.writable = True
+        """False for a SQLite file opened read-only: derived figures are not kept (`cache`)."""
+        file = sqlite_file(url)
+        if file is not None:
+            missing = file.missing()
+            if read_only and missing is not None:
+                raise StoreError(f"--db {url}: {missing}")
+            problem = file.write_problem()
+            if problem is not None and read_only:
+                self.writable = False
+                with plain_db_errors(url, StoreError):
+                    self.engine = read_only_engine(file)
+                    unreadable = readable_schema_problem(self.engine)
+                if unreadable is not None:
+                    raise StoreError(f"--db {url}: {unreadable}")
+                return
+            if problem is not None:
+                raise StoreError(f"--db {url}: {problem}, and this command writes; use a writable folder")
         with plain_db_errors(url, StoreError):
             if url.startswith("sqlite:///") and not url.startswith("sqlite:///:memory:"):
                 path = url.removeprefix("sqlite:///").split("?", 1)[0].removeprefix("file:")
@@ -279,6 +303,8 @@ class ResultsStore:
     def cache(self, key: str, kind: str, value_json: str) -> None:
         """Keep a derived figure under `key` (a digest of all it depends on). Best effort: a store
         that cannot take it (read-only, another writer's row) only means it is computed again."""
+        if not self.writable:
+            return
         try:
             with Session(self.engine) as session:
                 session.merge(CacheRow(key=key, kind=kind, value_json=value_json, created=_now()))
