@@ -30,7 +30,7 @@ from castbench.domain.database import Snapshot
 from castbench.domain.derived_rules import DerivedRules
 from castbench.domain.identity import IDENTITY_PREFIX, identity_call, identity_facts
 from castbench.grading.state_diff import state_diff
-from castbench_tau2.source import Tau2Source, load_source
+from castbench_tau2.source import PACKAGE, Tau2Source, load_source
 from castbench_tau2.tasks import convert_task, gold_calls
 from castbench_tau2.toolkit import tau2_toolkit
 
@@ -41,6 +41,11 @@ ADAPTER_GENERATION = 1
 BROKEN_SUFFIX = "-broken"
 GRADED_BASES = frozenset({"DB", "COMMUNICATE"})
 """τ²'s reward bases castbench reproduces on these packs."""
+TAU2_LIMITS = {"max_steps": 100, "max_messages": 200, "max_tool_errors": 10}
+"""τ²'s own limits, a run's default on these packs: `tau2 run`'s `--max-steps` 200 (every message
+counts, the user's opening included: 100 agent actions at most) and `--max-errors` 10 (tool
+answers with an error; τ² ends the simulation as `max_steps` / `too_many_errors` and grades it 0).
+`max_steps` here (agent actions) is never the one reached first."""
 
 
 @dataclass(eq=False)
@@ -55,6 +60,11 @@ class Tau2Domain(Domain):
     @property
     def data_version(self) -> str:
         return self._source.data_version
+
+    @property
+    def data_origin(self) -> str | None:
+        """The data directory and a digest of its files when it is not the package's own."""
+        return None if self.data_version.startswith(PACKAGE) else self.data_version
 
     @cached_property
     def policy(self) -> str:
@@ -212,6 +222,7 @@ def tau2_domain(name: str) -> Tau2Domain:
         description=f"τ² {name} ({source.data_version}): its data, policy, tools and tasks",
         verbatim_policy=True,
         requires_earned=False,
+        default_limits=dict(TAU2_LIMITS),
         source=source,
     )
     domain.rules = DerivedRules(toolkit, domain.pristine)

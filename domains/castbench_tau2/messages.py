@@ -7,8 +7,9 @@ with text, what the user said a `UserMessage`. A call whose arguments were not a
 left out: it reached no tool (castbench answered it with an error) and τ²'s `ToolCall` cannot
 hold it. castbench's trial ends map to τ²'s termination reasons: the user leaving, or a transfer
 (which τ²'s user simulator answers by leaving), is `user_stop`; running out of steps
-`max_steps`; a failing or overrunning agent `agent_error`. τ² grades only `user_stop` and
-`agent_stop` endings; castbench fails the others too (`finished=False`).
+`max_steps`; reaching the tool-error limit `too_many_errors`; a failing or overrunning agent
+`agent_error`. τ² grades only `user_stop` and `agent_stop` endings; castbench fails the others
+too (`finished=False`).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ TERMINATION = {
     "user_stop": "user_stop",
     "transfer": "user_stop",
     "max_steps": "max_steps",
+    "too_many_errors": "too_many_errors",
     "agent_error": "agent_error",
     "timeout": "agent_error",
 }

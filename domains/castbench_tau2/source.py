@@ -122,13 +122,16 @@ def _files_digest(folder: Path, names: tuple[str, ...]) -> str:
     return digest.hexdigest()
 
 
-@cache
 def load_source(domain: str, generation: int) -> Tau2Source:
     """The domain from the data directory in force (`data_root`); `generation` is the adapter's."""
     if domain not in DOMAINS:
         raise KeyError(f"castbench's τ² packs have no domain '{domain}' (they have {', '.join(DOMAINS)})")
+    return _load_source(domain, generation, data_root(), os.environ.get(DATA_ENV) is None)
+
+
+@cache
+def _load_source(domain: str, generation: int, root: Path, packaged: bool) -> Tau2Source:
     release = package_version()
-    root = data_root()
     folder = root / "domains" / domain
     files = ("db.json", "tasks.json", "split_tasks.json", "policy.md")
     missing = [name for name in files if not (folder / name).is_file()]
@@ -137,7 +140,6 @@ def load_source(domain: str, generation: int) -> Tau2Source:
             f"error: τ² data directory {root}: domains/{domain}/ lacks {', '.join(missing)} "
             f"(expected tau2-bench's data/tau2 layout; set by {DATA_ENV} or --tau2-data)"
         )
-    packaged = os.environ.get(DATA_ENV) is None
     if packaged:
         digits = "".join(f"{int(part):02d}" for part in (release.split(".") + ["0"])[:2])
         data_version, number = f"{PACKAGE} {release}", int(f"{digits}{generation:02d}")

@@ -13,7 +13,7 @@ from typing import Any
 from castbench.agents.registry import AgentSpec, Role
 from castbench.agents.traits import parse_traits
 from castbench.defaults import DEFAULT_DB, DEFAULT_LEASE_S, DEFAULT_MAX_TRIALS
-from castbench.domain import resolve_domains
+from castbench.domain import Domain, resolve_domains
 from castbench.grading import GradingMode
 from castbench.models.resolve import ModelOptions, resolve_agent
 from castbench.records.config import RunConfig
@@ -130,7 +130,7 @@ def build_config(
         user=user,
         trials=trials,
         seed=seed,
-        limits=limits or Limits(),
+        limits=limits or default_limits(resolved),
         verification=verification or Verification(),
         traits=parse_traits(traits),
         perturbations=perturbations or Perturbations(),
@@ -141,11 +141,25 @@ def build_config(
             if spec.kind == "import" and spec.transport == "in-process" and not spec.privileged
         ],
         placement=_placement([policy_spec, critic_spec, user_spec]),
-        extra={**(extra or {}), **({"models": models} if models else {})},
+        extra={**(extra or {}), **({"models": models} if models else {}), **_data_origins(resolved)},
         grading=grading,
         fingerprint=fingerprint(resolved, [policy_spec, user_spec, critic_spec]),
     )
     return config, specs
+
+
+def default_limits(domains: list[Domain]) -> Limits:
+    """A run's limits when its options give none: the packs' own (`Domain.default_limits`, τ²'s
+    on its packs) when every pack of the run has the same, else castbench's."""
+    chosen = {tuple(sorted(domain.default_limits.items())) for domain in domains}
+    return Limits.model_validate(dict(chosen.pop())) if len(chosen) == 1 else Limits()
+
+
+def _data_origins(domains: list[Domain]) -> dict[str, dict[str, str]]:
+    """`{"data": {pack: origin}}` for packs that read another data directory (`--tau2-data`): in
+    the config, so `runs show` says it and a resume needs the same directory; nothing otherwise."""
+    origins = {domain.name: domain.data_origin for domain in domains if domain.data_origin}
+    return {"data": origins} if origins else {}
 
 
 def _placement(specs: list[AgentSpec]) -> dict[Role, AgentPlacement]:

@@ -10,7 +10,7 @@ import pytest
 
 from castbench.domain import available_domains
 from castbench_tau2.domain import BROKEN_SUFFIX, Tau2Domain, tau2_domain
-from castbench_tau2.source import DATA_ENV, Tau2Unavailable, data_root, import_tau2, load_source
+from castbench_tau2.source import DATA_ENV, Tau2Unavailable, data_root, import_tau2
 
 COUNTS = {
     "tau2-retail": {"base": 114, "train": 74, "test": 40},
@@ -87,18 +87,16 @@ def test_another_data_directory_changes_the_version(tmp_path: Path, monkeypatch:
     shutil.copytree(data_root() / "domains" / "airline", tmp_path / "domains" / "airline")
     tasks = tmp_path / "domains" / "airline" / "tasks.json"
     tasks.write_text(tasks.read_text().replace("Anya Garcia", "Anya Garcia-Lopez"))
-    monkeypatch.setenv(DATA_ENV, str(tmp_path))
-    load_source.cache_clear()
-    try:
-        other = tau2_domain("airline")
-        assert other.data_version.startswith(f"{tmp_path.resolve()} sha256:")
-        assert not other.version.startswith("2603")
-        monkeypatch.setenv(DATA_ENV, str(tmp_path / "nowhere"))
-        load_source.cache_clear()
-        with pytest.raises(Tau2Unavailable, match="lacks db.json"):
-            tau2_domain("airline")
-    finally:
-        load_source.cache_clear()
+    monkeypatch.setenv(DATA_ENV, str(tmp_path))  # read whenever a pack is built: no cache to clear
+    other = tau2_domain("airline")
+    assert other.data_version.startswith(f"{tmp_path.resolve()} sha256:")
+    assert not other.version.startswith("2603")
+    assert other.data_origin == other.data_version
+    monkeypatch.setenv(DATA_ENV, str(tmp_path / "nowhere"))
+    with pytest.raises(Tau2Unavailable, match="lacks db.json"):
+        tau2_domain("airline")
+    monkeypatch.delenv(DATA_ENV)
+    assert tau2_domain("airline").data_origin is None
 
 
 SCANS = {

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
+from typing import NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -16,7 +17,7 @@ from castbench.attribution.rules import attribute, context, near_miss
 from castbench.attribution.user_faults import user_faults
 from castbench.records.trial import TrialRecord
 
-__all__ = ["AttributionShares", "attribution_shares"]
+__all__ = ["AttributionShares", "TrialJudgement", "attribution_shares", "judge_trial"]
 
 
 class AttributionShares(BaseModel):
@@ -46,24 +47,50 @@ def _ratio(count: int, total: int) -> float | None:
     return count / total if total else None
 
 
-def attribution_shares(records: Iterable[TrialRecord]) -> AttributionShares:
+class TrialJudgement(NamedTuple):
+    """What one trial adds to the shares."""
+
+    party: str | None
+    cause: str | None
+    near_miss: str | None
+    simulator_fault: bool
+
+
+def judge_trial(record: TrialRecord) -> TrialJudgement:
+    task = context(record.domain, record.task_id)[1]
+    faults = user_faults(record, task) if record.status == "scored" else []
+    attribution = attribute(record, task, lookup=False, faults=faults)
+    missed = near_miss(record)
+    return TrialJudgement(
+        party=None if attribution is None else attribution.party,
+        cause=None if attribution is None else attribution.cause,
+        near_miss=None if missed is None else missed.cause,
+        simulator_fault=bool(faults) or (attribution is not None and attribution.party == "user"),
+    )
+
+
+def attribution_shares(
+    records: Iterable[TrialRecord], judged: dict[int, TrialJudgement] | None = None
+) -> AttributionShares:
+    """`judged`: judgements already made, by the id of their record (a summary's per-domain and
+    pooled reports read the same records: each trial is judged once); new ones are added to it."""
     parties: Counter[str] = Counter()
     causes: Counter[str] = Counter()
     near: Counter[str] = Counter()
     trials = passed = faulty = 0
+    judged = {} if judged is None else judged
     for record in records:
         trials += 1
         passed += record.passed
-        task = context(record.domain, record.task_id)[1]
-        faults = user_faults(record, task) if record.status == "scored" else []
-        attribution = attribute(record, task, lookup=False, faults=faults)
-        if attribution is not None:
-            parties[attribution.party] += 1
-            causes[attribution.cause] += 1
-        missed = near_miss(record)
-        if missed is not None:
-            near[missed.cause] += 1
-        faulty += bool(faults) or (attribution is not None and attribution.party == "user")
+        judgement = judged.get(id(record))
+        if judgement is None:
+            judgement = judged[id(record)] = judge_trial(record)
+        if judgement.party is not None and judgement.cause is not None:
+            parties[judgement.party] += 1
+            causes[judgement.cause] += 1
+        if judgement.near_miss is not None:
+            near[judgement.near_miss] += 1
+        faulty += judgement.simulator_fault
     not_passed = sum(parties.values())
     return AttributionShares(
         trials=trials,

@@ -11,7 +11,7 @@ from rich.table import Table
 
 from castbench.authoring.validate import validate_domain
 from castbench.cli.errors import fail
-from castbench.cli.options import DomainOption, SplitOption
+from castbench.cli.options import DomainOption, SplitOption, Tau2DataOption
 from castbench.domain import Domain, available_domains, load_domain, resolve_domains
 
 domains_app = typer.Typer(help="Installed domains.", no_args_is_help=True)
@@ -20,7 +20,9 @@ console = Console()
 
 
 @domains_app.command("list")
-def list_domains() -> None:
+def list_domains(
+    tau2_data: Tau2DataOption = None,  # read by the τ² packs from the environment its callback sets
+) -> None:
     """Installed domains with their version, tools and task counts (those of an extra too)."""
     table = Table(title="domains", title_justify="left")
     for column in ("name", "version", "tools (write)", "splits", "description"):
@@ -44,7 +46,10 @@ def _split_count(domain: Domain, split: str) -> str:
 
 
 @domains_app.command("validate")
-def validate(domain: DomainOption = "all") -> None:
+def validate(
+    domain: DomainOption = "all",
+    tau2_data: Tau2DataOption = None,  # read by the τ² packs from the environment its callback sets
+) -> None:
     """Replay every task's ground truth; exit 1 on any broken task."""
     failed = False
     for item in resolve_domains(domain):
@@ -71,6 +76,7 @@ def list_tasks(
     domain: DomainOption = "all",
     split: SplitOption = "test",
     family: Annotated[str | None, typer.Option(help="Only tasks of this family.")] = None,
+    tau2_data: Tau2DataOption = None,  # read by the τ² packs from the environment its callback sets
 ) -> None:
     """Task ids, families and opening requests; then the split's tasks excluded from scores as
     broken (a published task set's), each with why."""

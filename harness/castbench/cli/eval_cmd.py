@@ -27,7 +27,7 @@ from castbench.cli.checks import (
     task_list,
 )
 from castbench.cli.errors import fail
-from castbench.cli.options import DbOption, DomainOption, SplitOption
+from castbench.cli.options import DbOption, DomainOption, SplitOption, Tau2DataOption
 from castbench.defaults import DEFAULT_DB, DEFAULT_LEASE_S, DEFAULT_MAX_TRIALS
 from castbench.errors import InfrastructureError, RunInterrupted, ServerDown
 from castbench.runner.deadline import TimeLimits
@@ -173,8 +173,14 @@ def eval_command(
         ),
     ] = None,
     max_steps: Annotated[
-        int, typer.Option(min=1, help="Agent actions per trial.", rich_help_panel=_RUN)
-    ] = 40,
+        int | None,
+        typer.Option(
+            min=1,
+            help="Agent actions per trial (default 40; τ²'s packs default to τ²'s own limits: 200 "
+            "messages as τ² counts them, 10 tool errors); given, it replaces the pack's limits.",
+            rich_help_panel=_RUN,
+        ),
+    ] = None,
     step_timeout: Annotated[float, _time_limit("an agent step")] = _DEFAULT_LIMITS.step_s or 0,
     trial_timeout: Annotated[float, _time_limit("a trial")] = _DEFAULT_LIMITS.trial_s or 0,
     rounds: Annotated[
@@ -309,6 +315,7 @@ def eval_command(
         ),
     ] = None,
     db: DbOption = DEFAULT_DB,
+    tau2_data: Tau2DataOption = None,  # read by the τ² packs from the environment its callback sets
     output: Annotated[Path | None, typer.Option(help="Write the JSON summary here.")] = None,
     fresh: Annotated[bool, typer.Option(help="Start a new run even if this config was run before.")] = False,
 ) -> Any:  # the EvalResult (typer resolves the annotations of a command: none that needs the engine)
@@ -408,7 +415,7 @@ def eval_command(
             trials=trials,
             seed=seed,
             tasks=task_ids,
-            limits=Limits(max_steps=max_steps),
+            limits=Limits(max_steps=max_steps) if max_steps is not None else None,
             time_limits=TimeLimits(step_s=step_timeout or None, trial_s=trial_timeout or None),
             verification=verification,
             grading=grading,

@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from castbench.cli.errors import fail
-from castbench.cli.options import DbOption
+from castbench.cli.options import DbOption, Tau2DataOption
 from castbench.defaults import DEFAULT_DB
 from castbench.publish.archive import import_run
 from castbench.publish.verify import verify_run
@@ -54,6 +54,7 @@ def export_command(
             "for a run of a tau2-* pack (extra [tau2]).",
         ),
     ] = "castbench",
+    tau2_data: Tau2DataOption = None,  # read by the τ² packs from the environment its callback sets
 ) -> None:
     """Write a run (config, meta and every trial record) as one compressed, portable file, or in
     a registered format: an Inspect AI eval log (`--format inspect`, docs/inspect.md) or τ²-bench's
@@ -92,6 +93,7 @@ def import_command(
             "marked as such.",
         ),
     ] = False,
+    tau2_data: Tau2DataOption = None,  # read by the τ² packs from the environment its callback sets
 ) -> None:
     """Load an exported run into a database, after verifying it; importing it again adds nothing.
     The run is recorded as submitted from FILE (never as run here, whatever the file says)."""

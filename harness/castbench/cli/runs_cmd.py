@@ -139,6 +139,10 @@ def show_run(
         return
     summary = summarize_run(row.id, config, records, row.status)
     print_provenance(provenance(config, json.loads(row.meta_json)), console)
+    versions = ", ".join(f"{name} {version}" for name, version in config.domains.items())
+    console.print(f"domains: {versions}; limits: {config.limits.describe()}", markup=False)
+    for name, origin in config.extra.get("data", {}).items():  # a pack's data not its own (--tau2-data)
+        console.print(f"{name} data: {origin}", markup=False)
     if config.perturbations.active:
         faults = sum(step.fault is not None for record in records for step in record.steps)
         label = config.perturbations.label()

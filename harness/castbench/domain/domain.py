@@ -62,11 +62,21 @@ class Domain:
     """Every `refuse` / `no_change` task must say how it is earned (`Task.earned`). A published
     pack whose tasks castbench does not author sets False: a task of its with nothing to look
     up keeps its own benchmark's rule instead of being dropped as broken."""
+    default_limits: dict[str, int] = field(default_factory=dict)
+    """A published benchmark's own trial limits (fields of `castbench.records.config.Limits`:
+    τ²'s packs set `max_messages` and `max_tool_errors`), a run's limits when its options give
+    none (`--max-steps` replaces them); empty: castbench's."""
     _tasks: dict[str, list[Task]] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
         if not _VERSION.match(self.version):
             raise ValueError(f"domain {self.name}: version '{self.version}' is not of the form N-X")
+
+    @property
+    def data_origin(self) -> str | None:
+        """Where the pack read its data from when it is not its own (another data directory,
+        with a digest of its files): recorded in the run's config (`extra["data"]`)."""
+        return None
 
     @property
     def comparability(self) -> int:

@@ -6,7 +6,7 @@ import hashlib
 import json
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, field_validator, model_serializer
 
 from castbench.agents.registry import Role
 from castbench.defaults import GradingMode
@@ -19,6 +19,35 @@ __all__ = ["Limits", "RunConfig", "Verification"]
 
 class Limits(BaseModel):
     max_steps: int = Field(40, ge=1, description="agent actions per trial")
+    max_tool_errors: int | None = Field(
+        None, ge=1, description="tool calls answering an error per trial (None: no limit)"
+    )
+    """τ²'s `max_errors` (a default of its packs, `Domain.default_limits`): the trial ends as
+    `too_many_errors` at the call that reaches it."""
+    max_messages: int | None = Field(
+        None, ge=1, description="messages per trial, counted as τ² counts them (None: no limit)"
+    )
+    """τ²'s `max_steps` (a default of its packs): the user's opening and every later message (an
+    action and its tool answer, a reply and the user's answer) count; the trial ends as
+    `max_steps` at the message that reaches it, a reply reaching it left unanswered."""
+
+    @model_serializer(mode="wrap")
+    def _without_unset_limits(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # limits left unset are left out: configs stored before they existed keep their hash
+        dumped: dict[str, Any] = handler(self)
+        for name in ("max_tool_errors", "max_messages"):
+            if getattr(self, name) is None:
+                dumped.pop(name, None)
+        return dumped
+
+    def describe(self) -> str:
+        """The limits in words, as `runs show` prints them."""
+        said = [f"{self.max_steps} agent actions"]
+        if self.max_messages is not None:
+            said.append(f"{self.max_messages} messages (τ²'s count)")
+        if self.max_tool_errors is not None:
+            said.append(f"{self.max_tool_errors} tool errors")
+        return ", ".join(said)
 
 
 class Verification(BaseModel):

@@ -23,14 +23,22 @@ __all__ = [
 ]
 
 EndReason = Literal[
-    "user_stop", "transfer", "max_steps", "agent_error", "harness_error", "infra_error", "timeout"
+    "user_stop",
+    "transfer",
+    "max_steps",
+    "too_many_errors",
+    "agent_error",
+    "harness_error",
+    "infra_error",
+    "timeout",
 ]
 """Why a trial ended. `timeout`: an agent overran the step or trial time limit; the trial is
-scored 0 (the agent's failure) and counted apart in summaries."""
+scored 0 (the agent's failure) and counted apart in summaries. `too_many_errors`: the agent's tool
+calls answered errors `Limits.max_tool_errors` times (τ²'s limit, on its packs)."""
 
 CLEAN_ENDS: frozenset[str] = frozenset({"user_stop", "transfer"})
 """Ends where the conversation closed normally (a surface signal of success)."""
-UNFINISHED_ENDS: frozenset[str] = frozenset({"agent_error", "max_steps", "timeout"})
+UNFINISHED_ENDS: frozenset[str] = frozenset({"agent_error", "max_steps", "too_many_errors", "timeout"})
 """Ends where the agent did not finish: such a trial fails even when the state is right."""
 
 

@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, model_validator
 
-from castbench.attribution.shares import AttributionShares, attribution_shares
+from castbench.attribution.shares import AttributionShares, TrialJudgement, attribution_shares
 from castbench.conversation import Usage
 from castbench.metrics import ReliabilitySummary, TaskOutcome, summarize_counts
 from castbench.records.config import RunConfig
@@ -148,7 +148,12 @@ def _outcomes(
 
 
 def _report(
-    records: list[TrialRecord], planned: list[str] | None, trials: int, seed: int, prefix_domain: bool
+    records: list[TrialRecord],
+    planned: list[str] | None,
+    trials: int,
+    seed: int,
+    prefix_domain: bool,
+    judged: dict[int, TrialJudgement],
 ) -> DomainReport | None:
     by_task: dict[str, list[TrialRecord]] = defaultdict(list)
     for record in records:
@@ -191,7 +196,7 @@ def _report(
         surface_success=sum(grade.surface_success for grade in failed),
         critic=critic_report(records),
         strict=strict,
-        attribution=attribution_shares(records),
+        attribution=attribution_shares(records, judged),
     )
 
 
@@ -227,9 +232,10 @@ def summarize_run(
     planned = config.planned_tasks or None
     domains: dict[str, DomainReport] = {}
     warnings: list[str] = []
+    judged: dict[int, TrialJudgement] = {}  # each trial judged once, for its domain and the pool
     for name in config.domains:
         tasks = planned.get(name, []) if planned is not None else None
-        report = _report(by_domain.get(name, []), tasks, config.trials, config.seed, prefix_domain=False)
+        report = _report(by_domain.get(name, []), tasks, config.trials, config.seed, False, judged)
         if report is None:
             warnings.append(f"{name}: no task planned or stored")
             continue
@@ -243,7 +249,7 @@ def summarize_run(
                 + (" ..." if len(report.incomplete_tasks) > 5 else "")
             )
     pooled = [f"{name}/{task_id}" for name, ids in planned.items() for task_id in ids] if planned else None
-    overall = _report(records, pooled, config.trials, config.seed, prefix_domain=True)
+    overall = _report(records, pooled, config.trials, config.seed, True, judged)
     if overall is None:
         raise ValueError(f"run {run_id}: no task planned or stored to summarise")
     return RunSummary(

@@ -170,6 +170,8 @@ class Episode:
         self.replies: list[str] = []
         self.usage: dict[str, Usage] = {}
         self.made_write = self.saw_tool_error = False
+        self.tool_errors = 0
+        """Tool calls (and unusable outputs) answered with an error so far (`Limits.max_tool_errors`)."""
         self.opening = ""
         self.end_reason: EndReason | None = None
         self.error: str | None = None
@@ -378,11 +380,24 @@ class Episode:
             )
         )
         self._step = None
-        if end is None and len(self.steps) >= self.limits.max_steps:
-            end = "max_steps"
+        end = self._limit_reached(end)
         if end is not None:
             self._finish(end, None, True)
         return StepOutcome(self._next_view(), observation)
+
+    def _limit_reached(self, end: EndReason | None) -> EndReason | None:
+        """The step's end under the run's limits, checked in τ²'s order (the later one wins):
+        `max_messages` (τ² counts the user's opening and two messages per action, and its limit
+        overrides a user who left at the message that reaches it), then `max_tool_errors`;
+        `max_steps` (agent actions) ends a trial nothing else ended."""
+        limits, taken = self.limits, len(self.steps)
+        if limits.max_messages is not None and 2 * taken + 1 >= limits.max_messages:
+            end = "max_steps" if end in (None, "user_stop") else end
+        if limits.max_tool_errors is not None and self.tool_errors >= limits.max_tool_errors:
+            end = "too_many_errors" if end in (None, "max_steps") else end
+        if end is None and taken >= limits.max_steps:
+            end = "max_steps"
+        return end
 
     def _verify(self, step: _Step, proposal: Proposal) -> Verdict:
         start = _clock()
@@ -399,6 +414,9 @@ class Episode:
         call_id, timing = f"call_{step_index}", step.timing
         if isinstance(action, ReplyAction):
             self.replies.append(action.text)
+            if self.limits.max_messages is not None and 2 * (step_index + 1) >= self.limits.max_messages:
+                self.conversation.append(AgentTurn(action=action))  # τ² ends before the user answers
+                return None, "max_steps"
             start = _clock()
             reply = self._guarded("user", self.user.reply, action.text, what="replying")
             self._check("user", reply, UserReply, "reply")
@@ -418,6 +436,7 @@ class Episode:
                 error=True,
             )
             self.saw_tool_error = True
+            self.tool_errors += 1
             self.conversation += [AgentTurn(action=action, call_id=call_id), result]
             return result, None
         if self._perturber is not None:
@@ -450,6 +469,7 @@ class Episode:
     ) -> tuple[Any, EndReason | None]:
         if result.error:
             self.saw_tool_error = True
+            self.tool_errors += 1
         elif wrote and self.domain.toolkit.is_write(action.name):
             self.made_write = True
         self.conversation += [AgentTurn(action=action, call_id=result.call_id), result]

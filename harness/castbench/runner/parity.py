@@ -100,12 +100,16 @@ class _ReplayUser:
         return UserReply("ok", stop=asks_anything_else(message))
 
 
-def castbench_trial(domain: Domain, task: Task, trajectory: Trajectory, expected: Database) -> TrialRecord:
+def castbench_trial(
+    domain: Domain, task: Task, trajectory: Trajectory, expected: Database, limits: Limits | None = None
+) -> TrialRecord:
+    """`limits`: by default none the trajectory can reach (a parity check of the ending under a
+    benchmark's own limits passes them)."""
     agents = AgentSet(
         policy=AgentSpec("policy", "replay", "replay", lambda b: _ReplayPolicy(b, trajectory)),
         user=AgentSpec("user", "replay", "replay", _ReplayUser),
     )
-    limits = Limits(max_steps=len(trajectory) + 5)
+    limits = limits or Limits(max_steps=len(trajectory) + 5)
     return run_trial(domain, task, 0, 0, agents, expected, limits, grading="tau")
 
 
