@@ -7,18 +7,15 @@ import platform
 import subprocess
 from collections.abc import Callable
 from importlib.metadata import PackageNotFoundError, version
-from pathlib import Path
-from typing import Any
+from typing import Any, Unpack
 
 from castbench.agents.registry import AgentSpec, Role
 from castbench.agents.traits import parse_traits
-from castbench.defaults import DEFAULT_DB, DEFAULT_LEASE_S, DEFAULT_MAX_TRIALS
 from castbench.domain import Domain, resolve_domains
-from castbench.grading import GradingMode
-from castbench.models.resolve import ModelOptions, resolve_agent
+from castbench.models.resolve import resolve_agent
+from castbench.options import EvalFields, EvalOptions
 from castbench.records.config import RunConfig
 from castbench.records.identity import fingerprint
-from castbench.records.perturbations import Perturbations
 from castbench.records.provenance import (
     AgentPlacement,
     Provenance,
@@ -33,15 +30,15 @@ from castbench.records.trial import TrialRecord
 from castbench.report.floors import reference_floors
 from castbench.report.kept import kept_summary
 from castbench.report.summary import RunSummary, pair_with_baseline, summarize_run
-from castbench.runner.deadline import TimeLimits
+from castbench.report.traits import trait_sweep
 from castbench.runner.engine import EvalOutcome, run_eval
-from castbench.runner.executors import Executor
+from castbench.runner.executors import Executor, make_executor
 from castbench.runner.plan import plan_tasks
-from castbench.runner.rollout import AgentSet, Limits, Verification
+from castbench.runner.rollout import AgentSet, Limits
 from castbench.runner.topup import top_up
 from castbench.store import ResultsStore
 
-__all__ = ["DEFAULT_MAX_TRIALS", "EvalResult", "build_config", "evaluate", "run_metadata"]
+__all__ = ["EvalOptions", "EvalResult", "build_config", "evaluate", "run_metadata"]
 
 
 def _git_commit() -> str | None:
@@ -68,52 +65,28 @@ def run_metadata() -> dict[str, Any]:
 
 
 def build_config(
-    *,
-    domains: str | None = "all",
-    policy: str = "scripted:noisy",
-    critic: str = "none",
-    user: str = "scripted",
-    split: str = "test",
-    trials: int = 8,
-    seed: int = 0,
-    tasks: list[str] | None = None,
-    limits: Limits | None = None,
-    verification: Verification | None = None,
-    traits: str | None = None,
-    perturbations: Perturbations | None = None,
-    extra: dict[str, Any] | None = None,
-    grading: GradingMode = "castbench",
-    models_config: str | Path | dict[str, dict[str, Any]] | None = None,
-    api_base: str | None = None,
-    cache_dir: str | None = None,
-    concurrency: int | None = None,
-    in_process: bool = False,
+    options: EvalOptions | None = None, **fields: Unpack[EvalFields]
 ) -> tuple[RunConfig, AgentSet]:
-    """`models_config` (a TOML/JSON file or its parsed tables) and `api_base` set model roles'
-    settings (see `castbench.models.settings`); they are recorded in `extra["models"]`.
-    `cache_dir` caches model answers and `concurrency` (trials at once) sizes the model servers'
-    default limits; neither is part of the run's identity. `in_process` runs import-path agents
-    inside this process (debugging): the roles it affects are recorded in the config, and
-    leaderboards refuse the run."""
+    """The run `options` (with `fields` changed, as `EvalOptions.of` takes them) ask for, and its
+    agents. Model roles' settings (`models_config`, `api_base`) are recorded in `extra["models"]`;
+    `cache_dir` and `concurrency` (which sizes the model servers' default limits) are not part of
+    the run's identity. `in_process` roles are recorded in the config, and leaderboards refuse
+    the run."""
+    chosen = EvalOptions.of(options, **fields)
+    agents, selection = chosen.agents, chosen.selection
+    domains, split, tasks = selection.domains, selection.split, selection.tasks
     resolved = resolve_domains(domains)
-    layers: dict[str, dict[str, Any]] | None
-    if isinstance(models_config, str | Path):
-        from castbench.models.settings import load_models_config  # model runs' only (tomllib, checks)
-
-        layers = load_models_config(models_config)
-    else:
-        layers = models_config
     models: dict[str, Any] = {}
-    options = ModelOptions(layers, api_base, cache_dir, concurrency)
+    model_options = chosen.model_options()
 
     def configured(role: Role, spec: str) -> AgentSpec:
-        agent, recorded = resolve_agent(role, spec, in_process=in_process, options=options)
+        agent, recorded = resolve_agent(role, spec, in_process=agents.in_process, options=model_options)
         if recorded is not None:
             models[role] = recorded
         return agent
 
-    policy_spec, user_spec = configured("policy", policy), configured("user", user)
-    critic_spec = configured("critic", critic)
+    policy_spec, user_spec = configured("policy", agents.policy), configured("user", agents.user)
+    critic_spec = configured("critic", agents.critic)
     specs = AgentSet(
         policy=policy_spec, user=user_spec, critic=critic_spec if critic_spec.kind != "none" else None
     )
@@ -125,15 +98,15 @@ def build_config(
         split=split,
         task_ids=tasks,
         planned_tasks=plan_tasks(resolved, split, tasks),
-        policy=policy,
-        critic=critic,
-        user=user,
-        trials=trials,
-        seed=seed,
-        limits=limits or default_limits(resolved),
-        verification=verification or Verification(),
-        traits=parse_traits(traits),
-        perturbations=perturbations or Perturbations(),
+        policy=agents.policy,
+        critic=agents.critic,
+        user=agents.user,
+        trials=selection.trials,
+        seed=selection.seed,
+        limits=chosen.limits or default_limits(resolved),
+        verification=chosen.verification,
+        traits=parse_traits(agents.traits),
+        perturbations=chosen.perturbations,
         privileged=privileged,
         in_process=[
             role
@@ -141,8 +114,8 @@ def build_config(
             if spec.kind == "import" and spec.transport == "in-process" and not spec.privileged
         ],
         placement=_placement([policy_spec, critic_spec, user_spec]),
-        extra={**(extra or {}), **({"models": models} if models else {}), **_data_origins(resolved)},
-        grading=grading,
+        extra={**chosen.extra, **({"models": models} if models else {}), **_data_origins(resolved)},
+        grading=chosen.grading,
         fingerprint=fingerprint(resolved, [policy_spec, user_spec, critic_spec]),
     )
     return config, specs
@@ -210,65 +183,90 @@ class EvalResult:
         self.summary = summary
 
 
+OnStart = Callable[[int, int], None]
+OnTrial = Callable[[TrialRecord], None]
+OnConfig = Callable[[RunConfig, Provenance], None]
+
+
 def evaluate(
+    options: EvalOptions | None = None,
     *,
-    db: str = DEFAULT_DB,
-    concurrency: int = 1,
-    fresh: bool = False,
-    on_start: Callable[[int, int], None] | None = None,
-    on_trial: Callable[[TrialRecord], None] | None = None,
-    on_config: Callable[[RunConfig, Provenance], None] | None = None,
-    paired: bool = False,
-    max_cost: float | None = None,
-    time_limits: TimeLimits | None = None,
-    lease_s: float = DEFAULT_LEASE_S,
-    executor: Executor | None = None,
-    add_trials: int = 0,
-    max_trials: int = DEFAULT_MAX_TRIALS,
-    **config_options: Any,
+    on_start: OnStart | None = None,
+    on_trial: OnTrial | None = None,
+    on_config: OnConfig | None = None,
+    **fields: Unpack[EvalFields],
 ) -> EvalResult:
-    """Run (or resume) an evaluation and summarise it. Options as in `build_config`.
+    """Run (or resume) the evaluation `options` ask for, with `fields` changed (`EvalOptions.of`:
+    `evaluate(domains="retail", trials=4)` is `evaluate(EvalOptions.of(domains="retail", trials=4))`),
+    and summarise it.
 
     With `paired` and a critic, the same tasks, seeds and policy also run without the critic
     (a run of its own, resumable like any other) and the summary gains the critic's trial-level
-    helpfulness and harmfulness. `max_cost` (USD) stops each run once it has spent that much.
-    `time_limits` bound each agent's step and trial time (recorded in the run's metadata; not
-    part of its identity, so a resume may change them).
-    `add_trials` tops up the stored run with these options (whatever its trials per task) with
-    that many more trials per task, up to `max_trials` (see `castbench.runner.topup`).
+    helpfulness and harmfulness. With `sweep_traits`, each trait profile also runs (these options
+    with `traits` set to it) and the summary gains `trait_sweep`, each profile's pass^k drop
+    against the options without traits. `max_cost` (USD) stops each run once it has spent that
+    much; `time_limits` bound each agent's step and trial time (recorded in the run's metadata,
+    not part of its identity, so a resume may change them). `add_trials` tops up the stored run
+    with these options (whatever its trials per task) by that many more trials per task, up to
+    `max_trials` (see `castbench.runner.topup`).
 
     With a Postgres `db`, several processes calling this with the same options split the run's
     trials; a worker silent for `lease_s` seconds loses its trials to the others. `executor`
-    (`castbench.runner.executors.make_executor`) runs the trials elsewhere, e.g. on Ray.
-    `on_config` hears each run's config and provenance before its first trial (the console shows
-    where its agents run); the summary carries the provenance the store records."""
-    store = ResultsStore(db)
-    time_limits = time_limits or TimeLimits()
+    `ray` runs the trials on a Ray cluster (`castbench.runner.executors`). `on_start` hears each
+    run's trials already stored and planned, `on_trial` each trial as it is stored, and
+    `on_config` each run's config and provenance before its first trial (the console shows where
+    its agents run); the summary carries the provenance the store records."""
+    chosen = EvalOptions.of(options, **fields)
+    hooks = (on_start, on_trial, on_config)
+    executor = make_executor(chosen.execution.executor, chosen.execution.ray_address)
+    result = _evaluate(chosen, executor, *hooks)
+    profiles = chosen.baselines.sweep_traits
+    if not profiles:
+        return result
+    swept = {
+        profile: _evaluate(chosen.replace(traits=profile), executor, *hooks).summary for profile in profiles
+    }
+    unswept = chosen.replace(traits=None)
+    baseline = _evaluate(unswept, executor, *hooks).summary if chosen.agents.traits else result.summary
+    summary = result.summary.model_copy(update={"trait_sweep": trait_sweep(baseline, swept)})
+    return EvalResult(result.outcome, summary)
 
-    def run(options: dict[str, Any]) -> tuple[RunConfig, EvalOutcome]:
-        config, agents = build_config(**options, concurrency=concurrency)
-        if add_trials:
-            _, config, _ = top_up(store, config, add_trials, max_trials)
+
+def _evaluate(
+    options: EvalOptions,
+    executor: Executor,
+    on_start: OnStart | None,
+    on_trial: OnTrial | None,
+    on_config: OnConfig | None,
+) -> EvalResult:
+    """One evaluation (and, `paired`, the same without its critic), summarised."""
+    execution, store = options.execution, ResultsStore(options.execution.db)
+
+    def run(chosen: EvalOptions) -> tuple[RunConfig, EvalOutcome]:
+        config, agents = build_config(chosen)
+        if chosen.selection.add_trials:
+            _, config, _ = top_up(store, config, chosen.selection.add_trials, chosen.selection.max_trials)
         _check_servers(config, agents)
         if on_config is not None:
-            on_config(config, provenance(config, {"origin": _origin(store, config, fresh).model_dump()}))
+            origin = _origin(store, config, execution.fresh).model_dump()
+            on_config(config, provenance(config, {"origin": origin}))
         outcome = run_eval(
             config,
             agents,
             store,
-            meta={**run_metadata(), "time_limits": time_limits.model_dump(), "origin": _HERE},
-            concurrency=concurrency,
-            fresh=fresh,
-            max_cost=max_cost,
-            time_limits=time_limits,
+            meta={**run_metadata(), "time_limits": chosen.time_limits.model_dump(), "origin": _HERE},
+            concurrency=execution.concurrency,
+            fresh=execution.fresh,
+            max_cost=chosen.models.max_cost,
+            time_limits=chosen.time_limits,
             on_start=on_start,
             on_trial=on_trial,
-            lease_s=lease_s,
+            lease_s=execution.lease_s,
             executor=executor,
         )
         return config, outcome
 
-    config, outcome = run(config_options)
+    config, outcome = run(options)
     row = store.run(outcome.run_id)
     records: list[TrialRecord] = []
 
@@ -278,10 +276,10 @@ def evaluate(
 
     # a complete run resumed reads its summary back rather than reading every trial again
     summary = kept_summary(store, outcome.run_id, config, row.status, summarize)
-    if paired and config.critic != "none":
+    if options.baselines.paired and config.critic != "none":
         if not records:
             summary = summarize()
-        alone_config, alone = run({**config_options, "critic": "none"})
+        alone_config, alone = run(options.replace(critic="none"))
         alone_records = store.trials(alone.run_id)
         alone_summary = summarize_run(
             alone.run_id, alone_config, alone_records, store.run(alone.run_id).status

@@ -19,16 +19,16 @@ driving it sees the public `Briefing` only; the task stays inside the episode.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Unpack
 
+from castbench.agents.registry import AgentSpec, Role
 from castbench.agents.views import PolicyView
 from castbench.conversation import CritiqueTurn, ToolResultTurn, UserTurn
 from castbench.domain import Database, load_domain
-from castbench.grading import GradingMode
 from castbench.models.resolve import resolve_agent
+from castbench.options import EvalFields, EvalOptions
 from castbench.records.trial import ActionLabel, TrialRecord
-from castbench.runner.deadline import TimeLimits
-from castbench.runner.episode import AgentSet, Episode, EpisodeOver, Limits, Verification
+from castbench.runner.episode import AgentSet, Episode, EpisodeOver
 from castbench.runner.seeds import trial_seed
 
 __all__ = ["EnvStep", "Environment", "EpisodeOver"]
@@ -53,22 +53,26 @@ class Environment:
     """One trial at a time over castbench's domains, driven by the caller's actions."""
 
     def __init__(
-        self,
-        user: str = "scripted",
-        critic: str | None = None,
-        limits: Limits | None = None,
-        verification: Verification | None = None,
-        time_limits: TimeLimits | None = None,
-        grading: GradingMode = "castbench",
-        labels: bool = False,
+        self, options: EvalOptions | None = None, *, labels: bool = False, **fields: Unpack[EvalFields]
     ) -> None:
+        """The trials `options` (with `fields` changed, as `castbench.evaluate` takes them) describe:
+        its user, critic, limits, verification, time limits, grading and model settings, the same
+        as `eval` builds from them. `labels`: each step carries the labeler's truth about it."""
+        if fields.get("critic", "") is None:  # `critic=None`: none, as this class always took it
+            del fields["critic"]
+        self.options = EvalOptions.of(options, **fields)
+        agents, model_options = self.options.agents, self.options.model_options()
+
+        def resolved(role: Role, spec: str) -> AgentSpec:
+            return resolve_agent(role, spec, in_process=agents.in_process, options=model_options)[0]
+
         self.agents = AgentSet(
             policy=None,
-            user=resolve_agent("user", user)[0],
-            critic=None if critic in (None, "none") else resolve_agent("critic", critic)[0],
+            user=resolved("user", agents.user),
+            critic=None if agents.critic == "none" else resolved("critic", agents.critic),
         )
-        self.limits, self.verification, self.time_limits = limits, verification, time_limits
-        self.grading, self.labels = grading, labels
+        self.limits, self.verification = self.options.limits, self.options.verification
+        self.time_limits, self.grading, self.labels = self.options.time_limits, self.options.grading, labels
         self._expected: dict[tuple[str, str], Database] = {}
         self.episode: Episode | None = None
 

@@ -33,14 +33,21 @@ def _eval(db: str, *extra: str) -> Result:
 @pytest.mark.parametrize(
     ("extra", "needles"),
     [
-        (["--tasks", " , "], ["--tasks is empty"]),
+        (["--tasks", " , "], ["--tasks ' , ': no task id given"]),
         (["--sweep-traits", "garbage"], ["--sweep-traits", "unknown trait 'garbage'"]),
-        (["--sweep-traits", ";"], ["--sweep-traits is empty"]),
+        (["--sweep-traits", ";"], ["--sweep-traits: no profile given"]),
         (["--traits", "patience=none"], ["--traits", "unknown trait"]),
-        (["--trials", "1000000000"], ["--trials 1000000000 is more than the cap of 1000"]),
-        (["--on-exhausted", "foo"], ["--on-exhausted must be one of execute, block, not 'foo'"]),
-        (["--verify", "foo"], ["--verify must be one of tool_calls, writes, all, not 'foo'"]),
-        (["--grading", "foo"], ["--grading must be one of"]),
+        (["--trials", "1000000000"], ["--trials: 1000000000 trials per task is more than the cap of 1000"]),
+        (["--trials", "0"], ["--trials 0: Input should be greater than or equal to 1"]),
+        (["--rounds", "11"], ["--rounds 11: Input should be less than or equal to 10"]),
+        (["--concurrency", "0"], ["--concurrency 0:"]),
+        (["--step-timeout", "-1"], ["--step-timeout -1.0: Input should be greater than 0"]),
+        (["--tool-faults", "1.5"], ["--tool-faults 1.5:"]),
+        (["--user-perturb", "typo"], ["--user-perturb: unknown user 'typo'"]),
+        (["--on-exhausted", "foo"], ["--on-exhausted 'foo': must be one of execute, block"]),
+        (["--verify", "foo"], ["--verify 'foo': must be one of tool_calls, writes, all"]),
+        (["--grading", "foo"], ["--grading 'foo': must be one of castbench, tau"]),
+        (["--trials", "0", "--grading", "foo"], ["--trials 0:", "; --grading 'foo':"]),
     ],
 )
 def test_bad_eval_input_is_one_line_before_any_trial(

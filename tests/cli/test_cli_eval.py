@@ -11,6 +11,7 @@ import pytest
 from typer.testing import Result
 
 from castbench import api
+from castbench.options import EvalOptions
 from tests.support import invoke, sqlite_url
 
 TASKS = "retail-test-0001,retail-test-0006,retail-test-0010"
@@ -23,8 +24,8 @@ def _first_line_and_options(
     the command imports `castbench.api.evaluate` when it runs)."""
     received: dict[str, Any] = {}
 
-    def stop(**options: Any) -> None:
-        received.update(options)
+    def stop(options: EvalOptions, **hooks: Any) -> None:
+        received.update(options.flat())
         raise ValueError("stopped by the test")
 
     monkeypatch.setattr(api, "evaluate", stop)

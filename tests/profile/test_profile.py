@@ -108,7 +108,7 @@ def test_unknown_kinds_are_refused() -> None:
     with pytest.raises(ValueError, match="bogus"):
         Perturbations(user=["bogus"])
     result = invoke("eval", "-d", "retail", "--tool-faults", "0.5", "--fault-kinds", "error,bogus")
-    assert result.exit_code != 0 and "unknown fault kind 'bogus'" in result.output
+    assert result.exit_code != 0 and "--fault-kinds: unknown fault kinds 'bogus'" in result.output
 
 
 def _profile(tmp_path: Path, policy: str, name: str) -> dict[str, object]:

@@ -1,49 +1,24 @@
 """Checks of command-line input made before any work starts, each failing with one `error:` line.
 
-A run of hours must not end in a traceback because its `--output` folder is read-only, nor run
-every task because `--tasks ""` was empty: what can be checked up front is checked here.
+A run of hours must not end in a traceback because its `--output` folder is read-only: what can be
+checked up front is checked here (eval's option values by `castbench.options`, e.g. an empty
+`--tasks ""` that would otherwise mean every task).
 """
 
 from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from castbench.cli.errors import fail
 
 __all__ = [
-    "MAX_TRIALS_PER_TASK",
-    "check_choice",
     "check_writable",
     "sqlite_run_taken",
-    "task_list",
     "validation_line",
 ]
-
-MAX_TRIALS_PER_TASK = 1000
-"""More trials per task than anyone needs for pass^k (τ-Bench uses 4 to 8): a guard against a
-typo (`--trials 1000000000`) that would run for ever and store without end."""
-
-
-def check_choice(option: str, value: str, choices: Iterable[str]) -> None:
-    """`value` is one of `choices`, or one line naming them."""
-    allowed = list(choices)
-    if value not in allowed:
-        fail(f"{option} must be one of {', '.join(allowed)}, not {value!r}")
-
-
-def task_list(option: str, value: str | None) -> list[str] | None:
-    """`a, b` -> ["a", "b"]; None when the option is not given; an empty list is refused (it would
-    otherwise mean every task)."""
-    if value is None:
-        return None
-    ids = [item.strip() for item in value.split(",") if item.strip()]
-    if not ids:
-        fail(f"{option} is empty: name at least one task id, or leave the option out for every task")
-    return ids
 
 
 def check_writable(option: str, path: Path) -> None:

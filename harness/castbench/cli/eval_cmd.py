@@ -1,11 +1,18 @@
-"""`castbench eval`: run (or resume) an evaluation, show pass^k tables, store everything."""
+"""`castbench eval`: run (or resume) an evaluation, show pass^k tables, store everything.
+
+The flags are `castbench.options.EvalOptions` on the command line: each one sets a field of it
+(`_FIELDS`), its default is the model's (`DEFAULTS`), and the model's checks are the flags' checks,
+a bad value one `error:` line naming the flag. The evaluation itself, with its paired run and trait
+sweep, is `castbench.evaluate`'s; this module shows it.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, get_args
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from pydantic import ValidationError
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import (
@@ -19,23 +26,15 @@ from rich.progress import (
 )
 
 from castbench.agents.registry import AgentSpecError, Role
-from castbench.cli.checks import (
-    MAX_TRIALS_PER_TASK,
-    check_choice,
-    check_writable,
-    sqlite_run_taken,
-    task_list,
-)
+from castbench.cli.checks import check_writable, sqlite_run_taken
 from castbench.cli.errors import fail
 from castbench.cli.options import DbOption, DomainOption, SplitOption, Tau2DataOption
-from castbench.defaults import DEFAULT_DB, DEFAULT_LEASE_S, DEFAULT_MAX_TRIALS
 from castbench.errors import InfrastructureError, RunInterrupted, ServerDown
-from castbench.runner.deadline import TimeLimits
+from castbench.options import DEFAULTS, EvalOptions, OptionsError
 
 if TYPE_CHECKING:
     from castbench.api import EvalResult
     from castbench.records.config import RunConfig
-    from castbench.records.perturbations import Perturbations
     from castbench.records.provenance import Provenance
     from castbench.records.trial import TrialRecord
 
@@ -45,12 +44,87 @@ _RUN = "Run"
 _LOOP = "Critic loop"
 _MODELS = "Models"
 _PERTURB = "Perturbations"
-_DEFAULT_LIMITS = TimeLimits()
+_AGENT, _SELECTION, _MODEL = DEFAULTS.agents, DEFAULTS.selection, DEFAULTS.models
+_EXECUTION, _LIMITS, _LOOP_DEFAULTS = DEFAULTS.execution, DEFAULTS.time_limits, DEFAULTS.verification
+
+_FIELDS: dict[str, tuple[str, ...]] = {
+    "domain": ("selection", "domains"),
+    "split": ("selection", "split"),
+    "tasks": ("selection", "tasks"),
+    "trials": ("selection", "trials"),
+    "seed": ("selection", "seed"),
+    "add_trials": ("selection", "add_trials"),
+    "max_trials": ("selection", "max_trials"),
+    "policy": ("agents", "policy"),
+    "critic": ("agents", "critic"),
+    "user": ("agents", "user"),
+    "traits": ("agents", "traits"),
+    "in_process": ("agents", "in_process"),
+    "max_steps": ("limits", "max_steps"),
+    "step_timeout": ("time_limits", "step_s"),
+    "trial_timeout": ("time_limits", "trial_s"),
+    "rounds": ("verification", "rounds"),
+    "on_exhausted": ("verification", "on_exhausted"),
+    "verify": ("verification", "scope"),
+    "grading": ("grading",),
+    "tool_faults": ("perturbations", "tool_faults"),
+    "fault_kinds": ("perturbations", "fault_kinds"),
+    "user_perturb": ("perturbations", "user"),
+    "env_perturb": ("perturbations", "env"),
+    "perturb_seed": ("perturbations", "seed"),
+    "api_base": ("models", "api_base"),
+    "models_config": ("models", "models_config"),
+    "cache": ("models", "cache_dir"),
+    "max_cost": ("models", "max_cost"),
+    "db": ("execution", "db"),
+    "concurrency": ("execution", "concurrency"),
+    "executor": ("execution", "executor"),
+    "ray_address": ("execution", "ray_address"),
+    "lease": ("execution", "lease_s"),
+    "fresh": ("execution", "fresh"),
+    "paired": ("baselines", "paired"),
+    "sweep_traits": ("baselines", "sweep_traits"),
+}
+"""eval's parameter -> the `EvalOptions` field it sets. The others (`--suite`, `--output`,
+`--allow-incomplete`, `--tau2-data`) are the command's own."""
 
 
-def _suite_settings(
-    ctx: typer.Context, suite: str, domain: str, split: str, trials: int
-) -> tuple[str, str, int]:
+def _flag(where: tuple[str | int, ...]) -> str:
+    """The flag that sets the field at `where` (`("selection", "trials")` -> `--trials`)."""
+    for name, field in _FIELDS.items():
+        if tuple(where[: len(field)]) == field:
+            return "--" + name.replace("_", "-")
+    return ".".join(str(part) for part in where)
+
+
+def eval_options(given: dict[str, Any]) -> EvalOptions:
+    """The options eval's parameter values (`given`) set; a bad value is one `error:` line naming
+    its flag. A value left out (None) is the model's default: `--max-steps` unset keeps the packs'
+    limits. A time limit of 0 is none; a kind list is given as one comma-separated string."""
+    fields: dict[str, Any] = {}
+    for name, value in given.items():
+        if name not in _FIELDS:
+            continue
+        if name in ("step_timeout", "trial_timeout"):
+            value = value or None
+        elif value is None:
+            continue
+        elif name in ("fault_kinds", "user_perturb", "env_perturb"):
+            value = [value]
+        elif name == "cache":
+            value = str(value)
+        *groups, field = _FIELDS[name]
+        place = fields
+        for group in groups:
+            place = place.setdefault(group, {})
+        place[field] = value
+    try:
+        return EvalOptions.model_validate(fields)
+    except ValidationError as exc:
+        fail(OptionsError.of(exc).describe(_flag))
+
+
+def _suite_settings(ctx: typer.Context, suite: str, given: dict[str, Any]) -> dict[str, Any]:
     """The suite's domains, split and trials, except those given on the command line."""
     from castbench.publish.board import BoardError, board_path, load_board
 
@@ -59,61 +133,19 @@ def _suite_settings(
     except BoardError as exc:
         raise typer.BadParameter(str(exc), param_hint="--suite") from exc
 
-    def given(name: str) -> bool:
+    def chosen(name: str, value: Any) -> Any:
         source = ctx.get_parameter_source(name)
-        return source is not None and source.name not in ("DEFAULT", "ENVIRONMENT")
+        return given[name] if source is not None and source.name not in ("DEFAULT", "ENVIRONMENT") else value
 
-    return (
-        domain if given("domain") else ",".join(spec.domains),
-        split if given("split") else spec.split,
-        trials if given("trials") else spec.trials,
-    )
-
-
-def _perturbations(
-    rate: float, faults: str, user: str | None, env: str | None, seed: int
-) -> Perturbations:
-    """The run's perturbations from eval's options; a bad kind is a usage error naming it."""
-    from castbench.records.perturbations import ENV_KINDS, FAULT_KINDS, USER_KINDS, Perturbations, parse_kinds
-
-    try:
-        return Perturbations(
-            tool_faults=rate,
-            fault_kinds=parse_kinds(faults, FAULT_KINDS, "fault kind"),
-            user=parse_kinds(user, USER_KINDS, "user perturbation"),
-            env=parse_kinds(env, ENV_KINDS, "environment perturbation"),
-            seed=seed,
-        )
-    except ValueError as exc:
-        lines = str(exc).splitlines()  # pydantic's: the reason is on its last line
-        raise typer.BadParameter(lines[-1] if "validation error" in lines[0] else str(exc)) from None
-
-
-def _checked_input(
-    trials: int, tasks: str | None, traits: str | None, sweep_traits: str | None, output: Path | None
-) -> tuple[list[str] | None, list[str]]:
-    """What can be wrong with the input, found before any trial runs (one `error:` line each):
-    the task ids and the sweep's trait profiles, as lists."""
-    from castbench.agents.traits import parse_traits
-
-    if trials > MAX_TRIALS_PER_TASK:
-        fail(f"--trials {trials} is more than the cap of {MAX_TRIALS_PER_TASK} trials per task")
-    profiles = [p.strip() for p in sweep_traits.split(";") if p.strip()] if sweep_traits is not None else []
-    if sweep_traits is not None and not profiles:
-        fail("--sweep-traits is empty: give profiles like 'impatience=high;confusion=high'")
-    for option, profile in [("--traits", traits), *(("--sweep-traits", p) for p in profiles)]:
-        try:
-            parse_traits(profile)
-        except ValueError as exc:
-            fail(f"{option}: {exc}")
-    if output is not None:
-        check_writable("--output", output)
-    return task_list("--tasks", tasks), profiles
+    return {
+        "domain": chosen("domain", ",".join(spec.domains)),
+        "split": chosen("split", spec.split),
+        "trials": chosen("trials", spec.trials),
+    }
 
 
 def _time_limit(what: str) -> Any:
     return typer.Option(
-        min=0,
         help=f"Seconds {what} may take (0: no limit); past it the trial ends as timeout.",
         rich_help_panel=_RUN,
     )
@@ -121,41 +153,40 @@ def _time_limit(what: str) -> Any:
 
 def eval_command(
     ctx: typer.Context,
-    domain: DomainOption = "all",
+    domain: DomainOption = _SELECTION.domains or "all",
     policy: Annotated[
         str,
         typer.Option(
             help="Built-in name, module:Class import path, or litellm model string.", rich_help_panel=_AGENTS
         ),
-    ] = "scripted:noisy",
+    ] = _AGENT.policy,
     critic: Annotated[
         str, typer.Option(help="Critic: none, a built-in, import path or model.", rich_help_panel=_AGENTS)
-    ] = "none",
+    ] = _AGENT.critic,
     user: Annotated[
         str, typer.Option(help="User simulator: scripted, import path or model.", rich_help_panel=_AGENTS)
-    ] = "scripted",
-    split: SplitOption = "test",
-    trials: Annotated[int, typer.Option(min=1, help="Trials per task (n).", rich_help_panel=_RUN)] = 8,
+    ] = _AGENT.user,
+    split: SplitOption = _SELECTION.split,
+    trials: Annotated[
+        int, typer.Option(help="Trials per task (n, at most 1000).", rich_help_panel=_RUN)
+    ] = _SELECTION.trials,
     seed: Annotated[
         int, typer.Option(help="Run seed; trial seeds derive from it.", rich_help_panel=_RUN)
-    ] = 0,
+    ] = _SELECTION.seed,
     tasks: Annotated[str | None, typer.Option(help="Comma-separated task ids.", rich_help_panel=_RUN)] = None,
     concurrency: Annotated[
         int,
-        typer.Option(
-            min=1, help="Trials run at once (and model calls in flight per server).", rich_help_panel=_RUN
-        ),
-    ] = 1,
+        typer.Option(help="Trials run at once (and model calls in flight per server).", rich_help_panel=_RUN),
+    ] = _EXECUTION.concurrency,
     lease: Annotated[
         float,
         typer.Option(
-            min=1,
             envvar="CASTBENCH_LEASE_S",
             help="Postgres --db: seconds a silent worker keeps its claimed trials before other "
             "eval processes on the same run take them over.",
             rich_help_panel=_RUN,
         ),
-    ] = DEFAULT_LEASE_S,
+    ] = _EXECUTION.lease_s,
     executor: Annotated[
         str,
         typer.Option(
@@ -163,7 +194,7 @@ def eval_command(
             "cluster, pip install 'castbench\\[ray]'; this process still owns the run and the store).",
             rich_help_panel=_RUN,
         ),
-    ] = "local",
+    ] = _EXECUTION.executor,
     ray_address: Annotated[
         str | None,
         typer.Option(
@@ -171,33 +202,32 @@ def eval_command(
             help="--executor ray: the cluster to join (HOST:PORT or ray://HOST:PORT); default: a local one.",
             rich_help_panel=_RUN,
         ),
-    ] = None,
+    ] = _EXECUTION.ray_address,
     max_steps: Annotated[
         int | None,
         typer.Option(
-            min=1,
             help="Agent actions per trial (default 40; τ²'s packs default to τ²'s own limits: 200 "
             "messages as τ² counts them, 10 tool errors); given, it replaces the pack's limits.",
             rich_help_panel=_RUN,
         ),
     ] = None,
-    step_timeout: Annotated[float, _time_limit("an agent step")] = _DEFAULT_LIMITS.step_s or 0,
-    trial_timeout: Annotated[float, _time_limit("a trial")] = _DEFAULT_LIMITS.trial_s or 0,
+    step_timeout: Annotated[float, _time_limit("an agent step")] = _LIMITS.step_s or 0,
+    trial_timeout: Annotated[float, _time_limit("a trial")] = _LIMITS.trial_s or 0,
     rounds: Annotated[
-        int, typer.Option(min=1, max=10, help="Critic verdicts per step.", rich_help_panel=_LOOP)
-    ] = 3,
+        int, typer.Option(help="Critic verdicts per step (1 to 10).", rich_help_panel=_LOOP)
+    ] = _LOOP_DEFAULTS.rounds,
     on_exhausted: Annotated[
         str, typer.Option(help="When the rounds run out: execute or block.", rich_help_panel=_LOOP)
-    ] = "execute",
+    ] = _LOOP_DEFAULTS.on_exhausted,
     verify: Annotated[
         str, typer.Option(help="Actions the critic checks: tool_calls, writes or all.", rich_help_panel=_LOOP)
-    ] = "tool_calls",
+    ] = _LOOP_DEFAULTS.scope,
     paired: Annotated[
         bool,
         typer.Option(
             help="Also run without the critic (same seeds) to measure its effect.", rich_help_panel=_LOOP
         ),
-    ] = False,
+    ] = DEFAULTS.baselines.paired,
     api_base: Annotated[
         str | None,
         typer.Option(
@@ -222,8 +252,8 @@ def eval_command(
     ] = None,
     max_cost: Annotated[
         float | None,
-        typer.Option(min=0, help="Stop starting trials after this many USD.", rich_help_panel=_MODELS),
-    ] = None,
+        typer.Option(help="Stop starting trials after this many USD.", rich_help_panel=_MODELS),
+    ] = _MODEL.max_cost,
     grading: Annotated[
         str,
         typer.Option(
@@ -231,19 +261,18 @@ def eval_command(
             "or tau (τ-Bench's substring).",
             rich_help_panel=_RUN,
         ),
-    ] = "castbench",
+    ] = DEFAULTS.grading,
     add_trials: Annotated[
         int,
         typer.Option(
-            min=0,
             help="Top up the stored run with these options by N more trials per task (fresh seeds); "
             "pass^k is re-estimated on all.",
             rich_help_panel=_RUN,
         ),
-    ] = 0,
+    ] = _SELECTION.add_trials,
     max_trials: Annotated[
-        int, typer.Option(min=1, help="Cap on trials per task for --add-trials.", rich_help_panel=_RUN)
-    ] = DEFAULT_MAX_TRIALS,
+        int, typer.Option(help="Cap on trials per task for --add-trials.", rich_help_panel=_RUN)
+    ] = _SELECTION.max_trials,
     allow_incomplete: Annotated[
         bool,
         typer.Option(
@@ -254,7 +283,7 @@ def eval_command(
     traits: Annotated[
         str | None,
         typer.Option(help="User trait profile, e.g. impatience=high,confusion=low.", rich_help_panel=_AGENTS),
-    ] = None,
+    ] = _AGENT.traits,
     sweep_traits: Annotated[
         str | None,
         typer.Option(
@@ -266,12 +295,10 @@ def eval_command(
     tool_faults: Annotated[
         float,
         typer.Option(
-            min=0.0,
-            max=1.0,
-            help="Share of tool calls the harness fails (seeded per call; a call retried succeeds).",
+            help="Share of tool calls the harness fails, 0 to 1 (seeded per call; a call retried succeeds).",
             rich_help_panel=_PERTURB,
         ),
-    ] = 0.0,
+    ] = DEFAULTS.perturbations.tool_faults,
     fault_kinds: Annotated[
         str,
         typer.Option(
@@ -296,7 +323,7 @@ def eval_command(
     perturb_seed: Annotated[
         int,
         typer.Option(help="Seed of the perturbations' draws.", rich_help_panel=_PERTURB),
-    ] = 0,
+    ] = DEFAULTS.perturbations.seed,
     in_process: Annotated[
         bool,
         typer.Option(
@@ -305,7 +332,7 @@ def eval_command(
             "refused by leaderboards). By default each runs in a worker process of its own.",
             rich_help_panel=_AGENTS,
         ),
-    ] = False,
+    ] = _AGENT.in_process,
     suite: Annotated[
         str | None,
         typer.Option(
@@ -314,134 +341,37 @@ def eval_command(
             rich_help_panel=_RUN,
         ),
     ] = None,
-    db: DbOption = DEFAULT_DB,
+    db: DbOption = _EXECUTION.db,
     tau2_data: Tau2DataOption = None,  # read by the τ² packs from the environment its callback sets
     output: Annotated[Path | None, typer.Option(help="Write the JSON summary here.")] = None,
-    fresh: Annotated[bool, typer.Option(help="Start a new run even if this config was run before.")] = False,
+    fresh: Annotated[
+        bool, typer.Option(help="Start a new run even if this config was run before.")
+    ] = _EXECUTION.fresh,
 ) -> Any:  # the EvalResult (typer resolves the annotations of a command: none that needs the engine)
     """Run every selected task n times and report pass^k. Re-running resumes the same run."""
+    given = dict(locals())  # the parameters' values: nothing else is local yet
     # compared by name: typer ships its own copy of click, whose enum is not click's
     sources = [ctx.get_parameter_source(name) for name in ctx.params]
     defaults = all(source is not None and source.name in ("DEFAULT", "ENVIRONMENT") for source in sources)
     if suite is not None:
-        domain, split, trials = _suite_settings(ctx, suite, domain, split, trials)
-    task_ids, profiles = _checked_input(trials, tasks, traits, sweep_traits, output)
+        given.update(_suite_settings(ctx, suite, given))
+    options = eval_options(given)
+    if output is not None:
+        check_writable("--output", output)
+    agents, selection = options.agents, options.selection
     what = (
-        f"domains {domain} ({split} split), policy {policy}, critic {critic}, user {user}, "
-        f"{trials} trials, seed {seed}"
+        f"domains {selection.domains} ({selection.split} split), policy {agents.policy}, "
+        f"critic {agents.critic}, user {agents.user}, {selection.trials} trials, seed {selection.seed}"
     )
     intro = "castbench eval on the offline defaults: " if defaults else "castbench eval: "
     console.print(intro + what, markup=False)
-    # the engine, store, domains, grading: only once a run is asked for (`eval --help` needs none)
-    from castbench.api import evaluate
-    from castbench.domain import ExpectedStateError, TaskFileError
-    from castbench.grading import GRADING_MODES
-    from castbench.report import print_summary
-    from castbench.report.provenance import print_provenance
-    from castbench.report.traits import sweep_table, trait_sweep
-    from castbench.runner.executors import make_executor
-    from castbench.runner.rollout import Limits, Verification
-
-    perturbations = _perturbations(tool_faults, fault_kinds, user_perturb, env_perturb, perturb_seed)
-    if perturbations.active:
-        console.print(f"perturbed: {perturbations.label()}", markup=False)
-    check_choice("--grading", grading, GRADING_MODES)
-    loop = Verification.model_fields
-    check_choice("--on-exhausted", on_exhausted, get_args(loop["on_exhausted"].annotation))
-    check_choice("--verify", verify, get_args(loop["scope"].annotation))
-    verification = Verification(rounds=rounds, on_exhausted=on_exhausted, scope=verify)  # type: ignore[arg-type]
-    progress = Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("passed {task.fields[passed]}"),
-        TimeElapsedColumn(),
-        TextColumn("ETA"),
-        TimeRemainingColumn(),
-        console=console,
-        transient=False,
-    )
-    bars: list[TaskID] = []
-    phase: list[str] = []
-    passed = 0
-
-    def on_start(already: int, total: int) -> None:
-        nonlocal passed
-        if already:
-            console.print(f"resuming: {already} of {total} trials already stored")
-        passed = 0
-        label = phase[0] if len(phase) == 1 else f"{phase[0]} without the critic"
-        phase.append(label)
-        bars.append(progress.add_task(label, total=total, completed=already, passed=0))
-
-    def on_trial(record: TrialRecord) -> None:
-        nonlocal passed
-        passed += record.passed
-        progress.update(bars[-1], advance=1, passed=passed)
-
-    def on_config(config: RunConfig, provenance: Provenance) -> None:
-        from castbench.records.identity import agent_blind_spots
-
-        print_provenance(provenance, console)
-        roles: tuple[tuple[Role, str], ...] = (
-            ("policy", config.policy),
-            ("critic", config.critic),
-            ("user", config.user),
-        )
-        for role, spec in roles:
-            for blind in agent_blind_spots(role, spec):
-                console.print(
-                    f"[yellow]note:[/] the {role}'s identity cannot see everything it loads "
-                    f"({escape(blind)}): after changing what it loads that way, re-run with --fresh"
-                )
-        if not fresh and sqlite_run_taken(db, config.config_hash()):
-            console.print(
-                "[yellow]warning:[/] another eval process is running this run on the same SQLite file: "
-                "both will compute every trial (the rows stay correct, the work is doubled); stop one, "
-                "or use a Postgres --db, where processes share a run's trials"
-            )
-
-    def run(profile: str | None) -> EvalResult:
-        phase.clear()
-        phase.append(f"trials ({profile})" if profile else "trials")
-        return evaluate(
-            traits=profile,
-            perturbations=perturbations,
-            domains=domain,
-            policy=policy,
-            critic=critic,
-            user=user,
-            split=split,
-            trials=trials,
-            seed=seed,
-            tasks=task_ids,
-            limits=Limits(max_steps=max_steps) if max_steps is not None else None,
-            time_limits=TimeLimits(step_s=step_timeout or None, trial_s=trial_timeout or None),
-            verification=verification,
-            grading=grading,
-            db=db,
-            concurrency=concurrency,
-            fresh=fresh,
-            paired=paired,
-            models_config=models_config,
-            api_base=api_base,
-            cache_dir=str(cache) if cache is not None else None,
-            max_cost=max_cost,
-            lease_s=lease,
-            executor=make_executor(executor, ray_address),
-            in_process=in_process,
-            add_trials=add_trials,
-            max_trials=max_trials,
-            on_start=on_start,
-            on_trial=on_trial,
-            on_config=on_config,
-        )
+    if options.perturbations.active:
+        console.print(f"perturbed: {options.perturbations.label()}", markup=False)
+    from castbench.domain import ExpectedStateError, TaskFileError  # the domains: once a run is asked for
 
     try:
-        with progress:
-            result = run(traits)
-            swept = {profile: run(profile).summary for profile in profiles}
-            baseline = run(None).summary if profiles and traits else result.summary
+        with _Display(options) as display:
+            result = display.evaluate()
     except (AgentSpecError, TaskFileError, ExpectedStateError, ValueError) as exc:
         fail(exc)
     except ServerDown as exc:  # says which server and how to resume
@@ -459,10 +389,91 @@ def eval_command(
             "[yellow]interrupted:[/] the trials run so far are stored; re-run the same command to resume"
         )
         raise typer.Exit(130) from None
+    _show(options, result, output, allow_incomplete)
+    return result  # for `castbench profile`, which runs its evaluations through this command
+
+
+class _Display:
+    """The evaluation with a progress bar per run (the run asked for, then any run without the
+    critic or with a swept trait profile), and what the console says before each run starts."""
+
+    def __init__(self, options: EvalOptions) -> None:
+        self.options = options
+        self.progress = Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("passed {task.fields[passed]}"),
+            TimeElapsedColumn(),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
+            console=console,
+            transient=False,
+        )
+        self.label = "trials"
+        self.bar: TaskID | None = None
+        self.passed = 0
+
+    def __enter__(self) -> _Display:
+        self.progress.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.progress.__exit__(*exc)  # type: ignore[arg-type]
+
+    def evaluate(self) -> EvalResult:
+        from castbench.api import evaluate  # the engine, store, domains: only once a run is asked for
+
+        return evaluate(
+            options=self.options, on_start=self.on_start, on_trial=self.on_trial, on_config=self.on_config
+        )
+
+    def on_start(self, already: int, total: int) -> None:
+        if already:
+            console.print(f"resuming: {already} of {total} trials already stored")
+        self.passed = 0
+        self.bar = self.progress.add_task(self.label, total=total, completed=already, passed=0)
+
+    def on_trial(self, record: TrialRecord) -> None:
+        self.passed += record.passed
+        if self.bar is not None:
+            self.progress.update(self.bar, advance=1, passed=self.passed)
+
+    def on_config(self, config: RunConfig, provenance: Provenance) -> None:
+        from castbench.records.identity import agent_blind_spots
+        from castbench.report.provenance import print_provenance
+
+        profile = ",".join(f"{trait}={level}" for trait, level in config.traits.items())
+        self.label = f"trials ({profile})" if profile else "trials"
+        if config.critic != self.options.agents.critic:
+            self.label += " without the critic"
+        print_provenance(provenance, console)
+        roles: tuple[tuple[Role, str], ...] = (
+            ("policy", config.policy),
+            ("critic", config.critic),
+            ("user", config.user),
+        )
+        for role, spec in roles:
+            for blind in agent_blind_spots(role, spec):
+                console.print(
+                    f"[yellow]note:[/] the {role}'s identity cannot see everything it loads "
+                    f"({escape(blind)}): after changing what it loads that way, re-run with --fresh"
+                )
+        execution = self.options.execution
+        if not execution.fresh and sqlite_run_taken(execution.db, config.config_hash()):
+            console.print(
+                "[yellow]warning:[/] another eval process is running this run on the same SQLite file: "
+                "both will compute every trial (the rows stay correct, the work is doubled); stop one, "
+                "or use a Postgres --db, where processes share a run's trials"
+            )
+
+
+def _show(options: EvalOptions, result: EvalResult, output: Path | None, allow_incomplete: bool) -> None:
+    """The run's outcome and summary; exit 1 when trials are unscored (unless allowed)."""
+    from castbench.report import print_summary
+    from castbench.report.traits import sweep_table
+
     outcome, summary = result.outcome, result.summary
-    sweep = trait_sweep(baseline, swept) if profiles else None
-    if sweep is not None:
-        summary = summary.model_copy(update={"trait_sweep": sweep})
     if output is not None:  # first: a reader that leaves early (`| head`) must not cost the file
         output.write_text(summary.model_dump_json(indent=2))
     if outcome.superseded:
@@ -472,14 +483,17 @@ def eval_command(
         )
     verb = "resumed" if outcome.resumed else "stored"
     console.print(
-        f"run {outcome.run_id} {verb} in {db} ({outcome.ran} trials run, {outcome.already_done} reused)",
+        f"run {outcome.run_id} {verb} in {options.execution.db} ({outcome.ran} trials run, "
+        f"{outcome.already_done} reused)",
         markup=False,
     )
-    if add_trials:
-        console.print(f"topped up to {summary.config['trials']} trials per task (cap {max_trials})")
+    if options.selection.add_trials:
+        console.print(
+            f"topped up to {summary.config['trials']} trials per task (cap {options.selection.max_trials})"
+        )
     print_summary(summary, console)
-    if sweep is not None:
-        console.print(sweep_table(sweep))
+    if summary.trait_sweep is not None:
+        console.print(sweep_table(summary.trait_sweep))
     if outcome.stopped:
         console.print(f"[yellow]stopped:[/] {escape(outcome.stopped)}; re-run the same command to resume")
     if output is not None:
@@ -490,4 +504,3 @@ def eval_command(
             "re-run the same command to retry them (--allow-incomplete to exit 0 anyway)"
         )
         raise typer.Exit(1)
-    return result  # for `castbench profile`, which runs its evaluations through this command

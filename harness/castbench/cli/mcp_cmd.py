@@ -17,6 +17,7 @@ import typer
 from castbench import lossless
 from castbench.cli.checks import check_writable
 from castbench.cli.errors import fail
+from castbench.options import DEFAULTS
 
 mcp_app = typer.Typer(help="Domain tools over MCP.", no_args_is_help=True)
 
@@ -28,9 +29,13 @@ def serve(
     trial: Annotated[
         int, typer.Option(min=0, help="Trial index (with --seed: the trial's seed, as in eval).")
     ] = 0,
-    seed: Annotated[int, typer.Option(help="Run seed, as `castbench eval --seed`.")] = 0,
-    critic: Annotated[str, typer.Option(help="Critic that verifies each call before it runs.")] = "none",
-    user: Annotated[str, typer.Option(help="Simulated user.")] = "scripted",
+    seed: Annotated[
+        int, typer.Option(help="Run seed, as `castbench eval --seed`.")
+    ] = DEFAULTS.selection.seed,
+    critic: Annotated[
+        str, typer.Option(help="Critic that verifies each call before it runs.")
+    ] = DEFAULTS.agents.critic,
+    user: Annotated[str, typer.Option(help="Simulated user.")] = DEFAULTS.agents.user,
     transport: Annotated[Literal["stdio", "http"], typer.Option(help="MCP transport.")] = "stdio",
     host: Annotated[str, typer.Option(help="Interface for --transport http.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port for --transport http (0: any free one).")] = 0,

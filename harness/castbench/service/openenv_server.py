@@ -54,7 +54,7 @@ class CastbenchOpenEnv(OpenEnvEnvironment[CastbenchAction, CastbenchObservation,
 
     def __init__(self, user: str = "scripted", critic: str | None = None) -> None:
         super().__init__()
-        self.env = Environment(user=user, critic=critic)
+        self.env = Environment(user=user, critic=critic or "none")
         self._state = State()
 
     def _observation(self, view: PolicyView | None, **fields: Any) -> CastbenchObservation:
