@@ -21,6 +21,7 @@ __all__ = [
     "ToolCallAction",
     "ToolResultTurn",
     "Usage",
+    "UserToolCall",
     "UserTurn",
     "Verdict",
     "canonical_action",
@@ -126,9 +127,21 @@ class Verdict(_Frozen):
         return self.verdict == "invalid"
 
 
+class UserToolCall(_Frozen):
+    """A tool the simulated user ran on their own side (their phone, say) while replying, with
+    what it answered: part of the trajectory a grader replays (τ²'s dual control)."""
+
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    content: str
+    error: bool = False
+
+
 class UserTurn(_Frozen):
     role: Literal["user"] = "user"
     text: str
+    tool_calls: tuple[UserToolCall, ...] = Field((), exclude_if=lambda calls: not calls)
+    """The user-side tools run before saying `text`, in order (left out of stored JSON when none)."""
 
 
 class AgentTurn(_Frozen):

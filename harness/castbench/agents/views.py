@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from castbench.conversation import Action, CritiqueTurn, Event
+from castbench.conversation import Action, CritiqueTurn, Event, UserToolCall
 from castbench.domain import Database, Domain, Observation, Task, ToolCall, UserScenario
 
 __all__ = [
@@ -118,12 +118,29 @@ def public_briefing(domain: Domain, seed: int, trial_index: int) -> Briefing:
 
 
 def user_briefing_for(
-    domain: Domain, task: Task, seed: int, db: Database, traits: dict[str, str] | None = None
+    domain: Domain,
+    task: Task,
+    seed: int,
+    db: Database,
+    traits: dict[str, str] | None = None,
+    performed: list[UserToolCall] | None = None,
 ) -> UserBriefing:
+    """`performed`, when given, receives every user-side call the user makes (the episode puts
+    them on the user's turn, so a grader can replay them)."""
     toolkit = domain.toolkit_for("user")
 
     def perform(call: ToolCall) -> Observation:
-        return toolkit.call(db, call.name, call.arguments)
+        observation = toolkit.call(db, call.name, call.arguments)
+        if performed is not None:
+            performed.append(
+                UserToolCall(
+                    name=call.name,
+                    arguments=dict(call.arguments),
+                    content=observation.content,
+                    error=observation.error,
+                )
+            )
+        return observation
 
     return UserBriefing(
         domain=domain.name,

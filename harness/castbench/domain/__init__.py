@@ -1,7 +1,7 @@
 """Domains: typed state, tools, tasks, sandboxes. The public API for domain authors."""
 
 from castbench.domain.database import Database, Record, RecordNotFound
-from castbench.domain.domain import Domain, DomainDataError, ExpectedStateError
+from castbench.domain.domain import Domain, DomainDataError, ExpectedStateError, TaskChecks
 from castbench.domain.registry import (
     UnknownDomainError,
     available_domains,
@@ -43,6 +43,7 @@ __all__ = [
     "Record",
     "RecordNotFound",
     "Task",
+    "TaskChecks",
     "TaskFileError",
     "Tool",
     "ToolCall",

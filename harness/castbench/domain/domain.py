@@ -21,20 +21,32 @@ from datetime import datetime
 from functools import cached_property
 from pathlib import Path
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from castbench.conversation import Event
 from castbench.domain.database import SEQUENCES_TABLE, Database, PristineIndex, Record, Row, Snapshot
 from castbench.domain.rules import DomainRules
 from castbench.domain.task import Task, TaskFileError, load_tasks
 from castbench.domain.tools import ToolCrash, Toolkit
 
-__all__ = ["Domain", "DomainDataError", "ExpectedStateError"]
+__all__ = ["Domain", "DomainDataError", "ExpectedStateError", "TaskChecks"]
 
 _VERSION = re.compile(r"^(\d+)-(\d+)$")
 
 
 class DomainDataError(ValueError):
     """Seed data that does not match the domain's schema; names the file, table, key and field."""
+
+
+class TaskChecks(BaseModel):
+    """What a pack's own checks of a trial found (`Domain.task_checks`)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    state_graded: bool = True
+    """False: the final state need not equal the expected state (the pack's checks judge it)."""
+    failed: list[str] = Field(default_factory=list)
+    """One line per check the trial failed; empty: passed."""
 
 
 class ExpectedStateError(RuntimeError):
@@ -173,9 +185,20 @@ class Domain:
     def fresh_database(self) -> Database:
         return Database(self.pristine, self.now, self._index)
 
+    def initial_database(self, task: Task) -> Database:
+        """The state a trial of `task` starts from: the pristine state, unless the pack sets up
+        each task's own (τ²'s telecom tasks break the user's phone first)."""
+        return self.fresh_database()
+
+    def task_checks(self, task: Task, final: Database, conversation: Sequence[Event]) -> TaskChecks:
+        """The pack's own checks of a finished trial, beside the harness's (none by default): a
+        published benchmark whose reward is not "final state equals the expected state" (τ²'s
+        assertions on the final state, its gold actions found in the trajectory) says so here."""
+        return TaskChecks()
+
     def replay(self, task: Task, db: Database | None = None) -> Database:
         """The state after the task's ground-truth actions, replayed through the real tools."""
-        db = db if db is not None else self.fresh_database()
+        db = db if db is not None else self.initial_database(task)
         for position, call in enumerate(task.actions):
             toolkit = self.toolkit_for(call.actor)
             if call.name not in toolkit:

@@ -22,7 +22,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from castbench.conversation import Event
-from castbench.domain import Database, Task
+from castbench.domain import Database, Task, TaskChecks
 from castbench.grading.earned import check_earned
 from castbench.grading.outputs import GradingMode, claims_success, missing_outputs
 from castbench.grading.state_diff import FieldDiff, state_diff
@@ -77,6 +77,8 @@ class Grade(BaseModel):
     strict_reward: float | None = None
     """`reward`, and 0 when any executed action broke the policy; None on trials graded before
     strict grading existed."""
+    failed_checks: list[str] = Field(default_factory=list, exclude_if=lambda failed: not failed)
+    """The pack's own checks the trial failed (`Domain.task_checks`: τ²'s env assertions, say)."""
 
 
 def _changed(db: Database) -> bool:
@@ -131,18 +133,23 @@ def grade_trial(
     mode: GradingMode = "castbench",
     policy_breaks: Sequence[PolicyBreak] = (),
     conversation: Sequence[Event] = (),
+    checks: TaskChecks | None = None,
 ) -> Grade:
     """`finished` is False when the agent crashed or ran out of steps: such a trial fails even if
     the state happens to be right (doing nothing is right for a refusal task). `mode` picks the
     rule for required outputs; `policy_breaks` are the executed actions the labeler found to break
     the domain policy; `conversation` is the trial's events, which the earned-outcome check reads
     when the task has an `earned` spec (in `tau` mode only when the task itself carries it: one
-    castbench derived for a τ pack is left out there, so that mode is τ-Bench's reward whole)."""
+    castbench derived for a τ pack is left out there, so that mode is τ-Bench's reward whole).
+    `checks` are the pack's own (`Domain.task_checks`): a failed one fails the trial as a wrong
+    state would, and a pack that grades the state by them alone waives the state comparison."""
+    checks = checks or TaskChecks()
     diff = state_diff(final, expected, task.grading)
     missing = missing_outputs(task.required_outputs, replies, mode)
     spec = task.earned
     earned = None if spec is None or (spec.derived and mode == "tau") else check_earned(spec, conversation)
-    state_ok, outputs_ok = not diff, not missing
+    state_ok = (not diff or not checks.state_graded) and not checks.failed
+    outputs_ok = not missing
     earned_ok = earned is None or earned.ok
     passed = state_ok and outputs_ok and earned_ok and finished
     surface = SurfaceSignals(
@@ -167,4 +174,5 @@ def grade_trial(
         else _category(final, expected, state_ok, outputs_ok, earned_ok, finished, saw_tool_error),
         policy_breaks=list(policy_breaks),
         strict_reward=1.0 if passed and not policy_breaks else 0.0,
+        failed_checks=list(checks.failed),
     )

@@ -19,14 +19,15 @@ the trial unscored (it is the environment, not the agent under test). Infrastruc
 domain bugs mark the trial `error`: it is not scored. A driver whose outside agent fails (a
 service that times out, crashes or hangs up) ends the episode with `fail`.
 
-Every call into agent code goes through `_guarded`, on the trial's `AgentThread`, so the trial
-can stop waiting for it (see `castbench.runner.deadline`); castbench's own scripted agents, which
-never block, run on the trial's thread. A trial the engine runs on the model loop
-(`castbench.models.loop`: its agents are scripted or models on the lean client) calls its model
-agents directly too: their waits are awaits on the loop, bounded by the same deadline. Agents
-are reached through their transports (`castbench.agents.transports`): in process, or in a worker
-process of their own, which the transport stops when it overruns the step time limit and which
-is released (or stopped, if still at work) when the trial ends.
+Every call into agent code goes through `_guarded`, which runs it as the run's execution plan
+says for its role (`castbench.runner.execution`): castbench's own scripted agents, which never
+block, on the trial's thread; a model on the lean client in a trial on the model loop
+(`castbench.models.loop`) directly, its waits awaits on the loop bounded by the step deadline;
+anything else on the trial's `AgentThread`, so the trial can stop waiting for it (see
+`castbench.runner.deadline`). Agents are reached through the transports the plan chose
+(`castbench.agents.transports`): in process, or in a worker process of their own, which the
+transport stops when it overruns the step time limit and which is released (or stopped, if still
+at work) when the trial ends.
 """
 
 from __future__ import annotations
@@ -40,8 +41,8 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from castbench.agents.protocols import UserReply, output_problem
-from castbench.agents.registry import AgentSpec
-from castbench.agents.transports import Transport, connect
+from castbench.agents.registry import AgentSpec, Role
+from castbench.agents.transports import CallMode, Transport, connect
 from castbench.agents.views import Briefing, CriticView, PolicyView, briefing_for, user_briefing_for
 from castbench.conversation import (
     Action,
@@ -53,6 +54,7 @@ from castbench.conversation import (
     ToolCallAction,
     ToolResultTurn,
     Usage,
+    UserToolCall,
     UserTurn,
     Verdict,
 )
@@ -61,8 +63,8 @@ from castbench.errors import AgentError, AgentTimeout, FatalInfrastructureError,
 from castbench.grading import GradingMode, grade_trial
 from castbench.grading.labeler import label_action
 from castbench.models import loop
-from castbench.models.settings import awaits_on_loop
 from castbench.records.config import Limits, Verification
+from castbench.records.execution import ExecutionPlan
 from castbench.records.perturbations import Perturbations
 from castbench.records.trial import (
     CLEAN_ENDS,
@@ -75,20 +77,12 @@ from castbench.records.trial import (
     policy_breaks,
 )
 from castbench.runner.deadline import AgentThread, Cancelled, Halt, TimeLimits
+from castbench.runner.execution import AgentSet, plan_execution
 
 __all__ = ["AgentSet", "Episode", "EpisodeOver", "Limits", "StepOutcome", "Verification"]
 
 _clock = time.perf_counter
 _ACTIONS = (ToolCallAction, ReplyAction, MalformedAction)
-
-
-@dataclass(frozen=True)
-class AgentSet:
-    policy: AgentSpec | None
-    """`None` when the actions come from outside (an MCP client, a service, a trainer): that
-    policy sees the public briefing only."""
-    user: AgentSpec
-    critic: AgentSpec | None = None
 
 
 class StepOutcome(NamedTuple):
@@ -150,22 +144,23 @@ class Episode:
         stop: Halt | None = None,
         grading: GradingMode = "castbench",
         perturbations: Perturbations | None = None,
+        plan: ExecutionPlan | None = None,
     ) -> None:
+        """`plan`: the run's execution plan (by default one trial at a time, on this thread)."""
         self.domain, self.task, self.agents = domain, task, agents
         self._perturber = perturbations.perturber(seed) if perturbations is not None else None
         """Faults and perturbations the harness injects; None (one check per call) when off."""
-        roles = (("policy", agents.policy), ("user", agents.user), ("critic", agents.critic))
-        self._never_blocking = frozenset(
-            role for role, spec in roles if spec is not None and spec.kind == "builtin"
-        )
-        self._awaiting = frozenset(role for role, spec in roles if spec is not None and awaits_on_loop(spec))
+        self.plan = plan or plan_execution(agents)
+        self._modes: dict[str, CallMode] = {role: call.mode for role, call in self.plan.calls.items()}
         self.trial_index, self.seed, self.expected = trial_index, seed, expected
         self.limits = limits or Limits()
         self.verification = verification or Verification()
         self.traits, self.grading = traits, grading
         self.time_limits = time_limits or TimeLimits()
-        self.db = domain.fresh_database()
+        self.db = domain.initial_database(task)
         self.conversation: list[Event] = []
+        self.user_calls: list[UserToolCall] = []
+        """User-side calls of the reply under way (recorded on the user's turn)."""
         self.steps: list[StepRecord] = []
         self.replies: list[str] = []
         self.usage: dict[str, Usage] = {}
@@ -287,6 +282,7 @@ class Episode:
                 mode=self.grading,
                 policy_breaks=policy_breaks(self.steps),
                 conversation=self.conversation,
+                checks=self.domain.task_checks(self.task, self.db, self.conversation),
             )
         return TrialRecord(
             domain=self.domain.name,
@@ -425,7 +421,8 @@ class Episode:
             text = reply.text
             if self._perturber is not None:
                 text = self._perturber.user_text(step_index + 1, text)
-            turn = UserTurn(text=text)
+            turn = UserTurn(text=text, tool_calls=tuple(self.user_calls))
+            self.user_calls.clear()
             self.conversation += [AgentTurn(action=action), turn]
             return turn, ("user_stop" if reply.stop else None)
         if isinstance(action, MalformedAction):
@@ -493,7 +490,9 @@ class Episode:
     def _create_agents(self) -> None:
         """Agents are built inside the trial: a constructor that raises or hangs is that trial's
         failure, like any other agent code."""
-        user_briefing = user_briefing_for(self.domain, self.task, self.seed, self.db, self.traits)
+        user_briefing = user_briefing_for(
+            self.domain, self.task, self.seed, self.db, self.traits, self.user_calls
+        )
         self.user = self._open("user", self.agents.user, user_briefing)
         if self.agents.policy is not None:
             self.policy = self._open("policy", self.agents.policy, self.policy_briefing)
@@ -501,11 +500,11 @@ class Episode:
             assert self.agents.critic is not None
             self.critic = self._open("critic", self.agents.critic, self.critic_briefing)
 
-    def _open(self, role: str, spec: AgentSpec, briefing: Any) -> Any:
+    def _open(self, role: Role, spec: AgentSpec, briefing: Any) -> Any:
         """The role's agent for this trial, through its transport. A worker agent is held to the
         time limit by its transport, which can stop its process; starting a fresh worker (after
         one was stopped: seconds on a busy machine) is castbench's time, not the agent's."""
-        transport = connect(spec)
+        transport = connect(spec, self.plan.call(role))
         deadline, _ = self.deadline()
         opening = time.monotonic()
         left = None if deadline is None else max(0.0, deadline - opening)
@@ -538,12 +537,13 @@ class Episode:
         callee enforces its own."""
         deadline, limit = self.deadline()
         try:
-            if self.never_blocks(role):
+            mode = self._modes.get(role)
+            if mode == "inline":
                 value = fn(*args)
                 if deadline is not None and time.monotonic() > deadline:
                     raise AgentTimeout(what)
                 return value
-            if role in self._awaiting and loop.on_loop():
+            if mode == "loop":
                 try:
                     with loop.deadline(deadline):
                         return fn(*args)
@@ -566,7 +566,7 @@ class Episode:
         never blocks, so it runs on the caller's thread (the trial's, or an MCP server's loop)
         with nothing to stop waiting for. The hop to the agent thread (two thread switches per
         call under the GIL) was a quarter of a model-bound run's CPU."""
-        return role in self._never_blocking
+        return self._modes.get(role) == "inline"
 
     def _fail(self, role: str, message: str) -> None:
         if role != "user":

@@ -53,7 +53,7 @@ class _Replay:
         self.domain, self.task, self.record = domain, task, record
         self.perturber = perturbations.perturber(record.seed) if perturbations is not None else None
         self.labels = labels
-        self.db = domain.fresh_database()
+        self.db = domain.initial_database(task)
         self.conversation: list[Event] = []
         self.replies: list[str] = []
         self.breaks: list[PolicyBreak] = []
@@ -272,6 +272,7 @@ def replay_trial(
         mode=grading,
         policy_breaks=replay.breaks,
         conversation=replay.conversation,
+        checks=domain.task_checks(task, replay.db, replay.conversation),
     )
     problems += replay.problems
     if record.reward != grade.reward:
