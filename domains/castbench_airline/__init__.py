@@ -17,16 +17,17 @@ from castbench_airline.tools import TOOLS
 
 __all__ = ["NOW", "domain"]
 
+TOOLKIT = Toolkit(TOOLS)
 domain = Domain(
     name="airline",
     version="3-0",
     root=Path(__file__).parent,
     records=[Airport, Flight, User, Reservation],
-    toolkit=Toolkit(TOOLS),
+    toolkit=TOOLKIT,
     now=NOW,
     description=(
         "An airline: verify the customer, then book, change or cancel reservations, change cabins, "
         "add bags, correct passengers and issue compensation certificates."
     ),
-    rules=AirlineRules(),
+    rules=AirlineRules(TOOLKIT),
 )

@@ -1,18 +1,19 @@
 """The airline policy's checkable rules, written once and used three ways.
 
 Each check looks at what is *known* through a `Knowledge` and returns the problems it finds; what
-is not known is not judged. The tools run them on the true state and refuse on the first problem
-(`DbKnowledge`); the privileged labeler does the same through `rules.state_findings`; the deployed
-rules critic runs them on what earlier tool results showed the agent (`rules.ObservedKnowledge`).
+is not known is not judged. A `Knowledge` reads the harness's facts (`castbench.domain.facts`):
+the tools run the checks on the true state (`TrueFacts`) and refuse on the first problem; the
+privileged labeler does the same through `rules.state_findings`; the deployed rules critic runs
+them on what earlier tool results showed the agent (`ObservedFacts`).
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from datetime import datetime, timedelta
-from typing import Protocol
+from typing import Any
 
-from castbench.domain import Database
+from castbench.domain.facts import Facts
 from castbench_airline.schema import (
     Cabin,
     Certificate,
@@ -32,7 +33,6 @@ __all__ = [
     "BAG_PRICE",
     "CANCEL_REASONS",
     "COMPENSATION_PER_PASSENGER",
-    "DbKnowledge",
     "FREE_BAGS",
     "INSURANCE_PRICE",
     "Knowledge",
@@ -65,49 +65,33 @@ DEPARTED: tuple[FlightStatus, ...] = ("flying", "landed")
 FREE_CANCEL_WINDOW = timedelta(hours=24)
 
 
-class Knowledge(Protocol):
-    """What is known about the state; `None` means unknown."""
+class Knowledge:
+    """What is known about the state, from `facts` (the true state, or what the agent saw);
+    `None` means unknown. What is known of a flight may be a route and some dates' statuses and
+    prices only (what searches showed)."""
 
-    def reservation(self, reservation_id: str) -> Reservation | None: ...
-
-    def user(self, user_id: str) -> User | None: ...
-
-    def flight_status(self, flight_number: str, date: str) -> FlightStatus | None: ...
-
-    def route(self, flight_number: str) -> tuple[str, str] | None: ...
-
-    def price(self, flight_number: str, date: str, cabin: Cabin) -> int | None: ...
-
-
-class DbKnowledge:
-    """Everything, from the true state."""
-
-    def __init__(self, db: Database) -> None:
-        self._db = db
+    def __init__(self, facts: Facts) -> None:
+        self.facts = facts
 
     def reservation(self, reservation_id: str) -> Reservation | None:
-        found = self._db.exists(Reservation, reservation_id)
-        return self._db.get(Reservation, reservation_id) if found else None
+        return self.facts.record(Reservation, reservation_id)
 
     def user(self, user_id: str) -> User | None:
-        return self._db.get(User, user_id) if self._db.exists(User, user_id) else None
+        return self.facts.record(User, user_id)
 
-    def _flight(self, flight_number: str) -> Flight | None:
-        return self._db.get(Flight, flight_number) if self._db.exists(Flight, flight_number) else None
+    def _day(self, flight_number: str, date: str) -> dict[str, Any]:
+        flight = self.facts.seen(Flight, flight_number) or {}
+        return dict(flight.get("dates", {}).get(date) or {})
 
     def flight_status(self, flight_number: str, date: str) -> FlightStatus | None:
-        flight = self._flight(flight_number)
-        day = flight.dates.get(date) if flight else None
-        return day.status if day else None
+        return self._day(flight_number, date).get("status")
 
     def route(self, flight_number: str) -> tuple[str, str] | None:
-        flight = self._flight(flight_number)
-        return (flight.origin, flight.destination) if flight else None
+        flight = self.facts.seen(Flight, flight_number)
+        return None if flight is None else (flight["origin"], flight["destination"])
 
     def price(self, flight_number: str, date: str, cabin: Cabin) -> int | None:
-        flight = self._flight(flight_number)
-        day = flight.dates.get(date) if flight else None
-        return day.prices.get(cabin) if day else None
+        return dict(self._day(flight_number, date).get("prices") or {}).get(cabin)
 
 
 def free_bags(membership: Membership, cabin: Cabin, passengers: int) -> int:

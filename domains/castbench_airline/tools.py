@@ -11,8 +11,10 @@ from typing import Any, Literal
 
 from castbench.domain import Database, ToolError, read_tool, write_tool
 from castbench.domain.common_tools import calculate, transfer_to_human_agents
+from castbench.domain.database import Row
+from castbench.domain.facts import TrueFacts
 from castbench_airline import checks
-from castbench_airline.checks import BAG_PRICE, DbKnowledge
+from castbench_airline.checks import BAG_PRICE, Knowledge
 from castbench_airline.schema import (
     Airport,
     Cabin,
@@ -91,8 +93,32 @@ def _settle(db: Database, reservation: Reservation, amount: float, payment_id: s
     db.put(user)
 
 
+def _flights_shown(result: Any) -> list[Row]:
+    """What a flight search or status shows of flights, as partial `Flight` rows: the route, and
+    for the date shown its status (a search lists flights open for booking: `available`) and
+    prices per cabin. Connections (lists of flights) are flattened."""
+    rows: list[Row] = []
+    for item in result if isinstance(result, list) else [result]:
+        if isinstance(item, list):
+            rows += _flights_shown(item)
+            continue
+        if not isinstance(item, dict) or not {"flight_number", "origin", "destination"} <= item.keys():
+            continue
+        row: Row = {key: str(item[key]) for key in ("flight_number", "origin", "destination")}
+        day = item.get("date")
+        if isinstance(day, str):
+            prices = {cabin: int(price) for cabin, price in (item.get("prices") or {}).items()}
+            shown: Row = {"prices": prices}
+            status = item.get("status", "available" if "prices" in item else None)
+            if status is not None:
+                shown["status"] = status
+            row["dates"] = {day: shown}
+        rows.append(row)
+    return rows
+
+
 # -- identity and look-ups -------------------------------------------------------------------
-@read_tool
+@read_tool(authenticates=True)
 def verify_user_identity(db: Database, user_id: str, date_of_birth: str) -> str:
     """Verify a customer's identity from their user id and date of birth. Do this first.
 
@@ -129,7 +155,7 @@ def get_reservation_details(db: Database, reservation_id: str) -> Reservation:
     return db.get(Reservation, reservation_id)
 
 
-@read_tool
+@read_tool(public=True)
 def list_all_airports(db: Database) -> dict[str, str]:
     """List every airport the airline serves, as a map from IATA code to city."""
     return {airport.iata: airport.city for airport in sorted(db.scan(Airport), key=lambda a: a.iata)}
@@ -154,7 +180,7 @@ def _open(flight: Flight, date: str) -> bool:
     return day is not None and day.status == "available"
 
 
-@read_tool
+@read_tool(public=True, returns=Flight, view=_flights_shown)
 def search_direct_flight(db: Database, origin: str, destination: str, date: str) -> list[dict[str, Any]]:
     """Search direct flights open for booking between two airports on a date, with seats and prices
     per cabin.
@@ -169,7 +195,7 @@ def search_direct_flight(db: Database, origin: str, destination: str, date: str)
     return sorted(found, key=lambda offer: offer["scheduled_departure"])
 
 
-@read_tool
+@read_tool(public=True, returns=Flight, view=_flights_shown)
 def search_onestop_flight(
     db: Database, origin: str, destination: str, date: str
 ) -> list[list[dict[str, Any]]]:
@@ -195,7 +221,7 @@ def search_onestop_flight(
     )
 
 
-@read_tool
+@read_tool(public=True, returns=Flight, view=_flights_shown)
 def get_flight_status(db: Database, flight_number: str, date: str) -> dict[str, Any]:
     """Get the status of a flight on a date: available, on time, delayed (with estimated times),
     cancelled, flying or landed (with actual times).
@@ -256,7 +282,7 @@ def book_reservation(
         insurance: Whether to buy travel insurance (30 per passenger).
     """
     user = db.get(User, user_id)
-    known = DbKnowledge(db)
+    known = Knowledge(TrueFacts(db))
     for ref in flights:
         db.get(Flight, ref.flight_number)
     _refuse(
@@ -328,7 +354,7 @@ def cancel_reservation(db: Database, reservation_id: str, reason: CancelReason) 
             'weather' or 'other'.
     """
     reservation = db.get(Reservation, reservation_id)
-    _refuse(checks.cancel_problems(reservation, reason, DbKnowledge(db), db.now))
+    _refuse(checks.cancel_problems(reservation, reason, Knowledge(TrueFacts(db)), db.now))
     user = db.get(User, reservation.user_id)
     net: dict[str, float] = {}
     for entry in reservation.payment_history:
@@ -364,7 +390,7 @@ def update_reservation_flights(
     reservation = db.get(Reservation, reservation_id)
     for ref in flights:
         db.get(Flight, ref.flight_number)
-    _refuse(checks.flight_change_problems(reservation, flights, payment_id, DbKnowledge(db)))
+    _refuse(checks.flight_change_problems(reservation, flights, payment_id, Knowledge(TrueFacts(db))))
     n = len(reservation.passengers)
     old = {(f.flight_number, f.date): f for f in reservation.flights}
     lines = []
@@ -410,7 +436,7 @@ def update_reservation_cabin(db: Database, reservation_id: str, cabin: Cabin, pa
         payment_id: The credit card or gift card id that pays or receives the price difference.
     """
     reservation = db.get(Reservation, reservation_id)
-    _refuse(checks.cabin_change_problems(reservation, cabin, payment_id, DbKnowledge(db)))
+    _refuse(checks.cabin_change_problems(reservation, cabin, payment_id, Knowledge(TrueFacts(db))))
     n = len(reservation.passengers)
     lines = []
     for flight in reservation.flights:
@@ -448,9 +474,8 @@ def update_reservation_baggages(
             out when the added bags are free.
     """
     reservation = db.get(Reservation, reservation_id)
-    _refuse(
-        checks.baggage_problems(reservation, total_baggages, nonfree_baggages, payment_id, DbKnowledge(db))
-    )
+    known = Knowledge(TrueFacts(db))
+    _refuse(checks.baggage_problems(reservation, total_baggages, nonfree_baggages, payment_id, known))
     charge = money((nonfree_baggages - reservation.nonfree_baggages) * BAG_PRICE)
     _settle(db, reservation, max(charge, 0.0), payment_id)
     reservation.total_baggages = total_baggages
@@ -470,7 +495,7 @@ def update_reservation_passengers(
         passengers: Every passenger, in the reservation's order, with the corrected details.
     """
     reservation = db.get(Reservation, reservation_id)
-    _refuse(checks.passenger_problems(reservation, passengers, DbKnowledge(db)))
+    _refuse(checks.passenger_problems(reservation, passengers, Knowledge(TrueFacts(db))))
     reservation.passengers = passengers
     db.put(reservation)
     return reservation
@@ -495,7 +520,7 @@ def send_certificate(
     """
     user = db.get(User, user_id)
     reservation = db.get(Reservation, reservation_id)
-    _refuse(checks.certificate_problems(user_id, reservation, reason, amount, DbKnowledge(db)))
+    _refuse(checks.certificate_problems(user_id, reservation, reason, amount, Knowledge(TrueFacts(db))))
     certificate_id = db.new_id("certificate")
     user.payment_methods[certificate_id] = Certificate(id=certificate_id, amount=money(amount))
     reservation.compensated = True

@@ -27,17 +27,18 @@ __all__ = ["NOW", "domain"]
 
 NOW = datetime(2026, 5, 15, 8, 0, tzinfo=UTC)
 
+TOOLKIT = Toolkit(TOOLS)
 domain = Domain(
     name="telehealth",
     version="3-0",
     root=Path(__file__).parent,
     records=[InsurancePlan, Pharmacy, Provider, Patient, Appointment, Prescription, Escalation],
-    toolkit=Toolkit(TOOLS),
+    toolkit=TOOLKIT,
     now=NOW,
     description=(
         "A telehealth service: verify the patient (or a guardian for a minor), then book, "
         "reschedule or cancel visits with licensed providers, refill prescriptions, change "
         "pharmacies, quote copays and escalate emergencies."
     ),
-    rules=TelehealthRules(),
+    rules=TelehealthRules(TOOLKIT),
 )

@@ -150,7 +150,7 @@ def _pharmacy_in_state(db: Database, pharmacy_id: str, patient: Patient) -> Phar
 
 
 # -- identity --------------------------------------------------------------------------------
-@read_tool
+@read_tool(authenticates=True)
 def find_patient_by_email(db: Database, email: str) -> str:
     """Find a patient's id from their email address.
 
@@ -164,7 +164,7 @@ def find_patient_by_email(db: Database, email: str) -> str:
     raise ToolError(f"no patient with email '{email}'")
 
 
-@read_tool
+@read_tool(authenticates=True)
 def find_patient_by_name_dob(db: Database, first_name: str, last_name: str, date_of_birth: str) -> str:
     """Find a patient's id from their first name, last name and date of birth.
 
@@ -205,7 +205,7 @@ def get_patient_details(db: Database, patient_id: str) -> PatientDetails:
     )
 
 
-@read_tool
+@read_tool(public=True)
 def get_provider_details(db: Database, provider_id: str) -> Provider:
     """Get a provider: name, specialty, states licensed in, languages and weekly schedule.
 
@@ -215,7 +215,7 @@ def get_provider_details(db: Database, provider_id: str) -> Provider:
     return db.get(Provider, provider_id)
 
 
-@read_tool
+@read_tool(public=True, returns=Provider)
 def search_providers(
     db: Database,
     specialty: Specialty,
@@ -252,7 +252,7 @@ def search_providers(
     return found
 
 
-@read_tool
+@read_tool(public=True)
 def list_available_slots(db: Database, provider_id: str, date: str) -> list[str]:
     """List a provider's free appointment slots (30 minutes each, UTC) on one date.
 
@@ -267,7 +267,7 @@ def list_available_slots(db: Database, provider_id: str, date: str) -> list[str]
     return available_slots(db, provider, day)
 
 
-@read_tool
+@read_tool(public=True)
 def search_pharmacies(db: Database, state: str, city: str | None = None) -> list[Pharmacy]:
     """List the partner pharmacies in a state, optionally in one city.
 
@@ -368,7 +368,7 @@ def cancel_appointment(db: Database, appointment_id: str, reason: CancelReason) 
 
 
 # -- prescriptions and pharmacies ------------------------------------------------------------
-@write_tool
+@write_tool(returns=Prescription)
 def request_refill(db: Database, prescription_id: str) -> dict[str, str | int]:
     """Send a refill of a prescription to its pharmacy; uses one of the refills left.
 

@@ -12,10 +12,14 @@ import pytest
 from castbench.domain import ObservedCall, ToolCall, Toolkit, load_domain, read_tool, write_tool
 from castbench.domain.database import Database
 from castbench.domain.facts import ObservedFacts, TrueFacts
+from castbench_airline.rules import AirlineRules
+from castbench_airline.schema import Flight, Reservation
 from castbench_retail.rules import RetailRules
 from castbench_retail.schema import Order
 from castbench_telecom.rules import TelecomRules
 from castbench_telecom.schema import Bill, Customer, Line
+from castbench_telehealth.rules import TelehealthRules
+from castbench_telehealth.schema import Appointment, Patient, Prescription, Provider
 
 
 def _seen(name: str, arguments: dict[str, Any], result: Any, error: bool = False) -> ObservedCall:
@@ -130,3 +134,142 @@ def test_tools_without_record_results_teach_nothing() -> None:
     toolkit = Toolkit([tool for tool in load_domain("retail").toolkit if tool.returns is None])
     facts = ObservedFacts(toolkit, [_seen("calculate", {}, {"order_id": "#W1", "status": "pending"})])
     assert facts.rows(Order) == []
+
+
+def test_a_renamed_airline_toolkit_still_has_its_rules_checked() -> None:
+    airline = load_domain("airline")
+    db = airline.fresh_database()
+    now = airline.now
+    reservation = (
+        next(  # booked long ago, economy, no insurance: cancelling for a change of plan breaks policy
+            r
+            for r in db.scan(Reservation)
+            if r.status == "active"
+            and r.cabin == "economy"
+            and not r.insurance
+            and (now - r.created_at).days > 2
+        )
+    )
+    renames = {
+        "get_reservation_details": "show_booking",
+        "cancel_reservation": "cancel_booking",
+        "verify_user_identity": "check_identity",
+        "get_flight_status": "flight_info",
+    }
+    toolkit = _renamed(airline.toolkit, renames)
+    rules = AirlineRules(toolkit)
+    assert "check_identity" in rules.auth_tools and "flight_info" in rules.public_tools
+    cancel = ToolCall(
+        name="cancel_booking",
+        arguments={"reservation_id": reservation.reservation_id, "reason": "change of plan"},
+    )
+    shown = _seen(
+        "show_booking", {"reservation_id": reservation.reservation_id}, reservation.model_dump(mode="json")
+    )
+    expected = [f"reservation {reservation.reservation_id} cannot be cancelled"]
+    assert [f.message[: len(expected[0])] for f in rules.visible_findings(cancel, [shown])] == expected
+    assert [f.message[: len(expected[0])] for f in rules.state_findings(cancel, db)] == expected
+    # a flight status, under its new name, is still understood: the flight has departed
+    flight = reservation.flights[0]
+    status = {"flight_number": flight.flight_number, "date": flight.date, "origin": flight.origin,
+              "destination": flight.destination, "status": "landed"}  # fmt: skip
+    departed = rules.visible_findings(cancel, [shown, _seen("flight_info", {}, status)])
+    where = f"flight {flight.flight_number} on {flight.date} of reservation {reservation.reservation_id}"
+    assert [f.message for f in departed] == [f"{where} has already departed"]
+    # the old names mean nothing to the renamed toolkit
+    old = _seen("get_reservation_details", {}, reservation.model_dump(mode="json"))
+    assert rules.visible_findings(cancel, [old]) == []
+    assert (
+        rules.visible_findings(ToolCall(name="cancel_reservation", arguments=cancel.arguments), [shown]) == []
+    )
+
+
+def test_flight_views_add_up_per_date_in_what_was_seen() -> None:
+    airline = load_domain("airline")
+    offer = {"flight_number": "CB1", "origin": "BOS", "destination": "DEN", "date": "2026-05-20",
+             "prices": {"economy": 120, "business": 400}}  # fmt: skip
+    status = {
+        "flight_number": "CB1",
+        "origin": "BOS",
+        "destination": "DEN",
+        "date": "2026-05-21",
+        "status": "delayed",
+    }
+    cheaper = {**offer, "prices": {"economy": 99}}
+    observed = [
+        _seen("search_direct_flight", {}, [offer]),
+        _seen("get_flight_status", {}, status),
+        _seen("search_onestop_flight", {}, [[cheaper]]),
+    ]
+    facts = ObservedFacts(airline.toolkit, observed)
+    assert facts.seen(Flight, "CB1") == {
+        "flight_number": "CB1",
+        "origin": "BOS",
+        "destination": "DEN",
+        "dates": {
+            "2026-05-20": {"status": "available", "prices": {"economy": 99, "business": 400}},
+            "2026-05-21": {"status": "delayed", "prices": {}},
+        },
+    }
+    assert facts.row(Flight, "CB1") is None  # never a whole flight
+
+
+def test_a_renamed_telehealth_toolkit_still_has_its_rules_checked() -> None:
+    telehealth = load_domain("telehealth")
+    db = telehealth.fresh_database()
+    controlled = next(p for p in db.scan(Prescription) if p.controlled)
+    patient = db.get(Patient, controlled.patient_id)
+    other = next(p for p in db.scan(Patient) if p.patient_id != patient.patient_id and p.guardian_id is None)
+    renames = {
+        "get_patient_details": "patient_record",
+        "request_refill": "refill",
+        "find_patient_by_email": "identify",
+        "list_available_slots": "free_slots",
+        "book_appointment": "book",
+    }
+    toolkit = _renamed(telehealth.toolkit, renames)
+    rules = TelehealthRules(toolkit)
+    assert rules.auth_tools == {"identify", "find_patient_by_name_dob"} and "free_slots" in rules.public_tools
+    record = toolkit["patient_record"](db, patient_id=patient.patient_id).model_dump(mode="json")
+    observed = [
+        _seen("identify", {"email": "x"}, other.patient_id),
+        _seen("patient_record", {"patient_id": patient.patient_id}, record),  # nests the prescription
+    ]
+    refill = ToolCall(name="refill", arguments={"prescription_id": controlled.prescription_id})
+    messages = [f.message for f in rules.visible_findings(refill, observed)]
+    assert f"{controlled.medication} is a controlled substance: never refilled by the agent" in messages
+    assert any(f"concerns patient {patient.patient_id}, who is neither" in m for m in messages)
+    assert f"{controlled.medication} is a controlled substance: never refilled by the agent" in [
+        f.message for f in rules.state_findings(refill, db)
+    ]
+    provider = next(iter(db.scan(Provider)))
+    day = "2026-05-20"
+    book = ToolCall(
+        name="book",
+        arguments={"patient_id": other.patient_id, "provider_id": provider.provider_id,
+                   "start": f"{day} 03:17", "visit_type": "video"},
+    )  # fmt: skip
+    listed = [*observed[:1], _seen("free_slots", {"provider_id": provider.provider_id, "date": day}, [])]
+    assert f"{day} 03:17 is not an available slot of provider {provider.provider_id}" in [
+        f.message for f in rules.visible_findings(book, listed)
+    ]
+    old = [_seen("get_patient_details", {"patient_id": patient.patient_id}, record)]
+    assert rules.visible_findings(refill, old) == []
+
+
+def test_nested_records_and_richer_views_are_rows_of_their_record() -> None:
+    telehealth = load_domain("telehealth")
+    db = telehealth.fresh_database()
+    appointment = next(iter(db.scan(Appointment)))
+    record = telehealth.toolkit["get_patient_details"](db, patient_id=appointment.patient_id)
+    facts = ObservedFacts(
+        telehealth.toolkit, [_seen("get_patient_details", {}, record.model_dump(mode="json"))]
+    )
+    assert facts.row(Appointment, appointment.appointment_id) == appointment.model_dump(mode="json")
+    assert (
+        facts.row(Patient, appointment.patient_id)["state"] == record.state
+    )  # a PatientDetails is a patient
+    summary = {"provider_id": "DR-1", "name": "Dr. A B", "specialty": "cardiology", "licensed_states": ["CO"],
+               "languages": []}  # fmt: skip
+    searched = ObservedFacts(telehealth.toolkit, [_seen("search_providers", {}, [summary])])
+    assert searched.row(Provider, "DR-1") is None and searched.seen(Provider, "DR-1") == summary

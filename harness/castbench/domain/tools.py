@@ -23,7 +23,7 @@ import docstring_parser
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
-from castbench.domain.database import Database, Record, RecordNotFound
+from castbench.domain.database import Database, Record, RecordNotFound, Row
 
 __all__ = [
     "Observation",
@@ -68,12 +68,16 @@ class Tool:
     (`-> Order`, `-> list[Plan]`) or `returns=`: how the rules critic learns what a result showed
     without knowing the tool's name."""
     authenticates: bool = False
-    """A successful result identifies the user (its content is their id)."""
+    """A successful result identifies the user (retail's and telecom's give their id; airline's
+    says they are verified)."""
     public: bool = False
     """Needs no authenticated user (a catalogue look-up, a calculator, a hand-off)."""
     requires: Mapping[str, Any] = field(default_factory=dict)
     """Field values the `returns` record it acts on (keyed by the argument named like that
     record's key field) must have before the call: a policy precondition the rules check."""
+    view: Callable[[Any], list[Row]] | None = None
+    """How a result that is not the `returns` record itself reads as (partial) rows of it: a
+    flight search's offers each show a flight's route and one date's status and prices."""
     schema: dict[str, Any] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -96,10 +100,11 @@ class _Marks:
     authenticates: bool = False
     public: bool = False
     requires: Mapping[str, Any] = field(default_factory=dict)
+    view: Callable[[Any], list[Row]] | None = None
 
 
-def _returned_record(annotation: Any) -> type[Record] | None:
-    """`Order` for `-> Order` or `-> list[Order]`; None for anything else."""
+def record_type(annotation: Any) -> type[Record] | None:
+    """`Order` for `-> Order` or `-> list[Order]` (or a field so typed); None for anything else."""
     if get_origin(annotation) is list:
         (annotation,) = get_args(annotation) or (None,)
     return annotation if isinstance(annotation, type) and issubclass(annotation, Record) else None
@@ -130,9 +135,10 @@ def _make_tool(function: Callable[..., Any], kind: ToolKind, marks: _Marks) -> T
     description = doc.short_description
     if doc.long_description:
         description = f"{description}\n\n{doc.long_description}"
-    returns = marks.returns or _returned_record(hints.get("return"))
-    if marks.requires and returns is None:
-        raise TypeError(f"tool {function.__qualname__}: requires= needs the record it acts on (returns=)")
+    returns = marks.returns or record_type(hints.get("return"))
+    if (marks.requires or marks.view) and returns is None:
+        mark = "requires=" if marks.requires else "view="
+        raise TypeError(f"tool {function.__qualname__}: {mark} needs the record it acts on (returns=)")
     return Tool(
         function.__name__,
         kind,
@@ -144,6 +150,7 @@ def _make_tool(function: Callable[..., Any], kind: ToolKind, marks: _Marks) -> T
         marks.authenticates,
         marks.public,
         dict(marks.requires),
+        marks.view,
     )
 
 
@@ -154,11 +161,12 @@ def read_tool(
     returns: type[Record] | None = None,
     authenticates: bool = False,
     public: bool = False,
+    view: Callable[[Any], list[Row]] | None = None,
 ) -> Any:
     """Mark a function as a tool that only reads state (a hand-off to a human, say, may end the
     conversation without writing anything). `returns` names the record type of a result the
-    annotation does not (`-> dict[str, Any]`); `authenticates` and `public`: see `Tool`."""
-    marks = _Marks(ends_conversation, returns, authenticates, public)
+    annotation does not (`-> dict[str, Any]`); `authenticates`, `public` and `view`: see `Tool`."""
+    marks = _Marks(ends_conversation, returns, authenticates, public, view=view)
     if function is None:
         return lambda f: _make_tool(f, "read", marks)
     return _make_tool(function, "read", marks)

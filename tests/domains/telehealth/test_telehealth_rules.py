@@ -7,11 +7,11 @@ import json
 
 import pytest
 
-from castbench.domain import Database, Domain, ObservedCall, Task, ToolCall
+from castbench.domain import Database, Domain, ObservedCall, Task, ToolCall, load_domain
 from castbench_telehealth.rules import TelehealthRules
 from castbench_telehealth.schema import Appointment, Patient, Pharmacy, Prescription, Provider
 
-RULES = TelehealthRules()
+RULES = TelehealthRules(load_domain("telehealth").toolkit)
 
 
 def _run(telehealth: Domain, db: Database, calls: list[ToolCall]) -> list[ObservedCall]:
