@@ -33,6 +33,7 @@ from castbench.conversation import (  # noqa: E402
 )
 from castbench.domain import Domain, load_domain  # noqa: E402
 from castbench.records.trial import TrialRecord  # noqa: E402
+from castbench.runner.execution import plan_execution  # noqa: E402
 from castbench.runner.rollout import AgentSet, run_trial  # noqa: E402
 
 POLICY = "isolation_overhead:LookupPolicy"
@@ -76,7 +77,7 @@ def _time_steps(
     spec: Any, conversations: list[tuple[Briefing, list[tuple[Event, ...]]]]
 ) -> tuple[list[float], list[float]]:
     """Seconds per `propose`, and per trial for opening + releasing the agent."""
-    transport = connect(spec)
+    transport = connect(spec, plan_execution(AgentSet(spec, resolve("user", "scripted"))).call("policy"))
     steps, trials = [], []
     for briefing, prefixes in conversations:
         start = time.perf_counter()

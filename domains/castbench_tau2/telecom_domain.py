@@ -22,8 +22,9 @@
 
 Every state is rebuilt into τ²'s own models and its own environment class per call (the two
 databases are about 10 KB), so the tools, the synchronisation and the assertions are τ²'s code,
-run unchanged. The scripted user performs the gold's user-side actions when the agent tells it to
-(`telecom_device_steps`); it knows its name and phone number, from the task's own set-up.
+run unchanged. The scripted user performs the gold's user-side actions when the agent tells it
+to (`telecom_device_steps`); it knows its name and phone number, from the task's own set-up.
+(Not `telecom.py`: the package's attribute `telecom` is the pack itself.)
 """
 
 from __future__ import annotations

@@ -32,6 +32,7 @@ from castbench.report.kept import kept_summary
 from castbench.report.summary import RunSummary, pair_with_baseline, summarize_run
 from castbench.report.traits import trait_sweep
 from castbench.runner.engine import EvalOutcome, run_eval
+from castbench.runner.execution import plan_execution
 from castbench.runner.executors import Executor, make_executor
 from castbench.runner.plan import plan_tasks
 from castbench.runner.rollout import AgentSet, Limits
@@ -247,9 +248,10 @@ def _evaluate(
         if chosen.selection.add_trials:
             _, config, _ = top_up(store, config, chosen.selection.add_trials, chosen.selection.max_trials)
         _check_servers(config, agents)
+        plan = plan_execution(agents, executor.name, execution.concurrency, store.shared)
         if on_config is not None:
-            origin = _origin(store, config, execution.fresh).model_dump()
-            on_config(config, provenance(config, {"origin": origin}))
+            meta = {"origin": _origin(store, config, execution.fresh).model_dump(), "execution": plan}
+            on_config(config, provenance(config, meta))
         outcome = run_eval(
             config,
             agents,
@@ -263,6 +265,7 @@ def _evaluate(
             on_trial=on_trial,
             lease_s=execution.lease_s,
             executor=executor,
+            plan=plan,
         )
         return config, outcome
 

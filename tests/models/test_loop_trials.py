@@ -20,8 +20,8 @@ from castbench.models.loop import shared_loop
 from castbench.records.trial import TrialRecord
 from castbench.runner.collector import YOUNG_THRESHOLD
 from castbench.runner.deadline import TimeLimits
+from castbench.runner.execution import plan_execution
 from castbench.runner.rollout import Limits
-from castbench.runner.work import TrialWork
 from castbench.store import ResultsStore
 from tests.models.fault_server import FaultServer
 from tests.models.responder import InFlight, unique_openings
@@ -66,7 +66,7 @@ def test_which_runs_go_on_the_loop() -> None:
     for policy, user, critic in on_loop + on_threads:
         _, agents = build_config(domains="retail", policy=policy, user=user, critic=critic)
         expected = (policy, user, critic) in on_loop
-        assert TrialWork(None, agents, TimeLimits()).on_loop is expected, (policy, user, critic)  # type: ignore[arg-type]
+        assert (plan_execution(agents, concurrency=8).trials == "loop") is expected, (policy, user, critic)
 
 
 def test_model_trials_run_on_the_loop_not_on_a_thread_each(

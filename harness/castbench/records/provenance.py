@@ -13,7 +13,10 @@ cannot prove which agent produced it. So every run says, per role, where its age
   import-path workers counted as unsandboxed (there was no sandbox then);
 - the origin is not part of the run (the same run may be stored in many places): it lives in the
   run's meta. `castbench eval` records `run`; `castbench import FILE` always records
-  `submitted` with the file's name, whatever the file's own meta claims.
+  `submitted` with the file's name, whatever the file's own meta claims;
+- how the run executed (`castbench.records.execution.ExecutionPlan`: where its trials ran, how
+  each agent was called) is not part of the run either: the meta's `execution`, recorded when the
+  run is created; runs stored before then say "not recorded".
 
 `placement_problems` says where a recorded placement contradicts the specs it claims to describe
 (a built-in name marked as an import path, a privileged role missing from `privileged`, ...):
@@ -29,6 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from castbench.agents.registry import AgentSpec, Role, builtin_agents
 from castbench.agents.sandbox import SandboxNeeds
+from castbench.records.execution import ExecutionPlan
 
 if TYPE_CHECKING:
     from castbench.records.config import RunConfig
@@ -43,6 +47,7 @@ __all__ = [
     "placement_of",
     "placement_problems",
     "provenance",
+    "run_execution",
     "run_origin",
     "sandbox_state",
 ]
@@ -151,6 +156,8 @@ class Provenance(BaseModel):
     recorded: bool = True
     """False: the placements were derived from the agent specs of a run stored before they were
     recorded (import-path workers counted as unsandboxed)."""
+    execution: ExecutionPlan | None = None
+    """How the run executed (the meta's `execution`); None for a run stored before it was recorded."""
 
     def roles(self, *kinds: str) -> list[Role]:
         return [role for role, placement in self.agents.items() if placement.where in kinds]
@@ -170,6 +177,12 @@ class Provenance(BaseModel):
         roles = "; ".join(f"{role}: {placement.describe()}" for role, placement in self.agents.items())
         derived = "" if self.recorded else f" [{_DERIVED}]"
         return f"provenance: {self.origin.describe()}; {roles}{derived}"
+
+    def execution_line(self) -> str:
+        """One line: where the trials ran and how each role's agent was called."""
+        if self.execution is None:
+            return "execution: not recorded (stored before castbench recorded how runs execute)"
+        return self.execution.line()
 
     def short(self) -> str:
         """A table cell: `here · policy built-in · user built-in`."""
@@ -320,9 +333,19 @@ def run_origin(meta: dict[str, Any]) -> RunOrigin:
         return RunOrigin(kind="unrecorded")
 
 
+def run_execution(meta: dict[str, Any]) -> ExecutionPlan | None:
+    """The execution plan a stored run's meta records (None when it records none or nonsense)."""
+    try:
+        return ExecutionPlan.model_validate(meta["execution"])
+    except (KeyError, ValidationError):
+        return None
+
+
 def provenance(config: RunConfig, meta: dict[str, Any]) -> Provenance:
-    """A stored run's provenance: its recorded placements (or those derived from its specs) and
-    the origin its meta records."""
+    """A stored run's provenance: its recorded placements (or those derived from its specs), the
+    origin and the execution plan its meta records."""
     recorded = bool(config.placement)
     agents = dict(config.placement) if recorded else derived_placement(config)
-    return Provenance(origin=run_origin(meta), agents=agents, recorded=recorded)
+    return Provenance(
+        origin=run_origin(meta), agents=agents, recorded=recorded, execution=run_execution(meta)
+    )

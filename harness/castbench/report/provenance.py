@@ -1,6 +1,7 @@
 """A run's provenance on the console: one line for where it came from and where its agents ran,
-then one marked line for each thing that makes its figures something other than an entry (a
-privileged role, an agent in castbench's process, a worker without the sandbox)."""
+one for how it executed (where its trials ran, how each agent was called), then one marked line
+for each thing that makes its figures something other than an entry (a privileged role, an agent
+in castbench's process, a worker without the sandbox)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ __all__ = ["print_provenance", "provenance_lines"]
 
 def provenance_lines(provenance: Provenance) -> list[str]:
     """Rich-markup lines, the plain provenance line first."""
-    lines = [escape(provenance.line())]
+    lines = [escape(provenance.line()), escape(provenance.execution_line())]
     for role in provenance.privileged:
         lines.append(
             f"[bold yellow]{role} privileged:[/] reads the ground truth — an upper bound, not an entry"

@@ -18,9 +18,11 @@ from castbench import lossless
 from castbench.defaults import DEFAULT_LEASE_S
 from castbench.errors import RunInterrupted
 from castbench.records.config import RunConfig
+from castbench.records.execution import ExecutionPlan
 from castbench.records.trial import TrialRecord
 from castbench.runner.collector import tuned_for_a_run
 from castbench.runner.deadline import Cancelled, Halt, TimeLimits
+from castbench.runner.execution import plan_execution
 from castbench.runner.executors import Executor
 from castbench.runner.executors.local import LocalExecutor, second_interrupt_exits
 from castbench.runner.plan import TrialJob, plan_trials, planned_trials
@@ -90,6 +92,7 @@ def run_eval(
     on_trial: Callable[[TrialRecord], None] | None = None,
     lease_s: float = DEFAULT_LEASE_S,
     executor: Executor | None = None,
+    plan: ExecutionPlan | None = None,
 ) -> EvalOutcome:
     """Run (or resume) the evaluation `config` describes; every trial is committed as it ends.
 
@@ -100,19 +103,23 @@ def run_eval(
     (a run-time setting, like `concurrency`: not part of the run's identity). On a shared store
     (Postgres) any number of processes may run this for one run at once: they split its trials
     through claims whose leases last `lease_s` seconds past a worker's last heartbeat
-    (`castbench.runner.shared`). `executor` runs the trials (`castbench.runner.executors`: a
-    thread pool here by default, or a Ray cluster); this process commits every record."""
+    (`castbench.runner.shared`). `executor` runs the trials (`castbench.runner.executors`: this
+    process by default, or a Ray cluster); this process commits every record. `plan` is how
+    (`castbench.runner.execution`), worked out here from the executor, `concurrency` and the
+    store when not given; a new run records it in its meta (`execution`)."""
+    executor = executor or LocalExecutor()
+    plan = plan or plan_execution(agents, executor.name, concurrency, store.shared)
     total = planned_trials(config)
     superseded = None if fresh else superseded_run(store, config)
-    run_id, resumed = store.open_run(config, meta or {}, fresh=fresh)
+    meta = {**(meta or {}), "execution": plan.model_dump(mode="json")}
+    run_id, resumed = store.open_run(config, meta, fresh=fresh)
     done = store.scored_keys(run_id) if resumed else set()
     already = min(len(done), total)
     todo = (job for job in plan_trials(config) if _key(job) not in done)  # lazy: 10^6 trials stay cheap
     if on_start is not None:
         on_start(already, total)
     store.set_status(run_id, "running")
-    work = TrialWork(config, agents, time_limits or TimeLimits(), max_attempts)
-    executor = executor or LocalExecutor()
+    work = TrialWork(config, agents, plan, time_limits or TimeLimits(), max_attempts)
     halt = Halt()
 
     ran, spent = 0, 0.0
@@ -139,17 +146,17 @@ def run_eval(
     unfinished = False
     try:
         with _held(store, run_id), tuned_for_a_run():
-            if store.shared:
-                with SharedPlan(store, run_id, list(todo), _key, lease_s) as plan:
+            if plan.shared:
+                with SharedPlan(store, run_id, list(todo), _key, lease_s) as leases:
                     while True:
                         keep(
-                            executor.results(plan.claimed(), work, concurrency, over_budget, halt),
-                            plan.finish,
+                            executor.results(leases.claimed(), work, concurrency, over_budget, halt),
+                            leases.finish,
                         )
-                        unfinished = not plan.settled()
+                        unfinished = not leases.settled()
                         if not unfinished or over_budget():
                             break
-                        plan.wait()
+                        leases.wait()
             else:
                 keep(executor.results(todo, work, concurrency, over_budget, halt), None)
                 unfinished = ran < total - already

@@ -9,41 +9,28 @@ is hit; then graded.
         the policy a revision view), then the action executes
     grade the final state against the expected state
 
-An agent service (`--policy http://...`) holds its policy itself: its trial is driven by
-`castbench.service.agent_http`, which steps the same `Episode` with the tool calls arriving over
-MCP and the replies over HTTP. Every other driver (the MCP server, the trainers' `Environment`)
-steps it too, so there is one rollout path.
+An agent service (`--policy http://...`) holds its policy itself: the run's execution plan gives
+it the service transport (`castbench.agents.transports.service`), which drives the same `Episode`
+with the tool calls arriving over MCP and the replies over HTTP. Every other driver (the MCP
+server, the trainers' `Environment`) steps it too, so there is one rollout path.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import replace
-from importlib.metadata import entry_points
+from typing import cast
 
-from castbench.agents.registry import AgentSpec
+from castbench.agents.transports import DrivingTransport, connect
 from castbench.domain import Database, Domain, Task
 from castbench.grading import GradingMode
+from castbench.records.execution import ExecutionPlan
 from castbench.records.perturbations import Perturbations
 from castbench.records.trial import TrialRecord
 from castbench.runner.deadline import Halt, TimeLimits
 from castbench.runner.episode import AgentSet, Episode, Limits, Verification
+from castbench.runner.execution import plan_execution
 
 __all__ = ["AgentSet", "Limits", "TimeLimits", "Verification", "run_trial"]
-
-
-def episode_driver(kind: str) -> Callable[[Episode, AgentSpec], None]:
-    """The driver of a policy that is not called but calls in (an agent service): it steps the
-    episode with the actions that arrive. Transports register theirs under the entry-point group
-    `castbench.drivers` (the agent service's lives in `castbench.service`), so the runner depends
-    on no transport's code."""
-    found = entry_points(group="castbench.drivers", name=kind)
-    if not found:
-        raise RuntimeError(
-            f"no episode driver for '{kind}' agents is installed (entry points castbench.drivers)"
-        )
-    driver: Callable[[Episode, AgentSpec], None] = next(iter(found)).load()
-    return driver
 
 
 def run_trial(
@@ -60,14 +47,17 @@ def run_trial(
     stop: Halt | None = None,
     grading: GradingMode = "castbench",
     perturbations: Perturbations | None = None,
+    plan: ExecutionPlan | None = None,
 ) -> TrialRecord:
-    """One trial, start to grade. `Cancelled` when `stop` is set while an agent is at work (the
-    trial is then dropped)."""
+    """One trial, start to grade, as the run's execution `plan` says (by default one trial at a
+    time, on this thread). `Cancelled` when `stop` is set while an agent is at work (the trial is
+    then dropped)."""
     policy = agents.policy
     if policy is None:
         raise ValueError("run_trial needs a policy: drive an Episode to bring actions from outside")
-    service = policy.kind == "service"
-    if service:  # the service holds the policy: the episode gets its actions from outside
+    plan = plan or plan_execution(agents)
+    transport = connect(policy, plan.call("policy"))
+    if transport.drives:  # the agent holds the policy: the episode gets its actions from outside
         agents = replace(agents, policy=None)
     episode = Episode(
         domain,
@@ -83,10 +73,11 @@ def run_trial(
         stop,
         grading,
         perturbations,
+        plan,
     )
     try:
-        if service:
-            episode_driver(policy.kind)(episode, policy)
+        if transport.drives:
+            cast(DrivingTransport, transport).drive(episode)
         else:
             episode.reset()
             while not episode.done:

@@ -16,8 +16,8 @@ from typing import Literal
 from castbench.conversation import Usage
 from castbench.domain import Database, Domain, Task
 from castbench.errors import FatalInfrastructureError
-from castbench.models.settings import awaits_on_loop
 from castbench.records.config import RunConfig
+from castbench.records.execution import ExecutionPlan
 from castbench.records.trial import TrialRecord
 from castbench.runner.deadline import Cancelled, Halt, TimeLimits
 from castbench.runner.plan import TrialJob
@@ -67,8 +67,10 @@ def run_job(
     expected: ExpectedStates,
     time_limits: TimeLimits | None = None,
     stop: Halt | None = None,
+    plan: ExecutionPlan | None = None,
 ) -> TrialRecord:
-    """One trial of the grid, once, under the run's limits, verification and traits."""
+    """One trial of the grid, once, under the run's limits, verification and traits, executed as
+    its `plan` says."""
     return run_trial(
         job.domain,
         job.task,
@@ -83,25 +85,21 @@ def run_job(
         stop,
         grading=config.grading_mode,
         perturbations=config.perturbations if config.perturbations.active else None,
+        plan=plan,
     )
 
 
 @dataclass(frozen=True)
 class TrialWork:
     """Everything a run's trials share: its config, its agents (specs: each trial builds its
-    own), the agents' time limits and how often an infrastructure error restarts a trial."""
+    own), its execution plan, the agents' time limits and how often an infrastructure error
+    restarts a trial."""
 
     config: RunConfig
     agents: AgentSet
+    plan: ExecutionPlan
     time_limits: TimeLimits
     max_attempts: int = 3
-
-    @property
-    def on_loop(self) -> bool:
-        """Whether its trials may run on the model loop (`castbench.models.loop`): every agent
-        is scripted or a model on the lean client, so nothing in a trial blocks."""
-        agents = self.agents
-        return all(awaits_on_loop(spec) for spec in (agents.policy, agents.user, agents.critic))
 
     def run(self, job: TrialJob, expected: ExpectedStates, stop: Halt) -> TrialRecord:
         """Infrastructure errors restart the trial from scratch with the same seed. The record's
@@ -112,7 +110,7 @@ class TrialWork:
         retried_for: list[str] = []
         for attempt in range(1, self.max_attempts + 1):
             try:
-                record = run_job(job, self.config, self.agents, expected, self.time_limits, stop)
+                record = run_job(job, self.config, self.agents, expected, self.time_limits, stop, self.plan)
             except (FatalInfrastructureError, Cancelled):
                 raise
             except Exception as exc:

@@ -16,6 +16,7 @@ __all__ = ["InProcessTransport"]
 class InProcessTransport:
     spec: AgentSpec
     isolated = False
+    drives = False
 
     def open(self, briefing: Any, timeout: float | None = None) -> Any:
         """The instance itself: its calls are direct (a time limit here is the trial loop's)."""

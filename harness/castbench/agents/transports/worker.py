@@ -323,6 +323,7 @@ class WorkerTransport:
 
     spec: AgentSpec
     isolated = True
+    drives = False
 
     def open(self, briefing: Any, timeout: float | None = None) -> Any:
         pool = _pool(self.spec.role, self.spec.name, self.spec.sandbox_needs)

@@ -1,5 +1,7 @@
 """Executors: where a run's trials run. The engine owns the run and the store and commits each
-record as it comes back; an executor only turns the trial plan into finished records.
+record as it comes back; an executor only turns the trial plan into finished records, running
+each as the run's execution plan says (`castbench.runner.execution`, which the executor's `name`
+is one input of).
 
 - `local` (default): threads in this process (`--concurrency` trials at once).
 - `ray`: tasks on a Ray cluster (`--executor ray [--ray-address ADDR]`), each trial rebuilt and
@@ -12,6 +14,7 @@ from collections.abc import Callable, Generator, Iterable
 from importlib.util import find_spec
 from typing import Protocol
 
+from castbench.records.execution import ExecutorName
 from castbench.records.trial import TrialRecord
 from castbench.runner.deadline import Halt
 from castbench.runner.plan import TrialJob
@@ -23,6 +26,11 @@ EXECUTORS = ("local", "ray")
 
 
 class Executor(Protocol):
+    @property
+    def name(self) -> ExecutorName:
+        """Which executor this is, as the execution plan records it."""
+        ...
+
     def results(
         self,
         jobs: Iterable[TrialJob],

@@ -1,10 +1,7 @@
-"""The local executor: trials in this process, on the model loop or on a thread pool.
-
-When nothing in a trial can block (its agents are scripted or models on the lean client, see
-`TrialWork.on_loop`), each trial runs in a greenlet on the process's model loop
-(`castbench.models.loop.LoopCalls`): hundreds of model-bound trials in flight then cost one
-thread, where a thread per trial spent most of the process's CPU switching threads under the GIL.
-Otherwise each trial gets a thread of its own, and its agents one more (`AgentThread`).
+"""The local executor: trials in this process, where the run's execution plan puts them
+(`castbench.runner.execution`): one at a time on this thread, greenlets on the process's model
+loop (`castbench.models.loop.LoopCalls`) or a thread per trial (and its agents one more,
+`AgentThread`). The plan puts a Ray worker's batch in its pool, however small.
 Either way this thread hands out the jobs and yields the records, so the caller commits them here.
 """
 
@@ -19,8 +16,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from itertools import islice
 from queue import SimpleQueue
+from typing import ClassVar
 
 from castbench.models.loop import LoopCalls
+from castbench.records.execution import ExecutorName
 from castbench.records.trial import TrialRecord
 from castbench.runner.deadline import Halt
 from castbench.runner.plan import TrialJob
@@ -48,6 +47,7 @@ def second_interrupt_exits() -> Iterator[None]:
 class LocalExecutor:
     expected: ExpectedStates = field(default_factory=ExpectedStates)
     """Replayed once per task and shared by every trial of the run."""
+    name: ClassVar[ExecutorName] = "local"
 
     def results(
         self,
@@ -60,13 +60,14 @@ class LocalExecutor:
         def run(job: TrialJob) -> TrialRecord:
             return work.run(job, self.expected, halt)
 
-        if concurrency <= 1:
+        if work.plan.trials == "inline":
             for job in jobs:
                 if budget_spent():
                     return
                 yield run(job)
             return
-        pool = LoopCalls(concurrency) if work.on_loop else _Threads(concurrency)
+        concurrency = max(1, concurrency)
+        pool = LoopCalls(concurrency) if work.plan.pool == "loop" else _Threads(concurrency)
         finished: SimpleQueue[Future[TrialRecord]] = SimpleQueue()
         in_flight = 0
 

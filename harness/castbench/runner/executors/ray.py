@@ -23,11 +23,12 @@ from __future__ import annotations
 from collections.abc import Callable, Generator, Iterable
 from dataclasses import dataclass
 from functools import cache
-from typing import Any
+from typing import Any, ClassVar
 
 from castbench import lossless
 from castbench.domain import Domain, load_domain
 from castbench.errors import FatalInfrastructureError
+from castbench.records.execution import ExecutorName
 from castbench.records.trial import TrialRecord
 from castbench.runner.deadline import Halt
 from castbench.runner.executors.local import LocalExecutor
@@ -83,6 +84,7 @@ class RayExecutor:
     or starts a local one."""
     max_retries: int = 3
     """How often Ray re-runs a trial whose worker or node died."""
+    name: ClassVar[ExecutorName] = "ray"
 
     def _connect(self) -> Any:
         import ray
