@@ -35,7 +35,7 @@ from castbench.runner.engine import EvalOutcome, run_eval
 from castbench.runner.execution import plan_execution
 from castbench.runner.executors import Executor, make_executor
 from castbench.runner.plan import plan_tasks
-from castbench.runner.rollout import AgentSet, Limits
+from castbench.runner.rollout import AgentSet
 from castbench.runner.topup import top_up
 from castbench.store import ResultsStore
 
@@ -104,7 +104,7 @@ def build_config(
         user=agents.user,
         trials=selection.trials,
         seed=selection.seed,
-        limits=chosen.limits or default_limits(resolved),
+        limits=chosen.limits_for(resolved),
         verification=chosen.verification,
         traits=parse_traits(agents.traits),
         perturbations=chosen.perturbations,
@@ -120,13 +120,6 @@ def build_config(
         fingerprint=fingerprint(resolved, [policy_spec, user_spec, critic_spec]),
     )
     return config, specs
-
-
-def default_limits(domains: list[Domain]) -> Limits:
-    """A run's limits when its options give none: the packs' own (`Domain.default_limits`, τ²'s
-    on its packs) when every pack of the run has the same, else castbench's."""
-    chosen = {tuple(sorted(domain.default_limits.items())) for domain in domains}
-    return Limits.model_validate(dict(chosen.pop())) if len(chosen) == 1 else Limits()
 
 
 def _data_origins(domains: list[Domain]) -> dict[str, dict[str, str]]:

@@ -71,7 +71,7 @@ class Environment:
             user=resolved("user", agents.user),
             critic=None if agents.critic == "none" else resolved("critic", agents.critic),
         )
-        self.limits, self.verification = self.options.limits, self.options.verification
+        self.verification = self.options.verification
         self.time_limits, self.grading, self.labels = self.options.time_limits, self.options.grading, labels
         self._expected: dict[tuple[str, str], Database] = {}
         self.episode: Episode | None = None
@@ -93,7 +93,7 @@ class Environment:
             trial_seed(seed, pack.name, found.id, trial),
             self.agents,
             self._expected[key],
-            self.limits,
+            self.options.limits_for([pack]),
             self.verification,
             time_limits=self.time_limits,
             grading=self.grading,

@@ -19,9 +19,9 @@ module imports nothing heavy (no store, domain, grader or engine).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -31,6 +31,9 @@ from castbench.models.resolve import ModelOptions
 from castbench.records.config import Limits, Verification
 from castbench.records.perturbations import Perturbations
 from castbench.runner.deadline import TimeLimits
+
+if TYPE_CHECKING:  # the domains load when a run asks for them, not with its options
+    from castbench.domain import Domain
 
 __all__ = [
     "DEFAULTS",
@@ -211,6 +214,15 @@ class EvalOptions(BaseModel):
             else:
                 flat[name] = value
         return flat
+
+    def limits_for(self, domains: Iterable[Domain]) -> Limits:
+        """The trials' limits on `domains`: these options', else the packs' own
+        (`Domain.default_limits`, τ²'s on its packs) when every pack has the same, else castbench's.
+        The same in an eval run and in the `Environment`, so a trial ends at the same step in both."""
+        if self.limits is not None:
+            return self.limits
+        chosen = {tuple(sorted(domain.default_limits.items())) for domain in domains}
+        return Limits.model_validate(dict(chosen.pop())) if len(chosen) == 1 else Limits()
 
     def model_options(self) -> ModelOptions:
         """The model settings as agent resolution takes them (`castbench.models.resolve`), a

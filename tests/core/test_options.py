@@ -134,3 +134,21 @@ def test_the_trait_sweep_is_the_librarys(tmp_path: Path) -> None:
         "impatience=high;confusion=high", env={"COLUMNS": "200"},
     )
     assert "trait sweep" in shown.output and "0 trials run" in shown.output, shown.output
+
+
+def test_the_environment_keeps_a_packs_own_limits_as_eval_does() -> None:
+    """τ²'s packs run under τ²'s limits unless the options set some: in `eval` and, the same
+    trial, in the `Environment` (and so `mcp serve`)."""
+    from castbench.domain import load_domain
+
+    pack = load_domain("tau2-retail")
+    task = pack.tasks(DEFAULTS.selection.split)[0].id
+    config, _ = build_config(domains="tau2-retail", tasks=[task])
+    env = Environment()
+    env.reset("tau2-retail", task)
+    assert env.episode is not None and env.episode.limits == config.limits != Limits()
+    env.reset("retail", TASK)
+    assert env.episode.limits == Limits()
+    chosen = Environment(limits=Limits(max_steps=5))
+    chosen.reset("tau2-retail", task)
+    assert chosen.episode is not None and chosen.episode.limits == Limits(max_steps=5)

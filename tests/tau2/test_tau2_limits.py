@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from castbench.api import default_limits
 from castbench.conversation import UserTurn
 from castbench.dialogue import ANYTHING_ELSE, asks_anything_else
 from castbench.domain import load_domain
+from castbench.options import DEFAULTS
 from castbench.records.config import Limits
 from castbench.runner.parity import Step, Trajectory, castbench_trial, closing
 from castbench_tau2.domain import TAU2_LIMITS, Tau2Domain
@@ -21,11 +21,11 @@ from castbench_tau2.source import import_tau2
 
 def test_tau2_packs_run_under_tau2s_limits_unless_max_steps_is_given() -> None:
     retail, airline, tau = (load_domain(name) for name in ("tau2-retail", "tau2-airline", "tau-retail"))
-    limits = default_limits([retail, airline])
+    limits = DEFAULTS.limits_for([retail, airline])
     assert limits == Limits(max_steps=100, max_messages=200, max_tool_errors=10)
     assert limits.describe() == "100 agent actions, 200 messages (τ²'s count), 10 tool errors"
-    assert default_limits([retail, tau]) == Limits()  # packs whose defaults differ: castbench's
-    assert default_limits([tau]) == Limits()
+    assert DEFAULTS.limits_for([retail, tau]) == Limits()  # packs whose defaults differ: castbench's
+    assert DEFAULTS.limits_for([tau]) == Limits()
 
 
 def test_runs_without_the_new_limits_keep_their_identity() -> None:
