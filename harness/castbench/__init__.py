@@ -1,8 +1,9 @@
 """castbench: a reliability benchmark harness for tool-calling agents (pass^k, critics).
 
-`castbench.evaluate(...)` runs (or resumes) an evaluation, as `castbench eval` does; it is
-imported on first use, so that `import castbench.X` stays cheap for the parts that do not run
-evaluations (the CLI's help, agent workers)."""
+`castbench.evaluate(...)` runs (or resumes) an evaluation, as `castbench eval` does, from the same
+options (`castbench.options.EvalOptions`, or its fields as keywords: `evaluate(domains="retail",
+trials=4)`); it is imported on first use, so that `import castbench.X` stays cheap for the parts
+that do not run evaluations (the CLI's help, agent workers)."""
 
 from typing import TYPE_CHECKING, Any
 
