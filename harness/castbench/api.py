@@ -27,7 +27,7 @@ from castbench.records.provenance import (
     sandbox_state,
 )
 from castbench.records.trial import TrialRecord
-from castbench.report.floors import reference_floors
+from castbench.report.floors import reference_floors, start_reference_floors
 from castbench.report.kept import kept_summary
 from castbench.report.summary import RunSummary, pair_with_baseline, summarize_run
 from castbench.report.traits import trait_sweep
@@ -241,6 +241,7 @@ def _evaluate(
         if chosen.selection.add_trials:
             _, config, _ = top_up(store, config, chosen.selection.add_trials, chosen.selection.max_trials)
         _check_servers(config, agents)
+        start_reference_floors(config, store)  # while the trials run
         plan = plan_execution(agents, executor.name, execution.concurrency, store.shared)
         if on_config is not None:
             meta = {"origin": _origin(store, config, execution.fresh).model_dump(), "execution": plan}

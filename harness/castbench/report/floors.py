@@ -20,7 +20,9 @@ and the domains' code, so a resume, or another agent on the same tasks, reads th
 from __future__ import annotations
 
 import hashlib
+import threading
 from collections import defaultdict
+from concurrent.futures import Future
 from functools import lru_cache
 
 from pydantic import BaseModel
@@ -34,7 +36,7 @@ from castbench.runner.rollout import AgentSet
 from castbench.runner.work import ExpectedStates, run_job
 from castbench.store import ResultsStore
 
-__all__ = ["FLOOR_POLICIES", "ReferenceFloors", "reference_floors"]
+__all__ = ["FLOOR_POLICIES", "ReferenceFloors", "reference_floors", "start_reference_floors"]
 
 FLOOR_POLICIES = {
     "refuse": "scripted:refuse",
@@ -83,8 +85,38 @@ def _floors(canonical: str) -> ReferenceFloors:
 
 def reference_floors(config: RunConfig, store: ResultsStore | None = None) -> ReferenceFloors:
     """The floors on the tasks `config` runs (the same tasks, seeds, limits and traits); read
-    from and kept in `store` when one is given."""
-    return _cached_floors(_canonical(config), config, store)
+    from and kept in `store` when one is given (those `start_reference_floors` began: awaited)."""
+    canonical = _canonical(config)
+    with _AHEAD_LOCK:
+        ahead = _AHEAD.pop((canonical, store.url if store else None), None)
+    return ahead.result() if ahead is not None else _cached_floors(canonical, config, store)
+
+
+_AHEAD: dict[tuple[str, str | None], Future[ReferenceFloors]] = {}
+_AHEAD_LOCK = threading.Lock()
+
+
+def start_reference_floors(config: RunConfig, store: ResultsStore | None = None) -> None:
+    """Begin the floors `reference_floors` will be asked for, in a thread of this process, while
+    the run's trials go on: a run waiting on a model server leaves the CPU idle, and the user no
+    longer waits for the floors after the last trial (`bench/whole_command_latency.py`). A
+    thread, never a forked child: a child's writes left a SQLite store malformed when the parent
+    was killed (35f1fcd)."""
+    canonical = _canonical(config)
+    key = (canonical, store.url if store else None)
+    with _AHEAD_LOCK:
+        if key in _AHEAD:
+            return
+        ahead: Future[ReferenceFloors] = Future()
+        _AHEAD[key] = ahead
+
+    def compute() -> None:
+        try:
+            ahead.set_result(_cached_floors(canonical, config, store))
+        except BaseException as exc:  # handed to whoever asks: the same error, raised there
+            ahead.set_exception(exc)
+
+    threading.Thread(target=compute, name="castbench-floors", daemon=True).start()
 
 
 def _canonical(config: RunConfig) -> str:
