@@ -442,6 +442,7 @@ class _Display:
     def on_config(self, config: RunConfig, provenance: Provenance) -> None:
         from castbench.records.identity import agent_blind_spots
         from castbench.report.provenance import print_provenance
+    from castbench.report.summary import RUN_SUMMARY
 
         profile = ",".join(f"{trait}={level}" for trait, level in config.traits.items())
         self.label = f"trials ({profile})" if profile else "trials"
@@ -475,7 +476,7 @@ def _show(options: EvalOptions, result: EvalResult, output: Path | None, allow_i
 
     outcome, summary = result.outcome, result.summary
     if output is not None:  # first: a reader that leaves early (`| head`) must not cost the file
-        output.write_text(summary.model_dump_json(indent=2))
+        output.write_text(RUN_SUMMARY.dumps(summary, indent=2))
     if outcome.superseded:
         console.print(
             f"[yellow]not resuming {outcome.superseded}[/]: {escape(', '.join(outcome.changes))} changed "
@@ -489,7 +490,7 @@ def _show(options: EvalOptions, result: EvalResult, output: Path | None, allow_i
     )
     if options.selection.add_trials:
         console.print(
-            f"topped up to {summary.config['trials']} trials per task (cap {options.selection.max_trials})"
+            f"topped up to {summary.config.trials} trials per task (cap {options.selection.max_trials})"
         )
     print_summary(summary, console)
     if summary.trait_sweep is not None:
