@@ -80,7 +80,7 @@ def test_clean_runs_hold_no_perturber_and_keep_their_hash() -> None:
     )
     hashes = {config.config_hash(), faulty.config_hash(), other_seed.config_hash()}
     assert len(hashes) == 3
-    differences = setting_differences(config.model_dump(mode="json"), faulty.model_dump(mode="json"))
+    differences = setting_differences(config, faulty)
     assert any(line.startswith("perturbations") for line in differences)
 
 

@@ -1,11 +1,12 @@
 """One way every command reports a problem the user can fix: one line on stderr, exit 2.
 
 Errors of input (a `--db` that cannot be used, an unknown domain, run, agent or task, a broken
-task or export file) reach here from any command through `CastbenchGroup`, so no command needs its
-own copy of the handling and none of them shows a traceback for them. Text from users and files
-is escaped: it is never read as Rich markup. A full disk is one line too (what was stored is
-kept). Anything else is a bug of castbench's, and said to be one: `internal error:` with the
-traceback kept in a file (exit 70), never dressed up as a problem with the input.
+task or export file, a record written by a newer castbench) reach here from any command through
+`CastbenchGroup`, so no command needs its own copy of the handling and none of them shows a
+traceback for them. Text from users and files is escaped: it is never read as Rich markup. A full
+disk is one line too (what was stored is kept). Anything else is a bug of castbench's, and said
+to be one: `internal error:` with the traceback kept in a file (exit 70), never dressed up as a
+problem with the input.
 """
 
 from __future__ import annotations
@@ -30,12 +31,14 @@ def user_errors() -> tuple[type[Exception], ...]:
     domains are slow to import and `castbench --help` needs neither."""
     from castbench.agents.registry import AgentSpecError
     from castbench.domain import DomainDataError, ExpectedStateError, TaskFileError, UnknownDomainError
+    from castbench.records.migrations import RecordVersionError
     from castbench.store import StoreError
 
     return (
         AgentSpecError,
         DomainDataError,
         ExpectedStateError,
+        RecordVersionError,
         StoreError,
         TaskFileError,
         UnknownDomainError,

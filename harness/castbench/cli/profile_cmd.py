@@ -68,7 +68,7 @@ def _profile(
     perturbed = {}
     for name, result in results.items():
         if name != "clean":
-            label = _label(result.summary.config)
+            label = result.summary.config.perturbations.label()
             perturbed[name] = (label, store.trials(runs[name]))
     profile = reliability_profile(
         store.trials(runs["clean"]), perturbed, policy=options["policy"], critic=options["critic"], runs=runs
@@ -82,12 +82,6 @@ def _profile(
     svg = figure or (output.with_suffix(".svg") if output is not None else Path("profile.svg"))
     write_profile_svg(profile, svg)
     console.print(f"figure written to {svg}", markup=False)
-
-
-def _label(config: dict[str, Any]) -> str:
-    from castbench.records.perturbations import Perturbations
-
-    return Perturbations.model_validate(config.get("perturbations") or {}).label()
 
 
 def _with_eval_options(func: Any) -> Any:

@@ -13,7 +13,7 @@ from rich.table import Table
 from castbench.cli.errors import fail
 from castbench.cli.options import DbOption
 from castbench.defaults import DEFAULT_DB
-from castbench.records.config import RunConfig
+from castbench.records.config import RunConfig, read_config
 from castbench.records.provenance import Provenance, provenance
 from castbench.records.trial import TrialRecord
 from castbench.report import print_summary, print_trial, summarize_run
@@ -38,19 +38,19 @@ def _status(store: ResultsStore, run_id: str, stored: str, config: RunConfig) ->
 def _listing(store: ResultsStore) -> list[dict[str, Any]]:
     rows = []
     for row in store.runs():
-        config = json.loads(row.config_json)
-        recorded = provenance(RunConfig.model_validate(config), json.loads(row.meta_json))
+        config = read_config(row.config_json, f"run {row.id}")
+        recorded = provenance(config, json.loads(row.meta_json))
         rows.append(
             {
                 "id": row.id,
                 "created": row.created.isoformat(timespec="seconds"),
-                "status": _status(store, row.id, row.status, RunConfig.model_validate(config)),
-                "domains": list(config["domains"]),
-                "policy": config["policy"],
-                "critic": config["critic"],
-                "user": config["user"],
-                "trials_per_task": config["trials"],
-                "seed": config["seed"],
+                "status": _status(store, row.id, row.status, config),
+                "domains": list(config.domains),
+                "policy": config.policy,
+                "critic": config.critic,
+                "user": config.user,
+                "trials_per_task": config.trials,
+                "seed": config.seed,
                 "trials_stored": store.count_trials(row.id),
                 "provenance": recorded.model_dump(mode="json"),
             }

@@ -38,7 +38,7 @@ def shared_domains(baseline: RunSummary, candidate: RunSummary) -> list[str]:
 
 
 def _versions(summary: RunSummary) -> dict[str, str]:
-    return {str(name): str(version) for name, version in summary.config.get("domains", {}).items()}
+    return dict(summary.config.domains)
 
 
 def comparability_problems(baseline: RunSummary, candidate: RunSummary) -> list[str]:
@@ -55,22 +55,13 @@ def comparability_problems(baseline: RunSummary, candidate: RunSummary) -> list[
     return problems + setting_differences(baseline.config, candidate.config)
 
 
-def _default(key: str) -> Any:
-    field = RunConfig.model_fields.get(key)
-    if field is None:
-        return None
-    value = field.get_default(call_default_factory=True)
-    return value.model_dump(mode="json") if hasattr(value, "model_dump") else value
-
-
-def _setting(config: dict[str, Any], key: str) -> Any:
-    """A measurement setting as a run recorded it; a run stored before it was recorded had the default."""
+def _setting(config: RunConfig, key: str) -> Any:
+    """A measurement setting as a run recorded it, as JSON data."""
     if key == "user":  # a model user is its model string and settings
-        return [config.get("user", _default("user")), config.get("extra", {}).get("models", {}).get("user")]
+        return [config.user, config.extra.get("models", {}).get("user")]
     if key == "grading":  # runs from before grading modes matched outputs τ-Bench's way
-        return config.get("grading") or "tau"
-    value = config.get(key)
-    return _default(key) if value is None else value
+        return config.grading_mode
+    return config.model_dump(mode="json", include={key})[key]
 
 
 _MEASUREMENT = {
@@ -88,10 +79,10 @@ def _show(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":")) if not isinstance(value, str) else value
 
 
-def setting_differences(baseline: dict[str, Any], candidate: dict[str, Any]) -> list[str]:
+def setting_differences(baseline: RunConfig, candidate: RunConfig) -> list[str]:
     """Measurement settings on which two run configs differ, named, with both values."""
     keys = dict(_MEASUREMENT)
-    if baseline.get("critic", "none") != "none" and candidate.get("critic", "none") != "none":
+    if baseline.critic != "none" and candidate.critic != "none":
         keys["verification"] = "critic loop (--rounds, --on-exhausted, --verify)"
     found = []
     for key, label in keys.items():

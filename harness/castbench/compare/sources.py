@@ -10,7 +10,9 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from castbench.records.migrations import RecordVersionError
 from castbench.report import RunSummary, summarize_run
+from castbench.report.summary import RUN_SUMMARY
 from castbench.store import ResultsStore, StoreError
 from castbench.store.export import ArchiveError, is_export, read_export
 
@@ -33,7 +35,7 @@ def load_summary(ref: str, db: str) -> RunSummary:
         return summarize_run(exported.run_id, exported.config, exported.trials, exported.status)
     if path.suffix == ".json":
         try:
-            return RunSummary.model_validate_json(path.read_text())
+            return RUN_SUMMARY.loads(RunSummary, path.read_text(), str(path))
         except OSError as exc:
             raise SourceError(f"cannot read summary {path}: {exc.strerror}") from exc
         except ValidationError as exc:
@@ -43,6 +45,8 @@ def load_summary(ref: str, db: str) -> RunSummary:
                 f"{path} is not a castbench summary (written by `castbench eval --output`): "
                 f"{where}: {first['msg']}"
             ) from exc
+        except RecordVersionError as exc:
+            raise SourceError(str(exc)) from exc
     try:
         store = ResultsStore(db, read_only=True)
         row = store.run(ref)
@@ -54,7 +58,7 @@ def load_summary(ref: str, db: str) -> RunSummary:
 def describe(summary: RunSummary) -> str:
     """`r-1a2b3c · policy X · critic Y`: enough to tell two runs apart at a glance."""
     config = summary.config
-    parts = [summary.run_id, f"policy {config.get('policy', '?')}"]
-    if config.get("critic", "none") != "none":
-        parts.append(f"critic {config['critic']}")
+    parts = [summary.run_id, f"policy {config.policy}"]
+    if config.critic != "none":
+        parts.append(f"critic {config.critic}")
     return " · ".join(parts)

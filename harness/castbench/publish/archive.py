@@ -10,6 +10,7 @@ from pydantic import BaseModel
 from sqlmodel import Session, select
 
 from castbench.publish.verify import verify_run
+from castbench.records.config import RUN_CONFIG
 from castbench.records.provenance import RunOrigin
 from castbench.store import ResultsStore
 from castbench.store.export import ArchiveError, ExportedRun
@@ -60,7 +61,7 @@ def import_run(
                     id=exported.run_id,
                     created=exported.created,
                     config_hash=exported.config_hash,
-                    config_json=exported.config.model_dump_json(),
+                    config_json=RUN_CONFIG.dumps(exported.config),
                     meta_json=json.dumps(
                         {**exported.meta, "origin": submitted, **_marks(clairvoyant)}, sort_keys=True
                     ),

@@ -121,11 +121,10 @@ def _incomparable(found: list[tuple[BoardRow, ExportedRun]]) -> list[str]:
     """How the runs differ in what they measured (user simulator, step limit, traits, grading, ...):
     rows of one board must differ only in the agents."""
     (first, reference), *others = found
-    reference_config = reference.config.model_dump(mode="json")
     return [
         f"{row.name} vs {first.name}: {difference}"
         for row, exported in others
-        for difference in setting_differences(reference_config, exported.config.model_dump(mode="json"))
+        for difference in setting_differences(reference.config, exported.config)
     ]
 
 

@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from castbench.conversation import Action, ToolCallAction, ToolResultTurn, Usage, UserTurn, Verdict
 from castbench.grading import Grade, PolicyBreak
 from castbench.grading.labeler import ActionLabel
+from castbench.records.migrations import RecordShape
 
 __all__ = [
     "CLEAN_ENDS",
@@ -17,6 +18,7 @@ __all__ = [
     "EndReason",
     "Proposal",
     "StepRecord",
+    "TRIAL_RECORD",
     "StepTiming",
     "TrialRecord",
     "policy_breaks",
@@ -117,6 +119,12 @@ class TrialRecord(BaseModel):
         if self.grade.strict_reward is None:
             return None
         return self.grade.strict_reward == 1.0
+
+
+TRIAL_RECORD = RecordShape("trial record")
+"""How a `TrialRecord` is kept (store rows, exports): version 1, the shape since the first store.
+Trials graded before strict grading keep no strict grade and label proposals only with a critic:
+that is what they measured, not a shape to migrate."""
 
 
 def policy_breaks(steps: list[StepRecord]) -> list[PolicyBreak]:

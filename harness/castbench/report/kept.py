@@ -49,9 +49,11 @@ def kept_summary(
     key = "summary:" + hashlib.sha256("\n".join(parts).encode()).hexdigest()
     kept = store.cached(key)
     if kept is not None:
-        from castbench.report.summary import RunSummary  # the summary imports the floors, they this
+        from castbench.report.summary import RUN_SUMMARY, RunSummary  # it imports the floors, they this
 
-        return RunSummary.model_validate_json(kept)
+        return RUN_SUMMARY.loads(RunSummary, kept, f"the kept summary of run {run_id}")
+    from castbench.report.summary import RUN_SUMMARY
+
     summary = summarize()
-    store.cache(key, "summary", summary.model_dump_json())
+    store.cache(key, "summary", RUN_SUMMARY.dumps(summary))
     return summary

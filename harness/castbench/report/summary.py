@@ -22,13 +22,22 @@ from castbench.attribution.shares import AttributionShares, TrialJudgement, attr
 from castbench.conversation import Usage
 from castbench.metrics import ReliabilitySummary, TaskOutcome, summarize_counts
 from castbench.records.config import RunConfig
+from castbench.records.migrations import RecordShape
 from castbench.records.provenance import Provenance
 from castbench.records.trial import TrialRecord
 from castbench.report.critic_report import CriticReport, critic_report, paired_effect
 from castbench.report.floors import ReferenceFloors
 from castbench.report.outputs import OutputCounts, output_counts
 
-__all__ = ["DomainReport", "Headline", "RunStatus", "RunSummary", "pair_with_baseline", "summarize_run"]
+__all__ = [
+    "RUN_SUMMARY",
+    "DomainReport",
+    "Headline",
+    "RunStatus",
+    "RunSummary",
+    "pair_with_baseline",
+    "summarize_run",
+]
 
 RunStatus = Literal["complete", "incomplete", "stopped", "failed", "running", "interrupted"]
 
@@ -94,7 +103,7 @@ class RunSummary(BaseModel):
     """`complete` only when every planned trial is scored; gates and leaderboards refuse others."""
     headline: Headline | None = None
     """The run's first figure and its basis (filled from `overall` when not given)."""
-    config: dict[str, Any]
+    config: RunConfig
     domains: dict[str, DomainReport]
     overall: DomainReport
     warnings: list[str] = Field(default_factory=list)
@@ -107,10 +116,7 @@ class RunSummary(BaseModel):
     `castbench eval` adds it."""
 
     @model_validator(mode="after")
-    def _incomplete_when_trials_are_missing(self) -> RunSummary:
-        """Summaries written before runs had a status say so through their incomplete tasks."""
-        if self.status == "complete" and (self.overall.incomplete_tasks or self.overall.unscored_trials):
-            self.status = "incomplete"
+    def _headline_from_overall(self) -> RunSummary:
         if self.headline is None:
             self.headline = _headline(self.overall)
         return self
@@ -130,6 +136,20 @@ class RunSummary(BaseModel):
             f" in {len(tasks)} task(s): {listed}" if tasks else ""
         )
         return f"run {self.run_id} is {self.status}: {what}"
+
+
+def _status_from_tasks(raw: dict[str, Any]) -> dict[str, Any]:
+    """Version 1 -> 2: summaries written before runs had a status say whether they are complete
+    through their incomplete tasks and unscored trials."""
+    overall = raw.get("overall")
+    if "status" not in raw and isinstance(overall, dict):
+        unfinished = overall.get("incomplete_tasks") or overall.get("unscored_trials")
+        raw = {**raw, "status": "incomplete" if unfinished else "complete"}
+    return raw
+
+
+RUN_SUMMARY = RecordShape("run summary", (_status_from_tasks,))
+"""How a `RunSummary` is kept (`eval --output`, the store's cache): version 2 has a status."""
 
 
 def _outcomes(
@@ -255,7 +275,7 @@ def summarize_run(
     return RunSummary(
         run_id=run_id,
         status=_status(run_status, overall),
-        config=config.model_dump(mode="json"),
+        config=config,
         domains=domains,
         overall=overall,
         warnings=warnings,

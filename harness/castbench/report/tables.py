@@ -304,7 +304,7 @@ def critic_table(summary: RunSummary) -> Table | None:
         return None
     if len(columns) > 1 and summary.overall.critic is not None:
         columns.append(("overall", summary.overall.critic))
-    table = Table(title=escape(f"critic {summary.config.get('critic')}"), title_justify="left")
+    table = Table(title=escape(f"critic {summary.config.critic}"), title_justify="left")
     table.add_column("", style="bold")
     for name, _ in columns:
         table.add_column(escape(name), justify="right")

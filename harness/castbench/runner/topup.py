@@ -8,9 +8,7 @@ says the new n, so everything derived from the store stays consistent.
 
 from __future__ import annotations
 
-from pydantic import ValidationError
-
-from castbench.records.config import RunConfig
+from castbench.records.config import RunConfig, read_config
 from castbench.store import ResultsStore, last_written
 
 __all__ = ["TopUpError", "top_up"]
@@ -25,8 +23,8 @@ def _same_but_trials(store: ResultsStore, config: RunConfig) -> list[tuple[str, 
     found = []
     for row in sorted(store.runs(), key=last_written):
         try:
-            stored = RunConfig.model_validate_json(row.config_json)
-        except ValidationError:
+            stored = read_config(row.config_json, f"run {row.id}")
+        except ValueError:  # unreadable, or from a newer castbench: not this run's family
             continue
         if stored.hash_except_trials() == family:
             found.append((row.id, stored))

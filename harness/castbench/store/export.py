@@ -6,6 +6,10 @@ the run can be imported into another database. The bytes depend only on the run'
 (sorted keys, gzip with no timestamp or file name), so re-exporting an unchanged run changes
 nothing in git. Durations are kept to the microsecond: the clock's digits beyond that are
 noise, and they made up a third of a compressed export.
+
+The file's `format_version` is the envelope's; the config and each trial record inside carry their
+own (`castbench.records.migrations`), so an export read years later is migrated record by record,
+and one from a newer castbench is refused with one line naming the file.
 """
 
 from __future__ import annotations
@@ -21,8 +25,9 @@ from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ValidationError
 
-from castbench.records.config import RunConfig
-from castbench.records.trial import TrialRecord
+from castbench.records.config import RUN_CONFIG, RunConfig, read_config
+from castbench.records.migrations import RecordShape, RecordVersionError
+from castbench.records.trial import TRIAL_RECORD, TrialRecord
 from castbench.store import ResultsStore, StoreError
 
 __all__ = [
@@ -41,6 +46,8 @@ __all__ = [
 
 EXPORT_SUFFIX = ".castbench.json.gz"
 FORMAT: Final = "castbench-run"
+EXPORT = RecordShape("castbench export", key="format_version")
+"""The envelope (run row, meta, the records' places): version 1 since the first export."""
 _DURATION_FIELDS = frozenset({"duration_s", "policy_s", "critic_s", "user_s", "total_s", "latency_s"})
 
 
@@ -74,7 +81,7 @@ def export_run(store: ResultsStore, ref: str) -> ExportedRun:
         created=row.created,
         status=row.status,
         config_hash=row.config_hash,
-        config=RunConfig.model_validate_json(row.config_json),
+        config=read_config(row.config_json, f"run {row.id}"),
         meta=json.loads(row.meta_json),
         trials=store.trials(row.id),
     )
@@ -84,10 +91,10 @@ def write_export(exported: ExportedRun, path: Path) -> int:
     """Write `exported` to `path`; returns the file's size in bytes."""
     data = exported.model_dump(mode="json", exclude={"trials"})
     # the config as it was written (by an older castbench, without later fields): its hash holds
-    data["config"] = exported.config.model_dump(mode="json", exclude_unset=True)
+    data["config"] = RUN_CONFIG.stamp(exported.config.model_dump(mode="json", exclude_unset=True))
     # records in Python's types: json escapes what Pydantic's JSON mode would change (a lone
     # surrogate in a key, NaN), so an agent's output reads back as it was (`castbench.lossless`)
-    data["trials"] = [record.model_dump(mode="python") for record in exported.trials]
+    data["trials"] = [TRIAL_RECORD.stamp(record.model_dump(mode="python")) for record in exported.trials]
     # keys in the order written (no sorting): tool arguments as the agent gave them, the
     # conversation as it saw it; the order is still deterministic (model fields, agents' dicts)
     text = json.dumps(_round_durations(data), separators=(",", ":"))
@@ -122,11 +129,26 @@ def read_export(path: Path) -> ExportedRun:
     if not isinstance(raw, dict) or raw.get("format") != FORMAT:
         raise ArchiveError(f'{path} is not a castbench export (no "format": "{FORMAT}")')
     try:
-        return ExportedRun.model_validate(raw)
+        return ExportedRun.model_validate(_current(raw, str(path)))
+    except RecordVersionError as exc:
+        raise ArchiveError(str(exc)) from exc
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(part) for part in first["loc"])
         raise ArchiveError(f"{path}: {where}: {first['msg']}") from exc
+
+
+def _current(raw: dict[str, Any], where: str) -> dict[str, Any]:
+    """An export's JSON with its envelope, config and trial records in the current shapes."""
+    data = EXPORT.upgrade(raw, where)
+    if isinstance(data.get("config"), dict):
+        data["config"] = RUN_CONFIG.upgrade(data["config"], f"{where}: config")
+    if isinstance(data.get("trials"), list):
+        data["trials"] = [
+            TRIAL_RECORD.upgrade(trial, f"{where}: trial {index + 1}") if isinstance(trial, dict) else trial
+            for index, trial in enumerate(data["trials"])
+        ]
+    return data
 
 
 @dataclass(frozen=True)

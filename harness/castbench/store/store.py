@@ -22,10 +22,9 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlmodel import Session, SQLModel, col, create_engine, select
 
-from castbench import lossless
 from castbench.defaults import DEFAULT_DB
-from castbench.records.config import RunConfig
-from castbench.records.trial import TrialRecord
+from castbench.records.config import RUN_CONFIG, RunConfig, read_config
+from castbench.records.trial import TRIAL_RECORD, TrialRecord
 from castbench.store.access import read_only_engine, readable_schema_problem, sqlite_file
 from castbench.store.connect import db_url, plain_db_errors
 from castbench.store.tables import CacheRow, RunLease, RunRow, TrialRow
@@ -60,7 +59,8 @@ _INSERT_OR_SKIP = text(
 
 def _columns(run_id: str, record: TrialRecord) -> dict[str, Any]:
     """A trial's row: the columns the store queries, plus the whole record as JSON, written
-    losslessly (`castbench.lossless`): whatever an agent produced reads back as it was."""
+    losslessly (`castbench.lossless`): whatever an agent produced reads back as it was. The
+    record carries its version (`castbench.records.migrations`)."""
     return {
         "run_id": run_id,
         "domain": record.domain,
@@ -71,7 +71,7 @@ def _columns(run_id: str, record: TrialRecord) -> dict[str, Any]:
         "reward": record.reward,
         "end_reason": record.end_reason,
         "n_steps": len(record.steps),
-        "record_json": lossless.dumps(record),
+        "record_json": TRIAL_RECORD.dumps(record),
     }
 
 
@@ -204,7 +204,7 @@ class ResultsStore:
                     created=now,
                     updated=now,
                     config_hash=digest,
-                    config_json=config.model_dump_json(),
+                    config_json=RUN_CONFIG.dumps(config),
                     meta_json=json.dumps(meta, sort_keys=True),
                 )
             )
@@ -221,7 +221,7 @@ class ResultsStore:
             row = session.get(RunRow, run_id)
             if row is None:
                 raise StoreError(f"no run '{run_id}' in {self.url}")
-            row.config_json = config.model_dump_json()
+            row.config_json = RUN_CONFIG.dumps(config)
             row.config_hash = config.config_hash()
             row.updated = datetime.now(UTC)
             session.add(row)
@@ -288,7 +288,9 @@ class ResultsStore:
         raise StoreError(f"run '{ref}' is ambiguous: {', '.join(row.id for row in matches)}")
 
     def config(self, run_id: str) -> RunConfig:
-        return RunConfig.model_validate_json(self.run(run_id).config_json)
+        """The run's config in the current shape (`RecordVersionError` for one from a newer castbench)."""
+        row = self.run(run_id)
+        return read_config(row.config_json, f"run {row.id}")
 
     # -- derived figures ---------------------------------------------------------------------
     def cached(self, key: str) -> str | None:
@@ -355,6 +357,8 @@ class ResultsStore:
         return True
 
     def trials(self, run_id: str, domains: Iterable[str] | None = None) -> list[TrialRecord]:
+        """The run's trial records in the current shape (`RecordVersionError` for one written by a
+        newer castbench)."""
         with Session(self.engine) as session:
             query = select(TrialRow.record_json).where(TrialRow.run_id == run_id)
             if domains is not None:
@@ -362,7 +366,7 @@ class ResultsStore:
             rows = session.exec(
                 query.order_by(col(TrialRow.domain), col(TrialRow.task_id), col(TrialRow.trial_index))
             ).all()
-        return [lossless.loads(TrialRecord, row) for row in rows]
+        return [TRIAL_RECORD.loads(TrialRecord, row, f"run {run_id}") for row in rows]
 
     def trials_version(self, run_id: str) -> tuple[int, int]:
         """(trials stored, highest row id) of a run: changes whenever a trial is stored or
