@@ -120,6 +120,13 @@ def main() -> int:
     if args.json:
         with open(args.json, "w") as handle:
             json.dump(results, handle, indent=2)
+    for figures in results:  # one line per pack, the figures README quotes
+        parts = [
+            f"{label} {f['agree']}/{f['total']} rewards agree, tool outputs identical on {f['same_outputs']}"
+            for label in kinds
+            if isinstance(f := figures.get(label), dict)
+        ]
+        print(f"SUMMARY {figures['domain']} ({figures['data']}, seed {args.seed}): " + "; ".join(parts))
     bad = sum(
         2 * r[k]["total"] - r[k]["agree"] - r[k]["same_outputs"]  # type: ignore[index]
         for r in results

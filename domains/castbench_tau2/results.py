@@ -25,10 +25,6 @@ from castbench_tau2.source import import_tau2
 
 __all__ = ["tau2_results", "write_tau2_results"]
 
-TAU2_MAX_ERRORS = 10
-"""τ²'s runner's default limit on tool errors per simulation (`max_errors`)."""
-
-
 def _domain(exported: ExportedRun) -> Tau2Domain:
     names = list(exported.config.domains)
     if len(names) != 1:
@@ -86,8 +82,10 @@ def tau2_results(exported: ExportedRun) -> Any:
     info = simulation.Info(
         git_commit="",
         num_trials=config.trials,
-        max_steps=config.limits.max_steps,
-        max_errors=TAU2_MAX_ERRORS,
+        # the run's limits in τ²'s terms: castbench's N agent actions are τ²'s 2N+1 messages at
+        # most, and an error limit above N is none
+        max_steps=config.limits.max_messages or 2 * config.limits.max_steps + 1,
+        max_errors=config.limits.max_tool_errors or config.limits.max_steps + 1,
         user_info=simulation.UserInfo(implementation=f"castbench:{config.user}", llm=_model_of(config.user)),
         agent_info=simulation.AgentInfo(
             implementation=f"castbench:{config.policy}", llm=_model_of(config.policy)
