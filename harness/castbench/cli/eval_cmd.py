@@ -442,7 +442,6 @@ class _Display:
     def on_config(self, config: RunConfig, provenance: Provenance) -> None:
         from castbench.records.identity import agent_blind_spots
         from castbench.report.provenance import print_provenance
-    from castbench.report.summary import RUN_SUMMARY
 
         profile = ",".join(f"{trait}={level}" for trait, level in config.traits.items())
         self.label = f"trials ({profile})" if profile else "trials"
@@ -472,6 +471,7 @@ class _Display:
 def _show(options: EvalOptions, result: EvalResult, output: Path | None, allow_incomplete: bool) -> None:
     """The run's outcome and summary; exit 1 when trials are unscored (unless allowed)."""
     from castbench.report import print_summary
+    from castbench.report.summary import RUN_SUMMARY
     from castbench.report.traits import sweep_table
 
     outcome, summary = result.outcome, result.summary
