@@ -31,6 +31,7 @@ from castbench.cli.errors import fail
 from castbench.cli.options import DbOption, DomainOption, SplitOption, Tau2DataOption
 from castbench.errors import InfrastructureError, RunInterrupted, ServerDown
 from castbench.options import DEFAULTS, EvalOptions, OptionsError
+from castbench.records.config import Limits
 
 if TYPE_CHECKING:
     from castbench.api import EvalResult
@@ -46,6 +47,8 @@ _MODELS = "Models"
 _PERTURB = "Perturbations"
 _AGENT, _SELECTION, _MODEL = DEFAULTS.agents, DEFAULTS.selection, DEFAULTS.models
 _EXECUTION, _LIMITS, _LOOP_DEFAULTS = DEFAULTS.execution, DEFAULTS.time_limits, DEFAULTS.verification
+_STEPS = Limits().max_steps
+"""Agent actions per trial unless the options or the packs set limits (`EvalOptions.limits_for`)."""
 
 _FIELDS: dict[str, tuple[str, ...]] = {
     "domain": ("selection", "domains"),
@@ -206,7 +209,7 @@ def eval_command(
     max_steps: Annotated[
         int | None,
         typer.Option(
-            help="Agent actions per trial (default 40; τ²'s packs default to τ²'s own limits: 200 "
+            help=f"Agent actions per trial (default {_STEPS}; τ²'s packs default to τ²'s own limits: 200 "
             "messages as τ² counts them, 10 tool errors); given, it replaces the pack's limits.",
             rich_help_panel=_RUN,
         ),
