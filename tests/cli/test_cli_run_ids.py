@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 
 import castbench
 from castbench.cli.app import app
+from castbench.records.perturbations import Perturbations
 
 TASKS = ["retail-test-0001", "retail-test-0002"]
 
@@ -33,6 +34,10 @@ TASKS = ["retail-test-0001", "retail-test-0002"]
             ["--traits", "impatience=high", "--grading", "tau"],
             {"traits": "impatience=high", "grading": "tau"},
         ),
+        (
+            ["--tool-faults", "0.5", "--fault-kinds", "timeout,error", "--user-perturb", "typos"],
+            {"perturbations": {"tool_faults": 0.5, "fault_kinds": ["error", "timeout"], "user": ["typos"]}},
+        ),
     ],
 )
 def test_the_cli_and_the_api_agree_on_the_run_id(
@@ -52,6 +57,8 @@ def test_the_cli_and_the_api_agree_on_the_run_id(
         api["verification"] = castbench.runner.rollout.Verification(
             rounds=rounds, on_exhausted=exhausted, scope=scope
         )
+    if "perturbations" in api:
+        api["perturbations"] = Perturbations(**api["perturbations"])
     outcome = castbench.evaluate(
         db=db, domains="retail", tasks=list(reversed(TASKS)), trials=1, **api
     ).outcome
