@@ -1,0 +1,45 @@
+"""The reference floors are computed while the trials run (a thread of the eval process), so the
+user does not wait for them after the last trial; the figures are those computed after, and an
+error computing them reaches the caller as before."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+
+from castbench.api import evaluate
+from castbench.records.config import RunConfig
+from castbench.report import floors
+from castbench.report.floors import ReferenceFloors
+
+OPTIONS = {"domains": "retail", "trials": 2, "tasks": ["retail-test-0001", "retail-test-0002"]}
+
+
+def test_floors_run_beside_the_trials_and_give_the_same_figures(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    compute = floors._floors.__wrapped__
+    where: list[str] = []
+
+    def spied(canonical: str) -> ReferenceFloors:
+        where.append(threading.current_thread().name)
+        return compute(canonical)
+
+    monkeypatch.setattr(floors, "_floors", spied)
+    result = evaluate(db=f"sqlite:///{tmp_path}/runs.db", policy="scripted:noisy", **OPTIONS)
+    assert where == ["castbench-floors"]
+    config = RunConfig.model_validate(result.summary.config)
+    assert result.summary.floors == compute(floors._canonical(config))
+
+
+def test_an_error_computing_the_floors_reaches_the_caller(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(canonical: str) -> ReferenceFloors:
+        raise RuntimeError("floors broke")
+
+    monkeypatch.setattr(floors, "_floors", broken)
+    with pytest.raises(RuntimeError, match="floors broke"):
+        evaluate(db=f"sqlite:///{tmp_path}/runs.db", policy="oracle", **OPTIONS)
