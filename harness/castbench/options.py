@@ -300,16 +300,23 @@ class OptionsError(ValueError):
 
     @classmethod
     def of(cls, exc: ValidationError) -> OptionsError:
-        return cls([(tuple(e["loc"]), e.get("input"), _reason(e)) for e in exc.errors()])
+        """The problems pydantic found. A check of castbench's own (`value_error`) says in its
+        reason what it was given, so the value is not repeated (None)."""
+        return cls(
+            [
+                (tuple(e["loc"]), None if e["type"] == "value_error" else e.get("input"), _reason(e))
+                for e in exc.errors()
+            ]
+        )
 
     def describe(self, name: Callable[[tuple[str | int, ...]], str]) -> str:
-        """One line: each problem as `NAME VALUE: reason`, `name` naming a field's path (a flag
-        on the command line); a reason that quotes the value itself is given without it."""
-        lines = []
-        for where, given, reason in self.problems:
-            quoted = given is None or isinstance(given, list | dict | BaseModel) or str(given) in reason
-            lines.append(f"{name(where)}: {reason}" if quoted else f"{name(where)} {given!r}: {reason}")
-        return "; ".join(lines)
+        """One line: each problem as `NAME VALUE: reason` (`NAME: reason` without a value), `name`
+        naming a field's path (a flag on the command line)."""
+        said = [
+            f"{name(where)}: {reason}" if given is None else f"{name(where)} {given!r}: {reason}"
+            for where, given, reason in self.problems
+        ]
+        return "; ".join(said)
 
 
 def _keyword(where: tuple[str | int, ...]) -> str:

@@ -33,7 +33,7 @@ def _eval(db: str, *extra: str) -> Result:
 @pytest.mark.parametrize(
     ("extra", "needles"),
     [
-        (["--tasks", " , "], ["--tasks ' , ': no task id given"]),
+        (["--tasks", " , "], ["--tasks: no task id given"]),
         (["--sweep-traits", "garbage"], ["--sweep-traits", "unknown trait 'garbage'"]),
         (["--sweep-traits", ";"], ["--sweep-traits: no profile given"]),
         (["--traits", "patience=none"], ["--traits", "unknown trait"]),
