@@ -17,13 +17,47 @@ import cProfile
 import io
 import os
 import pstats
+import site
 import subprocess
 import sys
 import tempfile
 import time
+from importlib.util import find_spec
 from pathlib import Path
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+
+PARTS = {
+    "start-up: imports": ("<frozen importlib._bootstrap>", "_find_and_load"),
+    "trials (run_trial: agent, user, tools, labeler, grading)": ("runner/rollout.py", "run_trial"),
+    "  the labeler on every action (label_action)": ("grading/labeler.py", "label_action"),
+    "  tool calls (Toolkit.call)": ("domain/tools.py", "call"),
+    "  grading a trial (grade_trial)": ("grading/grade.py", "grade_trial"),
+    "storing trials (ResultsStore.add_trial, one commit each)": ("store/store.py", "add_trial"),
+    "summary (kept_summary: trials read back, summarize_run)": ("report/kept.py", "kept_summary"),
+    "  attribution shares (user faults, causes)": ("attribution/shares.py", "attribution_shares"),
+    "reference floors (awaited: run or read in their own thread)": ("report/floors.py", "reference_floors"),
+    "pydantic validation (validate_python, own time)": ("~", "validate_python' of"),
+    "pydantic JSON (validate_json + to_json, own time)": ("~", "_json' of"),
+}
+"""Part -> (file suffix, function name) whose largest cumulative time stands for it; "~" sums
+the own time of built-ins whose name contains the text."""
+
+
+def _parts(stats: pstats.Stats, total: float) -> str:
+    lines = []
+    table = stats.stats  # type: ignore[attr-defined]
+    for label, (where, name) in PARTS.items():
+        if where == "~":
+            spent = sum(row[2] for (_, _, func), row in table.items() if name in func)
+        else:
+            found = [
+                row[3] for (file, _, func), row in table.items() if file.endswith(where) and func == name
+            ]
+            spent = max(found, default=0.0)
+        lines.append(f"  {label:60} {spent:6.2f} s {spent / total:5.0%}")
+    return "\n".join(lines)
 
 
 def main() -> int:
@@ -67,10 +101,14 @@ def main() -> int:
     stats = pstats.Stats(profile, stream=text)
     stats.sort_stats("cumulative").print_stats(options.top)
     table = text.getvalue().split("\n", 3)[-1].strip("\n")  # from the 'ncalls' header on
+    source = Path(str(find_spec("castbench").origin)).parents[2]  # type: ignore[union-attr]
+    for prefix in sorted({f"{source}/", f"{site.getsitepackages()[0]}/"}):
+        table = table.replace(prefix, "")
     report = (
         f"castbench eval --domain retail --policy oracle --trials {options.trials} (--fresh, floors "
-        f"from the store): {total:.2f} s CPU in this process, {os.cpu_count()} CPUs, load "
-        f"{os.getloadavg()[0]:.1f}\n{table}\n"
+        f"from the store): {total:.2f} s CPU in this process (profiled), {os.cpu_count()} CPUs, load "
+        f"{os.getloadavg()[0]:.1f}\n\nby part (cumulative CPU, share of the command; parts overlap where "
+        f"one calls another):\n{_parts(stats, total)}\n\ntop {options.top} by cumulative CPU:\n{table}\n"
     )
     print(report, file=sys.__stdout__)
     if options.out is not None:
