@@ -98,28 +98,35 @@ class Said:
     are cached, so a look-up costs the occurrences of the output's first token."""
 
     def __init__(self, texts: Iterable[str]) -> None:
-        self._texts = [(_tokenised(text), _positions(text)) for text in texts]
+        self._texts = [_indexed(text) for text in texts]
 
     def says(self, output: str, *, negation: bool = True) -> bool:
         """Whether `output` appears as a run of whole tokens (not negated, if `negation`)."""
-        wanted = [t.text for t in _tokenised(output)]
+        wanted = _words(output)
         if not wanted:
             return True
         width = len(wanted)
         return any(
-            [t.text for t in tokens[start : start + width]] == wanted
-            and not (negation and _negated(tokens, start))
-            for tokens, positions in self._texts
+            words[start : start + width] == wanted and not (negation and _negated(tokens, start))
+            for tokens, words, positions in self._texts
             for start in positions.get(wanted[0], ())
         )
 
 
 @lru_cache(maxsize=8192)
-def _positions(text: str) -> dict[str, list[int]]:
+def _words(text: str) -> tuple[str, ...]:
+    return tuple(token.text for token in _tokenised(text))
+
+
+@lru_cache(maxsize=8192)
+def _indexed(text: str) -> tuple[tuple[Token, ...], tuple[str, ...], dict[str, list[int]]]:
+    """A text's tokens, their words, and where each word stands (cached, like the tokens: the
+    labeler and the attribution read the same texts again and again; a look-up compares slices
+    of words, not freshly built lists)."""
     at: dict[str, list[int]] = defaultdict(list)
     for position, token in enumerate(_tokenised(text)):
         at[token.text].append(position)
-    return dict(at)
+    return _tokenised(text), _words(text), dict(at)
 
 
 def missing_outputs(
