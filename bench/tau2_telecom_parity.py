@@ -3,6 +3,7 @@
     pip install -e '.[tau2]'
     python bench/tau2_telecom_parity.py                       # small split: gold + 10 noisy seeds
     python bench/tau2_telecom_parity.py --split base --seeds 4 --json out.json
+    python bench/tau2_telecom_parity.py --split full --seeds 1 --shard 0/10   # every 10th task
 
 Telecom's gold trajectories need the *user* to act on their phone, so they cannot be replayed as
 agent calls (`bench/tau2_parity.py`'s retail and airline way): each gold trajectory here is a
@@ -33,11 +34,12 @@ from castbench_tau2.parity import Tau2Reference  # noqa: E402
 from castbench_tau2.telecom_domain import Tau2TelecomDomain  # noqa: E402
 
 
-def run(split: str, seeds: int, noise: float) -> dict[str, object]:
+def run(split: str, seeds: int, noise: float, shard: tuple[int, int] = (0, 1)) -> dict[str, object]:
+    """With `shard` (I, N) only every N-th task from the I-th (a sample of `full`'s 2,285)."""
     domain = load_domain("tau2-telecom")
     assert isinstance(domain, Tau2TelecomDomain)
     reference = Tau2Reference(domain)
-    tasks = domain.tasks(split) + domain.tasks(split + "-broken")
+    tasks = (domain.tasks(split) + domain.tasks(split + "-broken"))[shard[0] :: shard[1]]
     user = resolve("user", "scripted")
     policies = [("gold", 0, resolve("policy", "oracle"))] + [
         ("noisy", seed, resolve("policy", f"scripted:noisy?p={noise}")) for seed in range(seeds)
@@ -70,6 +72,7 @@ def run(split: str, seeds: int, noise: float) -> dict[str, object]:
         "version": domain.version,
         "data": domain.data_version,
         "split": split,
+        "shard": f"{shard[0]}/{shard[1]}",
         "tasks": len(tasks),
         "trials": total,
         "agreed": agreed,
@@ -84,13 +87,16 @@ def main() -> int:
     parser.add_argument("--split", default="small")
     parser.add_argument("--seeds", type=int, default=10, help="noisy trials per task")
     parser.add_argument("--noise", type=float, default=0.3, help="the noisy policy's p")
+    parser.add_argument("--shard", default="0/1", help="I/N: every N-th task from the I-th")
     parser.add_argument("--json", help="write the figures here")
     args = parser.parse_args()
-    figures = run(args.split, args.seeds, args.noise)
+    index, count = (int(part) for part in args.shard.split("/"))
+    figures = run(args.split, args.seeds, args.noise, (index, count))
     for label in ("gold", "noisy"):
         trials, agreed = figures["trials"][label], figures["agreed"][label]  # type: ignore[index]
         passed = figures["castbench_passed"][label]  # type: ignore[index]
-        print(f"{figures['domain']} {args.split} {label}: {agreed}/{trials} agree with τ² ({passed} passed)")
+        where = f"{args.split} {args.shard}"
+        print(f"{figures['domain']} {where} {label}: {agreed}/{trials} agree with τ² ({passed} passed)")
     for row in figures["disagreements"]:  # type: ignore[attr-defined]
         print("DISAGREE", row)
     print(f"{figures['seconds']} s")
