@@ -7,6 +7,7 @@ from pathlib import Path
 
 from castbench.api import evaluate
 from castbench.report import RunSummary
+from castbench.report.summary import RUN_SUMMARY
 from tests.support import sqlite_url
 
 SMALL_TASKS = ["retail-test-0001", "retail-test-0002", "retail-test-0003"]
@@ -41,7 +42,7 @@ def make_runs(folder: Path) -> Runs:
     def run(name: str, policy: str, seed: int, trials: int = 8, tasks: list[str] | None = None) -> StoredRun:
         result = evaluate(db=db, domains="retail", policy=policy, trials=trials, seed=seed, tasks=tasks)
         path = folder / f"{name}.json"
-        path.write_text(result.summary.model_dump_json(indent=2))
+        path.write_text(RUN_SUMMARY.dumps(result.summary, indent=2))  # as `eval --output` writes it
         return StoredRun(result.outcome.run_id, result.summary, path)
 
     return Runs(

@@ -20,7 +20,8 @@ cli = CliRunner()
 
 
 def _with(summary: RunSummary, **config: Any) -> RunSummary:
-    return summary.model_copy(update={"config": {**summary.config, **config}})
+    changed = type(summary.config).model_validate({**summary.config.model_dump(mode="json"), **config})
+    return summary.model_copy(update={"config": changed})
 
 
 @pytest.mark.parametrize(
