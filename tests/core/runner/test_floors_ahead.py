@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -14,7 +15,11 @@ from castbench.records.config import RunConfig
 from castbench.report import floors
 from castbench.report.floors import ReferenceFloors
 
-OPTIONS = {"domains": "retail", "trials": 2, "tasks": ["retail-test-0001", "retail-test-0002"]}
+OPTIONS: dict[str, Any] = {
+    "domains": "retail",
+    "trials": 2,
+    "tasks": ["retail-test-0001", "retail-test-0002"],
+}
 
 
 def test_floors_run_beside_the_trials_and_give_the_same_figures(
