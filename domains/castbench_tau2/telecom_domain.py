@@ -51,7 +51,7 @@ from castbench.domain import (
 )
 from castbench.domain.database import Snapshot
 from castbench.domain.published import first_person, schema_arguments_model
-from castbench_tau2.domain import BROKEN_SUFFIX, Tau2Domain
+from castbench_tau2.domain import BROKEN_SUFFIX, TAU2_LIMITS, Tau2Domain
 from castbench_tau2.source import DATA_ENV, PACKAGE, Tau2Source, Tau2Unavailable, data_root, import_tau2
 from castbench_tau2.source import package_version as _package_version
 from castbench_tau2.tasks import gold_calls
@@ -490,5 +490,6 @@ def tau2_telecom_domain() -> Tau2TelecomDomain:
         description=f"τ² telecom ({source.data_version}): dual control, its data, policy, tools and tasks",
         verbatim_policy=True,
         requires_earned=False,
+        default_limits=dict(TAU2_LIMITS),  # τ²'s; its count leaves out the user's own tool calls
         source=source,
     )
