@@ -2,7 +2,9 @@
 
 Its system prompt is τ²'s `UserSimulator.system_prompt`, built by τ²'s own code from the task's
 user scenario (`str(task.user_scenario)`, as τ²'s runner passes it) and τ²'s global simulation
-guidelines from the package. The conversation starts as τ²'s orchestrator starts it (the model,
+guidelines from the package: the guidelines for a user with tools where the pack gives the user
+tools of their own (telecom's phone), which it then calls as castbench's `LLMUser` does (each call
+run on the trial's own user state and recorded on the user's turn). The conversation starts as τ²'s orchestrator starts it (the model,
 playing the user, answers the agent's "Hi! How can I help you today?", and that answer is the
 opening) and ends when the model writes any of τ²'s stop markers (`###STOP###`,
 `###TRANSFER###`, `###OUT-OF-SCOPE###`). Everything else (provider, retries, usage) is
@@ -26,10 +28,12 @@ TAU2_GREETING = "Hi! How can I help you today?"
 """τ²'s orchestrator's first agent message."""
 
 
-def tau2_user_prompt(scenario: str) -> str:
-    """τ²'s user system prompt for a scenario, built by τ²'s own simulator class."""
+def tau2_user_prompt(scenario: str, with_tools: bool = False) -> str:
+    """τ²'s user system prompt for a scenario, built by τ²'s own simulator class (which picks
+    its tool-using guidelines when it is given tools at all)."""
     simulator = import_tau2("tau2.user.user_simulator").UserSimulator
-    return str(simulator(instructions=scenario, llm="unused").system_prompt)
+    tools: list[Any] | None = [] if with_tools else None
+    return str(simulator(instructions=scenario, tools=tools, llm="unused").system_prompt)
 
 
 class Tau2User(LLMUser):
@@ -37,7 +41,7 @@ class Tau2User(LLMUser):
         base = import_tau2("tau2.user.base")
         self._stop, self._also_stop = base.STOP, (base.TRANSFER, base.OUT_OF_SCOPE)
         super().__init__(briefing, model, **{**settings, "stop_token": self._stop})
-        system = tau2_user_prompt(briefing.scenario.instructions)
+        system = tau2_user_prompt(briefing.scenario.instructions, with_tools=self._tools is not None)
         if briefing.traits:
             traits = ", ".join(f"{name}: {level}" for name, level in sorted(briefing.traits.items()))
             system += f"\n- Act out these traits throughout: {traits}."
