@@ -5,9 +5,9 @@ user scenario (`str(task.user_scenario)`, as τ²'s runner passes it) and τ²'s
 guidelines from the package: the guidelines for a user with tools where the pack gives the user
 tools of their own (telecom's phone), which it then calls as castbench's `LLMUser` does (each call
 run on the trial's own user state and recorded on the user's turn). The conversation starts as
-τ²'s orchestrator starts it (the model, playing the user, answers the agent's "Hi! How can I help you today?", and that answer is the
-opening) and ends when the model writes any of τ²'s stop markers (`###STOP###`,
-`###TRANSFER###`, `###OUT-OF-SCOPE###`). Everything else (provider, retries, usage) is
+τ²'s orchestrator starts it (the model, playing the user, answers the agent's "Hi! How can I
+help you today?", and that answer is the opening) and ends when the model writes any of τ²'s stop
+markers (`###STOP###`, `###TRANSFER###`, `###OUT-OF-SCOPE###`). Everything else (provider, retries, usage) is
 castbench's `LLMUser`. A castbench trait profile, when a run sets one, is appended as one line.
 """
 
