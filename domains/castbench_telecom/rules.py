@@ -5,15 +5,18 @@ Both judge a proposed agent call through the same `_Known`, over the harness's `
 `ObservedFacts` knows only what tool results in the conversation showed (the latest result per
 line, bill, plan and customer, so a payment the agent made since counts; which record a result
 holds is its tool's metadata), `TrueFacts` reads the state. A fact that is unknown yields no
-finding.
+finding. Which line and bill checks a proposed call gets is looked up by the tool's function, not
+the name it is offered under, so a renamed tool keeps its rules.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from castbench.domain import Database, DomainRules, ObservedCall, RuleFinding, ToolCall, Toolkit
 from castbench.domain.facts import Facts, ObservedFacts, TrueFacts
+from castbench_telecom import tools
 from castbench_telecom.schema import Bill, Customer, Line, Plan, phone_key
 from castbench_telecom.tools import MAX_REFUEL_GB
 
@@ -90,18 +93,24 @@ def _ownership(call: ToolCall, facts: _Known) -> list[RuleFinding]:
     return findings
 
 
-def _line_rules(call: ToolCall, facts: _Known) -> list[RuleFinding]:
+Function = Callable[..., Any] | None
+"""The function of the tool a call names (`None` for a tool the toolkit does not have)."""
+
+_NEEDS_ACTIVE_LINE = frozenset(
+    tool.function for tool in (tools.change_plan, tools.add_data, tools.enable_roaming, tools.suspend_line)
+)
+_ON_BILL = frozenset(tool.function for tool in (tools.pay_bill, tools.apply_bill_credit))
+
+
+def _line_rules(call: ToolCall, function: Function, facts: _Known) -> list[RuleFinding]:
     phone = call.arguments.get("phone_number")
     line = facts.line(phone) if isinstance(phone, str) else None
     if line is None:
         return []
     name, findings = call.name, []
-    if (
-        name in ("change_plan", "add_data", "enable_roaming", "suspend_line")
-        and line.get("status") != "active"
-    ):
+    if function in _NEEDS_ACTIVE_LINE and line.get("status") != "active":
         findings.append(_violation(f"line {phone} is suspended; {name} needs an active line"))
-    if name == "resume_line":
+    if function is tools.resume_line.function:
         if line.get("status") != "suspended":
             findings.append(_violation(f"line {phone} is not suspended"))
         bills = facts.bills_of(str(line.get("customer_id")))
@@ -110,48 +119,53 @@ def _line_rules(call: ToolCall, facts: _Known) -> list[RuleFinding]:
             findings.append(
                 _violation(f"cannot resume a line while bill(s) {', '.join(overdue)} are overdue")
             )
-    if name == "enable_roaming":
+    if function is tools.enable_roaming.function:
         plan = facts.plan(str(line.get("plan_id")))
         if plan is not None and not plan.get("roaming_allowed"):
             findings.append(_violation(f"plan {plan.get('plan_id')} does not allow roaming"))
         if line.get("roaming_enabled"):
             findings.append(_violation(f"roaming is already enabled on line {phone}"))
-    if name == "change_plan":
+    if function is tools.change_plan.function:
         target = call.arguments.get("plan_id")
         if target == line.get("plan_id"):
             findings.append(_violation(f"line {phone} is already on plan {target}"))
         plan = facts.plan(str(target))
         if plan is not None and line.get("roaming_enabled") and not plan.get("roaming_allowed"):
             findings.append(_violation(f"plan {target} does not allow roaming, which is enabled on the line"))
-    if name == "add_data":
+    if function is tools.add_data.function:
         gb = call.arguments.get("gb")
         if isinstance(gb, int) and int(line.get("data_refuel_gb", 0)) + gb > MAX_REFUEL_GB:
             findings.append(_violation(f"at most {MAX_REFUEL_GB} GB of extra data a month per line"))
     return findings
 
 
-def _bill_rules(call: ToolCall, facts: _Known) -> list[RuleFinding]:
+def _bill_rules(call: ToolCall, function: Function, facts: _Known) -> list[RuleFinding]:
     findings = []
-    if call.name == "apply_bill_credit":
+    credit = function is tools.apply_bill_credit.function
+    if credit:
         amount = call.arguments.get("amount")
         if isinstance(amount, int | float) and amount > MAX_CREDIT:
             findings.append(_violation(f"a credit may not exceed {MAX_CREDIT:.2f} per bill"))
-    if call.name not in ("pay_bill", "apply_bill_credit"):
+    if function not in _ON_BILL:
         return findings
     bill = facts.bill(str(call.arguments.get("bill_id")))
     if bill is None:
         return findings
     if bill.get("status") == "paid":
         findings.append(_violation(f"bill {bill.get('bill_id')} is already paid"))
-    if call.name == "apply_bill_credit" and bill.get("credits"):
+    if credit and bill.get("credits"):
         findings.append(_violation(f"bill {bill.get('bill_id')} already has a credit; one credit per bill"))
     return findings
 
 
-def _findings(call: ToolCall, facts: _Known) -> list[RuleFinding]:
+def _findings(call: ToolCall, function: Function, facts: _Known) -> list[RuleFinding]:
     if call.actor != "agent":
         return []
-    return [*_ownership(call, facts), *_line_rules(call, facts), *_bill_rules(call, facts)]
+    return [
+        *_ownership(call, facts),
+        *_line_rules(call, function, facts),
+        *_bill_rules(call, function, facts),
+    ]
 
 
 class TelecomRules(DomainRules):
@@ -159,9 +173,13 @@ class TelecomRules(DomainRules):
         super().__init__(toolkit)
         self.tools = toolkit
 
+    def _function(self, call: ToolCall) -> Function:
+        tool = self.tools.get(call.name)
+        return None if tool is None else tool.function
+
     def visible_findings(self, call: ToolCall, observed: list[ObservedCall]) -> list[RuleFinding]:
         facts = ObservedFacts(self.tools, observed)
-        return _findings(call, _Known(facts, _authenticated(facts)))
+        return _findings(call, self._function(call), _Known(facts, _authenticated(facts)))
 
     def state_findings(self, call: ToolCall, db: Database) -> list[RuleFinding]:
-        return _findings(call, _Known(TrueFacts(db)))
+        return _findings(call, self._function(call), _Known(TrueFacts(db)))

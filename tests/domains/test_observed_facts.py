@@ -103,6 +103,32 @@ def test_a_renamed_telecom_toolkit_still_has_its_line_rules_checked() -> None:
     assert any("needs an active line" in f.message for f in rules.visible_findings(call, observed))
 
 
+def test_renamed_telecom_tools_keep_their_line_and_bill_rules_checked() -> None:
+    telecom = load_domain("telecom")
+    db = telecom.fresh_database()
+    active = next(line for line in db.scan(Line) if line.status == "active")
+    paid = next(bill for bill in db.scan(Bill) if bill.status == "paid")
+    renames = {"resume_line": "reactivate", "apply_bill_credit": "credit", "get_bills": "bills"}
+    rules = TelecomRules(_renamed(telecom.toolkit, renames))
+    resume = ToolCall(name="reactivate", arguments={"phone_number": active.phone_number})
+    credit_args = {"bill_id": paid.bill_id, "amount": 30.0, "reason": "service_outage"}
+    credit = ToolCall(name="credit", arguments=credit_args)
+    observed = [
+        _seen("line_info", {}, active.model_dump(mode="json")),  # not a tool of this toolkit: unread
+        _seen("get_line_details", {}, active.model_dump(mode="json")),
+        _seen("bills", {"customer_id": paid.customer_id}, [paid.model_dump(mode="json")]),
+    ]
+    not_suspended = [f"line {active.phone_number} is not suspended"]
+    too_much = ["a credit may not exceed 25.00 per bill", f"bill {paid.bill_id} is already paid"]
+    assert [f.message for f in rules.visible_findings(resume, observed)] == not_suspended
+    assert [f.message for f in rules.state_findings(resume, db)] == not_suspended
+    assert [f.message for f in rules.visible_findings(credit, observed)] == too_much
+    assert [f.message for f in rules.state_findings(credit, db)] == too_much
+    # the old names are no tools of the renamed toolkit: no line or bill rule for them
+    old = ToolCall(name="apply_bill_credit", arguments=credit_args)
+    assert rules.state_findings(old, db) == []
+
+
 def test_observed_facts_learn_whole_rows_merge_partial_ones_and_note_listings() -> None:
     telecom = load_domain("telecom")
     db = telecom.fresh_database()
