@@ -46,6 +46,9 @@ __all__ = ["TauTool", "TauToolkit", "frozen_clock", "is_failure", "tau_toolkit"]
 
 _READ_PREFIXES = ("get_", "find_", "list_", "search_", "check_", "transfer_")
 _READ_NAMES = frozenset({"calculate", "think"})
+_IDENTITY_PREFIX = "find_"
+"""τ's identity look-ups (`find_user_id_by_email`, `find_patient_by_name_dob`): the tools marked
+`authenticates`, which is what the derived rules read."""
 
 
 _PROSE_FAILURE = re.compile(
@@ -167,6 +170,7 @@ def tau_toolkit(classes: tuple[Any, ...], terminate: tuple[str, ...]) -> TauTool
                 function=cls.invoke,
                 arguments_model=schema_arguments_model(name, function.get("parameters", {})),
                 ends_conversation=name in terminate,
+                authenticates=name.startswith(_IDENTITY_PREFIX),
                 info=info,
             )
         )

@@ -22,6 +22,9 @@ from castbench_tau2.bridge import SharedRows, bridged_db, commit
 __all__ = ["Tau2Tool", "Tau2Toolkit", "tau2_toolkit"]
 
 TRANSFER_PREFIX = "transfer_"
+IDENTITY_PREFIX = "find_"
+"""τ²'s identity look-ups (`find_user_id_by_email`): the tools marked `authenticates`, which is
+what the derived rules read."""
 
 
 @dataclass(frozen=True)
@@ -104,6 +107,7 @@ def tau2_toolkit(toolkit_class: type, db_class: type) -> Tau2Toolkit:
                 function=getattr(toolkit_class, name),
                 arguments_model=schema_arguments_model(name, function.get("parameters", {})),
                 ends_conversation=name.startswith(TRANSFER_PREFIX),
+                authenticates=name.startswith(IDENTITY_PREFIX),
                 info=info,
             )
         )

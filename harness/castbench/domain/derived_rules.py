@@ -5,11 +5,13 @@ derived from what their packages give (no rule written per task).
 rules critic need checks they can run. What is derived, and from what:
 
 - authentication (τ retail's rule "first confirm the user id by email or name+zip", telehealth's
-  "always authenticate", telecom's "verify identity"): the identity look-ups are τ's `find_*`
-  tools; a tool needs an earlier successful look-up unless it is public. Airline has no look-up
-  tool (the user gives their id), so nothing needs one there;
-- public tools: look-ups whose arguments name no customer-owned row (a product, a provider, an
-  airport list), plus `calculate`, `think` and the transfer tools;
+  "always authenticate", telecom's "verify identity"): the identity look-ups are the tools the
+  pack marks `Tool.authenticates` (τ's `find_*` tools), whatever they are named here; a tool
+  needs an earlier successful look-up unless it is public. Airline has no look-up tool (the user
+  gives their id), so nothing needs one there;
+- public tools: those the pack marks `Tool.public`, and look-ups whose arguments name no
+  customer-owned row (a product, a provider, an airport list), plus `calculate`, `think` and the
+  transfer tools;
 - free-text tools: `calculate` and `think` read and change no data; their arguments are the
   agent's own arithmetic and notes, which the rules critic does not ask to be supported;
 - confirmation before a write (every τ wiki): castbench's own check, for the tools
@@ -57,9 +59,9 @@ def _owned(table: str, tables: Mapping[str, Any]) -> bool:
 
 class DerivedRules(DomainRules):
     def __init__(self, toolkit: Toolkit, tables: Mapping[str, Any]) -> None:
-        self.auth_tools = frozenset(name for name in toolkit.names if name.startswith("find_"))
+        super().__init__(toolkit)  # auth and public tools from the tools' metadata
         self.free_text_tools = FREE_TEXT_TOOLS & frozenset(toolkit.names)
-        public = set()
+        public = set(self.public_tools)
         for tool in toolkit:
             if tool.writes:
                 continue
