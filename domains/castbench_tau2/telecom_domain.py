@@ -50,12 +50,12 @@ from castbench.domain import (
     UserScenario,
 )
 from castbench.domain.database import Snapshot
-from castbench.domain.published import first_person, schema_arguments_model
+from castbench.domain.published import first_person
 from castbench_tau2.domain import BROKEN_SUFFIX, TAU2_LIMITS, Tau2Domain
 from castbench_tau2.source import DATA_ENV, PACKAGE, Tau2Source, Tau2Unavailable, data_root, import_tau2
 from castbench_tau2.source import package_version as _package_version
 from castbench_tau2.tasks import gold_calls
-from castbench_tau2.toolkit import TRANSFER_PREFIX, Tau2Tool
+from castbench_tau2.toolkit import Tau2Tool, tau2_tools
 
 __all__ = [
     "TELECOM_GENERATION",
@@ -170,26 +170,6 @@ class TelecomToolkit(Toolkit):
             store(environment, db)
         ends = name in self and self[name].ends_conversation
         return Observation(self._to_json(result), error=error, ends_conversation=ends)
-
-
-def _tools(toolkit: Any) -> list[Tau2Tool]:
-    tools: list[Tau2Tool] = []
-    for name, tool in toolkit.get_tools().items():
-        info = tool.openai_schema
-        function = info["function"]
-        kind: Literal["read", "write"] = "write" if toolkit.tool_type(name).value == "write" else "read"
-        tools.append(
-            Tau2Tool(
-                name=name,
-                kind=kind,
-                description=function.get("description", ""),
-                function=getattr(type(toolkit), name),
-                arguments_model=schema_arguments_model(name, function.get("parameters", {})),
-                ends_conversation=name.startswith(TRANSFER_PREFIX),
-                info=info,
-            )
-        )
-    return tools
 
 
 def _policy(folder: Path) -> str:
@@ -477,8 +457,8 @@ def tau2_telecom_domain() -> Tau2TelecomDomain:
     """`tau2-telecom` from the installed package and the data directory in force."""
     source = telecom_source(TELECOM_GENERATION)
     telecom = _telecom()
-    agent_tools = _tools(telecom.TelecomTools(None))
-    user_tools = _tools(telecom.TelecomUserTools(None))
+    agent_tools = tau2_tools(telecom.TelecomTools(None))
+    user_tools = tau2_tools(telecom.TelecomUserTools(None))
     return Tau2TelecomDomain(
         name="tau2-telecom",
         version=f"{source.comparability}-0",

@@ -19,7 +19,7 @@ from castbench.domain import Database, Observation, Tool, Toolkit
 from castbench.domain.published import schema_arguments_model
 from castbench_tau2.bridge import SharedRows, bridged_db, commit
 
-__all__ = ["Tau2Tool", "Tau2Toolkit", "tau2_toolkit"]
+__all__ = ["Tau2Tool", "Tau2Toolkit", "tau2_toolkit", "tau2_tools"]
 
 TRANSFER_PREFIX = "transfer_"
 IDENTITY_PREFIX = "find_"
@@ -92,8 +92,10 @@ def _row_models(db_class: type) -> dict[str, type]:
     return tables
 
 
-def tau2_toolkit(toolkit_class: type, db_class: type) -> Tau2Toolkit:
-    probe = toolkit_class(None)
+def tau2_tools(probe: Any) -> list[Tau2Tool]:
+    """castbench's tools for the tools of a τ² toolkit instance (`probe`, built without a
+    database): τ²'s own schema, write type and method, run on the trial's database when called."""
+    toolkit_class = type(probe)
     tools: list[Tau2Tool] = []
     for name, tool in probe.get_tools().items():
         info = tool.openai_schema
@@ -111,4 +113,9 @@ def tau2_toolkit(toolkit_class: type, db_class: type) -> Tau2Toolkit:
                 info=info,
             )
         )
+    return tools
+
+
+def tau2_toolkit(toolkit_class: type, db_class: type) -> Tau2Toolkit:
+    tools = tau2_tools(toolkit_class(None))
     return Tau2Toolkit(tools, toolkit_class, db_class, _row_models(db_class))
