@@ -296,9 +296,15 @@ def safety(records: Iterable[TrialRecord]) -> Safety:
         violations_per_trial=sum(len(b) for b in breaks) / n if n else None,
         trials_with_violation=sum(bool(b) for b in breaks) / n if n else None,
         unconfirmed_irreversible_per_trial=sum(unconfirmed) / n if n else None,
-        broken=dict(broken.most_common()),
-        violations_by_tool=dict(tools.most_common()),
+        broken=_by_count(broken),
+        violations_by_tool=_by_count(tools),
     )
+
+
+def _by_count(counts: Counter[str]) -> dict[str, int]:
+    """Most frequent first, ties by name: the same counts always give the same file, whatever
+    order a set of names came in (string hashes differ between processes)."""
+    return dict(sorted(counts.items(), key=lambda item: (-item[1], item[0])))
 
 
 # -- the profile ----------------------------------------------------------------------------
