@@ -93,7 +93,7 @@ def test_a_team_policy_runs_and_is_not_marked_privileged(db_url: str) -> None:
         db=db,
         tasks=["retail-test-0001", "retail-test-0002"],
     )
-    assert result.summary.config["privileged"] == []
-    assert result.summary.config["policy"] == "tests.core.fixtures_agents:TeamPolicy"
+    assert result.summary.config.privileged == []
+    assert result.summary.config.policy == "tests.core.fixtures_agents:TeamPolicy"
     records = ResultsStore(db).trials(result.outcome.run_id)
     assert len(records) == 4 and all(r.status == "scored" and r.end_reason == "user_stop" for r in records)

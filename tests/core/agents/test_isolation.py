@@ -47,8 +47,8 @@ def test_a_peeking_policy_finds_the_ground_truth_only_in_process(where: str, tmp
     isolated = evaluate(**options).summary  # type: ignore[arg-type]
     assert peeked.overall.pass_hat[1] == 1.0  # the attack works where the agent shares our process
     assert isolated.overall.pass_hat[1] == 0.0  # and finds nothing in its worker
-    assert isolated.config["in_process"] == [] and isolated.config["privileged"] == []
-    assert peeked.config["in_process"] == ["policy"]
+    assert isolated.config.in_process == [] and isolated.config.privileged == []
+    assert peeked.config.in_process == ["policy"]
 
 
 def _stopped(pid: int, within: float = 20.0) -> bool:
@@ -187,7 +187,7 @@ def test_in_process_runs_are_recorded_and_refused_by_leaderboards(tmp_path: Path
     result = evaluate(
         domains="retail", policy="tests.core.fixtures_agents:TeamPolicy", trials=2, db=db, in_process=True
     )
-    assert result.summary.config["in_process"] == ["policy"]
+    assert result.summary.config.in_process == ["policy"]
     exported = export_run(ResultsStore(db), result.outcome.run_id)
     board = tmp_path / "leaderboards" / "b.toml"
     board.parent.mkdir()

@@ -121,7 +121,7 @@ def recorded(domain: Domain, tmp_path_factory: pytest.TempPathFactory) -> Record
         db=sqlite_url(tmp_path_factory.mktemp("privilege") / "r.db"),
         in_process=True,  # the recorders keep what they saw where this test can read it
     )
-    assert result.summary.config["privileged"] == []
+    assert result.summary.config.privileged == []
     return Recorded(
         domain,
         tasks,

@@ -31,7 +31,7 @@ def test_blanket_refusal_scores_nothing_in_any_domain(tmp_path: Path) -> None:
     )
     for name in DOMAINS:
         assert result.summary.domains[name].pass_hat[1] <= 0.02, name
-    assert result.summary.config["privileged"] == []
+    assert result.summary.config.privileged == []
     floors = result.summary.floors
     assert floors is not None and floors.overall["refuse"] == {1: result.summary.overall.pass_hat[1]}
 

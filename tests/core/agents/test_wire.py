@@ -36,6 +36,7 @@ from castbench.conversation import (
     ToolCallAction,
     ToolResultTurn,
     Usage,
+    UserToolCall,
     UserTurn,
     Verdict,
 )
@@ -171,7 +172,12 @@ def test_every_event_and_action_round_trips_every_field() -> None:
         name="get_order", arguments={"id": "#W1", "n": [1, 2.5]}, text="checking", usage=USAGE
     )
     events = [
-        UserTurn(text="hello"),
+        UserTurn(
+            text="hello",
+            tool_calls=(
+                UserToolCall(name="toggle_airplane_mode", arguments={"on": True}, content="ok", error=True),
+            ),
+        ),
         AgentTurn(action=call, call_id="c1"),
         ToolResultTurn(call_id="c1", name="get_order", content='{"status": "pending"}', error=True),
         AgentTurn(action=ReplyAction(text="Done.", usage=USAGE, confidence=0.75), call_id="c2"),

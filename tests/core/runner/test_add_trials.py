@@ -27,7 +27,7 @@ def test_topping_up_adds_fresh_trials_to_the_same_run(tmp_path: Path) -> None:
     records = store.trials(first.outcome.run_id)
     assert sorted({r.trial_index for r in records}) == [0, 1, 2, 3, 4]
     assert len({r.seed for r in records}) == 5 * len(TASKS)  # every trial its own seed
-    assert topped.summary.config["trials"] == 5 and topped.summary.overall.trials_per_task == 5
+    assert topped.summary.config.trials == 5 and topped.summary.overall.trials_per_task == 5
     assert topped.summary.status == "complete" and 5 in topped.summary.overall.pass_hat
     assert store.config(first.outcome.run_id).trials == 5
     again = evaluate(db=db, trials=5, **OPTIONS)  # type: ignore[arg-type]
@@ -38,7 +38,7 @@ def test_the_cap_holds(tmp_path: Path) -> None:
     db = f"sqlite:///{tmp_path / 'runs.db'}"
     evaluate(db=db, trials=2, **OPTIONS)  # type: ignore[arg-type]
     capped = evaluate(db=db, trials=2, add_trials=10, max_trials=4, **OPTIONS)  # type: ignore[arg-type]
-    assert capped.summary.config["trials"] == 4
+    assert capped.summary.config.trials == 4
     with pytest.raises(TopUpError, match="already has 4 trials per task"):
         evaluate(db=db, trials=2, add_trials=1, max_trials=4, **OPTIONS)  # type: ignore[arg-type]
 

@@ -57,7 +57,7 @@ def test_the_oracle_passes_every_task(domain: Domain, db_url: str) -> None:
     assert report.pass_hat == report.pass_at == {1: 1.0, 2: 1.0}
     assert report.errored_trials == 0 and report.incomplete_tasks == [] and report.surface_success == 0
     assert report.failure_categories == {}
-    assert result.summary.config["privileged"] == ["policy"]
+    assert result.summary.config.privileged == ["policy"]
 
 
 def test_a_noisy_domain_alone_falls_with_k_and_repeats_its_figures_in_the_pool(

@@ -67,7 +67,8 @@ def test_the_headline_of_a_poisoned_run_is_the_honest_figure(
     assert poisoned.headline.pass_hat[1] == pytest.approx(honest_1)  # the headline is not
 
     raw = json.loads(out.read_text())
-    assert list(raw)[:3] == ["run_id", "status", "headline"]  # said before any other figure
+    # said before any other figure (after the record's shape version)
+    assert list(raw)[:4] == ["version", "run_id", "status", "headline"]
     assert raw["headline"]["basis"] == "unscored_as_failures"
     row = next(line for line in console.splitlines() if "pass^1 " in line)
     assert re.findall(r"\d\.\d{3}", row)[0] == f"{honest_1:.3f}"  # printed first

@@ -45,5 +45,5 @@ def test_a_run_with_the_tau_user_is_stored(packs: dict[str, TauDomain], tmp_path
             trials=1,
             db=sqlite_url(tmp_path / "tau-user.db"),
         )
-    assert result.summary.config["user"].startswith("tau?model=openai/user")
+    assert result.summary.config.user.startswith("tau?model=openai/user")
     assert result.summary.domains["tau-telecom"].n_trials == len(packs["tau-telecom"].tasks("test"))
