@@ -17,8 +17,9 @@ from sqlalchemy.exc import SQLAlchemyError
 from castbench import lossless
 from castbench.defaults import DEFAULT_LEASE_S
 from castbench.errors import RunInterrupted
-from castbench.records.config import RunConfig
+from castbench.records.config import RunConfig, read_config
 from castbench.records.execution import ExecutionPlan
+from castbench.records.migrations import RecordVersionError
 from castbench.records.trial import TrialRecord
 from castbench.runner.collector import tuned_for_a_run
 from castbench.runner.deadline import Cancelled, Halt, TimeLimits
@@ -69,8 +70,8 @@ def superseded_run(store: ResultsStore, config: RunConfig) -> tuple[str, list[st
         return None
     for row in reversed(rows):
         try:
-            before = RunConfig.model_validate_json(row.config_json)
-        except ValidationError:
+            before = read_config(row.config_json, f"run {row.id}")
+        except (ValidationError, RecordVersionError):  # not comparable: not the run superseded
             continue
         if before.options_hash() == options:
             return row.id, config.fingerprint.changes(before.fingerprint) + config.placement_changes(before)
