@@ -73,6 +73,8 @@ def test_a_killed_run_resumes_to_the_uninterrupted_summary(tmp_path: Path, repo_
     deadline = time.monotonic() + 90
     while _count(db) < 40 and process.poll() is None and time.monotonic() < deadline:
         time.sleep(0.02)
+    if process.poll() is not None:  # it ended on its own: that is the failure, and its reason is on stderr
+        pytest.fail(f"eval ended (exit {process.returncode}) before it was killed: {process.stderr.read()!r}")  # type: ignore[union-attr]
     os.kill(process.pid, signal.SIGKILL)
     process.wait(timeout=30)
     stored = _count(db)

@@ -419,6 +419,33 @@ def test_a_store_inside_the_agents_own_package_is_carved_out(tmp_path: Path, lis
     assert store.startswith("DENIED"), store
 
 
+def test_planning_a_worker_keeps_the_locks_the_store_holds(tmp_path: Path) -> None:
+    """Finding what castbench has open must not drop SQLite's locks on a live store (closing any
+    descriptor of a file drops all of a process's POSIX locks on it): a reader in another process
+    would take the store for unused, rebuild its `-shm`, and the eval would die of a short read."""
+    import sqlite3
+    import subprocess
+
+    db = tmp_path / "live.db"
+    writer = sqlite3.connect(db, isolation_level=None)
+    writer.execute("PRAGMA journal_mode=WAL")
+    writer.execute("create table t (x)")
+    writer.execute("BEGIN EXCLUSIVE")
+    try:
+        assert str(db.parent) in sandbox.plan("sbx_agents:Probe").kept_out
+        take = f"import sqlite3; sqlite3.connect({str(db)!r}, timeout=0).execute('BEGIN EXCLUSIVE')"
+        other = subprocess.run(
+            [sys.executable, "-c", take],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    finally:
+        writer.execute("ROLLBACK")
+        writer.close()
+    assert other.returncode != 0 and "database is locked" in other.stderr, other.stderr
+
+
 def test_a_declared_read_reaches_files_but_never_what_is_kept_out(agents: str, tmp_path: Path) -> None:
     data = tmp_path / "weights.bin"
     data.write_bytes(b"model weights")

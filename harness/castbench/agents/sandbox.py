@@ -294,7 +294,13 @@ _SQLITE_HEADER = b"SQLite format 3\0"
 def _open_stores() -> frozenset[str]:
     """What castbench's process has open that an agent must not read: every regular file (the
     results store and its journal among them), and the folder of each SQLite database (where
-    its siblings, other stores and exports usually lie)."""
+    its siblings, other stores and exports usually lie).
+
+    A header is read through the descriptor already open (`pread`), never by opening the path:
+    closing any descriptor of a file drops every POSIX lock the process holds on it, and those
+    are SQLite's locks on a live store; without them another process reading the store (`runs
+    list`, a dashboard) takes it for unused, rebuilds its `-shm` and the run dies of a short
+    read or a SIGBUS."""
     found: set[str] = set()
     try:
         descriptors = os.listdir("/proc/self/fd")
@@ -306,9 +312,8 @@ def _open_stores() -> frozenset[str]:
             if not path.startswith("/") or not os.path.isfile(path):
                 continue
             found.add(os.path.realpath(path))
-            with open(path, "rb") as handle:
-                if handle.read(len(_SQLITE_HEADER)) == _SQLITE_HEADER:
-                    found.add(os.path.dirname(os.path.realpath(path)))
+            if os.pread(int(fd), len(_SQLITE_HEADER), 0) == _SQLITE_HEADER:
+                found.add(os.path.dirname(os.path.realpath(path)))
         except OSError:
             continue
     return frozenset(found)
