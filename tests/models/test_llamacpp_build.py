@@ -17,7 +17,7 @@ import pytest
 
 llama_cpp = pytest.importorskip("llama_cpp", reason="the llamacpp extra is not installed")
 
-INSTALL = "see README.md, 'Run the tests': CMAKE_ARGS=\"-DGGML_NATIVE=OFF ...\" pip install --no-cache-dir"
+INSTALL = "reinstall it with `python scripts/install_llama_cpp.py --rebuild` (README.md, 'Run the tests')"
 ASSUMED = ("AMX", "AVX512", "AVX_VNNI", "AVX10")
 """Instruction sets past the portable baseline: a build with any of them needs a CPU (and a
 hypervisor) that has it."""
@@ -38,3 +38,5 @@ def test_the_llama_cpp_build_assumes_no_cpu_feature_past_the_portable_baseline()
     features = compiled_features(info)
     assumed = ", ".join(sorted(f for f in features if f.startswith(ASSUMED)))
     assert not assumed, f"llama-cpp-python was built for its build machine's CPU ({assumed}); {INSTALL}"
+
+
