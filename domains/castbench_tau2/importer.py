@@ -6,8 +6,9 @@ Each simulation becomes a trial whose policy replays the simulation's assistant 
 call, every message, in order) and whose user replays its user turns; castbench executes the calls
 on its own sandbox and grades the trial the `tau` way, as τ²'s evaluator does (the reward τ² stored
 in the file is not trusted: it is kept in the run's meta beside castbench's). A simulation τ² did
-not grade (it ended by `max_steps`, `too_many_errors`, an agent or user error) ends as
-`max_steps` here, unfinished, and scores 0, as in τ². The run is a submitted run (`castbench import`
+not grade (it ended by `max_steps`, `too_many_errors`, an agent or user error) ends unfinished and
+scores 0, as in τ², keeping τ²'s reason where castbench has the same one (`too_many_errors`,
+`agent_error`; else `max_steps`). The run is a submitted run (`castbench import`
 marks it so); its id is `tau2-` and a digest of the file.
 """
 
@@ -23,7 +24,7 @@ from castbench.agents.registry import AgentSpec
 from castbench.conversation import Action, ReplyAction, ToolCallAction
 from castbench.domain import load_domain
 from castbench.records.config import RunConfig
-from castbench.records.trial import TrialRecord
+from castbench.records.trial import EndReason, TrialRecord
 from castbench.runner.rollout import AgentSet, Limits, run_trial
 from castbench.store.export import ArchiveError, ExportedRun, RunFormat
 from castbench_tau2.domain import Tau2Domain
@@ -33,6 +34,8 @@ from castbench_tau2.source import import_tau2
 __all__ = ["TAU2", "read_tau2_results"]
 
 _GRADED = frozenset({"user_stop", "agent_stop"})
+_UNGRADED_ENDS: dict[str, EndReason] = {"too_many_errors": "too_many_errors", "agent_error": "agent_error"}
+"""τ²'s endings castbench names alike; any other ungraded ending is `max_steps` (unfinished)."""
 
 
 class _Policy:
@@ -78,7 +81,8 @@ def _turns(simulation: Any) -> tuple[str, list[Action], list[str]]:
 def _trial(domain: Tau2Domain, simulation: Any, index: int, expected: Any) -> TrialRecord:
     task = domain.task(f"{domain.name}-{simulation.task_id}")
     opening, actions, replies = _turns(simulation)
-    graded = str(getattr(simulation.termination_reason, "value", simulation.termination_reason)) in _GRADED
+    reason = str(getattr(simulation.termination_reason, "value", simulation.termination_reason))
+    graded = reason in _GRADED
     agents = AgentSet(
         policy=AgentSpec("policy", "tau2-import", "tau2-import", lambda briefing: _Policy(actions)),
         user=AgentSpec(
@@ -87,7 +91,10 @@ def _trial(domain: Tau2Domain, simulation: Any, index: int, expected: Any) -> Tr
     )
     limits = Limits(max_steps=max(1, len(actions) + (1 if graded else 0)))
     seed = simulation.seed or 0
-    return run_trial(domain, task, index, seed, agents, expected, limits, grading="tau")
+    record = run_trial(domain, task, index, seed, agents, expected, limits, grading="tau")
+    if not graded and reason in _UNGRADED_ENDS and record.end_reason == "max_steps":
+        record = record.model_copy(update={"end_reason": _UNGRADED_ENDS[reason]})
+    return record
 
 
 def read_tau2_results(path: Path) -> ExportedRun:

@@ -124,6 +124,7 @@ def test_verify_a_stored_run_by_id(exports: Exports) -> None:
     "path", sorted((REPO / "results").rglob("*.castbench.json.gz")), ids=lambda p: p.name
 )
 def test_the_committed_results_verify(path: Path) -> None:
+    """Every committed run, verified as `leaderboard build` verifies it (its stored config hash too)."""
     exported = read_export(path)
-    report = verify_run(exported.run_id, exported.config, exported.trials)
+    report = verify_run(exported.run_id, exported.config, exported.trials, exported.config_hash)
     assert report.ok, report.describe()

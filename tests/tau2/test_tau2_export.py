@@ -43,9 +43,10 @@ def test_exported_run_loads_in_tau2_and_regrades_equal(tmp_path: Path) -> None:
     assert 0.0 in rewards and 1.0 in rewards
 
     # back into castbench: re-played and re-graded, not taken on trust; an ending τ² does not grade
-    # (max_steps) scores 0 whatever reward the file claims
-    first = next(run for run in results.simulations if run.reward_info.reward == 1.0)
+    # (max_steps, too_many_errors) scores 0 whatever reward the file claims, and keeps its reason
+    first, second = [run for run in results.simulations if run.reward_info.reward == 1.0][:2]
     first.termination_reason = simulation.TerminationReason.MAX_STEPS
+    second.termination_reason = simulation.TerminationReason.TOO_MANY_ERRORS
     results.save(target)
     other = sqlite_url(tmp_path / "imported.db")
     imported = invoke("import", str(target), "--db", other, "--force")
@@ -53,9 +54,13 @@ def test_exported_run_loads_in_tau2_and_regrades_equal(tmp_path: Path) -> None:
     assert "9 trials added" in imported.output
     store = ResultsStore(other)
     (row,) = store.runs()
-    stored = {(record.task_id, record.trial_index): record.reward for record in store.trials(row.id)}
+    records = store.trials(row.id)
+    stored = {(record.task_id, record.trial_index): record.reward for record in records}
+    ends = {(record.task_id, record.seed): record.end_reason for record in records}
+    assert ends[(f"tau2-airline-{first.task_id}", first.seed)] == "max_steps"
+    assert ends[(f"tau2-airline-{second.task_id}", second.seed)] == "too_many_errors"
     task_ids = [f"tau2-airline-{run.task_id}" for run in results.simulations]
-    expected = [0.0 if run is first else run.reward_info.reward for run in results.simulations]
+    expected = [0.0 if run in (first, second) else run.reward_info.reward for run in results.simulations]
     counts: dict[str, int] = {}
     for task_id, reward in zip(task_ids, expected, strict=True):
         index = counts[task_id] = counts.get(task_id, -1) + 1
