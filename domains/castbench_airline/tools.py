@@ -208,12 +208,14 @@ def search_onestop_flight(
         date: The departure date of both flights, 'YYYY-MM-DD'.
     """
     connections = []
+    onward: dict[str, list[Flight]] = {}  # second legs by connecting airport, looked up once each
     for first in db.find(Flight, origin=origin):
         if first.destination == destination or not _open(first, date):
             continue
-        for second in db.find(Flight, origin=first.destination, destination=destination):
-            if not _open(second, date):
-                continue
+        if first.destination not in onward:
+            legs = db.find(Flight, origin=first.destination, destination=destination)
+            onward[first.destination] = [leg for leg in legs if _open(leg, date)]
+        for second in onward[first.destination]:
             if _minutes(second.scheduled_departure) >= _minutes(first.scheduled_arrival) + CONNECTION_MINUTES:
                 connections.append([_offer(first, date), _offer(second, date)])
     return sorted(

@@ -174,9 +174,9 @@ def find_patient_by_name_dob(db: Database, first_name: str, last_name: str, date
         date_of_birth: The patient's date of birth as YYYY-MM-DD, e.g. '1984-03-09'.
     """
     born = _parse_date(date_of_birth).isoformat()
-    wanted = (first_name.strip().lower(), last_name.strip().lower(), born)
-    for patient in db.scan(Patient):
-        if (patient.first_name.lower(), patient.last_name.lower(), patient.date_of_birth) == wanted:
+    wanted = (first_name.strip().lower(), last_name.strip().lower())
+    for patient in db.find(Patient, date_of_birth=born):  # the index narrows; names match in any case
+        if (patient.first_name.lower(), patient.last_name.lower()) == wanted:
             return patient.patient_id
     raise ToolError("no patient with that first name, last name and date of birth")
 
