@@ -21,12 +21,14 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import os
 import platform
 import shutil
 import subprocess
 import sys
 import tempfile
+from importlib import metadata
 from pathlib import Path
 
 PACKAGE, VERSION, EXTRAS = "llama-cpp-python", "0.3.36", "server"
@@ -101,8 +103,21 @@ def main() -> None:
         wheel = build(folder)
     else:
         print(f"using the portable {PACKAGE} wheel built before: {wheel}", flush=True)
-    if pip("install", "-q", f"{PACKAGE}[{EXTRAS}] @ {wheel.as_uri()}") != 0:
+    # pip takes an installed llama-cpp-python of the same version for this one, even a native
+    # build: replace it unless it came from this very wheel, then add the server's dependencies
+    replace = [] if installed_from() == wheel.as_uri() else ["--force-reinstall", "--no-deps"]
+    steps = [[*replace, str(wheel)], [f"{PACKAGE}[{EXTRAS}] @ {wheel.as_uri()}"]]
+    if any(pip("install", "-q", *step) != 0 for step in steps):
         raise SystemExit(f"error: installing {wheel} failed; run again with --rebuild")
+
+
+def installed_from() -> str | None:
+    """Where this interpreter's llama-cpp-python was installed from (pip's `direct_url.json`)."""
+    try:
+        recorded = metadata.distribution(PACKAGE).read_text("direct_url.json")
+    except metadata.PackageNotFoundError:
+        return None
+    return str(json.loads(recorded).get("url")) if recorded else None
 
 
 if __name__ == "__main__":

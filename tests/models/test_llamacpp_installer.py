@@ -54,7 +54,11 @@ def test_the_installer_builds_once_and_never_takes_an_interrupted_build(
         installer.main()
     assert list((tmp_path / "cache").iterdir()) == []  # neither a half-built entry nor its scratch
     fail[0] = False
+    monkeypatch.setattr(installer, "installed_from", lambda: None)  # a native build is installed
     installer.main()
+    wheel = calls[-1][-1].partition(" @ ")[2]
+    monkeypatch.setattr(installer, "installed_from", lambda: wheel)  # now this wheel is
     installer.main()
-    assert [call[0] for call in calls] == ["wheel", "wheel", "install", "install"]  # built once
+    assert [call[0] for call in calls] == ["wheel", "wheel", *["install"] * 4]  # built once
+    assert "--force-reinstall" in calls[2] and "--force-reinstall" not in calls[4]  # replaced once
     assert calls[-1][-1].startswith("llama-cpp-python[server] @ file://")
