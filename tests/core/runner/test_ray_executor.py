@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from castbench.api import build_config
+from castbench.errors import FatalInfrastructureError
 from castbench.records.trial import TrialRecord
 from castbench.runner.engine import run_eval
 from castbench.runner.executors import make_executor
@@ -55,6 +56,17 @@ def test_ray_run_equals_local_run(cluster: Any, tmp_path: Path) -> None:
     assert theirs.ran == theirs.total == ours.total == 3 * len(TASKS)
     assert _records(local, ours.run_id) == _records(remote, theirs.run_id)
     assert remote.run(theirs.run_id).status == "complete"
+
+
+def test_a_worker_with_another_version_of_a_domain_ends_the_run(cluster: Any, tmp_path: Path) -> None:
+    """A node whose pack (or τ² data) differs from the driver's would grade against other tasks:
+    the run ends with the reason instead of storing such trials."""
+    config, agents = build_config(domains="retail", policy="oracle", trials=1, tasks=TASKS[:2])
+    elsewhere = config.model_copy(update={"domains": {"retail": "0.0-elsewhere"}})
+    store = ResultsStore(sqlite_url(tmp_path / "other.db"))
+    with pytest.raises(FatalInfrastructureError, match="domain retail .* but the run is on 0.0-elsewhere"):
+        run_eval(elsewhere, agents, store, concurrency=2, executor=make_executor("ray", cluster.address))
+    assert all(run.status != "complete" for run in store.runs())
 
 
 def test_a_node_killed_mid_run_loses_and_duplicates_nothing(cluster: Any, tmp_path: Path) -> None:

@@ -20,6 +20,7 @@ resumes it).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Generator, Iterable
 from dataclasses import dataclass
 from functools import cache
@@ -68,9 +69,22 @@ def run_remote_trials(work: TrialWork, keys: list[TrialKey], inner: int) -> list
     jobs = []
     for key in keys:
         domain = _domain(key.domain)
+        wanted = work.config.domains.get(key.domain)
+        if wanted is not None and domain.version != wanted:
+            raise FatalInfrastructureError(
+                f"a Ray worker has domain {key.domain} {domain.version}, but the run is on {wanted}: "
+                "install the same pack (and data) on every node; castbench's CASTBENCH_* variables "
+                "travel with a cluster castbench joins itself, not with one the caller connected to"
+            )
         jobs.append(TrialJob(domain, domain.task(key.task_id), key.trial_index, key.seed))
     records = LocalExecutor(_EXPECTED).results(jobs, work, inner, lambda: False, Halt())
     return [lossless.dumps(record) for record in records]
+
+
+def _castbench_environment() -> dict[str, str]:
+    """castbench's settings in the driver's environment (`CASTBENCH_TAU2_DATA` among them): the
+    workers load their domains by them, so they travel with the job to every node."""
+    return {name: value for name, value in os.environ.items() if name.startswith("CASTBENCH_")}
 
 
 def _job_key(domain: str, task_id: str, trial_index: int) -> tuple[str, str, int]:
@@ -90,7 +104,12 @@ class RayExecutor:
         import ray
 
         if not ray.is_initialized():
-            ray.init(address=self.address, log_to_driver=False, include_dashboard=False)
+            ray.init(
+                address=self.address,
+                log_to_driver=False,
+                include_dashboard=False,
+                runtime_env={"env_vars": _castbench_environment()},
+            )
         return ray
 
     def results(
