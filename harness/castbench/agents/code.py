@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import ast
 import importlib.util
-import os
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from castbench.agents.open_files import SQLITE_HEADER, open_files
 
 __all__ = ["AgentCode", "agent_code"]
 
@@ -43,7 +44,7 @@ class AgentCode:
 
     def parts(self) -> Iterator[bytes]:
         """Each file's relative path and content, results left out (`_is_results`)."""
-        live = _open_stores()
+        live = frozenset(file.identity for file in open_files() if file.sqlite)
         for unit in self.units:
             yield unit.name.encode()
             files = sorted(unit.rglob("*")) if unit.is_dir() else [unit]
@@ -51,12 +52,11 @@ class AgentCode:
                 if not path.is_file() or "__pycache__" in path.parts or _is_results(path, live):
                     continue
                 content = path.read_bytes()
-                if not content.startswith(_SQLITE_HEADER):
+                if not content.startswith(SQLITE_HEADER):
                     yield path.relative_to(unit.parent).as_posix().encode()
                     yield content
 
 
-_SQLITE_HEADER = b"SQLite format 3\0"
 _SQLITE_SIDECARS = ("-wal", "-shm", "-journal")
 
 
@@ -64,31 +64,12 @@ def _is_results(path: Path, live: frozenset[tuple[int, int]]) -> bool:
     """A results store kept in the agent's folder is no part of the agent: it grows with every
     run, and counting it would make each run a new one that never resumes. Told by name (SQLite's
     sidecars, castbench's run locks `.<db>.<hash>.lock`) or as a store this process has open,
-    without opening it (`_open_stores`); any other SQLite database by its header."""
+    without opening it (`castbench.agents.open_files`); any other SQLite database by its header."""
     name = path.name
     if name.endswith(_SQLITE_SIDECARS) or (name.startswith(".") and name.endswith(".lock")):
         return True
     status = path.stat()
     return (status.st_dev, status.st_ino) in live
-
-
-def _open_stores() -> frozenset[tuple[int, int]]:
-    """The SQLite files this process has open (the live results store), by device and inode,
-    their headers read through the open descriptor: closing a second descriptor of a file drops
-    the process's POSIX locks on it, which are SQLite's locks on the live store."""
-    found: set[tuple[int, int]] = set()
-    try:
-        descriptors = [int(fd.name) for fd in Path("/proc/self/fd").iterdir()]
-    except OSError:
-        return frozenset()
-    for fd in descriptors:
-        try:
-            status = os.stat(fd)
-            if os.pread(fd, len(_SQLITE_HEADER), 0) == _SQLITE_HEADER:
-                found.add((status.st_dev, status.st_ino))
-        except OSError:
-            continue
-    return frozenset(found)
 
 
 def _unit(name: str, *, namespace: bool = False) -> tuple[Path, Path] | None:

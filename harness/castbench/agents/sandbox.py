@@ -73,6 +73,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from castbench.agents.code import agent_code
+from castbench.agents.open_files import open_files
 
 __all__ = [
     "SWITCH",
@@ -288,35 +289,12 @@ def keep_out(path: str | os.PathLike[str]) -> None:
         _KEPT_OUT.add(os.path.realpath(path))
 
 
-_SQLITE_HEADER = b"SQLite format 3\0"
-
-
 def _open_stores() -> frozenset[str]:
     """What castbench's process has open that an agent must not read: every regular file (the
     results store and its journal among them), and the folder of each SQLite database (where
-    its siblings, other stores and exports usually lie).
-
-    A header is read through the descriptor already open (`pread`), never by opening the path:
-    closing any descriptor of a file drops every POSIX lock the process holds on it, and those
-    are SQLite's locks on a live store; without them another process reading the store (`runs
-    list`, a dashboard) takes it for unused, rebuilds its `-shm` and the run dies of a short
-    read or a SIGBUS."""
-    found: set[str] = set()
-    try:
-        descriptors = os.listdir("/proc/self/fd")
-    except OSError:
-        return frozenset()
-    for fd in descriptors:
-        try:
-            path = os.readlink(f"/proc/self/fd/{fd}")
-            if not path.startswith("/") or not os.path.isfile(path):
-                continue
-            found.add(os.path.realpath(path))
-            if os.pread(int(fd), len(_SQLITE_HEADER), 0) == _SQLITE_HEADER:
-                found.add(os.path.dirname(os.path.realpath(path)))
-        except OSError:
-            continue
-    return frozenset(found)
+    its siblings, other stores and exports usually lie)."""
+    files = open_files()
+    return frozenset({file.path for file in files} | {os.path.dirname(f.path) for f in files if f.sqlite})
 
 
 def _package_paths(name: str) -> list[str]:
