@@ -16,7 +16,8 @@ from __future__ import annotations
 import copy
 import json
 import threading
-from collections.abc import Hashable, Iterator, Mapping
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime
 from typing import Any, ClassVar, TypeVar
@@ -34,6 +35,10 @@ SEQUENCES_TABLE = "_sequences"
 state so that they roll back with a failed tool call; never part of a grading diff."""
 
 _DELETED = None  # overlay marker for a deleted row
+
+_EVERYTHING = "*"
+"""What a recorded computation "read" when it looked past the row API (the whole pristine state,
+a materialised copy) or wrote: its value is never shared."""
 
 
 class Record(BaseModel):
@@ -65,14 +70,26 @@ def _hashable(value: object) -> Hashable:
     return value  # type: ignore[return-value]
 
 
+T = TypeVar("T")
+
+
 class PristineIndex:
-    """Row keys by field value over a pristine snapshot, built on first use of a (table, field)
-    and shared by every sandbox of a domain: `find` then costs O(matches), not O(table)."""
+    """What is worked out once over a pristine snapshot and shared by every sandbox of a domain.
+
+    - Row keys by field value, built on first use of a (table, field): `find` then costs
+      O(matches), not O(table).
+    - Remembered answers (`Database.read_through`): the value of a computation, with the tables it
+      read, for any sandbox in which those tables are still pristine. Bounded, least recently used
+      first out, since an agent can ask for endless distinct things.
+    """
+
+    ANSWERS_KEPT = 4096
 
     def __init__(self, pristine: Snapshot) -> None:
         self._pristine = pristine
         self._maps: dict[tuple[str, str], dict[Hashable, list[str]]] = {}
         self._lock = threading.Lock()
+        self._answers: OrderedDict[Hashable, tuple[frozenset[str], Any]] = OrderedDict()
 
     def keys_where(self, table: str, field: str, value: object) -> list[str]:
         mapping = self._maps.get((table, field))
@@ -83,6 +100,20 @@ class PristineIndex:
                     mapping.setdefault(_hashable(row.get(field)), []).append(key)
                 self._maps[(table, field)] = mapping
         return mapping.get(_hashable(value), [])
+
+    def answer(self, key: Hashable) -> tuple[frozenset[str], Any] | None:
+        with self._lock:
+            entry = self._answers.get(key)
+            if entry is not None:
+                self._answers.move_to_end(key)
+            return entry
+
+    def remember(self, key: Hashable, tables: frozenset[str], value: Any) -> None:
+        with self._lock:
+            self._answers[key] = (tables, value)
+            self._answers.move_to_end(key)
+            while len(self._answers) > self.ANSWERS_KEPT:
+                self._answers.popitem(last=False)
 
 
 class Database:
@@ -97,9 +128,47 @@ class Database:
         self.now = now
         self._overlay: dict[str, dict[str, Row | None]] = {}
         self._pending: dict[str, dict[str, Row | None]] | None = None
+        self._reads: set[str] | None = None  # tables read while `read_through` records
+
+    # -- remembered answers ----------------------------------------------------------------
+    def _untouched(self, tables: frozenset[str] | set[str]) -> bool:
+        if _EVERYTHING in tables:
+            return False
+        layers = (self._overlay,) if self._pending is None else (self._overlay, self._pending)
+        return not any(layer.get(table) for layer in layers for table in tables)
+
+    def read_through(self, key: Hashable, compute: Callable[[], T]) -> T:
+        """`compute()`, or the value it had in another sandbox of the same pristine state.
+
+        For a read-only tool call, whose answer depends on nothing but its arguments, the clock
+        and the rows it reads: every trial of a task asks the same look-ups of the same pristine
+        tables. The tables `compute` reads are recorded; its value is shared only while all of
+        them are pristine here, so a sandbox that changed one of them computes its own. A
+        computation that writes, or looks past the row API, is never shared. `compute` runs
+        against this sandbox either way, so its value is always what it would have been here.
+        """
+        full_key = (key, self.now)
+        entry = self._index.answer(full_key)
+        if entry is not None and self._untouched(entry[0]):
+            return entry[1]  # type: ignore[no-any-return]
+        if self._reads is not None:  # nested: the outer computation records for both
+            return compute()
+        self._reads = set()
+        try:
+            value = compute()
+        finally:
+            reads, self._reads = self._reads, None
+        if self._untouched(reads):
+            self._index.remember(full_key, frozenset(reads), value)
+        return value
+
+    def _read(self, table: str) -> None:
+        if self._reads is not None:
+            self._reads.add(table)
 
     # -- reads -----------------------------------------------------------------------------
     def _raw(self, table: str, key: str) -> Row | None:
+        self._read(table)
         if self._pending is not None:
             layer = self._pending.get(table)
             if layer is not None and key in layer:
@@ -110,6 +179,7 @@ class Database:
         return self._pristine.get(table, {}).get(key)
 
     def _raw_items(self, table: str) -> Iterator[tuple[str, Row]]:
+        self._read(table)
         changed: dict[str, Row | None] = {}
         changed.update(self._overlay.get(table, {}))
         if self._pending is not None:
@@ -126,6 +196,7 @@ class Database:
         """Committed rows of a table in the order a dict changed in place keeps: pristine order
         with changed rows where they were, then rows this sandbox added. For adapters whose tools
         work on plain data and whose outputs list rows in storage order."""
+        self._read(table)
         changed = self._overlay.get(table, {})
         pristine = self._pristine.get(table, {})
         for key, row in pristine.items():
@@ -152,6 +223,7 @@ class Database:
         if not equal:
             return list(self.scan(model))
         table = model.table
+        self._read(table)
         field, value = next(iter(equal.items()))
         changed: dict[str, Row | None] = {}
         changed.update(self._overlay.get(table, {}))
@@ -175,6 +247,7 @@ class Database:
 
     # -- writes ----------------------------------------------------------------------------
     def _layer(self, table: str) -> dict[str, Row | None]:
+        self._read(_EVERYTHING)
         target = self._pending if self._pending is not None else self._overlay
         return target.setdefault(table, {})
 
@@ -225,30 +298,36 @@ class Database:
     # -- comparison ------------------------------------------------------------------------
     @property
     def pristine(self) -> Snapshot:
+        self._read(_EVERYTHING)
         return self._pristine
 
     def touched(self) -> dict[str, set[str]]:
         """Keys written (or deleted) since the pristine snapshot, per table."""
+        self._read(_EVERYTHING)
         return {table: set(rows) for table, rows in self._overlay.items() if rows}
 
     def row(self, table: str, key: str) -> Row | None:
         """The committed raw row (read-only use), `None` if absent or deleted."""
+        self._read(table)
         layer = self._overlay.get(table)
         if layer is not None and key in layer:
             return layer[key]
         return self._pristine.get(table, {}).get(key)
 
     def has_changes(self) -> bool:
+        self._read(_EVERYTHING)
         return any(rows for table, rows in self._overlay.items() if table != SEQUENCES_TABLE)
 
     def fork(self) -> Database:
         """An independent copy of this state (same pristine, copied overlay): for replays and
         counterfactual branches."""
+        self._read(_EVERYTHING)
         twin = Database(self._pristine, self.now, self._index)
         twin._overlay = copy.deepcopy(self._overlay)
         return twin
 
     def materialize(self) -> dict[str, dict[str, Row]]:
         """The full state as plain data (costly; for export and debugging, not grading)."""
+        self._read(_EVERYTHING)
         tables = set(self._pristine) | set(self._overlay)
         return {table: dict(self._raw_items(table)) for table in sorted(tables)}

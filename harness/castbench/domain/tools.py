@@ -219,6 +219,13 @@ def _render(result: Any) -> str:
     return json.dumps(result, default=str)
 
 
+def _argument_json(value: object) -> Any:
+    """A validated argument that JSON cannot write as it is (a model, a date), for a cache key."""
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    return repr(value)
+
+
 def _describe_validation(tool: str, error: ValidationError) -> str:
     problems = []
     for item in error.errors():
@@ -294,12 +301,25 @@ class Toolkit:
         return {key: getattr(parsed, key) for key in type(parsed).model_fields}
 
     def call(self, db: Database, name: str, arguments: Mapping[str, Any] | str) -> Observation:
-        """Run one tool call atomically against `db`."""
+        """Run one tool call atomically against `db`.
+
+        A read tool's answer is shared between the sandboxes of one pristine state whose tables
+        it read are unchanged (`Database.read_through`): the eight trials of a task, a replay and
+        the labeler's twins ask the same look-ups, and some of them (a flight search, a catalogue
+        listing) validate hundreds of rows."""
         try:
             values = self.validate(name, arguments)
         except ToolError as exc:
             return Observation(str(exc), error=True)
         tool = self._tools[name]
+        if tool.writes:
+            return self._run(db, tool, values)
+        key = (tool.function, json.dumps(values, sort_keys=True, default=_argument_json))
+        return db.read_through(key, lambda: self._run(db, tool, values))
+
+    @staticmethod
+    def _run(db: Database, tool: Tool, values: dict[str, Any]) -> Observation:
+        name = tool.name
         try:
             with db.transaction():
                 result = tool.function(db, **values)
