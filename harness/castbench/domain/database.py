@@ -79,17 +79,19 @@ class PristineIndex:
     - Row keys by field value, built on first use of a (table, field): `find` then costs
       O(matches), not O(table).
     - Remembered answers (`Database.read_through`): the value of a computation, with the tables it
-      read, for any sandbox in which those tables are still pristine. Bounded, least recently used
-      first out, since an agent can ask for endless distinct things.
+      read, for any sandbox in which those tables are still pristine. Bounded in number and in
+      bytes, least recently used first out, since an agent can ask for endless distinct things.
     """
 
     ANSWERS_KEPT = 4096
+    ANSWER_BYTES_KEPT = 32 * 2**20
 
     def __init__(self, pristine: Snapshot) -> None:
         self._pristine = pristine
         self._maps: dict[tuple[str, str], dict[Hashable, list[str]]] = {}
         self._lock = threading.Lock()
-        self._answers: OrderedDict[Hashable, tuple[frozenset[str], Any]] = OrderedDict()
+        self._answers: OrderedDict[Hashable, tuple[frozenset[str], Any, int]] = OrderedDict()
+        self._answer_bytes = 0
 
     def keys_where(self, table: str, field: str, value: object) -> list[str]:
         mapping = self._maps.get((table, field))
@@ -104,16 +106,20 @@ class PristineIndex:
     def answer(self, key: Hashable) -> tuple[frozenset[str], Any] | None:
         with self._lock:
             entry = self._answers.get(key)
-            if entry is not None:
-                self._answers.move_to_end(key)
-            return entry
-
-    def remember(self, key: Hashable, tables: frozenset[str], value: Any) -> None:
-        with self._lock:
-            self._answers[key] = (tables, value)
+            if entry is None:
+                return None
             self._answers.move_to_end(key)
-            while len(self._answers) > self.ANSWERS_KEPT:
-                self._answers.popitem(last=False)
+            return entry[0], entry[1]
+
+    def remember(self, key: Hashable, tables: frozenset[str], value: Any, size: int) -> None:
+        with self._lock:
+            replaced = self._answers.pop(key, None)
+            if replaced is not None:
+                self._answer_bytes -= replaced[2]
+            self._answers[key] = (tables, value, size)
+            self._answer_bytes += size
+            while len(self._answers) > self.ANSWERS_KEPT or self._answer_bytes > self.ANSWER_BYTES_KEPT:
+                self._answer_bytes -= self._answers.popitem(last=False)[1][2]
 
 
 class Database:
@@ -137,7 +143,9 @@ class Database:
         layers = (self._overlay,) if self._pending is None else (self._overlay, self._pending)
         return not any(layer.get(table) for layer in layers for table in tables)
 
-    def read_through(self, key: Hashable, compute: Callable[[], T]) -> T:
+    def read_through(
+        self, key: Hashable, compute: Callable[[], T], size: Callable[[T], int] = lambda _: 0
+    ) -> T:
         """`compute()`, or the value it had in another sandbox of the same pristine state.
 
         For a read-only tool call, whose answer depends on nothing but its arguments, the clock
@@ -146,6 +154,7 @@ class Database:
         them are pristine here, so a sandbox that changed one of them computes its own. A
         computation that writes, or looks past the row API, is never shared. `compute` runs
         against this sandbox either way, so its value is always what it would have been here.
+        `size`: the value's weight in bytes, against the shared answers' bound.
         """
         full_key = (key, self.now)
         entry = self._index.answer(full_key)
@@ -159,7 +168,7 @@ class Database:
         finally:
             reads, self._reads = self._reads, None
         if self._untouched(reads):
-            self._index.remember(full_key, frozenset(reads), value)
+            self._index.remember(full_key, frozenset(reads), value, size(value))
         return value
 
     def _read(self, table: str) -> None:

@@ -315,7 +315,7 @@ class Toolkit:
         if tool.writes:
             return self._run(db, tool, values)
         key = (tool.function, json.dumps(values, sort_keys=True, default=_argument_json))
-        return db.read_through(key, lambda: self._run(db, tool, values))
+        return db.read_through(key, lambda: self._run(db, tool, values), lambda answer: len(answer.content))
 
     @staticmethod
     def _run(db: Database, tool: Tool, values: dict[str, Any]) -> Observation:

@@ -111,6 +111,19 @@ def test_the_remembered_answers_are_bounded(monkeypatch: pytest.MonkeyPatch, toy
     assert computed == ["x", "y", "x"]
 
 
+def test_the_remembered_answers_are_bounded_in_bytes(monkeypatch: pytest.MonkeyPatch, toy: Domain) -> None:
+    monkeypatch.setattr(PristineIndex, "ANSWER_BYTES_KEPT", 100)
+    computed: list[str] = []
+    db = toy.fresh_database()
+
+    def big(name: str):  # type: ignore[no-untyped-def]
+        return lambda: computed.append(name) or name * 60
+
+    for name in ["a", "a", "b", "a"]:
+        assert db.read_through(name, big(name), len) == name * 60
+    assert computed == ["a", "b", "a"]  # b's 60 bytes pushed a's out
+
+
 def test_a_read_tool_answers_from_the_sandboxs_own_state(toy: Domain) -> None:
     assert '"value":5' in toy.toolkit.call(toy.fresh_database(), "get_counter", {"name": "x"}).content
     changed = toy.fresh_database()
