@@ -61,10 +61,6 @@ def executed_call(step: StepRecord) -> ToolCall | None:
     return None
 
 
-def _through(steps: Sequence[StepRecord]) -> set[str]:
-    return {c.canonical() for s in steps if (c := executed_call(s)) is not None and not failed(s)}
-
-
 def _invalid(label: ActionLabel | None) -> bool:
     return label is not None and label.label == "invalid"
 
@@ -97,36 +93,67 @@ def _without_task(steps: Sequence[StepRecord], writes: Callable[[str], bool]) ->
     return None
 
 
+class _Executed:
+    """The executed calls of a trial, each read once: its canonical form, whether it went
+    through, and the last position at which each call went through and each tool was tried. The
+    walk below asks "does it go through later?" at every step; answering from these instead of
+    re-reading the rest of the trial made it quadratic no more."""
+
+    def __init__(self, steps: Sequence[StepRecord]) -> None:
+        self.calls = [executed_call(step) for step in steps]
+        self.keys = [call.canonical() if call is not None else None for call in self.calls]
+        self.went = [
+            call is not None and not failed(step) for call, step in zip(self.calls, steps, strict=True)
+        ]
+        self._last_through: dict[str, int] = {}
+        self._last_tried: dict[str, int] = {}
+        for position, (call, key) in enumerate(zip(self.calls, self.keys, strict=True)):
+            if call is None or key is None:
+                continue
+            self._last_tried[call.name] = position
+            if self.went[position]:
+                self._last_through[key] = position
+
+    def through(self, key: str) -> bool:
+        return key in self._last_through
+
+    def through_after(self, key: str, position: int) -> bool:
+        return self._last_through.get(key, -1) > position
+
+    def tried_after(self, name: str, position: int) -> bool:
+        return self._last_tried.get(name, -1) > position
+
+
 def decisive_call(
     steps: Sequence[StepRecord], task: Task | None, writes: Callable[[str], bool]
 ) -> DecisiveCall | None:
     if task is None:
         return _without_task(steps, writes)
-    truth = [c for c in task.actions if c.actor == "agent"]
-    canon = {c.canonical() for c in truth}
+    truth = [(c, c.canonical()) for c in task.actions if c.actor == "agent"]
+    canon = {key for _, key in truth}
     declined = {c.canonical() for c in task.declined_actions}
-    everything = _through(steps)
+    executed = _Executed(steps)
+    done: set[str] = set()  # the calls that went through before the step
     for position, step in enumerate(steps):
-        call, label = executed_call(step), label_of(step)
-        if call is None or isinstance(step.action, ReplyAction):
+        call, key, label = executed.calls[position], executed.keys[position], label_of(step)
+        if position and executed.went[position - 1]:
+            done.add(executed.keys[position - 1])  # type: ignore[arg-type]
+        if call is None or key is None or isinstance(step.action, ReplyAction):
             continue
-        key = call.canonical()
-        done = _through(steps[:position])
-        later = steps[position + 1 :]
-        pending = [c for c in truth if c.canonical() not in done]
-        due = pending[0] if pending else None
+        pending = [(c, k) for c, k in truth if k not in done]
+        due = pending[0][0] if pending else None
         if key in canon:
             if (
                 due is not None
                 and due.name != call.name
                 and not writes(due.name)
-                and due.canonical() not in everything
-                and due.name not in {c.name for s in later if (c := executed_call(s)) is not None}
+                and not executed.through(due.canonical())
+                and not executed.tried_after(due.name, position)
             ):
                 return DecisiveCall(
                     step.index, "wrong_tool", "skipped_check", f"called {call.name} before {due.name}"
                 )
-            if _invalid(label) and failed(step) and key not in _through(later):
+            if _invalid(label) and failed(step) and not executed.through_after(key, position):
                 return DecisiveCall(
                     step.index,
                     _label_cause(label),
@@ -140,19 +167,17 @@ def decisive_call(
                     step.index, _label_cause(label), "declined_change_made", label.reason if label else ""
                 )
             continue
-        same = [c for c in pending if c.name == call.name and (_shares(call, c) or c is due)]
-        missing = [c for c in pending if c.canonical() not in everything]
+        same = [c for c, _ in pending if c.name == call.name and (_shares(call, c) or c is due)]
+        missing = [c for c, k in pending if not executed.through(k)]
         intended = same[0] if same else (missing[0] if missing else None)
         if intended is None:
             if _invalid(label) and not failed(step) and writes(call.name):
                 assert label is not None
                 return DecisiveCall(step.index, _label_cause(label), "unwarranted_change", label.reason)
             continue
-        if intended.canonical() in _through(later):
+        if executed.through_after(intended.canonical(), position):
             continue
-        if intended.name != call.name and intended.name in {
-            c.name for s in later if (c := executed_call(s)) is not None
-        }:
+        if intended.name != call.name and executed.tried_after(intended.name, position):
             continue
         if label is not None and label.failure_type == "wrong_tool":
             cause: Cause = "wrong_tool"

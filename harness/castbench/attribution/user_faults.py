@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from functools import lru_cache
 
 from castbench.attribution.model import UserFault
 from castbench.conversation import AgentTurn, Event, ReplyAction, UserTurn
@@ -61,9 +62,25 @@ def _agent_text(event: Event) -> str | None:
     return None
 
 
-def _spans(text: str) -> set[tuple[str, ...]]:
+@lru_cache(maxsize=8192)
+def _spans(text: str) -> frozenset[tuple[str, ...]]:
+    """Cached, like `_states`: a run's trials of one task repeat the same user turns."""
     words = [w.lower().strip(".'") for w in _WORDS.findall(text)]
-    return {tuple(words[i : i + _SPAN]) for i in range(len(words) - _SPAN + 1)}
+    return frozenset(tuple(words[i : i + _SPAN]) for i in range(len(words) - _SPAN + 1))
+
+
+@lru_cache(maxsize=65536)
+def _mentions(lowered: str, keywords: tuple[str, ...]) -> bool:
+    """Whether an agent's message (lowercased) names one of a fact's keywords (cached, like
+    `_states`)."""
+    return any(keyword.lower() in lowered for keyword in keywords)
+
+
+@lru_cache(maxsize=65536)
+def _states(text: str, value: str) -> bool:
+    """Whether `text` says `value`, as a required output is found. Cached: every rule asks it of
+    every user turn for every fact, and a run's trials of one task repeat the same turns."""
+    return not missing_outputs([value], [text])
 
 
 _BRIEFS: dict[tuple[str, str], frozenset[tuple[str, ...]]] = {}
@@ -90,13 +107,13 @@ def _leaks(task: Task, turns: Sequence[Turn]) -> list[UserFault]:
         text = _agent_text(event)
         if text is not None:
             lowered = text.lower()
-            asked |= {f.name for f in scenario.facts if any(k.lower() in lowered for k in f.keywords)}
+            asked |= {f.name for f in scenario.facts if _mentions(lowered, tuple(f.keywords))}
         if not isinstance(event, UserTurn):
             continue
         told = [
             f.name
             for f in scenario.facts
-            if f.name not in asked and not missing_outputs([f.value], [event.text])
+            if f.name not in asked and _states(event.text, f.value)
         ]
         if told:
             faults.append(
@@ -109,8 +126,10 @@ def _leaks(task: Task, turns: Sequence[Turn]) -> list[UserFault]:
     return faults
 
 
+@lru_cache(maxsize=65536)
 def _stated_value(fact_statement: str, value: str, text: str) -> str | None:
-    """The value the user gave in the statement's own wording ("My email is ..."), if any."""
+    """The value the user gave in the statement's own wording ("My email is ..."), if any
+    (cached, like `_states`)."""
     if value not in fact_statement:
         return None
     prefix = fact_statement.split(value, 1)[0].strip()
@@ -133,7 +152,7 @@ def _contradictions(task: Task, turns: Sequence[Turn]) -> list[UserFault]:
             said = _stated_value(fact.statement, fact.value, turn.text)
             if said is not None and said != fact.value.lower().rstrip("."):
                 wrong = wrong or (step, said)
-            elif not missing_outputs([fact.value], [turn.text]):
+            elif _states(turn.text, fact.value):
                 wrong = None  # corrected (a confused user's second statement)
         if wrong is not None:
             faults.append(
@@ -181,7 +200,7 @@ def _repeats(agent_text: str, earlier: Sequence[str], task: Task | None, stated:
         return False
     lowered = agent_text.lower()
     return any(
-        any(k.lower() in lowered for k in f.keywords) and not missing_outputs([f.value], [stated])
+        any(k.lower() in lowered for k in f.keywords) and _states(stated, f.value)
         for f in task.scenario.facts
     )
 
