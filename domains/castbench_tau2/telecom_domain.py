@@ -92,9 +92,11 @@ def _telecom() -> Any:
     return import_tau2("tau2.domains.telecom.environment")
 
 
+@cache
 def _row_keys() -> dict[str, str]:
     """Agent table -> the field that keys its rows (each list of `TelecomDB` is keyed by its
-    model's first field: `plan_id`, `customer_id`, `line_id`, `bill_id`, `device_id`)."""
+    model's first field: `plan_id`, `customer_id`, `line_id`, `bill_id`, `device_id`); worked out
+    once."""
     model = _telecom().TelecomDB
     return {
         name: next(iter(info.annotation.__args__[0].model_fields))
