@@ -37,18 +37,6 @@ from tests.support import DOMAINS, sqlite_url  # noqa: E402
 settings.register_profile("castbench", deadline=None)
 settings.load_profile("castbench")
 
-_LONG_RUNNING = ("slow", "model", "ray", "train")
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Files holding long-running tests (marked `slow`, `model`, `ray` or `train`) first, each
-    file's own order kept. pytest-xdist hands out whole files in collection order (`--dist
-    loadfile --no-loadscope-reorder`); by default it orders them by their number of tests, which
-    left a file of one 90-second test (a critic trained) to start near the end while the other
-    worker sat idle."""
-    long_running = {item.path for item in items if any(item.get_closest_marker(m) for m in _LONG_RUNNING)}
-    items.sort(key=lambda item: item.path not in long_running)
-
 
 @pytest.fixture(scope="session", params=DOMAINS)
 def domain(request: pytest.FixtureRequest) -> Domain:
