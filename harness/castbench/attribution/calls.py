@@ -108,7 +108,7 @@ class _Executed:
         self._last_through: dict[str, int] = {}
         self._last_tried: dict[str, int] = {}
         for position, (call, key) in enumerate(zip(self.calls, self.keys, strict=True)):
-            if call is None or key is None:
+            if call is None or key is None:  # one is None exactly when the other is
                 continue
             self._last_tried[call.name] = position
             if self.went[position]:
@@ -136,8 +136,9 @@ def decisive_call(
     done: set[str] = set()  # the calls that went through before the step
     for position, step in enumerate(steps):
         call, key, label = executed.calls[position], executed.keys[position], label_of(step)
-        if position and executed.went[position - 1]:
-            done.add(executed.keys[position - 1])  # type: ignore[arg-type]
+        previous = executed.keys[position - 1] if position else None
+        if previous is not None and executed.went[position - 1]:
+            done.add(previous)
         if call is None or key is None or isinstance(step.action, ReplyAction):
             continue
         pending = [(c, k) for c, k in truth if k not in done]

@@ -200,7 +200,7 @@ def _repeats(agent_text: str, earlier: Sequence[str], task: Task | None, stated:
         return False
     lowered = agent_text.lower()
     return any(
-        any(k.lower() in lowered for k in f.keywords) and _states(stated, f.value)
+        _mentions(lowered, tuple(f.keywords)) and _states(stated, f.value)
         for f in task.scenario.facts
     )
 

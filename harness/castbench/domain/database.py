@@ -159,6 +159,8 @@ class Database:
         full_key = (key, self.now)
         entry = self._index.answer(full_key)
         if entry is not None and self._untouched(entry[0]):
+            if self._reads is not None:  # nested: the outer computation read those tables too
+                self._reads.update(entry[0])
             return entry[1]  # type: ignore[no-any-return]
         if self._reads is not None:  # nested: the outer computation records for both
             return compute()

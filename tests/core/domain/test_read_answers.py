@@ -91,6 +91,20 @@ def test_a_computation_that_writes_or_looks_past_the_rows_is_never_shared(toy: D
     assert two.read_through("k", lambda: compute(two)) == 2
 
 
+def test_an_answer_shared_inside_another_computation_counts_as_its_reads(toy: Domain) -> None:
+    computed: list[str] = []
+    first = toy.fresh_database()
+    first.read_through("x", _counting(first, "x", computed))
+
+    def nested(db: Database) -> int:
+        return db.read_through("outer", lambda: db.read_through("x", _counting(db, "x", computed)))
+
+    assert nested(toy.fresh_database()) == 5  # its inner answer shared: the outer one read "counters"
+    changed = toy.fresh_database()
+    changed.put(Counter(name="x", value=8))
+    assert nested(changed) == 8
+
+
 def test_another_clock_is_another_answer(toy: Domain) -> None:
     now = toy.fresh_database()
     later = Database(now.pristine, now.now + timedelta(days=1), PristineIndex(now.pristine))
