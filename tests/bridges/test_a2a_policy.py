@@ -14,25 +14,27 @@ from collections.abc import Iterator
 from contextlib import suppress
 from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
 import pytest
 from typer.testing import CliRunner
 
-pytest.importorskip("a2a")
-pytest.importorskip("mcp")
+from castbench.agents.registry import AgentSpecError, resolve
+from castbench.api import evaluate
+from castbench.cli.app import app
+from castbench.errors import ServerDown
+from castbench.records.identity import agent_fingerprint
+from castbench.records.provenance import SandboxState, placement_of
+from castbench.runner.deadline import TimeLimits
+from castbench.runner.episode import Limits, Verification
+from castbench.store import ResultsStore
+from tests.support import sqlite_url
 
-from castbench.agents.registry import AgentSpecError, resolve  # noqa: E402
-from castbench.api import evaluate  # noqa: E402
-from castbench.cli.app import app  # noqa: E402
-from castbench.errors import ServerDown  # noqa: E402
-from castbench.records.identity import agent_fingerprint  # noqa: E402
-from castbench.records.provenance import SandboxState, placement_of  # noqa: E402
-from castbench.runner.deadline import TimeLimits  # noqa: E402
-from castbench.runner.episode import Limits, Verification  # noqa: E402
-from castbench.store import ResultsStore  # noqa: E402
-from tests.support import sqlite_url  # noqa: E402
+pytestmark = pytest.mark.skipif(
+    find_spec("a2a") is None or find_spec("mcp") is None, reason="pip install -e '.[bridges]'"
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 TASKS = [f"retail-test-{n:04d}" for n in range(1, 13)] + ["retail-test-0023"]

@@ -9,6 +9,7 @@ import sys
 import time
 from collections import Counter
 from contextlib import suppress
+from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
@@ -16,18 +17,18 @@ import httpx
 import pytest
 from typer.testing import CliRunner
 
-pytest.importorskip("inspect_ai")
+from castbench.api import evaluate
+from castbench.cli.app import app
+from castbench.conversation import ToolCallAction
+from castbench.publish.inspect_log import inspect_log
+from castbench.report.summary import RunSummary
+from castbench.store import ResultsStore
+from castbench.store.export import export_run
+from tests.support import sqlite_url
 
-from inspect_ai.log import read_eval_log  # noqa: E402
-
-from castbench.api import evaluate  # noqa: E402
-from castbench.cli.app import app  # noqa: E402
-from castbench.conversation import ToolCallAction  # noqa: E402
-from castbench.publish.inspect_log import inspect_log  # noqa: E402
-from castbench.report.summary import RunSummary  # noqa: E402
-from castbench.store import ResultsStore  # noqa: E402
-from castbench.store.export import export_run  # noqa: E402
-from tests.support import sqlite_url  # noqa: E402
+# inspect_ai is imported by the test that reads its log, not here: every pytest-xdist worker
+# collects every file.
+pytestmark = pytest.mark.skipif(find_spec("inspect_ai") is None, reason="pip install -e '.[bridges]'")
 
 TASKS = ["retail-test-0001", "retail-test-0002", "retail-test-0003", "retail-test-0005"]
 
@@ -46,6 +47,8 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str, RunSummary]
 def test_an_exported_run_reads_back_through_inspect_with_castbench_scores(
     run: tuple[str, str, RunSummary], tmp_path: Path, suffix: str
 ) -> None:
+    from inspect_ai.log import read_eval_log
+
     db, run_id, summary = run
     out = tmp_path / f"log{suffix}"
     result = CliRunner().invoke(app, ["export", run_id, "--format", "inspect", "--out", str(out), "--db", db])

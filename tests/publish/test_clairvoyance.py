@@ -4,11 +4,11 @@ conversation revealed could not have been played by an agent that saw only what 
 such a run when its agents declared no privilege: an oracle export relabelled as a team's agent
 is caught. Honest runs show none: every scripted policy that declares no privilege, on every
 castbench domain and τ pack, and an agent that learns every identifier from the conversation (the
-oracle on castbench's domains, whose ground truth looks everything up)."""
+oracle on castbench's domains, whose ground truth looks everything up). The committed runs are
+examined where they are verified (`test_verify.py::test_the_committed_results_verify`)."""
 
 from __future__ import annotations
 
-import gzip
 import json
 from dataclasses import dataclass
 from importlib.util import find_spec
@@ -161,22 +161,6 @@ def test_an_agent_that_learns_every_id_from_the_conversation_is_not_flagged(
     )
     assert writes > 0  # the check has writes to look at
     report = examine_run(result.outcome.run_id, [], trials, {domain: load_domain(domain)})
-    assert report.clairvoyant == [], report.describe()
-
-
-@pytest.mark.parametrize(
-    "path",
-    [
-        p
-        for p in sorted((REPO / "results").rglob("*.castbench.json.gz"))
-        if not json.loads(gzip.decompress(p.read_bytes()))["config"]["privileged"]
-    ],
-    ids=lambda p: f"{p.parent.name}/{p.name}",
-)
-def test_the_committed_unprivileged_exports_show_none(path: Path) -> None:
-    exported = read_export(path)
-    domains = {name: load_domain(name) for name in {r.domain for r in exported.trials}}
-    report = examine_run(exported.run_id, exported.config.privileged, exported.trials, domains)
     assert report.clairvoyant == [], report.describe()
 
 

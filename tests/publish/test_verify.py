@@ -124,7 +124,12 @@ def test_verify_a_stored_run_by_id(exports: Exports) -> None:
     "path", sorted((REPO / "results").rglob("*.castbench.json.gz")), ids=lambda p: p.name
 )
 def test_the_committed_results_verify(path: Path) -> None:
-    """Every committed run, verified as `leaderboard build` verifies it (its stored config hash too)."""
+    """Every committed run, verified as `leaderboard build` verifies it (its stored config hash too),
+    and examined for clairvoyance: a run whose agents declared no privilege shows no trial that
+    acted on what nobody told it."""
     exported = read_export(path)
     report = verify_run(exported.run_id, exported.config, exported.trials, exported.config_hash)
     assert report.ok, report.describe()
+    assert report.forensics is not None
+    if not exported.config.privileged:
+        assert report.forensics.clairvoyant == [], report.forensics.describe()

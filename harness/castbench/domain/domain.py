@@ -79,6 +79,7 @@ class Domain:
     τ²'s packs set `max_messages` and `max_tool_errors`), a run's limits when its options give
     none (`--max-steps` replaces them); empty: castbench's."""
     _tasks: dict[str, list[Task]] = field(default_factory=dict, init=False, repr=False)
+    _by_id: dict[str, Task] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
         if not _VERSION.match(self.version):
@@ -167,10 +168,14 @@ class Domain:
         return {}
 
     def task(self, task_id: str) -> Task:
-        for task in self.tasks():
-            if task.id == task_id:
-                return task
-        raise KeyError(f"domain {self.name} has no task '{task_id}'")
+        """One task by id. The index is read again from the task files only for an id it does not
+        hold (a split written since): the attribution looks up every trial's task."""
+        if task_id not in self._by_id:
+            self._by_id = {task.id: task for task in self.tasks()}
+        try:
+            return self._by_id[task_id]
+        except KeyError:
+            raise KeyError(f"domain {self.name} has no task '{task_id}'") from None
 
     def toolkit_for(self, actor: str) -> Toolkit:
         """The agent's tools, or the user's own-side tools (an empty toolkit if it has none)."""

@@ -131,18 +131,19 @@ def grade_trial(
     saw_tool_error: bool,
     finished: bool = True,
     mode: GradingMode = "castbench",
-    policy_breaks: Sequence[PolicyBreak] = (),
+    policy_breaks: Sequence[PolicyBreak] | None = (),
     conversation: Sequence[Event] = (),
     checks: TaskChecks | None = None,
 ) -> Grade:
     """`finished` is False when the agent crashed or ran out of steps: such a trial fails even if
     the state happens to be right (doing nothing is right for a refusal task). `mode` picks the
     rule for required outputs; `policy_breaks` are the executed actions the labeler found to break
-    the domain policy; `conversation` is the trial's events, which the earned-outcome check reads
-    when the task has an `earned` spec (in `tau` mode only when the task itself carries it: one
-    castbench derived for a τ pack is left out there, so that mode is τ-Bench's reward whole).
-    `checks` are the pack's own (`Domain.task_checks`): a failed one fails the trial as a wrong
-    state would, and a pack that grades the state by them alone waives the state comparison."""
+    the domain policy (None: the trial was not labelled, so it has no strict reward);
+    `conversation` is the trial's events, which the earned-outcome check reads when the task has
+    an `earned` spec (in `tau` mode only when the task itself carries it: one castbench derived
+    for a τ pack is left out there, so that mode is τ-Bench's reward whole). `checks` are the
+    pack's own (`Domain.task_checks`): a failed one fails the trial as a wrong state would, and a
+    pack that grades the state by them alone waives the state comparison."""
     checks = checks or TaskChecks()
     diff = state_diff(final, expected, task.grading)
     missing = missing_outputs(task.required_outputs, replies, mode)
@@ -172,7 +173,7 @@ def grade_trial(
         failure_category=None
         if passed
         else _category(final, expected, state_ok, outputs_ok, earned_ok, finished, saw_tool_error),
-        policy_breaks=list(policy_breaks),
-        strict_reward=1.0 if passed and not policy_breaks else 0.0,
+        policy_breaks=list(policy_breaks or ()),
+        strict_reward=None if policy_breaks is None else 1.0 if passed and not policy_breaks else 0.0,
         failed_checks=list(checks.failed),
     )

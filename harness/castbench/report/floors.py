@@ -72,7 +72,7 @@ def _floors(canonical: str) -> ReferenceFloors:
         agents = AgentSet(policy=resolve("policy", spec), user=user)
         successes: dict[tuple[str, str], int] = defaultdict(int)
         for job in jobs:
-            record = run_job(job, config, agents, expected)
+            record = run_job(job, config, agents, expected, labelled=False)  # plain pass^k alone
             successes[(job.domain.name, job.task.id)] += record.passed * (config.trials // repeats)
         counts = {key: (config.trials, c) for key, c in successes.items()}
         for name in config.domains:

@@ -145,8 +145,14 @@ class Episode:
         grading: GradingMode = "castbench",
         perturbations: Perturbations | None = None,
         plan: ExecutionPlan | None = None,
+        *,
+        labelled: bool = True,
     ) -> None:
-        """`plan`: the run's execution plan (by default one trial at a time, on this thread)."""
+        """`plan`: the run's execution plan (by default one trial at a time, on this thread).
+        `labelled`: the privileged labeler judges each proposed action (the critic's figures and
+        the strict reward read its labels); False for a trial whose plain reward is all that is
+        read, as a reference floor's (its record then has no labels and no strict reward)."""
+        self.labelled = labelled
         self.domain, self.task, self.agents = domain, task, agents
         self._perturber = perturbations.perturber(seed) if perturbations is not None else None
         """Faults and perturbations the harness injects; None (one check per call) when off."""
@@ -280,7 +286,7 @@ class Episode:
                 saw_tool_error=self.saw_tool_error,
                 finished=self.end_reason not in UNFINISHED_ENDS,
                 mode=self.grading,
-                policy_breaks=policy_breaks(self.steps),
+                policy_breaks=policy_breaks(self.steps) if self.labelled else None,
                 conversation=self.conversation,
                 checks=self.domain.task_checks(self.task, self.db, self.conversation),
             )
@@ -341,7 +347,7 @@ class Episode:
         self._step = step
         step.timing.policy_s += spent
         # the privileged truth judges the critic and, for the strict reward, the executed action
-        label = label_action(self.domain, self.task, action, self.db, step.history)
+        label = label_action(self.domain, self.task, action, self.db, step.history) if self.labelled else None
         proposal = Proposal(round=len(step.proposals), action=action, label=label, policy_s=spent)
         step.proposals.append(proposal)
         self.last_proposal = proposal

@@ -48,10 +48,12 @@ def run_trial(
     grading: GradingMode = "castbench",
     perturbations: Perturbations | None = None,
     plan: ExecutionPlan | None = None,
+    *,
+    labelled: bool = True,
 ) -> TrialRecord:
     """One trial, start to grade, as the run's execution `plan` says (by default one trial at a
     time, on this thread). `Cancelled` when `stop` is set while an agent is at work (the trial is
-    then dropped)."""
+    then dropped). `labelled`: as `Episode` takes it."""
     policy = agents.policy
     if policy is None:
         raise ValueError("run_trial needs a policy: drive an Episode to bring actions from outside")
@@ -74,6 +76,7 @@ def run_trial(
         grading,
         perturbations,
         plan,
+        labelled=labelled,
     )
     try:
         if transport.drives:

@@ -68,9 +68,11 @@ def run_job(
     time_limits: TimeLimits | None = None,
     stop: Halt | None = None,
     plan: ExecutionPlan | None = None,
+    *,
+    labelled: bool = True,
 ) -> TrialRecord:
     """One trial of the grid, once, under the run's limits, verification and traits, executed as
-    its `plan` says."""
+    its `plan` says (`labelled`: as `Episode` takes it)."""
     return run_trial(
         job.domain,
         job.task,
@@ -86,6 +88,7 @@ def run_job(
         grading=config.grading_mode,
         perturbations=config.perturbations if config.perturbations.active else None,
         plan=plan,
+        labelled=labelled,
     )
 
 

@@ -10,11 +10,15 @@ import pytest
 from rich.console import Console
 
 from castbench.agents.registry import resolve
-from castbench.api import evaluate
+from castbench.api import build_config, evaluate
 from castbench.conversation import ReplyAction
 from castbench.domain import load_domain
 from castbench.grading.outputs import missing_outputs
 from castbench.report import reliability_table
+from castbench.report.floors import FLOOR_POLICIES
+from castbench.runner.plan import plan_trials
+from castbench.runner.rollout import AgentSet
+from castbench.runner.work import ExpectedStates, run_job
 from castbench.store import ResultsStore
 
 DOMAINS = ["airline", "retail", "telecom", "telehealth"]
@@ -82,3 +86,26 @@ def test_look_up_then_refuse_passes_only_refusals_whose_reason_it_states(tmp_pat
             assert any(not missing_outputs([wording], replies) for wording in reason.any_of), task.id
     refusals = sum(task.outcome == "refuse" for task in tasks.values())
     assert len(passed) < refusals  # a status is not every refusal's reason
+
+
+def test_floor_trials_run_unlabelled_and_pass_as_labelled_ones_do() -> None:
+    """The floors read the plain reward alone, so their trials skip the labeler: each passes or
+    fails as the same trial with labels does, and its record says it has no labels and no strict
+    reward (never a strict figure the labeler did not judge)."""
+    user, expected = resolve("user", "scripted"), ExpectedStates()
+    passes = 0
+    for name in DOMAINS:
+        config, _ = build_config(domains=name, trials=1, seed=5)
+        refusals_first = sorted(plan_trials(config), key=lambda job: job.task.outcome == "change")
+        for spec in FLOOR_POLICIES.values():
+            agents = AgentSet(policy=resolve("policy", spec), user=user)
+            for job in refusals_first[:20]:
+                labelled = run_job(job, config, agents, expected)
+                bare = run_job(job, config, agents, expected, labelled=False)
+                assert bare.passed == labelled.passed, job.task.id
+                assert len(bare.steps) == len(labelled.steps), job.task.id
+                assert all(p.label is None for step in bare.steps for p in step.proposals)
+                assert bare.grade is not None and bare.grade.strict_reward is None
+                assert labelled.grade is not None and labelled.grade.strict_reward is not None
+                passes += bare.passed
+    assert passes > 0  # passing trials compared too, not failing ones alone

@@ -19,8 +19,10 @@ from __future__ import annotations
 
 import json
 import re
+from collections import deque
 from collections.abc import Iterator
 from datetime import datetime
+from functools import lru_cache
 from itertools import islice, product
 from typing import Any, ClassVar
 
@@ -200,16 +202,20 @@ def bare_id(content: str, tool: str) -> dict[str, str]:
     return {f"{word}_id": token for word in tool.split("_") if word not in ("find", "by", "id", "verify")}
 
 
-def records(content: str) -> Iterator[dict[str, Any]]:
-    """Every JSON object inside a tool result, outermost first."""
+@lru_cache(maxsize=4096)
+def records(content: str) -> tuple[dict[str, Any], ...]:
+    """Every JSON object inside a tool result, outermost first (not to be changed: cached, as
+    the look-up policies read every earlier result again at each step of a trial)."""
     try:
-        stack = [json.loads(content)]
+        queue = deque([json.loads(content)])
     except json.JSONDecodeError:
-        return
-    while stack:
-        value = stack.pop(0)
+        return ()
+    found = []
+    while queue:
+        value = queue.popleft()
         if isinstance(value, dict):
-            yield value
-            stack.extend(value.values())
+            found.append(value)
+            queue.extend(value.values())
         elif isinstance(value, list):
-            stack.extend(value)
+            queue.extend(value)
+    return tuple(found)
