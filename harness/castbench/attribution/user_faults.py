@@ -69,14 +69,12 @@ def _spans(text: str) -> frozenset[tuple[str, ...]]:
     return frozenset(tuple(words[i : i + _SPAN]) for i in range(len(words) - _SPAN + 1))
 
 
-@lru_cache(maxsize=65536)
-def _mentions(lowered: str, keywords: tuple[str, ...]) -> bool:
-    """Whether an agent's message (lowercased) names one of a fact's keywords (cached, like
-    `_states`)."""
+def _mentions(lowered: str, keywords: Sequence[str]) -> bool:
+    """Whether an agent's message (lowercased) names one of a fact's keywords."""
     return any(keyword.lower() in lowered for keyword in keywords)
 
 
-@lru_cache(maxsize=65536)
+@lru_cache(maxsize=16384)
 def _states(text: str, value: str) -> bool:
     """Whether `text` says `value`, as a required output is found. Cached: every rule asks it of
     every user turn for every fact, and a run's trials of one task repeat the same turns."""
@@ -107,14 +105,10 @@ def _leaks(task: Task, turns: Sequence[Turn]) -> list[UserFault]:
         text = _agent_text(event)
         if text is not None:
             lowered = text.lower()
-            asked |= {f.name for f in scenario.facts if _mentions(lowered, tuple(f.keywords))}
+            asked |= {f.name for f in scenario.facts if _mentions(lowered, f.keywords)}
         if not isinstance(event, UserTurn):
             continue
-        told = [
-            f.name
-            for f in scenario.facts
-            if f.name not in asked and _states(event.text, f.value)
-        ]
+        told = [f.name for f in scenario.facts if f.name not in asked and _states(event.text, f.value)]
         if told:
             faults.append(
                 UserFault(step=step, cause="leaked_goal", detail=f"stated {told} unasked", decisive=False)
@@ -126,7 +120,7 @@ def _leaks(task: Task, turns: Sequence[Turn]) -> list[UserFault]:
     return faults
 
 
-@lru_cache(maxsize=65536)
+@lru_cache(maxsize=16384)
 def _stated_value(fact_statement: str, value: str, text: str) -> str | None:
     """The value the user gave in the statement's own wording ("My email is ..."), if any
     (cached, like `_states`)."""
@@ -199,10 +193,7 @@ def _repeats(agent_text: str, earlier: Sequence[str], task: Task | None, stated:
     if task is None or asks_confirmation(agent_text):
         return False
     lowered = agent_text.lower()
-    return any(
-        _mentions(lowered, tuple(f.keywords)) and _states(stated, f.value)
-        for f in task.scenario.facts
-    )
+    return any(_mentions(lowered, f.keywords) and _states(stated, f.value) for f in task.scenario.facts)
 
 
 def _early_end(record: TrialRecord, task: Task | None, turns: Sequence[Turn]) -> UserFault | None:

@@ -202,10 +202,11 @@ def bare_id(content: str, tool: str) -> dict[str, str]:
     return {f"{word}_id": token for word in tool.split("_") if word not in ("find", "by", "id", "verify")}
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=1024)
 def records(content: str) -> tuple[dict[str, Any], ...]:
     """Every JSON object inside a tool result, outermost first (not to be changed: cached, as
-    the look-up policies read every earlier result again at each step of a trial)."""
+    the look-up policies read every earlier result of a trial again at each step; a few hundred
+    results of the trials running at once are what the cache must hold, and results can be large)."""
     try:
         queue = deque([json.loads(content)])
     except json.JSONDecodeError:
