@@ -56,12 +56,15 @@ from __future__ import annotations
 import ctypes
 import errno
 import os
+import platform
 import shutil
+import stat
 import struct
 import sys
 import sysconfig
 import tempfile
 import threading
+import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache, lru_cache
@@ -72,8 +75,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
+from castbench.agents import seccomp
 from castbench.agents.code import agent_code
-from castbench.agents.open_files import open_files
+from castbench.agents.open_files import SQLITE_HEADER, open_files
+from castbench.places import recorded_places, recorded_ports, state_dir
 
 __all__ = [
     "SWITCH",
@@ -193,7 +198,16 @@ def _probe_support() -> SandboxSupport:
         os.close(_create_ruleset(abi))
     except OSError as exc:
         return SandboxSupport(False, reason=f"a Landlock ruleset could not be created ({exc.strerror})")
-    return SandboxSupport(True, mechanism=f"landlock ABI {abi}", abi=abi)
+    if not seccomp.supported():
+        return SandboxSupport(
+            False, reason=f"castbench's socket filter has no numbers for {platform.machine()}"
+        )
+    return SandboxSupport(True, mechanism=f"landlock ABI {abi} + {SOCKET_FILTER}", abi=abi)
+
+
+SOCKET_FILTER = "seccomp: TCP only"
+"""How the mechanism names the socket filter (`castbench.agents.seccomp`): UDP, raw and unix
+sockets refused unless declared (UDP)."""
 
 
 @cache
@@ -214,7 +228,10 @@ class SandboxNeeds(BaseModel):
     - `sandbox_connect = (8000,)`: TCP ports it may connect to (on any host: Landlock filters
       ports, not addresses);
     - `sandbox_read = ("/models/qwen",)`: absolute paths it may read (carved like everything else:
-      domain packages, stores and exports stay out of reach).
+      domain packages, stores, exports, temporary folders and castbench's state stay out of reach);
+    - `sandbox_udp = (53,)`: UDP ports it sends to. The kernel filters UDP by port nowhere, so any
+      declared UDP port opens UDP to every port (the run is recorded unsandboxed for UDP); 53 also
+      grants `/etc/resolv.conf` (DNS). Without it, UDP sockets cannot be made at all.
 
     Recorded on the agent's `AgentSpec` (`sandbox_needs`) so the run's provenance can show it."""
 
@@ -223,6 +240,7 @@ class SandboxNeeds(BaseModel):
     env: tuple[str, ...] = ()
     connect: tuple[int, ...] = ()
     read: tuple[str, ...] = ()
+    udp: tuple[int, ...] = ()
 
     @field_validator("env")
     @classmethod
@@ -232,12 +250,12 @@ class SandboxNeeds(BaseModel):
                 raise ValueError(f"'{name}' is not an environment variable name")
         return tuple(sorted(set(value)))
 
-    @field_validator("connect")
+    @field_validator("connect", "udp")
     @classmethod
     def _ports(cls, value: tuple[int, ...]) -> tuple[int, ...]:
         for port in value:
             if not 0 < port < 65536:
-                raise ValueError(f"{port} is not a TCP port (1-65535)")
+                raise ValueError(f"{port} is not a port (1-65535)")
         return tuple(sorted(set(value)))
 
     @field_validator("read")
@@ -250,10 +268,65 @@ class SandboxNeeds(BaseModel):
 
     @property
     def empty(self) -> bool:
-        return not (self.env or self.connect or self.read)
+        return not (self.env or self.connect or self.read or self.udp)
+
+    @property
+    def opened(self) -> tuple[str, ...]:
+        """The resources this declaration leaves unsandboxed: `filesystem` (a read of `/`),
+        `tcp` (every port, or more than `WIDE_PORTS` of them), `udp` (any UDP port: the kernel
+        cannot narrow it)."""
+        found = []
+        if "/" in self.read:
+            found.append("filesystem")
+        if len(self.connect) > WIDE_PORTS:
+            found.append("tcp")
+        if self.udp:
+            found.append("udp")
+        return tuple(found)
+
+    def summary(self, most: int = 3) -> str:
+        """`env OPENAI_API_KEY, port 8000, read /models`, each kind cut to `most` items and a
+        count (`ports 1-65535 (65535)`): a provenance cell stays small whatever was declared."""
+        parts = _listed("env", [*self.env], most)
+        parts += _listed("port", _port_ranges(self.connect), most, len(self.connect))
+        parts += _listed("udp port", _port_ranges(self.udp), most, len(self.udp))
+        parts += _listed("read", [*self.read], most)
+        return ", ".join(parts)
 
 
-_DECLARATIONS = {"sandbox_env": "env", "sandbox_connect": "connect", "sandbox_read": "read"}
+WIDE_PORTS = 64
+"""More declared TCP ports than this count as the network opened (no model server needs them)."""
+
+
+def _port_ranges(ports: tuple[int, ...]) -> list[str]:
+    """`(1, 2, 3, 8000)` -> `["1-3", "8000"]`."""
+    ranges: list[list[int]] = []
+    for port in ports:
+        if ranges and port == ranges[-1][1] + 1:
+            ranges[-1][1] = port
+        else:
+            ranges.append([port, port])
+    return [str(a) if a == b else f"{a}-{b}" for a, b in ranges]
+
+
+def _listed(kind: str, items: list[str], most: int, count: int | None = None) -> list[str]:
+    if not items:
+        return []
+    count = len(items) if count is None else count
+    shown = [f"{kind} {item}" for item in items[:most]]
+    if len(items) > most:
+        shown.append(f"{len(items) - most} more {kind} entries ({count} in all)")
+    elif count > len(items):
+        shown[-1] += f" ({count} in all)"
+    return shown
+
+
+_DECLARATIONS = {
+    "sandbox_env": "env",
+    "sandbox_connect": "connect",
+    "sandbox_read": "read",
+    "sandbox_udp": "udp",
+}
 
 
 def declared_needs(target: Any, path: str) -> SandboxNeeds:
@@ -352,8 +425,15 @@ class Plan(BaseModel):
     grants: tuple[tuple[str, int], ...]
     connect: tuple[int, ...] = ()
     env: tuple[str, ...] = ()
+    udp: bool = False
+    """UDP sockets may be made (the agent declared a UDP port); else the seccomp filter refuses them."""
     kept_out: tuple[str, ...] = ()
     """What is out of reach even inside a granted folder (for reports and tests)."""
+    refused_ports: tuple[int, ...] = ()
+    """Declared TCP ports not granted: a results store's server listens there."""
+    narrowed: tuple[str, ...] = ()
+    """Declared reads not granted whole: folders too large to check for castbench results, or
+    holding some (what they hold of those stays out, the rest is granted)."""
 
 
 def _under(path: str, folder: str) -> bool:
@@ -391,8 +471,24 @@ class _Grants:
             self.grant(os.path.join(real, child), rights, beyond, below=True)
 
 
+_SYSTEM = ("/usr", "/lib", "/lib32", "/lib64", "/bin", "/sbin")
+
+_ETC = (
+    "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "ld.so.preload", "localtime", "timezone",
+    "locale.alias", "locale.conf", "default/locale", "nsswitch.conf", "host.conf", "hosts", "gai.conf",
+    "passwd", "group", "mime.types", "os-release", "lsb-release", "debian_version", "alternatives",
+    "ssl/certs", "ssl/openssl.cnf", "ca-certificates", "ca-certificates.conf", "pki/tls/certs",
+    "pki/ca-trust", "pki/tls/openssl.cnf", "python3", "fonts", "magic", "terminfo",
+)  # fmt: skip
+"""What Python, the C library, the locale, time zones and TLS read in `/etc`, granted file by file:
+the rest (`shadow`, `ssh`, `ssl/private`, credentials an operator keeps there) stays unreadable."""
+
+_DNS_ETC = ("resolv.conf",)
+"""Granted only to an agent that declares UDP port 53 (without them it resolves `/etc/hosts` names)."""
+
+
 def _system_paths() -> list[str]:
-    paths = ["/usr", "/lib", "/lib32", "/lib64", "/bin", "/sbin", "/etc"]
+    paths = list(_SYSTEM)
     paths += [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix]
     paths += [os.path.dirname(os.path.realpath(sys.executable))]
     for scheme_path in ("stdlib", "platstdlib", "purelib", "platlib"):
@@ -400,17 +496,45 @@ def _system_paths() -> list[str]:
     return paths
 
 
+def _temporary_folders() -> set[str]:
+    """Where runs keep their stores and exports for a while (tests' `tmp_path`, castbench's
+    scratch folders, `mktemp -d` results): never reachable through a declared read."""
+    folders = {tempfile.gettempdir(), "/tmp", "/var/tmp", "/dev/shm", "/run", "/var/run"}
+    return {os.path.realpath(folder) for folder in folders if os.path.isdir(folder)}
+
+
+_NOT_DECLARABLE = ("/proc", "/dev", "/etc")
+"""Never granted by a declared read: castbench's process, devices, `/etc` (granted file by file)."""
+
+
+def _recorded() -> frozenset[str]:
+    """Every store and export castbench recorded on this machine, with a SQLite store's journals,
+    and the state folder holding that record and the stores' digests."""
+    places = {str(state_dir())}
+    for path in recorded_places():
+        places.add(path)
+        places.update(path + suffix for suffix in ("-wal", "-shm", "-journal"))
+    return frozenset(places)
+
+
 def plan(target: str, needs: SandboxNeeds | None = None) -> Plan:
     """The rules for the workers of the agent `target` (`module:attribute`), as it declares
     `needs` (none: the strictest sandbox, under which the agent is first imported). Worked out
-    again only when what it depends on changed (a store opened since, another `sys.path`)."""
+    again only when what it depends on changed (a store opened or recorded since, another
+    `sys.path`). `SandboxError` when the agent's own package holds castbench results."""
     with _KEPT_OUT_LOCK:
-        kept_out = frozenset(_KEPT_OUT) | _open_stores()
-    return _plan(target, needs or SandboxNeeds(), kept_out, tuple(sys.path))
+        kept_out = frozenset(_KEPT_OUT) | _open_stores() | _recorded()
+    return _plan(target, needs or SandboxNeeds(), kept_out, recorded_ports(), tuple(sys.path))
 
 
 @lru_cache(maxsize=64)
-def _plan(target: str, needs: SandboxNeeds, kept_out: frozenset[str], sys_path: tuple[str, ...]) -> Plan:
+def _plan(
+    target: str,
+    needs: SandboxNeeds,
+    kept_out: frozenset[str],
+    store_ports: frozenset[int],
+    sys_path: tuple[str, ...],
+) -> Plan:
     abi = support().abi
     packages = {path for name in protected_packages() for path in _package_paths(name)}
     checkout = _checkout()
@@ -418,16 +542,20 @@ def _plan(target: str, needs: SandboxNeeds, kept_out: frozenset[str], sys_path: 
     grants = _Grants(packages | stores)
     for path in [*_system_paths(), _harness()]:
         grants.grant(path, READ, beyond=packages)
+    for name in (*_ETC, *(_DNS_ETC if 53 in needs.udp else ())):
+        grants.grant(os.path.join("/etc", name), READ, beyond=packages)
+    grants.add("/etc", LIST)
     agent = _package_paths(target.partition(":")[0].partition(".")[0])
     agent += [os.path.realpath(unit) for unit in agent_code(target.partition(":")[0], "agent").units[1:]]
     for path in agent:  # its package, and the modules beside it that its code imports
+        _refuse_results_inside(path, target)
         grants.grant(path, READ, beyond=packages)
         folder = os.path.dirname(path)  # its listing (names only), even in a folder kept out
         if not any(_under(folder, package) for package in packages):
             grants.add(folder, LIST)
-    declared = _Grants(packages | stores | {"/proc"})
+    declared = _Declared(packages | stores | _temporary_folders() | set(_NOT_DECLARABLE))
     for path in needs.read:
-        declared.grant(path, READ, beyond=declared.forbidden)  # nothing forbidden, nor inside it
+        declared.grant(os.path.realpath(path))
     for path, rights in declared.rights.items():
         grants.add(path, rights)
     grants.add("/dev/null", READ_FILE | WRITE_FILE | TRUNCATE)
@@ -436,10 +564,156 @@ def _plan(target: str, needs: SandboxNeeds, kept_out: frozenset[str], sys_path: 
     return Plan(
         abi=abi,
         grants=_without_repeats(grants.rights),
-        connect=needs.connect,
+        connect=tuple(port for port in needs.connect if port not in store_ports),
         env=needs.env,
+        udp=bool(needs.udp),
         kept_out=tuple(sorted(packages | stores)),
+        refused_ports=tuple(port for port in needs.connect if port in store_ports),
+        narrowed=tuple(sorted(declared.narrowed)),
     )
+
+
+def _refuse_results_inside(path: str, target: str) -> None:
+    """The agent's package folder (or a module of it) must hold no castbench results: the folder
+    is granted whole, so a package that is an exports folder (a namespace package called
+    `results`) would read them. Checked by content, whatever the folder is called."""
+    found, _ = results_inside(path, SCAN_LIMIT)
+    if found is None:
+        raise SandboxError(
+            f"the agent '{target}': its package {path} holds more than {SCAN_LIMIT} entries, too many "
+            "to check for castbench results; give the agent a package of its own"
+        )
+    if found:
+        raise SandboxError(
+            f"the agent '{target}': its package {path} holds castbench results ({found[0]}"
+            f"{f' and {len(found) - 1} more' if len(found) > 1 else ''}); castbench does not grant "
+            "it: move the agent's code to a folder of its own"
+        )
+
+
+SCAN_LIMIT = 20_000
+"""The most entries castbench reads below one agent package or one declared read when it looks
+for results there (a few milliseconds per thousand; the plan is worked out once per pool)."""
+
+
+class _Declared:
+    """The grants of declared reads: each folder whose every entry was checked and holds no
+    castbench results is granted whole; one that holds some is listed (names only) and its other
+    children granted; one too large to check, or forbidden, is not granted."""
+
+    def __init__(self, forbidden: set[str]) -> None:
+        self.forbidden = forbidden
+        self.rights: dict[str, int] = {}
+        self.narrowed: set[str] = set()
+        self.budget = SCAN_LIMIT
+
+    def _blocked(self, path: str) -> bool:
+        return any(_under(path, folder) for folder in self.forbidden) or os.path.basename(path) == "results"
+
+    def grant(self, path: str) -> None:
+        if not os.path.exists(path) or self._blocked(path):
+            self.narrowed.add(path)
+            return
+        if self._clean(path):
+            self.rights[path] = READ if os.path.isdir(path) else READ & _FILE_RIGHTS
+            return
+        self.narrowed.add(path)
+        self._partial(path)
+
+    def _clean(self, path: str) -> bool:
+        """Whether `path` and all below it were checked and hold no results (nothing forbidden
+        inside). Spends the budget; a folder past it is not clean."""
+        if self._blocked(path):
+            return False
+        if any(_under(folder, path) for folder in self.forbidden):
+            return False
+        if any(_under(path, system) for system in _SYSTEM) or _under(path, "/sys"):
+            return True  # system files (granted already) and the kernel's own: no results there
+        found, seen = results_inside(path, self.budget)
+        self.budget = max(0, self.budget - seen)
+        return found == []
+
+    def _partial(self, folder: str) -> None:
+        if not os.path.isdir(folder) or os.path.islink(folder) or self._blocked(folder):
+            return
+        self.rights[folder] = self.rights.get(folder, 0) | READ_DIR
+        try:
+            children = sorted(os.listdir(folder))
+        except OSError:
+            return
+        for child in children:
+            path = os.path.join(folder, child)
+            if os.path.islink(path):
+                continue  # Landlock checks where a link leads, not the link: nothing to grant
+            if self._clean(path):
+                self.rights[path] = READ if os.path.isdir(path) else READ & _FILE_RIGHTS
+            elif self.budget > 0:
+                self._partial(path)
+
+
+def results_inside(path: str, limit: int) -> tuple[list[str] | None, int]:
+    """The castbench stores and exports at or below `path`, recognised by their content (a
+    SQLite file holding castbench's `run` and `trial` tables, a gzip file of castbench's export
+    format), whatever they are called (None when more than `limit` entries lie below), and how
+    many entries were looked at."""
+    found: list[str] = []
+    seen = 0
+    stack = [path]
+    opened = _open_sqlite()
+    while stack:
+        current = stack.pop()
+        seen += 1
+        if seen > limit:
+            return None, seen
+        try:
+            if os.path.islink(current):
+                continue
+            if os.path.isdir(current):
+                with os.scandir(current) as entries:
+                    stack.extend(entry.path for entry in entries)
+            elif is_results_file(current, opened):
+                found.append(current)
+        except OSError:
+            continue
+    return found, seen
+
+
+_GZIP = b"\x1f\x8b"
+
+
+def is_results_file(path: str, opened: dict[tuple[int, int], bool] | None = None) -> bool:
+    """A castbench results store or export, by its content. Opens nothing castbench has open
+    (`opened`: their identities, and whether each is a SQLite file): closing a descriptor of a
+    live store would drop its SQLite locks (`castbench.agents.open_files`)."""
+    opened = _open_sqlite() if opened is None else opened
+    try:
+        status = os.stat(path)
+        if not stat.S_ISREG(status.st_mode) or status.st_size < 2:
+            return False
+        identity = (status.st_dev, status.st_ino)
+        if identity in opened:
+            return opened[identity]
+        with open(path, "rb") as handle:
+            head = handle.read(len(SQLITE_HEADER))
+            if head.startswith(SQLITE_HEADER):
+                schema = head + handle.read(_SCHEMA_BYTES)
+                return b"TABLE trial" in schema and b"TABLE run" in schema
+            if head.startswith(_GZIP):
+                handle.seek(0)
+                text = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(handle.read(4096), 256)
+                return b'"format":"castbench-run"' in text.replace(b" ", b"")
+    except (OSError, zlib.error):
+        return False
+    return False
+
+
+_SCHEMA_BYTES = 1 << 16
+"""Where a SQLite file's schema (its first pages) lies: castbench's tables are named there."""
+
+
+def _open_sqlite() -> dict[tuple[int, int], bool]:
+    """The files castbench's process has open, and whether each is a SQLite database."""
+    return {file.identity: file.sqlite for file in open_files()}
 
 
 def _without_repeats(rights: dict[str, int]) -> tuple[tuple[str, int], ...]:
@@ -535,6 +809,7 @@ def enter(sandbox_plan: Plan, scratch_dir: str) -> None:
             if _libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
                 raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
             _syscall(_RESTRICT_SELF, ctypes.c_int(ruleset), ctypes.c_uint32(0))
+            seccomp.install(_libc, sandbox_plan.udp)
         finally:
             os.close(ruleset)
     except OSError as exc:

@@ -144,7 +144,8 @@ def verify_command(
     except ArchiveError as exc:
         console.print(f"[bold red]error:[/] {exc}")
         raise typer.Exit(2) from exc
-    report = verify_run(exported.run_id, exported.config, exported.trials, exported.config_hash)
+    digests = None if store is None else store.check_digests(exported.run_id)
+    report = verify_run(exported.run_id, exported.config, exported.trials, exported.config_hash, digests)
     if not report.verified:
         console.print(f"[bold red]verification failed:[/] {escape(report.describe())}")
         raise typer.Exit(1)

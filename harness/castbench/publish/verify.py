@@ -17,10 +17,13 @@ before it reaches a store or a board. Checked:
 - the privilege markers: a built-in agent known to read the ground truth (`oracle`, the
   simulated critics) must be marked privileged. An import path's claim cannot be proven here;
 - clairvoyance (`publish/forensics.py`): a run whose agents declared no privilege may not have
-  passing trials whose writes use identifiers the conversation never revealed.
+  passing trials whose writes use identifiers the conversation never revealed;
+- for a run read from a store, each record against the digest castbench kept outside the store
+  when it stored it (`castbench.store.digests`): a record overwritten in the store since (another
+  run's passing trial of the same task, which replays as stored) is a problem of the run.
 
-The first four are mismatches (`verify` exits 1); clairvoyance is a refusal of its own (exit 2,
-naming the trials; `import --force` imports such a run marked as clairvoyant).
+The first four and the digests are mismatches (`verify` exits 1); clairvoyance is a refusal of
+its own (exit 2, naming the trials; `import --force` imports such a run marked as clairvoyant).
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from castbench.records.config import RunConfig
 from castbench.records.provenance import placement_problems
 from castbench.records.trial import TrialRecord
 from castbench.runner.replay import replay_trial
+from castbench.store.digests import DigestCheck
 
 __all__ = ["TrialMismatch", "VerifyReport", "verify_run"]
 
@@ -181,11 +185,16 @@ def _hash_problems(config: RunConfig, config_hash: str | None) -> list[str]:
 
 
 def verify_run(
-    run_id: str, config: RunConfig, trials: list[TrialRecord], config_hash: str | None = None
+    run_id: str,
+    config: RunConfig,
+    trials: list[TrialRecord],
+    config_hash: str | None = None,
+    digests: DigestCheck | None = None,
 ) -> VerifyReport:
     """Re-execute and re-grade every trial of a run, re-derive its labels, check its config
     against `config_hash` (the hash stored with it), its privilege markers and its recorded
-    placements, and examine its passing trials for clairvoyance."""
+    placements, its stored records against `digests` (what castbench kept when it stored them),
+    and examine its passing trials for clairvoyance."""
     domains = _Domains()
     mismatches = [
         TrialMismatch(domain=r.domain, task_id=r.task_id, trial_index=r.trial_index, problems=problems)
@@ -199,10 +208,32 @@ def verify_run(
         mismatches=mismatches,
         run_problems=_hash_problems(config, config_hash)
         + _privilege_problems(config)
-        + [f"provenance: {problem}" for problem in placement_problems(config)],
+        + [f"provenance: {problem}" for problem in placement_problems(config)]
+        + _digest_problems(digests),
         forensics=examine_run(run_id, config.privileged, trials, installed),
-        notes=_unchecked_labels(config, trials),
+        notes=_unchecked_labels(config, trials) + _digest_notes(digests),
     )
+
+
+def _digest_problems(digests: DigestCheck | None) -> list[str]:
+    if digests is None or not digests.changed:
+        return []
+    shown = "; ".join(digests.changed[:_SHOWN]) + (
+        f"; and {len(digests.changed) - _SHOWN} more" if len(digests.changed) > _SHOWN else ""
+    )
+    return [
+        f"{len(digests.changed)} stored record(s) differ from the digest castbench kept when it stored "
+        f"them (changed in the store since): {shown}"
+    ]
+
+
+def _digest_notes(digests: DigestCheck | None) -> list[str]:
+    if digests is None or not digests.unknown:
+        return []
+    return [
+        f"{digests.unknown} stored record(s) have no digest on this machine (stored by another machine, "
+        "or before castbench kept digests): not checked against one"
+    ]
 
 
 def _unchecked_labels(config: RunConfig, trials: list[TrialRecord]) -> list[str]:

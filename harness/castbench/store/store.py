@@ -18,15 +18,17 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import event, func, inspect, text
-from sqlalchemy.engine import Engine
-from sqlalchemy.exc import IntegrityError, SQLAlchemyError
+from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.exc import ArgumentError, IntegrityError, SQLAlchemyError
 from sqlmodel import Session, SQLModel, col, create_engine, select
 
 from castbench.defaults import DEFAULT_DB
+from castbench.places import record_place, record_port
 from castbench.records.config import RUN_CONFIG, RunConfig, read_config
 from castbench.records.trial import TRIAL_RECORD, TrialRecord
 from castbench.store.access import read_only_engine, readable_schema_problem, sqlite_file
 from castbench.store.connect import db_url, plain_db_errors
+from castbench.store.digests import DigestCheck, check_digests, record_digest
 from castbench.store.tables import CacheRow, RunLease, RunRow, TrialRow
 
 __all__ = ["DEFAULT_DB", "HEARTBEAT_S", "ResultsStore", "StoreError", "TrialKey", "last_written"]
@@ -157,6 +159,7 @@ class ResultsStore:
         self.writable = True
         """False for a SQLite file opened read-only: derived figures are not kept (`cache`)."""
         file = sqlite_file(url)
+        _remember(url)
         if file is not None:
             missing = file.missing()
             if read_only and missing is not None:
@@ -184,6 +187,7 @@ class ResultsStore:
             else:
                 SQLModel.metadata.create_all(self.engine)
             _add_missing_columns(self.engine)
+        _remember(url)  # a SQLite file exists now
 
     # -- runs ------------------------------------------------------------------------------
     def open_run(self, config: RunConfig, meta: dict[str, Any], fresh: bool = False) -> tuple[str, bool]:
@@ -336,6 +340,7 @@ class ResultsStore:
             with self.engine.begin() as connection:
                 inserted = connection.execute(_INSERT_OR_SKIP, values).rowcount
             if inserted:
+                self._digest(values)
                 return True
         with Session(self.engine) as session:
             existing = session.exec(
@@ -352,9 +357,32 @@ class ResultsStore:
                 record = record.model_copy(update={"attempts": record.attempts + _attempts(existing)})
                 session.delete(existing)
                 session.flush()
-            session.add(TrialRow(**_columns(run_id, record)))
+            values = _columns(run_id, record)
+            session.add(TrialRow(**values))
             session.commit()
+        self._digest(values)
         return True
+
+    def _digest(self, values: dict[str, Any]) -> None:
+        record_digest(
+            self.url,
+            values["run_id"],
+            values["domain"],
+            values["task_id"],
+            values["trial_index"],
+            values["record_json"],
+        )
+
+    def check_digests(self, run_id: str) -> DigestCheck:
+        """Each stored record of `run_id` against the digest castbench kept outside the store
+        when it stored it (`castbench.store.digests`)."""
+        with Session(self.engine) as session:
+            rows = session.exec(
+                select(TrialRow.domain, TrialRow.task_id, TrialRow.trial_index, TrialRow.record_json).where(
+                    TrialRow.run_id == run_id
+                )
+            ).all()
+        return check_digests(self.url, run_id, [(d, t, int(i), j) for d, t, i, j in rows])
 
     def trials(self, run_id: str, domains: Iterable[str] | None = None) -> list[TrialRecord]:
         """The run's trial records in the current shape (`RecordVersionError` for one written by a
@@ -379,6 +407,26 @@ class ResultsStore:
     def count_trials(self, run_id: str) -> int:
         with Session(self.engine) as session:
             return len(session.exec(select(TrialRow.id).where(TrialRow.run_id == run_id)).all())
+
+
+def _remember(url: str) -> None:
+    """Record where results are kept (`castbench.places`): a SQLite file, a server's TCP port.
+    No agent's sandbox reaches a recorded place, whatever it declares."""
+    file = sqlite_file(url)
+    if file is not None:
+        if file.path.exists():
+            record_place(file.path)
+        return
+    if url.startswith("sqlite"):
+        return  # in memory
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        return
+    defaults = {"postgresql": 5432, "mysql": 3306}
+    port = parsed.port or defaults.get(parsed.get_backend_name())
+    if port is not None:  # (its unix sockets: the socket filter refuses every AF_UNIX socket)
+        record_port(port)
 
 
 def last_written(row: RunRow) -> datetime:
