@@ -9,6 +9,9 @@
     rank_by = "pass^4"                # default: the last metric
     allow_privileged = true           # rows whose policy or critic read the ground truth
     allow_unsandboxed = false         # rows whose import-path agents ran without the OS sandbox
+    allowed_reads = ["/models"]       # what a sandboxed agent may declare: paths (and below),
+    allowed_ports = [8000]            #   TCP and UDP ports,
+    allowed_env = ["OPENAI_API_KEY"]  #   environment variables (default: none of each)
     require_rerun = false             # only rows this build re-created itself (`--rerun`)
     entries = [
       { name = "oracle", policy = "oracle", note = "replays the ground truth" },
@@ -30,6 +33,11 @@ model). Options:
   OS sandbox (or before castbench had one) are refused unless the board opts in. castbench's
   built-in agents are its own code, not unsandboxed agents; `--in-process` runs are always refused.
 - `allow_privileged` (default false): rows whose policy or critic read the ground truth (marked †).
+- `allowed_reads`, `allowed_ports`, `allowed_env` (default empty): what a sandboxed agent may
+  have declared (`sandbox_read`, `sandbox_connect`/`sandbox_udp`, `sandbox_env`); a row declaring
+  anything else is refused naming it. A declaration that opens a resource whole (a read of `/`,
+  more than 64 TCP ports, any UDP port) makes the row unsandboxed for it: refused unless
+  `allow_unsandboxed`, whatever the lists say. Every declaration shows in the row's cell.
 
 Reliability profile (`castbench.publish.profile`, docs/profile.md). `profile = { tool_faults = 0.2 }`
 (also `fault_kinds`, `user`, `env` kinds and `seed`; by default every kind) adds profile columns:
@@ -160,6 +168,12 @@ class BoardSpec(_Strict):
     allow_privileged: bool = False
     allow_unsandboxed: bool = False
     """Rank runs whose import-path agents ran in worker processes without the OS sandbox."""
+    allowed_reads: list[str] = Field(default_factory=list)
+    """Paths a sandboxed agent may declare it reads (each path and what lies below it)."""
+    allowed_ports: list[int] = Field(default_factory=list)
+    """TCP and UDP ports a sandboxed agent may declare (a model server's)."""
+    allowed_env: list[str] = Field(default_factory=list)
+    """Environment variables a sandboxed agent may declare (an API key)."""
     require_rerun: bool = False
     """Rank only runs this build re-created from their entries' recipes (`--rerun`)."""
     user: str | None = None

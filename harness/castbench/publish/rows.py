@@ -7,10 +7,12 @@ the same board whatever seed each run used.
 
 from __future__ import annotations
 
+import os
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from castbench.agents.registry import Role
 from castbench.compare.comparability import comparability_number
 from castbench.compare.metric import parse_metric
 from castbench.metrics import TaskOutcome, summarize_counts
@@ -144,10 +146,41 @@ def _provenance_problems(spec: BoardSpec, config: RunConfig) -> list[str]:
             f"ran import-path agents in worker processes without the OS sandbox ({reasons}); "
             "the board allows none (allow_unsandboxed = true to rank them)"
         )
+    problems += _declaration_problems(spec, agents)
     unlisted = [role for role, found in agents.items() if found.privileged and role not in config.privileged]
     if unlisted and not spec.allow_privileged:
         problems.append(f"privileged {', '.join(unlisted)} (read the ground truth); the board allows none")
     return problems
+
+
+def _declaration_problems(spec: BoardSpec, agents: dict[Role, AgentPlacement]) -> list[str]:
+    """What sandboxed agents declared beyond the board's allow-lists, and declarations that
+    opened a resource whole (unless the board allows unsandboxed rows)."""
+    problems: list[str] = []
+    for role, placement in agents.items():
+        needs = placement.needs
+        if placement.where != "sandboxed" or needs is None:
+            continue
+        outside = [f"read {path}" for path in needs.read if not _allowed_path(path, spec.allowed_reads)]
+        outside += [f"port {port}" for port in needs.connect if port not in spec.allowed_ports]
+        outside += [f"udp port {port}" for port in needs.udp if port not in spec.allowed_ports]
+        outside += [f"env {name}" for name in needs.env if name not in spec.allowed_env]
+        if outside:
+            shown = ", ".join(outside[:3]) + (f" and {len(outside) - 3} more" if len(outside) > 3 else "")
+            problems.append(
+                f"the {role} declared {shown}: outside the board's allowed_reads, allowed_ports, allowed_env"
+            )
+        if placement.unsandboxed_for and not spec.allow_unsandboxed:
+            problems.append(
+                f"the {role}'s declarations leave it unsandboxed for {', '.join(placement.unsandboxed_for)}; "
+                "the board allows none (allow_unsandboxed = true to rank it)"
+            )
+    return problems
+
+
+def _allowed_path(path: str, allowed: list[str]) -> bool:
+    real = os.path.normpath(path)
+    return any(real == folder.rstrip("/") or real.startswith(folder.rstrip("/") + "/") for folder in allowed)
 
 
 def _entry_mismatch(entry: Entry, exported: ExportedRun) -> list[str]:

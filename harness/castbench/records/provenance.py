@@ -25,6 +25,7 @@ what `verify` and boards can check without running the agent.
 
 from __future__ import annotations
 
+import socket
 from importlib.util import find_spec
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -32,6 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from castbench.agents.registry import AgentSpec, Role, builtin_agents
 from castbench.agents.sandbox import SandboxNeeds
+from castbench.errors import FatalInfrastructureError
 from castbench.records.execution import ExecutionPlan
 
 if TYPE_CHECKING:
@@ -47,6 +49,7 @@ __all__ = [
     "placement_of",
     "placement_problems",
     "provenance",
+    "require_recorded_sandbox",
     "run_execution",
     "run_origin",
     "sandbox_state",
@@ -105,13 +108,19 @@ class AgentPlacement(BaseModel):
         return text + (", privileged: read the ground truth" if self.privileged else "")
 
     def _needs(self) -> str:
-        """`; declared env OPENAI_API_KEY, port 8000, read /models`: what its sandbox lets through."""
+        """`; declared env OPENAI_API_KEY, port 8000, read /models`: what its sandbox lets through
+        (a few of each kind and a count: the cell stays small), then what that leaves unsandboxed."""
         if self.needs is None or self.needs.empty:
             return ""
-        found = [f"env {name}" for name in self.needs.env]
-        found += [f"port {port}" for port in self.needs.connect]
-        found += [f"read {path}" for path in self.needs.read]
-        return "; declared " + ", ".join(found)
+        opened = f"; unsandboxed for {', '.join(self.needs.opened)}" if self.needs.opened else ""
+        return "; declared " + self.needs.summary() + opened
+
+    @property
+    def unsandboxed_for(self) -> tuple[str, ...]:
+        """The resources a sandboxed agent's declaration opened (`filesystem`, `tcp`, `udp`)."""
+        if self.where != "sandboxed" or self.needs is None:
+            return ()
+        return self.needs.opened
 
     def _as(self) -> str:
         """` (as 'tau')` for a model-backed built-in or a chat-completions URL."""
@@ -339,6 +348,28 @@ def run_execution(meta: dict[str, Any]) -> ExecutionPlan | None:
         return ExecutionPlan.model_validate(meta["execution"])
     except (KeyError, ValidationError):
         return None
+
+
+def require_recorded_sandbox(config: RunConfig) -> None:
+    """Refuse to run a trial in this process (a Ray worker, a helper on another node) unless the
+    workers it starts get the sandbox the run recorded: a node without Landlock, or with
+    `CASTBENCH_SANDBOX=off`, must not run an agent the run says was sandboxed (the driver's
+    state is not the node's). `FatalInfrastructureError` naming the node's reason."""
+    here = sandbox_state()
+    for role, placement in config.placement.items():
+        if placement.where != "sandboxed":
+            continue
+        if not here.available:
+            raise FatalInfrastructureError(
+                f"this worker ({socket.gethostname()}) cannot sandbox the {role} '{placement.agent}' "
+                f"({here.reason}), which the run records as sandboxed ({placement.detail}): it refuses "
+                "to run it; give every node the sandbox, or run with CASTBENCH_SANDBOX=off everywhere"
+            )
+        if here.mechanism != placement.detail:
+            raise FatalInfrastructureError(
+                f"this worker ({socket.gethostname()}) sandboxes with {here.mechanism}, the run records "
+                f"{placement.detail} for the {role} '{placement.agent}': every node must offer the same"
+            )
 
 
 def provenance(config: RunConfig, meta: dict[str, Any]) -> Provenance:

@@ -25,6 +25,14 @@ def provenance_lines(provenance: Provenance) -> list[str]:
             f"[bold yellow]{role} in castbench's process (--in-process):[/] it could read the ground "
             "truth; boards refuse the run"
         )
+    for role, placement in provenance.agents.items():
+        if placement.where == "sandboxed" and placement.needs is not None and not placement.needs.empty:
+            opened = placement.unsandboxed_for
+            lines.append(
+                f"[bold yellow]{role} declared needs:[/] {escape(placement.needs.summary())} "
+                "(let through its sandbox; boards refuse what their allow-lists do not name)"
+                + (f"; recorded as unsandboxed for {', '.join(opened)}" if opened else "")
+            )
     unsandboxed = provenance.unsandboxed
     if unsandboxed:
         reasons = sorted({provenance.agents[role].detail for role in unsandboxed})
