@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import sys
 import threading
+import uuid
 from collections.abc import Iterator
 from importlib.util import find_spec
 from pathlib import Path
@@ -234,6 +236,15 @@ def _first_reply(policy: str, domain: str = "retail") -> str:
     return replies[0]
 
 
+@pytest.fixture
+def model_folder() -> Iterator[Path]:
+    """A folder outside the temporary folders (declared reads never reach those), as a model's."""
+    folder = Path.home() / ".cache" / f"castbench-test-models-{uuid.uuid4().hex[:12]}"
+    folder.mkdir(parents=True)
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
 def _package_file(name: str, *parts: str) -> str:
     spec = find_spec(name)
     assert spec is not None and spec.submodule_search_locations
@@ -398,8 +409,9 @@ def test_the_plan_carves_protected_packages_out_of_site_packages() -> None:
     assert json.loads(plan.model_dump_json())["abi"] == sandbox.support().abi
 
 
-def test_a_store_inside_the_agents_own_package_is_carved_out(tmp_path: Path, listener: _Listener) -> None:
-    """Everything castbench has open stays out of reach, even inside a folder the agent may read."""
+def test_an_agent_package_holding_a_store_is_refused(tmp_path: Path, listener: _Listener) -> None:
+    """An agent's package is granted whole, so one that holds a results store (here the run's
+    own, open in castbench) is not granted at all: the agent is refused, naming the store."""
     from castbench.store import ResultsStore
 
     package = tmp_path / "teampkg"
@@ -411,12 +423,10 @@ def test_a_store_inside_the_agents_own_package_is_carved_out(tmp_path: Path, lis
     opened.runs()  # its connection stays open, as during an eval
     sys.path.insert(0, str(tmp_path))
     try:
-        own = _first_reply(f"teampkg.agents:Probe?route=read&arg={package / 'agents.py'}")
-        store = _first_reply(f"teampkg.agents:Probe?route=read&arg={db}")
+        with pytest.raises(sandbox.AgentPackageError, match="holds castbench results"):
+            resolve("policy", f"teampkg.agents:Probe?route=read&arg={db}")
     finally:
         sys.path.remove(str(tmp_path))
-    assert own.startswith("GOT") and "Agents that try" in own
-    assert store.startswith("DENIED"), store
 
 
 def test_planning_a_worker_keeps_the_locks_the_store_holds(tmp_path: Path) -> None:
@@ -446,8 +456,8 @@ def test_planning_a_worker_keeps_the_locks_the_store_holds(tmp_path: Path) -> No
     assert other.returncode != 0 and "database is locked" in other.stderr, other.stderr
 
 
-def test_a_declared_read_reaches_files_but_never_what_is_kept_out(agents: str, tmp_path: Path) -> None:
-    data = tmp_path / "weights.bin"
+def test_a_declared_read_reaches_files_but_never_what_is_kept_out(agents: str, model_folder: Path) -> None:
+    data = model_folder / "weights.bin"
     data.write_bytes(b"model weights")
     assert resolve("policy", f"{agents}:Greedy").sandbox_needs.read == ("/",)
     assert _first_reply(f"{agents}:Greedy?route=read&arg={data}") == "GOT b'model weights'"

@@ -82,6 +82,7 @@ from castbench.places import recorded_places, recorded_ports, state_dir
 
 __all__ = [
     "SWITCH",
+    "AgentPackageError",
     "Plan",
     "SandboxError",
     "SandboxNeeds",
@@ -92,6 +93,8 @@ __all__ = [
     "keep_out",
     "plan",
     "protected_packages",
+    "results_inside",
+    "is_results_file",
     "remove_scratch",
     "scratch",
     "support",
@@ -132,6 +135,11 @@ def _fs_rights(abi: int) -> int:
 
 class SandboxError(RuntimeError):
     """The sandbox could not be set up (the worker must not run the agent unsandboxed)."""
+
+
+class AgentPackageError(SandboxError, ValueError):
+    """The agent's own package cannot be granted (it holds castbench results): the agent, as
+    given, cannot run; a bad `--policy`/`--critic` value like any other."""
 
 
 @dataclass(frozen=True)
@@ -579,12 +587,12 @@ def _refuse_results_inside(path: str, target: str) -> None:
     `results`) would read them. Checked by content, whatever the folder is called."""
     found, _ = results_inside(path, SCAN_LIMIT)
     if found is None:
-        raise SandboxError(
+        raise AgentPackageError(
             f"the agent '{target}': its package {path} holds more than {SCAN_LIMIT} entries, too many "
             "to check for castbench results; give the agent a package of its own"
         )
     if found:
-        raise SandboxError(
+        raise AgentPackageError(
             f"the agent '{target}': its package {path} holds castbench results ({found[0]}"
             f"{f' and {len(found) - 1} more' if len(found) > 1 else ''}); castbench does not grant "
             "it: move the agent's code to a folder of its own"
