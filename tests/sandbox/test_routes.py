@@ -7,7 +7,6 @@ other runs' passing trials stays at the `scripted:lookup-refuse` floor. With
 
 from __future__ import annotations
 
-import os
 import shutil
 import socket
 import sqlite3

@@ -515,10 +515,21 @@ _NOT_DECLARABLE = ("/proc", "/dev", "/etc")
 """Never granted by a declared read: castbench's process, devices, `/etc` (granted file by file)."""
 
 
+def _configured() -> set[str]:
+    """The paths castbench's own `CASTBENCH_*` settings name (`CASTBENCH_TAU2_DATA`, the folder
+    `--tau2-data` gives the τ² packs; `CASTBENCH_DB`; the state folder): data and results, never
+    an agent's, whatever its package is called."""
+    found = set()
+    for name, value in os.environ.items():
+        if name.startswith("CASTBENCH_") and os.path.isabs(value.strip()) and os.path.exists(value.strip()):
+            found.add(os.path.realpath(value.strip()))
+    return found
+
+
 def _recorded() -> frozenset[str]:
     """Every store and export castbench recorded on this machine, with a SQLite store's journals,
-    and the state folder holding that record and the stores' digests."""
-    places = {str(state_dir())}
+    the state folder holding that record and the stores' digests, and castbench's configured paths."""
+    places = {str(state_dir())} | _configured()
     for path in recorded_places():
         places.add(path)
         places.update(path + suffix for suffix in ("-wal", "-shm", "-journal"))

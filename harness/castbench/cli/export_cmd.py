@@ -14,6 +14,7 @@ from rich.markup import escape
 from castbench.cli.errors import fail
 from castbench.cli.options import DbOption, Tau2DataOption
 from castbench.defaults import DEFAULT_DB
+from castbench.places import record_place
 from castbench.publish.archive import import_run
 from castbench.publish.verify import verify_run
 from castbench.store import ResultsStore
@@ -64,6 +65,7 @@ def export_command(
         exported = export_run(ResultsStore(db, read_only=True), run)
         target = out or Path("results") / f"{exported.run_id}{suffix}"
         size = writer(exported, target)
+        record_place(target)  # whatever its format: no agent's sandbox reaches it
     except ArchiveError as exc:
         fail(exc)
     console.print(

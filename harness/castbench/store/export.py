@@ -25,6 +25,7 @@ from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ValidationError
 
+from castbench.places import record_place
 from castbench.records.config import RUN_CONFIG, RunConfig, read_config
 from castbench.records.migrations import RecordShape, RecordVersionError
 from castbench.records.trial import TRIAL_RECORD, TrialRecord
@@ -101,6 +102,7 @@ def write_export(exported: ExportedRun, path: Path) -> int:
     packed = gzip.compress(text.encode(), compresslevel=9, mtime=0)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(packed)
+    record_place(path)
     return len(packed)
 
 
@@ -122,6 +124,7 @@ def read_export(path: Path) -> ExportedRun:
         data = path.read_bytes()
     except OSError as exc:
         raise ArchiveError(f"cannot read exported run {path}: {exc.strerror}") from exc
+    record_place(path)  # no agent reaches an export castbench has read
     try:
         raw = json.loads(gzip.decompress(data))
     except (OSError, ValueError, EOFError) as exc:
