@@ -342,6 +342,8 @@ def declared_needs(target: Any, path: str) -> SandboxNeeds:
     attribute when a declaration is malformed (a string where a tuple is due, a bad port)."""
     raw: dict[str, Any] = {}
     for attribute, field in _DECLARATIONS.items():
+        if field == "udp" and not getattr(target, attribute, ()):
+            continue  # left unset: the needs of agents that declare no UDP dump (and hash) as before
         value = getattr(target, attribute, ())
         if isinstance(value, str | bytes) or not isinstance(value, Iterable):
             raise ValueError(f"'{path}': {attribute} must be a tuple (got {value!r})")
