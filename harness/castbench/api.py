@@ -12,6 +12,7 @@ from typing import Any, Unpack
 from castbench.agents.registry import AgentSpec, Role
 from castbench.agents.traits import parse_traits
 from castbench.domain import Domain, resolve_domains
+from castbench.models.costs import warn_max_cost_gaps
 from castbench.models.resolve import resolve_agent
 from castbench.options import EvalFields, EvalOptions
 from castbench.records.config import RunConfig
@@ -241,6 +242,7 @@ def _evaluate(
         if chosen.selection.add_trials:
             _, config, _ = top_up(store, config, chosen.selection.add_trials, chosen.selection.max_trials)
         _check_servers(config, agents)
+        warn_max_cost_gaps(agents.roles(), chosen.models.max_cost)
         start_reference_floors(config, store)  # while the trials run
         plan = plan_execution(agents, executor.name, execution.concurrency, store.shared)
         if on_config is not None:

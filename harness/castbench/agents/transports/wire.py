@@ -14,12 +14,12 @@ step costs what it adds, not the whole conversation again.
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from castbench.agents.views import Briefing, UserBriefing
-from castbench.conversation import Action, Event, Verdict
+from castbench.conversation import Action, Event, Usage, Verdict
 from castbench.domain import Observation, UserScenario
 
 __all__ = [
@@ -34,6 +34,7 @@ __all__ = [
     "briefing_to_wire",
     "decode",
     "encode",
+    "from_agent",
     "observation_from_wire",
     "observation_to_wire",
 ]
@@ -41,6 +42,29 @@ __all__ = [
 EVENTS: TypeAdapter[list[Event]] = TypeAdapter(list[Event])
 ACTION: TypeAdapter[Action] = TypeAdapter(Action)
 VERDICT: TypeAdapter[Verdict] = TypeAdapter(Verdict)
+
+
+def _counted(usage: Usage) -> Usage:
+    """An agent's own account of its usage, as castbench keeps it: its counts (never below
+    zero), never its cost (castbench prices only the calls it makes: `castbench.models.costs`)."""
+    counts = ("input_tokens", "output_tokens", "calls", "retries", "failed_calls", "unusable")
+    update: dict[str, Any] = {name: max(0, getattr(usage, name)) for name in counts}
+    update["latency_s"] = max(0.0, usage.latency_s) if usage.latency_s == usage.latency_s else 0.0
+    return usage.model_copy(update={**update, "cost": None})
+
+
+_T = TypeVar("_T")
+
+
+def from_agent(value: _T) -> _T:
+    """An action, verdict or usage that came from an agent's own code (a worker, a service), with
+    the usage it reports reduced to what castbench takes from an agent (`_counted`)."""
+    if isinstance(value, Usage):
+        return _counted(value)  # type: ignore[return-value]
+    usage = getattr(value, "usage", None)
+    if isinstance(value, BaseModel) and isinstance(usage, Usage):
+        return value.model_copy(update={"usage": _counted(usage)})  # type: ignore[return-value]
+    return value
 
 
 class _Wire(BaseModel):
