@@ -91,3 +91,34 @@ def test_an_undeclared_udp_leaves_the_needs_as_they_were_recorded_before() -> No
             sandbox_udp = "53"
 
         declared_needs(Bad, "a:Bad")
+
+
+def test_a_node_that_cannot_sandbox_refuses_an_agent_the_run_records_as_sandboxed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """What a Ray worker checks before it runs a batch: the node's own sandbox, not the driver's."""
+    from castbench.agents import sandbox
+    from castbench.errors import FatalInfrastructureError
+    from castbench.records.provenance import require_recorded_sandbox, sandbox_state
+    from castbench.store.export import read_export
+
+    export = next((Path(__file__).resolve().parents[2] / "results").rglob("*.castbench.json.gz"))
+    here = sandbox_state()
+    placed = AgentPlacement(agent=TEAM, where="sandboxed", detail=here.mechanism or "landlock ABI 7")
+    config = read_export(export).config.model_copy(update={"policy": TEAM, "placement": {"policy": placed}})
+    if here.available:
+        require_recorded_sandbox(config)  # this node offers what the run recorded
+    monkeypatch.setenv(sandbox.SWITCH, "off")
+    sandbox.support.cache_clear()
+    try:
+        with pytest.raises(FatalInfrastructureError, match="cannot sandbox the policy .* refuses to run it"):
+            require_recorded_sandbox(config)
+    finally:
+        monkeypatch.delenv(sandbox.SWITCH)
+        sandbox.support.cache_clear()
+    other = config.model_copy(
+        update={"placement": {"policy": placed.model_copy(update={"detail": "landlock ABI 4"})}}
+    )
+    if here.available:
+        with pytest.raises(FatalInfrastructureError, match="every node must offer the same"):
+            require_recorded_sandbox(other)

@@ -438,7 +438,8 @@ class Plan(BaseModel):
     udp: bool = False
     """UDP sockets may be made (the agent declared a UDP port); else the seccomp filter refuses them."""
     kept_out: tuple[str, ...] = ()
-    """What is out of reach even inside a granted folder (for reports and tests)."""
+    """What is out of reach even inside a granted folder (for reports and tests), bar the
+    places on castbench's record (thousands, some day: they would cross at every worker start)."""
     refused_ports: tuple[int, ...] = ()
     """Declared TCP ports not granted: a results store's server listens there."""
     narrowed: tuple[str, ...] = ()
@@ -450,15 +451,47 @@ def _under(path: str, folder: str) -> bool:
     return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
 
 
+class _PathSet:
+    """Real paths, asked two things in time proportional to a path's depth, not to how many
+    there are (the record of results places may hold thousands): whether a path lies at or
+    under one of them, and whether one of them lies strictly below a path."""
+
+    def __init__(self, paths: Iterable[str]) -> None:
+        self.paths = frozenset(paths)
+        self._above: set[str] = set()
+        for path in self.paths:
+            parent = os.path.dirname(path)
+            while parent not in self._above and parent != path:
+                self._above.add(parent)
+                path, parent = parent, os.path.dirname(parent)
+
+    def __contains__(self, path: object) -> bool:
+        return path in self.paths
+
+    def covers(self, path: str) -> bool:
+        """`path` is one of them or lies below one."""
+        while True:
+            if path in self.paths:
+                return True
+            parent = os.path.dirname(path)
+            if parent == path:
+                return False
+            path = parent
+
+    def below(self, path: str) -> bool:
+        """One of them lies strictly below `path`."""
+        return path in self._above
+
+
 class _Grants:
     def __init__(self, forbidden: set[str]) -> None:
-        self.forbidden = forbidden
+        self.forbidden = _PathSet(forbidden)
         self.rights: dict[str, int] = {}
 
     def add(self, path: str, rights: int) -> None:
         self.rights[path] = self.rights.get(path, 0) | rights
 
-    def grant(self, path: str, rights: int, beyond: Iterable[str] = (), below: bool = False) -> None:
+    def grant(self, path: str, rights: int, beyond: _PathSet | None = None, below: bool = False) -> None:
         """Grant `rights` on `path` and below, bar the forbidden paths below it (listed folder
         by folder). `path` at or under a path in `beyond` is not granted at all; a forbidden
         `path` itself only when reached `below` a granted one (a store's folder that is also the
@@ -466,10 +499,9 @@ class _Grants:
         real = os.path.realpath(path)
         if not os.path.exists(real) or (below and real in self.forbidden):
             return
-        if any(_under(real, f) for f in beyond):
+        if beyond is not None and beyond.covers(real):
             return
-        inside = [f for f in self.forbidden if _under(f, real) and f != real]
-        if not inside:
+        if not self.forbidden.below(real):
             self.add(real, rights if os.path.isdir(real) else rights & _FILE_RIGHTS)
             return
         self.add(real, rights & READ_DIR)
@@ -531,8 +563,15 @@ def _configured() -> set[str]:
 def _recorded() -> frozenset[str]:
     """Every store and export castbench recorded on this machine, with a SQLite store's journals,
     the state folder holding that record and the stores' digests, and castbench's configured paths."""
-    places = {str(state_dir())} | _configured()
-    for path in recorded_places():
+    return _with_journals(recorded_places(), frozenset(_configured() | {str(state_dir())}))
+
+
+@lru_cache(maxsize=4)
+def _with_journals(recorded: frozenset[str], configured: frozenset[str]) -> frozenset[str]:
+    """(Cached: the record's set is the same object until the record changes, so a worker start
+    pays neither this nor hashing thousands of paths again for the plan's cache.)"""
+    places = set(configured)
+    for path in recorded:
         places.add(path)
         places.update(path + suffix for suffix in ("-wal", "-shm", "-journal"))
     return frozenset(places)
@@ -542,10 +581,11 @@ def plan(target: str, needs: SandboxNeeds | None = None) -> Plan:
     """The rules for the workers of the agent `target` (`module:attribute`), as it declares
     `needs` (none: the strictest sandbox, under which the agent is first imported). Worked out
     again only when what it depends on changed (a store opened or recorded since, another
-    `sys.path`). `SandboxError` when the agent's own package holds castbench results."""
+    `sys.path`). `AgentPackageError` when the agent's own package holds castbench results."""
     with _KEPT_OUT_LOCK:
-        kept_out = frozenset(_KEPT_OUT) | _open_stores() | _recorded()
-    return _plan(target, needs or SandboxNeeds(), kept_out, recorded_ports(), tuple(sys.path))
+        kept_out = frozenset(_KEPT_OUT) | _open_stores()
+    needs = needs or SandboxNeeds()
+    return _plan(target, needs, kept_out, _recorded(), recorded_ports(), tuple(sys.path))
 
 
 @lru_cache(maxsize=64)
@@ -553,28 +593,30 @@ def _plan(
     target: str,
     needs: SandboxNeeds,
     kept_out: frozenset[str],
+    recorded: frozenset[str],
     store_ports: frozenset[int],
     sys_path: tuple[str, ...],
 ) -> Plan:
     abi = support().abi
     packages = {path for name in protected_packages() for path in _package_paths(name)}
+    protected = _PathSet(packages)
     checkout = _checkout()
     stores = kept_out | ({checkout} if checkout else set())
-    grants = _Grants(packages | stores)
+    grants = _Grants(packages | stores | recorded)
     for path in [*_system_paths(), _harness()]:
-        grants.grant(path, READ, beyond=packages)
+        grants.grant(path, READ, beyond=protected)
     for name in (*_ETC, *(_DNS_ETC if 53 in needs.udp else ())):
-        grants.grant(os.path.join("/etc", name), READ, beyond=packages)
+        grants.grant(os.path.join("/etc", name), READ, beyond=protected)
     grants.add("/etc", LIST)
     agent = _package_paths(target.partition(":")[0].partition(".")[0])
     agent += [os.path.realpath(unit) for unit in agent_code(target.partition(":")[0], "agent").units[1:]]
     for path in agent:  # its package, and the modules beside it that its code imports
         _refuse_results_inside(path, target)
-        grants.grant(path, READ, beyond=packages)
+        grants.grant(path, READ, beyond=protected)
         folder = os.path.dirname(path)  # its listing (names only), even in a folder kept out
         if not any(_under(folder, package) for package in packages):
             grants.add(folder, LIST)
-    declared = _Declared(packages | stores | _temporary_folders() | set(_NOT_DECLARABLE))
+    declared = _Declared(packages | stores | recorded | _temporary_folders() | set(_NOT_DECLARABLE))
     for path in needs.read:
         declared.grant(os.path.realpath(path))
     for path, rights in declared.rights.items():
@@ -623,13 +665,13 @@ class _Declared:
     children granted; one too large to check, or forbidden, is not granted."""
 
     def __init__(self, forbidden: set[str]) -> None:
-        self.forbidden = forbidden
+        self.forbidden = _PathSet(forbidden)
         self.rights: dict[str, int] = {}
         self.narrowed: set[str] = set()
         self.budget = SCAN_LIMIT
 
     def _blocked(self, path: str) -> bool:
-        return any(_under(path, folder) for folder in self.forbidden) or os.path.basename(path) == "results"
+        return self.forbidden.covers(path) or os.path.basename(path) == "results"
 
     def grant(self, path: str) -> None:
         if not os.path.exists(path) or self._blocked(path):
@@ -646,7 +688,7 @@ class _Declared:
         inside). Spends the budget; a folder past it is not clean."""
         if self._blocked(path):
             return False
-        if any(_under(folder, path) for folder in self.forbidden):
+        if self.forbidden.below(path):
             return False
         if any(_under(path, system) for system in _SYSTEM) or _under(path, "/sys"):
             return True  # system files (granted already) and the kernel's own: no results there
