@@ -758,9 +758,12 @@ def is_results_file(path: str, opened: dict[tuple[int, int], bool] | None = None
             return opened[identity]
         with open(path, "rb") as handle:
             head = handle.read(len(SQLITE_HEADER))
+            if head[:4] in _WAL_MAGIC:
+                return True  # another database's write-ahead log: its pages, schema and rows
             if head.startswith(SQLITE_HEADER):
                 schema = head + handle.read(_SCHEMA_BYTES)
-                return b"TABLE trial" in schema and b"TABLE run" in schema
+                castbench = b"TABLE trial" in schema and b"TABLE run" in schema
+                return castbench or b"CREATE TABLE" not in schema  # a schema it cannot see: kept out
             if head.startswith(_GZIP):
                 handle.seek(0)
                 text = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(handle.read(4096), 256)
@@ -771,7 +774,11 @@ def is_results_file(path: str, opened: dict[tuple[int, int], bool] | None = None
 
 
 _SCHEMA_BYTES = 1 << 16
-"""Where a SQLite file's schema (its first pages) lies: castbench's tables are named there."""
+"""Where a SQLite file's schema (its first pages) lies: castbench's tables are named there. A
+database whose schema is not there (still in its write-ahead log, or pushed further by a large
+schema) counts as results: nothing shows it is not a store."""
+
+_WAL_MAGIC = (b"\x37\x7f\x06\x82", b"\x37\x7f\x06\x83")
 
 
 def _open_sqlite() -> dict[tuple[int, int], bool]:
