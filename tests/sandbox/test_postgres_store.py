@@ -12,18 +12,15 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-from castbench.agents.registry import resolve
 from castbench.api import evaluate
-from castbench.conversation import ReplyAction
 from castbench.domain import load_domain
-from castbench.runner.rollout import AgentSet, run_trial
 from castbench.store import ResultsStore
 from tests.postgres import PostgresUnavailable, new_database, postgres_server
-from tests.sandbox.test_sandbox import _kernel_support
+from tests.sandbox.probing import first_reply, kernel_support
 from tests.support import invoke
 
 pytestmark = pytest.mark.skipif(
-    not _kernel_support().available, reason=f"no sandbox here: {_kernel_support().reason}"
+    not kernel_support().available, reason=f"no sandbox here: {kernel_support().reason}"
 )
 
 AGENT = '''
@@ -64,16 +61,6 @@ def server() -> Iterator[str]:
         pytest.skip(str(exc))
 
 
-def _first_reply(policy: str) -> str:
-    loaded = load_domain("retail")
-    task = loaded.tasks("test")[0]
-    agents = AgentSet(policy=resolve("policy", policy), user=resolve("user", "scripted"))
-    record = run_trial(loaded, task, 0, 1, agents, loaded.replay(task))
-    replies = [step.action.text for step in record.steps if isinstance(step.action, ReplyAction)]
-    assert replies, record.error
-    return replies[0]
-
-
 def test_the_store_is_out_of_reach_by_its_port_and_its_socket(server: str, tmp_path: Path) -> None:
     url = new_database(server)
     ResultsStore(url).runs()  # opened, as an eval with --db URL does
@@ -83,8 +70,8 @@ def test_the_store_is_out_of_reach_by_its_port_and_its_socket(server: str, tmp_p
     assert sockets, "the test server's unix socket"
     sys.path.insert(0, str(tmp_path))
     try:
-        by_port = _first_reply("sbx_pg:StoreProbe")
-        by_socket = _first_reply(f"sbx_pg:StoreProbe?route=unix&arg={sockets[0]}")
+        by_port = first_reply("sbx_pg:StoreProbe")
+        by_socket = first_reply(f"sbx_pg:StoreProbe?route=unix&arg={sockets[0]}")
     finally:
         sys.path.remove(str(tmp_path))
     assert by_port.startswith("DENIED"), by_port

@@ -11,7 +11,6 @@ import shutil
 import socket
 import sqlite3
 import sys
-import threading
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,14 +21,12 @@ from castbench import places
 from castbench.agents import sandbox
 from castbench.agents.registry import resolve
 from castbench.api import evaluate
-from castbench.conversation import ReplyAction
 from castbench.domain import load_domain
-from castbench.runner.rollout import AgentSet, run_trial
-from tests.sandbox.test_sandbox import _kernel_support
+from tests.sandbox.probing import PROBE, Banner, first_reply, kernel_support
 from tests.support import sqlite_url
 
 pytestmark = pytest.mark.skipif(
-    not _kernel_support().available, reason=f"no sandbox here: {_kernel_support().reason}"
+    not kernel_support().available, reason=f"no sandbox here: {kernel_support().reason}"
 )
 
 REPO = Path(__file__).resolve().parents[2]
@@ -84,17 +81,7 @@ def attempt(route, arg):
     raise ValueError(route)
 
 
-class Probe:
-    """Tries `route` (with `arg`) and replies GOT <what> or DENIED <why>."""
-
-    def __init__(self, briefing, route="", arg=""):
-        self.route, self.arg = route, str(arg)
-
-    def propose(self, view):
-        try:
-            return ReplyAction(text=f"GOT {attempt(self.route, self.arg)!r}")
-        except Exception as exc:
-            return ReplyAction(text=f"DENIED {exc!r}")
+PROBE_CLASS
 
 
 class Greedy(Probe):
@@ -155,7 +142,7 @@ class StoreReplayer:
                 return ToolCallAction(name=action["name"], arguments=action["arguments"])
             return ReplyAction(text=action["text"])
         return ReplyAction(text=ANYTHING_ELSE)
-'''
+'''.replace("PROBE_CLASS", PROBE)
 
 
 class _UdpListener:
@@ -172,26 +159,6 @@ class _UdpListener:
             return self.sock.recv(64)
         except TimeoutError:
             return None
-
-
-class _UnixListener:
-    """A pathname unix socket (as a Postgres or Ray on the machine has) that greets whoever connects."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.server.bind(str(path))
-        self.server.listen()
-        threading.Thread(target=self._serve, daemon=True).start()
-
-    def _serve(self) -> None:
-        while True:
-            try:
-                conn, _ = self.server.accept()
-            except OSError:
-                return
-            with conn:
-                conn.sendall(b"UNIX-BANNER")
 
 
 @pytest.fixture(scope="module")
@@ -228,16 +195,6 @@ def outside_tmp() -> Iterator[Path]:
     folder.mkdir(parents=True)
     yield folder
     shutil.rmtree(folder, ignore_errors=True)
-
-
-def _first_reply(policy: str, domain: str = "retail") -> str:
-    loaded = load_domain(domain)
-    task = loaded.tasks("test")[0]
-    agents = AgentSet(policy=resolve("policy", policy), user=resolve("user", "scripted"))
-    record = run_trial(loaded, task, 0, 1, agents, loaded.replay(task))
-    replies = [step.action.text for step in record.steps if isinstance(step.action, ReplyAction)]
-    assert replies, record.error
-    return replies[0]
 
 
 def _committed_export() -> Path:
@@ -332,7 +289,7 @@ def test_a_declared_read_of_slash_reaches_no_store_export_state_or_secret(
     data.write_bytes(b"model weights")
     hidden = outside_tmp / "blob.bin"
     shutil.copy(passing_store, hidden)
-    assert _first_reply(f"{agents}:Greedy?route=read&arg={data}") == "GOT b'model weights'"
+    assert first_reply(f"{agents}:Greedy?route=read&arg={data}") == "GOT b'model weights'"
     places.record_place(passing_store)
     for path in [
         passing_store,  # another run's store, under /tmp
@@ -341,7 +298,7 @@ def test_a_declared_read_of_slash_reaches_no_store_export_state_or_secret(
         places.state_dir() / "results-places",  # castbench's record of them
         Path("/etc/shadow"),
     ]:
-        reply = _first_reply(f"{agents}:Greedy?route=read&arg={path}")
+        reply = first_reply(f"{agents}:Greedy?route=read&arg={path}")
         assert reply.startswith("DENIED"), (str(path), reply)
 
 
@@ -361,7 +318,7 @@ def test_a_wide_declaration_is_on_the_record_small_and_unsandboxed_for_that_reso
 
 @pytest.mark.parametrize("route", ["udp", "udp6", "raw", "sctp", "packet", "io_uring"])
 def test_sockets_the_port_rules_do_not_cover_are_refused(route: str, agents: str, udp: _UdpListener) -> None:
-    reply = _first_reply(f"{agents}:Probe?route={route}&arg={udp.port}")
+    reply = first_reply(f"{agents}:Probe?route={route}&arg={udp.port}")
     assert reply.startswith("DENIED"), reply
     assert udp.received() is None
 
@@ -369,23 +326,25 @@ def test_sockets_the_port_rules_do_not_cover_are_refused(route: str, agents: str
 def test_a_pathname_unix_socket_is_refused(agents: str, tmp_path: Path) -> None:
     """As a Postgres's `/var/run/postgresql/.s.PGSQL.5432` or Ray's sockets under /tmp."""
     socket_path = tmp_path / "s.sock"
-    listener = _UnixListener(socket_path)
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(socket_path))
+    listener = Banner(server, b"UNIX-BANNER")
     try:
-        reply = _first_reply(f"{agents}:Greedy?route=unix&arg={socket_path}")
+        reply = first_reply(f"{agents}:Greedy?route=unix&arg={socket_path}")
     finally:
         listener.server.close()
     assert reply.startswith("DENIED") and "UNIX-BANNER" not in reply, reply
 
 
 def test_dns_is_refused_unless_declared(agents: str) -> None:
-    reply = _first_reply(f"{agents}:Probe?route=read&arg=/etc/resolv.conf")
+    reply = first_reply(f"{agents}:Probe?route=read&arg=/etc/resolv.conf")
     assert reply.startswith("DENIED"), reply
 
 
 def test_a_declared_udp_port_opens_udp_and_the_run_says_so(agents: str, udp: _UdpListener) -> None:
     spec = resolve("policy", f"{agents}:UdpDeclared")
     assert spec.sandbox_needs.udp == (udp.port,) and spec.sandbox_needs.opened == ("udp",)
-    reply = _first_reply(f"{agents}:UdpDeclared?route=udp&arg={udp.port}")
+    reply = first_reply(f"{agents}:UdpDeclared?route=udp&arg={udp.port}")
     assert reply == "GOT 'sent'" and udp.received() == b"remember-this"
 
 
@@ -394,13 +353,13 @@ def test_a_store_port_is_refused_even_when_declared(agents: str, store_port: int
         f"{agents}:StorePortDeclared", resolve("policy", f"{agents}:StorePortDeclared").sandbox_needs
     )
     assert store_port in plan.refused_ports and store_port not in plan.connect
-    reply = _first_reply(f"{agents}:StorePortDeclared?route=tcp&arg={store_port}")
+    reply = first_reply(f"{agents}:StorePortDeclared?route=tcp&arg={store_port}")
     assert reply.startswith("DENIED"), reply
 
 
 def test_what_python_needs_still_works(agents: str) -> None:
     """The filters leave a plain agent its socket pairs (asyncio's loop) and `/etc`'s files for
     names, time zones and TLS, and nothing else of `/etc`."""
-    assert _first_reply(f"{agents}:Probe?route=socketpair") == "GOT b'pair'"
-    assert _first_reply(f"{agents}:Probe?route=read&arg=/etc/hosts").startswith("GOT")
-    assert _first_reply(f"{agents}:Probe?route=read&arg=/etc/shadow").startswith("DENIED")
+    assert first_reply(f"{agents}:Probe?route=socketpair") == "GOT b'pair'"
+    assert first_reply(f"{agents}:Probe?route=read&arg=/etc/hosts").startswith("GOT")
+    assert first_reply(f"{agents}:Probe?route=read&arg=/etc/shadow").startswith("DENIED")

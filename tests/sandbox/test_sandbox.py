@@ -11,7 +11,6 @@ import os
 import shutil
 import socket
 import sys
-import threading
 import uuid
 from collections.abc import Iterator
 from importlib.util import find_spec
@@ -22,25 +21,12 @@ import pytest
 from castbench.agents import sandbox
 from castbench.agents.registry import resolve
 from castbench.api import evaluate
-from castbench.conversation import ReplyAction
 from castbench.domain import load_domain
-from castbench.runner.rollout import AgentSet, run_trial
+from tests.sandbox.probing import PROBE, Banner, first_reply, kernel_support
 from tests.support import DOMAINS, sqlite_url
 
-
-def _kernel_support() -> sandbox.SandboxSupport:
-    """What the kernel offers, whatever the operator's switch says: with `CASTBENCH_SANDBOX=off`
-    these tests run, and fail, showing what the sandbox stops."""
-    switch = os.environ.pop(sandbox.SWITCH, None)
-    try:
-        return sandbox._probe_support()
-    finally:
-        if switch is not None:
-            os.environ[sandbox.SWITCH] = switch
-
-
 pytestmark = pytest.mark.skipif(
-    not _kernel_support().available, reason=f"no sandbox here: {_kernel_support().reason}"
+    not kernel_support().available, reason=f"no sandbox here: {kernel_support().reason}"
 )
 
 REPO = Path(__file__).resolve().parents[2]
@@ -106,17 +92,7 @@ def attempt(route, arg):
     raise ValueError(route)
 
 
-class Probe:
-    """Tries `route` (with `arg`) and replies GOT <what> or DENIED <why>."""
-
-    def __init__(self, briefing, route="", arg=""):
-        self.route, self.arg = route, str(arg)
-
-    def propose(self, view):
-        try:
-            return ReplyAction(text=f"GOT {attempt(self.route, self.arg)!r}")
-        except Exception as exc:
-            return ReplyAction(text=f"DENIED {exc!r}")
+PROBE_CLASS
 
 
 class Replayer:
@@ -183,26 +159,16 @@ class Honest:
             banner = conn.recv(64).decode()
         text = f"{os.environ.get('CASTBENCH_TEST_KEY')} {_read('notes.txt').decode()} {banner}"
         return ReplyAction(text=text + " " + ANYTHING_ELSE)
-'''
+'''.replace("PROBE_CLASS", PROBE)
 
 
-class _Listener:
+class _Listener(Banner):
     """A loopback TCP server that greets whoever connects with a banner (the thing an agent
     must not reach unless it declared the port)."""
 
     def __init__(self) -> None:
-        self.server = socket.create_server(("127.0.0.1", 0))
+        super().__init__(socket.create_server(("127.0.0.1", 0)), b"BANNER-secret-service")
         self.port = self.server.getsockname()[1]
-        threading.Thread(target=self._serve, daemon=True).start()
-
-    def _serve(self) -> None:
-        while True:
-            try:
-                conn, _ = self.server.accept()
-            except OSError:
-                return
-            with conn:
-                conn.sendall(b"BANNER-secret-service")
 
 
 @pytest.fixture(scope="module")
@@ -224,16 +190,6 @@ def agents(tmp_path_factory: pytest.TempPathFactory, listener: _Listener) -> Ite
     sys.path.remove(str(folder))
     os.environ.pop("CASTBENCH_TEST_SECRET")
     os.environ.pop("CASTBENCH_TEST_KEY")
-
-
-def _first_reply(policy: str, domain: str = "retail") -> str:
-    loaded = load_domain(domain)
-    task = loaded.tasks("test")[0]
-    agents = AgentSet(policy=resolve("policy", policy), user=resolve("user", "scripted"))
-    record = run_trial(loaded, task, 0, 1, agents, loaded.replay(task))
-    replies = [step.action.text for step in record.steps if isinstance(step.action, ReplyAction)]
-    assert replies, record.error
-    return replies[0]
 
 
 @pytest.fixture
@@ -331,7 +287,7 @@ def test_a_hostile_agent_gets_nothing_by_any_route(
     if route not in routes:
         pytest.skip("tau-trait is not installed")
     name, arg = routes[route]
-    reply = _first_reply(f"{agents}:Probe?route={name}&arg={arg}")
+    reply = first_reply(f"{agents}:Probe?route={name}&arg={arg}")
     assert reply.startswith("DENIED"), f"{route}: {reply}"
     assert SECRET not in reply and "BANNER" not in reply
     assert not (tmp_path / "escaped.txt").exists()
@@ -373,7 +329,7 @@ def test_an_honest_agent_gets_what_it_declares_and_its_scratch_folder(
     spec = resolve("policy", f"{agents}:Honest")
     assert spec.sandbox_needs.env == ("CASTBENCH_TEST_KEY",)
     assert spec.sandbox_needs.connect == (listener.port,)
-    reply = _first_reply(f"{agents}:Honest")
+    reply = first_reply(f"{agents}:Honest")
     assert reply.startswith("declared-key-value scratch works BANNER-secret-service"), reply
 
 
@@ -460,12 +416,12 @@ def test_a_declared_read_reaches_files_but_never_what_is_kept_out(agents: str, m
     data = model_folder / "weights.bin"
     data.write_bytes(b"model weights")
     assert resolve("policy", f"{agents}:Greedy").sandbox_needs.read == ("/",)
-    assert _first_reply(f"{agents}:Greedy?route=read&arg={data}") == "GOT b'model weights'"
+    assert first_reply(f"{agents}:Greedy?route=read&arg={data}") == "GOT b'model weights'"
     task_file = _package_file("castbench_retail", "tasks", "test.json")
     for route, arg in [
         ("task-file", task_file),
         ("proc-environ", ""),
         ("read", str(REPO / "pyproject.toml")),
     ]:
-        reply = _first_reply(f"{agents}:Greedy?route={route}&arg={arg}")
+        reply = first_reply(f"{agents}:Greedy?route={route}&arg={arg}")
         assert reply.startswith("DENIED"), (route, reply)
