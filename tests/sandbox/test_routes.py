@@ -33,7 +33,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 AGENTS = '''
 """Agents that look for answers by routes the kernel's file rules do not name."""
-import ctypes, json, os, socket, sqlite3
+import ctypes, json, os, platform, socket, sqlite3
 
 from castbench.conversation import ReplyAction, ToolCallAction, UserTurn
 from castbench.dialogue import ANYTHING_ELSE
@@ -67,6 +67,14 @@ def attempt(route, arg):
         if fd < 0:
             raise OSError(ctypes.get_errno(), "io_uring_setup")
         return f"io_uring {fd}"
+    if route == "handle":  # a file by handle, not by path (root may open one)
+        libc = ctypes.CDLL(None, use_errno=True)
+        handle = ctypes.create_string_buffer(b"\\x80\\x00\\x00\\x00" + bytes(132))
+        mount = ctypes.c_int()
+        number = {"x86_64": 303, "aarch64": 264}[platform.machine()]
+        if libc.syscall(number, -100, arg.encode(), handle, ctypes.byref(mount), 0) < 0:
+            raise OSError(ctypes.get_errno(), "name_to_handle_at")
+        return "a handle"
     if route == "read":
         with open(arg, "rb") as handle:
             return handle.read(200)
@@ -316,9 +324,12 @@ def test_a_wide_declaration_is_on_the_record_small_and_unsandboxed_for_that_reso
 # -- sockets ------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("route", ["udp", "udp6", "raw", "sctp", "packet", "io_uring"])
-def test_sockets_the_port_rules_do_not_cover_are_refused(route: str, agents: str, udp: _UdpListener) -> None:
-    reply = first_reply(f"{agents}:Probe?route={route}&arg={udp.port}")
+@pytest.mark.parametrize("route", ["udp", "udp6", "raw", "sctp", "packet", "io_uring", "handle"])
+def test_what_the_port_and_path_rules_do_not_cover_is_refused(
+    route: str, agents: str, udp: _UdpListener
+) -> None:
+    arg = "/etc/shadow" if route == "handle" else udp.port
+    reply = first_reply(f"{agents}:Probe?route={route}&arg={arg}")
     assert reply.startswith("DENIED"), reply
     assert udp.received() is None
 

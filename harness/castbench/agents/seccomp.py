@@ -13,9 +13,11 @@ Ray on the same machine: Landlock ABI 6 scopes abstract sockets, not pathname on
 raw sockets, SCTP and MPTCP (Landlock's TCP rules do not cover them). `socketpair()` stays
 allowed: a pair reaches nobody but its two ends (asyncio makes one for its loop).
 
-It also refuses `io_uring_setup` (an io_uring submits socket operations the filter never sees)
-and every system call made under another architecture's numbering (`int 0x80` from a 64-bit
-process, the x32 ABI), whose numbers the filter would misread.
+It also refuses `io_uring_setup` (an io_uring submits socket operations the filter never sees),
+`name_to_handle_at` and `open_by_handle_at` (files by handle, not by path: Landlock refuses the
+open, measured; the handle alone still tells a file's identity), and every system call made
+under another architecture's numbering (`int 0x80` from a 64-bit process, the x32 ABI), whose
+numbers the filter would misread.
 
 The filter is installed after `PR_SET_NO_NEW_PRIVS` (Landlock sets it) and binds everything the
 worker starts. On an architecture castbench has no numbers for, `install` raises: the worker
@@ -57,13 +59,14 @@ _X32_BIT = 0x40000000
 
 
 class _Arch:
-    def __init__(self, audit: int, socket_nr: int, io_uring_setup: int, x32: bool) -> None:
-        self.audit, self.socket, self.io_uring_setup, self.x32 = audit, socket_nr, io_uring_setup, x32
+    def __init__(self, audit: int, socket_nr: int, refused: tuple[int, ...], x32: bool) -> None:
+        self.audit, self.socket, self.refused, self.x32 = audit, socket_nr, refused, x32
 
 
 _ARCHES = {
-    "x86_64": _Arch(0xC000003E, 41, 425, x32=True),
-    "aarch64": _Arch(0xC00000B7, 198, 425, x32=False),
+    # refused: io_uring_setup, name_to_handle_at, open_by_handle_at
+    "x86_64": _Arch(0xC000003E, 41, (425, 303, 304), x32=True),
+    "aarch64": _Arch(0xC00000B7, 198, (425, 264, 265), x32=False),
 }
 
 
@@ -98,8 +101,9 @@ def program(udp: bool) -> list[bytes]:
     if arch.x32:
         emit(_JMP_JGE_K, 0, 1, _X32_BIT)
         emit(_RET_K, k=deny)
-    emit(_JMP_JEQ_K, 0, 1, arch.io_uring_setup)
-    emit(_RET_K, k=deny)
+    for number in arch.refused:
+        emit(_JMP_JEQ_K, 0, 1, number)
+        emit(_RET_K, k=deny)
     emit(_JMP_JEQ_K, 1, 0, arch.socket)
     emit(_RET_K, k=_RET_ALLOW)  # any other call
     # socket(family, type, protocol)
