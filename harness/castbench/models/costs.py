@@ -17,7 +17,6 @@ from collections.abc import Iterable
 from typing import Any
 
 from castbench.agents.registry import AgentSpec
-from castbench.models.compat import PRICE_KEYS
 from castbench.models.prices import unit_prices
 
 __all__ = ["max_cost_gaps", "price_known", "warn_max_cost_gaps"]
@@ -28,6 +27,8 @@ log = logging.getLogger("castbench.models")
 def price_known(params: dict[str, Any]) -> bool:
     """Whether castbench can price a model agent's calls: prices given in its settings, or a
     model litellm's price map knows."""
+    from castbench.models.compat import PRICE_KEYS  # (its HTTP clients: not for a run without models)
+
     if all(key in params for key in PRICE_KEYS):
         return True
     model = params.get("model")
@@ -44,8 +45,8 @@ def max_cost_gaps(specs: Iterable[tuple[str, AgentSpec]], max_cost: float | None
             model = spec.params.get("model", spec.name)
             gaps.append(
                 f"warning: --max-cost ${max_cost:g}: the {role} model '{model}' has no price castbench knows "
-                f"(litellm's map has none; set {' and '.join(PRICE_KEYS)} in --models-config): its calls "
-                "count $0 toward the cap"
+                "(litellm's map has none; set input_cost_per_token and output_cost_per_token in "
+                "--models-config): its calls count $0 toward the cap"
             )
         elif spec.kind in ("import", "service"):
             gaps.append(
