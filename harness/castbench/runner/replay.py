@@ -163,6 +163,7 @@ class _Replay:
             ),
         ]
 
+
     def _heard(self, turn: int, text: str) -> str:
         """The user's words as the agent got them (under a run's user perturbations)."""
         return text if self.perturber is None else self.perturber.user_text(turn, text)

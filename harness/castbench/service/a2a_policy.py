@@ -122,6 +122,7 @@ def a2a_spec(role: Role, spec: str, url: str) -> AgentSpec:
     return AgentSpec(role, spec, base, None, params, False, "service", "a2a")
 
 
+
 def _opening_text(briefing: dict[str, Any], mcp_url: str, opening: str) -> str:
     """The first message in words, for an agent that reads only text."""
     return (

@@ -147,6 +147,7 @@ class _Session:
             self.client.delete(f"{self.base}/sessions/{self.id}", timeout=5.0)
 
 
+
 def _session(episode: Episode, spec: AgentSpec) -> _Session:
     """The trial's session with the agent: castbench's agent protocol, or A2A (`a2a+http://`)."""
     if spec.transport == "a2a":
