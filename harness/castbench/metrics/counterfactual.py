@@ -121,8 +121,10 @@ def summarize_branches(
     ordered = [per_task[key] for key in sorted(per_task)]
 
     def net(which: Sequence[int]) -> NetSaved:
-        columns = [[sum(rows[kind][field] for kind in which) for rows in ordered] for field in range(3)]
-        return _net(*columns, resamples=resamples, seed=seed, level=level)
+        saved, cost, verdicts = (
+            [sum(rows[kind][field] for kind in which) for rows in ordered] for field in range(3)
+        )
+        return _net(saved, cost, verdicts, resamples, seed, level)
 
     return CounterfactualSummary(
         tasks=len(per_task),
