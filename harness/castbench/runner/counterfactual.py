@@ -55,11 +55,13 @@ __all__ = [
     "BranchPoint",
     "Effect",
     "NotBranchable",
+    "OtherVerdict",
     "TrialBranches",
     "branch_points",
     "branch_refusal",
     "branch_run",
     "branch_trial",
+    "plays",
     "succeeded",
 ]
 
@@ -97,7 +99,7 @@ def branch_refusal(agents: AgentSet) -> str | None:
     return None
 
 
-class _Overrule:
+class OtherVerdict:
     """Takes the other verdict at the branch point, and keeps the critic's own verdict there so the
     replay can be checked against the record."""
 
@@ -119,7 +121,7 @@ def _plain(value: BaseModel | None) -> Any:
     return None if value is None else value.model_dump(mode="json", exclude={"usage"})
 
 
-def _divergence(factual: TrialRecord, branch: TrialRecord, overrule: _Overrule) -> str | None:
+def _divergence(factual: TrialRecord, branch: TrialRecord, overrule: OtherVerdict) -> str | None:
     """The role whose replayed output first differs from the record before the branch point (with
     what it was), or None when the replay reproduced the trial up to it."""
     if branch.opening != factual.opening:
@@ -165,7 +167,7 @@ def _effect(factual: bool, branch: TrialRecord) -> Effect:
     return "unchanged"
 
 
-def _plays(point: BranchPoint, config: RunConfig) -> bool:
+def plays(point: BranchPoint, config: RunConfig) -> bool:
     """Whether the opposite verdict could change anything (see the module's docstring)."""
     last_round = point.round + 1 >= config.verification.rounds
     return not (last_round and config.verification.on_exhausted == "execute")
@@ -186,7 +188,7 @@ def branch_trial(
         raise NotBranchable(refusal)
     branches: list[Branch] = []
     for point in branch_points(record):
-        if not _plays(point, config):
+        if not plays(point, config):
             unchanged = Branch(
                 point=point,
                 played=False,
@@ -198,7 +200,7 @@ def branch_trial(
             )
             branches.append(unchanged)
             continue
-        overrule = _Overrule(point)
+        overrule = OtherVerdict(point)
         played = run_job(job, config, agents, expected, time_limits, overrule=overrule)
         diverged = _divergence(record, played, overrule)
         if diverged is not None:
