@@ -89,7 +89,7 @@ _FIELDS: dict[str, tuple[str, ...]] = {
     "sweep_traits": ("baselines", "sweep_traits"),
 }
 """eval's parameter -> the `EvalOptions` field it sets. The others (`--suite`, `--output`,
-`--allow-incomplete`, `--tau2-data`) are the command's own."""
+`--allow-incomplete`, `--tau2-data`, `--counterfactuals`) are the command's own."""
 
 
 def _flag(where: tuple[str | int, ...]) -> str:
@@ -283,6 +283,15 @@ def eval_command(
             rich_help_panel=_RUN,
         ),
     ] = False,
+    counterfactuals: Annotated[
+        bool,
+        typer.Option(
+            "--counterfactuals",
+            help="After the run, branch every trial at each critic verdict and play the other verdict "
+            "to the end: what each flag and pass did (docs/counterfactuals.md).",
+            rich_help_panel=_RUN,
+        ),
+    ] = False,
     traits: Annotated[
         str | None,
         typer.Option(help="User trait profile, e.g. impatience=high,confusion=low.", rich_help_panel=_AGENTS),
@@ -393,6 +402,10 @@ def eval_command(
         )
         raise typer.Exit(130) from None
     _show(options, result, output, allow_incomplete)
+    if counterfactuals:
+        from castbench.cli.counterfactual_cmd import show_counterfactuals
+
+        show_counterfactuals(options.execution.db, result.outcome.run_id)
     return result  # for `castbench profile`, which runs its evaluations through this command
 
 
