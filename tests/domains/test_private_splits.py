@@ -1,13 +1,15 @@
 """Private splits: drawn from a domain's families in the test mix, named by their digest (never
 their seed), checked (every gold replays, the oracle scores 1.0, no public duplicate), run by
-`eval --tasks-file`, ranked by a board that refuses every other split; and they measure what the
-public split does (the scripted baselines agree with it on three private splits)."""
+`eval --tasks-file`, ranked by a board that refuses every other split (with the counterfactual
+column: net trials a critic's verdicts saved); and they measure what the public split does (the
+scripted baselines agree with it on three private splits)."""
 
 from __future__ import annotations
 
 import json
 import math
 import os
+import re
 from collections import Counter
 from pathlib import Path
 
@@ -137,11 +139,12 @@ def test_a_board_names_its_private_split_and_refuses_public_runs(tmp_path: Path)
     (boards / "private.toml").write_text(
         f'title = "private"\ndomains = {{ {DOMAIN} = {load_domain(DOMAIN).version.split("-")[0]} }}\n'
         f'split = "{split.split}"\ntasks_file = "private/split.json"\ntrials = 1\nmetrics = ["pass^1"]\n'
-        'allow_privileged = true\nentries = [{ name = "oracle", policy = "oracle" }, '
+        'allow_privileged = true\ncounterfactuals = true\nentries = [{ name = "oracle", policy = "oracle" }, '
+        '{ name = "noisy + rules", policy = "scripted:noisy", critic = "rules" }, '
         '{ name = "public", run = "results/public.castbench.json.gz" }]\n'
     )
     spec = load_board(boards / "private.toml")
-    reruns = rerun_entries(spec.model_copy(update={"entries": spec.entries[:1]}), tmp_path)  # type: ignore[index]
+    reruns = rerun_entries(spec.model_copy(update={"entries": spec.entries[:2]}), tmp_path)  # type: ignore[index]
     db = sqlite_url(tmp_path / "public.db")
     evaluate(policy="oracle", domains=DOMAIN, trials=1, db=db)
     store = ResultsStore(db)
@@ -149,10 +152,13 @@ def test_a_board_names_its_private_split_and_refuses_public_runs(tmp_path: Path)
     write_export(export_run(store, store.run("latest").id), tmp_path / "results" / "public.castbench.json.gz")
     with pytest.raises(BoardError, match=rf"ran the test split, the board ranks {split.split}"):
         build_board(spec, tmp_path, tmp_path / "out", reruns=reruns)
-    alone = spec.model_copy(update={"entries": spec.entries[:1]})  # type: ignore[index]
+    alone = spec.model_copy(update={"entries": spec.entries[:2]})  # type: ignore[index]
     written = build_board(alone, tmp_path, tmp_path / "out", reruns=reruns)
     assert any(file.name == "board.md" for file in written)
-    assert split.split in (tmp_path / "out" / "board.md").read_text()
+    board = (tmp_path / "out" / "board.md").read_text()
+    assert split.split in board and "net saved / 100 verdicts" in board  # the counterfactual column
+    critic_row = next(line for line in board.splitlines() if "`rules`" in line)
+    assert re.search(r"\| [+-]\d+\.\d \([+-]\d+\.\d–[+-]\d+\.\d\) \|", critic_row), critic_row
     with pytest.raises(BoardError, match="split must be private-"):
         load_board_text(boards, 'split = "test"\ntasks_file = "private/split.json"')
 

@@ -38,6 +38,11 @@ split, or of another private one, is refused naming both). The file is read (and
 against its digest) whenever the board is built or re-run, so its runs verify on its tasks; the
 seed that drew it stays with whoever publishes the board.
 
+Counterfactuals. `counterfactuals = true` adds the column "net saved / 100 verdicts": per critic
+row, (trials its verdicts saved - trials they cost) per 100 verdicts, each verdict measured
+against a branch with the other verdict played to the end, with its task-bootstrap interval
+(docs/counterfactuals.md).
+
 Reliability profile (`castbench.publish.profile`, docs/profile.md). `profile = { tool_faults = 0.2 }`
 (also `fault_kinds`, `user`, `env` kinds and `seed`; by default every kind) adds profile columns:
 disagreement, trajectory similarity, violations and unconfirmed changes per trial, Brier score
@@ -182,6 +187,10 @@ class BoardSpec(_Strict):
     """Reliability-profile columns (see the module's docstring)."""
     tasks_file: str | None = None
     """A private split's file: the board ranks runs of that split alone (see the module's docstring)."""
+    counterfactuals: bool = False
+    """A column of net trials saved per 100 critic verdicts, from branches the build plays at every
+    verdict of each critic row's trials (`castbench.runner.counterfactual`): each trial costs its
+    build several trials more (`bench/counterfactual_cost.py`), so a board asks for it."""
 
     @field_validator("metrics", mode="before")
     @classmethod
