@@ -22,7 +22,7 @@ from castbench.runner.counterfactual import branch_run
 from castbench.runner.rollout import AgentSet
 from castbench.store import ResultsStore
 
-__all__ = ["branches_json", "kept_branches", "print_counterfactuals", "run_agents"]
+__all__ = ["branches_json", "kept_branches", "print_counterfactuals", "run_agents", "stored_branches"]
 
 _BRANCHES = TypeAdapter(list[TrialBranches])
 
@@ -53,17 +53,27 @@ def run_agents(config: RunConfig) -> AgentSet:
     )
 
 
+def _key(store: ResultsStore, run_id: str, config: RunConfig) -> str:
+    trials = store.trials_version(run_id)
+    parts = [run_id, config.config_hash(), repr(trials), code_digest(tuple(config.domains))]
+    return "counterfactuals:" + hashlib.sha256("\n".join(parts).encode()).hexdigest()
+
+
+def stored_branches(store: ResultsStore, run_id: str, config: RunConfig) -> list[TrialBranches] | None:
+    """The run's branches if the store keeps them for its present trials, config and code (the
+    viewer shows them); None otherwise."""
+    kept = store.cached(_key(store, run_id, config))
+    return None if kept is None else _BRANCHES.validate_json(kept)
+
+
 def kept_branches(store: ResultsStore, run_id: str, config: RunConfig) -> list[TrialBranches]:
     """The run's branches, read back from the store while its trials, config and castbench's code
     are those they were played from; played (and kept) otherwise."""
-    trials = store.trials_version(run_id)
-    parts = [run_id, config.config_hash(), repr(trials), code_digest(tuple(config.domains))]
-    key = "counterfactuals:" + hashlib.sha256("\n".join(parts).encode()).hexdigest()
-    kept = store.cached(key)
+    kept = stored_branches(store, run_id, config)
     if kept is not None:
-        return _BRANCHES.validate_json(kept)
+        return kept
     branches = branch_run(config, run_agents(config), store.trials(run_id))
-    store.cache(key, "counterfactuals", _BRANCHES.dump_json(branches).decode())
+    store.cache(_key(store, run_id, config), "counterfactuals", _BRANCHES.dump_json(branches).decode())
     return branches
 
 
