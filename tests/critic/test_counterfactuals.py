@@ -213,6 +213,15 @@ def test_the_command_prints_what_each_verdict_did(tmp_path: Path) -> None:
     assert '"net_all"' in out.read_text()
     again = invoke("counterfactuals", "latest", "--db", db)  # read back from the store
     assert again.output.split("net trials")[0] == result.output.split("net trials")[0]
+    both = invoke(
+        "eval", "-d", "telecom", "--tasks", "telecom-test-0001", "--trials", "1", "--policy", POLICY,
+        "--critic", "oracle", "--db", db, "--counterfactuals",
+    )  # fmt: skip
+    assert both.exit_code == 0, both.output
+    assert (
+        "what critic oracle's verdicts did" in both.output
+        and "net trials saved per 100 flags:" in both.output
+    )
     evaluate(policy="oracle", domains="retail", tasks="retail-test-0001", trials=1, db=db)
     plain = ResultsStore(db).run("latest").id
     refused = invoke("counterfactuals", plain, "--db", db)
