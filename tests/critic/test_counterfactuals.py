@@ -155,8 +155,42 @@ def test_an_agent_that_does_not_replay_is_refused_named() -> None:
     expected = ExpectedStates()
     record = run_job(job, config, agents, expected)
     assert any(p.verdict is not None for s in record.steps for p in s.proposals)
-    with pytest.raises(NotBranchable, match=r"policy: .*FlakyPolicy"):
+    with pytest.raises(NotBranchable, match=r"the policy '.*FlakyPolicy' answered otherwise"):
         branch_trial(record, config, agents, job, expected)
+
+
+class CritiqueAverse:
+    """Replies the same every time; raises when it is given a critique."""
+
+    def __init__(self, briefing: object) -> None:
+        pass
+
+    def propose(self, view: PolicyView) -> Action:
+        if view.critique is not None:
+            raise RuntimeError("a critique!")
+        return ReplyAction(text="Hello, how can I help?")
+
+
+def test_an_agent_that_fails_in_a_branch_fails_that_branch_only() -> None:
+    spec = "tests.critic.test_counterfactuals:CritiqueAverse"
+    config, _ = build_config(
+        policy="oracle", critic="oracle", domains="retail", trials=1, tasks="retail-test-0001"
+    )
+    config = config.model_copy(
+        update={"policy": spec, "verification": config.verification.model_copy(update={"scope": "all"})}
+    )
+    agents = AgentSet(
+        policy=resolve("policy", spec, in_process=True),
+        user=resolve("user", "scripted"),
+        critic=resolve("critic", "oracle"),
+    )
+    job = next(iter(plan_trials(config)))
+    expected = ExpectedStates()
+    record = run_job(job, config, agents, expected)
+    branches = branch_trial(record, config, agents, job, expected).branches
+    played = [branch for branch in branches if branch.played]
+    assert played and all(not branch.point.flagged for branch in played)
+    assert all(branch.end_reason == "agent_error" and branch.effect != "unscored" for branch in played)
 
 
 def test_a_run_without_a_critic_has_nothing_to_branch() -> None:

@@ -121,30 +121,33 @@ def _plain(value: BaseModel | None) -> Any:
     return None if value is None else value.model_dump(mode="json", exclude={"usage"})
 
 
-def _divergence(factual: TrialRecord, branch: TrialRecord, overrule: OtherVerdict) -> str | None:
-    """The role whose replayed output first differs from the record before the branch point (with
-    what it was), or None when the replay reproduced the trial up to it."""
+def _divergence(factual: TrialRecord, branch: TrialRecord, overrule: OtherVerdict) -> tuple[str, str] | None:
+    """The role whose replayed output first differs from the record before the branch point, and
+    what differed; None when the replay reproduced the trial up to it."""
     if branch.opening != factual.opening:
-        return "user: its opening message"
+        return "user", "its opening message"
     point = overrule.point
+    if overrule.seen is None:  # the verdict was never asked for: the replay went another way
+        return (
+            "policy",
+            f"the replay ended at step {len(branch.steps)} ({branch.end_reason}) before the verdict",
+        )
     for index, recorded in enumerate(factual.steps[: point.step + 1]):
-        if index >= len(branch.steps) and index < point.step:
-            return f"policy or critic: the replay ended at step {len(branch.steps)} ({branch.end_reason})"
         replayed = branch.steps[index] if index < len(branch.steps) else None
+        if replayed is None:  # the branch ended inside the branch step: its verdict was checked
+            break
         rounds = recorded.proposals if index < point.step else recorded.proposals[: point.round + 1]
         for round_, proposal in enumerate(rounds):
-            again = replayed.proposals[round_] if replayed and round_ < len(replayed.proposals) else None
+            again = replayed.proposals[round_] if round_ < len(replayed.proposals) else None
             if again is None or _plain(again.action) != _plain(proposal.action):
-                return f"policy: its proposal at step {index}, round {round_}"
+                return "policy", f"its proposal at step {index}, round {round_}"
             verdict = overrule.seen if (index, round_) == (point.step, point.round) else again.verdict
             if _plain(verdict) != _plain(proposal.verdict):
-                return f"critic: its verdict at step {index}, round {round_}"
-        if (
-            index < point.step
-            and replayed is not None
-            and _plain(replayed.observation) != _plain(recorded.observation)
-        ):
-            return f"user or domain: the answer at step {index}"
+                return "critic", f"its verdict at step {index}, round {round_}"
+        if index < point.step and _plain(replayed.observation) != _plain(recorded.observation):
+            return "user", f"the answer at step {index}"
+    if _plain(overrule.seen) != _plain(factual.steps[point.step].proposals[point.round].verdict):
+        return "critic", f"its verdict at step {point.step}, round {point.round}"
     return None
 
 
@@ -204,12 +207,11 @@ def branch_trial(
         played = run_job(job, config, agents, expected, time_limits, overrule=overrule)
         diverged = _divergence(record, played, overrule)
         if diverged is not None:
-            spec = {"policy": config.policy, "critic": config.critic, "user": config.user}.get(
-                diverged.split(":")[0], "?"
-            )
+            role, what = diverged
+            spec = {"policy": config.policy, "critic": config.critic, "user": config.user}[role]
             raise NotBranchable(
-                f"trial {record.task_id}#{record.trial_index}: the replay to the branch at step "
-                f"{point.step} differs from the record ({diverged}; agent '{spec}'): castbench "
+                f"trial {record.task_id}#{record.trial_index}: the {role} '{spec}' answered otherwise "
+                f"when the trial was replayed to the branch at step {point.step} ({what}): castbench "
                 "re-creates the agents at a branch point and replays the trial to it, which needs "
                 "every agent to give the same outputs for the same seed and views"
             )
