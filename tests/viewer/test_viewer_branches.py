@@ -6,6 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from castbench.api import build_config
+from castbench.records.branches import TrialBranches
+from castbench.records.config import RunConfig
+from castbench.records.trial import TrialRecord
 from castbench.runner.counterfactual import branch_trial
 from castbench.runner.plan import plan_trials
 from castbench.runner.work import ExpectedStates, run_job
@@ -13,7 +16,7 @@ from castbench.viewer import render_run_page
 from tests.viewer.browser import BrowserPage
 
 
-def _branched_run() -> tuple[object, list, list]:  # type: ignore[type-arg]
+def _branched_run() -> tuple[RunConfig, list[TrialRecord], list[TrialBranches]]:
     config, agents = build_config(
         policy="scripted:noisy?draws=keyed",
         critic="oracle",
@@ -33,7 +36,7 @@ def test_a_trial_shows_its_branches_at_their_verdicts(tmp_path: Path, browser_pa
     played = [b for b in branches[0].branches if b.played]
     assert played
     path = tmp_path / "run.html"
-    path.write_text(render_run_page("r-1", config, records, branches=branches))  # type: ignore[arg-type]
+    path.write_text(render_run_page("r-1", config, records, branches=branches))
     page = browser_page.page
     page.goto(path.as_uri())
     page.locator(".mark").first.click()
@@ -52,6 +55,6 @@ def test_a_trial_shows_its_branches_at_their_verdicts(tmp_path: Path, browser_pa
 
 def test_a_page_without_branches_is_unchanged() -> None:
     config, records, _ = _branched_run()
-    page = render_run_page("r-1", config, records)  # type: ignore[arg-type]
+    page = render_run_page("r-1", config, records)
     assert "showBranch" not in page and ".branch" not in page
-    assert render_run_page("r-1", config, records, branches=[]) == page  # type: ignore[arg-type]
+    assert render_run_page("r-1", config, records, branches=[]) == page
