@@ -127,7 +127,7 @@ def generate_tasks(
     except (GenerationError, KeyError, ValueError) as exc:
         fail(exc)
     write_private(split, out)
-    mix = ", ".join(f"{family} {number}" for family, number in split.families.items())
+    mix = ", ".join(f"{family} {number}" for family, number in split.families.items() if number)
     console.print(f"{split.domain}: {len(split.tasks)} tasks -> {out} (split {split.split})", markup=False)
     console.print(f"digest {split.digest}; families: {mix}", markup=False)
 
