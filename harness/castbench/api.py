@@ -7,12 +7,14 @@ import platform
 import subprocess
 from collections.abc import Callable
 from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
 from typing import Any, Unpack
 
 from castbench.agents.registry import AgentSpec, Role
 from castbench.agents.traits import parse_traits
 from castbench.domain import Domain, resolve_domains
 from castbench.models.costs import warn_max_cost_gaps
+from castbench.domain.private import use_tasks_file
 from castbench.models.resolve import resolve_agent
 from castbench.options import EvalFields, EvalOptions
 from castbench.records.config import RunConfig
@@ -77,6 +79,9 @@ def build_config(
     chosen = EvalOptions.of(options, **fields)
     agents, selection = chosen.agents, chosen.selection
     domains, split, tasks = selection.domains, selection.split, selection.tasks
+    if selection.tasks_file is not None:  # a private split: its domain, its tasks
+        private = use_tasks_file(Path(selection.tasks_file))
+        domains, split = private.domain, private.split
     resolved = resolve_domains(domains)
     models: dict[str, Any] = {}
     model_options = chosen.model_options()

@@ -85,6 +85,9 @@ class TaskSelection(_Group):
     split: str = "test"
     tasks: list[str] | None = None
     """Task ids (a comma-separated string is split); None: every task of the split."""
+    tasks_file: str | None = None
+    """A private split's file (`castbench tasks generate`): its domain and tasks instead of
+    `domains` and `split`; the split's digest names it in the run (`castbench.domain.private`)."""
     trials: int = Field(8, ge=1)
     """Trials per task (n)."""
     seed: int = 0
@@ -263,6 +266,7 @@ class EvalFields(TypedDict, total=False):
     domains: str | None
     split: str
     tasks: list[str] | str | None
+    tasks_file: str | None
     trials: int
     seed: int
     add_trials: int

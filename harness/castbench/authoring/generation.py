@@ -454,20 +454,30 @@ class Generator(Generic[W, P, D]):
             write_generated(out, state, splits)
         return splits
 
-    def draw_split(self, pool: P, split: Split, world: W) -> list[tuple[Task, D]]:
+    def draw_split(
+        self,
+        pool: P,
+        split: Split,
+        world: W,
+        counts: Mapping[str, int] | None = None,
+        skip: Callable[[D], bool] | None = None,
+    ) -> list[tuple[Task, D]]:
         """Each family's tasks for this split, shuffled together and numbered, with their
         `earned` specs (false claims come later, from every split: `with_claims`), each beside
-        the draft it came from."""
+        the draft it came from. `counts` (family -> tasks) replaces the split's own; drafts that
+        `skip` refuses are drawn again (a private split's copies of public tasks)."""
         name = self.domain.name
         drafts: list[D] = []
         for family, (build, test_count, train_count) in self.families.items():
             wanted = test_count if split == "test" else train_count
+            if counts is not None:
+                wanted = counts.get(family, 0)
             made = 0
             for _ in range(self.max_attempts):
                 if made == wanted:
                     break
                 draft = build(pool)
-                if draft is None:
+                if draft is None or (skip is not None and skip(draft)):
                     continue
                 if draft.family != family:
                     raise GenerationError(
@@ -489,14 +499,14 @@ class Generator(Generic[W, P, D]):
         return tasks
 
     def with_claims(
-        self, state: Snapshot, drawn: Mapping[str, Sequence[tuple[Task, D]]]
+        self, state: Snapshot, drawn: Mapping[str, Sequence[tuple[Task, D]]], others: Iterable[Task] = ()
     ) -> dict[str, list[Task]]:
         """Every task with the false claims it must not make (`with_false_claims`): the domain's
-        refusal reasons, over all splits (`claim_catalogue`), that do not hold for it, and the
-        amounts and ids of the records its ground truth leads to but does not read
-        (`castbench.authoring.claims`)."""
+        refusal reasons, over all splits (`claim_catalogue`; `others`: tasks of splits drawn
+        before, a private split's public ones), that do not hold for it, and the amounts and ids
+        of the records its ground truth leads to but does not read (`castbench.authoring.claims`)."""
         domain = self.domain.with_state(json.loads(json.dumps(state)))
-        catalogue = claim_catalogue(task for pairs in drawn.values() for task, _ in pairs)
+        catalogue = claim_catalogue([*others, *(task for pairs in drawn.values() for task, _ in pairs)])
         splits: dict[str, list[Task]] = {}
         for split, pairs in drawn.items():
             splits[split] = []

@@ -49,6 +49,10 @@ COMMANDS: dict[str, CommandEntry] = {
         "castbench.cli.profile_cmd:profile_command",
         "A reliability profile: runs the clean and perturbed evaluations (same tasks and seeds, ...",
     ),
+    "counterfactuals": CommandEntry(
+        "castbench.cli.counterfactual_cmd:counterfactuals_command",
+        "Branch a critic run's trials at every verdict and play the other verdict to the end: per ...",
+    ),
     "domains": CommandEntry("castbench.cli.domains_cmd:domains_app", "Installed domains."),
     "tasks": CommandEntry("castbench.cli.domains_cmd:tasks_app", "Tasks of the installed domains."),
     "runs": CommandEntry("castbench.cli.runs_cmd:runs_app", "Stored runs."),

@@ -1,7 +1,8 @@
-"""`castbench domains list|validate` and `castbench tasks list`."""
+"""`castbench domains list|validate` and `castbench tasks list|show|generate`."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -48,9 +49,18 @@ def _split_count(domain: Domain, split: str) -> str:
 @domains_app.command("validate")
 def validate(
     domain: DomainOption = "all",
+    tasks_file: Annotated[
+        Path | None,
+        typer.Option(
+            help="Check this private split instead (`castbench tasks generate`): every gold replays, "
+            "the oracle scores 1.0 on every task, no task duplicates a public one.",
+        ),
+    ] = None,
     tau2_data: Tau2DataOption = None,  # read by the τ² packs from the environment its callback sets
 ) -> None:
     """Replay every task's ground truth; exit 1 on any broken task."""
+    if tasks_file is not None:
+        _validate_private(tasks_file)
     failed = False
     for item in resolve_domains(domain):
         report = validate_domain(item)
@@ -69,6 +79,57 @@ def validate(
             for problem in report.problems[:50]:
                 console.print(f"   {escape(problem)}")
     raise typer.Exit(1 if failed else 0)
+
+
+def _validate_private(path: Path) -> None:
+    from castbench.authoring.private import private_problems
+    from castbench.domain import TaskFileError
+    from castbench.domain.private import use_tasks_file
+    from castbench.runner.oracle_check import oracle_failures
+
+    try:
+        split = use_tasks_file(path)
+    except TaskFileError as exc:
+        fail(exc)
+    domain = load_domain(split.domain)
+    problems = private_problems(domain, split)
+    if not problems:  # the oracle on tasks whose gold replays
+        problems = oracle_failures(domain, split.tasks)
+    what = f"{split.domain} {split.split} ({len(split.tasks)} tasks) from {path}"
+    if problems:
+        console.print(f"[red]✗[/] {escape(what)}: {len(problems)} problem(s)")
+        for problem in problems[:50]:
+            console.print(f"   {escape(problem)}")
+        raise typer.Exit(1)
+    checks = "every gold replays, the oracle scores 1.0, no task duplicates a public one"
+    console.print(f"[green]✓[/] {escape(what)}: {checks}")
+    raise typer.Exit(0)
+
+
+@tasks_app.command("generate")
+def generate_tasks(
+    domain: Annotated[str, typer.Option("--domain", "-d", help="One castbench domain (it has a generator).")],
+    seed: Annotated[
+        int, typer.Option(help="The private seed: keep it to yourself; the file never holds it.")
+    ],
+    count: Annotated[int, typer.Option(help="Tasks to draw, in the test split's family mix.")],
+    out: Annotated[Path, typer.Option(help="Where to write the split (JSON).")],
+) -> None:
+    """Draw a private test split nobody has seen from the domain's own families, in the test
+    split's mix; it is named by the digest of its tasks (`eval --tasks-file`, docs/counterfactuals.md)."""
+    from castbench.authoring.generation import GenerationError
+    from castbench.authoring.private import generate_private, write_private
+    from castbench.cli.checks import check_writable
+
+    check_writable("--out", out)
+    try:
+        split = generate_private(load_domain(domain), seed, count)
+    except (GenerationError, KeyError, ValueError) as exc:
+        fail(exc)
+    write_private(split, out)
+    mix = ", ".join(f"{family} {number}" for family, number in split.families.items() if number)
+    console.print(f"{split.domain}: {len(split.tasks)} tasks -> {out} (split {split.split})", markup=False)
+    console.print(f"digest {split.digest}; families: {mix}", markup=False)
 
 
 @tasks_app.command("list")

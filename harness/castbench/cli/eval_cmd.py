@@ -30,7 +30,7 @@ from castbench.cli.checks import check_writable, sqlite_run_taken
 from castbench.cli.errors import fail
 from castbench.cli.options import DbOption, DomainOption, SplitOption, Tau2DataOption
 from castbench.errors import InfrastructureError, RunInterrupted, ServerDown
-from castbench.options import DEFAULTS, EvalOptions, OptionsError
+from castbench.options import DEFAULTS, EvalOptions, OptionsError, TaskSelection
 from castbench.records.config import Limits
 
 if TYPE_CHECKING:
@@ -53,6 +53,7 @@ _STEPS = Limits().max_steps
 _FIELDS: dict[str, tuple[str, ...]] = {
     "domain": ("selection", "domains"),
     "split": ("selection", "split"),
+    "tasks_file": ("selection", "tasks_file"),
     "tasks": ("selection", "tasks"),
     "trials": ("selection", "trials"),
     "seed": ("selection", "seed"),
@@ -89,7 +90,13 @@ _FIELDS: dict[str, tuple[str, ...]] = {
     "sweep_traits": ("baselines", "sweep_traits"),
 }
 """eval's parameter -> the `EvalOptions` field it sets. The others (`--suite`, `--output`,
-`--allow-incomplete`, `--tau2-data`) are the command's own."""
+`--allow-incomplete`, `--tau2-data`, `--counterfactuals`) are the command's own."""
+
+
+def _tasks_named(selection: TaskSelection) -> str:
+    if selection.tasks_file is not None:
+        return f"the private split in {selection.tasks_file}"
+    return f"domains {selection.domains} ({selection.split} split)"
 
 
 def _flag(where: tuple[str | int, ...]) -> str:
@@ -177,6 +184,14 @@ def eval_command(
         int, typer.Option(help="Run seed; trial seeds derive from it.", rich_help_panel=_RUN)
     ] = _SELECTION.seed,
     tasks: Annotated[str | None, typer.Option(help="Comma-separated task ids.", rich_help_panel=_RUN)] = None,
+    tasks_file: Annotated[
+        str | None,
+        typer.Option(
+            help="A private split (`castbench tasks generate`): its domain and tasks instead of --domain "
+            "and --split; the run is named by the split's digest.",
+            rich_help_panel=_RUN,
+        ),
+    ] = None,
     concurrency: Annotated[
         int,
         typer.Option(help="Trials run at once (and model calls in flight per server).", rich_help_panel=_RUN),
@@ -283,6 +298,15 @@ def eval_command(
             rich_help_panel=_RUN,
         ),
     ] = False,
+    counterfactuals: Annotated[
+        bool,
+        typer.Option(
+            "--counterfactuals",
+            help="After the run, branch every trial at each critic verdict and play the other verdict "
+            "to the end: what each flag and pass did (docs/counterfactuals.md).",
+            rich_help_panel=_RUN,
+        ),
+    ] = False,
     traits: Annotated[
         str | None,
         typer.Option(help="User trait profile, e.g. impatience=high,confusion=low.", rich_help_panel=_AGENTS),
@@ -363,7 +387,7 @@ def eval_command(
         check_writable("--output", output)
     agents, selection = options.agents, options.selection
     what = (
-        f"domains {selection.domains} ({selection.split} split), policy {agents.policy}, "
+        f"{_tasks_named(selection)}, policy {agents.policy}, "
         f"critic {agents.critic}, user {agents.user}, {selection.trials} trials, seed {selection.seed}"
     )
     intro = "castbench eval on the offline defaults: " if defaults else "castbench eval: "
@@ -393,6 +417,10 @@ def eval_command(
         )
         raise typer.Exit(130) from None
     _show(options, result, output, allow_incomplete)
+    if counterfactuals:
+        from castbench.cli.counterfactual_cmd import show_counterfactuals
+
+        show_counterfactuals(options.execution.db, result.outcome.run_id)
     return result  # for `castbench profile`, which runs its evaluations through this command
 
 

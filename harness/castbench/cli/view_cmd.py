@@ -23,9 +23,13 @@ def _page(run: str, db: str) -> tuple[str, str]:
     if is_export(Path(run)):
         exported = read_export(Path(run))
         return exported.run_id, render_run_page(exported.run_id, exported.config, exported.trials)
+    from castbench.report.counterfactual import stored_branches
+
     store = ResultsStore(db, read_only=True)
     row = store.run(run)
-    return row.id, render_run_page(row.id, store.config(row.id), store.trials(row.id))
+    config = store.config(row.id)
+    branches = stored_branches(store, row.id, config)  # kept by `castbench counterfactuals RUN`
+    return row.id, render_run_page(row.id, config, store.trials(row.id), branches=branches)
 
 
 def view_command(

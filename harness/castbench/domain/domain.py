@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from castbench.conversation import Event
 from castbench.domain.database import SEQUENCES_TABLE, Database, PristineIndex, Record, Row, Snapshot
+from castbench.domain.private import PRIVATE_PREFIX, TASKS_FILES_ENV, private_tasks
 from castbench.domain.rules import DomainRules
 from castbench.domain.task import Task, TaskFileError, load_tasks
 from castbench.domain.tools import ToolCrash, Toolkit
@@ -145,12 +146,23 @@ class Domain:
 
     @property
     def splits(self) -> list[str]:
-        return sorted(path.stem for path in (self.root / "tasks").glob("*.json"))
+        """The splits under tasks/, then the private splits this process was given
+        (`castbench.domain.private`)."""
+        own = sorted(path.stem for path in (self.root / "tasks").glob("*.json"))
+        return own + sorted(private_tasks(self.name))
 
     def tasks(self, split: str | None = None) -> list[Task]:
         """Tasks of one split (or all splits), in file order."""
         if split is None:
             return [task for name in self.splits for task in self.tasks(name)]
+        if split.startswith(PRIVATE_PREFIX) and split not in self._tasks:
+            private = private_tasks(self.name).get(split)
+            if private is None:
+                raise TaskFileError(
+                    f"domain {self.name}: private split '{split}' was not given (--tasks-file FILE, "
+                    f"or its path in {TASKS_FILES_ENV})"
+                )
+            self._tasks[split] = private
         if split not in self._tasks:
             path = self.root / "tasks" / f"{split}.json"
             if not path.exists():

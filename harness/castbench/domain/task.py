@@ -25,6 +25,7 @@ __all__ = [
     "ToolCall",
     "UserScenario",
     "load_tasks",
+    "tasks_from",
 ]
 
 
@@ -173,8 +174,13 @@ def load_tasks(path: Path) -> list[Task]:
         raw = json.loads(path.read_text())
     except (OSError, json.JSONDecodeError) as exc:
         raise TaskFileError(f"{path}: cannot read task file: {exc}") from exc
+    return tasks_from(raw, str(path))
+
+
+def tasks_from(raw: Any, where: str) -> list[Task]:
+    """The tasks of a task file's parsed JSON (`where` names it in errors): a list of tasks."""
     if not isinstance(raw, list):
-        raise TaskFileError(f"{path}: expected a JSON list of tasks, got {type(raw).__name__}")
+        raise TaskFileError(f"{where}: expected a JSON list of tasks, got {type(raw).__name__}")
     tasks: list[Task] = []
     seen: set[str] = set()
     for position, item in enumerate(raw):
@@ -185,9 +191,9 @@ def load_tasks(path: Path) -> list[Task]:
             problems = "; ".join(
                 f"field '{'.'.join(str(p) for p in err['loc'])}': {err['msg']}" for err in exc.errors()
             )
-            raise TaskFileError(f"{path}: task {task_id}: {problems}") from exc
+            raise TaskFileError(f"{where}: task {task_id}: {problems}") from exc
         if task.id in seen:
-            raise TaskFileError(f"{path}: task {task.id}: duplicate task id")
+            raise TaskFileError(f"{where}: task {task.id}: duplicate task id")
         seen.add(task.id)
         tasks.append(task)
     return tasks

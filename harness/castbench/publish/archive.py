@@ -18,6 +18,7 @@ from castbench.store.tables import RunRow, TrialRow
 
 __all__ = ["ImportOutcome", "import_run"]
 
+
 class ImportOutcome(BaseModel):
     run_id: str
     created_run: bool

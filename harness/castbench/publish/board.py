@@ -39,6 +39,18 @@ model). Options:
   more than 64 TCP ports, any UDP port) makes the row unsandboxed for it: refused unless
   `allow_unsandboxed`, whatever the lists say. Every declaration shows in the row's cell.
 
+Private split. `tasks_file = "private/retail.json"` (relative to the folder that holds
+`leaderboards/`) names a private split written by `castbench tasks generate`; `split` must be its
+name, `private-<digest>`, and the board ranks runs of that split alone (a run of the public
+split, or of another private one, is refused naming both). The file is read (and checked
+against its digest) whenever the board is built or re-run, so its runs verify on its tasks; the
+seed that drew it stays with whoever publishes the board.
+
+Counterfactuals. `counterfactuals = true` adds the column "net saved / 100 verdicts": per critic
+row, (trials its verdicts saved - trials they cost) per 100 verdicts, each verdict measured
+against a branch with the other verdict played to the end, with its task-bootstrap interval
+(docs/counterfactuals.md).
+
 Reliability profile (`castbench.publish.profile`, docs/profile.md). `profile = { tool_faults = 0.2 }`
 (also `fault_kinds`, `user`, `env` kinds and `seed`; by default every kind) adds profile columns:
 disagreement, trajectory similarity, violations and unconfirmed changes per trial, Brier score
@@ -63,6 +75,8 @@ from pydantic import (
 )
 
 from castbench.compare.metric import parse_metric
+from castbench.domain import TaskFileError
+from castbench.domain.private import PRIVATE_PREFIX, use_tasks_file
 from castbench.grading import GradingMode
 from castbench.records.perturbations import (
     ENV_KINDS,
@@ -83,6 +97,7 @@ __all__ = [
     "board_path",
     "load_board",
     "slug",
+    "use_private_split",
 ]
 
 
@@ -184,6 +199,12 @@ class BoardSpec(_Strict):
     entries: list[Entry] | None = None
     profile: BoardProfile | None = None
     """Reliability-profile columns (see the module's docstring)."""
+    tasks_file: str | None = None
+    """A private split's file: the board ranks runs of that split alone (see the module's docstring)."""
+    counterfactuals: bool = False
+    """A column of net trials saved per 100 critic verdicts, from branches the build plays at every
+    verdict of each critic row's trials (`castbench.runner.counterfactual`): each trial costs its
+    build several trials more (`bench/counterfactual_cost.py`), so a board asks for it."""
 
     @field_validator("metrics", mode="before")
     @classmethod
@@ -201,6 +222,12 @@ class BoardSpec(_Strict):
             self.rank_by = parse_metric(self.rank_by).name
             if self.rank_by not in {item.metric for item in self.metrics}:
                 raise ValueError(f"rank_by {self.rank_by} is not one of the board's metrics")
+        if self.tasks_file is not None and not self.split.startswith(PRIVATE_PREFIX):
+            raise ValueError(
+                f"a board with a tasks_file ranks its private split: split must be {PRIVATE_PREFIX}<digest>"
+            )
+        if self.tasks_file is not None and len(self.domains) != 1:
+            raise ValueError("a private split is of one domain: a board with a tasks_file names one domain")
         names = [entry.name for entry in self.entries or []]
         if len(set(map(slug, names))) != len(names):
             raise ValueError("entry names must differ (also after slugging): " + ", ".join(names))
@@ -209,6 +236,23 @@ class BoardSpec(_Strict):
     @property
     def ranking_metric(self) -> str:
         return self.rank_by or self.metrics[-1].metric
+
+
+def use_private_split(spec: BoardSpec, root: Path) -> None:
+    """Read and register the board's private split (none: nothing to do); `BoardError` when its
+    file cannot be used or is not the split the board names."""
+    if spec.tasks_file is None:
+        return
+    path = root / spec.tasks_file
+    try:
+        split = use_tasks_file(path)
+    except TaskFileError as exc:
+        raise BoardError(f"board {spec.name}: {exc}") from exc
+    if split.split != spec.split or split.domain not in spec.domains:
+        raise BoardError(
+            f"board {spec.name}: {path} holds {split.domain} split {split.split}, the board ranks "
+            f"{', '.join(spec.domains)} split {spec.split}"
+        )
 
 
 def board_path(board: str, root: Path) -> Path:

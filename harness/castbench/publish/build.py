@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from castbench.compare.comparability import setting_differences
-from castbench.publish.board import BoardError, BoardSpec, Entry
+from castbench.publish.board import BoardError, BoardSpec, Entry, use_private_split
 from castbench.publish.curve import curve_svg
 from castbench.publish.profile import profile_cells
 from castbench.publish.render import Board, Excluded, board_csv, board_html, board_json, board_markdown
@@ -112,6 +112,7 @@ def collect_rows(
     eligible, verified export under `results/` (the others listed as excluded, with the reason).
     `reruns`: entry name -> the run this build re-created from its recipe (`rerun_entries`);
     those rows are `re-run`, every other one `submitted`."""
+    use_private_split(spec, root)
     if spec.entries is not None:
         return _declared(spec, root, verify, allow_incomplete, reruns or {}), []
     return _discovered(spec, root, verify, allow_incomplete)

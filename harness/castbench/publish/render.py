@@ -14,6 +14,7 @@ import json
 from markupsafe import Markup
 from pydantic import BaseModel, Field
 
+from castbench.metrics.counterfactual import NetSaved
 from castbench.publish.board import BoardMetric
 from castbench.publish.profile import profile_markdown
 from castbench.publish.rows import BoardRow, Cell
@@ -49,6 +50,10 @@ class Board(BaseModel):
         return any(row.false_flag_rate is not None or row.detection_rate is not None for row in self.rows)
 
     @property
+    def has_counterfactuals(self) -> bool:
+        return any(row.net_saved is not None for row in self.rows)
+
+    @property
     def scope(self) -> str:
         domains = ", ".join(f"{name} (version {number}-x)" for name, number in sorted(self.domains.items()))
         return (
@@ -58,6 +63,18 @@ class Board(BaseModel):
 
 def _cell(cell: Cell) -> str:
     return f"{cell.value:.3f} ({cell.low:.2f}–{cell.high:.2f})"
+
+
+def _net_parts(net: NetSaved | None) -> tuple[float | None, float | None, float | None]:
+    return (None, None, None) if net is None else (net.point, net.low, net.high)
+
+
+def _net(net: NetSaved | None) -> str:
+    """Net trials saved per 100 verdicts with its interval ('–': no critic, or not branched)."""
+    point, low, high = _net_parts(net)
+    if point is None or low is None or high is None:
+        return "–"
+    return f"{point:+.1f} ({low:+.1f}–{high:+.1f})"
 
 
 def _rate(value: float | None) -> str:
@@ -113,6 +130,8 @@ def board_csv(board: Board) -> str:
     header += ["false_flag_rate", "detection_rate", "cost_per_trial"]
     header += ["failures_agent", "failures_user", "failures_harness", "run_id", "viewer"]
     header += ["malformed_actions", "proposed_actions"]
+    if board.has_counterfactuals:
+        header += ["net_saved_per_100_verdicts", "net_saved low", "net_saved high"]
     writer.writerow(header)
     for row in board.rows:
         values: list[object] = [
@@ -136,6 +155,9 @@ def board_csv(board: Board) -> str:
             row.malformed_actions,
             row.proposed_actions,
         ]
+        if board.has_counterfactuals:
+            net = row.net_saved
+            values += ["" if net is None or value is None else f"{value:.2f}" for value in _net_parts(net)]
         writer.writerow(values)
     return out.getvalue()
 
@@ -160,6 +182,8 @@ def board_markdown(board: Board) -> str:
     header.append("malformed actions")
     if board.has_critic:
         header += ["false-flag rate", "detection rate", "unreadable verdicts"]
+    if board.has_counterfactuals:
+        header.append("net saved / 100 verdicts")
     header += ["cost / trial", "failures blamed on", "trajectories"]
     lines = [f"# {_md(board.title)}", ""]
     if board.description:
@@ -186,6 +210,8 @@ def board_markdown(board: Board) -> str:
         if board.has_critic:
             cells += [_rate(row.false_flag_rate), _rate(row.detection_rate)]
             cells.append("–" if row.critic_parse_errors is None else str(row.critic_parse_errors))
+        if board.has_counterfactuals:
+            cells.append(_net(row.net_saved))
         cells += [_cost(row.cost_per_trial), _md(_blamed(row)), f"[view]({row.viewer})"]
         lines.append("| " + " | ".join(cells) + " |")
     lines.append("")
@@ -215,6 +241,7 @@ def board_html(board: Board, curve: str) -> str:
             curve=Markup(curve),  # noqa: S704 (built by curve_svg, which escapes every label)
             cell=_cell,
             rate=_rate,
+            net=_net,
             cost=_cost,
             blamed=_blamed,
             name=_name,

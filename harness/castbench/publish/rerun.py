@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from castbench.api import evaluate
-from castbench.publish.board import BoardError, BoardSpec, Entry
+from castbench.publish.board import BoardError, BoardSpec, Entry, use_private_split
 from castbench.publish.profile import write_entry_profile
 from castbench.store import ResultsStore
 from castbench.store.export import ExportedRun, export_run, read_export, write_export
@@ -30,6 +30,7 @@ def rerun_entries(
     name, as written (what `build_board(reruns=...)` marks re-run)."""
     if spec.entries is None:
         raise BoardError(f"board {spec.name} lists no entries: nothing to re-create")
+    use_private_split(spec, root)
     written: dict[str, ExportedRun] = {}
     with tempfile.TemporaryDirectory(prefix="castbench-rerun-") as scratch:
         db = f"sqlite:///{Path(scratch) / 'runs.db'}"

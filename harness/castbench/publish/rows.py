@@ -16,11 +16,14 @@ from castbench.agents.registry import Role
 from castbench.compare.comparability import comparability_number
 from castbench.compare.metric import parse_metric
 from castbench.metrics import TaskOutcome, summarize_counts
+from castbench.metrics.counterfactual import NetSaved, summarize_branches
 from castbench.publish.board import BoardError, BoardSpec, Entry, slug
 from castbench.publish.profile import ProfileCells
 from castbench.records.config import RunConfig
 from castbench.records.provenance import AgentPlacement, placement_problems, provenance
 from castbench.report import DomainReport, RunSummary, summarize_run
+from castbench.report.counterfactual import run_agents
+from castbench.runner.counterfactual import NotBranchable, branch_run
 from castbench.store.export import ExportedRun
 
 __all__ = ["BoardRow", "Cell", "eligibility_problems", "entry_row", "rank_rows"]
@@ -71,6 +74,9 @@ class BoardRow(BaseModel):
     failures_blamed: dict[str, float] | None = None
     """Shares of the trials that did not pass blamed on the agent, the simulated user and the
     harness (`castbench.attribution`), over the board's domains; None: every trial passed."""
+    net_saved: NetSaved | None = Field(None, exclude_if=lambda value: value is None)
+    """Net trials saved per 100 critic verdicts, on a board with `counterfactuals` (None: no such
+    column, no critic, or agents that cannot be branched)."""
 
     @property
     def viewer(self) -> str:
@@ -289,7 +295,21 @@ def entry_row(
         proposed_actions=sum(report.outputs.actions for report in reports),
         cost_per_trial=cost,
         failures_blamed=_blamed(reports),
+        net_saved=_net_saved(spec, exported),
     )
+
+
+def _net_saved(spec: BoardSpec, exported: ExportedRun) -> NetSaved | None:
+    """The row's net trials saved per 100 verdicts, from branches played now (see `BoardSpec`)."""
+    config = exported.config
+    if not spec.counterfactuals or config.critic == "none":
+        return None
+    try:
+        branches = branch_run(config, run_agents(config), exported.trials)
+    except NotBranchable:
+        return None
+    net = summarize_branches(branches, seed=0).net_all
+    return NetSaved(**{name: None if value is None else round(value, 2) for name, value in net})
 
 
 def rank_rows(spec: BoardSpec, rows: list[BoardRow]) -> list[BoardRow]:

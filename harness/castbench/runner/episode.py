@@ -79,7 +79,10 @@ from castbench.records.trial import (
 from castbench.runner.deadline import AgentThread, Cancelled, Halt, TimeLimits
 from castbench.runner.execution import AgentSet, plan_execution
 
-__all__ = ["AgentSet", "Episode", "EpisodeOver", "Limits", "StepOutcome", "Verification"]
+__all__ = ["AgentSet", "Episode", "EpisodeOver", "Limits", "Overrule", "StepOutcome", "Verification"]
+
+Overrule = Callable[[int, int, Verdict], Verdict]
+"""(step index, round, the critic's verdict) -> the verdict the loop acts on."""
 
 _clock = time.perf_counter
 _ACTIONS = (ToolCallAction, ReplyAction, MalformedAction)
@@ -147,12 +150,17 @@ class Episode:
         plan: ExecutionPlan | None = None,
         *,
         labelled: bool = True,
+        overrule: Overrule | None = None,
     ) -> None:
         """`plan`: the run's execution plan (by default one trial at a time, on this thread).
         `labelled`: the privileged labeler judges each proposed action (the critic's figures and
         the strict reward read its labels); False for a trial whose plain reward is all that is
-        read, as a reference floor's (its record then has no labels and no strict reward)."""
+        read, as a reference floor's (its record then has no labels and no strict reward).
+        `overrule`: given (step index, round, the critic's verdict), the verdict the loop acts on
+        instead: how a counterfactual branch (`castbench.runner.counterfactual`) takes the
+        verdict the trial did not take; None for every ordinary trial."""
         self.labelled = labelled
+        self._overrule = overrule
         self.domain, self.task, self.agents = domain, task, agents
         self._perturber = perturbations.perturber(seed) if perturbations is not None else None
         """Faults and perturbations the harness injects; None (one check per call) when off."""
@@ -406,6 +414,8 @@ class Episode:
         view = CriticView(self.critic_briefing, step.history, proposal.action)
         verdict = self._guarded("critic", self.critic.verify, view, what="verifying an action")
         self._check("critic", verdict, Verdict, "verdict")
+        if self._overrule is not None:
+            verdict = self._overrule(len(self.steps), proposal.round, verdict)
         proposal.critic_s = _clock() - start
         proposal.verdict = verdict
         step.timing.critic_s += proposal.critic_s

@@ -27,7 +27,7 @@ from castbench.records.execution import ExecutionPlan
 from castbench.records.perturbations import Perturbations
 from castbench.records.trial import TrialRecord
 from castbench.runner.deadline import Halt, TimeLimits
-from castbench.runner.episode import AgentSet, Episode, Limits, Verification
+from castbench.runner.episode import AgentSet, Episode, Limits, Overrule, Verification
 from castbench.runner.execution import plan_execution
 
 __all__ = ["AgentSet", "Limits", "TimeLimits", "Verification", "run_trial"]
@@ -50,10 +50,11 @@ def run_trial(
     plan: ExecutionPlan | None = None,
     *,
     labelled: bool = True,
+    overrule: Overrule | None = None,
 ) -> TrialRecord:
     """One trial, start to grade, as the run's execution `plan` says (by default one trial at a
     time, on this thread). `Cancelled` when `stop` is set while an agent is at work (the trial is
-    then dropped). `labelled`: as `Episode` takes it."""
+    then dropped). `labelled` and `overrule`: as `Episode` takes them."""
     policy = agents.policy
     if policy is None:
         raise ValueError("run_trial needs a policy: drive an Episode to bring actions from outside")
@@ -77,6 +78,7 @@ def run_trial(
         perturbations,
         plan,
         labelled=labelled,
+        overrule=overrule,
     )
     try:
         if transport.drives:

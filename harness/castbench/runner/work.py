@@ -20,6 +20,7 @@ from castbench.records.config import RunConfig
 from castbench.records.execution import ExecutionPlan
 from castbench.records.trial import TrialRecord
 from castbench.runner.deadline import Cancelled, Halt, TimeLimits
+from castbench.runner.episode import Overrule
 from castbench.runner.plan import TrialJob
 from castbench.runner.rollout import AgentSet, run_trial
 
@@ -70,9 +71,10 @@ def run_job(
     plan: ExecutionPlan | None = None,
     *,
     labelled: bool = True,
+    overrule: Overrule | None = None,
 ) -> TrialRecord:
     """One trial of the grid, once, under the run's limits, verification and traits, executed as
-    its `plan` says (`labelled`: as `Episode` takes it)."""
+    its `plan` says (`labelled` and `overrule`: as `Episode` takes them)."""
     return run_trial(
         job.domain,
         job.task,
@@ -89,6 +91,7 @@ def run_job(
         perturbations=config.perturbations if config.perturbations.active else None,
         plan=plan,
         labelled=labelled,
+        overrule=overrule,
     )
 
 

@@ -17,6 +17,7 @@ from typing import Any
 import jinja2
 
 from castbench.metrics.passk import reported_ks
+from castbench.records.branches import TrialBranches
 from castbench.records.config import RunConfig
 from castbench.records.trial import TrialRecord
 from castbench.report import RunSummary, summarize_run
@@ -71,8 +72,15 @@ def _summary_table(summary: RunSummary, ks: list[int]) -> dict[str, Any]:
 
 
 def render_run_page(
-    run_id: str, config: RunConfig, records: Sequence[TrialRecord], title: str | None = None
+    run_id: str,
+    config: RunConfig,
+    records: Sequence[TrialRecord],
+    title: str | None = None,
+    branches: Sequence[TrialBranches] | None = None,
 ) -> str:
+    """The page of a run; with `branches` (`castbench counterfactuals`), each trial shows, at every
+    critic verdict, the branch with the other verdict and what the verdict did."""
+    by_trial = {(b.domain, b.task_id, b.trial_index): b for b in branches or ()}
     ordered = sorted(records, key=lambda r: (r.domain, r.task_id, r.trial_index))
     by_task: dict[str, dict[str, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
     passed: dict[tuple[str, str], int] = defaultdict(int)
@@ -116,6 +124,7 @@ def render_run_page(
             ks=ks,
             summary=summary,
             domains=domains,
-            trials_data=encode_trials(ordered),
+            trials_data=encode_trials(ordered, by_trial),
+            has_branches=bool(by_trial),
         )
     )

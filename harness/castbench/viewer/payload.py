@@ -12,10 +12,11 @@ from __future__ import annotations
 import base64
 import gzip
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from castbench.attribution import attribute
+from castbench.records.branches import TrialBranches
 from castbench.records.trial import TrialRecord
 
 __all__ = ["encode_trials", "trial_payload"]
@@ -32,8 +33,15 @@ _EXCLUDE: Any = {
 }
 
 
-def trial_payload(record: TrialRecord) -> dict[str, Any]:
+def trial_payload(record: TrialRecord, branches: TrialBranches | None = None) -> dict[str, Any]:
+    """The record as the page reads it; with `branches`, its counterfactual branches too (each
+    with its steps from the branch point on, as a trial's steps are given)."""
     payload = record.model_dump(mode="json", exclude=_EXCLUDE, exclude_none=True)
+    if branches is not None:
+        payload["branches"] = [
+            branch.model_dump(mode="json", exclude={"steps": _EXCLUDE["steps"]}, exclude_none=True)
+            for branch in branches.branches
+        ]
     payload["seed"] = str(record.seed)  # 64-bit seeds do not survive a JavaScript number
     attribution = attribute(record)
     if attribution is not None:  # the page highlights the decisive step
@@ -43,8 +51,13 @@ def trial_payload(record: TrialRecord) -> dict[str, Any]:
     return payload
 
 
-def encode_trials(records: Sequence[TrialRecord]) -> str:
-    """base64 of gzip of the JSON list of payloads, in the order the page indexes them."""
+def encode_trials(
+    records: Sequence[TrialRecord], branches: Mapping[tuple[str, str, int], TrialBranches] | None = None
+) -> str:
+    """base64 of gzip of the JSON list of payloads, in the order the page indexes them; `branches`
+    by (domain, task id, trial index)."""
+    found = branches or {}
+    payloads = [trial_payload(r, found.get((r.domain, r.task_id, r.trial_index))) for r in records]
     # unsorted: the page shows tool arguments in the order the agent gave them
-    text = json.dumps([trial_payload(r) for r in records], separators=(",", ":"))
+    text = json.dumps(payloads, separators=(",", ":"))
     return base64.b64encode(gzip.compress(text.encode(), compresslevel=9, mtime=0)).decode("ascii")

@@ -37,7 +37,7 @@ def test_builtins_resolve_with_typed_parameters() -> None:
         (
             "policy",
             "scripted:noisy?temperature=0.2",
-            "unknown parameter ['temperature'] (parameters: p, recover, insist, clarify)",
+            "unknown parameter ['temperature'] (parameters: p, recover, insist, clarify, draws)",
         ),
         ("policy", "scripted:noisy?p=1.5", "'p': Input should be less than or equal to 1"),
         ("policy", "scripted:noisy?p=-0.1", "'p': Input should be greater than or equal to 0"),

@@ -3,14 +3,18 @@
 - `oracle`: flags exactly the actions the labeler calls invalid (never an `unknown` one);
 - `scripted:noisy?false_flag=F&miss=M`: the oracle with seeded mistakes, flagging a valid
   action with probability F and letting an invalid one through with probability M — a
-  stand-in for an over-eager (GPT-4.1-like) or a lax critic, offline.
+  stand-in for an over-eager (GPT-4.1-like) or a lax critic, offline. `draws=keyed` gives each
+  verdict a generator of its own, keyed by the proposal and the conversation's length, as the
+  noisy policy's keyed draws do (for counterfactual branches: see `NoisyParams`).
 Marked privileged: their runs are upper bounds or simulations, not leaderboard entries.
 """
 
 from __future__ import annotations
 
+import json
 import random
-from typing import ClassVar
+from collections import Counter
+from typing import ClassVar, Literal
 
 from pydantic import BaseModel, Field
 
@@ -47,22 +51,42 @@ class OracleCritic:
 class NoisyCriticParams(BaseModel):
     false_flag: float = Field(0.1, ge=0, le=1, description="chance to flag a valid action")
     miss: float = Field(0.1, ge=0, le=1, description="chance to pass an invalid action")
+    draws: Literal["stream", "keyed"] = Field(
+        "stream", description="one random stream, or a generator per verdict (counterfactual branches)"
+    )
 
 
 class NoisyCritic(OracleCritic):
-    def __init__(self, briefing: PrivilegedBriefing, false_flag: float = 0.1, miss: float = 0.1) -> None:
+    def __init__(
+        self,
+        briefing: PrivilegedBriefing,
+        false_flag: float = 0.1,
+        miss: float = 0.1,
+        draws: Literal["stream", "keyed"] = "stream",
+    ) -> None:
         super().__init__(briefing)
-        params = NoisyCriticParams(false_flag=false_flag, miss=miss)
+        params = NoisyCriticParams(false_flag=false_flag, miss=miss, draws=draws)
         self._false_flag, self._miss = params.false_flag, params.miss
         self._rng = random.Random(f"noisy-critic:{briefing.seed}")
+        self._keyed, self._seed = params.draws == "keyed", briefing.seed
+        self._taken: Counter[str] = Counter()
+
+    def _draws(self, view: CriticView) -> random.Random:
+        if not self._keyed:
+            return self._rng
+        proposal = view.proposal.model_dump(mode="json", exclude={"usage"})
+        key = json.dumps([len(view.conversation), proposal], sort_keys=True)
+        self._taken[key] += 1
+        return random.Random(f"noisy-critic:{self._seed}:{key}:{self._taken[key]}")
 
     def verify(self, view: CriticView) -> Verdict:
         truth = self._truth(view)
-        draw = self._rng.random()
+        rng = self._draws(view)
+        draw = rng.random()
         if truth.label == "invalid" and draw >= self._miss:
             return Verdict(verdict="invalid", failure_type=truth.failure_type, explanation=truth.reason)
         if truth.label == "valid" and draw < self._false_flag:
-            kind = self._rng.choice(["hallucination", "domain_violation", "wrong_tool"])
+            kind = rng.choice(["hallucination", "domain_violation", "wrong_tool"])
             return Verdict(
                 verdict="invalid",
                 failure_type=kind,

@@ -10,14 +10,22 @@ When a critic rejects a proposal it insists on the same action with probability 
 (resistance); otherwise it revises: to the right action if the proposal was a mistake
 (correction; for a write it skipped confirming, by asking the user first), or to a fresh mistake
 if the proposal was right (a harmful revision, which is what an over-eager critic provokes).
-Every draw comes from the trial's seed, so the same seed replays the same mistakes. What it
+Every draw comes from the trial's seed, so the same seed replays the same mistakes. With
+`draws=stream` (the default) the draws come one after another from one generator; with
+`draws=keyed` each decision has a generator of its own, keyed by the decision (which action, which
+revision, which retry) and how often it was taken: two trials that part at a critic verdict then
+draw the same for every decision they share (common random numbers), so what differs between
+them is the verdict's doing and not the generator's shifted stream. Counterfactual branches
+(`castbench.runner.counterfactual`) read exactly that way under keyed draws. What it
 injected is kept in `injected` (step and kind): tests and benches compare failure attribution
 against it; nothing in the harness reads it.
 """
 
 from __future__ import annotations
 
+import json
 import random
+from collections import Counter
 from typing import ClassVar, Literal, NamedTuple
 
 from pydantic import BaseModel, Field
@@ -48,6 +56,20 @@ class NoisyParams(BaseModel):
     recover: float = Field(0.3, ge=0, le=1, description="chance to fix a mistaken call that errored")
     insist: float = Field(0.3, ge=0, le=1, description="chance to repeat an action a critic rejected")
     clarify: float = Field(0.5, ge=0, le=1, description="chance to ask the user again after a failed call")
+    draws: Literal["stream", "keyed"] = Field(
+        "stream", description="one random stream, or a generator per decision (counterfactual branches)"
+    )
+
+
+def _call_key(call: ToolCall) -> str:
+    return json.dumps([call.name, call.arguments], sort_keys=True, default=str)
+
+
+def _call_key_of(action: Action) -> str:
+    """The key of a proposed action's decisions: its call, or its text."""
+    if isinstance(action, ToolCallAction):
+        return json.dumps([action.name, action.arguments], sort_keys=True, default=str)
+    return json.dumps(action.model_dump(mode="json", exclude={"usage"}), sort_keys=True)
 
 
 class NoisyPolicy(OraclePolicy):
@@ -60,9 +82,10 @@ class NoisyPolicy(OraclePolicy):
         recover: float = 0.3,
         insist: float = 0.3,
         clarify: float = 0.5,
+        draws: Literal["stream", "keyed"] = "stream",
     ) -> None:
         super().__init__(briefing)
-        params = NoisyParams(p=p, recover=recover, insist=insist, clarify=clarify)
+        params = NoisyParams(p=p, recover=recover, insist=insist, clarify=clarify, draws=draws)
         self._p, self._recover, self._insist, self._clarify = (
             params.p,
             params.recover,
@@ -70,6 +93,9 @@ class NoisyPolicy(OraclePolicy):
             params.clarify,
         )
         self._rng = random.Random(f"noisy:{briefing.seed}")
+        self._keyed = params.draws == "keyed"
+        self._seed = briefing.seed
+        self._taken: Counter[str] = Counter()
         self._schemas = {schema["function"]["name"]: schema for schema in briefing.tools}
         self._planned: dict[int, Mistake] = {}
         self._retry: ToolCall | None = None
@@ -78,12 +104,19 @@ class NoisyPolicy(OraclePolicy):
         self._clarifying = False
         self.injected: list[Injected] = []
 
+    def _draws(self, decision: str) -> random.Random:
+        """The generator of one decision: the one stream, or (keyed) the decision's own."""
+        if not self._keyed:
+            return self._rng
+        self._taken[decision] += 1
+        return random.Random(f"noisy:{self._seed}:{decision}:{self._taken[decision]}")
+
     # -- revision under critique -----------------------------------------------------------
     def propose(self, view: PolicyView) -> Action:
         critique = view.critique
         if critique is None:
             return self._next(view)
-        if self._rng.random() < self._insist:
+        if self._draws(f"insist:{_call_key_of(critique.proposal)}").random() < self._insist:
             return critique.proposal
         proposal = critique.proposal
         intended = self._intended
@@ -107,16 +140,24 @@ class NoisyPolicy(OraclePolicy):
         clarifying, self._clarifying = self._clarifying, False
         if retry is not None and (clarifying or self._last_call_failed(view)):
             facts = self._task.scenario.facts
-            if not clarifying and facts and self._rng.random() < self._clarify:
+            if (
+                not clarifying
+                and facts
+                and self._draws(f"clarify:{_call_key(retry)}").random() < self._clarify
+            ):
                 self._retry, self._clarifying = retry, True  # ask the user again, then maybe recover
                 return ReplyAction(
                     text="Sorry, something went wrong on my side. " + ask_again([facts[0].keywords[0]])
                 )
-            if self._rng.random() < self._recover:
+            if self._draws(f"recover:{_call_key(retry)}").random() < self._recover:
                 self._intended = retry
                 return self._as_action(retry)
         step = self._plan[0] if self._plan else None
-        if step is not None and step.kind == "instruct" and self._rng.random() < self._p:
+        if (
+            step is not None
+            and step.kind == "instruct"
+            and self._draws(f"instruct:{_call_key(step.call) if step.call else ''}").random() < self._p
+        ):
             self._plan.popleft()  # forgets to walk the user through a step on their side
             self._log(view, "skipped_instruction")
             return super()._next(view)
@@ -143,25 +184,27 @@ class NoisyPolicy(OraclePolicy):
         """One draw per ground-truth action, made the first time the action comes up."""
         key = id(step.call)
         if key not in self._planned:
-            if self._rng.random() >= self._p:
+            rng = self._draws(f"decide:{_call_key(step.call) if step.call else ''}")
+            if rng.random() >= self._p:
                 self._planned[key] = None  # type: ignore[assignment]
             else:
                 kinds: list[Mistake] = ["hallucination", "wrong_tool"]
                 if step.call is not None and step.call.name in self._briefing.write_tools:
                     kinds.append("domain_violation")
-                self._planned[key] = self._rng.choice(kinds)
+                self._planned[key] = rng.choice(kinds)
         return self._planned[key]
 
     def _mistaken(self, call: ToolCall, view: PolicyView, kind: Mistake | None = None) -> ToolCall:
         """`call` with a hallucinated argument or swapped for the wrong tool."""
-        kind = kind or self._rng.choice(["hallucination", "wrong_tool"])
+        rng = self._draws(f"mistake:{_call_key(call)}")
+        kind = kind or rng.choice(["hallucination", "wrong_tool"])
         if kind == "wrong_tool":
-            wrong = wrong_tool(call, self._briefing.tools, self._briefing.write_tools, self._rng)
+            wrong = wrong_tool(call, self._briefing.tools, self._briefing.write_tools, rng)
             if wrong != call:
                 self._log(view, "wrong_tool")
                 return wrong
         seen = " ".join(e.content for e in view.conversation if isinstance(e, ToolResultTurn))
-        wrong = hallucinate(call, self._schemas[call.name], seen, self._rng)
+        wrong = hallucinate(call, self._schemas[call.name], seen, rng)
         if wrong != call:
             self._log(view, "hallucination")
         return wrong

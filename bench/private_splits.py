@@ -1,0 +1,97 @@
+"""Whether a private split measures what the public test split does:
+`python bench/private_splits.py [--domains retail,airline,telecom,telehealth] [--seeds 1,2,3]`.
+
+For each domain, three private splits (`castbench tasks generate`, one per seed, as many tasks as
+the public test split) are drawn and validated; then the scripted baselines run on the public
+split and on each private one: `scripted:noisy` alone and with the rules critic (4 trials per
+task) and the three reference floors (deterministic: 1 trial, so pass^k = pass^1). Printed per
+domain and baseline: pass^k on the public split with its 95% task-bootstrap interval, each
+private split's pass^k, marked `outside` where it leaves that interval and `OUTSIDE, differs`
+where it also differs from the public figure by more than two independent draws of tasks would
+(the difference outside its own 95% interval). A private split is a fresh draw of tasks, so its
+figure varies around the public one as much as the public one does around the truth: about one
+point in six may leave the public interval while measuring the same thing; the difference test
+is the one that says whether it does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import tempfile
+import time
+from pathlib import Path
+
+from castbench import evaluate
+from castbench.authoring.private import generate_private, private_problems, write_private
+from castbench.domain import load_domain
+from castbench.domain.private import use_tasks_file
+from castbench.report.summary import DomainReport
+
+BASELINES = {
+    "noisy p=0.3": ("scripted:noisy", "none", 4),
+    "noisy p=0.3 + rules critic": ("scripted:noisy", "rules", 4),
+    "floor: refuse": ("scripted:refuse", "none", 1),
+    "floor: lookup-refuse": ("scripted:lookup-refuse", "none", 1),
+    "floor: lookup-spray": ("scripted:lookup-spray", "none", 1),
+}
+
+
+def _agrees(public: DomainReport, private: DomainReport, k: int) -> bool:
+    """Whether the two splits' pass^k differ by no more than two independent draws of tasks would
+    (the difference inside its 95% interval, each split's standard error read off its interval)."""
+    errors = [(report.ci95[k][1] - report.ci95[k][0]) / 3.92 for report in (public, private)]
+    return abs(public.pass_hat[k] - private.pass_hat[k]) <= 1.96 * math.hypot(*errors) + 1e-12
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--domains", default="retail,airline,telecom,telehealth")
+    parser.add_argument("--seeds", default="1,2,3")
+    args = parser.parse_args()
+    seeds = [int(seed) for seed in args.seeds.split(",")]
+    started, outside, disagree = time.perf_counter(), 0, 0
+    with tempfile.TemporaryDirectory(prefix="castbench-private-") as scratch:
+        db = f"sqlite:///{Path(scratch) / 'runs.db'}"
+        for name in args.domains.split(","):
+            domain = load_domain(name)
+            files = []
+            for seed in seeds:
+                split = generate_private(domain, seed, len(domain.tasks("test")))
+                path = Path(scratch) / f"{name}-{seed}.json"
+                write_private(split, path)
+                problems = private_problems(domain, use_tasks_file(path))
+                files.append(path)
+                print(
+                    f"{name} seed {seed}: {split.split}, {len(split.tasks)} tasks, problems: {len(problems)}"
+                )
+            for baseline, (policy, critic, trials) in BASELINES.items():
+                common = dict(policy=policy, critic=critic, trials=trials, seed=0, db=db)
+                public = evaluate(domains=name, **common).summary.domains[name]  # type: ignore[arg-type]
+                privates = [
+                    evaluate(tasks_file=str(path), **common).summary.domains[name]  # type: ignore[arg-type]
+                    for path in files
+                ]
+                line = []
+                for k in sorted(public.pass_hat):
+                    low, high = public.ci95[k]
+                    figures = []
+                    for private in privates:
+                        inside = low <= private.pass_hat[k] <= high
+                        agrees = _agrees(public, private, k)
+                        outside += not inside
+                        disagree += not agrees
+                        mark = "" if inside else (" outside" if agrees else " OUTSIDE, differs")
+                        figures.append(f"{private.pass_hat[k]:.3f}{mark}")
+                    line.append(
+                        f"pass^{k} {public.pass_hat[k]:.3f} [{low:.3f}, {high:.3f}]: {', '.join(figures)}"
+                    )
+                print(f"  {baseline:28s} " + "; ".join(line))
+    print(
+        f"private figures outside the public interval: {outside}; whose difference from the public one "
+        f"is outside its own 95% interval: {disagree} ({time.perf_counter() - started:.0f} s)"
+    )
+
+
+if __name__ == "__main__":
+    main()

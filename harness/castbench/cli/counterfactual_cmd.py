@@ -1,0 +1,56 @@
+"""`castbench counterfactuals RUN`: what each verdict of a stored critic run did to its trial."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from castbench.cli.checks import check_writable
+from castbench.cli.errors import fail
+from castbench.cli.options import DbOption
+from castbench.defaults import DEFAULT_DB
+
+__all__ = ["counterfactuals_command", "show_counterfactuals"]
+
+console = Console()
+
+
+def show_counterfactuals(db: str, run: str, output: Path | None = None) -> None:
+    """Branch the run's trials at every verdict (or read the branches kept in the store), print the
+    table and, with `output`, write the branches and figures as JSON."""
+    from castbench.agents.registry import AgentSpecError
+    from castbench.domain import TaskFileError
+    from castbench.metrics.counterfactual import summarize_branches
+    from castbench.report.counterfactual import branches_json, kept_branches, print_counterfactuals
+    from castbench.runner.counterfactual import NotBranchable
+    from castbench.store import ResultsStore
+
+    store = ResultsStore(db)
+    row = store.run(run)
+    config = store.config(row.id)
+    try:
+        branches = kept_branches(store, row.id, config)
+    except (NotBranchable, AgentSpecError, TaskFileError, ValueError) as exc:
+        fail(f"run {row.id}: {exc}")
+    summary = summarize_branches(branches, seed=config.seed)
+    if output is not None:
+        output.write_text(branches_json(branches, summary))
+    print_counterfactuals(summary, config.critic, console)
+    if output is not None:
+        console.print(f"branches written to {output}", markup=False)
+
+
+def counterfactuals_command(
+    run: Annotated[str, typer.Argument(help="A critic run: its id, a unique prefix of it, or 'latest'.")],
+    output: Annotated[Path | None, typer.Option(help="Write the branches and figures here (JSON).")] = None,
+    db: DbOption = DEFAULT_DB,
+) -> None:
+    """Branch a critic run's trials at every verdict and play the other verdict to the end: per
+    critic, the flags (and passes) that saved a trial, cost one or changed nothing, and net trials
+    saved per 100 verdicts with task-bootstrap intervals (docs/counterfactuals.md)."""
+    if output is not None:
+        check_writable("--output", output)
+    show_counterfactuals(db, run, output)

@@ -1,0 +1,262 @@
+"""Counterfactual branches at critic verdicts: what a flag or a pass did to its trial.
+
+The three effects the scripted critics must show, on the noisy policy's mistakes (keyed draws, so
+two branches draw the same for every decision they share): the noisy critic's false flags cost
+trials, the rules critic's flags save trials, and the oracle critic's flags never cost one except
+where the labeler's truth and the outcome part (a flag of an unsupported guess that was the gold
+call itself: only a privileged policy makes one). Then: a rerun gives the same branches; a pass's
+branch carries a bare critique (nothing privileged reaches the policy); an agent that gives other
+outputs for the same seed and views is refused, named; the command prints the figures.
+"""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import pytest
+
+from castbench.agents.registry import resolve
+from castbench.agents.views import PolicyView
+from castbench.api import build_config, evaluate
+from castbench.conversation import Action, ReplyAction, ToolCallAction
+from castbench.domain import Task, load_domain
+from castbench.metrics.counterfactual import summarize_branches
+from castbench.records.branches import Branch, BranchPoint, TrialBranches
+from castbench.records.trial import TrialRecord
+from castbench.runner.counterfactual import BARE_CRITIQUE, NotBranchable, branch_run, branch_trial
+from castbench.runner.plan import plan_trials
+from castbench.runner.rollout import AgentSet
+from castbench.runner.work import ExpectedStates, run_job
+from castbench.store import ResultsStore
+from tests.support import invoke, sqlite_url, without_durations
+
+POLICY = "scripted:noisy?draws=keyed"
+NOISY_CRITIC = "scripted:noisy?false_flag=0.3&miss=0.1&draws=keyed"
+TASKS = 30
+
+
+def _branched(
+    critic: str, domain: str = "retail", trials: int = 2
+) -> tuple[list[TrialRecord], list[TrialBranches]]:
+    config, agents = build_config(policy=POLICY, critic=critic, domains=domain, trials=trials, seed=0)
+    expected = ExpectedStates()
+    jobs = list(plan_trials(config))[: TASKS * trials]
+    records = [run_job(job, config, agents, expected) for job in jobs]
+    return records, [branch_trial(r, config, agents, j, expected) for r, j in zip(records, jobs, strict=True)]
+
+
+def _cells(trials: list[TrialBranches], cell: str) -> dict[str, int]:
+    return summarize_branches(trials, resamples=200).cells[cell].model_dump()  # type: ignore[index]
+
+
+def test_the_noisy_critics_false_flags_cost_trials() -> None:
+    _, trials = _branched(NOISY_CRITIC)
+    false_flags = _cells(trials, "false_flag")
+    assert false_flags["cost"] > 0
+    assert false_flags["cost"] > false_flags["saved"]
+
+
+def test_the_rules_critic_saves_trials_from_the_noisy_policys_mistakes() -> None:
+    _, trials = _branched("rules")
+    summary = summarize_branches(trials, resamples=500)
+    true_flags = summary.cells["true_flag"]
+    assert true_flags.saved > true_flags.cost
+    assert summary.net_flags.low is not None and summary.net_flags.low > 0
+
+
+def _gold(task: Task, action: Action) -> bool:
+    if not isinstance(action, ToolCallAction):
+        return False
+    return any(call.name == action.name and call.arguments == action.arguments for call in task.actions)
+
+
+@pytest.mark.parametrize("domain", ["retail", "airline", "telecom", "telehealth"])
+def test_the_oracle_critics_flags_cost_no_trial_but_for_lucky_gold_guesses(domain: str) -> None:
+    records, trials = _branched("oracle", domain)
+    tasks = {task.id: task for task in load_domain(domain).tasks("test")}
+    costly = [
+        (record, branch)
+        for record, trial in zip(records, trials, strict=True)
+        for branch in trial.branches
+        if branch.point.flagged and branch.effect == "cost"
+    ]
+    for record, branch in costly:
+        proposal = record.steps[branch.point.step].proposals[branch.point.round]
+        assert proposal.label is not None and proposal.label.failure_type == "hallucination"
+        assert _gold(tasks[record.task_id], proposal.action), (record.task_id, branch.point)
+    summary = summarize_branches(trials, resamples=500)
+    assert summary.cells["false_flag"].verdicts == 0  # the oracle flags only what the labeler calls invalid
+    assert summary.cells["true_flag"].saved > len(costly)
+
+
+def test_a_rerun_gives_the_same_branches_and_a_pass_branch_is_a_bare_flag() -> None:
+    first, second = _branched(NOISY_CRITIC, trials=1)[1], _branched(NOISY_CRITIC, trials=1)[1]
+    assert [without_durations(t.model_dump(mode="json")) for t in first] == [
+        without_durations(t.model_dump(mode="json")) for t in second
+    ]
+    passes = [b for t in first for b in t.branches if not b.point.flagged and b.played]
+    assert passes
+    for branch in passes:
+        verdict = branch.steps[0].proposals[branch.point.round].verdict
+        assert verdict is not None and verdict.flags
+        assert (verdict.explanation, verdict.failure_type, verdict.suggested_fix) == (
+            BARE_CRITIQUE,
+            "none",
+            None,
+        )
+
+
+def test_a_branch_plays_the_flagged_action_as_proposed() -> None:
+    _, trials = _branched("oracle", trials=1)
+    flags = [b for t in trials for b in t.branches if b.point.flagged and b.played]
+    assert flags
+    for branch in flags:
+        step = branch.steps[0]
+        assert len(step.proposals) == branch.point.round + 1
+        assert step.action == step.proposals[-1].action  # executed as proposed, no revision
+
+
+def test_the_last_rounds_flag_under_execute_is_not_played() -> None:
+    _, trials = _branched("oracle", trials=1)
+    last = [b for t in trials for b in t.branches if b.point.round == 2]
+    assert last and all(not b.played and b.effect == "unchanged" for b in last)
+
+
+_draws = itertools.count()
+
+
+class FlakyPolicy:
+    """Answers differently every time it is created: it cannot be re-created at a branch point."""
+
+    def __init__(self, briefing: object) -> None:
+        self.draw = next(_draws)
+
+    def propose(self, view: PolicyView) -> Action:
+        return ReplyAction(text=f"Attempt {self.draw}: how can I help?")
+
+
+def test_an_agent_that_does_not_replay_is_refused_named() -> None:
+    config, _ = build_config(
+        policy="oracle", critic="scripted:noisy?false_flag=1", domains="retail", trials=1
+    )
+    agents = AgentSet(
+        policy=resolve("policy", "tests.critic.test_counterfactuals:FlakyPolicy", in_process=True),
+        user=resolve("user", "scripted"),
+        critic=resolve("critic", "scripted:noisy?false_flag=1"),
+    )
+    config = config.model_copy(
+        update={
+            "policy": "tests.critic.test_counterfactuals:FlakyPolicy",
+            "verification": config.verification.model_copy(update={"scope": "all"}),
+        }
+    )
+    job = next(iter(plan_trials(config)))
+    expected = ExpectedStates()
+    record = run_job(job, config, agents, expected)
+    assert any(p.verdict is not None for s in record.steps for p in s.proposals)
+    with pytest.raises(NotBranchable, match=r"the policy '.*FlakyPolicy' answered otherwise"):
+        branch_trial(record, config, agents, job, expected)
+
+
+class CritiqueAverse:
+    """Replies the same every time; raises when it is given a critique."""
+
+    def __init__(self, briefing: object) -> None:
+        pass
+
+    def propose(self, view: PolicyView) -> Action:
+        if view.critique is not None:
+            raise RuntimeError("a critique!")
+        return ReplyAction(text="Hello, how can I help?")
+
+
+def test_an_agent_that_fails_in_a_branch_fails_that_branch_only() -> None:
+    spec = "tests.critic.test_counterfactuals:CritiqueAverse"
+    config, _ = build_config(
+        policy="oracle", critic="oracle", domains="retail", trials=1, tasks="retail-test-0001"
+    )
+    config = config.model_copy(
+        update={"policy": spec, "verification": config.verification.model_copy(update={"scope": "all"})}
+    )
+    agents = AgentSet(
+        policy=resolve("policy", spec, in_process=True),
+        user=resolve("user", "scripted"),
+        critic=resolve("critic", "oracle"),
+    )
+    job = next(iter(plan_trials(config)))
+    expected = ExpectedStates()
+    record = run_job(job, config, agents, expected)
+    branches = branch_trial(record, config, agents, job, expected).branches
+    played = [branch for branch in branches if branch.played]
+    assert played and all(not branch.point.flagged for branch in played)
+    assert all(branch.end_reason == "agent_error" and branch.effect != "unscored" for branch in played)
+
+
+def test_a_run_without_a_critic_has_nothing_to_branch() -> None:
+    config, agents = build_config(policy="oracle", domains="retail", trials=1)
+    with pytest.raises(ValueError, match="need a critic run"):
+        branch_run(config, agents, [])
+
+
+def test_net_saved_per_100_verdicts_and_its_task_interval() -> None:
+    def trial(task: str, effects: list[tuple[bool, str]]) -> TrialBranches:
+        branches = [
+            Branch(
+                point=BranchPoint(step=i, round=0, flagged=flagged, label="valid"),
+                played=True,
+                passed=False,
+                reward=0.0,
+                end_reason="user_stop",
+                steps=[],
+                effect=effect,  # type: ignore[arg-type]
+            )
+            for i, (flagged, effect) in enumerate(effects)
+        ]
+        return TrialBranches(domain="d", task_id=task, trial_index=0, seed=0, passed=True, branches=branches)
+
+    trials = [
+        trial("a", [(True, "cost"), (True, "unchanged"), (False, "saved"), (False, "unscored")]),
+        trial("b", [(True, "cost"), (True, "saved"), (False, "unchanged"), (False, "unchanged")]),
+    ]
+    summary = summarize_branches(trials, resamples=1000, seed=3)
+    assert (summary.flags.cost, summary.flags.saved, summary.passes.unscored) == (2, 1, 1)
+    assert summary.net_flags.point == pytest.approx(-25.0)  # (1 - 2) / 4 flags
+    assert summary.net_passes.point == pytest.approx(100 / 3)  # unscored branches are left out
+    assert summary.net_all.point == pytest.approx(0.0)
+    assert summary.net_flags.low is not None and summary.net_flags.high is not None
+    assert summary.net_flags.low <= -25.0 <= summary.net_flags.high
+    assert summarize_branches(trials, resamples=1000, seed=3) == summary  # the seed fixes the resamples
+
+
+def test_the_command_prints_what_each_verdict_did(tmp_path: Path) -> None:
+    db = sqlite_url(tmp_path / "runs.db")
+    evaluate(
+        policy=POLICY,
+        critic="rules",
+        domains="retail",
+        tasks="retail-test-0001,retail-test-0002",
+        trials=2,
+        db=db,
+    )
+    out = tmp_path / "branches.json"
+    result = invoke("counterfactuals", "latest", "--db", db, "--output", str(out))
+    assert result.exit_code == 0, result.output
+    assert "flags of valid actions (false flags)" in result.output
+    assert "net trials saved per 100 verdicts:" in result.output
+    assert '"net_all"' in out.read_text()
+    again = invoke("counterfactuals", "latest", "--db", db)  # read back from the store
+    assert again.output.split("net trials")[0] == result.output.split("net trials")[0]
+    both = invoke(
+        "eval", "-d", "telecom", "--tasks", "telecom-test-0001", "--trials", "1", "--policy", POLICY,
+        "--critic", "oracle", "--db", db, "--counterfactuals",
+    )  # fmt: skip
+    assert both.exit_code == 0, both.output
+    assert (
+        "what critic oracle's verdicts did" in both.output
+        and "net trials saved per 100 flags:" in both.output
+    )
+    evaluate(policy="oracle", domains="retail", tasks="retail-test-0001", trials=1, db=db)
+    plain = ResultsStore(db).run("latest").id
+    refused = invoke("counterfactuals", plain, "--db", db)
+    assert refused.exit_code == 2 and "error:" in refused.output and "critic" in refused.output
