@@ -13,8 +13,8 @@ from typing import Any, Unpack
 from castbench.agents.registry import AgentSpec, Role
 from castbench.agents.traits import parse_traits
 from castbench.domain import Domain, resolve_domains
-from castbench.models.costs import warn_max_cost_gaps
 from castbench.domain.private import use_tasks_file
+from castbench.models.costs import warn_max_cost_gaps
 from castbench.models.resolve import resolve_agent
 from castbench.options import EvalFields, EvalOptions
 from castbench.records.config import RunConfig
