@@ -123,6 +123,8 @@ class _Step:
     critiques: list[Event] = field(default_factory=list)
     fault: str | None = None
     """The fault the harness injected into the executed tool call, if any."""
+    user_stop: bool = False
+    """The user ended the conversation in answer to this step's reply."""
 
 
 class Episode:
@@ -245,6 +247,14 @@ class Episode:
         with self._lock:
             if not self.done:
                 self._finish(reason, message, reason not in ("infra_error", "harness_error"))
+
+    def stop(self) -> None:
+        """End the trial for its driver because the outside agent ended the conversation itself
+        (an MCP client that closed its session after its work): `agent_stop`, graded like any
+        other ending, not `max_steps`."""
+        with self._lock:
+            if not self.done:
+                self._finish("agent_stop", None, True)
 
     def view(self) -> PolicyView:
         """The policy's current view: during a revision it ends with the critiques."""
@@ -376,7 +386,7 @@ class Episode:
                 proposals=step.proposals,
                 action=executed,
                 observation=observation,
-                user_stop=end == "user_stop",
+                user_stop=step.user_stop,
                 timing=step.timing,
                 fault=step.fault,
             )
@@ -394,7 +404,7 @@ class Episode:
         `max_steps` (agent actions) ends a trial nothing else ended."""
         limits, taken = self.limits, len(self.steps)
         if limits.max_messages is not None and 2 * taken + 1 >= limits.max_messages:
-            end = "max_steps" if end in (None, "user_stop") else end
+            end = "max_steps" if end in (None, "user_stop", "agent_stop") else end
         if limits.max_tool_errors is not None and self.tool_errors >= limits.max_tool_errors:
             end = "too_many_errors" if end in (None, "max_steps") else end
         if end is None and taken >= limits.max_steps:
@@ -420,7 +430,7 @@ class Episode:
                 self.conversation.append(AgentTurn(action=action))  # τ² ends before the user answers
                 return None, "max_steps"
             start = _clock()
-            reply = self._guarded("user", self.user.reply, action.text, what="replying")
+            reply = self._guarded("user", self.user.reply, action.said, what="replying")
             self._check("user", reply, UserReply, "reply")
             self._check("user", reply.text, str, "reply text")
             timing.user_s += _clock() - start
@@ -430,6 +440,9 @@ class Episode:
             turn = UserTurn(text=text, tool_calls=tuple(self.user_calls))
             self.user_calls.clear()
             self.conversation += [AgentTurn(action=action), turn]
+            step.user_stop = reply.stop
+            if action.ends:  # the agent's closing message: the user's answer is the last word
+                return turn, "agent_stop"
             return turn, ("user_stop" if reply.stop else None)
         if isinstance(action, MalformedAction):
             result = ToolResultTurn(
