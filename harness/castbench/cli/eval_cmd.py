@@ -27,7 +27,7 @@ from rich.progress import (
 
 from castbench.agents.registry import AgentSpecError, Role
 from castbench.cli.checks import check_writable, sqlite_run_taken
-from castbench.cli.errors import fail
+from castbench.cli.errors import AGENT_BROKEN, fail
 from castbench.cli.options import DbOption, DomainOption, SplitOption, Tau2DataOption
 from castbench.errors import InfrastructureError, RunInterrupted, ServerDown
 from castbench.options import DEFAULTS, EvalOptions, OptionsError
@@ -491,6 +491,12 @@ def _show(options: EvalOptions, result: EvalResult, output: Path | None, allow_i
         f"{outcome.already_done} reused)",
         markup=False,
     )
+    if outcome.broken is not None:  # tables of zeros would only hide the one thing to fix
+        fail(
+            f"the agent failed all {outcome.ran} trial(s) it ran the same way (agent_error): "
+            f"{outcome.broken} (castbench runs show {outcome.run_id} for the trials)",
+            code=AGENT_BROKEN,
+        )
     if options.selection.add_trials:
         console.print(
             f"topped up to {summary.config.trials} trials per task (cap {options.selection.max_trials})"
