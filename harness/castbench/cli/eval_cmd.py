@@ -8,6 +8,7 @@ sweep, is `castbench.evaluate`'s; this module shows it.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -40,6 +41,8 @@ if TYPE_CHECKING:
     from castbench.records.trial import TrialRecord
 
 console = Console()
+_STDOUT = Path("-")
+"""`--output -`: the JSON summary on stdout (not a file named `-`)."""
 _AGENTS = "Agents"
 _RUN = "Run"
 _LOOP = "Critic loop"
@@ -346,7 +349,10 @@ def eval_command(
     ] = None,
     db: DbOption = _EXECUTION.db,
     tau2_data: Tau2DataOption = None,  # read by the τ² packs from the environment its callback sets
-    output: Annotated[Path | None, typer.Option(help="Write the JSON summary here.")] = None,
+    output: Annotated[
+        Path | None,
+        typer.Option(help="Write the JSON summary here ('-': to stdout, the tables then go to stderr)."),
+    ] = None,
     fresh: Annotated[
         bool, typer.Option(help="Start a new run even if this config was run before.")
     ] = _EXECUTION.fresh,
@@ -359,7 +365,8 @@ def eval_command(
     if suite is not None:
         given.update(_suite_settings(ctx, suite, given))
     options = eval_options(given)
-    if output is not None:
+    console.stderr = output == _STDOUT  # the summary is the output: what a person reads, to stderr
+    if output is not None and output != _STDOUT:
         check_writable("--output", output)
     agents, selection = options.agents, options.selection
     what = (
@@ -478,7 +485,10 @@ def _show(options: EvalOptions, result: EvalResult, output: Path | None, allow_i
     from castbench.report.traits import sweep_table
 
     outcome, summary = result.outcome, result.summary
-    if output is not None:  # first: a reader that leaves early (`| head`) must not cost the file
+    if output == _STDOUT:
+        sys.stdout.write(RUN_SUMMARY.dumps(summary, indent=2) + "\n")
+        sys.stdout.flush()
+    elif output is not None:  # first: a reader that leaves early (`| head`) must not cost the file
         output.write_text(RUN_SUMMARY.dumps(summary, indent=2))
     if outcome.superseded:
         console.print(
@@ -506,7 +516,7 @@ def _show(options: EvalOptions, result: EvalResult, output: Path | None, allow_i
         console.print(sweep_table(summary.trait_sweep))
     if outcome.stopped:
         console.print(f"[yellow]stopped:[/] {escape(outcome.stopped)}; re-run the same command to resume")
-    if output is not None:
+    if output is not None and output != _STDOUT:
         console.print(f"summary written to {output}", markup=False)
     if summary.status != "complete" and not allow_incomplete:
         console.print(

@@ -540,8 +540,11 @@ class Episode:
     def deadline(self) -> tuple[float | None, str]:
         """The nearer of the step's and the trial's deadline (a `time.monotonic()` value), and
         which limit it is: a driver waiting for an outside agent holds it to the same limits."""
+        return self._nearer_limit(self.step_started)
+
+    def _nearer_limit(self, step_from: float) -> tuple[float | None, str]:
         step_s, trial_s = self.time_limits.step_s, self.time_limits.trial_s
-        step = None if step_s is None else self.step_started + step_s
+        step = None if step_s is None else step_from + step_s
         trial = None if trial_s is None else self.started + trial_s
         if step is not None and (trial is None or step <= trial):
             return step, f"step time limit ({step_s:g} s)"
@@ -549,12 +552,20 @@ class Episode:
             return trial, f"trial time limit ({trial_s:g} s)"
         return None, ""
 
+    def _user_deadline(self) -> tuple[float | None, str]:
+        """The simulated user's limit: none for castbench's scripted user (pure Python that never
+        blocks: a 1 s step limit once timed it out after a slow policy's step, leaving the trial
+        unscored), else the step limit counted from its own call, not from the policy's view."""
+        if self.never_blocks("user"):
+            return None, ""
+        return self._nearer_limit(time.monotonic())
+
     def _guarded(self, role: str, fn: Callable[..., Any], *args: Any, what: str, wait: bool = False) -> Any:
         """Call agent code. Its exceptions and overruns end the trial: as the agent's failure for
         the policy and critic; unscored for the simulated user (not the agent under test), and as
         a harness error when that user is a built-in one (our bug). `wait`: no deadline here, the
         callee enforces its own."""
-        deadline, limit = self.deadline()
+        deadline, limit = self.deadline() if role != "user" else self._user_deadline()
         try:
             mode = self._modes.get(role)
             if mode == "inline":
