@@ -158,7 +158,7 @@ def run_eval(
                 with SharedPlan(store, run_id, list(todo), _key, lease_s) as leases:
                     while True:
                         keep(
-                            executor.results(leases.claimed(), work, concurrency, stop_starting, halt),
+                            executor.results(leases.claimed(), work, plan.concurrency, stop_starting, halt),
                             leases.finish,
                         )
                         unfinished = not leases.settled()
@@ -166,7 +166,7 @@ def run_eval(
                             break
                         leases.wait()
             else:
-                keep(executor.results(todo, work, concurrency, stop_starting, halt), None)
+                keep(executor.results(todo, work, plan.concurrency, stop_starting, halt), None)
                 unfinished = ran < total - already
     except (KeyboardInterrupt, Cancelled):
         with second_interrupt_exits():

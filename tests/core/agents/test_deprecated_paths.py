@@ -24,7 +24,10 @@ def test_an_agent_module_on_the_old_path_runs() -> None:
     warning (shown by default for an import from `__main__`) says where they went."""
     code = "from castbench.agents.conversation import ReplyAction\nprint(ReplyAction(text='hi').text)\n"
     done = subprocess.run(
-        [sys.executable, "-W", "default::DeprecationWarning", "-c", code], capture_output=True, text=True, check=True
+        [sys.executable, "-W", "default::DeprecationWarning", "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
     )
     assert done.stdout.strip() == "hi"
     assert "castbench.agents.conversation is deprecated" in done.stderr
