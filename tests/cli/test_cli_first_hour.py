@@ -15,7 +15,7 @@ from typer.testing import Result
 from castbench.cli.errors import EXIT_CODES
 from castbench.models.settings import priced
 from castbench.runner.execution import worker_cap
-from tests.support import invoke, sqlite_url
+from tests.support import invoke
 
 TASK = "retail-test-0001"
 
@@ -106,8 +106,9 @@ def test_an_empty_domain_is_refused_not_every_domain(tmp_path: Path, domain: str
 
 def test_output_dash_writes_the_summary_to_stdout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
-    from castbench.cli.app import app
     from typer.testing import CliRunner
+
+    from castbench.cli.app import app
 
     args = ["eval", "--domain", "retail", "--tasks", TASK, "--trials", "1", "--db", "r.db", "--output", "-"]
     result = CliRunner().invoke(app, args, env={"COLUMNS": "100", "CASTBENCH_DB": None})

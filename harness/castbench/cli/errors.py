@@ -23,7 +23,15 @@ from rich.markup import escape
 from typer._click.exceptions import ClickException  # typer's own copy of click, as its groups raise
 from typer.core import TyperGroup
 
-__all__ = ["AGENT_BROKEN", "EXIT_CODES", "INTERNAL_ERROR", "INTERRUPTED", "CastbenchGroup", "fail", "user_errors"]
+__all__ = [
+    "AGENT_BROKEN",
+    "EXIT_CODES",
+    "INTERNAL_ERROR",
+    "INTERRUPTED",
+    "CastbenchGroup",
+    "fail",
+    "user_errors",
+]
 
 
 def user_errors() -> tuple[type[Exception], ...]:

@@ -356,6 +356,12 @@ def eval_command(
     fresh: Annotated[
         bool, typer.Option(help="Start a new run even if this config was run before.")
     ] = _EXECUTION.fresh,
+    details: Annotated[
+        bool,
+        typer.Option(
+            "--details", help="Every table (pass^k for every k, trial facts, the critic's), not the headline."
+        ),
+    ] = False,
 ) -> Any:  # the EvalResult (typer resolves the annotations of a command: none that needs the engine)
     """Run every selected task n times and report pass^k. Re-running resumes the same run."""
     given = dict(locals())  # the parameters' values: nothing else is local yet
@@ -399,7 +405,7 @@ def eval_command(
             "[yellow]interrupted:[/] the trials run so far are stored; re-run the same command to resume"
         )
         raise typer.Exit(130) from None
-    _show(options, result, output, allow_incomplete)
+    _show(options, result, output, allow_incomplete, details)
     return result  # for `castbench profile`, which runs its evaluations through this command
 
 
@@ -478,7 +484,6 @@ class _Display:
                 "or use a Postgres --db, where processes share a run's trials"
             )
 
-
     def _warn_of_traps(self, config: RunConfig, provenance: Provenance) -> None:
         """Options that would not do what they say for this run: a concurrency capped for
         worker processes, a cost limit that cannot see a model's spending."""
@@ -503,7 +508,9 @@ class _Display:
                 )
 
 
-def _show(options: EvalOptions, result: EvalResult, output: Path | None, allow_incomplete: bool) -> None:
+def _show(
+    options: EvalOptions, result: EvalResult, output: Path | None, allow_incomplete: bool, details: bool
+) -> None:
     """The run's outcome and summary; exit 1 when trials are unscored (unless allowed)."""
     from castbench.report import print_summary
     from castbench.report.summary import RUN_SUMMARY
@@ -536,7 +543,7 @@ def _show(options: EvalOptions, result: EvalResult, output: Path | None, allow_i
         console.print(
             f"topped up to {summary.config.trials} trials per task (cap {options.selection.max_trials})"
         )
-    print_summary(summary, console)
+    print_summary(summary, console, details)
     if summary.trait_sweep is not None:
         console.print(sweep_table(summary.trait_sweep))
     if outcome.stopped:

@@ -16,7 +16,7 @@ from castbench.defaults import DEFAULT_DB
 from castbench.records.config import RunConfig, read_config
 from castbench.records.provenance import Provenance, provenance
 from castbench.records.trial import TrialRecord
-from castbench.report import print_summary, print_trial, summarize_run
+from castbench.report import RunSummary, print_summary, print_trial, summarize_run
 from castbench.report.provenance import print_provenance
 from castbench.store import ResultsStore
 from castbench.store.leases import workers
@@ -145,9 +145,13 @@ def show_run(
     task: Annotated[str | None, typer.Option(help="Show this task's trials step by step.")] = None,
     trial: Annotated[int | None, typer.Option(help="With --task: only this trial index.")] = None,
     failures: Annotated[int, typer.Option(help="How many failed trials to show with their diff.")] = 3,
+    details: Annotated[
+        bool, typer.Option("--details", help="Every table: pass^k for every k, trial facts, each task.")
+    ] = False,
     db: DbOption = DEFAULT_DB,
 ) -> None:
-    """Per-task successes, then failures with their state diff (or one task's trials in full)."""
+    """The headline figures, the tasks that failed most, then failures with their state diff (or
+    one task's trials in full); `--details` for every table."""
     store = ResultsStore(db, read_only=True)
     row = store.run(run)
     config = store.config(row.id)
@@ -169,8 +173,33 @@ def show_run(
         faults = sum(step.fault is not None for record in records for step in record.steps)
         label = config.perturbations.label()
         console.print(f"perturbed: {label}; {faults} tool fault(s) injected", markup=False)
-    print_summary(summary, console)
+    print_summary(summary, console, details)
     print_workers(store, row.id)
+    if details:
+        _print_per_task(summary, records)
+    else:
+        console.print(escape(_per_task_line(summary)), markup=False)
+    _print_errors(records)
+    for record in [r for r in records if not r.passed][:failures]:
+        print_trial(record, console)
+
+
+def _per_task_line(summary: RunSummary, shown: int = 5) -> str:
+    """The tasks in one line: how many passed every trial, and the ones that failed most."""
+    reports = summary.domains.values()
+    outcomes = [(task, outcome) for report in reports for task, outcome in report.per_task.items()]
+    always = sum(outcome.successes == outcome.n for _, outcome in outcomes)
+    failing = [(task, outcome) for task, outcome in outcomes if outcome.successes < outcome.n]
+    worst = sorted(failing, key=lambda found: (found[1].successes / found[1].n, found[0]))
+    line = f"per task: {always} of {len(outcomes)} passed every trial"
+    if worst:
+        line += "; failed most: " + ", ".join(f"{task} {o.successes}/{o.n}" for task, o in worst[:shown])
+        if len(worst) > shown:
+            line += f" and {len(worst) - shown} more"
+    return line
+
+
+def _print_per_task(summary: RunSummary, records: list[TrialRecord]) -> None:
     per_task = Table(title="per task", title_justify="left")
     for column in ("domain", "task", "successes", "trials"):
         per_task.add_column(column)
@@ -183,9 +212,6 @@ def show_run(
             )
             per_task.add_row(domain, task_id, f"{outcome.successes}/{outcome.n}", marks)
     console.print(per_task)
-    _print_errors(records)
-    for record in [r for r in records if not r.passed][:failures]:
-        print_trial(record, console)
 
 
 def _print_errors(records: list[TrialRecord], limit: int = 20) -> None:

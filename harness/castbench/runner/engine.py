@@ -21,10 +21,10 @@ from castbench.records.config import RunConfig, read_config
 from castbench.records.execution import ExecutionPlan
 from castbench.records.migrations import RecordVersionError
 from castbench.records.trial import TrialRecord
+from castbench.runner.broken_agent import BrokenAgentWatch
 from castbench.runner.collector import tuned_for_a_run
 from castbench.runner.deadline import Cancelled, Halt, TimeLimits
 from castbench.runner.execution import plan_execution
-from castbench.runner.broken_agent import BrokenAgentWatch
 from castbench.runner.executors import Executor
 from castbench.runner.executors.local import LocalExecutor, second_interrupt_exits
 from castbench.runner.plan import TrialJob, plan_trials, planned_trials
@@ -183,7 +183,7 @@ def run_eval(
         not_run = total - already - ran
         stopped = f"cost limit reached: ${spent:.4f} spent of ${max_cost}; {not_run} trial(s) not run"
         if watch.stop:
-            stopped = f"the agent failed each of the first {ran} trials the same way; {not_run} trial(s) not run"
+            stopped = f"the agent failed its first {ran} trials the same way; {not_run} trial(s) not run"
     unscored = total - min(total, len(store.scored_keys(run_id)))  # other workers' trials count too
     store.set_status(run_id, "stopped" if stopped else "incomplete" if unscored else "complete")
     superseded_id, changes = superseded or (None, [])

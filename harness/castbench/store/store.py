@@ -177,7 +177,7 @@ class ResultsStore:
             if url.startswith("sqlite:///") and not url.startswith("sqlite:///:memory:"):
                 path = url.removeprefix("sqlite:///").split("?", 1)[0].removeprefix("file:")
                 folder = Path(path).parent
-                if not folder.is_dir() and url != db_url(DEFAULT_DB):  # a mistyped folder is a
+                if not folder.exists() and url != db_url(DEFAULT_DB):  # a mistyped folder is a
                     # slip, not a new store: only the default one's folder is made
                     raise StoreError(
                         f"--db {url}: the folder {folder} does not exist; create it first "
