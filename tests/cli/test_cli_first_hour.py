@@ -158,3 +158,11 @@ def test_every_exit_code_is_documented() -> None:
     doc = (Path(__file__).parents[2] / "docs" / "exit-codes.md").read_text()
     for code, meaning in EXIT_CODES.items():
         assert f"| {code} | {meaning} |" in doc
+
+
+def test_the_progress_bar_counts_what_this_invocation_ran(stored: Path) -> None:
+    """On a resume the bar says what it reused, not "passed 0" for trials it did not run."""
+    resumed = " ".join(_eval(stored).output.split())
+    assert "1 reused, passed 0 of 0 run" in resumed
+    fresh = " ".join(_eval(stored, "--seed", "9").output.split())
+    assert "of 1 run" in fresh and "reused, passed" not in fresh

@@ -419,7 +419,7 @@ class _Display:
             TextColumn("[bold]{task.description}"),
             BarColumn(),
             MofNCompleteColumn(),
-            TextColumn("passed {task.fields[passed]}"),
+            TextColumn("{task.fields[tally]}"),
             TimeElapsedColumn(),
             TextColumn("ETA"),
             TimeRemainingColumn(),
@@ -428,7 +428,7 @@ class _Display:
         )
         self.label = "trials"
         self.bar: TaskID | None = None
-        self.passed = 0
+        self.passed = self.ran = self.reused = 0
 
     def __enter__(self) -> _Display:
         self.progress.__enter__()
@@ -447,13 +447,21 @@ class _Display:
     def on_start(self, already: int, total: int) -> None:
         if already:
             console.print(f"resuming: {already} of {total} trials already stored")
-        self.passed = 0
-        self.bar = self.progress.add_task(self.label, total=total, completed=already, passed=0)
+        self.passed = self.ran = 0
+        self.reused = already
+        self.bar = self.progress.add_task(self.label, total=total, completed=already, tally=self.tally())
+
+    def tally(self) -> str:
+        """What the bar counts beside its total: the trials this invocation ran and passed (a
+        resume says how many it reused, not "passed 0" for the trials it did not run)."""
+        counted = f"passed {self.passed} of {self.ran} run"
+        return f"{self.reused} reused, {counted}" if self.reused else counted
 
     def on_trial(self, record: TrialRecord) -> None:
         self.passed += record.passed
+        self.ran += 1
         if self.bar is not None:
-            self.progress.update(self.bar, advance=1, passed=self.passed)
+            self.progress.update(self.bar, advance=1, tally=self.tally())
 
     def on_config(self, config: RunConfig, provenance: Provenance) -> None:
         from castbench.records.identity import agent_blind_spots

@@ -10,13 +10,13 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from castbench.attribution import attribute
 from castbench.attribution.shares import AttributionShares
 from castbench.metrics import ReliabilitySummary
 from castbench.metrics.passk import reported_ks
 from castbench.records.trial import TrialRecord
 from castbench.report.critic_report import CriticReport
 from castbench.report.outputs import OutputCounts
+from castbench.report.reasons import trial_reasons
 from castbench.report.summary import DomainReport, RunSummary
 
 __all__ = [
@@ -321,24 +321,9 @@ def print_trial(record: TrialRecord, console: Console) -> None:
             cells = (item.table, item.key, item.field, repr(item.expected), repr(item.got))
             diff.add_row(*map(_printable, cells))
         console.print(diff)
-    if record.grade is not None and record.grade.missing_outputs:
-        console.print(f"  missing outputs: {_printable(str(record.grade.missing_outputs))}")
-    for broken in record.grade.policy_breaks if record.grade is not None else []:
-        console.print(
-            f"  [red]policy broken[/] at step {broken.step} "
-            f"({_printable(broken.tool)}): {_printable(broken.reason)}"
-        )
-    if record.grade is not None and record.grade.unearned:
-        console.print("  not earned: " + _printable("; ".join(record.grade.unearned)))
-    if record.error:
-        console.print(f"  [red]error[/]: {_printable(record.error.splitlines()[0])}")
-    blame = attribute(record)
-    if blame is not None:
-        at = "" if blame.step is None else f" at step {blame.step}"
-        console.print(
-            f"  [red]blamed[/]: {blame.party} · {blame.cause}{at} "
-            f"({_printable(blame.evidence.rule)}: {_printable(blame.evidence.detail)})"
-        )
+    for reason in trial_reasons(record):
+        label, _, rest = reason.partition(":")
+        console.print(f"  [red]{escape(label)}[/]:{_printable(rest)}")
     for attempt, reason in enumerate(record.retried_for, start=1):
         first = reason.splitlines()[0] if reason else ""
         console.print(f"  [yellow]try {attempt} abandoned, restarted from the seed[/]: {_printable(first)}")
