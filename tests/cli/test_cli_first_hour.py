@@ -166,3 +166,15 @@ def test_the_progress_bar_counts_what_this_invocation_ran(stored: Path) -> None:
     assert "1 reused, passed 0 of 0 run" in resumed
     fresh = " ".join(_eval(stored, "--seed", "9").output.split())
     assert "of 1 run" in fresh and "reused, passed" not in fresh
+
+
+@pytest.mark.parametrize("where", [[], ["--in-process"]], ids=["worker", "in-process"])
+def test_an_agent_module_with_a_syntax_error_names_its_file_and_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: list[str]
+) -> None:
+    module = f"typo_policy_{len(where)}"  # a module name per case: each its own file
+    (tmp_path / f"{module}.py").write_text("class Policy:\n    def __init__(self, briefing)\n        pass\n")
+    monkeypatch.chdir(tmp_path)
+    result = _eval(tmp_path / "r.db", "--policy", f"{module}:Policy", *where)
+    line = _one_error_line(result, "syntax error in")
+    assert f"{tmp_path / module}.py:2: expected ':'" in line and "code -9" not in result.output
