@@ -18,7 +18,9 @@ from tests.support import invoke
 @pytest.fixture(scope="module")
 def failed(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, list[TrialRecord]]:
     db = f"sqlite:///{tmp_path_factory.mktemp('reasons') / 'runs.db'}"
-    result = evaluate(db=db, domains="retail", policy="scripted:noisy?p=0.6&recover=0", trials=2, in_process=True)
+    result = evaluate(
+        db=db, domains="retail", policy="scripted:noisy?p=0.6&recover=0", trials=2, in_process=True
+    )
     records = [r for r in ResultsStore(db).trials(result.outcome.run_id) if not r.passed]
     assert records
     return db, records
@@ -33,7 +35,15 @@ def test_the_viewer_carries_the_lines_runs_show_prints(failed: tuple[str, list[T
         assert reasons == trial_reasons(record)
         shown = " ".join(
             invoke(
-                "runs", "show", "latest", "--task", record.task_id, "--trial", str(record.trial_index), "--db", db
+                "runs",
+                "show",
+                "latest",
+                "--task",
+                record.task_id,
+                "--trial",
+                str(record.trial_index),
+                "--db",
+                db,
             ).output.split()
         )
         for reason in reasons:
