@@ -178,3 +178,25 @@ def test_an_agent_module_with_a_syntax_error_names_its_file_and_line(
     result = _eval(tmp_path / "r.db", "--policy", f"{module}:Policy", *where)
     line = _one_error_line(result, "syntax error in")
     assert f"{tmp_path / module}.py:2: expected ':'" in line and "code -9" not in result.output
+
+
+def test_a_double_ctrl_c_exits_130_without_a_traceback(tmp_path: Path) -> None:
+    import signal
+    import subprocess
+    import sys
+
+    castbench = str(Path(sys.executable).parent / "castbench")
+    command = [castbench, "eval", "--domain", "retail", "--trials", "8", "--db", str(tmp_path / "r.db")]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    assert process.stdout is not None
+    seen = []
+    for line in process.stdout:  # the trials are under way once the run's provenance is out
+        seen.append(line)
+        if line.startswith("policy privileged"):
+            break
+    process.send_signal(signal.SIGINT)
+    process.send_signal(signal.SIGINT)
+    rest, _ = process.communicate(timeout=120)
+    output = "".join(seen) + rest
+    assert process.returncode == 130, output
+    assert "Traceback" not in output and "Exception ignored" not in output, output

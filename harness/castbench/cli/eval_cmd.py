@@ -29,6 +29,7 @@ from rich.progress import (
 from castbench.agents.registry import AgentSpecError, Role
 from castbench.cli.checks import check_writable, sqlite_run_taken
 from castbench.cli.errors import AGENT_BROKEN, fail
+from castbench.cli.interrupts import one_interrupt
 from castbench.cli.options import DbOption, DomainOption, SplitOption, Tau2DataOption
 from castbench.errors import InfrastructureError, RunInterrupted, ServerDown
 from castbench.options import DEFAULTS, EvalOptions, OptionsError
@@ -386,7 +387,7 @@ def eval_command(
     from castbench.domain import ExpectedStateError, TaskFileError  # the domains: once a run is asked for
 
     try:
-        with _Display(options) as display:
+        with one_interrupt(), _Display(options) as display:
             result = display.evaluate()
     except (AgentSpecError, TaskFileError, ExpectedStateError, ValueError) as exc:
         fail(exc)
