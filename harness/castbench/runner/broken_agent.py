@@ -38,8 +38,8 @@ class BrokenAgentWatch:
     def see(self, record: TrialRecord) -> None:
         if self._mixed:
             return
-        if record.end_reason != "agent_error":
-            self._mixed = True
+        if record.end_reason != "agent_error" or record.status != "scored":  # an unscored one:
+            self._mixed = True  # the team's user simulator failed, not the agent under test
             return
         reason = _reason(record.error)
         key = _NUMBERS.sub("#", reason)
