@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
+    "AGENT_STOP",
     "Action",
     "AgentTurn",
     "CritiqueTurn",
@@ -26,6 +27,11 @@ __all__ = [
     "Verdict",
     "canonical_action",
 ]
+
+
+AGENT_STOP = "###STOP###"
+"""The stop marker: an agent that can only send text ends the conversation by including it in its
+closing message (τ²'s agents use the same marker); the user does not hear it."""
 
 
 class _Frozen(BaseModel):
@@ -82,6 +88,21 @@ class ReplyAction(_Frozen):
     """Optional: the agent's probability that the trial will succeed, as it stands when it says
     this. The last one reported in a trial is the trial's confidence: what predictability (Brier
     score, calibration error; `castbench profile`) is computed from. Left out when not given."""
+    end: bool = Field(False, exclude_if=lambda value: not value)
+    """The agent ends the conversation with this message (its closing words): the user answers
+    it, and the trial ends as `agent_stop`, graded like any other ending. A reply whose text
+    carries the stop marker (`AGENT_STOP`, for agents that speak only text) ends it too. Left
+    out of stored JSON when false."""
+
+    @property
+    def ends(self) -> bool:
+        """Whether this reply ends the conversation: `end`, or the stop marker in its text."""
+        return self.end or AGENT_STOP in self.text
+
+    @property
+    def said(self) -> str:
+        """The words the user hears: the text without the stop marker (a protocol signal)."""
+        return self.text.replace(AGENT_STOP, "").strip() if AGENT_STOP in self.text else self.text
 
 
 class MalformedAction(_Frozen):

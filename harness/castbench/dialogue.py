@@ -14,6 +14,7 @@ __all__ = [
     "ask_for",
     "asks_anything_else",
     "asks_confirmation",
+    "says_goodbye",
     "confirmation_request",
     "device_instruction",
     "gives_reason",
@@ -26,6 +27,7 @@ ANYTHING_ELSE = "Is there anything else I can help you with?"
 
 _CONFIRM = re.compile(r"\b(confirm|proceed|go ahead|yes or no|shall i|should i|do you want me to)\b")
 _ANYTHING_ELSE = re.compile(r"anything else|something else|any other (request|question)")
+_GOODBYE = re.compile(r"\b(good-?\s?bye|bye|farewell|have a (great|good|nice|wonderful) (day|evening|one))\b")
 _NEGATIVE = re.compile(r"^\W*(no|nope|don't|do not|not now|cancel that|stop)\b")
 _REASON = re.compile(r"\b(because|since|so that|in order to|the reason)\b")
 _SENTENCES = re.compile(r"(?<=[.!?])\s+|\n+")
@@ -93,6 +95,13 @@ def is_negative(message: str) -> bool:
 
 def asks_confirmation(message: str) -> bool:
     return bool(_CONFIRM.search(message.lower()))
+
+
+def says_goodbye(message: str) -> bool:
+    """Whether the agent takes its leave ("Goodbye.", "Have a great day!"): the scripted user
+    answers a farewell with its own and ends the conversation, instead of "Okay." until its
+    patience runs out."""
+    return bool(_GOODBYE.search(message.lower()))
 
 
 def asks_anything_else(message: str) -> bool:

@@ -97,6 +97,13 @@ class TaskSelection(_Group):
     max_trials: int = Field(DEFAULT_MAX_TRIALS, ge=1)
     """The cap on trials per task `add_trials` tops up to."""
 
+    @field_validator("domains")
+    @classmethod
+    def _domain_names(cls, value: str | None) -> str | None:
+        if value is not None and not [name for name in value.split(",") if name.strip()]:
+            raise ValueError("no domain given: name one or more (castbench domains list), or 'all'")
+        return value
+
     @field_validator("tasks", mode="before")
     @classmethod
     def _task_ids(cls, value: Any) -> Any:

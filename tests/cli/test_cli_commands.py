@@ -131,6 +131,7 @@ def test_runs_show_says_why_a_refusal_was_not_earned(tmp_path: Path) -> None:
         TASKS,
         "--db",
         db,
+        "--details",
     )
     assert ran.exit_code == 0, ran.output
     assert "floor: refuse" in ran.output and "floor: lookup-refuse" in ran.output

@@ -37,6 +37,7 @@ def _eval(db: str, *extra: str) -> Result:
 
 def test_a_plain_path_is_accepted_as_db(tmp_path: Path) -> None:
     path = tmp_path / "nested" / "runs.db"
+    path.parent.mkdir()  # a folder that is not there is refused (tests/cli/test_cli_first_hour.py)
     assert _eval(str(path)).exit_code == 0
     listed = invoke("runs", "list", "--db", str(path), "--json")
     assert listed.exit_code == 0 and json.loads(listed.output)[0]["trials_stored"] == 1

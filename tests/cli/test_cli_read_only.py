@@ -89,8 +89,8 @@ def test_every_reading_command_works_and_writes_nothing(read_only: Path, tmp_pat
     _ok(invoke("view", run_id, "--db", db, "--out", str(tmp_path / "run.html")))
     assert "pass^1" in _ok(invoke("compare", run_id, run_id, "--db", db))
     checks = ("--metric", "pass^1", "--max-drop", "0.1")
-    gate = invoke("gate", "--baseline", run_id, "--candidate", run_id, *checks, "--db", db)
-    assert gate.exit_code in (0, 3) and "error" not in gate.output, gate.output
+    gate = invoke("gate", "--baseline", run_id, "--candidate", exported, *checks, "--db", db)
+    assert gate.exit_code == 2 and "the same run" in gate.output, gate.output  # read, then refused
     assert _state(read_only.parent) == before
 
 

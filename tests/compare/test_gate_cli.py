@@ -108,8 +108,12 @@ def test_unusable_input_exits_2(runs: Runs, tmp_path: Path) -> None:
     assert code == 2 and "cannot read summary" in out
     code, out = gate(runs, *base, "--candidate", "r-nonexistent", "--metric", "pass^1", "--max-drop", "0.1")
     assert code == 2 and "no run 'r-nonexistent'" in out
-    code, out = gate(runs, *base, "--candidate", str(runs.low_noise.path))
+    code, out = gate(runs, *base, "--candidate", str(runs.high_noise.path))
     assert code == 2 and "nothing to check" in out
+    code, out = gate(
+        runs, *base, "--candidate", str(runs.low_noise.path), "--metric", "pass^1", "--max-drop", "0.1"
+    )
+    assert code == 2 and "the same run" in out  # a run gated against itself would always pass
     code, out = gate(
         runs, *base, "--candidate", str(runs.tiny_low.path), "--metric", "pass^1", "--max-drop", "0.1"
     )

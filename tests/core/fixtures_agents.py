@@ -163,7 +163,10 @@ class RecordingPolicy:
                 for subject, value in _STATEMENT.findall(event.text):
                     told[subject.replace(" ", "_")] = value
             elif isinstance(event, ToolResultTurn) and event.name.startswith("find_") and not event.error:
-                found = json.loads(event.content)
+                try:  # an id alone comes as plain text (find_user_id_by_name_zip), JSON elsewhere
+                    found = json.loads(event.content)
+                except ValueError:
+                    found = event.content
                 if isinstance(found, str):  # find_user_id_by_email, find_patient_by_email -> *_id
                     subject = event.name.removeprefix("find_").split("_by_")[0]
                     told[subject if subject.endswith("_id") else subject + "_id"] = found

@@ -169,6 +169,11 @@ def import_target(path: str) -> Callable[..., Any]:
         module = importlib.import_module(module_name)
     except ImportError as exc:
         raise AgentSpecError(f"cannot import '{module_name}' for '{path}': {exc}") from exc
+    except SyntaxError as exc:  # the agent's own code (or what it imports): where, not a crash
+        where = f"{exc.filename}:{exc.lineno}" if exc.filename else f"line {exc.lineno}"
+        raise AgentSpecError(f"'{path}': syntax error in {where}: {exc.msg}") from exc
+    except Exception as exc:  # its module raised while importing: its fault, said in one line
+        raise AgentSpecError(f"'{path}': importing '{module_name}' raised {exc!r}") from exc
     try:
         return getattr(module, attribute)  # type: ignore[no-any-return]
     except AttributeError as exc:

@@ -177,17 +177,60 @@ def attribute(
     if record.end_reason in ("agent_error", "timeout", "max_steps"):
         cause = "ran_out_of_steps" if record.end_reason == "max_steps" else record.end_reason  # type: ignore[assignment]
         last = record.steps[-1].index if record.steps else None
-        return _attribution(
-            record, last, cause, _evidence(record, "end_reason", [], (record.error or "")[:200])
-        )
+        detail = record.error or _unfinished(record)
+        return _attribution(record, last, cause, _evidence(record, "end_reason", [], detail[:200]))
     cause = _CATEGORY.get(category or "", "incomplete_reply")
     step = _category_step(record, cause)
-    return _attribution(
-        record,
-        step,
-        cause,
-        _evidence(record, "grade_category", [step] if step is not None else [], f"graded {category}"),
+    steps = [step] if step is not None else []
+    evidence = _evidence(record, "grade_category", steps, _graded(record, step))
+    return _attribution(record, step, cause, evidence)
+
+
+def _unfinished(record: TrialRecord) -> str:
+    """Why a trial that stopped without an error stopped, in words."""
+    what = f"the trial ended ({record.end_reason}) after {len(record.steps)} agent action(s)"
+    if record.end_reason == "max_steps":
+        what = f"the conversation was still open after {len(record.steps)} agent action(s), the step limit"
+    diff = _missing(record)
+    return f"{what}; {diff}" if diff else what
+
+
+def _missing(record: TrialRecord) -> str:
+    """The first differences of the final state from the expected one, field by field."""
+    grade = record.grade
+    if grade is None or not grade.diff:
+        return ""
+    shown = "; ".join(
+        f"{d.table} {d.key}: {d.field} is {_value(d.got)}, expected {_value(d.expected)}"
+        for d in grade.diff[:2]
     )
+    more = f" (and {len(grade.diff) - 2} more)" if len(grade.diff) > 2 else ""
+    return f"state: {shown}{more}"
+
+
+def _value(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _graded(record: TrialRecord, step: int | None) -> str:
+    """The grade's finding in words a reader can check: the missing or wrong change (table, key,
+    field, value), the output not said, what was not earned, and the step it shows at."""
+    grade = record.grade
+    parts = []
+    if grade is not None:
+        if grade.diff:
+            parts.append(_missing(record))
+        if grade.missing_outputs:
+            parts.append("never told the user: " + ", ".join(grade.missing_outputs[:3]))
+        if grade.unearned:
+            parts.append("not earned: " + "; ".join(grade.unearned[:2]))
+        if grade.failed_checks:
+            parts.append("failed checks: " + "; ".join(grade.failed_checks[:2]))
+    category = (grade.failure_category if grade is not None else None) or "no category"
+    found = "; ".join(parts) or f"graded {category}"
+    where = "" if step is None else f" (shown at step {step})"
+    return f"{found}{where}"
 
 
 def near_miss(record: TrialRecord) -> NearMiss | None:

@@ -23,7 +23,15 @@ from rich.markup import escape
 from typer._click.exceptions import ClickException  # typer's own copy of click, as its groups raise
 from typer.core import TyperGroup
 
-__all__ = ["CastbenchGroup", "fail", "user_errors"]
+__all__ = [
+    "AGENT_BROKEN",
+    "EXIT_CODES",
+    "INTERNAL_ERROR",
+    "INTERRUPTED",
+    "CastbenchGroup",
+    "fail",
+    "user_errors",
+]
 
 
 def user_errors() -> tuple[type[Exception], ...]:
@@ -84,6 +92,22 @@ class CastbenchGroup(TyperGroup):
 INTERNAL_ERROR = 70
 """The exit code of a bug of castbench's (sysexits' EX_SOFTWARE): not an input error (2), nor
 an incomplete run (1)."""
+AGENT_BROKEN = 4
+"""The exit code of an eval whose agent failed every trial it ran the same way (`agent_error`:
+a wrong constructor or `propose` signature, a parameter it refuses): the run stopped early."""
+INTERRUPTED = 130
+"""The exit code of a command stopped by Ctrl-C (what was stored is kept)."""
+
+EXIT_CODES: dict[int, str] = {
+    0: "done (gate: PASS)",
+    1: "the run is incomplete: planned trials are unscored (gate: FAIL)",
+    2: "bad input: one `error:` line says what is wrong and where",
+    3: "gate: UNDECIDED (the run is too small to decide)",
+    AGENT_BROKEN: "the agent failed every trial it ran the same way; the run stopped early",
+    INTERNAL_ERROR: "internal error: a bug in castbench (the traceback is kept in a file)",
+    INTERRUPTED: "interrupted (Ctrl-C); re-run the same command to resume",
+}
+"""Every exit code of `castbench`, as docs/exit-codes.md lists them (a test compares the two)."""
 
 
 def _first_line(exc: BaseException) -> str:

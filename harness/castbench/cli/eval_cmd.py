@@ -8,6 +8,7 @@ sweep, is `castbench.evaluate`'s; this module shows it.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -27,7 +28,8 @@ from rich.progress import (
 
 from castbench.agents.registry import AgentSpecError, Role
 from castbench.cli.checks import check_writable, sqlite_run_taken
-from castbench.cli.errors import fail
+from castbench.cli.errors import AGENT_BROKEN, fail
+from castbench.cli.interrupts import one_interrupt
 from castbench.cli.options import DbOption, DomainOption, SplitOption, Tau2DataOption
 from castbench.errors import InfrastructureError, RunInterrupted, ServerDown
 from castbench.options import DEFAULTS, EvalOptions, OptionsError, TaskSelection
@@ -40,6 +42,8 @@ if TYPE_CHECKING:
     from castbench.records.trial import TrialRecord
 
 console = Console()
+_STDOUT = Path("-")
+"""`--output -`: the JSON summary on stdout (not a file named `-`)."""
 _AGENTS = "Agents"
 _RUN = "Run"
 _LOOP = "Critic loop"
@@ -370,10 +374,19 @@ def eval_command(
     ] = None,
     db: DbOption = _EXECUTION.db,
     tau2_data: Tau2DataOption = None,  # read by the τ² packs from the environment its callback sets
-    output: Annotated[Path | None, typer.Option(help="Write the JSON summary here.")] = None,
+    output: Annotated[
+        Path | None,
+        typer.Option(help="Write the JSON summary here ('-': to stdout, the tables then go to stderr)."),
+    ] = None,
     fresh: Annotated[
         bool, typer.Option(help="Start a new run even if this config was run before.")
     ] = _EXECUTION.fresh,
+    details: Annotated[
+        bool,
+        typer.Option(
+            "--details", help="Every table (pass^k for every k, trial facts, the critic's), not the headline."
+        ),
+    ] = False,
 ) -> Any:  # the EvalResult (typer resolves the annotations of a command: none that needs the engine)
     """Run every selected task n times and report pass^k. Re-running resumes the same run."""
     given = dict(locals())  # the parameters' values: nothing else is local yet
@@ -383,7 +396,8 @@ def eval_command(
     if suite is not None:
         given.update(_suite_settings(ctx, suite, given))
     options = eval_options(given)
-    if output is not None:
+    console.stderr = output == _STDOUT  # the summary is the output: what a person reads, to stderr
+    if output is not None and output != _STDOUT:
         check_writable("--output", output)
     agents, selection = options.agents, options.selection
     what = (
@@ -397,7 +411,7 @@ def eval_command(
     from castbench.domain import ExpectedStateError, TaskFileError  # the domains: once a run is asked for
 
     try:
-        with _Display(options) as display:
+        with one_interrupt(), _Display(options) as display:
             result = display.evaluate()
     except (AgentSpecError, TaskFileError, ExpectedStateError, ValueError) as exc:
         fail(exc)
@@ -416,7 +430,7 @@ def eval_command(
             "[yellow]interrupted:[/] the trials run so far are stored; re-run the same command to resume"
         )
         raise typer.Exit(130) from None
-    _show(options, result, output, allow_incomplete)
+    _show(options, result, output, allow_incomplete, details)
     if counterfactuals:
         from castbench.cli.counterfactual_cmd import show_counterfactuals
 
@@ -434,7 +448,7 @@ class _Display:
             TextColumn("[bold]{task.description}"),
             BarColumn(),
             MofNCompleteColumn(),
-            TextColumn("passed {task.fields[passed]}"),
+            TextColumn("{task.fields[tally]}"),
             TimeElapsedColumn(),
             TextColumn("ETA"),
             TimeRemainingColumn(),
@@ -443,7 +457,7 @@ class _Display:
         )
         self.label = "trials"
         self.bar: TaskID | None = None
-        self.passed = 0
+        self.passed = self.ran = self.reused = 0
 
     def __enter__(self) -> _Display:
         self.progress.__enter__()
@@ -462,13 +476,21 @@ class _Display:
     def on_start(self, already: int, total: int) -> None:
         if already:
             console.print(f"resuming: {already} of {total} trials already stored")
-        self.passed = 0
-        self.bar = self.progress.add_task(self.label, total=total, completed=already, passed=0)
+        self.passed = self.ran = 0
+        self.reused = already
+        self.bar = self.progress.add_task(self.label, total=total, completed=already, tally=self.tally())
+
+    def tally(self) -> str:
+        """What the bar counts beside its total: the trials this invocation ran and passed (a
+        resume says how many it reused, not "passed 0" for the trials it did not run)."""
+        counted = f"passed {self.passed} of {self.ran} run"
+        return f"{self.reused} reused, {counted}" if self.reused else counted
 
     def on_trial(self, record: TrialRecord) -> None:
         self.passed += record.passed
+        self.ran += 1
         if self.bar is not None:
-            self.progress.update(self.bar, advance=1, passed=self.passed)
+            self.progress.update(self.bar, advance=1, tally=self.tally())
 
     def on_config(self, config: RunConfig, provenance: Provenance) -> None:
         from castbench.records.identity import agent_blind_spots
@@ -479,6 +501,7 @@ class _Display:
         if config.critic != self.options.agents.critic:
             self.label += " without the critic"
         print_provenance(provenance, console)
+        self._warn_of_traps(config, provenance)
         roles: tuple[tuple[Role, str], ...] = (
             ("policy", config.policy),
             ("critic", config.critic),
@@ -498,15 +521,43 @@ class _Display:
                 "or use a Postgres --db, where processes share a run's trials"
             )
 
+    def _warn_of_traps(self, config: RunConfig, provenance: Provenance) -> None:
+        """Options that would not do what they say for this run: a concurrency capped for
+        worker processes, a cost limit that cannot see a model's spending."""
+        asked, plan = self.options.execution.concurrency, provenance.execution
+        if plan is not None and plan.concurrency < asked:
+            console.print(
+                f"[yellow]warning:[/] --concurrency {asked} capped at {plan.concurrency}: each trial in "
+                "flight holds a worker process of its own, and more than the machine runs only queue"
+            )
+        max_cost = self.options.models.max_cost
+        if max_cost is None:
+            return
+        from castbench.models.settings import priced
 
-def _show(options: EvalOptions, result: EvalResult, output: Path | None, allow_incomplete: bool) -> None:
+        for role, recorded in dict(config.extra.get("models") or {}).items():
+            if not priced(recorded):
+                console.print(
+                    f"[yellow]warning:[/] --max-cost {max_cost:g}: the {role} model "
+                    f"'{escape(str(recorded.get('model')))}' has no known price, so its spending is not "
+                    "counted and the limit cannot stop it; give its price in its string "
+                    "(?input_cost_per_token=...&output_cost_per_token=...)"
+                )
+
+
+def _show(
+    options: EvalOptions, result: EvalResult, output: Path | None, allow_incomplete: bool, details: bool
+) -> None:
     """The run's outcome and summary; exit 1 when trials are unscored (unless allowed)."""
     from castbench.report import print_summary
     from castbench.report.summary import RUN_SUMMARY
     from castbench.report.traits import sweep_table
 
     outcome, summary = result.outcome, result.summary
-    if output is not None:  # first: a reader that leaves early (`| head`) must not cost the file
+    if output == _STDOUT:
+        sys.stdout.write(RUN_SUMMARY.dumps(summary, indent=2) + "\n")
+        sys.stdout.flush()
+    elif output is not None:  # first: a reader that leaves early (`| head`) must not cost the file
         output.write_text(RUN_SUMMARY.dumps(summary, indent=2))
     if outcome.superseded:
         console.print(
@@ -519,16 +570,22 @@ def _show(options: EvalOptions, result: EvalResult, output: Path | None, allow_i
         f"{outcome.already_done} reused)",
         markup=False,
     )
+    if outcome.broken is not None:  # tables of zeros would only hide the one thing to fix
+        fail(
+            f"the agent failed all {outcome.ran} trial(s) it ran the same way (agent_error): "
+            f"{outcome.broken} (castbench runs show {outcome.run_id} for the trials)",
+            code=AGENT_BROKEN,
+        )
     if options.selection.add_trials:
         console.print(
             f"topped up to {summary.config.trials} trials per task (cap {options.selection.max_trials})"
         )
-    print_summary(summary, console)
+    print_summary(summary, console, details)
     if summary.trait_sweep is not None:
         console.print(sweep_table(summary.trait_sweep))
     if outcome.stopped:
         console.print(f"[yellow]stopped:[/] {escape(outcome.stopped)}; re-run the same command to resume")
-    if output is not None:
+    if output is not None and output != _STDOUT:
         console.print(f"summary written to {output}", markup=False)
     if summary.status != "complete" and not allow_incomplete:
         console.print(

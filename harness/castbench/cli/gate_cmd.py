@@ -116,6 +116,11 @@ def gate_command(
         policy = undecided or (settings.undecided if settings else None) or UndecidedPolicy.UNDECIDED
         level = confidence or (settings.confidence if settings else None) or 0.95
         base, cand = load_summary(baseline, db), load_summary(candidate, db)
+        if base.run_id == cand.run_id:  # its every difference is 0: it would always PASS
+            raise GateError(
+                f"--baseline and --candidate are the same run ({base.run_id}): a run gated against "
+                "itself always passes; give the release's own run as --candidate"
+            )
         unfinished = incomplete_runs(base, cand)
         if unfinished and not force:
             raise GateError("; ".join(unfinished) + " (re-run it to finish, or --force to gate anyway)")

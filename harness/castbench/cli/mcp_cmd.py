@@ -2,7 +2,9 @@
 
 The agent gets the domain's tools and `respond_to_user` (its message to the simulated customer,
 who answers); the customer's first message and the domain policy are in the server's
-instructions. When the trial ends, or the server stops, its graded record is written to
+instructions. The agent ends the conversation with a closing `respond_to_user` (its
+`end_conversation` set) or, over stdio, by closing the session after its work: the trial ends as
+`agent_stop`. When the trial ends, or the server stops, its graded record is written to
 `--record` (JSON, as `eval` stores it).
 """
 
@@ -62,6 +64,7 @@ def serve(
     try:
         if transport == "stdio":
             anyio.run(serve_stdio, served)
+            env.episode.stop()  # the client closed the session: it ended the conversation itself
         else:
             with McpHost(host, port, served.instructions()) as mcp_host:
                 print(mcp_host.add(served), flush=True)

@@ -16,7 +16,7 @@ from castbench.defaults import DEFAULT_DB
 from castbench.records.config import RunConfig, read_config
 from castbench.records.provenance import Provenance, provenance
 from castbench.records.trial import TrialRecord
-from castbench.report import print_summary, print_trial, summarize_run
+from castbench.report import RunSummary, print_summary, print_trial, summarize_run
 from castbench.report.provenance import print_provenance
 from castbench.store import ResultsStore
 from castbench.store.leases import workers
@@ -63,33 +63,55 @@ def list_runs(
     db: DbOption = DEFAULT_DB,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON array, for scripts.")] = False,
 ) -> None:
-    """Every stored run with its configuration, trial count and provenance (run here or submitted;
-    where each role's agent ran). Full run ids; any unique prefix of one is accepted wherever a run
-    is named."""
+    """Every stored run, one line each: id, when, status, domains, policy, critic and trials
+    stored (`--json` adds the user, seed and provenance: where each role's agent ran). Full run
+    ids; any unique prefix of one is accepted wherever a run is named."""
     runs = _listing(ResultsStore(db, read_only=True))
     if as_json:
         print(json.dumps(runs, indent=2))
         return
-    table = Table(title=escape(f"runs in {db}"), title_justify="left")
-    table.add_column("run", no_wrap=True, min_width=max((len(run["id"]) for run in runs), default=3))
-    for column in ("created", "status", "domains", "policy", "critic", "user", "n", "seed", "trials"):
-        table.add_column(column, overflow="fold")
-    table.add_column("provenance", overflow="fold")
-    for run in runs:
+    console.print(runs_table(runs, escape(f"runs in {db}"), console.width))
+
+
+def runs_table(runs: list[dict[str, Any]], title: str, width: int) -> Table:
+    """One line per run in `width` columns (80 and up): the id, date, status and count whole, the
+    names cut with an ellipsis to share what is left, and the provenance (run here or submitted;
+    where each role's agent ran) where the names leave room for it (`runs show` and `--json`
+    always have it, and the names whole)."""
+    names = [(",".join(run["domains"]), run["policy"], run["critic"]) for run in runs]
+    fixed = {
+        "run": max((len(run["id"]) for run in runs), default=3),
+        "created": 11,
+        "status": max((len(run["status"]) for run in runs), default=6),
+        "trials": 6,
+    }
+    room = max(18, width - sum(fixed.values()) - 2 * 6)  # two spaces between the seven columns
+    headers = ("domains", "policy", "critic")
+    longest = [max([len(headers[i])] + [len(row[i]) for row in names]) for i in range(3)]
+    domains = min(longest[0], max(7, room // 4))
+    critic = min(longest[2], max(6, room // 4))
+    policy = max(6, room - domains - critic)
+    spare = room - sum(longest) - 2
+    table = Table(title=title, title_justify="left", box=None, pad_edge=False, header_style="bold")
+    table.add_column("run", no_wrap=True, min_width=fixed["run"])
+    table.add_column("created", no_wrap=True, width=fixed["created"])
+    table.add_column("status", no_wrap=True, width=fixed["status"])
+    for column, size in zip(headers, (domains, policy, critic), strict=True):
+        table.add_column(column, no_wrap=True, overflow="ellipsis", max_width=size)
+    table.add_column("trials", no_wrap=True, justify="right", width=fixed["trials"])
+    if spare >= 16:
+        table.add_column("provenance", no_wrap=True, overflow="ellipsis", max_width=spare)
+    for run, row in zip(runs, names, strict=True):
+        shown = [escape(Provenance.model_validate(run["provenance"]).short())] if spare >= 16 else []
         table.add_row(
             run["id"],
-            run["created"][:16].replace("T", " "),
+            run["created"][5:16].replace("T", " "),
             run["status"],
-            *[
-                escape(value)
-                for value in (",".join(run["domains"]), run["policy"], run["critic"], run["user"])
-            ],
-            str(run["trials_per_task"]),
-            str(run["seed"]),
+            *[escape(value) for value in row],
             str(run["trials_stored"]),
-            escape(Provenance.model_validate(run["provenance"]).short()),
+            *shown,
         )
-    console.print(table)
+    return table
 
 
 def print_workers(store: ResultsStore, run_id: str) -> None:
@@ -123,9 +145,13 @@ def show_run(
     task: Annotated[str | None, typer.Option(help="Show this task's trials step by step.")] = None,
     trial: Annotated[int | None, typer.Option(help="With --task: only this trial index.")] = None,
     failures: Annotated[int, typer.Option(help="How many failed trials to show with their diff.")] = 3,
+    details: Annotated[
+        bool, typer.Option("--details", help="Every table: pass^k for every k, trial facts, each task.")
+    ] = False,
     db: DbOption = DEFAULT_DB,
 ) -> None:
-    """Per-task successes, then failures with their state diff (or one task's trials in full)."""
+    """The headline figures, the tasks that failed most, then failures with their state diff (or
+    one task's trials in full); `--details` for every table."""
     store = ResultsStore(db, read_only=True)
     row = store.run(run)
     config = store.config(row.id)
@@ -147,8 +173,33 @@ def show_run(
         faults = sum(step.fault is not None for record in records for step in record.steps)
         label = config.perturbations.label()
         console.print(f"perturbed: {label}; {faults} tool fault(s) injected", markup=False)
-    print_summary(summary, console)
+    print_summary(summary, console, details)
     print_workers(store, row.id)
+    if details:
+        _print_per_task(summary, records)
+    else:
+        console.print(escape(_per_task_line(summary)), markup=False)
+    _print_errors(records)
+    for record in [r for r in records if not r.passed][:failures]:
+        print_trial(record, console)
+
+
+def _per_task_line(summary: RunSummary, shown: int = 5) -> str:
+    """The tasks in one line: how many passed every trial, and the ones that failed most."""
+    reports = summary.domains.values()
+    outcomes = [(task, outcome) for report in reports for task, outcome in report.per_task.items()]
+    always = sum(outcome.successes == outcome.n for _, outcome in outcomes)
+    failing = [(task, outcome) for task, outcome in outcomes if outcome.successes < outcome.n]
+    worst = sorted(failing, key=lambda found: (found[1].successes / found[1].n, found[0]))
+    line = f"per task: {always} of {len(outcomes)} passed every trial"
+    if worst:
+        line += "; failed most: " + ", ".join(f"{task} {o.successes}/{o.n}" for task, o in worst[:shown])
+        if len(worst) > shown:
+            line += f" and {len(worst) - shown} more"
+    return line
+
+
+def _print_per_task(summary: RunSummary, records: list[TrialRecord]) -> None:
     per_task = Table(title="per task", title_justify="left")
     for column in ("domain", "task", "successes", "trials"):
         per_task.add_column(column)
@@ -161,9 +212,6 @@ def show_run(
             )
             per_task.add_row(domain, task_id, f"{outcome.successes}/{outcome.n}", marks)
     console.print(per_task)
-    _print_errors(records)
-    for record in [r for r in records if not r.passed][:failures]:
-        print_trial(record, console)
 
 
 def _print_errors(records: list[TrialRecord], limit: int = 20) -> None:
@@ -210,7 +258,11 @@ def why_run(
         from castbench.attribution.judge import LLMJudge, agreement
 
         by_trial = {(r.domain, r.task_id, r.trial_index): r for r in store.trials(row.id)}
+        from castbench.models.settings import check_environment
+
         llm = LLMJudge(judge, **({"api_base": api_base} if api_base else {}))
+        check_environment("--judge", llm.settings)  # a missing key or unknown provider: fail now,
+        # not after the client's retries on every trial
         judged = [llm.judge(by_trial[(a.domain, a.task, a.trial)]) for a in attributions]
     if as_json:
         print(json.dumps(why_rows(attributions, judged), indent=2))

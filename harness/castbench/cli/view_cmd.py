@@ -46,7 +46,13 @@ def view_command(
     except (StoreError, ArchiveError) as exc:
         fail(exc)
     if serve:
-        server = page_server(html, port)
+        try:
+            server = page_server(html, port)
+        except OSError as exc:  # the port is taken (or not ours to take): the user's to change
+            fail(
+                f"--port {port}: cannot serve on 127.0.0.1:{port} ({exc.strerror or exc}); "
+                "pick another port, or --port 0 for any free one"
+            )
         url = f"http://127.0.0.1:{server.server_address[1]}/"
         console.print(f"serving run {run_id} at {url} (Ctrl-C to stop)", markup=False)
         try:

@@ -72,10 +72,9 @@ def _load_entry_point(name: str) -> Domain:
 def resolve_domains(spec: str | None) -> list[Domain]:
     """`None` or `all` -> every installed domain that needs no extra; else a comma-separated list
     of names."""
-    everything = spec in (None, "", "all")
-    names = (
-        available_domains(include_extras=False)
-        if everything
-        else [s.strip() for s in (spec or "").split(",")]
-    )
+    if spec is None or spec.strip() == "all":
+        return [load_domain(name) for name in available_domains(include_extras=False)]
+    names = [name.strip() for name in spec.split(",") if name.strip()]
+    if not names:  # an empty --domain is a slip, not "every domain"
+        raise UnknownDomainError("no domain given: name one or more (castbench domains list), or 'all'")
     return [load_domain(name) for name in names]

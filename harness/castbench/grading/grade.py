@@ -41,7 +41,7 @@ FailureCategory = Literal[
 
 class SurfaceSignals(BaseModel):
     ended_cleanly: bool
-    """The user ended the conversation (not a limit, not a crash)."""
+    """The user or the agent ended the conversation (not a limit, not a crash)."""
     made_write: bool
     """At least one state-changing call succeeded."""
     saw_tool_error: bool

@@ -50,6 +50,12 @@ class Board(BaseModel):
         return any(row.false_flag_rate is not None or row.detection_rate is not None for row in self.rows)
 
     @property
+    def domain_columns(self) -> list[str]:
+        """The domains the page gives a column each (the ranking metric on its tasks alone):
+        every domain of a board of several, none of a board of one."""
+        return sorted(self.domains) if len(self.domains) > 1 else []
+
+    @property
     def has_counterfactuals(self) -> bool:
         return any(row.net_saved is not None for row in self.rows)
 
@@ -179,6 +185,7 @@ def _code(text: str) -> str:
 def board_markdown(board: Board) -> str:
     header = ["#", "entry", "note", "policy", "critic", "user", "traits", "provenance"]
     header += [m.name for m in board.metrics]
+    header += [f"{board.rank_by} {domain}" for domain in board.domain_columns]
     header.append("malformed actions")
     if board.has_critic:
         header += ["false-flag rate", "detection rate", "unreadable verdicts"]
@@ -206,6 +213,7 @@ def board_markdown(board: Board) -> str:
         cells.append(_md(row.traits or "–"))
         cells.append(_md(_provenance(row)))
         cells += [_cell(row.metrics[m.metric]) for m in board.metrics]
+        cells += [_cell(row.domains[d]) if d in row.domains else "–" for d in board.domain_columns]
         cells.append(f"{row.malformed_actions} / {row.proposed_actions}")
         if board.has_critic:
             cells += [_rate(row.false_flag_rate), _rate(row.detection_rate)]

@@ -15,7 +15,7 @@ from pydantic import BaseModel, Field
 from castbench.agents.registry import Role
 from castbench.compare.comparability import comparability_number
 from castbench.compare.metric import parse_metric
-from castbench.metrics import TaskOutcome, summarize_counts
+from castbench.metrics import ReliabilitySummary, TaskOutcome, summarize_counts
 from castbench.metrics.counterfactual import NetSaved, summarize_branches
 from castbench.publish.board import BoardError, BoardSpec, Entry, slug
 from castbench.publish.profile import ProfileCells
@@ -59,6 +59,9 @@ class BoardRow(BaseModel):
     tasks: int
     trials: int
     metrics: dict[str, Cell]
+    domains: dict[str, Cell] = Field(default_factory=dict)
+    """Domain -> the ranking metric on that domain's tasks alone (the page's per-domain columns;
+    empty on a single-domain board, whose pooled figure is that domain's)."""
     curve: list[float]
     """pass^1 .. pass^n."""
     false_flag_rate: float | None
@@ -258,16 +261,11 @@ def entry_row(
         for task_id, outcome in report.per_task.items()
     }
     figures = summarize_counts(pooled, seed=0)
-    metrics: dict[str, Cell] = {}
-    for item in spec.metrics:
-        metric = parse_metric(item.metric)
-        values, intervals = (
-            (figures.pass_hat, figures.ci95)
-            if metric.kind == "pass_hat"
-            else (figures.pass_at, figures.ci95_at)
-        )
-        low, high = intervals[metric.k]
-        metrics[item.metric] = Cell(value=_round(values[metric.k]), low=_round(low), high=_round(high))
+    metrics = {item.metric: _metric_cell(figures, item.metric) for item in spec.metrics}
+    by_domain: dict[str, Cell] = {}
+    if len(spec.domains) > 1:
+        for domain, report in zip(sorted(spec.domains), reports, strict=True):
+            by_domain[domain] = _metric_cell(summarize_counts(report.per_task, seed=0), spec.ranking_metric)
     false_flag, detection = _critic_rates(reports)
     unreadable = [report.critic.parse_errors for report in reports if report.critic is not None]
     cost = _cost(reports)
@@ -287,6 +285,7 @@ def entry_row(
         tasks=figures.n_tasks,
         trials=figures.trials_per_task,
         metrics=metrics,
+        domains=by_domain,
         curve=[_round(figures.pass_hat[k]) for k in sorted(figures.pass_hat)],
         false_flag_rate=None if false_flag is None else _round(false_flag),
         detection_rate=None if detection is None else _round(detection),
@@ -297,6 +296,15 @@ def entry_row(
         failures_blamed=_blamed(reports),
         net_saved=_net_saved(spec, exported),
     )
+
+
+def _metric_cell(figures: ReliabilitySummary, name: str) -> Cell:
+    metric = parse_metric(name)
+    values, intervals = (
+        (figures.pass_hat, figures.ci95) if metric.kind == "pass_hat" else (figures.pass_at, figures.ci95_at)
+    )
+    low, high = intervals[metric.k]
+    return Cell(value=_round(values[metric.k]), low=_round(low), high=_round(high))
 
 
 def _net_saved(spec: BoardSpec, exported: ExportedRun) -> NetSaved | None:

@@ -26,6 +26,7 @@ __all__ = [
 
 EndReason = Literal[
     "user_stop",
+    "agent_stop",
     "transfer",
     "max_steps",
     "too_many_errors",
@@ -34,11 +35,13 @@ EndReason = Literal[
     "infra_error",
     "timeout",
 ]
-"""Why a trial ended. `timeout`: an agent overran the step or trial time limit; the trial is
+"""Why a trial ended. `agent_stop`: the agent ended the conversation itself (a closing reply with
+`end` or the stop marker, an MCP client that closed its session); graded like a user's ending.
+`timeout`: an agent overran the step or trial time limit; the trial is
 scored 0 (the agent's failure) and counted apart in summaries. `too_many_errors`: the agent's tool
 calls answered errors `Limits.max_tool_errors` times (τ²'s limit, on its packs)."""
 
-CLEAN_ENDS: frozenset[str] = frozenset({"user_stop", "transfer"})
+CLEAN_ENDS: frozenset[str] = frozenset({"user_stop", "agent_stop", "transfer"})
 """Ends where the conversation closed normally (a surface signal of success)."""
 UNFINISHED_ENDS: frozenset[str] = frozenset({"agent_error", "max_steps", "too_many_errors", "timeout"})
 """Ends where the agent did not finish: such a trial fails even when the state is right."""

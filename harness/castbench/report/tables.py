@@ -5,20 +5,29 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from rich import box
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from castbench.attribution import attribute
 from castbench.attribution.shares import AttributionShares
 from castbench.metrics import ReliabilitySummary
 from castbench.metrics.passk import reported_ks
 from castbench.records.trial import TrialRecord
 from castbench.report.critic_report import CriticReport
 from castbench.report.outputs import OutputCounts
+from castbench.report.reasons import trial_reasons
 from castbench.report.summary import DomainReport, RunSummary
 
-__all__ = ["critic_table", "print_summary", "print_trial", "reliability_table"]
+__all__ = [
+    "FLOOR_LEGEND",
+    "STRICT_LEGEND",
+    "critic_table",
+    "headline_table",
+    "print_summary",
+    "print_trial",
+    "reliability_table",
+]
 
 
 def _cell(value: float, interval: tuple[float, float] | None) -> str:
@@ -169,15 +178,90 @@ def _output_rows(table: Table, reports: list[DomainReport]) -> None:
         table.add_row(label, *[value(o) for o in outputs])
 
 
-def print_summary(summary: RunSummary, console: Console) -> None:
+STRICT_LEGEND = "strict: 0 if an action broke the policy"
+FLOOR_LEGEND = "floor: what refusing policies score"
+"""What the headline's "strict" rows and "floor" column mean, on one line under it."""
+
+
+def headline_table(summary: RunSummary) -> Table:
+    """The first screen: one row per domain (and overall) with pass^1 and pass^n and their 95%
+    intervals, the strict figures on the line below, pass@n and the best reference floor;
+    about 66 columns wide whatever the number of domains."""
+    n = summary.overall.trials_per_task
+    ks = sorted({1, n})
+    columns: list[tuple[str, DomainReport]] = list(summary.domains.items())
+    if len(columns) > 1:
+        columns.append(("overall", summary.overall))
+    table = Table(
+        title=f"pass^k (95% CI over tasks), {n} trials per task — run {summary.run_id}",
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+    )
+    table.add_column("domain", no_wrap=True, style="bold")
+    table.add_column("tasks", justify="right", no_wrap=True)
+    for k in ks:
+        table.add_column(f"pass^{k}", justify="right", no_wrap=True)
+    table.add_column(f"pass@{n}", justify="right", no_wrap=True)
+    floors = summary.floors
+    if floors is not None:
+        table.add_column("floor", justify="right", no_wrap=True)
+    for name, report in columns:
+        row = [escape(name), str(report.n_tasks), *[_pass_hat(report, k) for k in ks]]
+        row.append(f"{report.pass_at.get(n, float('nan')):.3f}")
+        if floors is not None:
+            values = floors.overall if name == "overall" else floors.domains.get(name, {})
+            firsts = [found[1] for found in values.values() if found]
+            row.append(f"{max(firsts):.3f}" if firsts else "–")
+        table.add_row(*row)
+        if report.strict is not None:
+            table.add_row("  strict", "", *[_pass_hat(report.strict, k) for k in ks], style="dim")
+    return table
+
+
+def _headline_note(summary: RunSummary) -> str:
+    """One line of trial facts under the headline."""
+    overall = summary.overall
+    failed = overall.n_trials - sum(task.successes for task in overall.per_task.values())
+    note = f"{overall.n_trials} trials, {failed} failed"
+    shares = overall.attribution
+    if shares is not None and shares.not_passed:
+        blamed = [f"{party} {shares.by_party.get(party, 0)}" for party in ("agent", "user", "harness")]
+        note += f" (blamed: {', '.join(blamed)})"
+    if overall.surface_success:
+        note += f"; {overall.surface_success} looked fine"
+    if overall.errored_trials or overall.timed_out_trials:
+        note += f"; {overall.errored_trials} errored, {overall.timed_out_trials} timed out"
+    return note
+
+
+def _legend(summary: RunSummary) -> str | None:
+    reports = [summary.overall, *summary.domains.values()]
+    parts = [STRICT_LEGEND] if any(report.strict is not None for report in reports) else []
+    if summary.floors is not None:
+        parts.append(FLOOR_LEGEND)
+    return " · ".join(parts) or None
+
+
+def print_summary(summary: RunSummary, console: Console, details: bool = False) -> None:
+    """The run's figures: the headline table with its legend and one line of trial facts, or with
+    `details` every table (pass^k for every k, the trial facts per domain, the critic's)."""
     reason = summary.incomplete_reason()
     if reason is not None:
         console.print(f"[bold red]{summary.status.upper()}:[/] {escape(reason)}; its figures are not final")
-    console.print(reliability_table(summary))
-    console.print(_details_table(summary))
-    critic = critic_table(summary)
-    if critic is not None:
-        console.print(critic)
+    if details:
+        console.print(reliability_table(summary))
+        console.print(_details_table(summary))
+        critic = critic_table(summary)
+        if critic is not None:
+            console.print(critic)
+    else:
+        console.print(headline_table(summary))
+        legend = _legend(summary)
+        if legend is not None:
+            console.print(legend, style="dim", markup=False)
+        console.print(_headline_note(summary), markup=False)
+        console.print("every table: --details", style="dim", markup=False)
     for warning in summary.warnings:
         console.print(f"[bold yellow]warning:[/] {escape(warning)}")
 
@@ -237,24 +321,9 @@ def print_trial(record: TrialRecord, console: Console) -> None:
             cells = (item.table, item.key, item.field, repr(item.expected), repr(item.got))
             diff.add_row(*map(_printable, cells))
         console.print(diff)
-    if record.grade is not None and record.grade.missing_outputs:
-        console.print(f"  missing outputs: {_printable(str(record.grade.missing_outputs))}")
-    for broken in record.grade.policy_breaks if record.grade is not None else []:
-        console.print(
-            f"  [red]policy broken[/] at step {broken.step} "
-            f"({_printable(broken.tool)}): {_printable(broken.reason)}"
-        )
-    if record.grade is not None and record.grade.unearned:
-        console.print("  not earned: " + _printable("; ".join(record.grade.unearned)))
-    if record.error:
-        console.print(f"  [red]error[/]: {_printable(record.error.splitlines()[0])}")
-    blame = attribute(record)
-    if blame is not None:
-        at = "" if blame.step is None else f" at step {blame.step}"
-        console.print(
-            f"  [red]blamed[/]: {blame.party} · {blame.cause}{at} "
-            f"({_printable(blame.evidence.rule)}: {_printable(blame.evidence.detail)})"
-        )
+    for reason in trial_reasons(record):
+        label, _, rest = reason.partition(":")
+        console.print(f"  [red]{escape(label)}[/]:{_printable(rest)}")
     for attempt, reason in enumerate(record.retried_for, start=1):
         first = reason.splitlines()[0] if reason else ""
         console.print(f"  [yellow]try {attempt} abandoned, restarted from the seed[/]: {_printable(first)}")

@@ -21,6 +21,7 @@ from castbench.records.config import RunConfig, read_config
 from castbench.records.execution import ExecutionPlan
 from castbench.records.migrations import RecordVersionError
 from castbench.records.trial import TrialRecord
+from castbench.runner.broken_agent import BrokenAgentWatch
 from castbench.runner.collector import tuned_for_a_run
 from castbench.runner.deadline import Cancelled, Halt, TimeLimits
 from castbench.runner.execution import plan_execution
@@ -51,6 +52,10 @@ class EvalOutcome:
     """A stored run with the same options that was not resumed because its code or data differ."""
     changes: tuple[str, ...] = ()
     """What differs from `superseded` (the policy's code, a domain's task files, ...)."""
+    broken: str | None = None
+    """Every trial this invocation ran ended `agent_error` for this one reason (a wrong
+    constructor or `propose` signature, a parameter the agent refuses): the agent cannot work,
+    and the run stopped early once that was plain (`castbench.runner.broken_agent`)."""
 
 
 def _key(job: TrialJob) -> tuple[str, str, int]:
@@ -124,9 +129,10 @@ def run_eval(
     halt = Halt()
 
     ran, spent = 0, 0.0
+    watch = BrokenAgentWatch()
 
-    def over_budget() -> bool:
-        return max_cost is not None and spent >= max_cost
+    def stop_starting() -> bool:
+        return watch.stop or (max_cost is not None and spent >= max_cost)
 
     active: list[Generator[TrialRecord, None, None]] = []
 
@@ -141,6 +147,7 @@ def run_eval(
                 stored(record)
             ran += 1
             spent += _cost(record)
+            watch.see(record)
             if on_trial is not None:
                 on_trial(record)
 
@@ -151,15 +158,15 @@ def run_eval(
                 with SharedPlan(store, run_id, list(todo), _key, lease_s) as leases:
                     while True:
                         keep(
-                            executor.results(leases.claimed(), work, concurrency, over_budget, halt),
+                            executor.results(leases.claimed(), work, plan.concurrency, stop_starting, halt),
                             leases.finish,
                         )
                         unfinished = not leases.settled()
-                        if not unfinished or over_budget():
+                        if not unfinished or stop_starting():
                             break
                         leases.wait()
             else:
-                keep(executor.results(todo, work, concurrency, over_budget, halt), None)
+                keep(executor.results(todo, work, plan.concurrency, stop_starting, halt), None)
                 unfinished = ran < total - already
     except (KeyboardInterrupt, Cancelled):
         with second_interrupt_exits():
@@ -175,10 +182,14 @@ def run_eval(
     if unfinished:
         not_run = total - already - ran
         stopped = f"cost limit reached: ${spent:.4f} spent of ${max_cost}; {not_run} trial(s) not run"
+        if watch.stop:
+            stopped = f"the agent failed its first {ran} trials the same way; {not_run} trial(s) not run"
     unscored = total - min(total, len(store.scored_keys(run_id)))  # other workers' trials count too
     store.set_status(run_id, "stopped" if stopped else "incomplete" if unscored else "complete")
     superseded_id, changes = superseded or (None, [])
-    return EvalOutcome(run_id, resumed, already, ran, total, stopped, unscored, superseded_id, tuple(changes))
+    return EvalOutcome(
+        run_id, resumed, already, ran, total, stopped, unscored, superseded_id, tuple(changes), watch.broken
+    )
 
 
 @contextmanager

@@ -126,6 +126,8 @@ class _Step:
     critiques: list[Event] = field(default_factory=list)
     fault: str | None = None
     """The fault the harness injected into the executed tool call, if any."""
+    user_stop: bool = False
+    """The user ended the conversation in answer to this step's reply."""
 
 
 class Episode:
@@ -253,6 +255,14 @@ class Episode:
         with self._lock:
             if not self.done:
                 self._finish(reason, message, reason not in ("infra_error", "harness_error"))
+
+    def stop(self) -> None:
+        """End the trial for its driver because the outside agent ended the conversation itself
+        (an MCP client that closed its session after its work): `agent_stop`, graded like any
+        other ending, not `max_steps`."""
+        with self._lock:
+            if not self.done:
+                self._finish("agent_stop", None, True)
 
     def view(self) -> PolicyView:
         """The policy's current view: during a revision it ends with the critiques."""
@@ -384,7 +394,7 @@ class Episode:
                 proposals=step.proposals,
                 action=executed,
                 observation=observation,
-                user_stop=end == "user_stop",
+                user_stop=step.user_stop,
                 timing=step.timing,
                 fault=step.fault,
             )
@@ -402,7 +412,7 @@ class Episode:
         `max_steps` (agent actions) ends a trial nothing else ended."""
         limits, taken = self.limits, len(self.steps)
         if limits.max_messages is not None and 2 * taken + 1 >= limits.max_messages:
-            end = "max_steps" if end in (None, "user_stop") else end
+            end = "max_steps" if end in (None, "user_stop", "agent_stop") else end
         if limits.max_tool_errors is not None and self.tool_errors >= limits.max_tool_errors:
             end = "too_many_errors" if end in (None, "max_steps") else end
         if end is None and taken >= limits.max_steps:
@@ -430,7 +440,7 @@ class Episode:
                 self.conversation.append(AgentTurn(action=action))  # τ² ends before the user answers
                 return None, "max_steps"
             start = _clock()
-            reply = self._guarded("user", self.user.reply, action.text, what="replying")
+            reply = self._guarded("user", self.user.reply, action.said, what="replying")
             self._check("user", reply, UserReply, "reply")
             self._check("user", reply.text, str, "reply text")
             timing.user_s += _clock() - start
@@ -440,6 +450,9 @@ class Episode:
             turn = UserTurn(text=text, tool_calls=tuple(self.user_calls))
             self.user_calls.clear()
             self.conversation += [AgentTurn(action=action), turn]
+            step.user_stop = reply.stop
+            if action.ends:  # the agent's closing message: the user's answer is the last word
+                return turn, "agent_stop"
             return turn, ("user_stop" if reply.stop else None)
         if isinstance(action, MalformedAction):
             result = ToolResultTurn(
@@ -537,8 +550,11 @@ class Episode:
     def deadline(self) -> tuple[float | None, str]:
         """The nearer of the step's and the trial's deadline (a `time.monotonic()` value), and
         which limit it is: a driver waiting for an outside agent holds it to the same limits."""
+        return self._nearer_limit(self.step_started)
+
+    def _nearer_limit(self, step_from: float) -> tuple[float | None, str]:
         step_s, trial_s = self.time_limits.step_s, self.time_limits.trial_s
-        step = None if step_s is None else self.step_started + step_s
+        step = None if step_s is None else step_from + step_s
         trial = None if trial_s is None else self.started + trial_s
         if step is not None and (trial is None or step <= trial):
             return step, f"step time limit ({step_s:g} s)"
@@ -546,12 +562,20 @@ class Episode:
             return trial, f"trial time limit ({trial_s:g} s)"
         return None, ""
 
+    def _user_deadline(self) -> tuple[float | None, str]:
+        """The simulated user's limit: none for castbench's scripted user (pure Python that never
+        blocks: a 1 s step limit once timed it out after a slow policy's step, leaving the trial
+        unscored), else the step limit counted from its own call, not from the policy's view."""
+        if self.never_blocks("user"):
+            return None, ""
+        return self._nearer_limit(time.monotonic())
+
     def _guarded(self, role: str, fn: Callable[..., Any], *args: Any, what: str, wait: bool = False) -> Any:
         """Call agent code. Its exceptions and overruns end the trial: as the agent's failure for
         the policy and critic; unscored for the simulated user (not the agent under test), and as
         a harness error when that user is a built-in one (our bug). `wait`: no deadline here, the
         callee enforces its own."""
-        deadline, limit = self.deadline()
+        deadline, limit = self.deadline() if role != "user" else self._user_deadline()
         try:
             mode = self._modes.get(role)
             if mode == "inline":

@@ -16,6 +16,7 @@ From the run's agents and its options (executor, concurrency, a shared store or 
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 from castbench.agents.registry import AgentSpec, Role
@@ -94,12 +95,25 @@ def plan_execution(
     else:
         trials, why = "loop", "no agent blocks a thread: scripted agents and models on the lean client"
     on_loop = trials == "loop" or (trials == "ray" and pool == "loop")
+    calls = {role: _call(spec, on_loop) for role, spec in roles}
+    concurrency = max(1, concurrency)
+    cap = worker_cap()
+    if executor == "local" and concurrency > cap and any(call.mode == "worker" for call in calls.values()):
+        why += f"; --concurrency {concurrency} capped at {cap} for worker processes"
+        concurrency = cap
     return ExecutionPlan(
         executor=executor,
-        concurrency=max(1, concurrency),
+        concurrency=concurrency,
         trials=trials,
         pool=pool,
         why=why,
         shared=shared,
-        calls={role: _call(spec, on_loop) for role, spec in roles},
+        calls=calls,
     )
+
+
+def worker_cap() -> int:
+    """The most trials at once when agents run in worker processes on this machine: 4 per CPU
+    (a worker mostly waits on its model), at least 8. `--concurrency 100000` with a worker agent
+    ran 37 times slower than 8, every process starting at once."""
+    return max(8, 4 * (os.cpu_count() or 1))

@@ -130,7 +130,7 @@ class _Replay:
         self.replies.append(action.text)
         stored = step.observation if isinstance(step.observation, UserTurn) else None
         if self.user is not None:
-            answer = self.user.reply(action.text)
+            answer = self.user.reply(action.said)
             heard = self._heard(step.index + 1, answer.text)
             self.differ(f"step {step.index} user reply", stored.text if stored else None, heard)
             self.differ(f"step {step.index} user stop", step.user_stop, answer.stop)

@@ -3,7 +3,9 @@ through the trial's `Episode` (the critic verifies it before it runs; a rejectio
 the tool's result, with the critique, and the agent's next call is its revision).
 
 `respond_to_user` is offered when the MCP client is the whole agent (`castbench mcp serve`): it
-sends the agent's message to the simulated user and returns the answer. When castbench drives
+sends the agent's message to the simulated user and returns the answer; with `end_conversation`
+(or the stop marker in the message) it is the agent's closing message, and the trial ends as
+`agent_stop` once the user has answered. When castbench drives
 the conversation itself (an agent service), the user's messages travel over HTTP instead.
 
 A call that can wait on no agent (no critic on the trial, or castbench's scripted one; not
@@ -65,10 +67,16 @@ class McpTrial:
             self.tools.append(
                 types.Tool(
                     name=RESPOND_TOOL,
-                    description="Send a message to the customer; returns the customer's answer.",
+                    description=(
+                        "Send a message to the customer; returns the customer's answer. Set "
+                        "end_conversation when it is your closing message: the conversation ends."
+                    ),
                     input_schema={
                         "type": "object",
-                        "properties": {"message": {"type": "string"}},
+                        "properties": {
+                            "message": {"type": "string"},
+                            "end_conversation": {"type": "boolean", "default": False},
+                        },
                         "required": ["message"],
                     },
                 )
@@ -119,7 +127,10 @@ class McpTrial:
             if not isinstance(message, str):  # its schema says string: 5 is not a message to coerce
                 given = type(message).__name__ if message is not None else "nothing"
                 return _text(f"{RESPOND_TOOL} needs 'message', a string (got {given}); nothing sent", True)
-            action: Any = ReplyAction(text=message)
+            end = (arguments or {}).get("end_conversation", False)
+            if not isinstance(end, bool):
+                return _text(f"{RESPOND_TOOL}: 'end_conversation' must be true or false; nothing sent", True)
+            action: Any = ReplyAction(text=message, end=end)
         else:
             action = ToolCallAction(name=name, arguments=arguments or {})
         outcome = episode.step(action)
@@ -129,7 +140,11 @@ class McpTrial:
                 critique_text(observation.verdict), True, {"verdict": verdict_json(observation.verdict)}
             )
         if isinstance(observation, UserTurn):
-            ended = " [The customer has ended the conversation.]" if episode.done else ""
+            ended = ""
+            if episode.end_reason == "agent_stop":
+                ended = " [You have ended the conversation.]"
+            elif episode.done:
+                ended = " [The customer has ended the conversation.]"
             return _text(observation.text + ended, False)
         if observation is None:
             return _text(f"This conversation has ended ({episode.end_reason}): {episode.error}", True)

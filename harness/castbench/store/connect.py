@@ -47,6 +47,12 @@ def describe_db_error(url: str, exc: BaseException) -> str:
         return (
             f"{where}: not a database URL ({text}); give a file path or a URL like sqlite:///results/runs.db"
         )
+    if "malformed" in lowered or "disk image" in lowered:
+        file = url.removeprefix("sqlite:///").split("?", 1)[0] if sqlite else "FILE"
+        return (
+            f"{where}: the database file is damaged ({text}); restore it from a copy, or save what "
+            f"still reads with `sqlite3 {file} .recover | sqlite3 recovered.db`"
+        )
     if "not a database" in lowered or "encrypted" in lowered:
         return f"{where}: the file is not a SQLite database; point --db at a results database or a new file"
     if "readonly" in lowered or "read-only" in lowered or isinstance(exc, PermissionError):

@@ -25,6 +25,7 @@ from sqlmodel import Session, SQLModel, col, create_engine, select
 from castbench.defaults import DEFAULT_DB
 from castbench.places import record_place, record_port
 from castbench.records.config import RUN_CONFIG, RunConfig, read_config
+from castbench.records.migrations import RecordVersionError
 from castbench.records.trial import TRIAL_RECORD, TrialRecord
 from castbench.store.access import read_only_engine, readable_schema_problem, sqlite_file
 from castbench.store.connect import db_url, plain_db_errors
@@ -178,7 +179,14 @@ class ResultsStore:
         with plain_db_errors(url, StoreError):
             if url.startswith("sqlite:///") and not url.startswith("sqlite:///:memory:"):
                 path = url.removeprefix("sqlite:///").split("?", 1)[0].removeprefix("file:")
-                Path(path).parent.mkdir(parents=True, exist_ok=True)
+                folder = Path(path).parent
+                if not folder.exists() and url != db_url(DEFAULT_DB):  # a mistyped folder is a
+                    # slip, not a new store: only the default one's folder is made
+                    raise StoreError(
+                        f"--db {url}: the folder {folder} does not exist; create it first "
+                        f"(mkdir -p {folder}) or correct the path"
+                    )
+                folder.mkdir(parents=True, exist_ok=True)
             self.engine = create_engine(engine_url(url), pool_pre_ping=self.shared)
             if self._sqlite:
                 _sqlite_pragmas(self.engine)
@@ -244,7 +252,7 @@ class ResultsStore:
     def runs(self) -> list[RunRow]:
         """Every run, oldest first, with its true status: a `running` run that no live process
         holds reads as `interrupted`."""
-        with Session(self.engine) as session:
+        with plain_db_errors(self.url, StoreError), Session(self.engine) as session:
             rows = list(session.exec(select(RunRow).order_by(RunRow.created)).all())  # type: ignore[arg-type]
             leases = {lease.run_id: lease for lease in session.exec(select(RunLease)).all()}
         for row in rows:
@@ -320,7 +328,7 @@ class ResultsStore:
 
     # -- trials ----------------------------------------------------------------------------
     def scored_keys(self, run_id: str) -> set[TrialKey]:
-        with Session(self.engine) as session:
+        with plain_db_errors(self.url, StoreError), Session(self.engine) as session:
             rows = session.exec(
                 select(TrialRow.domain, TrialRow.task_id, TrialRow.trial_index).where(
                     TrialRow.run_id == run_id, TrialRow.status == "scored"
@@ -386,15 +394,32 @@ class ResultsStore:
 
     def trials(self, run_id: str, domains: Iterable[str] | None = None) -> list[TrialRecord]:
         """The run's trial records in the current shape (`RecordVersionError` for one written by a
-        newer castbench)."""
-        with Session(self.engine) as session:
-            query = select(TrialRow.record_json).where(TrialRow.run_id == run_id)
+        newer castbench). A row that does not read as a record (a damaged or hand-edited file) is
+        a `StoreError` naming the trial, and how many of the run's trials do read."""
+        columns = (TrialRow.domain, TrialRow.task_id, TrialRow.trial_index, TrialRow.record_json)
+        with plain_db_errors(self.url, StoreError), Session(self.engine) as session:
+            query = select(*columns).where(TrialRow.run_id == run_id)
             if domains is not None:
                 query = query.where(TrialRow.domain.in_(list(domains)))  # type: ignore[attr-defined]
             rows = session.exec(
                 query.order_by(col(TrialRow.domain), col(TrialRow.task_id), col(TrialRow.trial_index))
             ).all()
-        return [TRIAL_RECORD.loads(TrialRecord, row, f"run {run_id}") for row in rows]
+        records, unreadable = [], []
+        for domain, task_id, trial_index, record_json in rows:
+            try:
+                records.append(TRIAL_RECORD.loads(TrialRecord, record_json, f"run {run_id}"))
+            except RecordVersionError:
+                raise
+            except (ValueError, TypeError, UnicodeDecodeError) as exc:
+                first = (str(exc).splitlines() or [type(exc).__name__])[0]
+                unreadable.append(f"{domain}/{task_id} trial {trial_index} ({first})")
+        if unreadable:
+            raise StoreError(
+                f"--db {self.url}: run {run_id}: {len(unreadable)} stored trial(s) do not read as records, "
+                f"first {unreadable[0]}; the other {len(records)} of {len(rows)} read "
+                "(the row was damaged or edited by hand: restore the file from a copy)"
+            )
+        return records
 
     def trials_version(self, run_id: str) -> tuple[int, int]:
         """(trials stored, highest row id) of a run: changes whenever a trial is stored or
@@ -405,7 +430,7 @@ class ResultsStore:
         return int(count), int(last or 0)
 
     def count_trials(self, run_id: str) -> int:
-        with Session(self.engine) as session:
+        with plain_db_errors(self.url, StoreError), Session(self.engine) as session:
             return len(session.exec(select(TrialRow.id).where(TrialRow.run_id == run_id)).all())
 
 

@@ -18,6 +18,7 @@ from typing import Any
 from castbench.attribution import attribute
 from castbench.records.branches import TrialBranches
 from castbench.records.trial import TrialRecord
+from castbench.report.reasons import trial_reasons
 
 __all__ = ["encode_trials", "trial_payload"]
 
@@ -48,6 +49,9 @@ def trial_payload(record: TrialRecord, branches: TrialBranches | None = None) ->
         payload["attribution"] = attribution.model_dump(
             mode="json", exclude={"evidence": {"diff"}}, exclude_none=True
         )
+    reasons = trial_reasons(record)
+    if reasons:  # the lines `runs show` prints under the trial, the same words
+        payload["reasons"] = reasons
     return payload
 
 

@@ -180,7 +180,7 @@ def test_every_event_and_action_round_trips_every_field() -> None:
         ),
         AgentTurn(action=call, call_id="c1"),
         ToolResultTurn(call_id="c1", name="get_order", content='{"status": "pending"}', error=True),
-        AgentTurn(action=ReplyAction(text="Done.", usage=USAGE, confidence=0.75), call_id="c2"),
+        AgentTurn(action=ReplyAction(text="Done.", usage=USAGE, confidence=0.75, end=True), call_id="c2"),
         AgentTurn(action=MalformedAction(raw="{oops", reason="not JSON", usage=USAGE), call_id="c3"),
         CritiqueTurn(
             verdict=verdict, proposal=ToolCallAction(name="x", arguments="raw text", text="t", usage=USAGE)

@@ -7,7 +7,8 @@ performs a device step on its own side when told to (all of the step's keywords 
 sentence addressed to the user as an instruction, `instructions_to_user`: a policy pasted into a
 reply is not an instruction);
 answers confirmation requests as the scenario says; and ends the conversation when asked whether
-there is anything else, or when it loses patience.
+there is anything else, when the agent says goodbye (with its own goodbye), or when it loses
+patience.
 
 Traits (see `castbench.agents.traits`) are acted out from the trial seed:
 - impatience: short replies (few facts at a time); leaves after too many repeated questions;
@@ -28,6 +29,7 @@ from castbench.dialogue import (
     asks_confirmation,
     gives_reason,
     instructions_to_user,
+    says_goodbye,
 )
 from castbench.domain import Fact, ToolCall
 
@@ -91,6 +93,8 @@ class ScriptedUser:
             return self._repeat(asked)
         if asks_anything_else(message):
             return UserReply("No, that's all. Thank you!", stop=True)
+        if says_goodbye(message):
+            return UserReply("Thank you. Goodbye!", stop=True)
         self._idle_turns += 1
         if self._idle_turns >= self._patience:
             return UserReply("This is not getting anywhere. Goodbye.", stop=True)
