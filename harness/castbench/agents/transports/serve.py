@@ -227,12 +227,22 @@ def _reap_everything(first: int) -> tuple[int, str]:
             except ChildProcessError:
                 return len(killed - {first}), ended
         for pid in children:
+            if _running(pid):
+                killed.add(pid)
             with suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
-            killed.add(pid)
         for pid in children:
             with suppress(ChildProcessError):
                 os.waitpid(pid, 0)
+
+
+def _running(pid: int) -> bool:
+    """Not a zombie (one that exited and was not reaped yet is not left running)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rpartition(")")[2].split()[0] != "Z"
+    except OSError:
+        return False
 
 
 def _status(status: int) -> str:
