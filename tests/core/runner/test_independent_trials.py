@@ -15,12 +15,15 @@ from pathlib import Path
 
 import pytest
 
-from castbench.api import evaluate
+from castbench.api import build_config, evaluate
+from castbench.runner.plan import plan_trials
+from castbench.runner.seeds import trial_seed
 from castbench.store import ResultsStore
 from tests.core.toy import build_toy_domain, register_toy, toy_task
 from tests.support import sqlite_url
 
 AGENTS = "tests.core.runner.remembering_agents"
+TASKS = ["retail-test-0001", "retail-test-0002", "airline-test-0001", "airline-test-0002"]
 ROUTES = ["module", "scratch", "home", "tmp", "thread", "atfork", "daemon"]
 
 
@@ -129,3 +132,18 @@ def test_what_an_agent_writes_is_kept_with_its_trial_capped(toy: list[str], tmp_
     output = record.agent_output["policy"]
     assert output.startswith("x" * 1000) and len(output) < 70_000
     assert "more bytes of output dropped]" in output
+
+
+def test_trials_run_round_by_round_with_the_seeds_they_had() -> None:
+    config, _ = build_config(domains="retail,airline", policy="oracle", trials=3, tasks=TASKS)
+    jobs = list(plan_trials(config))
+    order = [(job.domain.name, job.task.id, job.trial_index) for job in jobs]
+    per_round = len(TASKS)
+    assert [index for _, _, index in order] == [i for i in range(3) for _ in range(per_round)]
+    assert all(a[1] != b[1] for a, b in zip(order, order[1:], strict=False))  # never a task twice in a row
+    assert sorted(order) == sorted(
+        (domain, task, index) for domain, task in {(d, t) for d, t, _ in order} for index in range(3)
+    )
+    assert all(
+        job.seed == trial_seed(config.seed, job.domain.name, job.task.id, job.trial_index) for job in jobs
+    )
