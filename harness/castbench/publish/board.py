@@ -10,6 +10,8 @@
     allow_privileged = true           # rows whose policy or critic read the ground truth
     allow_unsandboxed = false         # rows whose import-path agents ran without the OS sandbox
     require_rerun = false             # only rows this build re-created itself (`--rerun`)
+    require_isolated_trials = false   # only rows whose trials could not carry memory between them
+    allow_outside_castbench = true    # rows of agent services / A2A agents (marked either way)
     entries = [
       { name = "oracle", policy = "oracle", note = "replays the ground truth" },
     ]
@@ -30,6 +32,15 @@ model). Options:
   OS sandbox (or before castbench had one) are refused unless the board opts in. castbench's
   built-in agents are its own code, not unsandboxed agents; `--in-process` runs are always refused.
 - `allow_privileged` (default false): rows whose policy or critic read the ground truth (marked †).
+- `require_isolated_trials` (default false): only runs whose trial isolation is `process per
+  trial` or `castbench's own agents` (`castbench.records.execution.TrialIsolation`): not agent
+  services, A2A agents or `--in-process`, which can carry memory from one trial to the next. Every
+  row shows its trial isolation.
+- `allow_outside_castbench` (default true): rows whose agent ran outside castbench's sandbox (an
+  agent service, A2A) are marked so; false refuses them.
+Whatever the settings, a run with retries its agent could have caused (an infrastructure error
+raised in castbench's process or by an agent service) is refused: a re-rolled trial is not an
+independent one.
 
 Reliability profile (`castbench.publish.profile`, docs/profile.md). `profile = { tool_faults = 0.2 }`
 (also `fault_kinds`, `user`, `env` kinds and `seed`; by default every kind) adds profile columns:
@@ -162,6 +173,12 @@ class BoardSpec(_Strict):
     """Rank runs whose import-path agents ran in worker processes without the OS sandbox."""
     require_rerun: bool = False
     """Rank only runs this build re-created from their entries' recipes (`--rerun`)."""
+    require_isolated_trials: bool = False
+    """Rank only runs whose trials were isolated from each other (a fresh process per trial for
+    import-path agents, or castbench's own agents): not agent services, A2A or `--in-process`."""
+    allow_outside_castbench: bool = True
+    """Rank runs whose agent ran outside castbench's sandbox (an agent service, A2A); their rows
+    are marked "ran outside castbench's sandbox" either way."""
     user: str | None = None
     """When set, every entry must have used this user simulator."""
     grading: GradingMode | None = None

@@ -21,7 +21,14 @@ from dataclasses import dataclass
 from castbench.agents.registry import AgentSpec, Role
 from castbench.agents.transports import AgentCall
 from castbench.models.settings import lean_route
-from castbench.records.execution import ExecutionPlan, ExecutorName, PoolMode, TrialMode
+from castbench.records.execution import (
+    NOT_ISOLATED,
+    ExecutionPlan,
+    ExecutorName,
+    PoolMode,
+    TrialIsolation,
+    TrialMode,
+)
 
 __all__ = ["AgentSet", "plan_execution"]
 
@@ -94,6 +101,7 @@ def plan_execution(
     else:
         trials, why = "loop", "no agent blocks a thread: scripted agents and models on the lean client"
     on_loop = trials == "loop" or (trials == "ray" and pool == "loop")
+    calls = {role: _call(spec, on_loop) for role, spec in roles}
     return ExecutionPlan(
         executor=executor,
         concurrency=max(1, concurrency),
@@ -101,5 +109,18 @@ def plan_execution(
         pool=pool,
         why=why,
         shared=shared,
-        calls={role: _call(spec, on_loop) for role, spec in roles},
+        calls=calls,
+        trial_isolation=_isolation(roles, calls),
     )
+
+
+def _isolation(roles: list[tuple[Role, AgentSpec]], calls: dict[Role, AgentCall]) -> TrialIsolation:
+    """The run's trial isolation: the weakest of its agents' (`TrialIsolation`)."""
+    if any(
+        calls[role].mode == "service" or (spec.kind == "import" and calls[role].mode != "worker")
+        for role, spec in roles
+    ):
+        return NOT_ISOLATED
+    if any(call.mode == "worker" for call in calls.values()):
+        return "process per trial"
+    return "castbench's own agents"

@@ -22,7 +22,6 @@ import sys
 import tempfile
 import threading
 import time
-from typing import Any
 
 from castbench.agents.views import Briefing, PolicyView
 from castbench.conversation import Action, ReplyAction, UserTurn
@@ -158,17 +157,19 @@ class RememberingPolicy:
 
 
 class RerollingPolicy:
-    """Passes at random (from the operating system, not the trial's seed) and, when it would
-    fail, raises castbench's infrastructure error to get the trial tried again."""
+    """Fails the first try of a trial by raising castbench's infrastructure error (so castbench
+    would try it again) and passes a retry: module state counts the tries of each task, which
+    only persist where the trials share its process."""
 
-    def __init__(self, briefing: Briefing, fatal: bool = False, **_: Any) -> None:
+    def __init__(self, briefing: Briefing, fatal: bool = False) -> None:
         self.fatal = fatal
 
     def propose(self, view: PolicyView) -> Action:
-        if os.urandom(1)[0] < 128:
-            raise (FatalInfrastructureError if self.fatal else InfrastructureError)(
-                "the model server is down"
-            )
+        key = f"tries {_opening(view)} {view.briefing.trial_index}"
+        tries = _MODULE[key] = _MODULE.get(key, 0) + 1
+        if tries == 1:
+            error = FatalInfrastructureError if self.fatal else InfrastructureError
+            raise error("the model server is down")
         return ReplyAction(text=ANYTHING_ELSE)
 
 
