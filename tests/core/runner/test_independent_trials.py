@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from castbench.api import build_config, evaluate
+from castbench.errors import FatalInfrastructureError
 from castbench.runner.plan import plan_trials
 from castbench.runner.seeds import trial_seed
 from castbench.store import ResultsStore
@@ -147,3 +148,21 @@ def test_trials_run_round_by_round_with_the_seeds_they_had() -> None:
     assert all(
         job.seed == trial_seed(config.seed, job.domain.name, job.task.id, job.trial_index) for job in jobs
     )
+
+
+def test_re_running_a_stopped_run_keeps_the_stopped_trial_on_the_record(
+    toy: list[str], tmp_path: Path
+) -> None:
+    """In castbench's process an agent can still stop the run with a fatal error; the trial it
+    stopped is stored, so the re-run's retry of it is on the record (and boards refuse it)."""
+    db = sqlite_url(tmp_path / "r.db")
+    options = {"domains": "toy", "policy": f"{AGENTS}:RerollingPolicy?fatal=true", "trials": 1, "db": db}
+    with pytest.raises(FatalInfrastructureError):
+        evaluate(**options, tasks=toy[:1], in_process=True)  # type: ignore[arg-type]
+    (stopped,) = ResultsStore(db).trials(ResultsStore(db).run("latest").id)
+    assert stopped.status == "error" and stopped.end_reason == "infra_error"
+    assert "the run stopped in this trial" in (stopped.error or "")
+    resumed = evaluate(**options, tasks=toy[:1], in_process=True)  # type: ignore[arg-type]
+    assert resumed.outcome.resumed
+    (record,) = ResultsStore(db).trials(resumed.outcome.run_id)
+    assert record.passed and record.attempts == 2  # the re-roll, on the record
