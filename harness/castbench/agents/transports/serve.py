@@ -17,6 +17,7 @@ pipe or dies.
 from __future__ import annotations
 
 import ctypes
+import gc
 import importlib.abc
 import os
 import selectors
@@ -171,8 +172,10 @@ class _Trial:
     """One trial's processes, seen from the template: the first it forked, its output pipe and
     its scratch folder."""
 
-    def __init__(self, pid: int, output: int, scratch: str) -> None:
+    def __init__(self, pid: int, output: int, scratch: str, ours: socket.socket) -> None:
         self.pid, self.output, self.scratch = pid, output, scratch
+        self.socket: socket.socket | None = ours
+        """castbench's end of the trial's socket, until it is handed over."""
         self.kept = bytearray()
         self.dropped = 0
 
@@ -251,6 +254,12 @@ def _status(status: int) -> str:
     return f"code {os.waitstatus_to_exitcode(status)}"
 
 
+def _discard(scratch: str) -> None:
+    """Remove a finished trial's scratch folder (its processes are all gone)."""
+    if scratch:
+        sandbox.remove_scratch(scratch)
+
+
 def _prctl(option: int, value: int) -> None:
     if _libc.prctl(option, value, 0, 0, 0) != 0:
         code = ctypes.get_errno()
@@ -272,6 +281,9 @@ class _Template:
         self.control_socket = socket.socket(fileno=os.dup(control.fileno()))
         self.trial: _Trial | None = None
         self.pid = os.getpid()
+        sandboxed = hello.get("sandbox")
+        self.plan = None if sandboxed is None else sandbox.Plan.model_validate(sandboxed["plan"])
+        gc.freeze()  # what the template holds stays shared with its trials' processes (no copy)
 
     def run(self) -> None:
         answer = self._probe()
@@ -279,19 +291,32 @@ class _Template:
         if "error" in answer:
             return
         try:
+            self._fork()  # the first trial's process, ready before it is asked for
             while True:
                 message = self._wait(self.control)
                 if message is None:
                     return  # castbench closed the pipe or exited
                 if message["op"] == "trial":
-                    ours = self._fork()
-                    self.control.send_bytes(encode({"started": self.trial.pid if self.trial else 0}))
-                    socket.send_fds(self.control_socket, [b"T"], [ours.fileno()])
-                    ours.close()
+                    self._hand_over()
                 elif message["op"] == "end":
-                    self.control.send_bytes(encode(self._end()))
+                    ended, scratch = self._end()
+                    self.control.send_bytes(encode(ended))
+                    _discard(scratch)
+                    with suppress(OSError):  # castbench removed the folder: it is shutting down
+                        self._fork()  # the next trial's, while castbench finishes this one
         finally:
+            _discard(self._end()[1])
+
+    def _hand_over(self) -> None:
+        """Give castbench the socket of the trial's process (forked ahead, or now)."""
+        if self.trial is None or self.trial.socket is None:
             self._end()
+            self._fork()
+        assert self.trial is not None and self.trial.socket is not None
+        self.control.send_bytes(encode({"started": self.trial.pid}))
+        socket.send_fds(self.control_socket, [b"T"], [self.trial.socket.fileno()])
+        self.trial.socket.close()
+        self.trial.socket = None
 
     def _wait(self, connection: Connection, limit: float | None = None) -> dict[str, Any] | None:
         """The next message on `connection`, taking the trial's output meanwhile; None when it
@@ -318,8 +343,9 @@ class _Template:
                     except (EOFError, OSError, ValueError):
                         return None
 
-    def _fork(self) -> socket.socket:
-        """Start a trial's process; castbench's end of the socket it serves the trial on."""
+    def _fork(self) -> None:
+        """Start a trial's process: it enters its sandbox and imports the agent, then waits for
+        castbench on its socket (`_Trial.socket`, castbench's end, until handed over)."""
         scratch = tempfile.mkdtemp(prefix="trial-", dir=self.folder)
         ours, theirs = socket.socketpair()
         read_end, write_end = os.pipe()
@@ -328,7 +354,7 @@ class _Template:
         pid = os.fork()
         if pid == 0:
             try:
-                _trial_process(self.hello, theirs.fileno(), write_end, scratch, self.pid)
+                _trial_process(self.hello, self.plan, theirs.fileno(), write_end, scratch, self.pid)
             finally:
                 with suppress(BaseException):
                     sys.stdout.flush()
@@ -337,32 +363,36 @@ class _Template:
         theirs.close()
         os.close(write_end)
         os.set_blocking(read_end, False)
-        self.trial = _Trial(pid, read_end, scratch)
-        return ours
+        self.trial = _Trial(pid, read_end, scratch, ours)
 
-    def _end(self) -> dict[str, Any]:
-        """End the trial: kill and reap all its processes, then hand back what it wrote."""
+    def _end(self) -> tuple[dict[str, Any], str]:
+        """End the trial: kill and reap all its processes; what it wrote, and its scratch folder
+        (for the caller to remove: after answering castbench)."""
         trial, self.trial = self.trial, None
         if trial is None:
-            return {"output": "", "dropped": 0, "stray": 0, "ended": ""}
+            return {"output": "", "dropped": 0, "stray": 0, "ended": ""}, ""
+        if trial.socket is not None:
+            trial.socket.close()
         with suppress(ProcessLookupError, PermissionError):
             os.killpg(trial.pid, signal.SIGKILL)
         stray, ended = _reap_everything(trial.pid)
         while trial.read_output():  # every writer is dead: the rest, then end of file
             pass
         os.close(trial.output)
-        sandbox.remove_scratch(trial.scratch)
         return {
             "output": trial.kept.decode(errors="replace"),
             "dropped": trial.dropped,
             "stray": stray,
             "ended": ended,
-        }
+        }, trial.scratch
 
     def _probe(self) -> dict[str, Any]:
         """Import the agent once, in a trial's process, and say what it is (or why it cannot be
         used): what castbench checks before a run starts."""
-        connection = Connection(self._fork().detach())
+        self._fork()
+        assert self.trial is not None and self.trial.socket is not None
+        connection = Connection(self.trial.socket.detach())
+        self.trial.socket = None
         try:
             entered = self._wait(connection, STARTUP_S)
             if entered is None or "error" in entered:
@@ -372,10 +402,12 @@ class _Template:
             return loaded or {"error": "the agent's process exited while importing it", "kind": "spec"}
         finally:
             connection.close()
-            self._end()
+            _discard(self._end()[1])
 
 
-def _trial_process(hello: dict[str, Any], fd: int, output: int, scratch: str, template: int) -> None:
+def _trial_process(
+    hello: dict[str, Any], plan: sandbox.Plan | None, fd: int, output: int, scratch: str, template: int
+) -> None:
     """In a trial's fresh process (forked from the template): its own process group, its output
     into the trial's pipe, no descriptor of the template's, its environment and scratch folder,
     the sandbox; then the agent, imported here and serving this one trial. The first message says
@@ -395,8 +427,7 @@ def _trial_process(hello: dict[str, Any], fd: int, output: int, scratch: str, te
     tempfile.tempdir = None
     os.environ["TMPDIR"] = scratch
     refused = None
-    if hello.get("sandbox") is not None:
-        plan = sandbox.Plan.model_validate(hello["sandbox"]["plan"])
+    if plan is not None:
         source = dict(os.environ)  # the template's: the sandbox's environment already
         os.environ.clear()
         os.environ.update(sandbox.environment(plan.env, scratch, source))
