@@ -214,11 +214,13 @@ def _reap_everything(first: int) -> tuple[int, str]:
     fork, `setsid`): the template is their subreaper, so orphans come back to it, and a killed
     parent's children are already reparented when its zombie is reaped. The number killed
     besides `first` (the trial's process) and how `first` ended."""
-    ended = "killed at the trial's end"
+    ended = ""
     with suppress(ChildProcessError):
         pid, status = os.waitpid(first, os.WNOHANG)
         if pid:  # it had exited on its own
             ended = _status(status)
+    with suppress(ProcessLookupError, PermissionError):
+        os.killpg(first, signal.SIGKILL)  # its process group, at once
     killed: set[int] = set()
     while True:
         children = _children()
@@ -228,7 +230,7 @@ def _reap_everything(first: int) -> tuple[int, str]:
                     time.sleep(0.0005)  # one is exiting and not yet listed
                 continue
             except ChildProcessError:
-                return len(killed - {first}), ended
+                return len(killed - {first}), ended or "killed at the trial's end"
         for pid in children:
             if _running(pid):
                 killed.add(pid)
@@ -236,7 +238,13 @@ def _reap_everything(first: int) -> tuple[int, str]:
                 os.kill(pid, signal.SIGKILL)
         for pid in children:
             with suppress(ChildProcessError):
-                os.waitpid(pid, 0)
+                _, status = os.waitpid(pid, 0)
+                if (
+                    pid == first
+                    and not ended
+                    and not (os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL)
+                ):
+                    ended = _status(status)  # it exited on its own just before the kill
 
 
 def _running(pid: int) -> bool:
@@ -373,8 +381,6 @@ class _Template:
             return {"output": "", "dropped": 0, "stray": 0, "ended": ""}, ""
         if trial.socket is not None:
             trial.socket.close()
-        with suppress(ProcessLookupError, PermissionError):
-            os.killpg(trial.pid, signal.SIGKILL)
         stray, ended = _reap_everything(trial.pid)
         while trial.read_output():  # every writer is dead: the rest, then end of file
             pass
