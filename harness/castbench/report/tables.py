@@ -246,6 +246,8 @@ def print_trial(record: TrialRecord, console: Console) -> None:
         )
     if record.grade is not None and record.grade.unearned:
         console.print("  not earned: " + _printable("; ".join(record.grade.unearned)))
+    for role, output in record.agent_output.items():  # what its processes wrote (stdout, stderr)
+        console.print(f"  [dim]{role} output[/]: {_printable(output)}")
     if record.error:
         console.print(f"  [red]error[/]: {_printable(record.error.splitlines()[0])}")
     blame = attribute(record)

@@ -21,7 +21,7 @@ from castbench.runner.plan import plan_trials
 from castbench.runner.seeds import trial_seed
 from castbench.store import ResultsStore
 from tests.core.toy import build_toy_domain, register_toy, toy_task
-from tests.support import sqlite_url
+from tests.support import invoke, sqlite_url
 
 AGENTS = "tests.core.runner.remembering_agents"
 TASKS = ["retail-test-0001", "retail-test-0002", "airline-test-0001", "airline-test-0002"]
@@ -166,3 +166,11 @@ def test_re_running_a_stopped_run_keeps_the_stopped_trial_on_the_record(
     assert resumed.outcome.resumed
     (record,) = ResultsStore(db).trials(resumed.outcome.run_id)
     assert record.passed and record.attempts == 2  # the re-roll, on the record
+
+
+def test_runs_show_prints_what_the_agent_wrote(toy: list[str], tmp_path: Path) -> None:
+    db = sqlite_url(tmp_path / "r.db")
+    evaluate(domains="toy", policy=f"{AGENTS}:LoudPolicy?size=10", trials=1, tasks=toy[:1], db=db)
+    shown = invoke("runs", "show", "latest", "--task", toy[0], "--db", db)
+    assert shown.exit_code == 0, shown.output
+    assert "policy output: xxxxxxxxxx" in shown.output and "loud policy on stderr" in shown.output
