@@ -9,8 +9,10 @@ it, and what the agent wrote is kept with its trial, capped."""
 
 from __future__ import annotations
 
+import json
 import os
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,6 +23,7 @@ from castbench.runner.plan import plan_trials
 from castbench.runner.seeds import trial_seed
 from castbench.store import ResultsStore
 from tests.core.toy import build_toy_domain, register_toy, toy_task
+from tests.postgres import PostgresUnavailable, new_database, postgres_server
 from tests.support import invoke, sqlite_url
 
 AGENTS = "tests.core.runner.remembering_agents"
@@ -174,3 +177,28 @@ def test_runs_show_prints_what_the_agent_wrote(toy: list[str], tmp_path: Path) -
     shown = invoke("runs", "show", "latest", "--task", toy[0], "--db", db)
     assert shown.exit_code == 0, shown.output
     assert "policy output: xxxxxxxxxx" in shown.output and "loud policy on stderr" in shown.output
+
+
+@pytest.fixture(scope="module")
+def postgres() -> Iterator[str]:
+    pytest.importorskip("psycopg", reason="the Postgres driver: pip install 'castbench[postgres]'")
+    try:
+        with postgres_server() as url:
+            yield url
+    except PostgresUnavailable as exc:
+        pytest.skip(str(exc))
+
+
+def test_nothing_carries_on_a_shared_store(toy: list[str], postgres: str) -> None:
+    """The shared store's placement (trials split through leases) runs the same workers."""
+    db = new_database(postgres)
+    routes = [route for route in ROUTES if route != "daemon"]
+    result = _run(f"{AGENTS}:ReportingPolicy?via={','.join(routes)}", toy, db, concurrency=2)
+    assert result.outcome.ran == 12
+    assert json.loads(ResultsStore(db).run(result.outcome.run_id).meta_json)["execution"]["shared"]
+    replies = _replies(db, result.outcome.run_id)
+    assert len(replies) == 12
+    assert all(reply.startswith("remembered " + " ".join(f"{r}=0" for r in routes)) for reply in replies)
+    twin = _run(f"{AGENTS}:RememberingPolicy?via=none", toy, new_database(postgres))
+    remembering = _run(f"{AGENTS}:RememberingPolicy?via=module", toy, new_database(postgres), concurrency=2)
+    assert remembering.summary.overall.pass_hat == twin.summary.overall.pass_hat
