@@ -25,6 +25,7 @@ from castbench.report import summarize_run
 from castbench.runner.rollout import AgentSet, TimeLimits, run_trial
 from castbench.store import ResultsStore
 from castbench.store.export import export_run
+from tests.support import process_ended
 
 HOSTILE = "tests.core.agents.hostile_agents"
 
@@ -51,20 +52,6 @@ def test_a_peeking_policy_finds_the_ground_truth_only_in_process(where: str, tmp
     assert peeked.config.in_process == ["policy"]
 
 
-def _stopped(pid: int, within: float = 20.0) -> bool:
-    """The process has exited (reaped, or a zombie waiting to be) within `within` seconds."""
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        try:
-            with open(f"/proc/{pid}/stat") as stat:
-                if stat.read().rsplit(")", 1)[1].split()[0] == "Z":
-                    return True
-        except FileNotFoundError:
-            return True
-        time.sleep(0.1)
-    return False
-
-
 def _trial(policy: str, step_timeout: float | None = None, task_index: int = 0):  # type: ignore[no-untyped-def]
     retail = load_domain("retail")
     task = retail.tasks("test")[task_index]
@@ -80,7 +67,7 @@ def test_a_worker_past_the_step_time_limit_is_stopped_and_the_trial_times_out() 
     assert record.end_reason == "timeout" and record.status == "scored" and record.reward == 0.0
     assert record.error is not None and "1 s" in record.error and "propos" in record.error
     pid = int(record.agent_output["policy"].split("sleepy worker pid ")[-1].split()[0])  # its stderr, kept
-    assert _stopped(pid)  # its trial's process was stopped, not left sleeping
+    assert process_ended(pid)  # its trial's process was stopped, not left sleeping
     # the next trial gets a fresh worker
     assert _trial(f"{HOSTILE}:SleepyPolicy?seconds=0", step_timeout=30).end_reason == "user_stop"
 
@@ -216,4 +203,4 @@ def test_a_worker_exits_when_castbench_dies_even_if_its_pipe_stays_open() -> Non
     parent = subprocess.run(
         [sys.executable, "-c", _ORPHANING_PARENT], capture_output=True, text=True, check=True
     )
-    assert _stopped(int(parent.stdout.split()[0]), within=30)
+    assert process_ended(int(parent.stdout.split()[0]), within=30)

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -23,8 +21,8 @@ from castbench.runner.plan import plan_trials
 from castbench.runner.seeds import trial_seed
 from castbench.store import ResultsStore
 from tests.core.toy import build_toy_domain, register_toy, toy_task
-from tests.postgres import PostgresUnavailable, new_database, postgres_server
-from tests.support import invoke, sqlite_url
+from tests.postgres import new_database
+from tests.support import invoke, process_ended, sqlite_url
 
 AGENTS = "tests.core.runner.remembering_agents"
 TASKS = ["retail-test-0001", "retail-test-0002", "airline-test-0001", "airline-test-0002"]
@@ -88,25 +86,14 @@ def test_nothing_carries_between_concurrent_trials(toy: list[str], tmp_path: Pat
     assert all(reply.startswith("remembered " + " ".join(f"{r}=0" for r in routes)) for reply in replies)
 
 
-def _gone(pid: int, within: float = 10.0) -> bool:
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        try:
-            with open(f"/proc/{pid}/stat") as stat:
-                if stat.read().rsplit(")", 1)[1].split()[0] == "Z":
-                    return True
-        except FileNotFoundError:
-            return True
-        time.sleep(0.05)
-    return False
-
-
 def test_a_daemon_the_agent_left_ends_with_its_trial(toy: list[str], tmp_path: Path) -> None:
     db = sqlite_url(tmp_path / "r.db")
     result = evaluate(domains="toy", policy=f"{AGENTS}:DaemonPolicy", trials=2, tasks=toy[:1], db=db)
     records = ResultsStore(db).trials(result.outcome.run_id)
     pids = [int(reply.split()[1].rstrip(".")) for reply in _replies(db, result.outcome.run_id)]
-    assert len(pids) == 2 and all(_gone(pid, within=0.5) for pid in pids)  # dead when the trial was stored
+    assert len(pids) == 2 and all(
+        process_ended(pid, within=0.5) for pid in pids
+    )  # dead when the trial was stored
     for record in records:
         assert (
             record.agent_output["policy"] == "[castbench: 1 process(es) the agent left running were killed]"
@@ -177,16 +164,6 @@ def test_runs_show_prints_what_the_agent_wrote(toy: list[str], tmp_path: Path) -
     shown = invoke("runs", "show", "latest", "--task", toy[0], "--db", db)
     assert shown.exit_code == 0, shown.output
     assert "policy output: xxxxxxxxxx" in shown.output and "loud policy on stderr" in shown.output
-
-
-@pytest.fixture(scope="module")
-def postgres() -> Iterator[str]:
-    pytest.importorskip("psycopg", reason="the Postgres driver: pip install 'castbench[postgres]'")
-    try:
-        with postgres_server() as url:
-            yield url
-    except PostgresUnavailable as exc:
-        pytest.skip(str(exc))
 
 
 def test_nothing_carries_on_a_shared_store(toy: list[str], postgres: str) -> None:
