@@ -1,17 +1,22 @@
-"""The worker process: one role's import-path agent, a fresh instance per trial, and nothing of
-castbench's tasks, sandboxes or ground truth.
+"""The worker process: a template of castbench's code that forks a fresh process for every trial
+of one role's import-path agent, and holds nothing of castbench's tasks, sandboxes or ground truth.
 
 Started by `castbench.agents.transports.worker` as `python -m castbench.agents.transports.serve FD
-PID` with one end of a socket pair on FD and castbench's process id. It learns its role, the
-agent's import path and its sandbox from the first message, enters the sandbox (the kernel's
-wall: `castbench.agents.sandbox`), refuses imports of the installed domain packages (they hold the
-tasks' ground truth), imports the agent and answers one request at a time.
+PID` with one end of a socket pair on FD (the control pipe) and castbench's process id. It learns
+its role, the agent's import path and its sandbox from the first message, and never imports the
+agent itself: each trial's process (forked ahead, as soon as the previous trial ended) takes its
+own process group, closes every descriptor but its own socket (handed to castbench over the
+control pipe), writes its output into the trial's pipe, gets a fresh scratch folder, enters the
+sandbox (the kernel's wall: `castbench.agents.sandbox`), refuses imports of the installed domain
+packages (they hold the tasks' ground truth), imports the agent and serves that trial alone. At
+the trial's end the template kills and reaps every process the trial started (it is their
+subreaper) and hands back what they wrote, capped.
 
 The import guard stays behind the sandbox: where there is none (another OS, `CASTBENCH_SANDBOX=off`)
 it is all that keeps a careless `import` of a domain package out, and behind it, it turns the
-kernel's refusal (a `PermissionError` deep in the import system) into a plain `ImportError`. It
-ignores Ctrl-C (castbench decides what an interruption does) and exits when castbench closes the
-pipe or dies.
+kernel's refusal (a `PermissionError` deep in the import system) into a plain `ImportError`. The
+template ignores Ctrl-C (castbench decides what an interruption does) and exits when castbench
+closes the pipe or dies; a trial's process dies with the template (a parent-death signal).
 """
 
 from __future__ import annotations
@@ -317,8 +322,8 @@ class _Template:
 
     def _hand_over(self) -> None:
         """Give castbench the socket of the trial's process (forked ahead, or now)."""
-        if self.trial is None or self.trial.socket is None:
-            self._end()
+        if self.trial is None or self.trial.socket is None:  # none ready (or one castbench holds)
+            _discard(self._end()[1])
             self._fork()
         assert self.trial is not None and self.trial.socket is not None
         self.control.send_bytes(encode({"started": self.trial.pid}))

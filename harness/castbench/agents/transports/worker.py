@@ -1,15 +1,15 @@
-"""Import-path agents in a process of their own: what reaches them is the serialized view, so no
+"""Import-path agents in processes of their own: what reaches them is the serialized view, so no
 task, sandbox or ground truth exists in their address space, and a frame walk, a heap scan or an
 import finds nothing to read.
 
-Each worker runs behind the OS sandbox (`castbench.agents.sandbox`) where the system has one: a
-fresh scratch folder, a minimal environment, no reading of castbench's tasks, stores or process.
-
-One pool of workers per (role, agent); a worker hosts one trial at a time and builds a fresh
-agent instance for each, so the interpreter starts once per concurrent trial slot, not once per
-trial. The step time limit is enforced here: a worker that does not answer in time is killed
-(`AgentTimeout`), one that crashes or hangs up ends the trial as the agent's failure
-(`AgentError`); either way the pool starts a fresh worker for the next trial.
+One pool of workers per (role, agent, declared needs); a worker is a template process that never
+imports the agent and forks a fresh process for every trial (`castbench.agents.transports.serve`),
+behind the OS sandbox (`castbench.agents.sandbox`) where the system has one, with a fresh scratch
+folder and a minimal environment. Nothing an agent keeps (module state, a thread, a file, a
+process it started) reaches its next trial: the interpreter starts once per concurrent trial
+slot, the agent's process once per trial. The step time limit is enforced here: a trial's
+process that does not answer in time is killed (`AgentTimeout`); one that crashes, hangs up or
+raises anything at all ends the trial as the agent's failure (`AgentError`).
 """
 
 from __future__ import annotations
