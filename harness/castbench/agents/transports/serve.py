@@ -204,9 +204,9 @@ def _children() -> list[int]:
     try:
         with open(f"/proc/{pid}/task/{pid}/children") as listing:
             return [int(child) for child in listing.read().split()]
-    except OSError:  # no CONFIG_PROC_CHILDREN: the process table, by parent
+    except OSError:  # no CONFIG_PROC_CHILDREN: the process table, by parent (none without /proc)
         found = []
-        for entry in os.listdir("/proc"):
+        for entry in os.listdir("/proc") if os.path.isdir("/proc") else []:
             if entry.isdigit():
                 with suppress(OSError), open(f"/proc/{entry}/stat") as stat:
                     if int(stat.read().rpartition(")")[2].split()[1]) == pid:
@@ -274,6 +274,9 @@ def _discard(scratch: str) -> None:
 
 
 def _prctl(option: int, value: int) -> None:
+    """Linux's `prctl`; elsewhere nothing (a trial's process group is then all that is killed)."""
+    if not sys.platform.startswith("linux"):
+        return
     if _libc.prctl(option, value, 0, 0, 0) != 0:
         code = ctypes.get_errno()
         raise OSError(code, f"prctl({option}): {os.strerror(code)}")
