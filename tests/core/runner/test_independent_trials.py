@@ -179,3 +179,23 @@ def test_nothing_carries_on_a_shared_store(toy: list[str], postgres: str) -> Non
     twin = _run(f"{AGENTS}:RememberingPolicy?via=none", toy, new_database(postgres))
     remembering = _run(f"{AGENTS}:RememberingPolicy?via=module", toy, new_database(postgres), concurrency=2)
     assert remembering.summary.overall.pass_hat == twin.summary.overall.pass_hat
+
+
+def test_the_isolation_is_on_the_console_in_the_output_and_in_runs_list(
+    toy: list[str], tmp_path: Path
+) -> None:
+    db, output = sqlite_url(tmp_path / "r.db"), tmp_path / "summary.json"
+    ran = invoke(
+        "eval", "--domain", "toy", "--policy", f"{AGENTS}:ReportingPolicy", "--trials", "1",
+        "--tasks", toy[0], "--db", db, "--output", str(output),
+    )  # fmt: skip
+    assert ran.exit_code == 0, ran.output
+    assert "trial isolation: process per trial" in ran.output
+    assert json.loads(output.read_text())["provenance"]["trial_isolation"] == "process per trial"
+    listed = invoke("runs", "list", "--json", "--db", db)
+    assert [run["trial_isolation"] for run in json.loads(listed.output)] == ["process per trial"]
+    in_process = invoke(
+        "eval", "--domain", "toy", "--policy", f"{AGENTS}:ReportingPolicy", "--trials", "1",
+        "--tasks", toy[0], "--db", db, "--in-process",
+    )  # fmt: skip
+    assert "trial isolation none: the agent runs outside castbench:" in " ".join(in_process.output.split())
