@@ -5,6 +5,7 @@ Import them as `from tests.support import invoke, sqlite_url`; they hold no stat
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,20 @@ def invoke(*args: str, env: dict[str, str | None] | None = None, width: int = 20
 
 DURATIONS = frozenset({"duration_s", "policy_s", "critic_s", "user_s", "total_s", "latency_s"})
 """Fields of a trial record that measure time: the only ones two copies of a trial may differ in."""
+
+
+def process_ended(pid: int, within: float = 20.0) -> bool:
+    """Process `pid` has exited (reaped, or a zombie waiting to be) within `within` seconds."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{pid}/stat") as stat:
+                if stat.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    return True
+        except FileNotFoundError:
+            return True
+        time.sleep(0.05)
+    return False
 
 
 def without_durations(value: Any) -> Any:

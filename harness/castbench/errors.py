@@ -18,7 +18,9 @@ __all__ = [
 
 
 class InfrastructureError(RuntimeError):
-    """A model provider or server failed after retries (outage, timeout, rate limit, auth).
+    """A model provider or server failed after retries (outage, timeout, rate limit, auth), as
+    castbench observed it (its own model clients, a lost worker). Raised by an agent's own code
+    in its worker process, it is that agent's failure (`AgentError`), never this.
 
     The trial is retried from its start with the same seed; if it keeps failing it is stored
     with status `error` and its task is reported as incomplete, never scored 0 silently.
@@ -27,7 +29,12 @@ class InfrastructureError(RuntimeError):
 
 class FatalInfrastructureError(InfrastructureError):
     """A provider error no retry can cure (bad credentials, access denied, unknown model): every
-    other trial would fail the same way, so the run stops; finished trials are kept."""
+    other trial would fail the same way, so the run stops; finished trials are kept, and so is
+    the trial it stopped (`stopped`, stored as unscored), so that re-running the run shows that
+    trial's retry on the record instead of re-rolling it silently."""
+
+    stopped: object | None = None
+    """The `TrialRecord` of the trial this error stopped, set where the trial ran."""
 
 
 class ServerDown(FatalInfrastructureError):

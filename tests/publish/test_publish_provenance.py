@@ -62,10 +62,11 @@ def test_rows_from_files_are_submitted_and_rows_this_build_ran_are_re_run(
     )
     assert table[0]["critic ran"] == ""
     markdown = (tmp_path / "rerun" / "board.md").read_text()
-    assert "| provenance |" in markdown and "| re-run; policy built-in †; user built-in |" in markdown
+    own = "trials: castbench's own agents"  # what kept its trials independent
+    assert "| provenance |" in markdown and f"| re-run; policy built-in †; user built-in; {own} |" in markdown
     assert "submitted rows were taken from an exported file" in markdown
     assert (
-        "<td>submitted; policy built-in †; user built-in</td>"
+        "<td>submitted; policy built-in †; user built-in; trials: castbench&#39;s own agents</td>"
         in (tmp_path / "taken" / "index.html").read_text()
     )
 

@@ -96,7 +96,6 @@ __all__ = [
     "results_inside",
     "is_results_file",
     "remove_scratch",
-    "scratch",
     "support",
 ]
 
@@ -809,11 +808,6 @@ def environment(
     env.update({name: source[name] for name in declared if name in source})
     env["HOME"] = env["TMPDIR"] = scratch_dir
     return env
-
-
-def scratch() -> str:
-    """A fresh folder for one worker (its working directory, HOME and TMPDIR)."""
-    return tempfile.mkdtemp(prefix="castbench-agent-")
 
 
 def remove_scratch(path: str) -> None:

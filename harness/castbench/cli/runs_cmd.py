@@ -52,6 +52,7 @@ def _listing(store: ResultsStore) -> list[dict[str, Any]]:
                 "trials_per_task": config.trials,
                 "seed": config.seed,
                 "trials_stored": store.count_trials(row.id),
+                "trial_isolation": recorded.trial_isolation,
                 "provenance": recorded.model_dump(mode="json"),
             }
         )

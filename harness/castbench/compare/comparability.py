@@ -8,7 +8,9 @@ mode, and (when both runs have a critic) how the critic sits in the loop. The ag
 (policy, critic, their model settings) and the seed may differ: that is the point. So may n, the
 trials per task: pass^k from n trials is an unbiased estimate for every n >= k, and the paired
 bootstrap over tasks carries the extra noise of the smaller run into the interval; a candidate
-topped up with `eval --add-trials` is gated against a baseline with another n.
+topped up with `eval --add-trials` is gated against a baseline with another n. Trials must have
+been kept independent the same way (`TrialIsolation`), and neither run may hold retries its agent
+could have caused.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ __all__ = [
     "comparability_number",
     "comparability_problems",
     "incomplete_runs",
+    "isolation_problems",
     "setting_differences",
     "shared_domains",
 ]
@@ -52,7 +55,33 @@ def comparability_problems(baseline: RunSummary, candidate: RunSummary) -> list[
                 f"domain {name}: version {a} vs {b} — scores of different comparability numbers "
                 f"({comparability_number(a)} vs {comparability_number(b)}) measure different tasks"
             )
-    return problems + setting_differences(baseline.config, candidate.config)
+    return (
+        problems
+        + setting_differences(baseline.config, candidate.config)
+        + isolation_problems(baseline, candidate)
+    )
+
+
+def isolation_problems(baseline: RunSummary, candidate: RunSummary) -> list[str]:
+    """Runs whose trials were kept independent differently (a fresh process per trial against an
+    agent service's or `--in-process` memory: pass^k of dependent trials is not pass^k), and runs
+    with retries an agent could have caused (a re-rolled trial is not an independent one)."""
+    problems = []
+    before, after = baseline.provenance, candidate.provenance
+    if before is not None and after is not None and before.trial_isolation != after.trial_isolation:
+        problems.append(
+            f"trial isolation differs: {before.trial_isolation} (baseline) vs "
+            f"{after.trial_isolation} (candidate)"
+        )
+    for label, summary in (("baseline", baseline), ("candidate", candidate)):
+        retried = sum(report.retried_trials for report in summary.domains.values())
+        roles = [] if summary.provenance is None else summary.provenance.could_fake_infrastructure
+        if retried and roles:
+            problems.append(
+                f"the {label} retried {retried} trial(s) after infrastructure errors that its "
+                f"{', '.join(roles)} could have raised"
+            )
+    return problems
 
 
 def _setting(config: RunConfig, key: str) -> Any:

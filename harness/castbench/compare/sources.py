@@ -6,11 +6,13 @@ CI job can gate against a summary.json committed next to the agent's code, with 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from pydantic import ValidationError
 
 from castbench.records.migrations import RecordVersionError
+from castbench.records.provenance import provenance
 from castbench.report import RunSummary, summarize_run
 from castbench.report.summary import RUN_SUMMARY
 from castbench.store import ResultsStore, StoreError
@@ -25,14 +27,16 @@ class SourceError(ValueError):
 
 def load_summary(ref: str, db: str) -> RunSummary:
     """`ref` is a summary JSON file, an exported run (`*.castbench.json.gz`), or a run id,
-    unique id prefix or `latest` in the store at `db`."""
+    unique id prefix or `latest` in the store at `db`; with the provenance it records (how its
+    trials were kept independent among it)."""
     path = Path(ref)
     if is_export(path):
         try:
             exported = read_export(path)
         except ArchiveError as exc:
             raise SourceError(str(exc)) from exc
-        return summarize_run(exported.run_id, exported.config, exported.trials, exported.status)
+        summary = summarize_run(exported.run_id, exported.config, exported.trials, exported.status)
+        return summary.model_copy(update={"provenance": provenance(exported.config, exported.meta)})
     if path.suffix == ".json":
         try:
             return RUN_SUMMARY.loads(RunSummary, path.read_text(), str(path))
@@ -50,7 +54,9 @@ def load_summary(ref: str, db: str) -> RunSummary:
     try:
         store = ResultsStore(db, read_only=True)
         row = store.run(ref)
-        return summarize_run(row.id, store.config(row.id), store.trials(row.id), row.status)
+        config = store.config(row.id)
+        summary = summarize_run(row.id, config, store.trials(row.id), row.status)
+        return summary.model_copy(update={"provenance": provenance(config, json.loads(row.meta_json))})
     except (StoreError, ValueError) as exc:
         raise SourceError(str(exc)) from exc
 

@@ -13,6 +13,8 @@
     allowed_ports = [8000]            #   TCP and UDP ports,
     allowed_env = ["OPENAI_API_KEY"]  #   environment variables (default: none of each)
     require_rerun = false             # only rows this build re-created itself (`--rerun`)
+    require_isolated_trials = false   # only rows whose trials could not carry memory between them
+    allow_outside_castbench = true    # rows of agent services / A2A agents (marked either way)
     entries = [
       { name = "oracle", policy = "oracle", note = "replays the ground truth" },
     ]
@@ -38,6 +40,15 @@ model). Options:
   anything else is refused naming it. A declaration that opens a resource whole (a read of `/`,
   more than 64 TCP ports, any UDP port) makes the row unsandboxed for it: refused unless
   `allow_unsandboxed`, whatever the lists say. Every declaration shows in the row's cell.
+- `require_isolated_trials` (default false): only runs whose trial isolation is `process per
+  trial` or `castbench's own agents` (`castbench.records.execution.TrialIsolation`): not agent
+  services, A2A agents or `--in-process`, which can carry memory from one trial to the next. Every
+  row shows its trial isolation.
+- `allow_outside_castbench` (default true): rows whose agent ran outside castbench's sandbox (an
+  agent service, A2A) are marked so; false refuses them.
+Whatever the settings, a run with retries its agent could have caused (an infrastructure error
+raised in castbench's process or by an agent service) is refused: a re-rolled trial is not an
+independent one.
 
 Private split. `tasks_file = "private/retail.json"` (relative to the folder that holds
 `leaderboards/`) names a private split written by `castbench tasks generate`; `split` must be its
@@ -191,6 +202,12 @@ class BoardSpec(_Strict):
     """Environment variables a sandboxed agent may declare (an API key)."""
     require_rerun: bool = False
     """Rank only runs this build re-created from their entries' recipes (`--rerun`)."""
+    require_isolated_trials: bool = False
+    """Rank only runs whose trials were isolated from each other (a fresh process per trial for
+    import-path agents, or castbench's own agents): not agent services, A2A or `--in-process`."""
+    allow_outside_castbench: bool = True
+    """Rank runs whose agent ran outside castbench's sandbox (an agent service, A2A); their rows
+    are marked "ran outside castbench's sandbox" either way."""
     user: str | None = None
     """When set, every entry must have used this user simulator."""
     grading: GradingMode | None = None

@@ -109,8 +109,15 @@ def _ran(row: BoardRow, role: str) -> str:
 
 
 def _provenance(row: BoardRow) -> str:
-    """`re-run; policy built-in †; user built-in`: where the row came from, where its agents ran."""
-    return "; ".join([row.origin, *(f"{role} {placement.short()}" for role, placement in row.agents.items())])
+    """`re-run; policy built-in †; user built-in; trials: castbench's own agents`: where the row
+    came from, where its agents ran, what kept its trials independent, and a mark for agents
+    that ran outside castbench's sandbox."""
+    parts = [row.origin, *(f"{role} {placement.short()}" for role, placement in row.agents.items())]
+    if row.trial_isolation:
+        parts.append(f"trials: {row.trial_isolation}")
+    if row.outside_castbench:
+        parts.append(f"{', '.join(row.outside_castbench)} ran outside castbench's sandbox")
+    return "; ".join(parts)
 
 
 ORIGIN_NOTE = (

@@ -20,7 +20,7 @@ from castbench.metrics.counterfactual import NetSaved, summarize_branches
 from castbench.publish.board import BoardError, BoardSpec, Entry, slug
 from castbench.publish.profile import ProfileCells
 from castbench.records.config import RunConfig
-from castbench.records.provenance import AgentPlacement, placement_problems, provenance
+from castbench.records.provenance import AgentPlacement, Provenance, placement_problems, provenance
 from castbench.report import DomainReport, RunSummary, summarize_run
 from castbench.report.counterfactual import run_agents
 from castbench.runner.counterfactual import NotBranchable, branch_run
@@ -56,6 +56,10 @@ class BoardRow(BaseModel):
     agents: dict[str, AgentPlacement] = Field(default_factory=dict)
     """Role -> where its agent ran (`castbench.records.provenance`; derived from the specs for an
     export stored before placements were recorded)."""
+    trial_isolation: str = ""
+    """What kept the run's trials independent (`castbench.records.execution.TrialIsolation`)."""
+    outside_castbench: list[str] = Field(default_factory=list)
+    """Roles whose agent ran outside castbench's sandbox (agent services, A2A agents)."""
     tasks: int
     trials: int
     metrics: dict[str, Cell]
@@ -138,6 +142,8 @@ def eligibility_problems(
             "where it could read the ground truth"
         )
     problems += _provenance_problems(spec, config)
+    problems += _isolation_problems(spec, provenance(config, exported.meta))
+    problems += _retry_problems(exported)
     if spec.user is not None and config.user != spec.user:
         problems.append(f"user simulator {config.user}, the board uses {spec.user}")
     return problems
@@ -162,6 +168,35 @@ def _provenance_problems(spec: BoardSpec, config: RunConfig) -> list[str]:
     return problems
 
 
+def _isolation_problems(spec: BoardSpec, recorded: Provenance) -> list[str]:
+    """Trials that were not isolated from each other where the board requires it, and agents
+    outside castbench's sandbox where the board refuses them."""
+    problems = []
+    if spec.require_isolated_trials and not recorded.isolated_trials:
+        problems.append(
+            f"trial isolation {recorded.trial_isolation}: the board requires isolated trials "
+            "(require_isolated_trials)"
+        )
+    outside = recorded.outside_castbench
+    if outside and not spec.allow_outside_castbench:
+        problems.append(
+            f"the {', '.join(outside)} ran outside castbench's sandbox (an agent service); the board "
+            "allows none (allow_outside_castbench = false)"
+        )
+    return problems
+
+
+def _retry_problems(exported: ExportedRun) -> list[str]:
+    """Retries an agent could have caused (`Provenance.could_fake_infrastructure`): a re-rolled
+    trial is not an independent one."""
+    roles = provenance(exported.config, exported.meta).could_fake_infrastructure
+    retried = sum(1 for record in exported.trials if record.attempts > 1)
+    if not retried or not roles:
+        return []
+    return [
+        f"{retried} trial(s) retried after infrastructure errors that its {', '.join(roles)} could "
+        "have raised; a re-rolled trial is not an independent one"
+    ]
 def _declaration_problems(spec: BoardSpec, agents: dict[Role, AgentPlacement]) -> list[str]:
     """What sandboxed agents declared beyond the board's allow-lists, and declarations that
     opened a resource whole (unless the board allows unsandboxed rows)."""
@@ -248,6 +283,7 @@ def entry_row(
     """The row of one entry, or BoardError saying why its run does not belong on the board.
     `rerun`: this build re-created the run from the entry's recipe (otherwise it is submitted)."""
     config = exported.config
+    recorded = provenance(config, exported.meta)
     summary = summarize_run(exported.run_id, config, exported.trials, exported.status)
     problems = _entry_mismatch(entry, exported) + eligibility_problems(
         spec, exported, summary, allow_incomplete
@@ -281,7 +317,9 @@ def entry_row(
         privileged=list(config.privileged),
         origin="re-run" if rerun else "submitted",
         source=entry.run_path(spec.name),
-        agents=dict(provenance(config, {}).agents),
+        agents=dict(recorded.agents),
+        trial_isolation=recorded.trial_isolation,
+        outside_castbench=recorded.outside_castbench,
         tasks=figures.n_tasks,
         trials=figures.trials_per_task,
         metrics=metrics,

@@ -12,14 +12,22 @@ and its id does not move. Runs stored before plans were recorded read as "not re
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict
 
 from castbench.agents.registry import Role
 from castbench.agents.transports import AgentCall
 
-__all__ = ["ExecutionPlan", "ExecutorName", "PoolMode", "TrialMode"]
+__all__ = [
+    "ISOLATED",
+    "NOT_ISOLATED",
+    "ExecutionPlan",
+    "ExecutorName",
+    "PoolMode",
+    "TrialIsolation",
+    "TrialMode",
+]
 
 ExecutorName = Literal["local", "ray"]
 
@@ -27,6 +35,21 @@ TrialMode = Literal["inline", "threads", "loop", "ray"]
 """Where a process runs trials: one at a time on its own thread (`inline`), a thread per trial
 in flight (`threads`), greenlets on the model loop (`loop`), or batches on a Ray cluster (`ray`)."""
 PoolMode = Literal["threads", "loop"]
+
+TrialIsolation = Literal[
+    "process per trial", "castbench's own agents", "none: the agent runs outside castbench"
+]
+"""What keeps one trial of the agent under test from carrying anything to the next:
+- `process per trial`: import-path agents run in a fresh process per trial, forked from a worker
+  that never imported them, with a fresh scratch folder; every process a trial started is killed
+  with it (`castbench.agents.transports.serve`);
+- `castbench's own agents`: only castbench's built-in and model-backed agents, a fresh instance
+  per trial, whose code keeps nothing between trials;
+- `none: the agent runs outside castbench`: an agent service or A2A agent (it keeps what it likes
+  between trials), or an import-path agent in castbench's own process (`--in-process`, privileged).
+"""
+ISOLATED: frozenset[str] = frozenset({"process per trial", "castbench's own agents"})
+NOT_ISOLATED: Final = "none: the agent runs outside castbench"
 
 _TRIALS: dict[str, str] = {
     "inline": "one trial at a time on this thread",
@@ -54,6 +77,23 @@ class ExecutionPlan(BaseModel):
     """The run's trials are split with other processes through leases on a shared store (Postgres)."""
     calls: dict[Role, AgentCall]
     """Role -> how a call into its agent runs; a run without a critic has none."""
+    trial_isolation: TrialIsolation | None = None
+    """What keeps trials independent (see `TrialIsolation`); None: a run stored before castbench
+    recorded it, when import-path agents' workers served trial after trial in one process."""
+
+    @property
+    def isolated(self) -> bool:
+        return self.isolation() in ISOLATED
+
+    def isolation(self) -> str:
+        """The trial isolation as a console or a board says it. A run stored before it was
+        recorded whose agents were all castbench's scripted agents or lean-client models (calls
+        inline or on the loop) had castbench's own agents; any other is not recorded."""
+        if self.trial_isolation is not None:
+            return self.trial_isolation
+        if all(call.mode in ("inline", "loop") for call in self.calls.values()):
+            return "castbench's own agents"
+        return "not recorded (stored before castbench isolated trials)"
 
     def call(self, role: Role) -> AgentCall:
         found = self.calls.get(role)
@@ -69,4 +109,4 @@ class ExecutionPlan(BaseModel):
         if self.shared:
             trials += ", split with other processes through leases on the shared store"
         roles = "; ".join(f"{role} {call.mode}" for role, call in self.calls.items())
-        return f"execution: {trials} ({self.why}); agent calls: {roles}"
+        return f"execution: {trials} ({self.why}); agent calls: {roles}; trial isolation: {self.isolation()}"

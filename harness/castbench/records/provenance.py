@@ -29,7 +29,7 @@ import socket
 from importlib.util import find_spec
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, computed_field
 
 from castbench.agents.registry import AgentSpec, Role, builtin_agents
 from castbench.agents.sandbox import SandboxNeeds
@@ -186,6 +186,32 @@ class Provenance(BaseModel):
         roles = "; ".join(f"{role}: {placement.describe()}" for role, placement in self.agents.items())
         derived = "" if self.recorded else f" [{_DERIVED}]"
         return f"provenance: {self.origin.describe()}; {roles}{derived}"
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def trial_isolation(self) -> str:
+        """What kept the run's trials independent (`castbench.records.execution.TrialIsolation`)."""
+        if self.execution is None:
+            return "not recorded (stored before castbench recorded how runs execute)"
+        return self.execution.isolation()
+
+    @property
+    def isolated_trials(self) -> bool:
+        return self.execution is not None and self.execution.isolated
+
+    @property
+    def outside_castbench(self) -> list[Role]:
+        """Roles whose agent ran outside castbench and its sandbox (agent services, A2A agents)."""
+        return self.roles("service")
+
+    @property
+    def could_fake_infrastructure(self) -> list[Role]:
+        """Roles whose agent could have raised (or faked) an infrastructure error that castbench
+        then retried: one in castbench's process (`--in-process`, privileged), an agent service
+        (its failures look like a server's), or an import-path worker of a run stored before a
+        worker's errors were all the agent's. castbench's own agents and isolated workers cannot."""
+        legacy = () if self.isolated_trials else ("sandboxed", "unsandboxed")
+        return self.roles("in-process", "privileged", "service", *legacy)
 
     def execution_line(self) -> str:
         """One line: where the trials ran and how each role's agent was called."""

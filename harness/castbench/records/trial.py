@@ -107,6 +107,10 @@ class TrialRecord(BaseModel):
     retried_for: list[str] = Field(default_factory=list)
     """Why each earlier try was abandoned (its infrastructure error), one per restart."""
     duration_s: float = 0.0
+    agent_output: dict[str, str] = Field(default_factory=dict, exclude_if=lambda output: not output)
+    """Per role: what its agent's processes wrote to stdout and stderr in this trial (import-path
+    agents in workers; the first 64 KiB, with castbench's notes on what was dropped and which
+    processes the agent left running were killed). Empty when it wrote nothing."""
 
     @property
     def passed(self) -> bool:

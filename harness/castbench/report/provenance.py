@@ -1,7 +1,8 @@
 """A run's provenance on the console: one line for where it came from and where its agents ran,
 one for how it executed (where its trials ran, how each agent was called), then one marked line
 for each thing that makes its figures something other than an entry (a privileged role, an agent
-in castbench's process, a worker without the sandbox)."""
+in castbench's process, trials not isolated from each other, an agent outside castbench's
+sandbox, a worker without the sandbox)."""
 
 from __future__ import annotations
 
@@ -24,6 +25,17 @@ def provenance_lines(provenance: Provenance) -> list[str]:
         lines.append(
             f"[bold yellow]{role} in castbench's process (--in-process):[/] it could read the ground "
             "truth; boards refuse the run"
+        )
+    if provenance.execution is not None and not provenance.isolated_trials:
+        lines.append(
+            f"[bold yellow]trial isolation {escape(provenance.trial_isolation)}:[/] nothing keeps it "
+            "from carrying memory from one trial to the next; boards that set require_isolated_trials "
+            "refuse the run"
+        )
+    for role in provenance.outside_castbench:
+        lines.append(
+            f"[bold yellow]{role} ran outside castbench's sandbox:[/] an agent service reads what its "
+            "machine holds; boards mark the row and refuse it where allow_outside_castbench = false"
         )
     for role, placement in provenance.agents.items():
         if placement.where == "sandboxed" and placement.needs is not None and not placement.needs.empty:

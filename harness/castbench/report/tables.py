@@ -324,6 +324,8 @@ def print_trial(record: TrialRecord, console: Console) -> None:
     for reason in trial_reasons(record):
         label, _, rest = reason.partition(":")
         console.print(f"  [red]{escape(label)}[/]:{_printable(rest)}")
+    for role, output in record.agent_output.items():  # what its processes wrote (stdout, stderr)
+        console.print(f"  [dim]{role} output[/]: {_printable(output)}")
     for attempt, reason in enumerate(record.retried_for, start=1):
         first = reason.splitlines()[0] if reason else ""
         console.print(f"  [yellow]try {attempt} abandoned, restarted from the seed[/]: {_printable(first)}")

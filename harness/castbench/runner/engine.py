@@ -16,7 +16,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from castbench import lossless
 from castbench.defaults import DEFAULT_LEASE_S
-from castbench.errors import RunInterrupted
+from castbench.errors import FatalInfrastructureError, RunInterrupted
 from castbench.records.config import RunConfig, read_config
 from castbench.records.execution import ExecutionPlan
 from castbench.records.migrations import RecordVersionError
@@ -175,6 +175,11 @@ def run_eval(
                 results.close()
             store.set_status(run_id, "interrupted")
         raise RunInterrupted(run_id, already + ran, total) from None
+    except FatalInfrastructureError as exc:
+        if isinstance(exc.stopped, TrialRecord):  # on the record: a re-run's retry shows as one
+            _store(store, run_id, exc.stopped)
+        store.set_status(run_id, "failed")
+        raise
     except BaseException:
         store.set_status(run_id, "failed")
         raise

@@ -190,7 +190,9 @@ class Episode:
         self.ended = threading.Event()
         """Set when the trial is over (a server waits on it)."""
         self._lock = threading.RLock()
-        self._opened: list[tuple[Transport, Any]] = []
+        self._opened: list[tuple[Role, Transport, Any]] = []
+        self.agent_output: dict[str, str] = {}
+        """Per role: what its agent's processes wrote (a worker's trial process, capped)."""
         self._step: _Step | None = None
         self.last_proposal: Proposal | None = None
         """The latest proposal, with the labeler's truth about it (and the critic's verdict)."""
@@ -273,8 +275,12 @@ class Episode:
     def close(self) -> None:
         """Let go of the agents (the trial may be abandoned: Ctrl-C, a fatal provider error)."""
         self.agent_thread.close()
-        for transport, agent in self._opened:
+        for role, transport, agent in self._opened:
             transport.release(agent)
+            output = getattr(agent, "output", None)
+            shown = output.shown() if output is not None and hasattr(output, "shown") else ""
+            if shown:
+                self.agent_output[role] = shown
         self._opened.clear()
 
     def record(self) -> TrialRecord:
@@ -321,6 +327,7 @@ class Episode:
             steps=self.steps,
             grade=grade,
             usage=usage,
+            agent_output=dict(self.agent_output),
             error=self.error,
             duration_s=_clock() - self._clock_started,
         )
@@ -540,7 +547,7 @@ class Episode:
         agent = self._guarded(
             role, transport.open, briefing, left, what=f"creating the {role}", wait=transport.isolated
         )
-        self._opened.append((transport, agent))
+        self._opened.append((role, transport, agent))
         if transport.isolated:  # bounded by what was left; the clocks run on from here
             spent = time.monotonic() - opening
             self.started += spent

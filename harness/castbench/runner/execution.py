@@ -22,7 +22,14 @@ from dataclasses import dataclass
 from castbench.agents.registry import AgentSpec, Role
 from castbench.agents.transports import AgentCall
 from castbench.models.settings import lean_route
-from castbench.records.execution import ExecutionPlan, ExecutorName, PoolMode, TrialMode
+from castbench.records.execution import (
+    NOT_ISOLATED,
+    ExecutionPlan,
+    ExecutorName,
+    PoolMode,
+    TrialIsolation,
+    TrialMode,
+)
 
 __all__ = ["AgentSet", "plan_execution"]
 
@@ -109,7 +116,20 @@ def plan_execution(
         why=why,
         shared=shared,
         calls=calls,
+        trial_isolation=_isolation(roles, calls),
     )
+
+
+def _isolation(roles: list[tuple[Role, AgentSpec]], calls: dict[Role, AgentCall]) -> TrialIsolation:
+    """The run's trial isolation: the weakest of its agents' (`TrialIsolation`)."""
+    if any(
+        calls[role].mode == "service" or (spec.kind == "import" and calls[role].mode != "worker")
+        for role, spec in roles
+    ):
+        return NOT_ISOLATED
+    if any(call.mode == "worker" for call in calls.values()):
+        return "process per trial"
+    return "castbench's own agents"
 
 
 def worker_cap() -> int:

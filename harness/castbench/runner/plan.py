@@ -2,8 +2,9 @@
 the task x trial grid, produced lazily.
 
 The planned task list is part of the run's record so that pass^k can be taken over every task the
-run set out to do, a task with no stored trial included. The grid is an iterator: `--trials
-1000000` must not build a million jobs before the first trial starts.
+run set out to do, a task with no stored trial included. The grid runs round by round (trial 0
+of every task, then trial 1, ...): with two tasks or more, no task's trials run back to back.
+It is an iterator: `--trials 1000000` must not build a million jobs before the first trial starts.
 """
 
 from __future__ import annotations
@@ -58,15 +59,21 @@ def planned_trials(config: RunConfig) -> int:
 
 
 def plan_trials(config: RunConfig) -> Iterator[TrialJob]:
-    """Every (task, trial) of the run, one at a time."""
+    """Every (task, trial) of the run, one at a time, round by round: trial 0 of every task, then
+    trial 1 of every task, and so on. Trials of one task never run back to back, so an agent (or
+    an agent service, whose memory castbench cannot reach) that keys anything to "the previous
+    trial" gains nothing from it; each trial's seed is its own, so the order changes no result."""
+    tasks: list[tuple[Domain, Task]] = []
     for name, task_ids in _planned(config).items():
         domain = load_domain(name)
-        tasks = {task.id: task for task in domain.tasks(config.split)}
+        found = {task.id: task for task in domain.tasks(config.split)}
         for task_id in task_ids:
-            task = tasks.get(task_id)
+            task = found.get(task_id)
             if task is None:
                 raise TaskFileError(
                     f"domain {name}: planned task {task_id} is no longer in split {config.split}"
                 )
-            for index in range(config.trials):
-                yield TrialJob(domain, task, index, trial_seed(config.seed, name, task_id, index))
+            tasks.append((domain, task))
+    for index in range(config.trials):
+        for domain, task in tasks:
+            yield TrialJob(domain, task, index, trial_seed(config.seed, domain.name, task.id, index))

@@ -110,14 +110,21 @@ class TrialWork:
     def run(self, job: TrialJob, expected: ExpectedStates, stop: Halt) -> TrialRecord:
         """Infrastructure errors restart the trial from scratch with the same seed. The record's
         usage counts every attempt: it is what the trial cost. A bug of ours in one trial is that
-        trial's `harness_error`, never the run's end."""
+        trial's `harness_error`, never the run's end. A fatal error ends the run, carrying this
+        trial's unscored record (`FatalInfrastructureError.stopped`) for the engine to store."""
         record = None
         spent: dict[str, Usage] = {}
         retried_for: list[str] = []
         for attempt in range(1, self.max_attempts + 1):
             try:
                 record = run_job(job, self.config, self.agents, expected, self.time_limits, stop, self.plan)
-            except (FatalInfrastructureError, Cancelled):
+            except FatalInfrastructureError as exc:
+                stopped = failed_record(job, f"the run stopped in this trial: {exc}", "infra_error")
+                exc.stopped = stopped.model_copy(
+                    update={"attempts": attempt, "usage": dict(spent), "retried_for": list(retried_for)}
+                )
+                raise
+            except Cancelled:
                 raise
             except Exception as exc:
                 return failed_record(

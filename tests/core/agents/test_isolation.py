@@ -1,6 +1,6 @@
 """Import-path agents run in worker processes of their own: the ground truth is out of their
 reach, a worker that overruns the step time limit is stopped (`timeout`), one that dies ends its
-trial as `agent_error`, workers are reused across trials with a fresh agent each, and
+trial as `agent_error`, every trial gets a fresh process (forked by its worker) and agent, and
 `--in-process` is recorded and refused by leaderboards."""
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from castbench.report import summarize_run
 from castbench.runner.rollout import AgentSet, TimeLimits, run_trial
 from castbench.store import ResultsStore
 from castbench.store.export import export_run
+from tests.support import process_ended
 
 HOSTILE = "tests.core.agents.hostile_agents"
 
@@ -51,20 +52,6 @@ def test_a_peeking_policy_finds_the_ground_truth_only_in_process(where: str, tmp
     assert peeked.config.in_process == ["policy"]
 
 
-def _stopped(pid: int, within: float = 20.0) -> bool:
-    """The process has exited (reaped, or a zombie waiting to be) within `within` seconds."""
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        try:
-            with open(f"/proc/{pid}/stat") as stat:
-                if stat.read().rsplit(")", 1)[1].split()[0] == "Z":
-                    return True
-        except FileNotFoundError:
-            return True
-        time.sleep(0.1)
-    return False
-
-
 def _trial(policy: str, step_timeout: float | None = None, task_index: int = 0):  # type: ignore[no-untyped-def]
     retail = load_domain("retail")
     task = retail.tasks("test")[task_index]
@@ -73,16 +60,14 @@ def _trial(policy: str, step_timeout: float | None = None, task_index: int = 0):
     return run_trial(retail, task, 0, 1, agents, retail.replay(task), time_limits=limits)
 
 
-def test_a_worker_past_the_step_time_limit_is_stopped_and_the_trial_times_out(
-    capfd: pytest.CaptureFixture[str],
-) -> None:
+def test_a_worker_past_the_step_time_limit_is_stopped_and_the_trial_times_out() -> None:
     started = time.monotonic()
     record = _trial(f"{HOSTILE}:SleepyPolicy?seconds=120&announce=true", step_timeout=1.0)
     assert time.monotonic() - started < 60
     assert record.end_reason == "timeout" and record.status == "scored" and record.reward == 0.0
     assert record.error is not None and "1 s" in record.error and "propos" in record.error
-    pid = int(capfd.readouterr().err.split("sleepy worker pid ")[-1].split()[0])  # its stderr is ours
-    assert _stopped(pid)  # its worker process was stopped, not left sleeping
+    pid = int(record.agent_output["policy"].split("sleepy worker pid ")[-1].split()[0])  # its stderr, kept
+    assert process_ended(pid)  # its trial's process was stopped, not left sleeping
     # the next trial gets a fresh worker
     assert _trial(f"{HOSTILE}:SleepyPolicy?seconds=0", step_timeout=30).end_reason == "user_stop"
 
@@ -90,11 +75,11 @@ def test_a_worker_past_the_step_time_limit_is_stopped_and_the_trial_times_out(
 def test_a_worker_that_dies_ends_its_trial_as_agent_error_and_the_next_one_runs() -> None:
     record = _trial(f"{HOSTILE}:CrashingPolicy")
     assert record.end_reason == "agent_error" and record.reward == 0.0
-    assert record.error is not None and "worker process exited (code 3) during propose" in record.error
+    assert record.error is not None and "agent process exited (code 3) during propose" in record.error
     assert _trial(f"{HOSTILE}:PidPolicy").end_reason == "user_stop"
 
 
-def test_workers_are_reused_across_trials_with_a_fresh_agent_each(tmp_path: Path) -> None:
+def test_every_trial_gets_a_fresh_process_and_a_fresh_agent(tmp_path: Path) -> None:
     db = f"sqlite:///{tmp_path / 'r.db'}"
     result = evaluate(
         domains="retail", policy=f"{HOSTILE}:PidPolicy", trials=3, tasks=_change_tasks(2), db=db
@@ -106,7 +91,7 @@ def test_workers_are_reused_across_trials_with_a_fresh_agent_each(tmp_path: Path
         if isinstance(step.action, ReplyAction)
     ]
     assert len(replies) == 6
-    assert len({reply.split(" step ")[0] for reply in replies}) == 1  # one worker process for all
+    assert len({reply.split(" step ")[0] for reply in replies}) == 6  # a fresh process every trial
     assert all(" step 1. " in reply for reply in replies)  # a fresh instance every trial
     both = evaluate(
         domains="retail",
@@ -218,4 +203,4 @@ def test_a_worker_exits_when_castbench_dies_even_if_its_pipe_stays_open() -> Non
     parent = subprocess.run(
         [sys.executable, "-c", _ORPHANING_PARENT], capture_output=True, text=True, check=True
     )
-    assert _stopped(int(parent.stdout.split()[0]), within=30)
+    assert process_ended(int(parent.stdout.split()[0]), within=30)

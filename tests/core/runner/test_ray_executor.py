@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from castbench.api import build_config
+from castbench.conversation import ReplyAction
 from castbench.errors import FatalInfrastructureError
 from castbench.records.trial import TrialRecord
 from castbench.runner.engine import run_eval
@@ -106,3 +107,26 @@ def test_a_node_killed_mid_run_loses_and_duplicates_nothing(cluster: Any, tmp_pa
     alone = ResultsStore(sqlite_url(tmp_path / "alone.db"))
     again = run_eval(config, agents, alone, concurrency=4)
     assert _records(alone, again.run_id) == _records(store, outcome.run_id)
+
+
+def test_nothing_carries_between_trials_on_ray(cluster: Any, tmp_path: Path) -> None:
+    """On Ray workers too, import-path agents get a fresh process per trial: no module state,
+    scratch file, import-time thread or shared mapping reaches the next trial."""
+    routes = "module,scratch,home,tmp,thread,atfork"
+    config, agents = build_config(
+        domains="retail",
+        policy=f"tests.core.runner.remembering_agents:ReportingPolicy?via={routes}",
+        trials=3,
+        tasks=TASKS[:4],
+    )
+    store = ResultsStore(sqlite_url(tmp_path / "ray.db"))
+    outcome = run_eval(config, agents, store, concurrency=2, executor=make_executor("ray", cluster.address))
+    assert outcome.ran == 12
+    replies = [
+        step.action.text
+        for record in store.trials(outcome.run_id)
+        for step in record.steps
+        if isinstance(step.action, ReplyAction) and step.action.text.startswith("remembered")
+    ]
+    expected = "remembered " + " ".join(f"{route}=0" for route in routes.split(","))
+    assert len(replies) == 12 and all(reply.startswith(expected) for reply in replies)

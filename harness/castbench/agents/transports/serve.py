@@ -1,28 +1,38 @@
-"""The worker process: one role's import-path agent, a fresh instance per trial, and nothing of
-castbench's tasks, sandboxes or ground truth.
+"""The worker process: a template of castbench's code that forks a fresh process for every trial
+of one role's import-path agent, and holds nothing of castbench's tasks, sandboxes or ground truth.
 
 Started by `castbench.agents.transports.worker` as `python -m castbench.agents.transports.serve FD
-PID` with one end of a socket pair on FD and castbench's process id. It learns its role, the
-agent's import path and its sandbox from the first message, enters the sandbox (the kernel's
-wall: `castbench.agents.sandbox`), refuses imports of the installed domain packages (they hold the
-tasks' ground truth), imports the agent and answers one request at a time.
+PID` with one end of a socket pair on FD (the control pipe) and castbench's process id. It learns
+its role, the agent's import path and its sandbox from the first message, and never imports the
+agent itself: each trial's process (forked ahead, as soon as the previous trial ended) takes its
+own process group, closes every descriptor but its own socket (handed to castbench over the
+control pipe), writes its output into the trial's pipe, gets a fresh scratch folder, enters the
+sandbox (the kernel's wall: `castbench.agents.sandbox`), refuses imports of the installed domain
+packages (they hold the tasks' ground truth), imports the agent and serves that trial alone. At
+the trial's end the template kills and reaps every process the trial started (it is their
+subreaper) and hands back what they wrote, capped.
 
 The import guard stays behind the sandbox: where there is none (another OS, `CASTBENCH_SANDBOX=off`)
 it is all that keeps a careless `import` of a domain package out, and behind it, it turns the
-kernel's refusal (a `PermissionError` deep in the import system) into a plain `ImportError`. It
-ignores Ctrl-C (castbench decides what an interruption does) and exits when castbench closes the
-pipe or dies.
+kernel's refusal (a `PermissionError` deep in the import system) into a plain `ImportError`. The
+template ignores Ctrl-C (castbench decides what an interruption does) and exits when castbench
+closes the pipe or dies; a trial's process dies with the template (a parent-death signal).
 """
 
 from __future__ import annotations
 
+import ctypes
+import gc
 import importlib.abc
 import os
+import selectors
 import signal
+import socket
 import sys
-import threading
+import tempfile
 import time
 import traceback
+from contextlib import suppress
 from multiprocessing.connection import Connection
 from typing import Any
 
@@ -48,7 +58,15 @@ from castbench.conversation import (
     Verdict,
 )
 from castbench.domain import Observation, ToolCall
-from castbench.errors import FatalInfrastructureError, InfrastructureError
+
+STARTUP_S = 120.0
+"""How long importing the agent may take (a cold interpreter on a busy machine)."""
+OUTPUT_CAP = 64 * 1024
+"""Bytes of an agent's stdout and stderr kept per trial; the rest is counted, not kept."""
+
+_PR_SET_PDEATHSIG = 1
+_PR_SET_CHILD_SUBREAPER = 36
+_libc = ctypes.CDLL(None, use_errno=True)
 
 
 class _RefuseDomains(importlib.abc.MetaPathFinder):
@@ -129,15 +147,13 @@ def _checked(role: str, value: Any, expected: type | tuple[type, ...], what: str
 
 
 def _failure(role: str, exc: BaseException) -> dict[str, Any]:
-    """An exception of the agent's, as the message castbench turns into the trial's outcome."""
+    """An exception of the agent's, as the message castbench turns into the trial's outcome:
+    always the agent's failure, whatever it is called. castbench's own infrastructure errors
+    raised (or unpickled, or faked) here are the agent's too: a retry is castbench's to order for
+    what it observed itself, never the agent's to buy by raising the right class."""
     if isinstance(exc, _Unusable):
         return {"error": str(exc), "kind": "agent"}
-    kind = "agent"
-    if isinstance(exc, FatalInfrastructureError):
-        kind = "fatal"
-    elif isinstance(exc, InfrastructureError):
-        kind = "infra"
-    return {"error": f"{role} raised {exc!r}\n{traceback.format_exc()}", "kind": kind}
+    return {"error": f"{role} raised {exc!r}\n{traceback.format_exc()}", "kind": "agent"}
 
 
 def _load(hello: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
@@ -157,43 +173,287 @@ def _load(hello: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
     return factory, {"privileged": bool(getattr(factory, "privileged", False)), "needs": needs.model_dump()}
 
 
-def _enter_sandbox(hello: dict[str, Any]) -> dict[str, Any] | None:
-    """Enter the sandbox the hello names, before any thread starts or agent code is imported;
-    the answer to send back if that failed (the agent is then not run at all)."""
-    if hello.get("sandbox") is None:
-        return None
+class _Trial:
+    """One trial's processes, seen from the template: the first it forked, its output pipe and
+    its scratch folder."""
+
+    def __init__(self, pid: int, output: int, scratch: str, ours: socket.socket) -> None:
+        self.pid, self.output, self.scratch = pid, output, scratch
+        self.socket: socket.socket | None = ours
+        """castbench's end of the trial's socket, until it is handed over."""
+        self.kept = bytearray()
+        self.dropped = 0
+
+    def read_output(self) -> bool:
+        """Take what the agent wrote so far (up to `OUTPUT_CAP` kept); False at end of file."""
+        while True:
+            try:
+                chunk = os.read(self.output, 65536)
+            except BlockingIOError:
+                return True
+            if not chunk:
+                return False
+            room = max(0, OUTPUT_CAP - len(self.kept))
+            self.kept += chunk[:room]
+            self.dropped += len(chunk) - min(room, len(chunk))
+
+
+def _children() -> list[int]:
+    """This process's children, zombies included (the template is single-threaded)."""
+    pid = os.getpid()
     try:
-        sandbox.enter(sandbox.Plan.model_validate(hello["sandbox"]["plan"]), hello["sandbox"]["scratch"])
-    except sandbox.SandboxError as exc:
-        return {"error": f"{exc} (CASTBENCH_SANDBOX=off runs agents unsandboxed)", "kind": "fatal"}
-    return None
+        with open(f"/proc/{pid}/task/{pid}/children") as listing:
+            return [int(child) for child in listing.read().split()]
+    except OSError:  # no CONFIG_PROC_CHILDREN: the process table, by parent (none without /proc)
+        found = []
+        for entry in os.listdir("/proc") if os.path.isdir("/proc") else []:
+            if entry.isdigit():
+                with suppress(OSError), open(f"/proc/{entry}/stat") as stat:
+                    if int(stat.read().rpartition(")")[2].split()[1]) == pid:
+                        found.append(int(entry))
+        return found
 
 
-def _exit_with_parent(parent: int, every_s: float = 1.0) -> None:
-    """Exit once castbench's process `parent` is gone, even if the pipe stays open: a process
-    that forked from castbench keeps a copy of castbench's end, so its EOF alone may never come."""
+def _reap_everything(first: int) -> tuple[int, str]:
+    """Kill and reap every process below the template, however it left its parent (a double
+    fork, `setsid`): the template is their subreaper, so orphans come back to it, and a killed
+    parent's children are already reparented when its zombie is reaped. The number killed
+    besides `first` (the trial's process) and how `first` ended."""
+    ended = ""
+    with suppress(ChildProcessError):
+        pid, status = os.waitpid(first, os.WNOHANG)
+        if pid:  # it had exited on its own
+            ended = _status(status)
+    with suppress(ProcessLookupError, PermissionError):
+        os.killpg(first, signal.SIGKILL)  # its process group, at once
+    killed: set[int] = set()
+    while True:
+        children = _children()
+        if not children:
+            try:
+                if os.waitpid(-1, os.WNOHANG)[0] == 0:
+                    time.sleep(0.0005)  # one is exiting and not yet listed
+                continue
+            except ChildProcessError:
+                return len(killed - {first}), ended or "killed at the trial's end"
+        for pid in children:
+            if _running(pid):
+                killed.add(pid)
+            with suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        for pid in children:
+            with suppress(ChildProcessError):
+                _, status = os.waitpid(pid, 0)
+                if (
+                    pid == first
+                    and not ended
+                    and not (os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL)
+                ):
+                    ended = _status(status)  # it exited on its own just before the kill
 
-    def watch() -> None:
-        while os.getppid() == parent:
-            time.sleep(every_s)
-        os._exit(0)
 
-    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+def _running(pid: int) -> bool:
+    """Not a zombie (one that exited and was not reaped yet is not left running)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rpartition(")")[2].split()[0] != "Z"
+    except OSError:
+        return False
 
 
-def main() -> None:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    parent = int(sys.argv[2]) if len(sys.argv) > 2 else os.getppid()
-    connection = Connection(int(sys.argv[1]))
-    while not connection.poll(1.0):  # no watching thread yet: the sandbox must come first
-        if os.getppid() != parent:
-            return
-    hello = decode(connection.recv_bytes())
-    refused = _enter_sandbox(hello)
-    if refused is not None:
-        connection.send_bytes(encode(refused))
+def _status(status: int) -> str:
+    if os.WIFSIGNALED(status):
+        return f"signal {os.WTERMSIG(status)}"
+    return f"code {os.waitstatus_to_exitcode(status)}"
+
+
+def _discard(scratch: str) -> None:
+    """Remove a finished trial's scratch folder (its processes are all gone)."""
+    if scratch:
+        sandbox.remove_scratch(scratch)
+
+
+def _prctl(option: int, value: int) -> None:
+    """Linux's `prctl`; elsewhere nothing (a trial's process group is then all that is killed)."""
+    if not sys.platform.startswith("linux"):
         return
-    _exit_with_parent(parent)  # a thread: only once the sandbox binds this process
+    if _libc.prctl(option, value, 0, 0, 0) != 0:
+        code = ctypes.get_errno()
+        raise OSError(code, f"prctl({option}): {os.strerror(code)}")
+
+
+class _Template:
+    """The worker's own process: castbench's code only, never the agent's. It forks one process
+    per trial, which enters the trial's sandbox with a fresh scratch folder, imports the agent and
+    serves that trial alone; when the trial ends, it and everything it started are killed.
+
+    Forking before the agent's import is the point: nothing the agent does at import (module
+    state, a thread, an `os.register_at_fork` hook, an open descriptor, a shared mapping) exists
+    in the template, so no trial inherits anything a previous one left."""
+
+    def __init__(self, hello: dict[str, Any], control: Connection, parent: int) -> None:
+        self.hello, self.control, self.parent = hello, control, parent
+        self.folder: str = hello["folder"]
+        self.control_socket = socket.socket(fileno=os.dup(control.fileno()))
+        self.trial: _Trial | None = None
+        self.pid = os.getpid()
+        sandboxed = hello.get("sandbox")
+        self.plan = None if sandboxed is None else sandbox.Plan.model_validate(sandboxed["plan"])
+        gc.freeze()  # what the template holds stays shared with its trials' processes (no copy)
+
+    def run(self) -> None:
+        answer = self._probe()
+        self.control.send_bytes(encode(answer))
+        if "error" in answer:
+            return
+        try:
+            self._fork()  # the first trial's process, ready before it is asked for
+            while True:
+                message = self._wait(self.control)
+                if message is None:
+                    return  # castbench closed the pipe or exited
+                if message["op"] == "trial":
+                    self._hand_over()
+                elif message["op"] == "end":
+                    ended, scratch = self._end()
+                    self.control.send_bytes(encode(ended))
+                    _discard(scratch)
+                    with suppress(OSError):  # castbench removed the folder: it is shutting down
+                        self._fork()  # the next trial's, while castbench finishes this one
+        finally:
+            _discard(self._end()[1])
+
+    def _hand_over(self) -> None:
+        """Give castbench the socket of the trial's process (forked ahead, or now)."""
+        if self.trial is None or self.trial.socket is None:  # none ready (or one castbench holds)
+            _discard(self._end()[1])
+            self._fork()
+        assert self.trial is not None and self.trial.socket is not None
+        self.control.send_bytes(encode({"started": self.trial.pid}))
+        socket.send_fds(self.control_socket, [b"T"], [self.trial.socket.fileno()])
+        self.trial.socket.close()
+        self.trial.socket = None
+
+    def _wait(self, connection: Connection, limit: float | None = None) -> dict[str, Any] | None:
+        """The next message on `connection`, taking the trial's output meanwhile; None when it
+        closed, castbench's process is gone or `limit` seconds passed."""
+        deadline = None if limit is None else time.monotonic() + limit
+        with selectors.DefaultSelector() as selector:
+            selector.register(connection.fileno(), selectors.EVENT_READ, "message")
+            trial = self.trial
+            if trial is not None:
+                selector.register(trial.output, selectors.EVENT_READ, "output")
+            while True:
+                if os.getppid() != self.parent:
+                    return None
+                if deadline is not None and time.monotonic() > deadline:
+                    return None
+                for key, _ in selector.select(1.0):
+                    if key.data == "output":
+                        assert trial is not None
+                        if not trial.read_output():
+                            selector.unregister(trial.output)
+                        continue
+                    try:
+                        return decode(connection.recv_bytes())
+                    except (EOFError, OSError, ValueError):
+                        return None
+
+    def _fork(self) -> None:
+        """Start a trial's process: it enters its sandbox and imports the agent, then waits for
+        castbench on its socket (`_Trial.socket`, castbench's end, until handed over)."""
+        scratch = tempfile.mkdtemp(prefix="trial-", dir=self.folder)
+        ours, theirs = socket.socketpair()
+        read_end, write_end = os.pipe()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                _trial_process(self.hello, self.plan, theirs.fileno(), write_end, scratch, self.pid)
+            finally:
+                with suppress(BaseException):
+                    sys.stdout.flush()
+                    sys.stderr.flush()
+                os._exit(0)
+        theirs.close()
+        os.close(write_end)
+        os.set_blocking(read_end, False)
+        self.trial = _Trial(pid, read_end, scratch, ours)
+
+    def _end(self) -> tuple[dict[str, Any], str]:
+        """End the trial: kill and reap all its processes; what it wrote, and its scratch folder
+        (for the caller to remove: after answering castbench)."""
+        trial, self.trial = self.trial, None
+        if trial is None:
+            return {"output": "", "dropped": 0, "stray": 0, "ended": ""}, ""
+        if trial.socket is not None:
+            trial.socket.close()
+        stray, ended = _reap_everything(trial.pid)
+        while trial.read_output():  # every writer is dead: the rest, then end of file
+            pass
+        os.close(trial.output)
+        return {
+            "output": trial.kept.decode(errors="replace"),
+            "dropped": trial.dropped,
+            "stray": stray,
+            "ended": ended,
+        }, trial.scratch
+
+    def _probe(self) -> dict[str, Any]:
+        """Import the agent once, in a trial's process, and say what it is (or why it cannot be
+        used): what castbench checks before a run starts."""
+        self._fork()
+        assert self.trial is not None and self.trial.socket is not None
+        connection = Connection(self.trial.socket.detach())
+        self.trial.socket = None
+        try:
+            entered = self._wait(connection, STARTUP_S)
+            if entered is None or "error" in entered:
+                lost = "the agent's process exited entering its sandbox"
+                return entered or {"error": lost, "kind": "fatal"}
+            loaded = self._wait(connection, STARTUP_S)
+            return loaded or {"error": "the agent's process exited while importing it", "kind": "spec"}
+        finally:
+            connection.close()
+            _discard(self._end()[1])
+
+
+def _trial_process(
+    hello: dict[str, Any], plan: sandbox.Plan | None, fd: int, output: int, scratch: str, template: int
+) -> None:
+    """In a trial's fresh process (forked from the template): its own process group, its output
+    into the trial's pipe, no descriptor of the template's, its environment and scratch folder,
+    the sandbox; then the agent, imported here and serving this one trial. The first message says
+    whether the sandbox was entered (castbench's own code, before any of the agent's ran)."""
+    os.setpgid(0, 0)
+    _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)  # the template is single-threaded: its death ends us
+    if os.getppid() != template:
+        return
+    os.dup2(output, 1)
+    os.dup2(output, 2)
+    low, high = sorted((fd, output))
+    os.closerange(3, low)
+    os.closerange(low + 1, high)
+    os.closerange(high + 1, 1 << 20)
+    os.close(output)
+    connection = Connection(fd)
+    tempfile.tempdir = None
+    os.environ["TMPDIR"] = scratch
+    refused = None
+    if plan is not None:
+        source = dict(os.environ)  # the template's: the sandbox's environment already
+        os.environ.clear()
+        os.environ.update(sandbox.environment(plan.env, scratch, source))
+        try:
+            sandbox.enter(plan, scratch)
+        except sandbox.SandboxError as exc:
+            refused = {"error": f"{exc} (CASTBENCH_SANDBOX=off runs agents unsandboxed)", "kind": "fatal"}
+    else:
+        os.chdir(scratch)
+    connection.send_bytes(encode(refused or {"entered": True}))
+    if refused is not None:
+        return
     factory, answer = _load(hello)
     connection.send_bytes(encode(answer))
     if factory is None:
@@ -209,6 +469,20 @@ def main() -> None:
         except Exception as exc:
             data = encode(_failure(hello["role"], exc))
         connection.send_bytes(data)
+        if message.get("op") == "close":
+            return
+
+
+def main() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    parent = int(sys.argv[2]) if len(sys.argv) > 2 else os.getppid()
+    connection = Connection(int(sys.argv[1]))
+    while not connection.poll(1.0):
+        if os.getppid() != parent:
+            return
+    hello = decode(connection.recv_bytes())
+    _prctl(_PR_SET_CHILD_SUBREAPER, 1)  # what a trial's processes leave comes back here
+    _Template(hello, connection, parent).run()
 
 
 if __name__ == "__main__":

@@ -1,15 +1,15 @@
-"""Import-path agents in a process of their own: what reaches them is the serialized view, so no
+"""Import-path agents in processes of their own: what reaches them is the serialized view, so no
 task, sandbox or ground truth exists in their address space, and a frame walk, a heap scan or an
 import finds nothing to read.
 
-Each worker runs behind the OS sandbox (`castbench.agents.sandbox`) where the system has one: a
-fresh scratch folder, a minimal environment, no reading of castbench's tasks, stores or process.
-
-One pool of workers per (role, agent); a worker hosts one trial at a time and builds a fresh
-agent instance for each, so the interpreter starts once per concurrent trial slot, not once per
-trial. The step time limit is enforced here: a worker that does not answer in time is killed
-(`AgentTimeout`), one that crashes or hangs up ends the trial as the agent's failure
-(`AgentError`); either way the pool starts a fresh worker for the next trial.
+One pool of workers per (role, agent, declared needs); a worker is a template process that never
+imports the agent and forks a fresh process for every trial (`castbench.agents.transports.serve`),
+behind the OS sandbox (`castbench.agents.sandbox`) where the system has one, with a fresh scratch
+folder and a minimal environment. Nothing an agent keeps (module state, a thread, a file, a
+process it started) reaches its next trial: the interpreter starts once per concurrent trial
+slot, the agent's process once per trial. The step time limit is enforced here: a trial's
+process that does not answer in time is killed (`AgentTimeout`); one that crashes, hangs up or
+raises anything at all ends the trial as the agent's failure (`AgentError`).
 """
 
 from __future__ import annotations
@@ -19,17 +19,22 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable
+from contextlib import suppress
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from typing import Any, NamedTuple
+
+from pydantic import BaseModel, ConfigDict
 
 from castbench.agents import sandbox
 from castbench.agents.protocols import UserReply
 from castbench.agents.registry import AgentSpec, AgentSpecError
 from castbench.agents.sandbox import SandboxNeeds
+from castbench.agents.transports.serve import STARTUP_S
 from castbench.agents.transports.wire import (
     ACTION,
     EVENTS,
@@ -37,35 +42,72 @@ from castbench.agents.transports.wire import (
     briefing_to_wire,
     decode,
     encode,
+    from_agent,
     observation_to_wire,
 )
 from castbench.agents.views import CriticView, PolicyView, UserBriefing
 from castbench.conversation import Action, Event, Usage, Verdict
 from castbench.domain import ToolCall
-from castbench.errors import AgentError, AgentTimeout, FatalInfrastructureError, InfrastructureError
+from castbench.errors import AgentError, AgentTimeout, FatalInfrastructureError
 
-__all__ = ["Probe", "WorkerTransport", "probe", "shutdown_workers"]
-
-_STARTUP_S = 120.0
-"""How long a worker may take to start and import the agent (a cold interpreter on a busy machine)."""
-
+__all__ = ["AgentOutput", "Probe", "WorkerTransport", "probe", "shutdown_workers"]
 
 SERVE = "castbench.agents.transports.serve"
 """The worker's module: `python -m SERVE FD PID`."""
 
+_END_S = 30.0
+"""How long the template may take to kill and reap a trial's processes before it is killed."""
+
+
+class AgentOutput(BaseModel):
+    """What one trial's agent processes wrote to stdout and stderr (the first `OUTPUT_CAP`
+    bytes), how much more was dropped, and how many processes it left running at its end."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    text: str = ""
+    dropped: int = 0
+    stray: int = 0
+    ended: str = ""
+    """How the trial's process ended: `code 3`, `signal 9`, `killed at the trial's end`."""
+
+    def shown(self) -> str:
+        """The text with castbench's notes on what was dropped and killed."""
+        notes = []
+        if self.dropped:
+            notes.append(f"[castbench: {self.dropped} more bytes of output dropped]")
+        if self.stray:
+            notes.append(f"[castbench: {self.stray} process(es) the agent left running were killed]")
+        return "\n".join([self.text.rstrip("\n"), *notes]).strip("\n")
+
+
+_ROOT: list[str] = []
+_ROOT_LOCK = threading.Lock()
+
+
+def _scratch_root() -> str:
+    """One folder per castbench process holding every worker's trial folders, kept out of every
+    worker's sandbox (a trial's own folder is granted to it alone, by the sandbox's entry)."""
+    with _ROOT_LOCK:
+        if not _ROOT:
+            _ROOT.append(tempfile.mkdtemp(prefix="castbench-agents-"))
+            sandbox.keep_out(_ROOT[0])
+            atexit.register(sandbox.remove_scratch, _ROOT[0])
+        return _ROOT[0]
+
 
 class _Worker:
-    """One agent process and the pipe to it."""
+    """One worker: a template process of castbench's code that forks a fresh process per trial
+    (`castbench.agents.transports.serve`), and the control pipe to it."""
 
     def __init__(self, role: str, target: str, plan: sandbox.Plan | None) -> None:
-        """`plan`: the sandbox the worker enters before importing the agent (None: none)."""
+        """`plan`: the sandbox each trial's process enters before importing the agent (None: none)."""
         self.role = role
         self._lock = threading.Lock()
-        self.scratch: str | None = None
+        self.folder = tempfile.mkdtemp(prefix="worker-", dir=_scratch_root())
         env: dict[str, str] | None = None  # None: castbench's own (unsandboxed)
         if plan is not None:
-            self.scratch = sandbox.scratch()
-            env = sandbox.environment(plan.env, self.scratch)
+            env = sandbox.environment(plan.env, self.folder)
         ours, theirs = socket.socketpair()
         try:
             with theirs:
@@ -73,39 +115,42 @@ class _Worker:
                     [sys.executable, "-m", SERVE, str(theirs.fileno()), str(os.getpid())],
                     pass_fds=[theirs.fileno()],
                     stdin=subprocess.DEVNULL,
-                    cwd=self.scratch,
+                    cwd=self.folder,
                     env=env,
                 )
         except BaseException:
             ours.close()
-            self._remove_scratch()
+            sandbox.remove_scratch(self.folder)
             raise
-        self.connection = Connection(ours.detach())
+        self.control_socket = ours
+        self.connection = Connection(os.dup(ours.fileno()))
         hello = {
             "role": role,
             "target": target,
             "sys_path": [os.path.abspath(entry) for entry in sys.path],  # its cwd is not ours
             "domain_packages": sandbox.protected_packages(),
-            "sandbox": None if plan is None else {"plan": plan.model_dump(), "scratch": self.scratch},
+            "folder": self.folder,
+            "sandbox": None if plan is None else {"plan": plan.model_dump()},
         }
         self.connection.send_bytes(encode(hello))
-        self.loaded = self._answer("its start", _STARTUP_S)
+        self.loaded = self._control(None, "its start", STARTUP_S, send=False)
         if "error" in self.loaded:
             self.kill()
             if self.loaded["kind"] == "fatal":
                 raise FatalInfrastructureError(self.loaded["error"])
             raise AgentSpecError(self.loaded["error"])
 
-    def _answer(self, what: str, limit: float | None, deadline: float | None = None) -> dict[str, Any]:
+    def _control(
+        self, message: dict[str, Any] | None, what: str, limit: float, send: bool = True
+    ) -> dict[str, Any]:
+        """A request to the template (castbench's own code) and its answer. A template that does
+        not answer is killed; the trial then ends as the agent's (an agent could have caused it
+        where the kernel does not scope its signals), never as a retry."""
         try:
-            if deadline is None and limit is not None:
-                deadline = time.monotonic() + limit
-            wait = None if deadline is None else max(0.0, deadline - time.monotonic())
-            if not self.connection.poll(wait):
-                self.kill()
-                raise AgentTimeout(
-                    f"{self.role} did not answer {what} within {limit:g} s; its worker process was stopped"
-                )
+            if send:
+                self.connection.send_bytes(encode(message or {}))
+            if not self.connection.poll(limit):
+                raise TimeoutError(f"no answer within {limit:g} s")
             return decode(self.connection.recv_bytes())
         except (EOFError, OSError, ValueError) as exc:
             self.kill()
@@ -113,53 +158,124 @@ class _Worker:
                 f"{self.role} worker process exited (code {self.process.poll()}) during {what}: {exc!r}"
             ) from exc
 
-    def request(
-        self, message: dict[str, Any], timeout: float | None, perform: Callable[[ToolCall], Any] | None
-    ) -> dict[str, Any]:
-        """Send one request and wait for its answer, running the user-side tools it asks for on
-        the way. Anything but a clean answer leaves the worker dead (never half a conversation)."""
-        what = message.get("method", message["op"])
-        deadline = None if timeout is None else time.monotonic() + timeout
-        try:
-            self.connection.send_bytes(encode(message))
-            while True:
-                answer = self._answer(what, timeout, deadline)
-                if "perform" not in answer or perform is None:
-                    break
-                observation = perform(ToolCall.model_validate(answer["perform"]))
-                self.connection.send_bytes(encode({"observation": observation_to_wire(observation)}))
-        except (OSError, ValueError) as exc:
+    def start_trial(self) -> _TrialProcess:
+        """Fork a fresh process for one trial, which imports the agent in its sandbox."""
+        with self._lock:
+            self._control({"op": "trial"}, "a trial's start", STARTUP_S)
+            try:
+                _, fds, _, _ = socket.recv_fds(self.control_socket, 1, 1)
+            except OSError as exc:
+                self.kill()
+                raise AgentError(f"{self.role} worker process did not start a trial: {exc!r}") from exc
+        if len(fds) != 1:
             self.kill()
-            raise AgentError(
-                f"{self.role} worker process could not be reached during {what}: {exc!r}"
-            ) from exc
-        except BaseException:
+            raise AgentError(f"{self.role} worker process did not start a trial")
+        trial = _TrialProcess(self, Connection(fds[0]))
+        entered = trial.answer("entering its sandbox", STARTUP_S)
+        if "error" in entered:  # castbench's own code, before the agent's: what castbench saw
+            self.end_trial()
             self.kill()
-            raise
-        if "error" in answer:
-            raise {"fatal": FatalInfrastructureError, "infra": InfrastructureError}.get(
-                answer["kind"], AgentError
-            )(answer["error"])
-        return answer
+            raise FatalInfrastructureError(entered["error"])
+        loaded = trial.answer("its import", STARTUP_S)
+        if "error" in loaded:
+            trial.end()
+            raise AgentError(f"{self.role} could not be loaded for this trial: {loaded['error']}")
+        return trial
+
+    def end_trial(self) -> AgentOutput:
+        """Kill and reap every process of the trial; what it wrote."""
+        with self._lock:
+            answer = self._control({"op": "end"}, "the end of a trial", _END_S)
+        return AgentOutput(
+            text=answer["output"], dropped=answer["dropped"], stray=answer["stray"], ended=answer["ended"]
+        )
 
     @property
     def alive(self) -> bool:
         return self.process.poll() is None and not self.connection.closed
 
     def kill(self) -> None:
-        """Stop the process and close the pipe (once, whichever thread gets here first)."""
-        with self._lock:
-            if self.connection.closed:
-                return
-            if self.process.poll() is None:
-                self.process.kill()
-            self.process.wait()
+        """Stop the process and close the pipe (once, whichever thread gets here first). Its
+        trial's process dies with it (its parent-death signal)."""
+        if self.connection.closed:
+            return
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait()
+        with suppress(OSError):
             self.connection.close()
-            self._remove_scratch()
+            self.control_socket.close()
+        sandbox.remove_scratch(self.folder)
 
-    def _remove_scratch(self) -> None:
-        if self.scratch is not None:
-            sandbox.remove_scratch(self.scratch)
+
+class _TrialProcess:
+    """One trial's agent process and the pipe to it; ended (its processes killed) exactly once."""
+
+    def __init__(self, worker: _Worker, connection: Connection) -> None:
+        self.worker, self.connection = worker, connection
+        self.role = worker.role
+        self._lock = threading.Lock()
+        self.output: AgentOutput | None = None
+
+    def answer(self, what: str, limit: float | None, deadline: float | None = None) -> dict[str, Any]:
+        try:
+            if deadline is None and limit is not None:
+                deadline = time.monotonic() + limit
+            wait = None if deadline is None else max(0.0, deadline - time.monotonic())
+            if not self.connection.poll(wait):
+                self.end()
+                raise AgentTimeout(
+                    f"{self.role} did not answer {what} within {limit:g} s; its process was stopped"
+                )
+            return decode(self.connection.recv_bytes())
+        except (EOFError, OSError, ValueError) as exc:
+            ended = self.end().ended
+            raise AgentError(f"{self.role} agent process exited ({ended}) during {what}: {exc!r}") from exc
+
+    def request(
+        self, message: dict[str, Any], timeout: float | None, perform: Callable[[ToolCall], Any] | None
+    ) -> dict[str, Any]:
+        """Send one request and wait for its answer, running the user-side tools it asks for on
+        the way. Anything but a clean answer ends the trial's process (never half a conversation).
+        Whatever the agent's process answers is the agent's: an error it reports is an
+        `AgentError`, whatever class it names."""
+        what = message.get("method", message["op"])
+        deadline = None if timeout is None else time.monotonic() + timeout
+        try:
+            self.connection.send_bytes(encode(message))
+            while True:
+                answer = self.answer(what, timeout, deadline)
+                if "perform" not in answer or perform is None:
+                    break
+                observation = perform(ToolCall.model_validate(answer["perform"]))
+                self.connection.send_bytes(encode({"observation": observation_to_wire(observation)}))
+        except (OSError, ValueError) as exc:
+            self.end()
+            raise AgentError(
+                f"{self.role} agent process could not be reached during {what}: {exc!r}"
+            ) from exc
+        except BaseException:
+            self.end()
+            raise
+        if "error" in answer:
+            raise AgentError(str(answer["error"]))
+        return answer
+
+    @property
+    def ended(self) -> bool:
+        return self.output is not None
+
+    def end(self) -> AgentOutput:
+        """Kill and reap the trial's processes (a worker that cannot is killed whole)."""
+        with self._lock:
+            if self.output is None:
+                with suppress(OSError):
+                    self.connection.close()
+                try:
+                    self.output = self.worker.end_trial()
+                except AgentError:
+                    self.output = AgentOutput(text="[castbench: the worker process was lost]")
+            return self.output
 
 
 class _Pool:
@@ -172,6 +288,7 @@ class _Pool:
         self._lock = threading.Lock()
 
     def _plan(self) -> sandbox.Plan | None:
+        _scratch_root()  # kept out before the plan is made
         return sandbox.plan(self.target, self.needs) if sandbox.support().available else None
 
     def acquire(self) -> _Worker:
@@ -244,24 +361,27 @@ def probe(role: str, target: str) -> Probe:
 
 @dataclass
 class _Remote:
-    """The proxy of one trial's agent: the role's protocol methods, forwarded to its worker."""
+    """The proxy of one trial's agent: the role's protocol methods, forwarded to the trial's own
+    process (forked by its worker's template for this trial alone)."""
 
     pool: _Pool
     worker: _Worker | None
+    trial: _TrialProcess
     timeout: float | None
     perform: Callable[[ToolCall], Any] | None = None
     usage: Usage | None = None
+    output: AgentOutput | None = None
+    """What the agent's processes wrote, once the trial is over."""
     _shown: tuple[Event, ...] = field(default=())
     _busy: bool = False
     """A request is in flight (the trial may have stopped waiting for it: time limit, Ctrl-C)."""
 
     def _request(self, message: dict[str, Any]) -> Any:
-        worker = self.worker
-        if worker is None:
-            raise AgentError(f"{self.pool.role} worker process is gone")
+        if self.worker is None or self.trial.ended:
+            raise AgentError(f"{self.pool.role} agent process is gone")
         self._busy = True
         try:
-            return worker.request(message, self.timeout, self.perform).get("result")
+            return self.trial.request(message, self.timeout, self.perform).get("result")
         finally:
             self._busy = False
 
@@ -277,32 +397,33 @@ class _Remote:
         return {"keep": keep, "events": EVENTS.dump_python(list(conversation[keep:]), mode="python")}
 
     def close(self) -> None:
-        """End the trial: the worker drops the instance and goes back to the pool."""
+        """End the trial: its usage, then every process it started is killed and reaped (also
+        when it was abandoned mid-call: the waiting thread sees its pipe close), and the worker
+        goes back to the pool for the next trial's fresh process."""
         worker, self.worker = self.worker, None
-        if worker is None or not worker.alive:
+        if worker is None:
             return
-        if self._busy:  # abandoned mid-call: the agent may still be at work, so it goes; the
-            worker.process.kill()  # waiting thread sees the pipe close and cleans up
-            return
-        try:
-            usage = worker.request({"op": "close"}, _STARTUP_S, None)["usage"]
-        except (AgentError, AgentTimeout):
-            return
-        self.usage = None if usage is None else Usage.model_validate(usage)
+        if not self._busy and not self.trial.ended:
+            try:
+                usage = self.trial.request({"op": "close"}, STARTUP_S, None)["usage"]
+                self.usage = None if usage is None else from_agent(Usage.model_validate(usage))
+            except (AgentError, AgentTimeout):
+                pass
+        self.output = self.trial.end()
         self.pool.release(worker)
 
 
 class _RemotePolicy(_Remote):
     def propose(self, view: PolicyView) -> Action:
         message = {"op": "call", "method": "propose", **self._delta(view.conversation)}
-        return ACTION.validate_python(self._request(message))
+        return from_agent(ACTION.validate_python(self._request(message)))
 
 
 class _RemoteCritic(_Remote):
     def verify(self, view: CriticView) -> Verdict:
         proposal = ACTION.dump_python(view.proposal, mode="python")
         message = {"op": "call", "method": "verify", "proposal": proposal, **self._delta(view.conversation)}
-        return VERDICT.validate_python(self._request(message))
+        return from_agent(VERDICT.validate_python(self._request(message)))
 
 
 class _RemoteUser(_Remote):
@@ -332,7 +453,12 @@ class WorkerTransport:
             worker = pool.acquire()
         except AgentSpecError as exc:  # it loaded when resolved: what changed is the agent's
             raise AgentError(str(exc)) from exc
-        remote = _PROXIES[self.spec.role](pool, worker, timeout, perform)
+        try:
+            trial = worker.start_trial()
+        except BaseException:
+            pool.release(worker)
+            raise
+        remote = _PROXIES[self.spec.role](pool, worker, trial, timeout, perform)
         try:
             remote._request(
                 {"op": "open", "briefing": briefing_to_wire(briefing), "params": self.spec.params}

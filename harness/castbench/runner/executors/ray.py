@@ -30,6 +30,7 @@ from castbench import lossless
 from castbench.domain import Domain, load_domain
 from castbench.errors import FatalInfrastructureError
 from castbench.records.execution import ExecutorName
+from castbench.records.provenance import require_recorded_sandbox
 from castbench.records.trial import TrialRecord
 from castbench.runner.deadline import Halt
 from castbench.runner.executors.local import LocalExecutor
@@ -65,7 +66,9 @@ _EXPECTED = ExpectedStates()
 def run_remote_trials(work: TrialWork, keys: list[TrialKey], inner: int) -> list[str]:
     """Runs on a Ray worker: a batch of trials, `inner` at once, their records as JSON
     (pydantic's, not pickle's, so a worker with other library versions cannot hand the driver an
-    object it misreads; written losslessly), in the order they finished."""
+    object it misreads; written losslessly), in the order they finished. A node whose workers
+    cannot get the sandbox the run recorded refuses the batch (`require_recorded_sandbox`)."""
+    require_recorded_sandbox(work.config)
     jobs = []
     for key in keys:
         domain = _domain(key.domain)

@@ -1,4 +1,5 @@
-"""A throwaway Postgres server for the store tests that need one (one per test module)."""
+"""A throwaway Postgres server for the tests that need one (the store's, and the shared-store
+placement's; one per test module)."""
 
 from __future__ import annotations
 

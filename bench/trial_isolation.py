@@ -1,0 +1,145 @@
+"""What a fresh agent process per trial costs (`castbench.agents.transports.serve`), measured in
+one run against the alternative of a fresh worker (a new interpreter) per trial:
+
+    python bench/trial_isolation.py [--trials 200] [--fresh-workers 10] [--steps 20]
+
+- `fork per trial`: the worker's template forks the trial's process, which enters the sandbox
+  with a fresh scratch folder and imports the agent (`start_trial`), and at the trial's end kills
+  and reaps every process it started and removes its folder (`end_trial`). Their sum is what a
+  trial pays that a worker serving trial after trial in one process did not (the open and close
+  messages both pay);
+- `worker per trial`: a new worker (interpreter start, castbench's imports, the agent's probe)
+  for each trial, then its trial's process;
+- a step (`propose` and its answer) for reference: the same pipe and messages as before, so
+  nothing is added per step.
+
+`start` is measured both back to back and with `--gap-ms` of castbench's own work between a
+worker's trials (the template forks the next trial's process as soon as one ends, so its start
+is off the critical path when there is any); the CPU the template and trial processes spend is
+printed per trial too. The agent is a small policy (`bench/trial_isolation_agent.py`); an
+agent importing heavy libraries pays their import once per trial too (printed for `--heavy`
+modules, e.g. `--heavy numpy`). Prints medians and 90th percentiles; no asserts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+from castbench.agents import sandbox
+from castbench.agents.sandbox import SandboxNeeds
+from castbench.agents.transports.wire import EVENTS, briefing_to_wire
+from castbench.agents.transports.worker import _pool, _Worker
+from castbench.agents.views import Briefing
+from castbench.conversation import UserTurn
+
+POLICY = "trial_isolation_agent:EchoPolicy"
+"""The script's folder is first on `sys.path`: the worker imports it from there."""
+
+BRIEFING = Briefing(domain="retail", policy="", tools=(), write_tools=frozenset(), seed=1, trial_index=0)
+EVENTS_1 = EVENTS.dump_python([UserTurn(text="hello")], mode="python")
+
+
+def _ms(values: list[float]) -> str:
+    tenths = statistics.quantiles(values, n=10) if len(values) > 1 else values * 9
+    return f"median {1000 * statistics.median(values):7.2f} ms   p90 {1000 * tenths[8]:7.2f} ms"
+
+
+def _cpu_s(pid: int) -> float:
+    """CPU seconds of process `pid` and of its children it reaped (the trials' processes)."""
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rpartition(")")[2].split()
+    return sum(int(value) for value in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+
+
+def _one_trial(worker: _Worker, steps: int) -> tuple[float, float, list[float]]:
+    """Seconds to start the trial's process, to end it, and per step."""
+    start = time.perf_counter()
+    trial = worker.start_trial()
+    started = time.perf_counter() - start
+    trial.request({"op": "open", "briefing": briefing_to_wire(BRIEFING), "params": {}}, 60, None)
+    timed = []
+    for index in range(steps):
+        start = time.perf_counter()
+        trial.request({"op": "call", "method": "propose", "keep": index, "events": EVENTS_1}, 60, None)
+        timed.append(time.perf_counter() - start)
+    trial.request({"op": "close"}, 60, None)
+    start = time.perf_counter()
+    trial.end()
+    return started, time.perf_counter() - start, timed
+
+
+def _heavy_import_s(module: str) -> float:
+    """A cold interpreter's import of `module`, less the interpreter's own start."""
+    code = f"import time; t = time.perf_counter(); import {module}; print(time.perf_counter() - t)"
+    return float(
+        subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--trials", type=int, default=200)
+    parser.add_argument("--fresh-workers", type=int, default=10, help="trials timed with a worker each")
+    parser.add_argument("--steps", type=int, default=20, help="steps per trial")
+    parser.add_argument("--heavy", nargs="*", default=[], help="modules whose import a trial would repeat")
+    parser.add_argument(
+        "--gap-ms", type=float, default=30.0, help="castbench's own work between two trials of a worker"
+    )
+    args = parser.parse_args()
+    support = sandbox.support()
+    print(f"sandbox: {support.mechanism or 'none: ' + support.reason}")
+    pool = _pool("policy", POLICY, SandboxNeeds())
+    worker = pool.acquire()
+    _one_trial(worker, 2)  # warm up
+    timed_by_gap: dict[float, tuple[list[float], list[float]]] = {}
+    steps: list[float] = []
+    cpu = 0.0
+    for gap in (0.0, args.gap_ms / 1000):
+        starts, ends = timed_by_gap.setdefault(gap, ([], []))
+        before = _cpu_s(worker.process.pid)
+        for _ in range(args.trials):
+            time.sleep(gap)  # grading, storing, the next trial's set-up: the template forks meanwhile
+            started, ended, timed = _one_trial(worker, args.steps)
+            starts.append(started)
+            ends.append(ended)
+            steps += timed
+        cpu += _cpu_s(worker.process.pid) - before
+    fresh = []
+    for _ in range(args.fresh_workers):
+        start = time.perf_counter()
+        own = _Worker("policy", POLICY, pool._plan())
+        _one_trial(own, 0)
+        own.kill()
+        fresh.append(time.perf_counter() - start)
+    print(f"fork per trial ({args.trials} trials each way), waiting on the trial's critical path:")
+    for gap, (starts, ends) in timed_by_gap.items():
+        added = [a + b for a, b in zip(starts, ends, strict=True)]
+        print(f"  {1000 * gap:.0f} ms between a worker's trials:")
+        print(f"    start (hand over the forked process)  {_ms(starts)}")
+        print(f"    end (kill, reap, output)              {_ms(ends)}")
+        print(f"    added per trial                       {_ms(added)}")
+    print(f"  CPU of the worker and its trial processes per trial: {1000 * cpu / (2 * args.trials):.2f} ms")
+    print(f"worker per trial ({args.fresh_workers} trials): {_ms(fresh)}")
+    print(f"a step (propose round trip, {len(steps)} steps): {_ms(steps)}")
+    for gap, (starts, ends) in timed_by_gap.items():
+        ratio = statistics.median(fresh) / statistics.median(
+            [a + b for a, b in zip(starts, ends, strict=True)]
+        )
+        print(f"worker per trial / fork per trial ({1000 * gap:.0f} ms between trials): {ratio:.1f}x")
+    for module in args.heavy:
+        importlib.import_module(module)  # present, or the error says so
+        seconds = _heavy_import_s(module)
+        print(f"importing {module} (what a trial of an agent that imports it adds): {seconds:.3f} s")
+    worker.kill()
+
+
+if __name__ == "__main__":
+    main()
