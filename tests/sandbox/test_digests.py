@@ -68,6 +68,7 @@ def test_a_store_without_digests_here_says_so(
 
 def test_castbench_records_its_stores_and_exports(tmp_path: Path, state: Path) -> None:
     db = tmp_path / "anywhere" / "x.sqlite"
+    db.parent.mkdir()  # castbench creates no folder for a --db other than its default
     run = evaluate(domains="retail", policy="oracle", trials=1, tasks=[_task()], db=sqlite_url(db))
     export = tmp_path / "elsewhere" / "mine.castbench.json.gz"
     assert invoke("export", run.outcome.run_id, "--db", str(db), "--out", str(export)).exit_code == 0

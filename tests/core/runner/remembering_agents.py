@@ -141,8 +141,9 @@ def _opening(view: PolicyView) -> str:
 
 
 class RememberingPolicy:
-    """Fails a task it does not remember (it raises), passes one it does (it does nothing, on a
-    task where that passes)."""
+    """Fails a task it does not remember (it raises, naming the task's opening: a run whose first
+    trials all fail for one reason stops as a broken agent), passes one it does (it does nothing,
+    on a task where that passes)."""
 
     def __init__(self, briefing: Briefing, via: str = "none", port: int = 0) -> None:
         self.via, self.port = via, port
@@ -152,7 +153,7 @@ class RememberingPolicy:
         if self.seen is None:
             self.seen = remembered(self.via, _opening(view), self.port)
         if not self.seen:
-            raise RuntimeError("first time I see this task")
+            raise RuntimeError(f"first time I see the task that opens {_opening(view)!r}")
         return ReplyAction(text=ANYTHING_ELSE)
 
 
@@ -169,7 +170,8 @@ class RerollingPolicy:
         tries = _MODULE[key] = _MODULE.get(key, 0) + 1
         if tries == 1:
             error = FatalInfrastructureError if self.fatal else InfrastructureError
-            raise error("the model server is down")
+            raise error(f"the model server is down (for {_opening(view)!r})")  # one reason per task:
+            # a run whose first trials all fail for one reason stops as a broken agent
         return ReplyAction(text=ANYTHING_ELSE)
 
 
