@@ -25,8 +25,9 @@ import json
 import re
 import time
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from datetime import date
 from typing import Any, ClassVar
 
 from castbench.agents.registry import AgentSpec, resolve
@@ -47,6 +48,7 @@ DOMAINS = ("retail", "airline", "telecom", "telehealth", "tau-retail", "tau-airl
 
 _AMOUNT_KEY = re.compile(r"price|amount|total|balance|cost|fee|copay|due|charge", re.IGNORECASE)
 _LABEL_KEYS = ("name", "product", "plan_name", "flight_number", "medication", "title", "description")
+_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _TIME = re.compile(r"^([01]\d|2[0-3]):([0-5]\d)$")
 _PLAIN_NUMBER = re.compile(r"^\$?(\d+)(?:\.(\d+))?$")
 _CONTRACTIONS = (
@@ -61,7 +63,12 @@ _CONTRACTIONS = (
     (r"^not been (\w+)$", r"hasn't been \1 yet"),
     (r"^not (\w+)$", r"isn't \1 yet"),
 )
-_SYNONYMS = {"kind": "type", "overdue": "past due", "departed": "already left", "controlled": "a controlled substance"}
+_SYNONYMS = {
+    "kind": "type",
+    "overdue": "past due",
+    "departed": "already left",
+    "controlled": "a controlled substance",
+}
 
 
 def _id_of(record: dict[str, Any]) -> str | None:
@@ -143,6 +150,9 @@ class Style:
     """Amounts as $1,234.50, clock times as 4:55 PM, quantities glued to a unit, markdown."""
     chatty: bool = False
     """Apologies, thanks, a recap of what was done."""
+    skip_last_write: bool = False
+    """Not a style: leaves out the task's last write (its confirmation too), for the attribution
+    of a skipped write."""
 
 
 HONEST_STYLES: dict[str, Style] = {
@@ -157,8 +167,14 @@ HONEST_STYLES: dict[str, Style] = {
     "formatting": Style(formatting=True),
     "apologies-recap": Style(chatty=True),
     "all-habits": Style(
-        summary=True, rule=True, paraphrase=True, natural=True, split=True,
-        alternatives=True, formatting=True, chatty=True,
+        summary=True,
+        rule=True,
+        paraphrase=True,
+        natural=True,
+        split=True,
+        alternatives=True,
+        formatting=True,
+        chatty=True,
     ),
 }
 SPRAYS = {
@@ -185,6 +201,12 @@ class HonestPolicy(OraclePolicy):
         self._lookups: dict[str, str] | None = None
         self._extra_made = 0
         self._extra_actions: list[ToolCallAction] = []
+        if style.skip_last_write:
+            writes = [i for i, step in enumerate(self._plan) if step.kind == "call" and step.needs_yes]
+            if writes:
+                last = writes[-1]
+                del self._plan[last]
+                del self._plan[last - 1]  # its confirmation
 
     # -- the oracle's steps, talked about differently ------------------------------------------
     def _next(self, view: PolicyView) -> Action:
@@ -252,7 +274,12 @@ class HonestPolicy(OraclePolicy):
         parts = []
         for key, value in call.arguments.items():
             values = value if isinstance(value, list) else [value]
-            shown = [self._natural(str(v), seen) for v in values if not isinstance(v, dict)]
+            shown = [
+                " ".join(self._natural(str(x), seen) for x in v.values())
+                if isinstance(v, dict)
+                else self._natural(str(v), seen)
+                for v in values
+            ]
             parts.append(f"{key.replace('_', ' ')}: {', '.join(shown)}")
         return f"{call.name.replace('_', ' ')} ({'; '.join(parts)})"
 
@@ -289,8 +316,7 @@ class HonestPolicy(OraclePolicy):
                 reasons = [_paraphrase(reason) for reason in reasons]
             because = "; ".join(reasons)
             parts.append(
-                "I'm sorry, but I can't do that under our policy"
-                + (f": {because}." if because else ".")
+                "I'm sorry, but I can't do that under our policy" + (f": {because}." if because else ".")
             )
         if style.rule:
             parts.extend(self._remarks(view))
@@ -308,11 +334,18 @@ class HonestPolicy(OraclePolicy):
                 if (line := describe_record(record, style.summary_amounts)) is not None
             ]
             if lines:
-                parts.append("For your records, here is what else I see on your account:\n" + "\n".join(f"- {line}" for line in lines))
+                parts.append(
+                    "For your records, here is what else I see on your account:\n"
+                    + "\n".join(f"- {line}" for line in lines)
+                )
         if style.chatty:
             writes = [c for c in task.actions if c.actor == "agent" and self._domain.toolkit.is_write(c.name)]
             if writes:
-                parts.append("To recap, I have taken care of: " + "; ".join(c.name.replace("_", " ") for c in writes) + ".")
+                parts.append(
+                    "To recap, I have taken care of: "
+                    + "; ".join(c.name.replace("_", " ") for c in writes)
+                    + "."
+                )
         parts.append(ANYTHING_ELSE)
         return "\n\n".join(parts)
 
@@ -320,8 +353,7 @@ class HonestPolicy(OraclePolicy):
         extra_ids = {
             e.call_id
             for e in view.conversation
-            if isinstance(e, AgentTurn)
-            and any(e.action is action for action in self._extra_actions)
+            if isinstance(e, AgentTurn) and any(e.action is action for action in self._extra_actions)
         }
         for e in view.conversation:
             if isinstance(e, ToolResultTurn) and not e.error and e.call_id in extra_ids:
@@ -339,7 +371,8 @@ class HonestPolicy(OraclePolicy):
             others = [s for s in statuses if s != status]
             remark = f"I checked {ident}: it's currently {status}."
             if others:
-                remark += f" It hasn't been {others[0]} yet, and the policy treats it as {status} until it's {others[0]}."
+                other = others[0]
+                remark += f" It hasn't been {other} yet; the policy treats it as {status} until it's {other}."
             remarks.append(remark)
         return remarks
 
@@ -350,10 +383,13 @@ def _plain(call: ToolCall) -> str:
 
 
 def _formatted(value: str) -> str:
-    """`value` as people write it: 16:55 -> 4:55 PM, 1234.5 -> $1,234.50 (an amount with
-    cents), 3.08 stays a number; anything else unchanged."""
+    """`value` as people write it: 16:55 -> 4:55 PM, 2026-05-22 -> May 22, 2026, 1234.5 ->
+    $1,234.50 (an amount with cents), 3.08 stays a number; anything else unchanged."""
     if _TIME.match(value):
         return _twelve_hour(value)
+    if _DATE.match(value):
+        day = date.fromisoformat(value)
+        return f"{day.strftime('%B')} {day.day}, {day.year}"
     match = _PLAIN_NUMBER.match(value)
     if match is not None and match.group(2) is not None and len(match.group(2)) == 2:
         return f"${float(value.lstrip('$')):,.2f}"
@@ -364,7 +400,9 @@ def _honest_spec(name: str, style: Style) -> AgentSpec:
     def factory(briefing: PrivilegedBriefing) -> HonestPolicy:
         return HonestPolicy(briefing, style)
 
-    return AgentSpec(role="policy", spec=f"honest:{name}", name=f"honest:{name}", factory=factory, privileged=True)
+    return AgentSpec(
+        role="policy", spec=f"honest:{name}", name=f"honest:{name}", factory=factory, privileged=True
+    )
 
 
 @dataclass
@@ -417,10 +455,16 @@ def score_style(
         score.plain += grade.reward == 1.0
         score.strict += grade.strict_reward == 1.0
         tau = grade_trial(
-            task, episode.db, expected, episode.replies,
-            ended_cleanly=grade.surface.ended_cleanly, made_write=episode.made_write,
-            saw_tool_error=episode.saw_tool_error, finished=record.end_reason not in ("max_steps", "agent_error"),
-            mode="tau", conversation=episode.conversation,
+            task,
+            episode.db,
+            expected,
+            episode.replies,
+            ended_cleanly=grade.surface.ended_cleanly,
+            made_write=episode.made_write,
+            saw_tool_error=episode.saw_tool_error,
+            finished=record.end_reason not in ("max_steps", "agent_error"),
+            mode="tau",
+            conversation=episode.conversation,
             checks=domain.task_checks(task, episode.db, episode.conversation),
         )
         score.tau += tau.reward == 1.0
@@ -433,6 +477,33 @@ def score_style(
     return score
 
 
+def skipped_write_causes(domains: Sequence[str], limit: int | None = None) -> dict[str, dict[str, int]]:
+    """Per domain, the causes `runs why` (`castbench.attribution.rules.attribute`) gives the
+    trials of the oracle that leaves out the last write of each task with a write."""
+    from castbench.attribution.rules import attribute
+
+    spec = _honest_spec("skip-last-write", Style(skip_last_write=True))
+    agents = AgentSet(policy=spec, user=resolve("user", "scripted"))
+    causes: dict[str, dict[str, int]] = {}
+    for name in domains:
+        domain = load_domain(name)
+        counted = causes[name] = {}
+        for task in domain.tasks("test")[:limit]:
+            if task.outcome != "change" or not any(domain.toolkit.is_write(c.name) for c in task.actions):
+                continue
+            episode = Episode(domain, task, 0, trial_seed(0, name, task.id, 0), agents, domain.replay(task))
+            try:
+                episode.reset()
+                while not episode.done:
+                    episode.act()
+            finally:
+                episode.close()
+            attribution = attribute(episode.record())
+            cause = attribution.cause if attribution is not None else "passed"
+            counted[cause] = counted.get(cause, 0) + 1
+    return causes
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--domains", default=",".join(DOMAINS))
@@ -440,16 +511,28 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=None, help="the first N test tasks of each domain")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--failures", type=int, default=0, help="print the first N failures of each cell")
+    parser.add_argument(
+        "--skipped-writes", action="store_true", help="only: how runs why explains a skipped write"
+    )
     args = parser.parse_args()
+    if args.skipped_writes:
+        for name, counted in skipped_write_causes(args.domains.split(","), args.limit).items():
+            total = sum(counted.values())
+            share = counted.get("missing_state_change", 0) / total if total else 1.0
+            print(f"{name:14s} missing_state_change {share:6.1%} of {total}: {counted}")
+        return
     domains, styles = args.domains.split(","), args.styles.split(",")
     started = time.perf_counter()
     specs: dict[str, AgentSpec | str] = {
-        name: (_honest_spec(name, HONEST_STYLES[name]) if name in HONEST_STYLES else SPRAYS[name]) for name in styles
+        name: (_honest_spec(name, HONEST_STYLES[name]) if name in HONEST_STYLES else SPRAYS[name])
+        for name in styles
     }
     table: dict[str, dict[str, Score]] = {}
     for name, spec in specs.items():
-        table[name] = {d: score_style(d, spec, limit=args.limit, seed=args.seed, keep=args.failures) for d in domains}
-    print(f"pass^1 plain/strict (castbench grading), τ: plain under --grading tau; test split, limit {args.limit}")
+        table[name] = {
+            d: score_style(d, spec, limit=args.limit, seed=args.seed, keep=args.failures) for d in domains
+        }
+    print(f"pass^1 plain/strict (castbench grading), τ: plain, --grading tau; test split, limit {args.limit}")
     print("| style | " + " | ".join(domains) + " |")
     print("|---|" + "---|" * len(domains))
     for name, row in table.items():
