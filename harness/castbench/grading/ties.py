@@ -207,7 +207,9 @@ def bare(segment: Segment, piece: Piece, cut: Sequence[Piece], wording: str) -> 
     """Is `piece` nothing but `wording`, one item of a list of three or more in a sentence about
     no one record (a dump of values: "What I found: a, b, c")? Such an item states nothing of
     anything."""
-    return not segment.about and len(cut) >= 3 and [t.text for t in output_tokens(piece.text)] == [t.text for t in output_tokens(wording)]
+    if segment.about or len(cut) < 3:
+        return False
+    return [t.text for t in output_tokens(piece.text)] == [t.text for t in output_tokens(wording)]
 
 
 def tied(wording: str, segment: Segment, records: Records, *, itself: bool = True) -> bool:
