@@ -292,10 +292,13 @@ class HonestPolicy(OraclePolicy):
             if label is None:
                 kind = record.get("source") or record.get("brand") or record.get("type")
                 digits = record.get("last_four") or record.get("last4")
-                if isinstance(kind, str):
-                    ending = f" ending in {digits}" if digits is not None else ""
-                    return f"your {kind.replace('_', ' ')}{ending}"
-                continue
+                if not isinstance(kind, str):
+                    continue
+                same_kind = {str(r.get("id")) for r in seen if kind in (r.get("source"), r.get("brand"))}
+                if digits is None and len(same_kind) > 1:  # two gift cards: say which, by its number
+                    digits = re.sub(r"\D", "", value)[-4:] or None
+                ending = f" ending in {digits}" if digits is not None else ""
+                return f"your {kind.replace('_', ' ')}{ending}"
             options = record.get("options")
             detail = (
                 " (" + ", ".join(f"{k}: {v}" for k, v in options.items()) + ")"

@@ -33,6 +33,7 @@ _LABEL_KEYS = ("name", "medication", "product", "plan_name", "title")
 """Where a record keeps what people call it."""
 _KIND_KEYS = ("source", "brand", "type", "kind")
 _DIGIT_KEYS = ("last_four", "last4", "last_digits")
+_TRAILING_DIGITS = re.compile(r"\d{4,}$")
 _DATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})$")
 
 
@@ -46,22 +47,28 @@ def _objects(value: object) -> Iterator[dict[str, object]]:
             yield from _objects(item)
 
 
-def _terms(record: dict[str, object]) -> list[str] | None:
-    """How a person names this record, or None when the results give no such description."""
+def _terms(record: dict[str, object]) -> list[tuple[str, ...]]:
+    """The ways a person names this record (none when the results give no such description): a
+    record with a kind and no last digits of its own may go by its id's ("gift card ending 5203")."""
     name = next((record[k] for k in _LABEL_KEYS if isinstance(record.get(k), str)), None)
     if isinstance(name, str):
         options = record.get("options")
         extra = [str(v) for v in options.values()] if isinstance(options, dict) else []
-        return [name, *extra]
+        return [(name, *extra)]
     kind = next((record[k] for k in _KIND_KEYS if isinstance(record.get(k), str)), None)
-    if isinstance(kind, str):
-        digits = next((str(record[k]) for k in _DIGIT_KEYS if record.get(k) is not None), None)
-        return [kind.replace("_", " "), *([digits] if digits else [])]
-    return None
+    if not isinstance(kind, str):
+        return []
+    kind = kind.replace("_", " ")
+    digits = next((str(record[k]) for k in _DIGIT_KEYS if record.get(k) is not None), None)
+    if digits is not None:
+        return [(kind, digits)]
+    ident = next((str(v) for k, v in record.items() if k == "id" or k.endswith("_id")), "")
+    trailing = _TRAILING_DIGITS.search(ident)
+    return [(kind,), (kind, trailing.group(0)[-4:])] if trailing else [(kind,)]
 
 
 @lru_cache(maxsize=1024)
-def _described_records(content: str) -> tuple[tuple[frozenset[str], tuple[str, ...]], ...]:
+def _described_records(content: str) -> tuple[tuple[frozenset[str], tuple[tuple[str, ...], ...]], ...]:
     """(the ids of a record, how it is described) for each record of one result that has both."""
     try:
         parsed = json.loads(content)
@@ -74,9 +81,9 @@ def _described_records(content: str) -> tuple[tuple[frozenset[str], tuple[str, .
             for k, v in obj.items()
             if (k == "id" or k.endswith("_id")) and isinstance(v, str | int)
         )
-        terms = _terms(obj)
-        if ids and terms:
-            found.append((ids, tuple(terms)))
+        ways = _terms(obj)
+        if ids and ways:
+            found.append((ids, tuple(ways)))
     return tuple(found)
 
 
@@ -101,15 +108,21 @@ def describes(value: str, said: Said, results: Sequence[str]) -> bool:
         return True
     wanted = value.lower()
     records = [record for content in results for record in _described_records(content)]
-    mine = [terms for ids, terms in records if wanted in ids]
-    for terms in mine:
-        if not all(said.says(term, negation=False) for term in terms):
+
+    def stated(terms: tuple[str, ...]) -> bool:
+        return all(said.says(term, negation=False) for term in terms)
+
+    for ids, ways in records:
+        if wanted not in ids:
             continue
-        others = [
-            t
-            for ids, t in records
-            if wanted not in ids and all(said.says(term, negation=False) for term in t)
-        ]
-        if not any(set(other) >= set(terms) for other in others):
-            return True
+        for terms in filter(stated, ways):
+            rivals = (
+                other
+                for other_ids, other_ways in records
+                if wanted not in other_ids
+                for other in other_ways
+                if stated(other)
+            )
+            if not any(set(other) >= set(terms) for other in rivals):
+                return True
     return False
