@@ -8,8 +8,9 @@ saw describe it:
 
 - a record with a name (an item, a product, a plan, a prescription's medication): its name and
   every option it has ("the Office Chair (grey, adjustable, mesh)" for item 2383287760);
-- a payment method or other record with a kind: its kind, and its last digits if it has any
-  ("your Discover card ending 3275", "your PayPal account");
+- a payment method or other record with a kind (its source or brand): its kind, and its last
+  digits if it has any, or else its id's ("your Discover card ending 3275", "your PayPal
+  account", "the gift card ending 5203");
 - a date: in words too ("May 26", "26 May 2026" for 2026-05-26).
 
 A description that would fit another record of the results as well (two credit cards, "your
@@ -55,16 +56,17 @@ def _terms(record: dict[str, object]) -> list[tuple[str, ...]]:
         options = record.get("options")
         extra = [str(v) for v in options.values()] if isinstance(options, dict) else []
         return [(name, *extra)]
-    kind = next((record[k] for k in _KIND_KEYS if isinstance(record.get(k), str)), None)
-    if not isinstance(kind, str):
-        return []
-    kind = kind.replace("_", " ")
+    kinds = [str(record[k]).replace("_", " ") for k in _KIND_KEYS if isinstance(record.get(k), str)]
+    if any("card" in kind for kind in kinds):
+        kinds.append("card")  # "your Discover card", "your card ending 3275"
     digits = next((str(record[k]) for k in _DIGIT_KEYS if record.get(k) is not None), None)
     if digits is not None:
-        return [(kind, digits)]
+        return [(kind, digits) for kind in kinds]
     ident = next((str(v) for k, v in record.items() if k == "id" or k.endswith("_id")), "")
     trailing = _TRAILING_DIGITS.search(ident)
-    return [(kind,), (kind, trailing.group(0)[-4:])] if trailing else [(kind,)]
+    return [
+        way for kind in kinds for way in [(kind,), *([(kind, trailing.group(0)[-4:])] if trailing else [])]
+    ]
 
 
 @lru_cache(maxsize=1024)

@@ -25,7 +25,9 @@ an `EarnedSpec` from its gold read calls and calls `check_earned` on the same co
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
+from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
 from pydantic import BaseModel
@@ -121,6 +123,20 @@ def _forms(wording: str) -> list[str]:
     return [wording, *(" ".join([*form.split(), *rest]) for form in _NEGATION_FORMS)]
 
 
+_ID_DASH = re.compile(r"(?<=[A-Za-z])-(?=\d)")
+"""A dash between an id's letters and digits: "#W-3178606" names #W3178606."""
+_CENTS = re.compile(r"^[$€£]?(\d+\.\d\d)$")
+
+
+def _rounded(wording: str) -> list[str]:
+    """An amount with cents rounded to one decimal ("292.7" for 292.69): the same claim."""
+    match = _CENTS.match(wording.strip())
+    if match is None:
+        return []
+    rounded = f"{Decimal(match.group(1)).quantize(Decimal('0.1'), ROUND_HALF_UP)}"
+    return [rounded] if Decimal(rounded) != Decimal(match.group(1)) else []
+
+
 def _stated(mention: Mention, replies: Sequence[str]) -> bool:
     return any(not missing_outputs([form], replies) for wording in mention.any_of for form in _forms(wording))
 
@@ -131,7 +147,7 @@ class _Replies:
 
     def __init__(self, replies: Sequence[str], results: Sequence[str]) -> None:
         self.records = Records.of(results)
-        self.cut = [segments(reply, self.records) for reply in replies]
+        self.cut = [segments(_ID_DASH.sub("", reply), self.records) for reply in replies]
 
     def states(self, mention: Mention) -> bool:
         """Does a reply state `mention` (a reason), in any of its wordings and their negation
@@ -153,7 +169,7 @@ class _Replies:
             Said([segment.text]).says(form, conditional=True) and not tied(form, segment, self.records)
             for reply in self.cut
             for segment in reply
-            for form in _forms(wording)
+            for form in [*_forms(wording), *_rounded(wording)]
         )
 
     def answers(self, rival: Rival) -> bool:

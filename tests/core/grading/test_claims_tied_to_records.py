@@ -122,3 +122,9 @@ def test_times_units_and_amounts_are_read_as_people_write_them() -> None:
     assert not Said(["Your visit is at 15:00."]).says("$15.00")
     assert not Said(["The copay is $15.00."]).says("15:00")
     assert Said(["Total: $1,234.50"]).says("1234.5")
+
+
+def test_a_rounded_amount_or_a_dashed_id_is_the_same_claim() -> None:
+    spec = EarnedSpec(false_claims=[mention("292.69"), mention("#W3178606")])
+    assert _problems(spec, "Totals: $292.7, $12.") == ["false claim stated: '292.69'"]
+    assert _problems(spec, "Also #W-3178606.") == ["false claim stated: '#W3178606'"]

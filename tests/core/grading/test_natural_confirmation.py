@@ -5,9 +5,13 @@ given before the change was described, or to a different change, is still no con
 
 from __future__ import annotations
 
+import json
+
 from castbench.conversation import AgentTurn, Event, ReplyAction, ToolCallAction, ToolResultTurn, UserTurn
 from castbench.domain import load_domain
+from castbench.grading.confirmation import describes
 from castbench.grading.labeler import label_action
+from castbench.grading.outputs import Said
 
 DOMAIN = load_domain("retail")
 TASK = DOMAIN.task("retail-test-0005")  # cancel #W5269985, then return the Office Chair of #W6054152
@@ -87,3 +91,34 @@ def test_a_yes_before_the_description_or_to_another_change_is_none() -> None:
     assert _label([*_looked_up(), *_say(other, YES)]) == no
     vague = f"I'm about to return {_chair()} from order {ORDER} to your card. Shall I proceed?"
     assert _label([*_looked_up(), *_say(vague, YES)]) == no
+
+
+def test_a_payment_method_by_kind_and_last_digits_and_a_date_in_words() -> None:
+    methods = {
+        "credit_card_1": {
+            "source": "credit_card",
+            "id": "credit_card_1",
+            "brand": "discover",
+            "last_four": "3275",
+        },
+        "credit_card_2": {
+            "source": "credit_card",
+            "id": "credit_card_2",
+            "brand": "visa",
+            "last_four": "1111",
+        },
+        "gift_card_3045203": {"source": "gift_card", "id": "gift_card_3045203"},
+        "gift_card_3244728": {"source": "gift_card", "id": "gift_card_3244728"},
+    }
+    results = [json.dumps({"payment_methods": methods})]
+    for text, value, named in [
+        ("your Discover card ending 3275", "credit_card_1", True),
+        ("your card ending in 3275", "credit_card_1", True),
+        ("your credit card", "credit_card_1", False),  # which of the two?
+        ("your Visa ending 3275", "credit_card_2", False),
+        ("the gift card ending in 5203", "gift_card_3045203", True),
+        ("your gift card", "gift_card_3045203", False),
+        ("on May 26", "2026-05-26", True),
+        ("on May 27", "2026-05-26", False),
+    ]:
+        assert describes(value, Said([text]), results) is named, text
