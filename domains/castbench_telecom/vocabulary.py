@@ -171,6 +171,6 @@ PERSONAS = [
 
 REASON_SYNONYMS: dict[str, tuple[str, ...]] = {
     # how customers and agents say the refusal reasons of this carrier's tasks in other words
-    "overdue": ("past due", "unpaid"),
+    "overdue": ("past due",),
     "someone else's account": ("another customer's account", "a different account"),
 }
