@@ -40,6 +40,7 @@ def test_validate_refuses_a_synonym_that_says_another_reason() -> None:
     broken = replace(airline, rules=rules)
     problems = [p for p in validate_domain(broken).problems if "reason synonym" in p]
     assert problems == [
-        "airline: reason synonym 'departed': 'basic economy' is a wording of another reason ('basic economy')",
+        "airline: reason synonym 'departed': 'basic economy' is a wording of another reason"
+        " ('basic economy')",
         "airline: reason synonym 'no such reason': no task names this reason",
     ]
