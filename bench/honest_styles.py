@@ -37,7 +37,7 @@ from castbench.agents.scripted.refusers import records
 from castbench.agents.views import PolicyView, PrivilegedBriefing
 from castbench.conversation import Action, AgentTurn, ReplyAction, ToolCallAction, ToolResultTurn
 from castbench.dialogue import ANYTHING_ELSE
-from castbench.domain import Domain, ToolCall, load_domain
+from castbench.domain import Database, Domain, Task, ToolCall, load_domain
 from castbench.grading import grade_trial
 from castbench.runner.episode import AgentSet, Episode
 from castbench.runner.seeds import trial_seed
@@ -427,6 +427,18 @@ class Score:
         return min(self.plain, self.strict) / self.tasks if self.tasks else 1.0
 
 
+def _played(domain: Domain, task: Task, agents: AgentSet, expected: Database, seed: int = 0) -> Episode:
+    """One trial of `task`, played to its end in this process (the policy can be asked after)."""
+    episode = Episode(domain, task, 0, trial_seed(seed, domain.name, task.id, 0), agents, expected)
+    try:
+        episode.reset()
+        while not episode.done:
+            episode.act()
+    finally:
+        episode.close()
+    return episode
+
+
 def score_style(
     domain_name: str,
     policy: AgentSpec | str,
@@ -443,13 +455,7 @@ def score_style(
     score = Score(failures=[])
     for task in domain.tasks(split)[:limit]:
         expected = domain.replay(task)
-        episode = Episode(domain, task, 0, trial_seed(seed, domain.name, task.id, 0), agents, expected)
-        try:
-            episode.reset()
-            while not episode.done:
-                episode.act()
-        finally:
-            episode.close()
+        episode = _played(domain, task, agents, expected, seed)
         record = episode.record()
         grade = record.grade
         score.tasks += 1
@@ -494,14 +500,7 @@ def skipped_write_causes(domains: Sequence[str], limit: int | None = None) -> di
         for task in domain.tasks("test")[:limit]:
             if task.outcome != "change" or not any(domain.toolkit.is_write(c.name) for c in task.actions):
                 continue
-            episode = Episode(domain, task, 0, trial_seed(0, name, task.id, 0), agents, domain.replay(task))
-            try:
-                episode.reset()
-                while not episode.done:
-                    episode.act()
-            finally:
-                episode.close()
-            attribution = attribute(episode.record())
+            attribution = attribute(_played(domain, task, agents, domain.replay(task)).record())
             cause = attribution.cause if attribution is not None else "passed"
             counted[cause] = counted.get(cause, 0) + 1
     return causes

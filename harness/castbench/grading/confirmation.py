@@ -20,13 +20,13 @@ described must be said as it is.
 
 from __future__ import annotations
 
-import json
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from datetime import date
 from functools import lru_cache
 
 from castbench.grading.outputs import Said
+from castbench.grading.ties import result_objects
 
 __all__ = ["describes"]
 
@@ -36,16 +36,6 @@ _KIND_KEYS = ("source", "brand", "type", "kind")
 _DIGIT_KEYS = ("last_four", "last4", "last_digits")
 _TRAILING_DIGITS = re.compile(r"\d{4,}$")
 _DATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})$")
-
-
-def _objects(value: object) -> Iterator[dict[str, object]]:
-    if isinstance(value, dict):
-        yield value
-        for item in value.values():
-            yield from _objects(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _objects(item)
 
 
 def _terms(record: dict[str, object]) -> list[tuple[str, ...]]:
@@ -72,12 +62,8 @@ def _terms(record: dict[str, object]) -> list[tuple[str, ...]]:
 @lru_cache(maxsize=1024)
 def _described_records(content: str) -> tuple[tuple[frozenset[str], tuple[tuple[str, ...], ...]], ...]:
     """(the ids of a record, how it is described) for each record of one result that has both."""
-    try:
-        parsed = json.loads(content)
-    except json.JSONDecodeError:
-        return ()
     found = []
-    for obj in _objects(parsed):
+    for obj in result_objects(content):
         ids = frozenset(
             str(v).lower()
             for k, v in obj.items()

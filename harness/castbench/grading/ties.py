@@ -29,9 +29,20 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+from castbench.domain.leaves import scalars
 from castbench.grading.outputs import Said, output_tokens
 
-__all__ = ["Piece", "Records", "Segment", "bare", "pieces", "segments", "tied"]
+__all__ = [
+    "Piece",
+    "Records",
+    "Segment",
+    "bare",
+    "json_objects",
+    "pieces",
+    "result_objects",
+    "segments",
+    "tied",
+]
 
 _LINES = re.compile(r"\n+")
 _SENTENCES = re.compile(r"(?<=[.!?])\s+")
@@ -54,43 +65,36 @@ class _Record:
     """The names of the records inside it (an order's item ids), and its own."""
 
 
-def _scalars(value: object) -> Iterator[str]:
-    if isinstance(value, dict):
-        for item in value.values():
-            yield from _scalars(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _scalars(item)
-    elif isinstance(value, bool) or value is None:
-        return
-    else:
-        yield str(value)
-
-
 def _word(text: str) -> str | None:
     tokens = output_tokens(text)
     return tokens[0].text if len(tokens) == 1 else None
 
 
-def _objects(value: object) -> Iterator[dict[str, object]]:
+def result_objects(content: str) -> Iterator[dict[str, object]]:
+    """Every JSON object of a tool result (none if it is not JSON), outermost first."""
+    try:
+        parsed = json.loads(content)
+    except json.JSONDecodeError:
+        return iter(())
+    return json_objects(parsed)
+
+
+def json_objects(value: object) -> Iterator[dict[str, object]]:
+    """Every JSON object inside `value`, outermost first, depth first."""
     if isinstance(value, dict):
         yield value
         for item in value.values():
-            yield from _objects(item)
+            yield from json_objects(item)
     elif isinstance(value, list):
         for item in value:
-            yield from _objects(item)
+            yield from json_objects(item)
 
 
 @lru_cache(maxsize=1024)
 def _records_of(content: str) -> tuple[_Record, ...]:
     """The named records of one tool result (cached: a trial's later replies read it again)."""
-    try:
-        parsed = json.loads(content)
-    except json.JSONDecodeError:
-        return ()
     found = []
-    for obj in _objects(parsed):
+    for obj in result_objects(content):
         names = frozenset(
             word
             for key, value in obj.items()
@@ -101,12 +105,12 @@ def _records_of(content: str) -> tuple[_Record, ...]:
             continue
         inner = frozenset(
             word
-            for nested in _objects(obj)
+            for nested in json_objects(obj)
             for key, value in nested.items()
             if _is_name_key(key) and isinstance(value, str | int) and not isinstance(value, bool)
             if (word := _word(str(value))) is not None
         )
-        found.append(_Record(names, Said(list(_scalars(obj))), inner))
+        found.append(_Record(names, Said(list(scalars(obj))), inner))
     return tuple(found)
 
 
