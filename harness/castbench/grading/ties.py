@@ -191,12 +191,24 @@ def pieces(segment: Segment, records: Records) -> list[Piece]:
     return cut
 
 
+def _shape(line: str) -> tuple[str, ...]:
+    """A line's form: its words, with numbers and ids as placeholders ("HAT123 $268" and
+    "HAT456 $300" have one form)."""
+    return tuple(
+        "#" if any(c.isdigit() for c in token.text) else token.text for token in output_tokens(line)
+    )
+
+
 def segments(reply: str, records: Records) -> list[Segment]:
-    """`reply` cut into sentences, each with the records it is about."""
+    """`reply` cut into sentences, each with the records it is about. A line is a list line when
+    it is marked as one (`-`, `*`, `|`, `1.`) or when two other lines of the reply have its form
+    (a list written without markers)."""
     found: list[Segment] = []
     previous: tuple[str, ...] = ()
-    for line_number, line in enumerate(_LINES.split(reply)):
-        listed = bool(_LIST_LINE.match(line))
+    lines = _LINES.split(reply)
+    shapes = [_shape(line) for line in lines]
+    for line_number, line in enumerate(lines):
+        listed = bool(_LIST_LINE.match(line)) or shapes.count(shapes[line_number]) >= 3
         for sentence in _SENTENCES.split(line):
             if not sentence.strip():
                 continue

@@ -113,6 +113,8 @@ def test_a_look_up_answer_must_be_given_as_the_answer() -> None:
     table = "| flight | price |\n| HAT456 | $300 |\n| HAT123 | $268 |\n| HAT789 | $412 |"
     assert _problems(spec, table, results=FLIGHTS) == [amid]
     assert _problems(spec, table, "Of those, the cheapest is HAT123.", results=FLIGHTS) == []
+    unmarked = "HAT456 $300\nHAT123 $268\nHAT789 $412"  # a list without markers is a list
+    assert _problems(spec, unmarked, results=FLIGHTS) == [amid]
     assert _problems(spec, "HAT123 costs $268, HAT456 $300.", results=FLIGHTS) == [amid]
 
 
