@@ -9,16 +9,21 @@ tells them apart is whether each value is *said of* the record that holds it. So
   in `_id` or `_number` (an order id, a flight number, a phone number). What it *holds* is every
   value inside it, nested ones too (an order holds its items' names and prices).
 - A reply is cut into segments: its lines (a list item, a table row), each cut into sentences.
-  A segment is about the records it names (as whole tokens, `#` optional). If every name it
-  names is held by one record that it names, the whole segment is about that record. Otherwise
-  it is cut at its commas and semicolons, and each piece is about the records that piece names.
-  A segment that names no record is about the record the segment before it (in the same reply)
-  was about, if that was one record ("Order #W1 is pending. It hasn't been delivered yet.").
-- A value is tied when what it stands in is about a record that holds it. A statement in the
-  negative ("not delivered", "hasn't been delivered") is tied when it is about a record that
-  does not hold what it denies. Naming a record the agent saw is true by itself.
+  A segment is about one record when one record it names (as whole tokens, `#` optional) holds
+  every other name it names (an order and its item ids); a segment that names no record is
+  about the record the segment before it was about ("Order #W1 is pending. It hasn't been
+  delivered yet."). Each segment is judged in pieces, cut at its commas and semicolons: a piece
+  is about the records it names, or, naming none, about what its segment is about.
+- A value is tied when the piece it stands in is about a record that holds it. A statement in
+  the negative ("not delivered", "hasn't been delivered") is tied when it is about a record that
+  does not hold what it denies. Naming a record the agent saw is true by itself, except as a
+  bare item (nothing but the name) of a list of three or more in a segment about no one record.
 - A value in a piece about no record is bare: a list of candidate values ("What I found: 99.25,
   161.16, ...") ties nothing to anything, and stays a claim of the task's false claims.
+- A list line is one marked as such (`-`, `*`, `|`, `1.`) or one of three or more lines of a
+  reply with the same form (ids and numbers aside): a look-up answer standing in one of them,
+  beside lines that hold other candidates, is a candidate, not the answer
+  (`castbench.grading.earned`).
 """
 
 from __future__ import annotations
