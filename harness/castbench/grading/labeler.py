@@ -51,7 +51,7 @@ from castbench.conversation import (
     ToolResultTurn,
     UserTurn,
 )
-from castbench.dialogue import asks_confirmation, is_affirmative
+from castbench.dialogue import asks_confirmation, is_affirmative, is_negative
 from castbench.domain import Database, Domain, Task, ToolCall, ToolError
 from castbench.domain.database import SEQUENCES_TABLE
 from castbench.domain.leaves import scalars
@@ -269,8 +269,7 @@ def _description(events: Sequence[Event], answer: int) -> list[str] | None:
     """The agent's description of the change the user's message at `answer` said yes to: the
     agent's reply just before it, and, when that reply only asks for the go-ahead ("Shall I
     proceed?"), the agent's reply before the user's turn before it as well (the details in one
-    message, the question in the next), when that turn only acknowledged them ("Okay."): a
-    turn that asks for something else leaves the details behind. None: the yes answered no
+    message, the question in the next), unless that turn was a no. None: the yes answered no
     reply of the agent."""
     request = events[answer - 1]
     if not (isinstance(request, AgentTurn) and isinstance(request.action, ReplyAction)):
@@ -280,7 +279,7 @@ def _description(events: Sequence[Event], answer: int) -> list[str] | None:
         between, details = events[answer - 2], events[answer - 3]
         if (
             isinstance(between, UserTurn)
-            and is_affirmative(between.text)
+            and not is_negative(between.text)
             and isinstance(details, AgentTurn)
             and isinstance(details.action, ReplyAction)
         ):
