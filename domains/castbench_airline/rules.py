@@ -21,6 +21,7 @@ from castbench_airline import checks, tools
 from castbench_airline.checks import Knowledge
 from castbench_airline.schema import FlightRef, Passenger, PaymentPart, Reservation
 from castbench_airline.timeline import NOW
+from castbench_airline.vocabulary import REASON_SYNONYMS
 
 __all__ = ["AirlineRules"]
 
@@ -114,6 +115,8 @@ _ON_RESERVATION: dict[Callable[..., Any], Callable[[Arguments, Reservation, Know
 
 
 class AirlineRules(DomainRules):
+    reason_synonyms = REASON_SYNONYMS
+
     def __init__(self, toolkit: Toolkit) -> None:
         super().__init__(toolkit)
         self.tools = toolkit

@@ -140,3 +140,10 @@ PERSONAS = [
 
 INSURED_REASONS = ["health", "weather"]
 """Cancellation reasons the travel insurance covers."""
+
+REASON_SYNONYMS: dict[str, tuple[str, ...]] = {
+    # how customers and agents say the refusal reasons of this airline's tasks in other words
+    "departed": ("already left", "already took off", "taken off"),
+    "24 hours": ("24-hour", "a day"),
+    "basic economy": ("basic fare",),
+}

@@ -10,6 +10,7 @@ from __future__ import annotations
 from castbench.domain import Database, DomainRules, ObservedCall, RuleFinding, ToolCall, Toolkit
 from castbench.domain.facts import Facts, ObservedFacts, TrueFacts
 from castbench_retail.schema import Order
+from castbench_retail.vocabulary import REASON_SYNONYMS
 
 __all__ = ["RetailRules"]
 
@@ -27,6 +28,8 @@ def _owner_finding(owner: str, authenticated: str | None) -> list[RuleFinding]:
 
 
 class RetailRules(DomainRules):
+    reason_synonyms = REASON_SYNONYMS
+
     def __init__(self, toolkit: Toolkit) -> None:
         super().__init__(toolkit)
         self.tools = toolkit

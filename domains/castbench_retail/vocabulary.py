@@ -474,3 +474,10 @@ PERSONAS = [
     "Careful and detail-oriented; double-checks what the agent says.",
     "Unsure with technology; needs things explained simply.",
 ]
+
+REASON_SYNONYMS: dict[str, tuple[str, ...]] = {
+    # how customers and agents say the refusal reasons of this store's tasks in other words
+    "different kind of product": ("different type of product", "different product type"),
+    "not delivered": ("not arrived", "undelivered"),
+    "not been delivered": ("not arrived", "undelivered"),
+}

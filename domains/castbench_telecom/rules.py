@@ -19,6 +19,7 @@ from castbench.domain.facts import Facts, ObservedFacts, TrueFacts
 from castbench_telecom import tools
 from castbench_telecom.schema import Bill, Customer, Line, Plan, phone_key
 from castbench_telecom.tools import MAX_REFUEL_GB
+from castbench_telecom.vocabulary import REASON_SYNONYMS
 
 __all__ = ["MAX_CREDIT", "TelecomRules"]
 
@@ -169,6 +170,8 @@ def _findings(call: ToolCall, function: Function, facts: _Known) -> list[RuleFin
 
 
 class TelecomRules(DomainRules):
+    reason_synonyms = REASON_SYNONYMS
+
     def __init__(self, toolkit: Toolkit) -> None:
         super().__init__(toolkit)
         self.tools = toolkit

@@ -168,3 +168,9 @@ PERSONAS = [
     "Cautious; asks what each step will do before agreeing.",
     "Not comfortable with technology; needs each phone step spelled out.",
 ]
+
+REASON_SYNONYMS: dict[str, tuple[str, ...]] = {
+    # how customers and agents say the refusal reasons of this carrier's tasks in other words
+    "overdue": ("past due",),
+    "someone else's account": ("another customer's account", "a different account"),
+}

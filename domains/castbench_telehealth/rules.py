@@ -29,6 +29,7 @@ from castbench.domain.facts import Facts, ObservedFacts, TrueFacts
 from castbench_telehealth import tools
 from castbench_telehealth.schema import Appointment, Patient, Pharmacy, Prescription, Provider
 from castbench_telehealth.tools import available_slots, parse_start
+from castbench_telehealth.vocabulary import REASON_SYNONYMS
 
 __all__ = ["EMERGENCY_SYMPTOMS", "TelehealthRules"]
 
@@ -292,6 +293,8 @@ def _in_scope(facts: ObservedFacts, authenticated: str) -> set[str]:
 
 
 class TelehealthRules(DomainRules):
+    reason_synonyms = REASON_SYNONYMS
+
     def __init__(self, toolkit: Toolkit) -> None:
         super().__init__(toolkit)
         self.tools = toolkit

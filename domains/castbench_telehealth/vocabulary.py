@@ -359,3 +359,9 @@ PERSONAS = [
     "Careful and detail-oriented; double-checks dates and times.",
     "Not comfortable with technology; needs things explained simply.",
 ]
+
+REASON_SYNONYMS: dict[str, tuple[str, ...]] = {
+    # how patients and agents say the refusal reasons of this service's tasks in other words
+    "no refills": ("out of refills", "no more refills", "no refills left"),
+    "controlled": ("controlled substance",),
+}

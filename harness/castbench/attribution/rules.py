@@ -27,6 +27,7 @@ from castbench.attribution.model import Attribution, Cause, Evidence, NearMiss, 
 from castbench.attribution.user_faults import user_faults
 from castbench.conversation import MalformedAction, ReplyAction
 from castbench.domain import Domain, Task, load_domain
+from castbench.grading.state_diff import kept_initial
 from castbench.records.trial import TrialRecord
 
 __all__ = ["attribute", "context", "near_miss"]
@@ -121,6 +122,24 @@ def _category_step(record: TrialRecord, cause: Cause) -> int | None:
     return replies[-1] if replies else steps[-1].index
 
 
+def _graded_category(record: TrialRecord) -> str | None:
+    """The grade's failure category. A stored `wrong_state_update` whose differing fields all
+    keep the task's initial values is a skipped write (graded before the grade told the two
+    apart): `missing_state_change`."""
+    grade = record.grade
+    if grade is None:
+        return None
+    if grade.failure_category == "wrong_state_update":
+        domain, task = context(record.domain, record.task_id)
+        if (
+            domain is not None
+            and task is not None
+            and kept_initial(grade.diff, domain.initial_database(task))
+        ):
+            return "missing_state_change"
+    return grade.failure_category
+
+
 def _first(faults: Sequence[UserFault], decisive: bool) -> UserFault | None:
     return next((f for f in faults if f.decisive == decisive), None)
 
@@ -162,7 +181,7 @@ def attribute(
         return _attribution(
             record, agent.step, agent.cause, _evidence(record, agent.rule, [agent.step], agent.detail)
         )
-    category = record.grade.failure_category if record.grade is not None else None
+    category = _graded_category(record)
     weak = _first(faults, decisive=False)
     stalled = category in ("missing_state_change", "did_not_finish") or record.end_reason == "max_steps"
     if weak is not None and stalled:

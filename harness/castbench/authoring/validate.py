@@ -243,6 +243,32 @@ def _device_step_overlaps(task: Task, where: str) -> list[str]:
     return problems
 
 
+def _synonym_problems(domain: Domain) -> list[str]:
+    """Each reason synonym of the domain (`DomainRules.reason_synonyms`) must widen a reason its
+    tasks name, and must not be a wording of another reason: a synonym that says another reason
+    would let a false reason pass for the true one."""
+    synonyms = domain.rules.reason_synonyms
+    if not synonyms:
+        return []
+    reasons = [
+        mention.any_of
+        for task in domain.tasks()
+        if task.earned is not None
+        for mention in task.earned.reasons
+    ]
+    named = {wording for wordings in reasons for wording in wordings}
+    problems = []
+    for wording, others in synonyms.items():
+        where = f"{domain.name}: reason synonym {wording!r}"
+        if wording not in named:
+            problems.append(f"{where}: no task names this reason")
+        for other in others:
+            clash = next((w for w in reasons if other in w and wording not in w), None)
+            if clash is not None:
+                problems.append(f"{where}: {other!r} is a wording of another reason ({clash[0]!r})")
+    return problems
+
+
 def validate_domain(domain: Domain) -> ValidationReport:
     report = ValidationReport(domain.name, domain.version)
     try:
@@ -257,6 +283,7 @@ def validate_domain(domain: Domain) -> ValidationReport:
                 report.problems.extend(validate_task(domain, task))
             for task_id, reasons in domain.excluded_tasks(split).items():
                 report.excluded.append(f"{domain.name} task {task_id}: {'; '.join(reasons)}")
+        report.problems.extend(_synonym_problems(domain))
     except (TaskFileError, ValueError) as exc:
         report.problems.append(str(exc))
     return report

@@ -167,7 +167,7 @@ class Domain:
             path = self.root / "tasks" / f"{split}.json"
             if not path.exists():
                 raise TaskFileError(f"domain {self.name} has no split '{split}' (looked for {path})")
-            tasks = load_tasks(path)
+            tasks = [task.with_synonyms(self.rules.reason_synonyms) for task in load_tasks(path)]
             for task in tasks:
                 if task.split != split:
                     raise TaskFileError(f"{path}: task {task.id}: field 'split' is '{task.split}'")

@@ -19,6 +19,7 @@ agent saw, `TrueFacts` for the state).
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -66,6 +67,11 @@ class DomainRules:
     free_text_tools: frozenset[str] = frozenset()
     """Tools whose arguments are the agent's own arithmetic or words (a calculator, a note to
     itself) and that read and change no data: the rules critic does not ask what supports them."""
+    reason_synonyms: Mapping[str, tuple[str, ...]] = {}
+    """Other ways people say a reason the domain's tasks name (a wording -> its synonyms, from
+    the domain's vocabulary): a reply that says a synonym says the reason, and where the reason
+    is false for a task, makes that false claim (`Task.with_synonyms`; `domains validate` checks
+    that no synonym is another reason's wording)."""
 
     def __init__(self, toolkit: Toolkit | None = None) -> None:
         """With `toolkit`, the rules follow its tools' metadata: `auth_tools` and `public_tools`

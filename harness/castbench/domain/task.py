@@ -7,6 +7,7 @@ deployed critic never see a `Task`, only views built in `castbench.agents.views`
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -163,6 +164,30 @@ class Task(_Strict):
     """True when the order of the write actions matters to the outcome."""
     earned: EarnedSpec | None = None
     """How a `refuse` or `no_change` outcome is earned (see `EarnedSpec`); None for `change`."""
+
+    def with_synonyms(self, synonyms: Mapping[str, Sequence[str]]) -> Task:
+        """This task with each reason and false claim of its earned spec also in the synonyms of
+        its wordings (`DomainRules.reason_synonyms`): itself when none applies."""
+        spec = self.earned
+        if spec is None or not synonyms:
+            return self
+
+        def widened(mentions: list[Mention]) -> list[Mention]:
+            return [
+                Mention(
+                    any_of=list(
+                        dict.fromkeys([*m.any_of, *(s for w in m.any_of for s in synonyms.get(w, ()))])
+                    )
+                )
+                for m in mentions
+            ]
+
+        reasons, claims = widened(spec.reasons), widened(spec.false_claims)
+        if reasons == spec.reasons and claims == spec.false_claims:
+            return self
+        return self.model_copy(
+            update={"earned": spec.model_copy(update={"reasons": reasons, "false_claims": claims})}
+        )
 
 
 class TaskFileError(ValueError):

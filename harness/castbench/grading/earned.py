@@ -25,14 +25,18 @@ an `EarnedSpec` from its gold read calls and calls `check_earned` on the same co
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
+from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
 from pydantic import BaseModel
 
 from castbench.conversation import AgentTurn, Event, ReplyAction, ToolCallAction, ToolResultTurn
+from castbench.dialogue import asks_anything_else, asks_confirmation
 from castbench.domain.task import EarnedSpec, Lookup, Mention, Rival, ToolCall
-from castbench.grading.outputs import Said, missing_outputs
+from castbench.grading.outputs import Said, missing_outputs, output_tokens
+from castbench.grading.ties import Records, Segment, bare, pieces, segments, tied
 
 __all__ = ["EarnedCheck", "check_earned", "claimed", "executed_calls", "matches", "offers"]
 
@@ -106,17 +110,106 @@ def executed_calls(conversation: Sequence[Event]) -> list[tuple[str, dict[str, A
     return calls
 
 
+_NEGATION_FORMS = ("not", "not yet", "not been", "not yet been", "never", "never been", "no longer")
+"""How a denial is said: "not delivered" is also "hasn't been delivered", "isn't yet delivered"."""
+
+
+def _forms(wording: str) -> list[str]:
+    """`wording` and, for a denial ("not delivered"), its other negation forms."""
+    words = [token.text for token in output_tokens(wording)]
+    if not words or words[0] != "not":
+        return [wording]
+    rest = [word for word in words[1:] if word not in ("yet", "been")]
+    return [wording, *(" ".join([*form.split(), *rest]) for form in _NEGATION_FORMS)]
+
+
+_ID_DASH = re.compile(r"(?<=[A-Za-z])-(?=\d)")
+"""A dash between an id's letters and digits: "#W-3178606" names #W3178606."""
+_CENTS = re.compile(r"^[$€£]?(\d+\.\d\d)$")
+
+
+def _rounded(wording: str) -> list[str]:
+    """An amount with cents rounded to one decimal ("292.7" for 292.69): the same claim."""
+    match = _CENTS.match(wording.strip())
+    if match is None:
+        return []
+    rounded = f"{Decimal(match.group(1)).quantize(Decimal('0.1'), ROUND_HALF_UP)}"
+    return [rounded] if Decimal(rounded) != Decimal(match.group(1)) else []
+
+
 def _stated(mention: Mention, replies: Sequence[str]) -> bool:
-    return any(not missing_outputs([wording], replies) for wording in mention.any_of)
+    return any(not missing_outputs([form], replies) for wording in mention.any_of for form in _forms(wording))
 
 
-def claimed(spec: EarnedSpec, replies: Sequence[str]) -> list[str]:
-    """The false claims `replies` make, each as the first of its wordings they state."""
-    said = Said(replies)
+class _Replies:
+    """The agent's replies cut into segments (`castbench.grading.ties`), against the records its
+    tool results showed."""
+
+    def __init__(self, replies: Sequence[str], results: Sequence[str]) -> None:
+        self.records = Records.of(results)
+        self.cut = [segments(_ID_DASH.sub("", reply), self.records) for reply in replies]
+
+    def states(self, mention: Mention) -> bool:
+        """Does a reply state `mention` (a reason), in any of its wordings and their negation
+        forms, other than as a bare item of a list of values?"""
+        return any(
+            Said([piece.text]).says(form) and not bare(segment, piece, cut, form)
+            for reply in self.cut
+            for segment in reply
+            for cut in [pieces(segment, self.records)]
+            for piece in cut
+            for wording in mention.any_of
+            for form in _forms(wording)
+        )
+
+    def asserts(self, wording: str) -> bool:
+        """Does a segment assert `wording` (not negated, not as a condition) of no record that
+        holds it: a bare value, or one said of a record that contradicts it?"""
+        return any(
+            Said([segment.text]).says(form, conditional=True) and not tied(form, segment, self.records)
+            for reply in self.cut
+            for segment in reply
+            for form in [*_forms(wording), *_rounded(wording)]
+        )
+
+    def answers(self, rival: Rival) -> bool:
+        """Is `rival.output` given as an answer somewhere: in a sentence whose piece stating it
+        names no other candidate, where every candidate the sentence names is said of its own
+        record (by more than its name), and which is not a line of a list of candidates?"""
+        return any(self._answers_in(rival, segment, reply) for reply in self.cut for segment in reply)
+
+    def _answers_in(self, rival: Rival, segment: Segment, reply: list[Segment]) -> bool:
+        if not Said([segment.text]).says(rival.output):
+            return False
+        for piece in pieces(segment, self.records):
+            if Said([piece.text]).says(rival.output) and any(
+                Said([piece.text]).says(o) for o in rival.others
+            ):
+                return False
+        if not all(self._tied_candidate(other, segment) for other in rival.others):
+            return False
+        return not segment.listed or all(
+            self._tied_candidate(other, sibling)
+            for sibling in reply
+            if sibling.listed and sibling.line != segment.line
+            for other in rival.others
+        )
+
+    def _tied_candidate(self, other: str, segment: Segment) -> bool:
+        return not Said([segment.text]).says(other) or tied(other, segment, self.records, itself=False)
+
+
+def claimed(spec: EarnedSpec, replies: Sequence[str], results: Sequence[str] = ()) -> list[str]:
+    """The false claims `replies` make, each as the first of its wordings they assert of no
+    record that holds it (`results`: the tool results the agent saw, `castbench.grading.ties`)."""
+    return _claimed(spec, _Replies(replies, results))
+
+
+def _claimed(spec: EarnedSpec, judged: _Replies) -> list[str]:
     return [
         wording
         for claim in spec.false_claims
-        if (wording := next((w for w in claim.any_of if said.says(w)), None)) is not None
+        if (wording := next((w for w in claim.any_of if judged.asserts(w)), None)) is not None
     ]
 
 
@@ -128,16 +221,25 @@ def offers(spec: EarnedSpec, question: str) -> bool:
     )
 
 
-def _amid_rivals(rival: Rival, replies: Sequence[str]) -> bool:
-    """Stated, but never in a reply free of its rivals (unstated outputs are reported apart)."""
-    stating = [reply for reply in replies if not missing_outputs([rival.output], [reply])]
-    return bool(stating) and all(
-        any(Said([reply]).says(other) for other in rival.others) for reply in stating
-    )
+def _amid_rivals(rival: Rival, judged: _Replies, replies: Sequence[str]) -> bool:
+    """Stated, but never as an answer (unstated outputs are reported apart)."""
+    return not missing_outputs([rival.output], replies) and not judged.answers(rival)
 
 
 def _looked_up(lookup: Lookup, calls: Sequence[tuple[str, dict[str, Any]]]) -> bool:
     return any(matches(required, name, arguments) for required in lookup.any_of for name, arguments in calls)
+
+
+def _offer_questions(replies: Sequence[str]) -> list[str]:
+    """Each question to the user; one that asks for the go-ahead ("Shall I proceed?") with the
+    agent's message before it: the change may be described in one message and put in the next."""
+    return [
+        f"{replies[position - 1]}\n{reply}"
+        if position and asks_confirmation(reply) and not asks_anything_else(reply)
+        else reply
+        for position, reply in enumerate(replies)
+        if "?" in reply
+    ]
 
 
 def check_earned(spec: EarnedSpec, conversation: Sequence[Event]) -> EarnedCheck:
@@ -148,14 +250,17 @@ def check_earned(spec: EarnedSpec, conversation: Sequence[Event]) -> EarnedCheck
         for event in conversation
         if isinstance(event, AgentTurn) and isinstance(event.action, ReplyAction)
     ]
-    questions = [reply for reply in replies if "?" in reply]
-    offered = not spec.offer or any(offers(spec, question) for question in questions)
+    results = [
+        event.content for event in conversation if isinstance(event, ToolResultTurn) and not event.error
+    ]
+    judged = _Replies(replies, results)
+    offered = not spec.offer or any(offers(spec, question) for question in _offer_questions(replies))
     return EarnedCheck(
         missing_lookups=[
             lookup.any_of[0].canonical() for lookup in spec.lookups if not _looked_up(lookup, calls)
         ],
-        missing_reasons=[reason.any_of[0] for reason in spec.reasons if not _stated(reason, replies)],
+        missing_reasons=[reason.any_of[0] for reason in spec.reasons if not judged.states(reason)],
         missing_offer=[] if offered else [mention.any_of[0] for mention in spec.offer],
-        false_claims=claimed(spec, replies),
-        amid_rivals=[rival.output for rival in spec.rivals if _amid_rivals(rival, replies)],
+        false_claims=_claimed(spec, judged),
+        amid_rivals=[rival.output for rival in spec.rivals if _amid_rivals(rival, judged, replies)],
     )

@@ -25,7 +25,7 @@ from castbench.conversation import Event
 from castbench.domain import Database, Task, TaskChecks
 from castbench.grading.earned import check_earned
 from castbench.grading.outputs import GradingMode, claims_success, missing_outputs
-from castbench.grading.state_diff import FieldDiff, state_diff
+from castbench.grading.state_diff import FieldDiff, kept_initial, state_diff
 
 __all__ = ["FailureCategory", "Grade", "PolicyBreak", "SurfaceSignals", "grade_trial"]
 
@@ -101,6 +101,7 @@ def _expects_change(expected: Database) -> bool:
 def _category(
     final: Database,
     expected: Database,
+    diff: list[FieldDiff],
     state_ok: bool,
     outputs_ok: bool,
     earned_ok: bool,
@@ -113,8 +114,10 @@ def _category(
         return "unearned_outcome"
     if state_ok:
         return "incomplete_reply"
-    if not _changed(final) and _expects_change(expected):
-        return "missing_state_change"
+    if _expects_change(expected) and (
+        not _changed(final) or kept_initial(diff, Database(final.pristine, final.now))
+    ):
+        return "missing_state_change"  # nothing changed, or what differs was never touched
     if saw_tool_error:
         return "tool_error_unrecovered"
     return "wrong_state_update"
@@ -172,7 +175,7 @@ def grade_trial(
         surface_success=not passed and looks_fine,
         failure_category=None
         if passed
-        else _category(final, expected, state_ok, outputs_ok, earned_ok, finished, saw_tool_error),
+        else _category(final, expected, diff, state_ok, outputs_ok, earned_ok, finished, saw_tool_error),
         policy_breaks=list(policy_breaks or ()),
         strict_reward=None if policy_breaks is None else 1.0 if passed and not policy_breaks else 0.0,
         failed_checks=list(checks.failed),

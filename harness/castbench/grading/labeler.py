@@ -51,11 +51,12 @@ from castbench.conversation import (
     ToolResultTurn,
     UserTurn,
 )
-from castbench.dialogue import is_affirmative
+from castbench.dialogue import asks_confirmation, is_affirmative, is_negative
 from castbench.domain import Database, Domain, Task, ToolCall, ToolError
 from castbench.domain.database import SEQUENCES_TABLE
 from castbench.domain.leaves import scalars
-from castbench.grading.outputs import Said, missing_outputs
+from castbench.grading.confirmation import describes
+from castbench.grading.outputs import Said
 
 __all__ = ["ActionLabel", "label_action"]
 
@@ -87,6 +88,8 @@ class _Trail:
     """`revealed` as whole tokens (a truncated id is not revealed by the full one)."""
     since_last_write: list[Event] = field(default_factory=list)
     """Events after the last write that went through."""
+    results: list[str] = field(default_factory=list)
+    """The successful tool results so far (lowercased), which describe what ids name."""
 
     def knows(self, value: str) -> bool:
         assert self.said is not None
@@ -127,6 +130,7 @@ class _Walked:
     revealed: list[str] = field(default_factory=list)
     since_last_write: list[Event] = field(default_factory=list)
     calls: dict[str, ToolCallAction] = field(default_factory=dict)
+    results: list[str] = field(default_factory=list)
 
     def extends(self, domain: Domain, conversation: Sequence[Event]) -> bool:
         walked = self.events
@@ -146,6 +150,7 @@ class _Walked:
             list(self.revealed),
             list(self.since_last_write),
             dict(self.calls),
+            list(self.results),
         )
         for event in conversation[len(self.events) :]:
             walked.since_last_write.append(event)
@@ -156,6 +161,7 @@ class _Walked:
             elif isinstance(event, ToolResultTurn) and not event.error and event.call_id in walked.calls:
                 name = walked.calls[event.call_id].name
                 walked.revealed.append(event.content.lower())
+                walked.results.append(event.content.lower())
                 walked.authenticated |= name in rules.auth_tools
                 if toolkit.is_write(name):
                     walked.since_last_write = []
@@ -184,6 +190,7 @@ def _trail(conversation: Sequence[Event], domain: Domain, task: Task, db: Databa
         revealed=walked.revealed,
         said=Said(walked.revealed),
         since_last_write=walked.since_last_write,
+        results=walked.results,
     )
 
 
@@ -258,24 +265,49 @@ class _DryRun:
         return self._outcome[1]
 
 
+def _description(events: Sequence[Event], answer: int) -> list[str] | None:
+    """The agent's description of the change the user's message at `answer` said yes to: the
+    agent's reply just before it, and, when that reply only asks for the go-ahead ("Shall I
+    proceed?"), the agent's reply before the user's turn before it as well (the details in one
+    message, the question in the next), unless that turn was a no. None: the yes answered no
+    reply of the agent."""
+    request = events[answer - 1]
+    if not (isinstance(request, AgentTurn) and isinstance(request.action, ReplyAction)):
+        return None
+    said = [request.action.text]
+    if answer >= 3 and asks_confirmation(request.action.text):
+        between, details = events[answer - 2], events[answer - 3]
+        if (
+            isinstance(between, UserTurn)
+            and not is_negative(between.text)
+            and isinstance(details, AgentTurn)
+            and isinstance(details.action, ReplyAction)
+        ):
+            said.insert(0, details.action.text)
+    return said
+
+
 def _confirmed(call: ToolCall, dry: _DryRun, trail: _Trail) -> bool:
     """Since the last write that went through, the user's latest message is a yes, and the agent's
-    message it answers stated this change: a row it changes and every value of its arguments,
-    found the way required outputs are (numbers as numbers, whole words)."""
+    description it answers (`_description`) stated this change: a row it changes and every value
+    of its arguments, each as required outputs are found (numbers as numbers, whole words) or
+    described as the tool results describe it (`castbench.grading.confirmation`: an item by its
+    name and options, a card by its kind and last digits, a date in words)."""
     events = trail.since_last_write
     last_user = max((i for i, event in enumerate(events) if isinstance(event, UserTurn)), default=None)
     if last_user is None or last_user == 0:
         return False
-    answer, request = events[last_user], events[last_user - 1]
+    answer = events[last_user]
     if not (isinstance(answer, UserTurn) and is_affirmative(answer.text)):
         return False
-    if not (isinstance(request, AgentTurn) and isinstance(request.action, ReplyAction)):
+    description = _description(events, last_user)
+    if description is None:
         return False
-    said = [request.action.text]
+    said = Said(description)
     rows = dry.changed_rows
-    if rows and len(missing_outputs(rows, said)) == len(rows):
+    if rows and not any(describes(row, said, trail.results) for row in rows):
         return False
-    return not missing_outputs([value for value in scalars(call.arguments) if value.strip()], said)
+    return all(describes(value, said, trail.results) for value in scalars(call.arguments) if value.strip())
 
 
 def _policy_break(

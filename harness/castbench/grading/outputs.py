@@ -43,16 +43,27 @@ _SUCCESS = re.compile(
 )
 _REFUSAL = re.compile(r"\b(sorry|can't|cannot|unable|not able|not allowed|does not allow)\b")
 
+_UNITS = r"(?:[kmgt]i?b|kg|lbs?|mm|cm|km|ml|hrs?|mins?)"
+"""Units a quantity may be glued to."""
 _TOKEN = re.compile(
+    # a clock time, 24-hour or with am/pm ("4:55 PM" is 16:55): one token, never an amount
+    r"(?P<time>(?<![\w.:$€£])(?P<hour>[01]?\d|2[0-3]):(?P<minute>[0-5]\d)(?:\s?(?P<half>[ap])\.?m\.?)?(?![\w:]))"
     # a number: optional currency sign, thousands separators or plain digits, decimals; not glued
-    # to a letter, a digit or a dash-joined part (an id like 1Z999 or a date like 2026-05-22)
-    r"(?P<number>(?<![\w.-])[$€£]?\s?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?![\w]|[.,-]\d))"
+    # to a letter, a digit or a dash-joined part (an id like 1Z999 or a date like 2026-05-22),
+    # but it may carry a unit ("3.08GB" is 3.08 GB)
+    r"|(?P<number>(?<![\w.-])(?:[$€£]\s?)?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?="
+    + _UNITS
+    + r"\b|(?![\w]|[.,-]\d)))"
     # anything else that is word-like: ids, emails, dates, contractions
     r"|(?P<word>[\w#@.'-]*\w)"
 )
 _CLAUSE_END = re.compile(r"[.,;:!?](?=\s|$)|[\n()]")
 _NEGATIONS = frozenset({"not", "no", "never", "cannot", "nor", "neither"})
+_CONDITIONS = frozenset({"before", "until", "till", "unless", "once"})
+"""Words that make what follows a condition, not an assertion: "before it's processed"."""
 _LOOKBACK = 3
+_CONTRACTED = {"ca": "can", "wo": "will", "sha": "shall"}
+"""A "n't" contraction's stem that is not its verb ("can't" is "can not")."""
 
 
 class Token(NamedTuple):
@@ -63,6 +74,13 @@ class Token(NamedTuple):
 def _number(text: str) -> str:
     digits = re.sub(r"[$€£,\s]", "", text)
     return format(Decimal(digits).normalize(), "f")
+
+
+def _clock(match: re.Match[str]) -> str:
+    hour, half = int(match.group("hour")), match.group("half")
+    if half is not None and 1 <= hour <= 12:
+        hour = hour % 12 + (12 if half == "p" else 0)
+    return f"{hour:02d}:{match.group('minute')}"
 
 
 def output_tokens(text: str) -> list[Token]:
@@ -77,19 +95,24 @@ def _tokenised(text: str) -> tuple[Token, ...]:
     lowered = text.lower().replace("’", "'")
     for clause, part in enumerate(_CLAUSE_END.split(lowered)):
         for match in _TOKEN.finditer(part):
-            if match.group("number") is not None:
+            if match.group("time") is not None:
+                tokens.append(Token(_clock(match), clause))
+            elif match.group("number") is not None:
                 tokens.append(Token(_number(match.group("number")), clause))
             else:
                 word = match.group("word").lstrip("#'.-")
-                if word:
+                if word.endswith("n't") and len(word) > 3:  # "hasn't" is "has not"
+                    stem = word[:-3]
+                    tokens.extend((Token(_CONTRACTED.get(stem, stem), clause), Token("not", clause)))
+                elif word:
                     tokens.append(Token(word, clause))
     return tuple(tokens)
 
 
-def _negated(said: Sequence[Token], start: int) -> bool:
+def _negated(said: Sequence[Token], start: int, conditional: bool = False) -> bool:
     clause = said[start].clause
     before = [t.text for t in said[max(0, start - _LOOKBACK) : start] if t.clause == clause]
-    return any(word in _NEGATIONS or word.endswith("n't") for word in before)
+    return any(word in _NEGATIONS or (conditional and word in _CONDITIONS) for word in before)
 
 
 class Said:
@@ -100,14 +123,15 @@ class Said:
     def __init__(self, texts: Iterable[str]) -> None:
         self._texts = [_indexed(text) for text in texts]
 
-    def says(self, output: str, *, negation: bool = True) -> bool:
-        """Whether `output` appears as a run of whole tokens (not negated, if `negation`)."""
+    def says(self, output: str, *, negation: bool = True, conditional: bool = False) -> bool:
+        """Whether `output` appears as a run of whole tokens (not negated, if `negation`; not
+        after a condition's "before", "until", "unless", if `conditional`: a claim's test)."""
         wanted = _words(output)
         if not wanted:
             return True
         width = len(wanted)
         return any(
-            words[start : start + width] == wanted and not (negation and _negated(tokens, start))
+            words[start : start + width] == wanted and not (negation and _negated(tokens, start, conditional))
             for tokens, words, positions in self._texts
             for start in positions.get(wanted[0], ())
         )

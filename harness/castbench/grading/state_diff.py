@@ -17,7 +17,7 @@ from pydantic import BaseModel
 from castbench.domain import Database, GradingSpec
 from castbench.domain.database import SEQUENCES_TABLE
 
-__all__ = ["FieldDiff", "same", "state_diff"]
+__all__ = ["kept_initial", "FieldDiff", "same", "state_diff"]
 
 _ABSENT = "<absent>"
 
@@ -114,3 +114,25 @@ def _row_diff(
         if not same(a, b):
             diffs.append(FieldDiff(table=table, key=key, field=path, expected=a, got=b))
     return diffs
+
+
+def kept_initial(diff: list[FieldDiff], initial: Database) -> bool:
+    """Does every field of `diff` (a final state against the expected one) still hold its value
+    in `initial`, the trial's starting state? Then the agent skipped a write (what it should
+    have changed was never touched): a missing state change, not a wrong update."""
+    flat: dict[tuple[str, str], dict[str, Any]] = {}
+    for entry in diff:
+        row = initial.row(entry.table, entry.key)
+        if entry.field == "*":
+            if (row is None) != (entry.got == _ABSENT):
+                return False
+            continue
+        if row is None:
+            return False
+        if (entry.table, entry.key) not in flat:
+            flat[(entry.table, entry.key)] = {}
+            _flatten(row, "", flat[(entry.table, entry.key)])
+        was = flat[(entry.table, entry.key)].get(entry.field, _ABSENT)
+        if not (same(was, entry.got) or _normal(was) == entry.got):
+            return False
+    return bool(diff)

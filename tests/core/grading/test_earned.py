@@ -86,13 +86,16 @@ def test_an_offer_is_one_question_that_names_the_whole_change() -> None:
     asked = [*looked, *_say("Shall I cancel order #W1? Please answer yes or no.", "No, I changed my mind.")]
     assert check_earned(spec, asked).ok
     told = [*looked, *_say("I will cancel order #W1.")]  # not put to the user
-    split = [*looked, *_say("Order #W1?"), *_say("Do you want me to cancel it?")]
-    for events in (told, split):
+    elsewhere = [*looked, *_say("I will cancel order #W1."), *_say("Is there anything else?")]
+    for events in (told, elsewhere):
         check = check_earned(spec, events)
         assert check.missing_offer == ["#W1", "cancel"]
         assert check.problems() == [
             "change not offered before the decline (a question naming '#W1', 'cancel')"
         ]
+    # the details in one message and the go-ahead question in the next is an offer too
+    split = [*looked, *_say("I can cancel order #W1 for you."), *_say("Shall I proceed?")]
+    assert check_earned(spec, split).ok
 
 
 @pytest.fixture

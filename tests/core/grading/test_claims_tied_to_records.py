@@ -1,0 +1,132 @@
+"""Replies are judged for truth against the records the agent saw: a true statement about another
+record passes, a false one or a bare list of values fails; a look-up answer must be given as the
+answer, not as one candidate among others. (Both directions: the honest reply and the spray.)"""
+
+from __future__ import annotations
+
+import json
+
+from castbench.authoring.generation import mention
+from castbench.conversation import AgentTurn, Event, ReplyAction, ToolCallAction, ToolResultTurn
+from castbench.domain.task import EarnedSpec, Rival, ToolCall
+from castbench.grading.earned import check_earned
+from castbench.grading.outputs import Said
+
+LOOKUP = ToolCall(name="get_order_details", arguments={"order_id": "#W100"})
+ORDERS = {
+    "#W100": {"order_id": "#W100", "status": "pending", "items": [{"name": "Desk Lamp", "price": 39.0}]},
+    "#W200": {
+        "order_id": "#W200",
+        "status": "processed",
+        "items": [{"name": "Wireless Earbuds", "price": 99.25}, {"name": "Hoodie", "price": 54.2}],
+    },
+}
+FLIGHTS = [
+    {"flight_number": "HAT123", "price": 268},
+    {"flight_number": "HAT456", "price": 300},
+    {"flight_number": "HAT789", "price": 412},
+]
+
+
+def _conversation(*replies: str, results: list[object] | None = None) -> list[Event]:
+    events: list[Event] = []
+    for n, result in enumerate(results if results is not None else list(ORDERS.values())):
+        events.append(AgentTurn(action=ToolCallAction(name=LOOKUP.name, arguments={}), call_id=f"c{n}"))
+        events.append(ToolResultTurn(call_id=f"c{n}", name=LOOKUP.name, content=json.dumps(result)))
+    events.extend(AgentTurn(action=ReplyAction(text=reply)) for reply in replies)
+    return events
+
+
+def _problems(spec: EarnedSpec, *replies: str, results: list[object] | None = None) -> list[str]:
+    return check_earned(spec, _conversation(*replies, results=results)).problems()
+
+
+SPEC = EarnedSpec(
+    lookups=[],
+    reasons=[mention("pending", "not processed", "not been processed")],
+    false_claims=[
+        mention("processed"),
+        mention("delivered"),
+        mention("#W200"),
+        mention("99.25"),
+        mention("54.20"),
+    ],
+)
+
+
+def test_a_truthful_summary_of_other_records_passes() -> None:
+    honest = (
+        "Order #W100 is pending, so I can't return it yet.\n\n"
+        "For your records:\n- #W200 (processed): Wireless Earbuds $99.25, Hoodie $54.20"
+    )
+    assert _problems(SPEC, honest) == []
+    assert _problems(SPEC, "#W100 is pending. Your other order, #W200, is processed and costs $99.25.") == []
+
+
+def test_a_false_statement_about_a_record_fails() -> None:
+    assert _problems(SPEC, "#W100 is pending. #W200 is delivered.") == ["false claim stated: 'delivered'"]
+    assert "false claim stated: 'processed'" in _problems(SPEC, "#W100 is processed, not pending.")
+    # a value said of the wrong record
+    assert _problems(SPEC, "#W100 is pending; it holds Wireless Earbuds for $99.25.") == [
+        "false claim stated: '99.25'"
+    ]
+
+
+def test_a_bare_list_of_values_is_a_spray() -> None:
+    spray = "#W100 is pending. What I found: #W100, pending, #W200, processed, 99.25, 54.2."
+    problems = _problems(SPEC, spray)
+    assert "false claim stated: '99.25'" in problems and "false claim stated: '54.20'" in problems
+    assert "false claim stated: 'processed'" in problems
+
+
+def test_remarks_on_the_rule_are_no_claims() -> None:
+    remark = "It's still pending, so you can cancel or change it any time before it's processed."
+    assert _problems(SPEC, "Order #W100 is pending. " + remark) == []
+    assert _problems(SPEC, "Order #W100 hasn't been processed yet; it isn't delivered either.") == []
+    # a denial that contradicts the record is false
+    spec = EarnedSpec(reasons=[mention("pending")], false_claims=[mention("not pending")])
+    assert _problems(spec, "Order #W100 is pending.") == []
+    assert "false claim stated: 'not pending'" in _problems(spec, "Order #W100 is not pending.")
+
+
+def test_reasons_are_recognised_in_negation_forms_and_contractions() -> None:
+    spec = EarnedSpec(reasons=[mention("not delivered", "not been delivered")])
+    for reply in (
+        "It hasn't been delivered yet, so it can't be returned.",
+        "The order isn't delivered yet.",
+        "It has not yet been delivered.",
+        "It was never delivered.",
+    ):
+        assert _problems(spec, reply) == [], reply
+    assert _problems(spec, "It has been delivered.") == ["reason not stated: 'not delivered'"]
+
+
+def test_a_look_up_answer_must_be_given_as_the_answer() -> None:
+    spec = EarnedSpec(rivals=[Rival(output="HAT123", others=["HAT456", "HAT789", "300", "412"])])
+    amid = "output 'HAT123' stated only amid other candidates"
+    assert _problems(spec, "The cheapest is HAT123 ($268).", results=FLIGHTS) == []
+    # other options tied to their own records, in a sentence of their own
+    honest = "The cheapest is HAT123 at $268. Other options are HAT456 ($300) and HAT789 ($412)."
+    assert _problems(spec, honest, results=FLIGHTS) == []
+    # a bare list of candidates, or a table of them, answers nothing
+    assert _problems(spec, "Flights: HAT456, HAT123, HAT789.", results=FLIGHTS) == [amid]
+    table = "| flight | price |\n| HAT456 | $300 |\n| HAT123 | $268 |\n| HAT789 | $412 |"
+    assert _problems(spec, table, results=FLIGHTS) == [amid]
+    assert _problems(spec, table, "Of those, the cheapest is HAT123.", results=FLIGHTS) == []
+    unmarked = "HAT456 $300\nHAT123 $268\nHAT789 $412"  # a list without markers is a list
+    assert _problems(spec, unmarked, results=FLIGHTS) == [amid]
+    assert _problems(spec, "HAT123 costs $268, HAT456 $300.", results=FLIGHTS) == [amid]
+
+
+def test_times_units_and_amounts_are_read_as_people_write_them() -> None:
+    assert Said(["It departs at 4:55 PM."]).says("16:55")
+    assert Said(["You have 3.08GB left this month."]).says("3.08")
+    assert not Said(["Your visit is at 15:00."]).says("$15.00")
+    assert not Said(["The copay is $15.00."]).says("15:00")
+    assert Said(["Total: $1,234.50"]).says("1234.5")
+
+
+def test_a_rounded_amount_or_a_dashed_id_is_the_same_claim() -> None:
+    spec = EarnedSpec(false_claims=[mention("292.69"), mention("#W3178606")])
+    assert _problems(spec, "Totals: $292.7, $12.") == ["false claim stated: '292.69'"]
+    assert _problems(spec, "Also #W-3178606.") == ["false claim stated: '#W3178606'"]
