@@ -32,7 +32,8 @@ ROUTES = ["module", "scratch", "home", "tmp", "thread", "atfork", "daemon"]
 @pytest.fixture
 def toy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Three tasks a policy that does nothing passes, each with its own opening."""
-    tasks = [toy_task(f"toy-{i}", [], outcome="no_change", request=f"Hello, case {'abc'[i]}.") for i in range(3)]
+    openings = ("Hello, case alpha.", "Hello, case bravo.", "Hello, case charlie.")
+    tasks = [toy_task(f"toy-{i}", [], outcome="no_change", request=text) for i, text in enumerate(openings)]
     register_toy(monkeypatch, build_toy_domain(tmp_path / "toy", tasks))
     return [task["id"] for task in tasks]
 
