@@ -77,11 +77,12 @@ def _replies(db: str, run_id: str) -> list[str]:
 
 
 def test_nothing_carries_between_concurrent_trials(toy: list[str], tmp_path: Path) -> None:
-    """Trials in flight at once are processes of their own too. (A daemon answering on a UDP port
-    is left out: what reaches a concurrent trial over the network is the sandbox's to refuse.)"""
+    """Trials in flight at once are processes of their own too, and a daemon one left cannot
+    answer another over UDP (the sandbox refuses UDP sockets)."""
     db = sqlite_url(tmp_path / "r.db")
-    routes = [route for route in ROUTES if route != "daemon"]
-    result = _run(f"{AGENTS}:ReportingPolicy?via={','.join(routes)}", toy, db, concurrency=3)
+    routes = ROUTES
+    port = _port("daemon")
+    result = _run(f"{AGENTS}:ReportingPolicy?via={','.join(routes)}&port={port}", toy, db, concurrency=3)
     replies = _replies(db, result.outcome.run_id)
     assert len(replies) == 12
     assert all(reply.startswith("remembered " + " ".join(f"{r}=0" for r in routes)) for reply in replies)
