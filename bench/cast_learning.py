@@ -22,6 +22,15 @@ import time
 from pathlib import Path
 
 
+def _number(value: float | None) -> str:
+    return "–" if value is None else f"{value:.3f}"
+
+
+def _figure(value: float | None, interval: tuple[float, float] | None) -> str:
+    where = "" if interval is None else f" [{interval[0]:.3f}, {interval[1]:.3f}]"
+    return _number(value) + where
+
+
 def main(argv: list[str] | None = None) -> int:
     from castbench_cast.learning import critic_learning, policy_learning
     from castbench_cast.recipe import TinyModel, TrainStage
@@ -111,14 +120,23 @@ def main(argv: list[str] | None = None) -> int:
                 max_steps=args.max_steps,
                 log=lambda line: print(line, file=sys.stderr),
             )
-    for name in ("base", "trained"):
-        figures = getattr(result, name)
+    print(f"{'critic':40} {'calls':>5} {'unreadable':>10}  {'MCC [95% CI]':24} {'false-flag [95% CI]':24} "
+          f"{'detection':>9} {'flag ∧ valid share':>18}")
+    base = result.base
+    print(
+        f"{'untrained base (served)':40} {base.verdicts:5} {base.unreadable:10}  "
+        f"{_figure(base.mcc, base.mcc_ci):24} {_figure(base.false_flag_rate, base.false_flag_rate_ci):24} "
+        f"{_number(base.detection_rate):>9} {'':>18}"
+    )
+    unreadable = {"trained critic": result.trained.unreadable}
+    for row in result.baselines:
         print(
-            f"{name:8} verdicts {figures.verdicts:4} unreadable {figures.parse_errors:4} "
-            f"MCC {figures.mcc} CI {figures.mcc_ci} false-flag {figures.false_flag_rate} "
-            f"detection {figures.detection_rate}"
+            f"{row.name:40} {row.calls:5} {unreadable.get(row.name, 0):10}  {_figure(row.mcc, row.mcc_ci):24} "
+            f"{_figure(row.false_flag_rate, row.false_flag_rate_ci):24} {_number(row.detection_rate):>9} "
+            f"{_number(row.flag_share_of_actions):>18}"
         )
     print(f"trained critic's MCC interval above the base's: {result.beats_base}")
+    print(f"trained critic's MCC interval above both majority baselines': {result.beats_baselines}")
     payload = result.model_dump(mode="json")
     if policy is not None:
         for name, figures in policy.policies.items():
