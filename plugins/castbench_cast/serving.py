@@ -9,7 +9,7 @@ and the critic need nothing else). Servers listen on 127.0.0.1, on the checkpoin
 Both backends fit a prompt longer than the context by the rule training used (`context.json`
 beside the weights; see `castbench_cast.context`): the policy document stays, the oldest
 conversation goes. vLLM sits behind a small front that fits the prompt first (vLLM itself would
-reject it, and the trial would score 0). A prompt that cannot fit even so is refused with a 409
+reject it, and the trial would score 0). A prompt that cannot fit even so is refused with a 412
 that says why: an infrastructure failure (the run reports it), never the agent's 0, never cut
 blindly.
 """
@@ -60,8 +60,8 @@ def checkpoint_name(path: Path) -> str:
     return f"cast-{path.parent.name}-{digest.hexdigest()[:10]}"
 
 
-_UNFIT = 409
-"""The status of a prompt that cannot be fitted: castbench's model client takes a 4xx other than
+_UNFIT = 412
+"""The status of a prompt that cannot be fitted (Precondition Failed: the served context): castbench's model client takes a 4xx other than
 400/413/422 as an infrastructure failure (the trial is retried, then stored as an error, never
 scored), since a policy document longer than the served context is the deployment's doing, not
 the agent's; a 400 would score the trial 0 as the agent's failure."""
