@@ -41,7 +41,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--test-tasks", type=int, default=60)
     parser.add_argument("--samples", type=int, default=2, help="teacher trajectories per train task")
     parser.add_argument("--test-trials", type=int, default=2)
-    parser.add_argument("--steps", type=int, default=200, help="optimizer steps")
+    parser.add_argument("--steps", type=int, default=400, help="optimizer steps")
+    parser.add_argument(
+        "--verdict-weight", type=float, default=5.0, help="the verdict term of the loss (0: the target's tokens alone)"
+    )
+    parser.add_argument(
+        "--no-balance", action="store_true", help="train on the verdicts as collected (not repeated to equal counts)"
+    )
     parser.add_argument("--lr", type=float, default=6e-3)
     parser.add_argument("--hidden", type=int, default=64)
     parser.add_argument("--max-length", type=int, default=256, help="prompt and target, tokens")
@@ -87,6 +93,7 @@ def main(argv: list[str] | None = None) -> int:
         save_steps=100_000,
         seed=args.seed,
         device="cpu",
+        verdict_weight=args.verdict_weight,
     )
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="cast-learning-") as scratch:
@@ -101,6 +108,7 @@ def main(argv: list[str] | None = None) -> int:
             seed=args.seed,
             max_tokens=args.max_completion,
             target=args.target,
+            balance=not args.no_balance,
             log=lambda line: print(line, file=sys.stderr),
         )
         policy = None

@@ -84,7 +84,14 @@ class Learning(BaseModel):
 
 
 def _recipe(
-    out: Path, critic: TrainStage, train_tasks: int, samples: int, teacher: str, seed: int, target: str
+    out: Path,
+    critic: TrainStage,
+    train_tasks: int,
+    samples: int,
+    teacher: str,
+    seed: int,
+    target: str,
+    balance: bool = True,
 ) -> Recipe:
     """The recipe both benches share: `policy_learning` in the same folder reuses the critic
     stages `critic_learning` ran."""
@@ -92,7 +99,7 @@ def _recipe(
         name="cast-learning",
         out=out.resolve(),
         collect=CollectStage(domains="retail", limit=train_tasks, policy=teacher, samples=samples, seed=seed),
-        critic_data=CriticDataStage(target=target),  # type: ignore[arg-type]
+        critic_data=CriticDataStage(target=target, balance=balance, seed=seed),  # type: ignore[arg-type]
         train_critic=critic,
     )
 
@@ -153,6 +160,7 @@ def critic_learning(
     seed: int = 0,
     max_tokens: int = 96,
     target: str = "annotation",
+    balance: bool = True,
     log: Callable[[str], None] = print,
 ) -> Learning:
     """Train a critic on the first `train_tasks` retail train tasks and compare it with its base
@@ -163,7 +171,7 @@ def critic_learning(
     from castbench_cast.pipeline import Pipeline
     from castbench_cast.train import save_base
 
-    recipe = _recipe(out, train, train_tasks, samples, teacher, seed, target)
+    recipe = _recipe(out, train, train_tasks, samples, teacher, seed, target, balance)
     pipeline = Pipeline(recipe, log=log)
     pipeline.collect()
     pipeline.annotate()

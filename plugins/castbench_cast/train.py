@@ -27,7 +27,7 @@ from castbench_cast.context import fit_messages, token_counter
 from castbench_cast.recipe import TrainStage
 from castbench_cast.tiny import tiny_model, tiny_tokenizer
 
-__all__ = ["LORA_MODULES", "TrainError", "save_base", "train"]
+__all__ = ["LORA_MODULES", "TrainError", "lora_config", "save_base", "train"]
 
 LORA_MODULES = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 """The layers LoRA adapts: every attention and MLP projection, as the GPU plan sizes them (peft's
@@ -171,6 +171,29 @@ def verdict_loss(tokenizer: Any, weight: float, accumulation: int) -> Callable[.
     return compute
 
 
+def lora_config(settings: TrainStage) -> Any:
+    """The LoRA the recipe asks for: rank `lora_r` (alpha twice that) on `LORA_MODULES`."""
+    from peft import LoraConfig
+
+    return LoraConfig(
+        r=settings.lora_r, lora_alpha=2 * settings.lora_r, target_modules=list(LORA_MODULES), task_type="CAUSAL_LM"
+    )
+
+
+def _verdict_trainer() -> type:
+    """SFTTrainer with the loss computed by `compute_loss_func` from one forward pass: TRL's own
+    `compute_loss` runs a second forward with the fused head for its token metrics, which on a
+    CPU doubles the time of every step."""
+    from transformers import Trainer
+    from trl import SFTTrainer
+
+    class VerdictTrainer(SFTTrainer):  # type: ignore[misc]
+        def compute_loss(self, model: Any, inputs: Any, return_outputs: bool = False, num_items_in_batch: Any = None) -> Any:
+            return Trainer.compute_loss(self, model, inputs, return_outputs, num_items_in_batch)
+
+    return VerdictTrainer
+
+
 def train(
     data: Path, out: Path, settings: TrainStage, key: str, resume: bool = True, verdict_weight: float = 0.0
 ) -> dict[str, float]:
@@ -185,17 +208,9 @@ def train(
     rows = _rows(data)
     model, tokenizer = _base(settings, rows)
     rows, context = _fitted(rows, tokenizer, settings)
+    _VerdictTrainer = _verdict_trainer() if verdict_weight else SFTTrainer  # noqa: N806
     cpu = settings.device == "cpu" or not torch.cuda.is_available()
-    peft_config = None
-    if settings.lora:
-        from peft import LoraConfig
-
-        peft_config = LoraConfig(
-            r=settings.lora_r,
-            lora_alpha=2 * settings.lora_r,
-            target_modules=list(LORA_MODULES),
-            task_type="CAUSAL_LM",
-        )
+    peft_config = lora_config(settings) if settings.lora else None
     checkpoints = out / "checkpoints" / key[:16]
     if not resume:
         shutil.rmtree(checkpoints, ignore_errors=True)
@@ -220,7 +235,7 @@ def train(
         report_to="none",
         disable_tqdm=True,
     )
-    trainer = SFTTrainer(
+    trainer = (_VerdictTrainer if verdict_weight else SFTTrainer)(
         model=model,
         args=config,
         train_dataset=Dataset.from_list(rows),

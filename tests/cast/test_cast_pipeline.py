@@ -38,7 +38,6 @@ domains = "retail"
 limit = 2
 policy = "scripted:noisy?p=0.5"
 samples = 1
-max_tokens = 24
 
 [policy_data]
 allow_privileged_teacher = true  # scripted:noisy reads the task: a stand-in teacher, on purpose
