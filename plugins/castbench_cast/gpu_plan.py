@@ -402,7 +402,7 @@ def recipe_plan(
         grid += [name for name in ("policy checkpoint", "grid critic checkpoint") if name in servers]
         phases.append(Phase(name="paper grid", servers=list(dict.fromkeys(grid))))
     for phase in phases:
-        share = sum(servers[name].share for name in phase.servers)
+        share = round(sum(servers[name].share for name in phase.servers), 6)
         if share > 0.95:
             problems.append(f"{phase.name}: the servers' shares add up to {share:.2f} of the GPU (at most 0.95)")
         if phase.gib(servers, gpu_gib) > gpu_gib:
