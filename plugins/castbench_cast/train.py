@@ -146,7 +146,7 @@ def _verdict_spans(labels: Any, words: list[list[int]]) -> list[tuple[int, int, 
 
 
 def verdict_loss(tokenizer: Any, weight: float, accumulation: int) -> Callable[..., Any]:
-    """TRL's `compute_loss_func`: the mean token loss of the target plus `weight` times the mean,
+    """The critic's loss from a forward pass's outputs and the labels: the mean token loss of the target plus `weight` times the mean,
     over the examples, of the verdict word's token loss (`valid` / `invalid`, found in the
     target's tokens: the word is its own pre-token in byte-level BPE, so its ids do not depend on
     what surrounds it)."""
@@ -180,16 +180,19 @@ def lora_config(settings: TrainStage) -> Any:
     )
 
 
-def _verdict_trainer() -> type:
-    """SFTTrainer with the loss computed by `compute_loss_func` from one forward pass: TRL's own
-    `compute_loss` runs a second forward with the fused head for its token metrics, which on a
-    CPU doubles the time of every step."""
-    from transformers import Trainer
+def _verdict_trainer(loss: Callable[..., Any]) -> type:
+    """SFTTrainer with `loss` (see `verdict_loss`) computed from one forward pass (TRL's own
+    `compute_loss` takes no such term)."""
     from trl import SFTTrainer
 
     class VerdictTrainer(SFTTrainer):  # type: ignore[misc]
-        def compute_loss(self, model: Any, inputs: Any, return_outputs: bool = False, num_items_in_batch: Any = None) -> Any:
-            return Trainer.compute_loss(self, model, inputs, return_outputs, num_items_in_batch)
+        def compute_loss(
+            self, model: Any, inputs: Any, return_outputs: bool = False, num_items_in_batch: Any = None
+        ) -> Any:
+            labels = inputs.pop("labels")
+            outputs = model(**inputs, use_cache=False)
+            value = loss(outputs, labels, num_items_in_batch)
+            return (value, outputs) if return_outputs else value
 
     return VerdictTrainer
 
@@ -208,7 +211,9 @@ def train(
     rows = _rows(data)
     model, tokenizer = _base(settings, rows)
     rows, context = _fitted(rows, tokenizer, settings)
-    _VerdictTrainer = _verdict_trainer() if verdict_weight else SFTTrainer  # noqa: N806
+    trainer_class = (
+        _verdict_trainer(verdict_loss(tokenizer, verdict_weight, settings.grad_accum)) if verdict_weight else SFTTrainer
+    )
     cpu = settings.device == "cpu" or not torch.cuda.is_available()
     peft_config = lora_config(settings) if settings.lora else None
     checkpoints = out / "checkpoints" / key[:16]
@@ -235,13 +240,12 @@ def train(
         report_to="none",
         disable_tqdm=True,
     )
-    trainer = (_VerdictTrainer if verdict_weight else SFTTrainer)(
+    trainer = trainer_class(
         model=model,
         args=config,
         train_dataset=Dataset.from_list(rows),
         processing_class=tokenizer,
         peft_config=peft_config,
-        compute_loss_func=verdict_loss(tokenizer, verdict_weight, settings.grad_accum) if verdict_weight else None,
     )
     started = time.perf_counter()
     result = trainer.train(resume_from_checkpoint=_last_checkpoint(checkpoints))

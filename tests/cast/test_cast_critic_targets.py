@@ -102,3 +102,31 @@ def test_the_loss_has_a_verdict_term_on_the_verdict_word_alone() -> None:
     ).view(shifted.shape)
     verdict = sum(per_token[row, start:end].mean() for row, start, end in _verdict_spans(shifted, words)) / 2
     assert torch.isclose(weighted - plain, 2.0 * verdict)
+
+
+@pytest.mark.train
+def test_a_critic_trains_with_the_verdict_term(recipe_file) -> None:  # type: ignore[no-untyped-def]
+    from castbench_cast.recipe import load_recipe
+
+    extra = """
+[train_critic]
+model = "tiny"
+max_steps = 2
+batch = 2
+max_length = 384
+max_completion = 128
+keep = "conversation"
+verdict_weight = 2.0
+device = "cpu"
+[train_critic.tiny]
+hidden = 16
+layers = 1
+heads = 2
+vocab = 400
+context = 512
+"""
+    pipeline = Pipeline(load_recipe(recipe_file(extra)), log=lambda line: None)
+    pipeline.run(until="train-critic")
+    info = pipeline.manifest("train-critic").info
+    assert info["steps"] == 2 and info["train_loss"] > 0
+    assert (pipeline.folder("train-critic") / "model" / "config.json").exists()
