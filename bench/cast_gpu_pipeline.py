@@ -106,7 +106,8 @@ def recipe_dry_run(args: argparse.Namespace) -> int:
         shape = server.shape
         size = f"{shape.params / 1e9:.1f}B x {shape.weight_bytes:g} bytes" if shape else "shape unknown"
         print(
-            f"  server {name:<24} {server.model:<28} share {server.share:.2f} ({server.share * args.gpu_gib:5.1f} GiB), "
+            f"  server {name:<24} {server.model:<28} share {server.share:.2f} "
+            f"({server.share * args.gpu_gib:5.1f} GiB), "
             f"{size}, context {server.context}, ~{sequences} full-context sequences at once"
         )
     for phase in plan.phases:
@@ -296,9 +297,12 @@ def main(argv: list[str] | None = None) -> int:
         "--recipe",
         type=Path,
         default=None,
-        help="with --dry-run: plan this whole recipe (the paper's: plugins/castbench_cast/recipes/paper.toml)",
+        help="with --dry-run: plan this whole recipe (the paper's: "
+        "plugins/castbench_cast/recipes/paper.toml)",
     )
-    parser.add_argument("--teacher-gpu-memory", type=float, default=0.4, help="the teacher / user server's share")
+    parser.add_argument(
+        "--teacher-gpu-memory", type=float, default=0.4, help="the teacher / user server's share"
+    )
     parser.add_argument("--base-gpu-memory", type=float, default=0.15, help="the base policy server's share")
     parser.add_argument("--max-tokens", type=int, default=256)
     parser.add_argument("--lr", type=float, default=5e-6)

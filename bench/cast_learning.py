@@ -43,10 +43,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--test-trials", type=int, default=2)
     parser.add_argument("--steps", type=int, default=400, help="optimizer steps")
     parser.add_argument(
-        "--verdict-weight", type=float, default=5.0, help="the verdict term of the loss (0: the target's tokens alone)"
+        "--verdict-weight",
+        type=float,
+        default=5.0,
+        help="the verdict term of the loss (0: the target's tokens alone)",
     )
     parser.add_argument(
-        "--no-balance", action="store_true", help="train on the verdicts as collected (not repeated to equal counts)"
+        "--no-balance",
+        action="store_true",
+        help="train on the verdicts as collected (not repeated to equal counts)",
     )
     parser.add_argument("--lr", type=float, default=6e-3)
     parser.add_argument("--hidden", type=int, default=64)
@@ -128,8 +133,10 @@ def main(argv: list[str] | None = None) -> int:
                 max_steps=args.max_steps,
                 log=lambda line: print(line, file=sys.stderr),
             )
-    print(f"{'critic':40} {'calls':>5} {'unreadable':>10}  {'MCC [95% CI]':24} {'false-flag [95% CI]':24} "
-          f"{'detection':>9} {'flag ∧ valid share':>18}")
+    print(
+        f"{'critic':40} {'calls':>5} {'unreadable':>10}  {'MCC [95% CI]':24} {'false-flag [95% CI]':24} "
+        f"{'detection':>9} {'flag ∧ valid share':>18}"
+    )
     base = result.base
     print(
         f"{'untrained base (served)':40} {base.verdicts:5} {base.unreadable:10}  "
@@ -139,7 +146,8 @@ def main(argv: list[str] | None = None) -> int:
     unreadable = {"trained critic": result.trained.unreadable}
     for row in result.baselines:
         print(
-            f"{row.name:40} {row.calls:5} {unreadable.get(row.name, 0):10}  {_figure(row.mcc, row.mcc_ci):24} "
+            f"{row.name:40} {row.calls:5} {unreadable.get(row.name, 0):10}  "
+            f"{_figure(row.mcc, row.mcc_ci):24} "
             f"{_figure(row.false_flag_rate, row.false_flag_rate_ci):24} {_number(row.detection_rate):>9} "
             f"{_number(row.flag_share_of_actions):>18}"
         )

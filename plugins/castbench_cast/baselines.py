@@ -150,7 +150,9 @@ def baseline_figures(
     recorded as) and each baseline, on the judged calls of `held_out`."""
     calls = list(judged_calls(held_out))
     deciders: dict[str, Callable[[TrialRecord, Moment], Verdict]] = {
-        measured: lambda _, moment: "flag" if moment.proposal.verdict and moment.proposal.verdict.flags else "pass",
+        measured: lambda _, moment: (
+            "flag" if moment.proposal.verdict and moment.proposal.verdict.flags else "pass"
+        ),
         BASELINES[0]: lambda _, moment: lookup.verdict(BASELINES[0], moment),
         BASELINES[1]: lambda _, moment: lookup.verdict(BASELINES[1], moment),
         BASELINES[2]: _rules,

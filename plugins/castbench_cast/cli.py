@@ -159,7 +159,9 @@ def paper(
 def serve(
     checkpoint: Annotated[Path, typer.Argument(help="A trained model folder (a stage's model/).")],
     backend: Annotated[str, typer.Option(help="transformers (CPU or GPU) or vllm (GPU).")] = "transformers",
-    port: Annotated[int, typer.Option(help="Port on 127.0.0.1 (0: the checkpoint's own, fixed by its weights).")] = 0,
+    port: Annotated[
+        int, typer.Option(help="Port on 127.0.0.1 (0: the checkpoint's own, fixed by its weights).")
+    ] = 0,
 ) -> None:
     """Serve a checkpoint as an OpenAI-compatible server; print the --critic and --policy strings."""
     from castbench_cast.serving import CheckpointServer, is_checkpoint
@@ -167,7 +169,10 @@ def serve(
     if backend not in ("transformers", "vllm"):
         fail(f"--backend {backend}: use transformers or vllm")
     if not is_checkpoint(checkpoint):
-        fail(f"{checkpoint}: no config.json or adapter_config.json (give the model/ folder a train stage wrote)")
+        fail(
+            f"{checkpoint}: no config.json or adapter_config.json "
+            f"(give the model/ folder a train stage wrote)"
+        )
     with CheckpointServer(checkpoint, backend, port) as server:  # type: ignore[arg-type]
         typer.echo(
             json.dumps(

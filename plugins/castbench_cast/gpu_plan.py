@@ -282,8 +282,9 @@ class Server(BaseModel):
         room = self.share * gpu_gib * 0.9  # vLLM keeps some of its share for activations
         if weights + kv > room:
             return (
-                f"{self.role} server ({self.model}): {weights:.0f} GiB of weights and {kv:.1f} GiB of KV cache "
-                f"for one {self.context}-token sequence exceed its {self.share:.2f} share ({room:.0f} GiB usable)"
+                f"{self.role} server ({self.model}): {weights:.0f} GiB of weights and {kv:.1f} GiB of "
+                f"KV cache for one {self.context}-token sequence exceed its {self.share:.2f} share "
+                f"({room:.0f} GiB usable)"
             )
         return None
 
@@ -367,7 +368,10 @@ def recipe_plan(
     critic_shape, _ = model_shape(critic_model, recipe.train_critic)
     if recipe.collect_critic.serve == "vllm":
         servers["critic checkpoint"] = Server(
-            role="critic checkpoint", model=f"trained {critic_model}", share=critic_gpu, context=critic_context,
+            role="critic checkpoint",
+            model=f"trained {critic_model}",
+            share=critic_gpu,
+            context=critic_context,
             shape=critic_shape,
         )
     base = None
@@ -377,12 +381,18 @@ def recipe_plan(
         if paper.serve == "vllm":
             policy_shape, _ = model_shape(recipe.train_policy.model, recipe.train_policy)
             servers["policy checkpoint"] = Server(
-                role="policy checkpoint", model=f"trained {recipe.train_policy.model}",
-                share=paper.policy_gpu_memory, context=policy_context, shape=policy_shape,
+                role="policy checkpoint",
+                model=f"trained {recipe.train_policy.model}",
+                share=paper.policy_gpu_memory,
+                context=policy_context,
+                shape=policy_shape,
             )
             servers["grid critic checkpoint"] = Server(
-                role="grid critic checkpoint", model=f"trained {critic_model}",
-                share=paper.critic_gpu_memory, context=critic_context, shape=critic_shape,
+                role="grid critic checkpoint",
+                model=f"trained {critic_model}",
+                share=paper.critic_gpu_memory,
+                context=critic_context,
+                shape=critic_shape,
             )
     resident = list(dict.fromkeys(name for name in (teacher, user) if name is not None))
     phases = [Phase(name="collect", servers=resident)]
@@ -404,7 +414,9 @@ def recipe_plan(
     for phase in phases:
         share = round(sum(servers[name].share for name in phase.servers), 6)
         if share > 0.95:
-            problems.append(f"{phase.name}: the servers' shares add up to {share:.2f} of the GPU (at most 0.95)")
+            problems.append(
+                f"{phase.name}: the servers' shares add up to {share:.2f} of the GPU (at most 0.95)"
+            )
         if phase.gib(servers, gpu_gib) > gpu_gib:
             problems.append(
                 f"{phase.name}: about {phase.gib(servers, gpu_gib):.0f} GiB of a {gpu_gib:.0f} GiB GPU "
@@ -414,7 +426,9 @@ def recipe_plan(
         if (problem := server.problem(gpu_gib)) is not None:
             problems.append(problem)
     disk: dict[str, float] = {}
-    downloads = {server.model: server.shape for server in servers.values() if not server.model.startswith("trained ")}
+    downloads = {
+        server.model: server.shape for server in servers.values() if not server.model.startswith("trained ")
+    }
     for settings in (recipe.train_critic, recipe.train_policy):
         downloads.setdefault(settings.model, model_shape(settings.model, settings)[0])
     for model, shape in downloads.items():
@@ -422,7 +436,10 @@ def recipe_plan(
             continue
         disk[f"download {model}"] = shape.weight_bytes * shape.params / GIB
         if shape.source.startswith("published"):
-            to_do.append(f"download {model} (about {disk[f'download {model}']:.0f} GiB): `huggingface-cli download {model}`")
+            to_do.append(
+                f"download {model} (about {disk[f'download {model}']:.0f} GiB): "
+                f"`huggingface-cli download {model}`"
+            )
     for stage, settings in (
         ("train-critic", recipe.train_critic),
         ("train-policy", recipe.train_policy),
@@ -434,6 +451,7 @@ def recipe_plan(
     total = sum(disk.values())
     if total > disk_gib:
         problems.append(
-            f"disk: about {total:.0f} GiB of {disk_gib:.0f} (an FP8 teacher, merge_lora = false, or a smaller model)"
+            f"disk: about {total:.0f} GiB of {disk_gib:.0f} "
+            f"(an FP8 teacher, merge_lora = false, or a smaller model)"
         )
     return RecipePlan(servers=servers, phases=phases, disk=disk, problems=problems, to_do=to_do)

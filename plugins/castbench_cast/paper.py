@@ -189,10 +189,14 @@ def paper(pipeline: Pipeline, until: str | None = None, log: Callable[[str], Non
     critics: list[tuple[str, Path | str] | None] = [None, ("trained", models["critic"])]
     rows = []
     for name, checkpoint in policies:
-        for critic in critics + ([("base", settings.base_critic)] if name == "base" and settings.base_critic else []):
+        for critic in critics + (
+            [("base", settings.base_critic)] if name == "base" and settings.base_critic else []
+        ):
             for domain in settings.domains:
                 needs = [
-                    n for n in missing if n == name or (critic is not None and critic[0] == "trained" and n == "critic")
+                    n
+                    for n in missing
+                    if n == name or (critic is not None and critic[0] == "trained" and n == "critic")
                 ]
                 if needs:
                     rows.append(
@@ -275,8 +279,9 @@ def render(board: Board) -> str:
         )
 
     critic_lines = [
-        f"| {cell.policy} | {cell.domain} | {item.name} | {item.calls} | {_interval(item.mcc, item.mcc_ci)} | "
-        f"{_interval(item.false_flag_rate, item.false_flag_rate_ci)} | {_figure(item.flag_share_of_actions)} |"
+        f"| {cell.policy} | {cell.domain} | {item.name} | {item.calls} | "
+        f"{_interval(item.mcc, item.mcc_ci)} | {_interval(item.false_flag_rate, item.false_flag_rate_ci)} | "
+        f"{_figure(item.flag_share_of_actions)} |"
         for cell in board.critics
         for item in cell.figures
     ]
@@ -292,7 +297,8 @@ def render(board: Board) -> str:
         "Each critic against its baselines on the same calls (majority verdicts learned from the critic's "
         "training annotations, the model-free rules critic; 95% intervals resample tasks):",
         "",
-        "| policy | domain | critic | calls | MCC [95% CI] | false-flag rate [95% CI] | flag ∧ valid % of actions |",
+        "| policy | domain | critic | calls | MCC [95% CI] | false-flag rate [95% CI] "
+        "| flag ∧ valid % of actions |",
         "|---|---|---|---|---|---|---|",
         *(critic_lines or ["| – | – | no cell with a critic has run | – | – | – | – |"]),
         "",

@@ -342,7 +342,12 @@ class Pipeline:
 
         def build(folder: Path) -> _Built:
             figures = train(
-                self.folder(data), folder, settings, key_of(stage, params, inputs), not self.force, verdict_weight
+                self.folder(data),
+                folder,
+                settings,
+                key_of(stage, params, inputs),
+                not self.force,
+                verdict_weight,
             )
             shown = (
                 "examples",

@@ -61,14 +61,17 @@ def checkpoint_name(path: Path) -> str:
 
 
 _UNFIT = 412
-"""The status of a prompt that cannot be fitted (Precondition Failed: the served context): castbench's model client takes a 4xx other than
-400/413/422 as an infrastructure failure (the trial is retried, then stored as an error, never
-scored), since a policy document longer than the served context is the deployment's doing, not
-the agent's; a 400 would score the trial 0 as the agent's failure."""
+"""The status of a prompt that cannot be fitted (Precondition Failed: the served context).
+castbench's model client takes a 4xx other than 400/413/422 and 408/409/425 as an
+infrastructure failure (the trial is retried, then stored as an error, never scored): a policy
+document longer than the served context is the deployment's doing, not the agent's, and a 400
+would score the trial 0 as the agent's failure."""
 
 
 def _error(status: int, message: str) -> tuple[int, dict[str, Any]]:
-    return status, {"error": {"message": message, "type": "ContextWindowError" if status == _UNFIT else "BadRequestError"}}
+    return status, {
+        "error": {"message": message, "type": "ContextWindowError" if status == _UNFIT else "BadRequestError"}
+    }
 
 
 class _Fitter:
@@ -98,7 +101,9 @@ class _Fitter:
         max_tokens = int(body.get("max_tokens") or 256)
         room = self.budget(max_tokens)
         if room < 1:
-            return _error(400, f"max_tokens {max_tokens} leaves no room in this model's {self.context}-token context")
+            return _error(
+                400, f"max_tokens {max_tokens} leaves no room in this model's {self.context}-token context"
+            )
         fitted = fit_messages(body["messages"], self._count, room, self.rule.keep if self.rule else "policy")
         if not fitted.fits:
             return _error(
@@ -305,9 +310,15 @@ class CheckpointServer:
         if self.backend == "vllm":
             rule = ContextRule.load(self.path)
             adapter = adapter_base(self.path)
-            served_as = ("--served-model-name", self.name)
+            served_as: tuple[str, ...] = ("--served-model-name", self.name)
             if adapter is not None:  # the base model, with the adapter under the checkpoint's name
-                served_as = ("--enable-lora", "--max-lora-rank", str(adapter[1]), "--lora-modules", f"{self.name}={self.path}")
+                served_as = (
+                    "--enable-lora",
+                    "--max-lora-rank",
+                    str(adapter[1]),
+                    "--lora-modules",
+                    f"{self.name}={self.path}",
+                )
             options = ServeOptions(
                 model=adapter[0] if adapter is not None else str(self.path),
                 port=_free_port(),  # behind the fitting front on `port`: not in any run's identity
@@ -321,7 +332,9 @@ class CheckpointServer:
             served = wait_until_ready(upstream, timeout_s=900, process=self._process)
             if self.name not in served:
                 self.__exit__(None, None, None)
-                raise ServeError(f"{upstream} answers for {served}, not {self.name}: another server holds the port")
+                raise ServeError(
+                    f"{upstream} answers for {served}, not {self.name}: another server holds the port"
+                )
             front: _Generator | _Forwarder = _Forwarder(self.path, upstream, options.max_model_len)
         else:
             front = _Generator(self.path)

@@ -4,13 +4,15 @@ Each example is split into a prompt (every message but the last) and a completio
 the assistant's), so the loss is on the target alone (the critic's verdict and rationale, the
 policy's action). A critic's loss has two terms, as the paper's: the target's tokens (the
 rationale loss) plus `verdict_weight` times the loss of the verdict word alone (the verdict loss),
-so the one decision that matters is not outweighed by the rationale's many tokens. Prompts are fitted to the context by `castbench_cast.context` (the rule the
-server applies too, saved with the model); what was left out is counted in the figures. Full
-fine-tuning, or LoRA through peft (merged into the saved model, so the checkpoint serves like any
-other). Checkpoints are written every `save_steps` and an interrupted training resumes from the
-last one (`resume=False`, as `--force` asks, starts from scratch). The saved `model/` holds the
-weights, the tokenizer with its chat template and the context rule: it is what `castbench cast
-serve` and `collect --critic` load.
+so the one decision that matters is not outweighed by the rationale's many tokens. Prompts are
+fitted to the context by `castbench_cast.context` (the rule the server applies too, saved with
+the model); what was left out is counted in the figures. Full fine-tuning, or LoRA through peft
+on every attention and MLP projection (merged into the saved model, so the checkpoint serves like
+any other, or with `merge_lora = false` the adapter alone, served on its base). Checkpoints are
+written every `save_steps` and an interrupted training resumes from the last one
+(`resume=False`, as `--force` asks, starts from scratch). The saved `model/` holds the weights
+(or the adapter), the tokenizer with its chat template and the context rule: it is what
+`castbench cast serve` and `collect --critic` load.
 """
 
 from __future__ import annotations
@@ -146,10 +148,10 @@ def _verdict_spans(labels: Any, words: list[list[int]]) -> list[tuple[int, int, 
 
 
 def verdict_loss(tokenizer: Any, weight: float, accumulation: int) -> Callable[..., Any]:
-    """The critic's loss from a forward pass's outputs and the labels: the mean token loss of the target plus `weight` times the mean,
-    over the examples, of the verdict word's token loss (`valid` / `invalid`, found in the
-    target's tokens: the word is its own pre-token in byte-level BPE, so its ids do not depend on
-    what surrounds it)."""
+    """The critic's loss from a forward pass's outputs and the labels: the mean token loss of
+    the target plus `weight` times the mean, over the examples, of the verdict word's token loss
+    (`valid` / `invalid`, found in the target's tokens: the word is its own pre-token in
+    byte-level BPE, so its ids do not depend on what surrounds it)."""
     import torch.nn.functional as functional
 
     words = [tokenizer.encode(word, add_special_tokens=False) for word in ("invalid", "valid")]
@@ -176,7 +178,10 @@ def lora_config(settings: TrainStage) -> Any:
     from peft import LoraConfig
 
     return LoraConfig(
-        r=settings.lora_r, lora_alpha=2 * settings.lora_r, target_modules=list(LORA_MODULES), task_type="CAUSAL_LM"
+        r=settings.lora_r,
+        lora_alpha=2 * settings.lora_r,
+        target_modules=list(LORA_MODULES),
+        task_type="CAUSAL_LM",
     )
 
 
@@ -212,7 +217,9 @@ def train(
     model, tokenizer = _base(settings, rows)
     rows, context = _fitted(rows, tokenizer, settings)
     trainer_class = (
-        _verdict_trainer(verdict_loss(tokenizer, verdict_weight, settings.grad_accum)) if verdict_weight else SFTTrainer
+        _verdict_trainer(verdict_loss(tokenizer, verdict_weight, settings.grad_accum))
+        if verdict_weight
+        else SFTTrainer
     )
     cpu = settings.device == "cpu" or not torch.cuda.is_available()
     peft_config = lora_config(settings) if settings.lora else None

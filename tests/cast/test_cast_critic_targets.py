@@ -51,8 +51,17 @@ def test_the_critic_target_puts_the_verdict_first_then_the_structured_rationale(
     targets = [json.loads(row[-1]["content"]) for row in examples.rows]
     assert targets and all(list(t) == ["verdict", "failure_type", "check", "explanation"] for t in targets)
     assert {t["check"] for t in targets if t["verdict"] == "invalid"} <= {
-        "authentication", "missing arguments", "unrevealed value", "confirmation", "record status",
-        "argument format", "unknown tool", "wrong arguments", "no change warranted", "different tool", "other",
+        "authentication",
+        "missing arguments",
+        "unrevealed value",
+        "confirmation",
+        "record status",
+        "argument format",
+        "unknown tool",
+        "wrong arguments",
+        "no change warranted",
+        "different tool",
+        "other",
     }
     short = critic_examples(records, annotations, target="verdict")
     assert all(list(json.loads(r[-1]["content"])) == ["verdict", "failure_type"] for r in short.rows)
@@ -77,7 +86,10 @@ def test_the_loss_has_a_verdict_term_on_the_verdict_word_alone() -> None:
     from castbench_cast.tiny import tiny_tokenizer
     from castbench_cast.train import _verdict_spans, verdict_loss
 
-    texts = ['{"verdict": "invalid", "failure_type": "wrong_tool"}', '{"verdict": "valid", "failure_type": "none"}']
+    texts = [
+        '{"verdict": "invalid", "failure_type": "wrong_tool"}',
+        '{"verdict": "valid", "failure_type": "none"}',
+    ]
     tokenizer = tiny_tokenizer(texts * 20 + ["prompt words here"] * 5, 300)
     rows = [tokenizer.encode("prompt words here") + tokenizer.encode(text) for text in texts]
     width = max(map(len, rows))

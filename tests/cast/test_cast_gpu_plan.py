@@ -145,8 +145,16 @@ def test_the_papers_recipe_fits_one_h200_and_64_gib_of_disk() -> None:
     assert "user" not in plan.servers  # the same server answers as the user
     phases = {phase.name: phase for phase in plan.phases}
     assert all("teacher" in phase.servers for phase in plan.phases)
-    assert set(phases["paper grid"].servers) == {"teacher", "base policy", "policy checkpoint", "grid critic checkpoint"}
-    assert phases["train-critic"].training is not None and phases["collect-critic"].servers == ["teacher", "critic checkpoint"]
+    assert set(phases["paper grid"].servers) == {
+        "teacher",
+        "base policy",
+        "policy checkpoint",
+        "grid critic checkpoint",
+    }
+    assert phases["train-critic"].training is not None and phases["collect-critic"].servers == [
+        "teacher",
+        "critic checkpoint",
+    ]
     assert all(phase.gib(plan.servers, 139) <= 139 for phase in plan.phases)
     assert plan.disk_gib < 64 and any("Qwen3-32B-FP8" in item for item in plan.to_do)
 
@@ -164,7 +172,13 @@ def test_what_would_not_fit_is_a_problem() -> None:
 
 def test_dry_run_plans_the_papers_recipe() -> None:
     done = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "cast_gpu_pipeline.py"), "--dry-run", "--recipe", str(RECIPES / "paper.toml")],
+        [
+            sys.executable,
+            str(ROOT / "bench" / "cast_gpu_pipeline.py"),
+            "--dry-run",
+            "--recipe",
+            str(RECIPES / "paper.toml"),
+        ],
         capture_output=True,
         text=True,
         timeout=240,

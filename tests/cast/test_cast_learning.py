@@ -61,7 +61,11 @@ def test_a_trained_critic_beats_its_base_on_held_out_tasks(tmp_path: Path, one_t
     base, trained = result.base, result.trained
     assert result.held_out["split"] == "test" and result.train["examples"] > 500
     # the untrained base never writes a readable verdict: every one counts as a pass
-    assert base.parse_errors == base.unreadable == base.verdicts > 100 and base.flag_rate == 0 and base.mcc is None
+    assert (
+        base.parse_errors == base.unreadable == base.verdicts > 100
+        and base.flag_rate == 0
+        and base.mcc is None
+    )
     # the trained critic answers readably and separates invalid from valid actions it never saw
     assert trained.parse_errors <= trained.verdicts // 20
     assert trained.mcc is not None and trained.mcc > 0 and trained.mcc_ci is not None

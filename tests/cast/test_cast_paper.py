@@ -89,19 +89,31 @@ def test_grid_checkpoints_are_served_with_shares_that_fit_one_gpu(
     settings = recipe.paper
     assert settings is not None
     paper_module._cell(
-        Pipeline(recipe), settings, ("CAST", tmp_path / "train-policy" / "model"),
-        ("trained", tmp_path / "train-critic" / "model"), "tau-retail",
+        Pipeline(recipe),
+        settings,
+        ("CAST", tmp_path / "train-policy" / "model"),
+        ("trained", tmp_path / "train-critic" / "model"),
+        "tau-retail",
     )
-    assert served == [("train-policy", settings.policy_gpu_memory, 512), ("train-critic", settings.critic_gpu_memory, 256)]
+    assert served == [
+        ("train-policy", settings.policy_gpu_memory, 512),
+        ("train-critic", settings.critic_gpu_memory, 256),
+    ]
     assert round(settings.policy_gpu_memory + settings.critic_gpu_memory + 0.4 + 0.15, 6) <= 0.95
 
 
 def test_a_served_critic_cut_shorter_than_it_was_trained_is_refused(tmp_path: Path) -> None:
     from castbench_cast.recipe import RecipeError
 
-    text = (RECIPES / "paper.toml").read_text().replace("rounds = 3\nserve", "rounds = 3\nmax_tokens = 128\nserve", 1)
+    text = (
+        (RECIPES / "paper.toml")
+        .read_text()
+        .replace("rounds = 3\nserve", "rounds = 3\nmax_tokens = 128\nserve", 1)
+    )
     (tmp_path / "paper.toml").write_text(text)
-    with pytest.raises(RecipeError, match="collect_critic.max_tokens 128 is below train_critic.max_completion 256"):
+    with pytest.raises(
+        RecipeError, match="collect_critic.max_tokens 128 is below train_critic.max_completion 256"
+    ):
         load_recipe(tmp_path / "paper.toml")
 
 
@@ -109,14 +121,36 @@ def test_the_board_counts_unreadable_verdicts_and_sets_each_critic_beside_its_ba
     from castbench_cast.baselines import BaselineFigures
     from castbench_cast.paper import CriticCell, Row, render
 
-    row = Row(policy="base", critic="trained", domain="tau-retail", source="measured", flag_valid=0.1,
-              verdicts=40, unreadable=3, run_id="r-1")
+    row = Row(
+        policy="base",
+        critic="trained",
+        domain="tau-retail",
+        source="measured",
+        flag_valid=0.1,
+        verdicts=40,
+        unreadable=3,
+        run_id="r-1",
+    )
     figures = [
-        BaselineFigures(name=name, calls=40, mcc=mcc, mcc_ci=(mcc - 0.1, mcc + 0.1), false_flag_rate=0.2,
-                        false_flag_rate_ci=(0.1, 0.3), detection_rate=0.5, flag_share_of_actions=0.1)
+        BaselineFigures(
+            name=name,
+            calls=40,
+            mcc=mcc,
+            mcc_ci=(mcc - 0.1, mcc + 0.1),
+            false_flag_rate=0.2,
+            false_flag_rate_ci=(0.1, 0.3),
+            detection_rate=0.5,
+            flag_share_of_actions=0.1,
+        )
         for name, mcc in (("trained critic", 0.6), ("majority per tool", 0.3))
     ]
-    text = render(Board(recipe="x", rows=[row], critics=[CriticCell(policy="base", domain="tau-retail", run_id="r-1", figures=figures)]))
+    text = render(
+        Board(
+            recipe="x",
+            rows=[row],
+            critics=[CriticCell(policy="base", domain="tau-retail", run_id="r-1", figures=figures)],
+        )
+    )
     measured = text.split("Reported by the CAST paper")[0]
     assert "| unreadable (as pass) |" in measured and "| 40 | 3 | r-1 |" in measured
     assert "flag ∧ valid % of actions" in measured  # a share of all actions, as the paper's 13.6%

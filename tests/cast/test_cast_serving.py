@@ -212,10 +212,14 @@ def test_a_prompt_that_cannot_fit_is_an_infrastructure_failure_not_the_agents_ze
     assert classify(Refused()) == "permanent"  # retried as infrastructure, then stored as an error
 
 
-def test_a_lora_adapter_is_served_on_its_base_with_vllm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_lora_adapter_is_served_on_its_base_with_vllm(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     model = _checkpoint(tmp_path)
     (model / "config.json").unlink()
-    (model / "adapter_config.json").write_text(json.dumps({"base_model_name_or_path": str(tmp_path / "base"), "r": 64}))
+    (model / "adapter_config.json").write_text(
+        json.dumps({"base_model_name_or_path": str(tmp_path / "base"), "r": 64})
+    )
     _with_tokenizer(tmp_path / "base")
     started = _fake_vllm(monkeypatch, [serving.checkpoint_name(model)])
     with CheckpointServer(model, "vllm", 0) as server:

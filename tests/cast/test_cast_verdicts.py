@@ -11,10 +11,14 @@ def test_json_inside_a_think_block_is_not_the_answer() -> None:
     drafted = '<think>maybe {"verdict": "invalid", "failure_type": "wrong_tool"} no</think>\n'
     verdict = verdict_from_text(drafted + '{"verdict": "valid", "failure_type": "none", "explanation": "ok"}')
     assert verdict.verdict == "valid" and verdict.parse_error is None
-    action = action_from_text('<think>{"action": "cancel", "arguments": {}}</think>{"action": "reply", "message": "Hi"}')
+    action = action_from_text(
+        '<think>{"action": "cancel", "arguments": {}}</think>{"action": "reply", "message": "Hi"}'
+    )
     assert action.kind == "reply"
     # Qwen3's template may open the block in the prompt: the answer starts inside it
-    assert find_json_object('thinking {"verdict": "invalid"}\n</think>\n{"verdict": "valid"}') == {"verdict": "valid"}
+    assert find_json_object('thinking {"verdict": "invalid"}\n</think>\n{"verdict": "valid"}') == {
+        "verdict": "valid"
+    }
 
 
 def test_an_answer_that_stops_while_thinking_is_unreadable_and_says_why() -> None:
