@@ -1,15 +1,19 @@
 """Does CAST critic training work on a CPU? `python bench/cast_learning.py [--out DIR]`.
 
 Trains the tiny stand-in critic (a Qwen3-architecture model built from a config, no download)
-through the CAST plugin's stages on the labeler's annotations of retail train tasks, then serves
-it and its untrained base as the critic in `castbench eval` on held-out retail test tasks and
-reports castbench's own critic figures for both (`castbench_cast.learning`). The last line is
-JSON: `base` and `trained`, each with `mcc`, `mcc_ci`, `false_flag_rate` (and its interval,
-detection rate, unreadable verdicts, the confusion counts), `beats_base` (the trained critic's MCC
-interval above the base's), `train` and `data` (what was trained on). With `--policy`, CAST and
-RFT policies are trained too (the critic in the teacher's loop) and compared with their untrained
-base on held-out tasks (key `policy`). Needs the `train` extra. The defaults took 24 minutes on 2
-cores under a load average of ~20 (5 of them training); README has the figures.
+through the CAST plugin's stages on the labeler's annotations of retail train tasks (balanced
+verdicts, the verdict first, a verdict term in the loss), then serves it and its untrained base as
+the critic in `castbench eval` on held-out retail test tasks, and prints castbench's own critic
+figures for both beside the baselines of `castbench_cast.baselines` on the same calls: the
+majority verdict per tool and per (previous action, tool), learned from the same annotations, and
+the rules critic. A table, then a JSON line: `base`, `trained` (each with `mcc`, `mcc_ci`,
+`false_flag_rate` and its interval, detection rate, `unreadable` verdicts and answers read in part,
+the confusion counts), `baselines` (the trained critic first, then each baseline, with the share
+of all actions flagged although valid: the paper's measure), `beats_base`, `beats_baselines` (the
+trained critic's MCC interval wholly above both majority baselines'), `train` and `data`. With
+`--policy`, CAST and RFT policies are trained too and compared with their untrained base on
+held-out tasks (key `policy`). Needs the `train` extra. The defaults took 18 minutes on 2 cores
+under a load average of ~11 (4 of them training); README has the figures.
 """
 
 from __future__ import annotations
