@@ -114,18 +114,19 @@ def balanced(examples: Examples, seed: int) -> Examples:
     return result
 
 
-def policy_examples(records: Iterable[TrialRecord], rft: bool) -> Examples:
+def policy_examples(records: Iterable[TrialRecord], rft: bool, critiqued_only: bool = True) -> Examples:
     """One example per executed action of each successful trial. CAST (`rft` False) keeps only
     the critique-enriched successes, as the paper: a trial the critic never flagged teaches
     nothing RFT would not (`skipped_without_critiques` counts them). RFT keeps every success,
     without critiques in the inputs (its records come from the policy alone: see
-    `Pipeline.policy_data`)."""
+    `Pipeline.policy_data`). `critiqued_only=False` keeps every success for CAST too (the
+    stand-in's fallback when no critique exists, which the pipeline warns about)."""
     examples = Examples()
     for record in records:
         if not record.passed:
             continue
         critiqued = any(moment.critiques for moment in moments(record))
-        if not rft and not critiqued:
+        if not rft and critiqued_only and not critiqued:
             examples.counts["skipped_without_critiques"] += 1
             continue
         examples.counts["trajectories"] += 1

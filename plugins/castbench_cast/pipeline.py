@@ -306,7 +306,13 @@ class Pipeline:
                 )
                 if settings.require_critiques:
                     raise StageError(message + "; set [policy_data] require_critiques = false to go on")
-                self.log("warning: " + message)
+                self.log(
+                    "warning: "
+                    + message
+                    + "; every success is kept, as RFT would (require_critiques = false)"
+                )
+                examples = policy_examples(self.records(source), settings.rft, critiqued_only=False)
+                examples.counts["kept_without_critiques"] = examples.counts["trajectories"]
             return self._examples(folder, examples, write_examples)
 
         inputs = {source: self.manifest(source).digest}

@@ -166,8 +166,8 @@ class PolicyDataStage(_Table):
     teaches the policy answers it could not have known; refused unless this is set."""
     require_critiques: bool = True
     """CAST data keeps only the successes that hold a critique; none at all (a critic that never
-    flagged, or never answered readably) is refused unless this is unset (then a warning and
-    no examples)."""
+    flagged, or never answered readably) is refused unless this is unset: then a warning, and
+    every success is kept (`kept_without_critiques`), so a CPU stand-in's chain still runs."""
 
 
 class PaperTable(_Table):

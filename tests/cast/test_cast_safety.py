@@ -74,8 +74,9 @@ def test_cast_data_without_critiques_is_refused(recipe_file: Callable[[str], Pat
         pipeline.policy_data()
     logged: list[str] = []
     lenient = Pipeline(load_recipe(recipe_file(source + "require_critiques = false\n")), log=logged.append)
-    lenient.policy_data()
+    kept = lenient.policy_data()
     assert any(line.startswith("warning:") and "no CAST data" in line for line in logged)
+    assert kept.counts["kept_without_critiques"] == kept.counts["trajectories"] > 0  # said, and counted
 
 
 class _Garbage:
