@@ -47,7 +47,10 @@ def test_a_trained_critic_beats_its_base_on_held_out_tasks(tmp_path: Path, one_t
         keep="conversation",
         save_steps=100_000,
         device="cpu",
-        verdict_weight=5.0,
+        # 80 steps are too few for the bench's settings (balanced data, verdict term 5): measured,
+        # the verdict term crowded out the answer's format (every answer unreadable) and balanced
+        # data alone gave MCC -0.01; the bench's 400 steps use them. CI size keeps neither.
+        verdict_weight=0.0,
     )
     result = critic_learning(
         tmp_path / "out",
@@ -56,6 +59,7 @@ def test_a_trained_critic_beats_its_base_on_held_out_tasks(tmp_path: Path, one_t
         test_tasks=40,
         max_tokens=48,
         target="verdict",
+        balance=False,
         log=lambda _: None,
     )
     base, trained = result.base, result.trained
@@ -67,7 +71,7 @@ def test_a_trained_critic_beats_its_base_on_held_out_tasks(tmp_path: Path, one_t
         and base.mcc is None
     )
     # the trained critic answers readably and separates invalid from valid actions it never saw
-    assert trained.parse_errors <= trained.verdicts // 20
+    assert trained.unreadable <= trained.verdicts // 20  # answers with no verdict (counted as passes)
     assert trained.mcc is not None and trained.mcc > 0 and trained.mcc_ci is not None
     assert trained.false_flag_rate_ci is not None and trained.detection_rate is not None
     assert trained.detection_rate > trained.false_flag_rate  # type: ignore[operator]
