@@ -12,8 +12,8 @@ the confusion counts), `baselines` (the trained critic first, then each baseline
 of all actions flagged although valid: the paper's measure), `beats_base`, `beats_baselines` (the
 trained critic's MCC interval wholly above both majority baselines'), `train` and `data`. With
 `--policy`, CAST and RFT policies are trained too and compared with their untrained base on
-held-out tasks (key `policy`). Needs the `train` extra. The defaults took 18 minutes on 2 cores
-under a load average of ~11 (4 of them training); README has the figures.
+held-out tasks (key `policy`). Needs the `train` extra. The defaults took 15 minutes on 2 cores
+under a load average of ~11 (5 of them training); README has the figures.
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--lr", type=float, default=6e-3)
     parser.add_argument("--hidden", type=int, default=64)
-    parser.add_argument("--max-length", type=int, default=256, help="prompt and target, tokens")
+    parser.add_argument("--max-length", type=int, default=384, help="prompt and target, tokens")
     parser.add_argument("--max-completion", type=int, default=48, help="target (and served answer), tokens")
     parser.add_argument("--layers", type=int, default=2)
     parser.add_argument(
