@@ -9,7 +9,12 @@ tokens/s and loss, and peak GPU memory (torch's, for training in this process; n
 sampled, for the served models). `--model tiny --serve transformers` runs the same on a CPU.
 No asserts: it reports. Needs the `train` extra (and vLLM on PATH for `--serve vllm`).
 
-`--dry-run` (any machine, no GPU) prints the plan for one GPU of `--gpu-gib` (141 for an H200)
+`--dry-run --recipe plugins/castbench_cast/recipes/paper.toml` plans the paper's whole recipe on
+one GPU: every phase's servers (the 32B teacher and user, the base policy, the served critic and
+policy checkpoints, each at its share) with training beside them, the disk (downloads, trained
+outputs), and what to download first; it exits 1 when a phase or the disk does not fit.
+
+`--dry-run` alone (any machine, no GPU) prints the plan for one GPU of `--gpu-gib` (139 for an H200)
 and checks what it can: memory per stage (training: weights, gradients, AdamW state, fp32 logits
 and activations; serving: each vLLM server's `--gpu-memory` share), checkpoint disk against
 `--disk-gib`, the model found locally (no hub download at run time: the run sets
@@ -44,6 +49,7 @@ max_length = {args.max_length}
 max_completion = {args.max_completion}
 keep = "{args.keep}"
 lora = {str(args.lora).lower()}
+lora_r = {args.lora_r}
 gradient_checkpointing = {str(args.gradient_checkpointing).lower()}
 save_steps = {args.save_steps}
 """
@@ -78,6 +84,51 @@ def _privileged(policy: str) -> bool:
     return privileged(policy)
 
 
+def recipe_dry_run(args: argparse.Namespace) -> int:
+    """The plan of a whole recipe (`--recipe`, e.g. the paper's) on one GPU; 1 when it does not fit."""
+    from castbench_cast.gpu_plan import recipe_plan
+    from castbench_cast.recipe import load_recipe
+
+    recipe = load_recipe(args.recipe)
+    plan = recipe_plan(
+        recipe,
+        gpu_gib=args.gpu_gib,
+        disk_gib=args.disk_gib,
+        teacher_share=args.teacher_gpu_memory,
+        base_share=args.base_gpu_memory,
+    )
+    print(
+        f"CAST recipe plan (estimates, not measurements): {recipe.name} on one {args.gpu_gib:.0f} GiB GPU, "
+        f"{args.disk_gib:.0f} GiB of disk"
+    )
+    for name, server in plan.servers.items():
+        sequences = server.sequences(args.gpu_gib)
+        shape = server.shape
+        size = f"{shape.params / 1e9:.1f}B x {shape.weight_bytes:g} bytes" if shape else "shape unknown"
+        print(
+            f"  server {name:<24} {server.model:<28} share {server.share:.2f} "
+            f"({server.share * args.gpu_gib:5.1f} GiB), "
+            f"{size}, context {server.context}, ~{sequences} full-context sequences at once"
+        )
+    for phase in plan.phases:
+        training = f" + training {phase.training.gib:.1f} GiB" if phase.training else ""
+        print(
+            f"  phase {phase.name:<18} {phase.gib(plan.servers, args.gpu_gib):6.1f} GiB  "
+            f"(servers: {', '.join(phase.servers) or 'none'}{training})"
+        )
+    print(
+        f"disk: about {plan.disk_gib:.1f} GiB of {args.disk_gib:.0f} ("
+        + ", ".join(f"{name} {gib:.1f}" for name, gib in plan.disk.items())
+        + ")"
+    )
+    for item in plan.to_do:
+        print(f"before the run: {item}")
+    for problem in plan.problems:
+        print(f"problem: {problem}")
+    print("plan: OK" if not plan.problems else f"plan: {len(plan.problems)} problem(s)")
+    return 1 if plan.problems else 0
+
+
 def dry_run(args: argparse.Namespace) -> int:
     """Print the plan (see the module's docstring); 1 when a check fails."""
     import importlib.metadata
@@ -95,6 +146,7 @@ def dry_run(args: argparse.Namespace) -> int:
         max_completion=args.max_completion,
         keep=args.keep,
         lora=args.lora,
+        lora_r=args.lora_r,
         gradient_checkpointing=args.gradient_checkpointing,
         save_steps=args.save_steps,
         **({"tiny": {"context": max(4096, args.max_length)}} if args.model == "tiny" else {}),
@@ -128,7 +180,7 @@ def dry_run(args: argparse.Namespace) -> int:
         print(f"  {stage.stage:<18} {stage.gib:7.1f} GiB  ({parts})")
     if plan.disk_gib is not None:
         print(f"disk: about {plan.disk_gib:.1f} GiB of checkpoints and models (limit {args.disk_gib:.0f})")
-    print(f"ports: policy {args.policy_port or 'a free one'}, critic {args.critic_port or 'a free one'}")
+    print(f"ports: policy {args.policy_port or 'its own'}, critic {args.critic_port or 'its own'}")
     print(
         "packages: " + ", ".join(f"{name} {version or 'absent'}" for name, version in plan.packages.items())
     )
@@ -235,12 +287,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--gradient-checkpointing", action="store_true")
     parser.add_argument("--lora-r", type=int, default=16)
     parser.add_argument("--save-steps", type=int, default=500)
-    parser.add_argument("--gpu-memory", type=float, default=0.45, help="each vLLM server's GPU share")
+    parser.add_argument("--gpu-memory", type=float, default=0.3, help="each vLLM server's GPU share")
     parser.add_argument("--policy-port", type=int, default=0)
     parser.add_argument("--critic-port", type=int, default=0)
-    parser.add_argument("--gpu-gib", type=float, default=141.0)
+    parser.add_argument("--gpu-gib", type=float, default=139.0, help="an H200 as the device reports it")
     parser.add_argument("--disk-gib", type=float, default=64.0)
     parser.add_argument("--dry-run", action="store_true", help="print the plan and check it; run nothing")
+    parser.add_argument(
+        "--recipe",
+        type=Path,
+        default=None,
+        help="with --dry-run: plan this whole recipe (the paper's: "
+        "plugins/castbench_cast/recipes/paper.toml)",
+    )
+    parser.add_argument(
+        "--teacher-gpu-memory", type=float, default=0.4, help="the teacher / user server's share"
+    )
+    parser.add_argument("--base-gpu-memory", type=float, default=0.15, help="the base policy server's share")
     parser.add_argument("--max-tokens", type=int, default=256)
     parser.add_argument("--lr", type=float, default=5e-6)
     parser.add_argument("--lora", action="store_true")
@@ -250,7 +313,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
     if args.dry_run:
-        return dry_run(args)
+        return recipe_dry_run(args) if args.recipe is not None else dry_run(args)
     os.environ["HF_HUB_OFFLINE"] = "1"  # the model is on this machine, or the run stops here
 
     sys.path.insert(0, str(ROOT))

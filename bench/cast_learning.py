@@ -1,15 +1,19 @@
 """Does CAST critic training work on a CPU? `python bench/cast_learning.py [--out DIR]`.
 
 Trains the tiny stand-in critic (a Qwen3-architecture model built from a config, no download)
-through the CAST plugin's stages on the labeler's annotations of retail train tasks, then serves
-it and its untrained base as the critic in `castbench eval` on held-out retail test tasks and
-reports castbench's own critic figures for both (`castbench_cast.learning`). The last line is
-JSON: `base` and `trained`, each with `mcc`, `mcc_ci`, `false_flag_rate` (and its interval,
-detection rate, unreadable verdicts, the confusion counts), `beats_base` (the trained critic's MCC
-interval above the base's), `train` and `data` (what was trained on). With `--policy`, CAST and
-RFT policies are trained too (the critic in the teacher's loop) and compared with their untrained
-base on held-out tasks (key `policy`). Needs the `train` extra. The defaults took 24 minutes on 2
-cores under a load average of ~20 (5 of them training); README has the figures.
+through the CAST plugin's stages on the labeler's annotations of retail train tasks (balanced
+verdicts, the verdict first, a verdict term in the loss), then serves it and its untrained base as
+the critic in `castbench eval` on held-out retail test tasks, and prints castbench's own critic
+figures for both beside the baselines of `castbench_cast.baselines` on the same calls: the
+majority verdict per tool and per (previous action, tool), learned from the same annotations, and
+the rules critic. A table, then a JSON line: `base`, `trained` (each with `mcc`, `mcc_ci`,
+`false_flag_rate` and its interval, detection rate, `unreadable` verdicts and answers read in part,
+the confusion counts), `baselines` (the trained critic first, then each baseline, with the share
+of all actions flagged although valid: the paper's measure), `beats_base`, `beats_baselines` (the
+trained critic's MCC interval wholly above both majority baselines'), `train` and `data`. With
+`--policy`, CAST and RFT policies are trained too and compared with their untrained base on
+held-out tasks (key `policy`). Needs the `train` extra. The defaults took 15 minutes on 2 cores
+under a load average of ~11 (5 of them training); README has the figures.
 """
 
 from __future__ import annotations
@@ -22,6 +26,15 @@ import time
 from pathlib import Path
 
 
+def _number(value: float | None) -> str:
+    return "–" if value is None else f"{value:.3f}"
+
+
+def _figure(value: float | None, interval: tuple[float, float] | None) -> str:
+    where = "" if interval is None else f" [{interval[0]:.3f}, {interval[1]:.3f}]"
+    return _number(value) + where
+
+
 def main(argv: list[str] | None = None) -> int:
     from castbench_cast.learning import critic_learning, policy_learning
     from castbench_cast.recipe import TinyModel, TrainStage
@@ -32,10 +45,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--test-tasks", type=int, default=60)
     parser.add_argument("--samples", type=int, default=2, help="teacher trajectories per train task")
     parser.add_argument("--test-trials", type=int, default=2)
-    parser.add_argument("--steps", type=int, default=200, help="optimizer steps")
+    parser.add_argument("--steps", type=int, default=400, help="optimizer steps")
+    parser.add_argument(
+        "--verdict-weight",
+        type=float,
+        default=5.0,
+        help="the verdict term of the loss (0: the target's tokens alone)",
+    )
+    parser.add_argument(
+        "--no-balance",
+        action="store_true",
+        help="train on the verdicts as collected (not repeated to equal counts)",
+    )
     parser.add_argument("--lr", type=float, default=6e-3)
     parser.add_argument("--hidden", type=int, default=64)
-    parser.add_argument("--max-length", type=int, default=256, help="prompt and target, tokens")
+    parser.add_argument("--max-length", type=int, default=384, help="prompt and target, tokens")
     parser.add_argument("--max-completion", type=int, default=48, help="target (and served answer), tokens")
     parser.add_argument("--layers", type=int, default=2)
     parser.add_argument(
@@ -78,6 +102,7 @@ def main(argv: list[str] | None = None) -> int:
         save_steps=100_000,
         seed=args.seed,
         device="cpu",
+        verdict_weight=args.verdict_weight,
     )
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="cast-learning-") as scratch:
@@ -92,6 +117,7 @@ def main(argv: list[str] | None = None) -> int:
             seed=args.seed,
             max_tokens=args.max_completion,
             target=args.target,
+            balance=not args.no_balance,
             log=lambda line: print(line, file=sys.stderr),
         )
         policy = None
@@ -111,14 +137,26 @@ def main(argv: list[str] | None = None) -> int:
                 max_steps=args.max_steps,
                 log=lambda line: print(line, file=sys.stderr),
             )
-    for name in ("base", "trained"):
-        figures = getattr(result, name)
+    print(
+        f"{'critic':40} {'calls':>5} {'unreadable':>10}  {'MCC [95% CI]':24} {'false-flag [95% CI]':24} "
+        f"{'detection':>9} {'flag ∧ valid share':>18}"
+    )
+    base = result.base
+    print(
+        f"{'untrained base (served)':40} {base.verdicts:5} {base.unreadable:10}  "
+        f"{_figure(base.mcc, base.mcc_ci):24} {_figure(base.false_flag_rate, base.false_flag_rate_ci):24} "
+        f"{_number(base.detection_rate):>9} {'':>18}"
+    )
+    unreadable = {"trained critic": result.trained.unreadable}
+    for row in result.baselines:
         print(
-            f"{name:8} verdicts {figures.verdicts:4} unreadable {figures.parse_errors:4} "
-            f"MCC {figures.mcc} CI {figures.mcc_ci} false-flag {figures.false_flag_rate} "
-            f"detection {figures.detection_rate}"
+            f"{row.name:40} {row.calls:5} {unreadable.get(row.name, 0):10}  "
+            f"{_figure(row.mcc, row.mcc_ci):24} "
+            f"{_figure(row.false_flag_rate, row.false_flag_rate_ci):24} {_number(row.detection_rate):>9} "
+            f"{_number(row.flag_share_of_actions):>18}"
         )
     print(f"trained critic's MCC interval above the base's: {result.beats_base}")
+    print(f"trained critic's MCC interval above both majority baselines': {result.beats_baselines}")
     payload = result.model_dump(mode="json")
     if policy is not None:
         for name, figures in policy.policies.items():

@@ -3,14 +3,17 @@ of a collected run, by the privileged labeler or the LLM pipeline, and how far t
 
 The labeler's annotation is the label the rollout engine stored with each proposal
 (`castbench.grading.labeler`: deterministic, from the ground truth and the true state at that
-moment), turned into a sentence a critic can learn to write. Replies to the user are not
-annotated: a deployed critic verifies tool calls (its default scope) and the labeler does not
-judge replies.
+moment), turned into a structured rationale a critic can learn to write: which check decided
+(`check`: authentication, confirmation, record status, arguments, unrevealed value, ...) and the
+finding's particulars (the missing argument names, the value nothing revealed, the record's
+status, the tool), not one of a few fixed sentences. Replies to the user are not annotated: a
+deployed critic verifies tool calls (its default scope) and the labeler does not judge replies.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -30,6 +33,7 @@ __all__ = [
     "agreement",
     "annotated_moments",
     "balance",
+    "finding",
     "labeler_annotation",
     "moment_key",
     "read_annotations",
@@ -39,15 +43,26 @@ __all__ = [
 FailureType = Literal["hallucination", "domain_violation", "wrong_tool", "none"]
 Key = tuple[str, str, int, int, int]
 
-_FAILURE_NAMES = {
-    "hallucination": "Hallucination",
-    "domain_violation": "Domain violation",
-    "wrong_tool": "Wrong tool",
-}
-_VALID_REASONS = {
-    "in the ground truth": "The call is what the request needs now; the conversation supports its arguments.",
-    "a supported read": "A look-up the conversation supports; it changes nothing.",
-}
+_CHECKS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
+    (check, re.compile(pattern))
+    for check, pattern in (
+        ("authentication", r"not been authenticated"),
+        ("confirmation", r"confirmation"),
+        ("record status", r"needs an? (?P<needed>\w+) \w+, but it is (?P<found>\w+)"),
+        ("missing arguments", r"missing argument"),
+        ("unknown tool", r"no tool '"),
+        ("argument format", r"not a JSON object|invalid arguments"),
+        ("unrevealed value", r"uses (?P<value>'.*?'), which nothing"),
+        ("wrong arguments", r"wrong arguments"),
+        ("no change warranted", r"no change is warranted"),
+        ("different tool", r"needs a different tool"),
+        ("needed now", r"in the ground truth"),
+        ("supported read", r"a supported read"),
+    )
+)
+"""The labeler's findings (its `reason`), by the check that made them; the first match names
+the check."""
+_MISSING = re.compile(r"missing argument '(\w+)'")
 
 
 class AnnotationError(ValueError):
@@ -64,6 +79,8 @@ class Annotation(BaseModel):
     round: int
     verdict: Literal["valid", "invalid"]
     failure_type: FailureType = "none"
+    check: str | None = None
+    """Which check decided (the labeler's structured rationale; None from the LLM pipeline)."""
     explanation: str
     annotator: str
     parse_error: str | None = None
@@ -101,10 +118,31 @@ def annotated_moments(records: Iterable[TrialRecord]) -> Iterator[tuple[TrialRec
                 yield record, moment
 
 
-def _rationale(label: ActionLabel) -> str:
-    if label.label == "valid":
-        return _VALID_REASONS.get(label.reason, f"Valid: {label.reason}.")
-    return f"{_FAILURE_NAMES[label.failure_type]}: {label.reason}."
+def finding(label: ActionLabel, action: ToolCallAction) -> tuple[str, str]:
+    """The labeler's finding on `action` as (check, particulars): the structured rationale."""
+    check, match = next(
+        ((name, found) for name, pattern in _CHECKS if (found := pattern.search(label.reason))),
+        ("other", None),
+    )
+    tool = action.name
+    if check == "missing arguments":
+        detail = f"{tool} lacks {', '.join(_MISSING.findall(label.reason))}"
+    elif check == "unrevealed value" and match is not None:
+        detail = f"{tool} uses {match['value']}, which the conversation never showed"
+    elif check == "record status" and match is not None:
+        detail = f"{tool} needs a {match['needed']} record; it is {match['found']}"
+    elif check == "authentication":
+        detail = f"{tool} before the user was authenticated"
+    elif check == "confirmation":
+        detail = f"{tool} changes data without the user's explicit yes"
+    elif check == "needed now":
+        arguments = action.arguments if isinstance(action.arguments, dict) else {}
+        detail = f"{tool}({', '.join(sorted(arguments))}) is what the request needs now"
+    elif check == "supported read":
+        detail = f"{tool} reads what the conversation supports"
+    else:
+        detail = f"{tool}: {label.reason}"
+    return check, detail
 
 
 def labeler_annotation(record: TrialRecord, moment: Moment) -> Annotation:
@@ -112,12 +150,15 @@ def labeler_annotation(record: TrialRecord, moment: Moment) -> Annotation:
     where = f"task {record.task_id} trial {record.trial_index} step {moment.step.index}"
     if label is None or label.label == "unknown":
         raise AnnotationError(f"{where}: proposal {moment.proposal.round} has no labeler label")
+    assert isinstance(moment.proposal.action, ToolCallAction)  # annotated_moments yields calls alone
+    check, detail = finding(label, moment.proposal.action)
     return Annotation.of(
         record,
         moment,
         verdict=label.label,
         failure_type=label.failure_type if label.label == "invalid" else "none",
-        explanation=_rationale(label),
+        check=check,
+        explanation=detail,
         annotator="labeler",
     )
 

@@ -159,15 +159,20 @@ def paper(
 def serve(
     checkpoint: Annotated[Path, typer.Argument(help="A trained model folder (a stage's model/).")],
     backend: Annotated[str, typer.Option(help="transformers (CPU or GPU) or vllm (GPU).")] = "transformers",
-    port: Annotated[int, typer.Option(help="Port on 127.0.0.1 (0: a free one).")] = 0,
+    port: Annotated[
+        int, typer.Option(help="Port on 127.0.0.1 (0: the checkpoint's own, fixed by its weights).")
+    ] = 0,
 ) -> None:
     """Serve a checkpoint as an OpenAI-compatible server; print the --critic and --policy strings."""
-    from castbench_cast.serving import CheckpointServer
+    from castbench_cast.serving import CheckpointServer, is_checkpoint
 
     if backend not in ("transformers", "vllm"):
         fail(f"--backend {backend}: use transformers or vllm")
-    if not (checkpoint / "config.json").exists():
-        fail(f"{checkpoint}: no config.json (give the model/ folder a train stage wrote)")
+    if not is_checkpoint(checkpoint):
+        fail(
+            f"{checkpoint}: no config.json or adapter_config.json "
+            f"(give the model/ folder a train stage wrote)"
+        )
     with CheckpointServer(checkpoint, backend, port) as server:  # type: ignore[arg-type]
         typer.echo(
             json.dumps(

@@ -5,7 +5,10 @@ Inputs are rendered by castbench's own model agents' functions from a `public_br
 from the domain alone: no task can reach it) and the visible events of the trial, so a trained
 model reads in `castbench eval` exactly what it read in training:
 - critic: `critic_messages` (policy document, tools, conversation, proposed action) -> the
-  annotation as JSON (explanation first: the rationale, then the verdict);
+  annotation as JSON, the verdict first (a greedy answer commits to it before anything else),
+  then the failure type and the structured rationale (the check that decided, its particulars);
+  `balanced` repeats examples of the rarer verdict (seeded) until both verdicts are as many, so a
+  critic cannot do well by leaning to the majority verdict;
 - policy: `policy_messages` in the prompted style (tools in the system prompt, one JSON action
   per turn), with the step's critiques unless RFT -> the action it executed, as JSON. An executed
   action the labeler marks invalid is never a target: a passed trial can still hold one (an
@@ -32,7 +35,7 @@ from castbench.records.trial import TrialRecord
 from castbench_cast.annotations import Annotation, AnnotationError, Key, annotated_moments
 from castbench_cast.trajectories import moments
 
-__all__ = ["POLICY_STYLE", "Examples", "critic_examples", "policy_examples", "write_examples"]
+__all__ = ["POLICY_STYLE", "Examples", "balanced", "critic_examples", "policy_examples", "write_examples"]
 
 POLICY_STYLE = "prompted"
 """The trained policy is served as a plain chat model: `--policy openai/NAME?style=prompted`."""
@@ -73,30 +76,61 @@ def critic_examples(
         if record.domain not in systems:
             briefing = public_briefing(load_domain(record.domain), record.seed, record.trial_index)
             systems[record.domain] = critic_system_prompt(briefing)
+        # the binary decision first: greedy decoding is not split over three failure types
+        answer: dict[str, str] = {"verdict": annotation.verdict, "failure_type": annotation.failure_type}
         if target == "annotation":
-            answer = {
-                "explanation": annotation.explanation,
-                "failure_type": annotation.failure_type,
-                "verdict": annotation.verdict,
-            }
-        else:  # the binary decision first: greedy decoding is not split over three failure types
-            answer = {"verdict": annotation.verdict, "failure_type": annotation.failure_type}
+            if annotation.check is not None:
+                answer["check"] = annotation.check
+            answer["explanation"] = annotation.explanation
         messages = critic_messages(systems[record.domain], moment.history, moment.proposal.action)
         messages.append({"role": "assistant", "content": json.dumps(answer)})
         examples.add(messages, verdict=annotation.verdict, failure_type=annotation.failure_type)
     return examples
 
 
-def policy_examples(records: Iterable[TrialRecord], rft: bool) -> Examples:
-    """One example per executed action of each successful trial; with `rft`, its critiques are
-    left out of the inputs (successful trajectories without critiques, the paper's control)."""
+def balanced(examples: Examples, seed: int) -> Examples:
+    """`examples` with the rarer verdicts' rows repeated (drawn with `seed`) until every verdict
+    has as many rows as the commonest; the balance counts what was trained on, and
+    `counts["repeated_for_balance"]` how many rows were added."""
+    import random
+
+    verdicts = examples.balance.get("verdict", Counter())
+    if len(verdicts) < 2:
+        return examples
+    rows_by: dict[str, list[int]] = {}
+    for index, messages in enumerate(examples.rows):
+        rows_by.setdefault(json.loads(messages[-1]["content"])["verdict"], []).append(index)
+    rng = random.Random(f"balance:{seed}")
+    most = max(len(indices) for indices in rows_by.values())
+    order = list(range(len(examples.rows)))
+    for indices in rows_by.values():
+        order += [rng.choice(indices) for _ in range(most - len(indices))]
+    rng.shuffle(order)
+    result = Examples(counts=Counter(examples.counts))
+    result.counts["repeated_for_balance"] = len(order) - len(examples.rows)
+    for index in order:
+        answer = json.loads(examples.rows[index][-1]["content"])
+        result.add(examples.rows[index], verdict=answer["verdict"], failure_type=answer["failure_type"])
+    return result
+
+
+def policy_examples(records: Iterable[TrialRecord], rft: bool, critiqued_only: bool = True) -> Examples:
+    """One example per executed action of each successful trial. CAST (`rft` False) keeps only
+    the critique-enriched successes, as the paper: a trial the critic never flagged teaches
+    nothing RFT would not (`skipped_without_critiques` counts them). RFT keeps every success,
+    without critiques in the inputs (its records come from the policy alone: see
+    `Pipeline.policy_data`). `critiqued_only=False` keeps every success for CAST too (the
+    stand-in's fallback when no critique exists, which the pipeline warns about)."""
     examples = Examples()
     for record in records:
         if not record.passed:
             continue
+        critiqued = any(moment.critiques for moment in moments(record))
+        if not rft and critiqued_only and not critiqued:
+            examples.counts["skipped_without_critiques"] += 1
+            continue
         examples.counts["trajectories"] += 1
         briefing = public_briefing(load_domain(record.domain), record.seed, record.trial_index)
-        critiqued = False
         for moment in moments(record):
             if not moment.executed or isinstance(moment.proposal.action, MalformedAction):
                 continue
@@ -104,7 +138,6 @@ def policy_examples(records: Iterable[TrialRecord], rft: bool) -> Examples:
                 examples.counts["dropped_invalid_targets"] += 1
                 continue
             shown = () if rft else moment.critiques
-            critiqued |= bool(moment.critiques)
             messages = policy_messages(briefing, moment.history + shown, POLICY_STYLE)
             messages.append({"role": "assistant", "content": action_json(moment.proposal.action)})
             examples.add(

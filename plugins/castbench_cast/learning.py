@@ -6,8 +6,12 @@ labeler's annotations, critic data, train-critic); the base is the model trainin
 and put in the loop of `castbench eval` on retail *test* tasks (held out: no test task is in the
 training data), one verdict per step, and judged by castbench's own critic report against the
 labeler: MCC, false-flag and detection rates with 95% intervals resampling tasks, and the count
-of unreadable verdicts (which count as passes). `bench/cast_learning.py` prints the result; a
-`train`-marked test runs it at CI size.
+of unreadable verdicts (which count as passes) apart from answers read in part. Beside them, on
+the trained critic's very calls, the baselines of `castbench_cast.baselines` (majority verdict
+per tool and per (previous action, tool), learned from the same annotations, and the rules
+critic): the trained critic has learned more than a lookup table only if its MCC interval lies
+above both majority baselines' (`beats_baselines`). `bench/cast_learning.py` prints the result;
+a `train`-marked test runs it at CI size.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from castbench_cast.baselines import BASELINES, BaselineFigures, Lookup, baseline_figures
 from castbench_cast.recipe import (
     CollectCriticStage,
     CollectStage,
@@ -32,6 +37,7 @@ __all__ = [
     "CriticFigures",
     "Learning",
     "PolicyFigures",
+    "beats",
     "PolicyLearning",
     "critic_learning",
     "held_out_figures",
@@ -46,6 +52,9 @@ class CriticFigures(BaseModel):
     run_id: str
     verdicts: int
     parse_errors: int
+    """Answers not read in full (`unreadable` of them not read at all)."""
+    unreadable: int
+    """Answers with no readable verdict: counted as passes."""
     flag_rate: float | None
     mcc: float | None
     mcc_ci: tuple[float, float] | None
@@ -68,10 +77,21 @@ class Learning(BaseModel):
     """The trained critic's MCC interval lies above the base's MCC (a critic that never flags,
     as the unreadable base does, carries no information: MCC 0, the convention for a constant
     classifier)."""
+    baselines: list[BaselineFigures]
+    """The trained critic and the baselines on the same held-out calls (`castbench_cast.baselines`)."""
+    beats_baselines: bool
+    """The trained critic's MCC interval lies wholly above both majority baselines' intervals."""
 
 
 def _recipe(
-    out: Path, critic: TrainStage, train_tasks: int, samples: int, teacher: str, seed: int, target: str
+    out: Path,
+    critic: TrainStage,
+    train_tasks: int,
+    samples: int,
+    teacher: str,
+    seed: int,
+    target: str,
+    balance: bool = True,
 ) -> Recipe:
     """The recipe both benches share: `policy_learning` in the same folder reuses the critic
     stages `critic_learning` ran."""
@@ -79,7 +99,7 @@ def _recipe(
         name="cast-learning",
         out=out.resolve(),
         collect=CollectStage(domains="retail", limit=train_tasks, policy=teacher, samples=samples, seed=seed),
-        critic_data=CriticDataStage(target=target),  # type: ignore[arg-type]
+        critic_data=CriticDataStage(target=target, balance=balance, seed=seed),  # type: ignore[arg-type]
         train_critic=critic,
     )
 
@@ -116,6 +136,7 @@ def held_out_figures(
         run_id=run_id,
         verdicts=report.n_verified,
         parse_errors=report.parse_errors,
+        unreadable=report.unreadable,
         flag_rate=report.flag_rate,
         mcc=report.mcc,
         mcc_ci=report.mcc_ci,
@@ -139,15 +160,18 @@ def critic_learning(
     seed: int = 0,
     max_tokens: int = 96,
     target: str = "annotation",
+    balance: bool = True,
     log: Callable[[str], None] = print,
 ) -> Learning:
     """Train a critic on the first `train_tasks` retail train tasks and compare it with its base
     on the first `test_tasks` retail test tasks (see the module's docstring)."""
     from castbench.domain import load_domain
+    from castbench.store import ResultsStore
+    from castbench_cast.annotations import read_annotations
     from castbench_cast.pipeline import Pipeline
     from castbench_cast.train import save_base
 
-    recipe = _recipe(out, train, train_tasks, samples, teacher, seed, target)
+    recipe = _recipe(out, train, train_tasks, samples, teacher, seed, target, balance)
     pipeline = Pipeline(recipe, log=log)
     pipeline.collect()
     pipeline.annotate()
@@ -161,8 +185,14 @@ def critic_learning(
     }
     base_mcc = figures["base"].mcc if figures["base"].mcc is not None else 0.0
     interval = figures["trained"].mcc_ci
+    annotations = read_annotations(pipeline.folder("annotate") / "annotations.jsonl")
+    lookup = Lookup(pipeline.records("collect"), annotations)
+    store = ResultsStore(recipe.store_url)
+    baselines = baseline_figures(store.trials(figures["trained"].run_id), lookup)
     return Learning(
         beats_base=interval is not None and interval[0] > base_mcc,
+        baselines=baselines,
+        beats_baselines=beats(baselines[0], [b for b in baselines if b.name in BASELINES[:2]]),
         base=figures["base"],
         trained=figures["trained"],
         train=trained.info,
@@ -176,6 +206,13 @@ def critic_learning(
             "max_tokens": max_tokens,
         },
     )
+
+
+def beats(critic: BaselineFigures, others: list[BaselineFigures]) -> bool:
+    """`critic`'s MCC interval lies wholly above every one of `others`' (non-overlapping)."""
+    if critic.mcc_ci is None:
+        return False
+    return all(other.mcc_ci is not None and critic.mcc_ci[0] > other.mcc_ci[1] for other in others)
 
 
 class PolicyFigures(BaseModel):

@@ -148,7 +148,7 @@ class Pipeline:
 
         def build(folder: Path) -> _Built:
             with CheckpointServer(checkpoint, loop.serve, loop.port, loop.gpu_memory) as server:
-                spec = server.model_string(temperature=0, max_tokens=loop.max_tokens)
+                spec = server.model_string(temperature=0, max_tokens=loop.max_tokens or server.answer_tokens)
                 return self._run(folder, loop, spec, loop.rounds)
 
         return self._stage("collect-critic", loop.model_dump(mode="json"), inputs, build)
@@ -265,7 +265,7 @@ class Pipeline:
         return self._stage("annotate", params, inputs, build)
 
     def critic_data(self) -> Manifest:
-        from castbench_cast.examples import critic_examples, write_examples
+        from castbench_cast.examples import balanced, critic_examples, write_examples
 
         settings = self.recipe.critic_data
         inputs = {"collect": self.manifest("collect").digest, "annotate": self.manifest("annotate").digest}
@@ -273,6 +273,8 @@ class Pipeline:
         def build(folder: Path) -> _Built:
             annotations = read_annotations(self.folder("annotate") / "annotations.jsonl")
             examples = critic_examples(self.records("collect"), annotations, settings.target)
+            if settings.balance:
+                examples = balanced(examples, settings.seed)
             return self._examples(folder, examples, write_examples)
 
         return self._stage("critic-data", settings.model_dump(mode="json"), inputs, build)
@@ -281,9 +283,12 @@ class Pipeline:
         from castbench_cast.examples import policy_examples, write_examples
 
         settings = self.recipe.policy_data
-        source = settings.source.replace("_", "-")
+        # RFT is the paper's control: the policy's own successes without a critic in the loop
+        # (the collect stage), not the critic-assisted trajectories with their critiques removed
+        origin = "collect" if settings.rft else settings.source
+        source = origin.replace("_", "-")
 
-        teacher = getattr(self.recipe, settings.source).policy
+        teacher = getattr(self.recipe, origin).policy
         if _privileged(teacher) and not settings.allow_privileged_teacher:
             raise StageError(
                 f"policy-data: the trajectories come from '{teacher}', a privileged policy (it reads "
@@ -293,15 +298,21 @@ class Pipeline:
 
         def build(folder: Path) -> _Built:
             examples = policy_examples(self.records(source), settings.rft)
-            if not settings.rft and examples.rows and not examples.counts["trajectories_with_critiques"]:
+            if not settings.rft and not examples.rows:
                 message = (
-                    f"policy-data: no trajectory of {source} holds a critique, so the CAST data "
-                    f"equals the RFT data (did the critic never flag, or never answer readably? "
-                    f"see its manifest's critic_parse_errors)"
+                    f"policy-data: no successful trajectory of {source} holds a critique, so there is "
+                    f"no CAST data (did the critic never flag, or never answer readably? see its "
+                    f"manifest's critic_parse_errors)"
                 )
                 if settings.require_critiques:
                     raise StageError(message + "; set [policy_data] require_critiques = false to go on")
-                self.log("warning: " + message)
+                self.log(
+                    "warning: "
+                    + message
+                    + "; every success is kept, as RFT would (require_critiques = false)"
+                )
+                examples = policy_examples(self.records(source), settings.rft, critiqued_only=False)
+                examples.counts["kept_without_critiques"] = examples.counts["trajectories"]
             return self._examples(folder, examples, write_examples)
 
         inputs = {source: self.manifest(source).digest}
@@ -321,14 +332,15 @@ class Pipeline:
         )
 
     def train_critic(self) -> Manifest:
-        return self._train("train-critic", "critic-data", self.recipe.train_critic)
+        settings = self.recipe.train_critic
+        return self._train("train-critic", "critic-data", settings, settings.verdict_weight)
 
     def train_policy(self) -> Manifest:
         return self._train(
             self._policy("train-policy"), self._policy("policy-data"), self.recipe.train_policy
         )
 
-    def _train(self, stage: str, data: str, settings: TrainStage) -> Manifest:
+    def _train(self, stage: str, data: str, settings: TrainStage, verdict_weight: float = 0.0) -> Manifest:
         from castbench_cast.train import train
 
         inputs = {data: self.manifest(data).digest}
@@ -336,7 +348,12 @@ class Pipeline:
 
         def build(folder: Path) -> _Built:
             figures = train(
-                self.folder(data), folder, settings, key_of(stage, params, inputs), not self.force
+                self.folder(data),
+                folder,
+                settings,
+                key_of(stage, params, inputs),
+                not self.force,
+                verdict_weight,
             )
             shown = (
                 "examples",

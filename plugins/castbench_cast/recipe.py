@@ -60,11 +60,16 @@ class CollectCriticStage(CollectStage):
     serve: Literal["transformers", "vllm"] = "transformers"
     """How the checkpoint is served: transformers on this machine's CPU/GPU, or `vllm serve`."""
     port: int = Field(0, ge=0, le=65535)
-    """0: a free port. A fixed port keeps the run's identity, so an interrupted collect resumes."""
-    max_tokens: int = Field(256, ge=1)
-    gpu_memory: float = Field(0.45, gt=0, le=0.95)
+    """0: the checkpoint's own port (fixed by its weights: `serving.checkpoint_port`), so the
+    model string, part of the run's identity, is the same at every start and an interrupted
+    collect resumes."""
+    max_tokens: int | None = Field(None, ge=1)
+    """The critic's answer, tokens at most; None: the length its targets were trained to
+    (`train_critic.max_completion`). Less than that is refused: it would cut the answers the
+    critic learned to write."""
+    gpu_memory: float = Field(0.3, gt=0, le=0.95)
     """Share of the GPU a vLLM-served checkpoint takes (vLLM's own 0.9 leaves no room for the
-    policy's server beside it); the transformers backend ignores it."""
+    teacher's server beside it); the transformers backend ignores it."""
 
 
 class AnnotateStage(_Table):
@@ -79,11 +84,14 @@ class AnnotateStage(_Table):
 
 class CriticDataStage(_Table):
     target: Literal["annotation", "verdict"] = "annotation"
-    """The critic's target: the whole annotation (the rationale first, then failure type and
-    verdict: the paper's) or the verdict and failure type alone, the verdict first (a short
-    answer a small model learns, and serves, faster; `bench/cast_learning.py` uses it on a CPU).
-    Verdict first matters to a weak model: answering greedily, it would write "none" whenever its
-    probability of invalid is spread over the three failure types."""
+    """The critic's target: the whole annotation (verdict, failure type, then the structured
+    rationale: the check that decided and its particulars; the paper's rationale and verdict) or
+    the verdict and failure type alone (a short answer). The verdict always comes first: a weak
+    model answering greedily after a rationale, or after the failure type, would write "none"
+    whenever its probability of invalid is spread over three failure types."""
+    balance: bool = True
+    """Repeat examples of the rarer verdict until both verdicts are as many (seeded by `seed`)."""
+    seed: int = 0
 
 
 class TinyModel(_Table):
@@ -102,6 +110,11 @@ class TrainStage(_Table):
     tiny: TinyModel = Field(default_factory=TinyModel)
     lora: bool = False
     lora_r: int = Field(16, ge=1)
+    merge_lora: bool = True
+    """Save LoRA merged into a whole model (served like any other), or the adapter alone (a few
+    hundred MB instead of the model's size: the three trained 8B models of the paper's recipe
+    would not fit 64 GiB of disk beside the teacher). An adapter is served on its base model:
+    transformers loads it through peft, vLLM with `--enable-lora`."""
     gradient_checkpointing: bool = False
     """Recompute activations in the backward pass: long prompts of a large model fit in memory."""
     lr: float = Field(5e-6, gt=0)
@@ -119,6 +132,9 @@ class TrainStage(_Table):
     save_steps: int = Field(500, ge=1)
     seed: int = 0
     device: Literal["auto", "cpu"] = "auto"
+    verdict_weight: float = Field(1.0, ge=0)
+    """A critic's loss: the target's tokens plus this times the verdict word's loss (0: the
+    target's tokens alone). Policy training ignores it."""
 
     @model_validator(mode="after")
     def _fits(self) -> TrainStage:
@@ -126,6 +142,8 @@ class TrainStage(_Table):
             raise ValueError(
                 f"max_completion {self.max_completion} leaves no room in max_length {self.max_length}"
             )
+        if self.lora and not self.merge_lora and self.model == "tiny":
+            raise ValueError("merge_lora = false needs a base model on disk to serve on (not tiny)")
         if self.model == "tiny" and self.max_length > self.tiny.context:
             raise ValueError(
                 f"max_length {self.max_length} exceeds the tiny model's context {self.tiny.context}"
@@ -139,15 +157,17 @@ class TrainStage(_Table):
 
 class PolicyDataStage(_Table):
     rft: bool = False
-    """The paper's control: the successful trajectories without their critiques."""
+    """The paper's control: the successful trajectories of the policy alone (the `collect` run,
+    no critic in the loop), whatever `source` says."""
     source: Literal["collect_critic", "collect"] = "collect_critic"
-    """Which collected run the trajectories come from."""
+    """Which collected run the CAST trajectories come from (only those with a critique count)."""
     allow_privileged_teacher: bool = False
     """Policy data from a privileged teacher (one that reads the task: `oracle`, `scripted:noisy`)
     teaches the policy answers it could not have known; refused unless this is set."""
     require_critiques: bool = True
-    """CAST data without a single critique equals the RFT data (a critic that never flagged, or
-    never answered readably): refused unless this is unset (then a warning)."""
+    """CAST data keeps only the successes that hold a critique; none at all (a critic that never
+    flagged, or never answered readably) is refused unless this is unset: then a warning, and
+    every success is kept (`kept_without_critiques`), so a CPU stand-in's chain still runs."""
 
 
 class PaperTable(_Table):
@@ -165,7 +185,16 @@ class PaperTable(_Table):
     rounds: int = Field(3, ge=1, le=10)
     user: str = "scripted"
     serve: Literal["transformers", "vllm"] = "transformers"
-    max_tokens: int = Field(256, ge=1)
+    max_tokens: int | None = Field(None, ge=1)
+    """Answer tokens at most of the served checkpoints; None: each one's trained target length."""
+    base_critic: str | None = None
+    """The untrained critic's model string (the base model the critic was trained from, served):
+    the base policy's cells are run with it too, the untrained baseline of the trained critic."""
+    policy_gpu_memory: float = Field(0.2, gt=0, le=0.95)
+    """GPU share of the served policy checkpoint (vLLM)."""
+    critic_gpu_memory: float = Field(0.2, gt=0, le=0.95)
+    """GPU share of the served critic checkpoint (vLLM): both run beside the teacher / user
+    server and the base policy's, so the shares must leave them room (`gpu_plan` checks the sum)."""
 
 
 class Recipe(_Table):
@@ -182,6 +211,21 @@ class Recipe(_Table):
     policy_data: PolicyDataStage = Field(default_factory=PolicyDataStage)
     train_policy: TrainStage = Field(default_factory=TrainStage)
     paper: PaperTable | None = None
+
+    @model_validator(mode="after")
+    def _answers_fit(self) -> Recipe:
+        trained = self.train_critic.max_completion
+        served = [("collect_critic.max_tokens", self.collect_critic.max_tokens)]
+        if self.paper is not None:
+            served.append(("paper.max_tokens", self.paper.max_tokens))
+        for name, tokens in served:
+            if tokens is not None and tokens < trained:
+                raise ValueError(
+                    f"{name} {tokens} is below train_critic.max_completion {trained}: the served critic's "
+                    f"answers would be cut where training taught it to go on (leave it out to serve "
+                    f"the trained length)"
+                )
+        return self
 
     @property
     def store_url(self) -> str:

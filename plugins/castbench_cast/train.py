@@ -1,14 +1,18 @@
 """Supervised fine-tuning of the critic or the policy with TRL, on a stage's `messages` data.
 
 Each example is split into a prompt (every message but the last) and a completion (the last,
-the assistant's), so the loss is on the target alone (the critic's rationale and verdict, the
-policy's action). Prompts are fitted to the context by `castbench_cast.context` (the rule the
-server applies too, saved with the model); what was left out is counted in the figures. Full
-fine-tuning, or LoRA through peft (merged into the saved model, so the checkpoint serves like any
-other). Checkpoints are written every `save_steps` and an interrupted training resumes from the
-last one (`resume=False`, as `--force` asks, starts from scratch). The saved `model/` holds the
-weights, the tokenizer with its chat template and the context rule: it is what `castbench cast
-serve` and `collect --critic` load.
+the assistant's), so the loss is on the target alone (the critic's verdict and rationale, the
+policy's action). A critic's loss has two terms, as the paper's: the target's tokens (the
+rationale loss) plus `verdict_weight` times the loss of the verdict word alone (the verdict loss),
+so the one decision that matters is not outweighed by the rationale's many tokens. Prompts are
+fitted to the context by `castbench_cast.context` (the rule the server applies too, saved with
+the model); what was left out is counted in the figures. Full fine-tuning, or LoRA through peft
+on every attention and MLP projection (merged into the saved model, so the checkpoint serves like
+any other, or with `merge_lora = false` the adapter alone, served on its base). Checkpoints are
+written every `save_steps` and an interrupted training resumes from the last one
+(`resume=False`, as `--force` asks, starts from scratch). The saved `model/` holds the weights
+(or the adapter), the tokenizer with its chat template and the context rule: it is what
+`castbench cast serve` and `collect --critic` load.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import gc
 import json
 import shutil
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +29,11 @@ from castbench_cast.context import fit_messages, token_counter
 from castbench_cast.recipe import TrainStage
 from castbench_cast.tiny import tiny_model, tiny_tokenizer
 
-__all__ = ["TrainError", "save_base", "train"]
+__all__ = ["LORA_MODULES", "TrainError", "lora_config", "save_base", "train"]
+
+LORA_MODULES = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+"""The layers LoRA adapts: every attention and MLP projection, as the GPU plan sizes them (peft's
+default for Qwen adapts q_proj and v_proj alone)."""
 
 
 class TrainError(ValueError):
@@ -116,10 +125,90 @@ def save_base(data: Path, out: Path, settings: TrainStage) -> Path:
     return out
 
 
-def train(data: Path, out: Path, settings: TrainStage, key: str, resume: bool = True) -> dict[str, float]:
+def _verdict_spans(labels: Any, words: list[list[int]]) -> list[tuple[int, int, int]]:
+    """(row, start, end) of the first verdict word among each row's target tokens."""
+    spans = []
+    for row, values in enumerate(labels.tolist()):
+        positions = [i for i, token in enumerate(values) if token != -100]
+        if not positions:
+            continue
+        first, last = positions[0], positions[-1]
+        found = min(
+            (
+                (start, start + len(word))
+                for word in words
+                for start in range(first, last - len(word) + 2)
+                if values[start : start + len(word)] == word
+            ),
+            default=None,
+        )
+        if found is not None:
+            spans.append((row, *found))
+    return spans
+
+
+def verdict_loss(tokenizer: Any, weight: float, accumulation: int) -> Callable[..., Any]:
+    """The critic's loss from a forward pass's outputs and the labels: the mean token loss of
+    the target plus `weight` times the mean, over the examples, of the verdict word's token loss
+    (`valid` / `invalid`, found in the target's tokens: the word is its own pre-token in
+    byte-level BPE, so its ids do not depend on what surrounds it)."""
+    import torch.nn.functional as functional
+
+    words = [tokenizer.encode(word, add_special_tokens=False) for word in ("invalid", "valid")]
+
+    def compute(outputs: Any, labels: Any, num_items_in_batch: Any = None) -> Any:
+        logits = outputs.logits[:, :-1, :].float()
+        targets = labels[:, 1:]
+        per_token = functional.cross_entropy(
+            logits.reshape(-1, logits.shape[-1]), targets.reshape(-1), ignore_index=-100, reduction="none"
+        ).view(targets.shape)
+        counted = (targets != -100).sum() if num_items_in_batch is None else num_items_in_batch
+        loss = per_token.sum() / max(int(counted), 1)
+        spans = _verdict_spans(targets, words)
+        if weight and spans:
+            verdict = sum(per_token[row, start:end].mean() for row, start, end in spans) / len(spans)
+            loss = loss + weight * verdict / (accumulation if num_items_in_batch is not None else 1)
+        return loss
+
+    return compute
+
+
+def lora_config(settings: TrainStage) -> Any:
+    """The LoRA the recipe asks for: rank `lora_r` (alpha twice that) on `LORA_MODULES`."""
+    from peft import LoraConfig
+
+    return LoraConfig(
+        r=settings.lora_r,
+        lora_alpha=2 * settings.lora_r,
+        target_modules=list(LORA_MODULES),
+        task_type="CAUSAL_LM",
+    )
+
+
+def _verdict_trainer(loss: Callable[..., Any]) -> type:
+    """SFTTrainer with `loss` (see `verdict_loss`) computed from one forward pass (TRL's own
+    `compute_loss` takes no such term)."""
+    from trl import SFTTrainer
+
+    class VerdictTrainer(SFTTrainer):  # type: ignore[misc]
+        def compute_loss(
+            self, model: Any, inputs: Any, return_outputs: bool = False, num_items_in_batch: Any = None
+        ) -> Any:
+            labels = inputs.pop("labels")
+            outputs = model(**inputs, use_cache=False)
+            value = loss(outputs, labels, num_items_in_batch)
+            return (value, outputs) if return_outputs else value
+
+    return VerdictTrainer
+
+
+def train(
+    data: Path, out: Path, settings: TrainStage, key: str, resume: bool = True, verdict_weight: float = 0.0
+) -> dict[str, float]:
     """Train on `data/train.jsonl`; the model goes to `out/model`. Returns the run's figures.
     `key` (the stage's: settings and data) names the checkpoint folder, so only a training with
-    the same settings on the same data resumes from it; `resume=False` deletes its checkpoints."""
+    the same settings on the same data resumes from it; `resume=False` deletes its checkpoints.
+    `verdict_weight` (a critic's): the verdict term of the loss (see the module's docstring)."""
     import torch
     from datasets import Dataset
     from trl import SFTConfig, SFTTrainer
@@ -127,12 +216,13 @@ def train(data: Path, out: Path, settings: TrainStage, key: str, resume: bool = 
     rows = _rows(data)
     model, tokenizer = _base(settings, rows)
     rows, context = _fitted(rows, tokenizer, settings)
+    trainer_class = (
+        _verdict_trainer(verdict_loss(tokenizer, verdict_weight, settings.grad_accum))
+        if verdict_weight
+        else SFTTrainer
+    )
     cpu = settings.device == "cpu" or not torch.cuda.is_available()
-    peft_config = None
-    if settings.lora:
-        from peft import LoraConfig
-
-        peft_config = LoraConfig(r=settings.lora_r, lora_alpha=2 * settings.lora_r, task_type="CAUSAL_LM")
+    peft_config = lora_config(settings) if settings.lora else None
     checkpoints = out / "checkpoints" / key[:16]
     if not resume:
         shutil.rmtree(checkpoints, ignore_errors=True)
@@ -157,7 +247,7 @@ def train(data: Path, out: Path, settings: TrainStage, key: str, resume: bool = 
         report_to="none",
         disable_tqdm=True,
     )
-    trainer = SFTTrainer(
+    trainer = trainer_class(
         model=model,
         args=config,
         train_dataset=Dataset.from_list(rows),
@@ -166,8 +256,9 @@ def train(data: Path, out: Path, settings: TrainStage, key: str, resume: bool = 
     )
     started = time.perf_counter()
     result = trainer.train(resume_from_checkpoint=_last_checkpoint(checkpoints))
-    trained: Any = trainer.model.merge_and_unload() if settings.lora else trainer.model  # type: ignore[union-attr,operator]
-    if config.bf16:
+    merged = settings.lora and settings.merge_lora
+    trained: Any = trainer.model.merge_and_unload() if merged else trainer.model  # type: ignore[union-attr,operator]
+    if config.bf16 and not (settings.lora and not settings.merge_lora):
         trained = trained.to(torch.bfloat16)  # served in bf16: half the disk, as the base shipped
     trained.save_pretrained(out / "model")
     tokenizer.save_pretrained(out / "model")

@@ -63,16 +63,16 @@ def test_critic_example_is_the_deployed_critics_prompt(critiqued: tuple[str, lis
     expected = critic_messages(system, view.conversation, view.proposal)
     assert examples.rows[0][:-1] == expected
     target = json.loads(examples.rows[0][-1]["content"])
-    assert list(target) == ["explanation", "failure_type", "verdict"]  # the rationale first
+    assert list(target) == ["verdict", "failure_type", "check", "explanation"]  # the verdict first
 
 
 def test_policy_examples_keep_critiques_unless_rft(critiqued: tuple[str, list]) -> None:  # type: ignore[type-arg]
     _, records = critiqued
     cast = policy_examples(records, rft=False)
     rft = policy_examples(records, rft=True)
-    assert len(cast.rows) == len(rft.rows) > 0
+    assert 0 < len(cast.rows) <= len(rft.rows)
     assert cast.balance["after_critique"]["yes"] > 0 and "yes" not in rft.balance["after_critique"]
-    assert cast.counts["trajectories_with_critiques"] > 0
+    assert cast.counts["trajectories_with_critiques"] == cast.counts["trajectories"] > 0
     reviewer = "your proposed action was rejected"
     assert any(reviewer in m["content"] for row in cast.rows for m in row[:-1])
     assert not any(reviewer in m["content"] for row in rft.rows for m in row[:-1])
@@ -90,5 +90,14 @@ def test_only_successful_trajectories_train_the_policy(pipeline: Pipeline) -> No
     pipeline.collect()
     records = pipeline.records("collect")
     assert {r.passed for r in records} == {True, False}
-    examples = policy_examples(records, rft=False)
+    examples = policy_examples(records, rft=True)
     assert examples.counts["trajectories"] == sum(r.passed for r in records)
+
+
+def test_cast_data_keeps_only_the_critique_enriched_successes(pipeline: Pipeline) -> None:
+    """The paper's CAST data: successes the critic flagged at least once; a success it never
+    flagged teaches what RFT teaches, so it is left out (and counted)."""
+    pipeline.collect()
+    records = pipeline.records("collect")  # no critic in the loop: no critique anywhere
+    cast = policy_examples(records, rft=False)
+    assert not cast.rows and cast.counts["skipped_without_critiques"] == sum(r.passed for r in records) > 0

@@ -120,3 +120,109 @@ def test_dry_run_prints_the_plan(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stdout + done.stderr
     assert "8.19B parameters" in done.stdout and "train-critic" in done.stdout and "plan: OK" in done.stdout
     assert "packages: torch " in done.stdout
+
+
+RECIPES = ROOT / "plugins" / "castbench_cast" / "recipes"
+
+
+def _paper_plan(**changes: object):  # type: ignore[no-untyped-def]
+    from castbench_cast.gpu_plan import recipe_plan
+    from castbench_cast.recipe import load_recipe
+
+    recipe = load_recipe(RECIPES / "paper.toml")
+    for table, fields in changes.items():
+        recipe = recipe.model_copy(update={table: getattr(recipe, table).model_copy(update=fields)})  # type: ignore[arg-type]
+    return recipe_plan(recipe, gpu_gib=139, disk_gib=64, teacher_share=0.4, base_share=0.15)
+
+
+def test_the_papers_recipe_fits_one_h200_and_64_gib_of_disk() -> None:
+    """Every phase of `castbench cast paper` on one GPU: the 32B teacher (also the user) stays up
+    throughout, training runs beside it, the grid adds the base policy and both checkpoints."""
+    plan = _paper_plan()
+    assert plan.problems == [], plan.problems
+    teacher = plan.servers["teacher"]
+    assert teacher.model == "Qwen/Qwen3-32B-FP8" and teacher.shape is not None and teacher.shape.params > 3e10
+    assert "user" not in plan.servers  # the same server answers as the user
+    phases = {phase.name: phase for phase in plan.phases}
+    assert all("teacher" in phase.servers for phase in plan.phases)
+    assert set(phases["paper grid"].servers) == {
+        "teacher",
+        "base policy",
+        "policy checkpoint",
+        "grid critic checkpoint",
+    }
+    assert phases["train-critic"].training is not None and phases["collect-critic"].servers == [
+        "teacher",
+        "critic checkpoint",
+    ]
+    assert all(phase.gib(plan.servers, 139) <= 139 for phase in plan.phases)
+    assert plan.disk_gib < 64 and any("Qwen3-32B-FP8" in item for item in plan.to_do)
+
+
+def test_what_would_not_fit_is_a_problem() -> None:
+    bf16 = "hosted_vllm/Qwen/Qwen3-32B?api_base=http://127.0.0.1:8000/v1"
+    assert any(p.startswith("disk:") for p in _paper_plan(collect={"policy": bf16}).problems)
+    merged = _paper_plan(train_critic={"merge_lora": True}, train_policy={"merge_lora": True})
+    assert any(p.startswith("disk:") for p in merged.problems)
+    greedy = _paper_plan(paper={"policy_gpu_memory": 0.45})  # vLLM's own 0.9 is worse still
+    assert any("paper grid: the servers' shares add up to" in p for p in greedy.problems)
+    full = _paper_plan(train_critic={"lora": False, "merge_lora": True})
+    assert any(p.startswith("train-critic: about") for p in full.problems)
+
+
+def test_dry_run_plans_the_papers_recipe() -> None:
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "bench" / "cast_gpu_pipeline.py"),
+            "--dry-run",
+            "--recipe",
+            str(RECIPES / "paper.toml"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert done.returncode == 0 and "plan: OK" in done.stdout, done.stdout + done.stderr
+    assert "phase paper grid" in done.stdout and "Qwen/Qwen3-32B-FP8" in done.stdout
+
+
+def test_lora_adapts_every_layer_the_plan_sizes_at_the_asked_rank(tmp_path: Path) -> None:
+    import argparse
+
+    from castbench_cast.recipe import TinyModel
+    from castbench_cast.tiny import tiny_model, tiny_tokenizer
+    from castbench_cast.train import LORA_MODULES, lora_config
+
+    config = lora_config(TrainStage(model="tiny", lora=True, lora_r=8))
+    assert config.r == 8 and set(config.target_modules) == set(LORA_MODULES) and len(LORA_MODULES) == 7
+    tokenizer = tiny_tokenizer(["some words to train a tokenizer on"] * 5, 300)
+    model = tiny_model(tokenizer, TinyModel(hidden=16, layers=1, heads=2, vocab=300, context=256), 0)
+    present = {name.rsplit(".", 1)[-1] for name, _ in model.named_modules()}
+    assert set(LORA_MODULES) <= present  # every adapted layer exists in the Qwen3 architecture
+    sys.path.insert(0, str(ROOT / "bench"))
+    import cast_gpu_pipeline
+
+    parsed = argparse.Namespace(**{**_bench_defaults(cast_gpu_pipeline), "lora": True, "lora_r": 8})
+    assert "lora_r = 8" in cast_gpu_pipeline._recipe(parsed)
+
+
+def _bench_defaults(module: object) -> dict[str, object]:
+    """The GPU bench's argument defaults, as its parser gives them."""
+    import contextlib
+    import io
+
+    captured: dict[str, object] = {}
+
+    def stop(args: object) -> int:
+        captured.update(vars(args))
+        return 0
+
+    original = module.dry_run  # type: ignore[attr-defined]
+    module.dry_run = stop  # type: ignore[attr-defined]
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            module.main(["--dry-run"])  # type: ignore[attr-defined]
+    finally:
+        module.dry_run = original  # type: ignore[attr-defined]
+    return captured

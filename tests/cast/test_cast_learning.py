@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from castbench_cast.learning import critic_learning
+from castbench_cast.baselines import BASELINES
+from castbench_cast.learning import beats, critic_learning
 from castbench_cast.recipe import TinyModel, TrainStage
 
 
@@ -46,6 +47,10 @@ def test_a_trained_critic_beats_its_base_on_held_out_tasks(tmp_path: Path, one_t
         keep="conversation",
         save_steps=100_000,
         device="cpu",
+        # 80 steps are too few for the bench's settings (balanced data, verdict term 5): measured,
+        # the verdict term crowded out the answer's format (every answer unreadable) and balanced
+        # data alone gave MCC -0.01; the bench's 400 steps use them. CI size keeps neither.
+        verdict_weight=0.0,
     )
     result = critic_learning(
         tmp_path / "out",
@@ -54,14 +59,27 @@ def test_a_trained_critic_beats_its_base_on_held_out_tasks(tmp_path: Path, one_t
         test_tasks=40,
         max_tokens=48,
         target="verdict",
+        balance=False,
         log=lambda _: None,
     )
     base, trained = result.base, result.trained
     assert result.held_out["split"] == "test" and result.train["examples"] > 500
     # the untrained base never writes a readable verdict: every one counts as a pass
-    assert base.parse_errors == base.verdicts > 100 and base.flag_rate == 0 and base.mcc is None
+    assert (
+        base.parse_errors == base.unreadable == base.verdicts > 100
+        and base.flag_rate == 0
+        and base.mcc is None
+    )
     # the trained critic answers readably and separates invalid from valid actions it never saw
-    assert trained.parse_errors <= trained.verdicts // 20
+    assert trained.unreadable <= trained.verdicts // 20  # answers with no verdict (counted as passes)
     assert trained.mcc is not None and trained.mcc > 0 and trained.mcc_ci is not None
     assert trained.false_flag_rate_ci is not None and trained.detection_rate is not None
     assert trained.detection_rate > trained.false_flag_rate  # type: ignore[operator]
+    # the baselines are judged on the trained critic's very calls, with the same intervals
+    names = [row.name for row in result.baselines]
+    assert names == ["trained critic", *BASELINES]
+    assert all(row.calls == trained.verdicts for row in result.baselines)
+    assert result.baselines[0].mcc == pytest.approx(trained.mcc)
+    rules = result.baselines[-1]
+    assert rules.mcc is not None and rules.mcc > 0.8  # no training at all: the bar a critic is set
+    assert result.beats_baselines == beats(result.baselines[0], result.baselines[1:3])

@@ -48,3 +48,110 @@ def test_the_stand_in_runs_the_first_stages_and_builds_the_board(tmp_path: Path)
     assert "| Qwen3-32B (paper) | CAST 8B | average of 4 τ sets | – | 19.5 (4) | 11.4 | 64.7 |" in reported
     assert "Qwen3-32B (paper)" not in text.split("Reported by the CAST paper")[0]
     assert json.loads((out / "board.json").read_text())["reported"] == [r.model_dump() for r in REPORTED]
+
+
+def test_grid_checkpoints_are_served_with_shares_that_fit_one_gpu(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The policy and critic checkpoints of one cell run together beside the teacher/user and
+    base servers: each takes its `[paper]` share, never vLLM's 0.9, and answers at the length
+    it was trained to write."""
+    from types import SimpleNamespace
+
+    import castbench.api
+    from castbench_cast import paper as paper_module
+    from castbench_cast import serving
+    from castbench_cast.context import ContextRule
+    from castbench_cast.pipeline import Pipeline
+
+    served: list[tuple[str, float | None, int]] = []
+
+    class Recorder(serving.CheckpointServer):
+        def __enter__(self) -> Recorder:
+            served.append((self.path.parent.name, self.gpu_memory, self.answer_tokens))
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            pass
+
+    headline = SimpleNamespace(pass_hat={1: 0.5})
+    result = SimpleNamespace(
+        summary=SimpleNamespace(headline=headline, overall=SimpleNamespace(critic=None)),
+        outcome=SimpleNamespace(run_id="r-1"),
+    )
+    monkeypatch.setattr(serving, "CheckpointServer", Recorder)
+    monkeypatch.setattr(castbench.api, "evaluate", lambda **options: result)
+    recipe = load_recipe(RECIPES / "paper.toml").model_copy(update={"out": tmp_path})
+    for name in ("train-policy", "train-critic"):
+        (tmp_path / name / "model").mkdir(parents=True)
+    ContextRule(max_length=8192, max_completion=512).save(tmp_path / "train-policy" / "model")
+    ContextRule(max_length=8192, max_completion=256).save(tmp_path / "train-critic" / "model")
+    settings = recipe.paper
+    assert settings is not None
+    paper_module._cell(
+        Pipeline(recipe),
+        settings,
+        ("CAST", tmp_path / "train-policy" / "model"),
+        ("trained", tmp_path / "train-critic" / "model"),
+        "tau-retail",
+    )
+    assert served == [
+        ("train-policy", settings.policy_gpu_memory, 512),
+        ("train-critic", settings.critic_gpu_memory, 256),
+    ]
+    assert round(settings.policy_gpu_memory + settings.critic_gpu_memory + 0.4 + 0.15, 6) <= 0.95
+
+
+def test_a_served_critic_cut_shorter_than_it_was_trained_is_refused(tmp_path: Path) -> None:
+    from castbench_cast.recipe import RecipeError
+
+    text = (
+        (RECIPES / "paper.toml")
+        .read_text()
+        .replace("rounds = 3\nserve", "rounds = 3\nmax_tokens = 128\nserve", 1)
+    )
+    (tmp_path / "paper.toml").write_text(text)
+    with pytest.raises(
+        RecipeError, match="collect_critic.max_tokens 128 is below train_critic.max_completion 256"
+    ):
+        load_recipe(tmp_path / "paper.toml")
+
+
+def test_the_board_counts_unreadable_verdicts_and_sets_each_critic_beside_its_baselines() -> None:
+    from castbench_cast.baselines import BaselineFigures
+    from castbench_cast.paper import CriticCell, Row, render
+
+    row = Row(
+        policy="base",
+        critic="trained",
+        domain="tau-retail",
+        source="measured",
+        flag_valid=0.1,
+        verdicts=40,
+        unreadable=3,
+        run_id="r-1",
+    )
+    figures = [
+        BaselineFigures(
+            name=name,
+            calls=40,
+            mcc=mcc,
+            mcc_ci=(mcc - 0.1, mcc + 0.1),
+            false_flag_rate=0.2,
+            false_flag_rate_ci=(0.1, 0.3),
+            detection_rate=0.5,
+            flag_share_of_actions=0.1,
+        )
+        for name, mcc in (("trained critic", 0.6), ("majority per tool", 0.3))
+    ]
+    text = render(
+        Board(
+            recipe="x",
+            rows=[row],
+            critics=[CriticCell(policy="base", domain="tau-retail", run_id="r-1", figures=figures)],
+        )
+    )
+    measured = text.split("Reported by the CAST paper")[0]
+    assert "| unreadable (as pass) |" in measured and "| 40 | 3 | r-1 |" in measured
+    assert "flag ∧ valid % of actions" in measured  # a share of all actions, as the paper's 13.6%
+    assert "| base | tau-retail | majority per tool | 40 | 0.300 [0.200, 0.400] |" in measured

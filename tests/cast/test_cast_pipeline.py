@@ -38,7 +38,6 @@ domains = "retail"
 limit = 2
 policy = "scripted:noisy?p=0.5"
 samples = 1
-max_tokens = 24
 
 [policy_data]
 allow_privileged_teacher = true  # scripted:noisy reads the task: a stand-in teacher, on purpose
@@ -99,10 +98,11 @@ def test_pipeline_end_to_end_on_a_cpu(recipe: Path, db_url: str) -> None:
     changed = invoke("cast", "run", str(recipe))
     assert changed.output.count("up to date") == len(STAGES) - 1 and "train-policy: " in changed.output
     assert _manifest(recipe, "train-policy").counts["steps"] == 2
-    # the RFT control: the same trajectories without critiques, in folders of its own
+    # the RFT control: the policy's own successes (the collect run, no critic), in folders of its own
     rft = invoke("cast", "policy-data", str(recipe), "--rft")
     assert rft.exit_code == 0, rft.output
     assert _manifest(recipe, "policy-data-rft").params["rft"] is True
+    assert list(_manifest(recipe, "policy-data-rft").inputs) == ["collect"]
 
 
 def test_a_stage_reruns_when_an_output_changed(pipeline: Pipeline) -> None:

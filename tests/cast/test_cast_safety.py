@@ -70,12 +70,13 @@ def test_cast_data_without_critiques_is_refused(recipe_file: Callable[[str], Pat
     source = '[policy_data]\nsource = "collect"\nallow_privileged_teacher = true\n'
     pipeline = Pipeline(load_recipe(recipe_file(source)), log=lambda line: None)
     pipeline.collect()  # no critic in the loop: no critique anywhere
-    with pytest.raises(StageError, match="equals the RFT data"):
+    with pytest.raises(StageError, match="holds a critique, so there is no CAST data"):
         pipeline.policy_data()
     logged: list[str] = []
     lenient = Pipeline(load_recipe(recipe_file(source + "require_critiques = false\n")), log=logged.append)
-    lenient.policy_data()
-    assert any(line.startswith("warning:") and "equals the RFT data" in line for line in logged)
+    kept = lenient.policy_data()
+    assert any(line.startswith("warning:") and "no CAST data" in line for line in logged)
+    assert kept.counts["kept_without_critiques"] == kept.counts["trajectories"] > 0  # said, and counted
 
 
 class _Garbage:
@@ -178,4 +179,4 @@ def test_serving_fits_prompts_as_training_did(tmp_path: Path) -> None:
     refused = serving._Generator(folder)
     refused.rule = ContextRule(max_length=384, max_completion=64, keep="policy")
     status, answer = refused.complete({"messages": _critic_prompt(40), "max_tokens": 4})
-    assert status == 400 and "does not fit" in answer["error"]["message"]
+    assert status == 412 and "does not fit" in answer["error"]["message"]  # infrastructure, not the agent's

@@ -1,8 +1,13 @@
-"""Serving a checkpoint with vLLM: the command castbench starts and the model string it gives."""
+"""Serving a checkpoint: the vLLM command castbench starts (behind a front that fits prompts as
+training did), the model string it gives (the checkpoint's own port, so a run resumes), LoRA
+adapters served on their base, and prompts too long for the served context."""
 
 from __future__ import annotations
 
+import json
 import socket
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +17,16 @@ from castbench.models.serve import ServeError
 from castbench_cast import serving
 from castbench_cast.context import ContextRule
 from castbench_cast.serving import CheckpointServer
+from castbench_cast.tiny import tiny_tokenizer
+
+
+def _with_tokenizer(model: Path) -> Path:
+    """A checkpoint folder a server can read prompts with: a tiny tokenizer, a config."""
+    model.mkdir(parents=True, exist_ok=True)
+    words = ["policy document rules", "hello there", "call a tool", "Conversation so far"] * 5
+    tiny_tokenizer(words, 300).save_pretrained(model)
+    (model / "config.json").write_text(json.dumps({"model_type": "qwen3", "max_position_embeddings": 4096}))
+    return model
 
 
 class _Process:
@@ -29,9 +44,7 @@ class _Process:
 def test_vllm_backend_serves_the_checkpoint_under_its_name(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    model = tmp_path / "train-critic" / "model"
-    model.mkdir(parents=True)
-    (model / "config.json").write_text("{}")
+    model = _with_tokenizer(tmp_path / "train-critic" / "model")
     started: list[_Process] = []
     waited: list[Any] = []
     monkeypatch.setattr(
@@ -50,8 +63,10 @@ def test_vllm_backend_serves_the_checkpoint_under_its_name(
     assert command[command.index("--served-model-name") + 1] == server.name
     assert command[command.index("--gpu-memory-utilization") + 1] == "0.4"
     assert server.name.startswith("cast-train-critic-")
+    # the model string names the fitting front on 8123; vLLM itself listens behind it
     assert spec == f"hosted_vllm/{server.name}?api_base=http://127.0.0.1:8123/v1&temperature=0"
-    assert waited == ["http://127.0.0.1:8123/v1"] and started[0].terminated
+    behind = command[command.index("--port") + 1]
+    assert behind != "8123" and waited == [f"http://127.0.0.1:{behind}/v1"] and started[0].terminated
 
 
 def test_the_served_name_changes_with_the_weights(tmp_path: Path) -> None:
@@ -73,19 +88,23 @@ def _fake_vllm(monkeypatch: pytest.MonkeyPatch, served: list[str]) -> list[_Proc
 
 
 def _checkpoint(tmp_path: Path) -> Path:
-    model = tmp_path / "train-critic" / "model"
-    model.mkdir(parents=True)
-    (model / "config.json").write_text("{}")
-    return model
+    return _with_tokenizer(tmp_path / "train-critic" / "model")
 
 
-def test_vllm_port_zero_is_a_free_port_not_8000(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_port_zero_is_the_checkpoints_own_port_at_every_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The port is in the model string, and the model string in the run's identity: a served
+    checkpoint gets the same port each time, so an interrupted collect resumes its run."""
     model = _checkpoint(tmp_path)
-    started = _fake_vllm(monkeypatch, [serving.checkpoint_name(model)])
-    with CheckpointServer(model, "vllm", 0) as server:
-        port = server.port
-    command = started[0].command
-    assert port not in (0, 8000) and command[command.index("--port") + 1] == str(port)
+    _fake_vllm(monkeypatch, [serving.checkpoint_name(model)])
+    specs = []
+    for backend in ("vllm", "vllm"):
+        with CheckpointServer(model, backend, 0) as server:  # type: ignore[arg-type]
+            specs.append(server.model_string(temperature=0))
+            port = server.port
+    assert specs[0] == specs[1] and port not in (0, 8000)
+    assert port == serving.checkpoint_port(serving.checkpoint_name(model))
 
 
 def test_a_foreign_server_on_the_port_is_not_taken_as_ready(
@@ -119,3 +138,93 @@ def test_vllm_serves_with_the_trained_context(tmp_path: Path, monkeypatch: pytes
         pass
     command = started[0].command
     assert command[command.index("--max-model-len") + 1] == "2048"
+
+
+class _Upstream:
+    """A stand-in for vLLM on a loopback port: records what it was asked, answers a verdict."""
+
+    def __init__(self) -> None:
+        self.bodies: list[dict[str, Any]] = []
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:  # noqa: N802
+                outer.bodies.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+                data = json.dumps({"choices": [{"message": {"role": "assistant", "content": "{}"}}]}).encode()
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.http = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.http.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.http.server_address[1]}/v1"
+
+
+def _transcript(lines: int) -> list[dict[str, Any]]:
+    body = "\n".join(f"User: hello there {i}" for i in range(lines))
+    question = f"# Conversation so far\n{body}\n\n# Proposed action\ncall a tool"
+    return [{"role": "system", "content": "policy document rules"}, {"role": "user", "content": question}]
+
+
+def test_a_prompt_too_long_for_the_served_context_is_fitted_before_vllm_sees_it(tmp_path: Path) -> None:
+    """vLLM rejects a prompt over its context (the trial would score 0): the front fits it by the
+    training's rule first, the policy document kept, the oldest transcript lines left out."""
+    model = _checkpoint(tmp_path)
+    ContextRule(max_length=256, max_completion=32).save(model)
+    upstream = _Upstream()
+    try:
+        front = serving._Forwarder(model, upstream.url, context=256)
+        status, _ = front.complete({"messages": _transcript(400), "max_tokens": 32})
+        assert status == 200 and front.truncated == 1
+        sent = upstream.bodies[0]["messages"]
+        assert sent[0]["content"] == "policy document rules"  # the policy stays whole
+        assert "earlier line(s) left out to fit the context" in sent[1]["content"]
+        assert sent[1]["content"].endswith("call a tool")
+        assert front._count(sent) <= 256 - 32
+    finally:
+        upstream.http.shutdown()
+
+
+def test_a_prompt_that_cannot_fit_is_an_infrastructure_failure_not_the_agents_zero(tmp_path: Path) -> None:
+    """A policy document longer than the served context cannot be fitted: refused with a status
+    castbench's client takes as an infrastructure failure (the trial is not scored), never a 400
+    (a rejected request: the agent's 0), and nothing is sent to vLLM."""
+    from castbench.models.retry import classify
+
+    model = _checkpoint(tmp_path)
+    ContextRule(max_length=128, max_completion=32).save(model)
+    upstream = _Upstream()
+    try:
+        front = serving._Forwarder(model, upstream.url, context=128)
+        messages = [{"role": "system", "content": "policy document rules " * 200}, *_transcript(3)[1:]]
+        status, answer = front.complete({"messages": messages, "max_tokens": 32})
+    finally:
+        upstream.http.shutdown()
+    assert not upstream.bodies and "does not fit" in answer["error"]["message"]
+
+    class Refused(Exception):
+        status_code = status
+
+    assert classify(Refused()) == "permanent"  # retried as infrastructure, then stored as an error
+
+
+def test_a_lora_adapter_is_served_on_its_base_with_vllm(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    model = _checkpoint(tmp_path)
+    (model / "config.json").unlink()
+    (model / "adapter_config.json").write_text(
+        json.dumps({"base_model_name_or_path": str(tmp_path / "base"), "r": 64})
+    )
+    _with_tokenizer(tmp_path / "base")
+    started = _fake_vllm(monkeypatch, [serving.checkpoint_name(model)])
+    with CheckpointServer(model, "vllm", 0) as server:
+        name = server.name
+    command = started[0].command
+    assert command[2] == str(tmp_path / "base") and "--enable-lora" in command
+    assert command[command.index("--lora-modules") + 1] == f"{name}={model}"
+    assert command[command.index("--max-lora-rank") + 1] == "64"

@@ -25,7 +25,9 @@ __all__ = [
     "action_from_text",
     "action_from_tool_calls",
     "find_json_object",
+    "is_unreadable",
     "verdict_from_text",
+    "without_thinking",
 ]
 
 _FAILURE_TYPES = ("hallucination", "domain_violation", "wrong_tool", "none")
@@ -40,8 +42,24 @@ _CUT_FAILURE = re.compile(r'"failure_type"\s*:\s*"(hallucination|domain_violatio
 _PLACED = frozenset({"action", "thought", "arguments"})
 
 
+_THINK = re.compile(r"<think>.*?(</think>|$)", re.DOTALL | re.IGNORECASE)
+
+
+def without_thinking(text: str) -> str:
+    """`text` without its `<think>...</think>` blocks (Qwen3's and other reasoning models'): what
+    a model thinks is not its answer, and a JSON object drafted there is not the one it gave. An
+    unclosed block (the answer stopped while thinking) runs to the end. A lone `</think>` (a
+    template that opened the block in the prompt) ends the thinking before it."""
+    head, closed, tail = text.partition("</think>")
+    if closed and "<think>" not in head.lower():
+        text = tail
+    return _THINK.sub("", text)
+
+
 def find_json_object(text: str) -> dict[str, Any] | None:
-    """The first JSON object in `text` (whole, fenced, or after some prose)."""
+    """The first JSON object in `text` (whole, fenced, or after some prose), outside any
+    `<think>` block (`without_thinking`)."""
+    text = without_thinking(text)
     decoder = json.JSONDecoder()
     start = text.find("{")
     while start != -1:
@@ -114,20 +132,26 @@ def action_from_text(text: str) -> Action:
     return ToolCallAction(name=action.strip(), arguments=arguments, text=thought)
 
 
+_RECORDED_AS = f"; recorded as {UNREADABLE_VERDICT!r}"
+
+
 def _unreadable(text: str, problem: str) -> Verdict:
-    return Verdict(
-        verdict=UNREADABLE_VERDICT,
-        explanation=text[:500],
-        parse_error=f"{problem}; recorded as {UNREADABLE_VERDICT!r}",
-    )
+    return Verdict(verdict=UNREADABLE_VERDICT, explanation=text[:500], parse_error=problem + _RECORDED_AS)
+
+
+def is_unreadable(verdict: Verdict) -> bool:
+    """No verdict could be read at all (recorded as `UNREADABLE_VERDICT`), as opposed to an answer
+    read in part (cut off after its verdict, an unknown failure type), whose verdict, a flag
+    perhaps, stands."""
+    return verdict.parse_error is not None and verdict.parse_error.endswith(_RECORDED_AS)
 
 
 def _cut_off(text: str, cut: bool) -> Verdict | None:
     """What a critic answer cut off at max_tokens already said, when it said its verdict."""
-    found = _CUT_VERDICT.search(text) if cut else None
+    found = _CUT_VERDICT.search(without_thinking(text)) if cut else None
     if found is None:
         return None
-    kind = _CUT_FAILURE.search(text)
+    kind = _CUT_FAILURE.search(without_thinking(text))
     verdict = found.group(1).lower()
     failure_type = kind.group(1).lower() if kind is not None and verdict == "invalid" else "none"
     return Verdict(
@@ -146,6 +170,8 @@ def verdict_from_text(text: str, cut: bool = False) -> Verdict:
         if partial is not None:
             return partial
         ending = " (cut off at max_tokens)" if cut else ""
+        if text.strip() and not without_thinking(text).strip():
+            ending += " (it stopped inside its <think> block: allow more tokens or turn thinking off)"
         return _unreadable(text, f"no JSON object in the critic's answer{ending}")
     verdict = str(found.get("verdict", "")).strip().lower()
     if verdict not in ("valid", "invalid"):
