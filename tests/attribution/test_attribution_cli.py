@@ -28,7 +28,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path]:
     url = sqlite_url(folder / "r.db")
     for policy, user in (("scripted:noisy?p=0.9&recover=0", "scripted"), ("oracle", "scripted:quitter")):
         result = invoke(
-            "eval", "--domain", "retail", "--policy", policy, "--user", user, "--trials", "2",
+            "eval", "--details", "--domain", "retail", "--policy", policy, "--user", user, "--trials", "2",
             "--tasks", TASKS, "--db", url, "--output", str(folder / f"{user}.json"),
         )  # fmt: skip
         assert result.exit_code == 0, result.output

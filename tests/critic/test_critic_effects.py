@@ -51,8 +51,8 @@ class Runs:
         for critic in ("none", "oracle", "rules"):
             self.results[critic] = evaluate(domains="retail", trials=8, seed=0, db=db, critic=critic)
         result = invoke(
-            "eval", "--domain", "retail", "--trials", "8", "--seed", "0", "--critic", NOISY_CRITIC,
-            "--paired", "--db", db, "--output", str(out),
+            "eval", "--details", "--domain", "retail", "--trials", "8", "--seed", "0",
+            "--critic", NOISY_CRITIC, "--paired", "--db", db, "--output", str(out),
         )  # fmt: skip
         assert result.exit_code == 0, result.output
         self.cli_output = result.output

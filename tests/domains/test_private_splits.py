@@ -111,7 +111,9 @@ def test_generate_then_validate_on_the_command_line(tmp_path: Path) -> None:
     assert checked.exit_code == 0, checked.output
     assert "the oracle scores 1.0" in checked.output and "8 tasks" in checked.output
     db = sqlite_url(tmp_path / "runs.db")
-    ran = invoke("eval", "--tasks-file", str(out), "--policy", "oracle", "--trials", "1", "--db", db)
+    ran = invoke(
+        "eval", "--details", "--tasks-file", str(out), "--policy", "oracle", "--trials", "1", "--db", db
+    )
     assert ran.exit_code == 0, ran.output
     assert f"the private split in {out}" in ran.output and "telehealth (8 tasks)" in ran.output
     assert ResultsStore(db).config(ResultsStore(db).run("latest").id).split == split.split

@@ -50,7 +50,8 @@ def _eval(
     def spec(role: str, extra: str = "") -> str:
         return f"openai/{role}?api_base={server.base_url}&{FAST}{extra}"
 
-    argv = ["eval", "--domain", "retail", "--tasks", ",".join(tasks), "--trials", str(trials), "--seed", "3"]
+    argv = ["eval", "--details", "--domain", "retail", "--tasks", ",".join(tasks)]
+    argv += ["--trials", str(trials), "--seed", "3"]
     argv += ["--policy", spec("policy", policy_settings), "--critic", spec("critic"), "--user", spec("user")]
     return CliRunner().invoke(app, [*argv, "--db", db, *args])
 
@@ -244,7 +245,9 @@ def test_bad_credentials_stop_the_run_at_once(
     said = " ".join(result.output.split())
     assert result.exit_code == 2 and "fatal error" in said and "re-run to resume" in said
     run, records = _run(db)
-    assert run["status"] == "failed" and records == [] and server.requests == 1
+    assert run["status"] == "failed" and server.requests == 1
+    (stopped,) = records  # the trial the fatal error stopped, kept unscored: a re-run shows its next try
+    assert stopped.status != "scored" and stopped.reward is None and "401" in (stopped.error or "")
 
 
 def test_max_cost_stops_cleanly_and_a_rerun_resumes(

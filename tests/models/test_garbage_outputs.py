@@ -59,7 +59,7 @@ def test_unusable_answers_are_counted_in_the_table_the_json_and_runs_show(
     tasks = ",".join(task.id for task in retail.tasks("test")[:TASKS])
     with FaultServer(_garbage) as server:
         fast = f"api_base={server.base_url}&timeout=30&max_attempts=1"
-        argv = ["eval", "--domain", "retail", "--tasks", tasks, "--trials", "1", "--seed", "3"]
+        argv = ["eval", "--details", "--domain", "retail", "--tasks", tasks, "--trials", "1", "--seed", "3"]
         argv += ["--max-steps", str(STEPS), "--verify", "all", "--rounds", "1"]
         argv += ["--policy", f"openai/policy?style=prompted&{fast}", "--critic", f"openai/critic?{fast}"]
         argv += ["--user", f"openai/user?{fast}", "--db", db, "--output", str(tmp_path / "summary.json")]

@@ -66,7 +66,8 @@ def test_rows_from_files_are_submitted_and_rows_this_build_ran_are_re_run(
     assert "| provenance |" in markdown and f"| re-run; policy built-in †; user built-in; {own} |" in markdown
     assert "submitted rows were taken from an exported file" in markdown
     assert (
-        "<td>submitted; policy built-in †; user built-in; trials: castbench&#39;s own agents</td>"
+        '<td class="provenance">submitted; policy built-in †; user built-in; '
+        "trials: castbench&#39;s own agents</td>"
         in (tmp_path / "taken" / "index.html").read_text()
     )
 

@@ -34,7 +34,6 @@ from castbench.metrics import (
     resistance_rate,
 )
 from castbench.metrics.critic import FAILURE_TYPES, critic_intervals
-from castbench.models.parse import is_unreadable
 from castbench.records.trial import StepRecord, TrialRecord
 
 __all__ = ["CriticReport", "FlagReactions", "critic_report", "paired_effect"]
@@ -165,8 +164,11 @@ def critic_report(trials: Iterable[TrialRecord]) -> CriticReport | None:
             for proposal in judged:
                 assert proposal.verdict is not None
                 label = proposal.label
-                parse_errors += proposal.verdict.parse_error is not None
-                unreadable += is_unreadable(proposal.verdict)
+                if proposal.verdict.parse_error is not None:
+                    from castbench.models.parse import is_unreadable  # the model clients: only here
+
+                    parse_errors += 1
+                    unreadable += is_unreadable(proposal.verdict)
                 record = CriticRecord(
                     "flag" if proposal.verdict.flags else "pass",
                     label.label if label is not None else "unknown",

@@ -45,7 +45,7 @@ def test_tables_and_summary_json_show_both(tmp_path: Path) -> None:
     db, out = f"sqlite:///{tmp_path / 'r.db'}", tmp_path / "summary.json"
     result = CliRunner().invoke(
         app,
-        ["eval", "--domain", "retail", "--tasks", TASK, "--policy", RECKLESS, "--trials", "1",
+        ["eval", "--details", "--domain", "retail", "--tasks", TASK, "--policy", RECKLESS, "--trials", "1",
          "--db", db, "--output", str(out)],
         env={"COLUMNS": "200", "CASTBENCH_DB": None},
     )  # fmt: skip

@@ -28,7 +28,7 @@ def _tasks() -> str:
 
 def _eval(db: str, out: Path, *more: str) -> tuple[RunSummary, str]:
     result = invoke(
-        "eval", "--domain", "retail", "--tasks", _tasks(), "--trials", "2", "--policy", POLICY,
+        "eval", "--details", "--domain", "retail", "--tasks", _tasks(), "--trials", "2", "--policy", POLICY,
         "--db", db, "--output", str(out), "--allow-incomplete", *more,
     )  # fmt: skip
     assert result.exit_code == 0, result.output

@@ -134,17 +134,20 @@ def test_a_data_file_of_the_agents_package_counts(toy: Path, team_agent: Path, t
 
 def test_a_results_store_kept_in_the_agents_package_is_no_part_of_it(toy: Path, team_agent: Path) -> None:
     """Results kept beside the agent's code (the store, its sidecars and run lock, another store)
-    grow with every run; counted as the agent's files, no run would ever resume."""
+    grow with every run; counted as the agent's files, no run would ever resume. (A sandboxed
+    worker refuses such a package outright, `castbench.agents.sandbox.AgentPackageError`; the
+    identity is the same wherever the agent runs, so this runs it in castbench's process.)"""
     import sqlite3
 
     sqlite3.connect(team_agent / "older.sqlite").execute("create table t (x)")
     db = f"sqlite:///{team_agent / 'runs.db'}"
-    first = _eval(db, policy="teamagent.policy:Policy")
+    agent = {"policy": "teamagent.policy:Policy", "in_process": True}
+    first = _eval(db, **agent)
     assert sorted(path.name for path in team_agent.iterdir() if "runs" in path.name)  # the store is there
-    again = _eval(db, policy="teamagent.policy:Policy")
+    again = _eval(db, **agent)
     assert again.resumed and again.run_id == first.run_id and again.ran == 0
     (team_agent / "policy.py").write_text(AGENT.format(version="version 2"))
-    assert not _eval(db, policy="teamagent.policy:Policy").resumed  # its code still counts
+    assert not _eval(db, **agent).resumed  # its code still counts
 
 
 def test_a_sibling_top_level_module_it_imports_counts(toy: Path, team_agent: Path) -> None:

@@ -95,7 +95,8 @@ def _castbench() -> str:
 def _eval_command(db: Path, policy: str, *extra: str) -> list[str]:
     tasks = ",".join(_tasks(6))
     return [
-        *[_castbench(), "eval", "--domain", "retail", "--tasks", tasks, "--trials", "4", "--policy", policy],
+        *[_castbench(), "eval", "--details", "--domain", "retail", "--tasks", tasks],
+        *["--trials", "4", "--policy", policy],
         *["--db", sqlite_url(db), *extra],
     ]
 
