@@ -431,9 +431,7 @@ def _played(domain: Domain, task: Task, agents: AgentSet, expected: Database, se
     """One trial of `task`, played to its end in this process (the policy can be asked after)."""
     episode = Episode(domain, task, 0, trial_seed(seed, domain.name, task.id, 0), agents, expected)
     try:
-        episode.reset()
-        while not episode.done:
-            episode.act()
+        episode.play()
     finally:
         episode.close()
     return episode

@@ -13,7 +13,7 @@ import pytest
 from typer.testing import Result
 
 from castbench.cli.errors import EXIT_CODES
-from castbench.models.settings import priced
+from castbench.models.costs import price_known
 from castbench.runner.execution import worker_cap
 from tests.support import invoke
 
@@ -132,9 +132,9 @@ def test_concurrency_beyond_what_worker_processes_allow_is_capped_with_a_warning
 
 
 def test_a_model_without_a_price_is_named() -> None:
-    assert priced({"model": "openai/gpt-4o-mini"})
-    assert not priced({"model": "openai/our-own-finetune-7b"})
-    assert priced(
+    assert price_known({"model": "openai/gpt-4o-mini"})
+    assert not price_known({"model": "openai/our-own-finetune-7b"})
+    assert price_known(
         {"model": "openai/our-own-finetune-7b", "input_cost_per_token": 1e-7, "output_cost_per_token": 2e-7}
     )
 

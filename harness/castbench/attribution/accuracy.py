@@ -55,9 +55,7 @@ def _trials(
                 domain, task, index, trial_seed(seed, domain.name, task.id, index), agents, expected
             )
             try:
-                episode.reset()
-                while not episode.done:
-                    episode.act()
+                episode.play()
             finally:
                 episode.close()
             yield episode.record(), episode

@@ -23,14 +23,14 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 from castbench.authoring.validate import shown_values
 from castbench.domain.database import Database
 from castbench.domain.task import Mention, Rival, ToolCall
 from castbench.domain.tools import Toolkit
 from castbench.grading.outputs import Said
+from castbench.grading.ties import json_objects
 
 __all__ = ["amount_rivals", "unread_record_claims", "unread_values"]
 
@@ -44,16 +44,6 @@ _ID = re.compile(r"^#?(?=\S*\d)(?:[A-Za-z][\w-]{5,}|\d{6,})$")
 only (an item id); dates, times and phone numbers (digits between separators) are not ids."""
 
 
-def _records(value: Any) -> Iterator[dict[str, Any]]:
-    if isinstance(value, dict):
-        yield value
-        for item in value.values():
-            yield from _records(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _records(item)
-
-
 def _pointers(content: str) -> list[tuple[str, str, bool]]:
     """(argument name, id, listed) for every id a result names: under `<x>_id`, or listed under
     `<x>s` (`reservations: [...]` -> `reservation_id`, listed)."""
@@ -62,7 +52,7 @@ def _pointers(content: str) -> list[tuple[str, str, bool]]:
     except json.JSONDecodeError:
         return []
     found: dict[tuple[str, str, bool], None] = {}
-    for record in _records(parsed):
+    for record in json_objects(parsed):
         for key, value in record.items():
             if key.endswith("_id") and isinstance(value, str):
                 found[(key, value, False)] = None

@@ -501,7 +501,7 @@ class _Display:
         if config.critic != self.options.agents.critic:
             self.label += " without the critic"
         print_provenance(provenance, console)
-        self._warn_of_traps(config, provenance)
+        self._warn_of_traps(provenance)
         roles: tuple[tuple[Role, str], ...] = (
             ("policy", config.policy),
             ("critic", config.critic),
@@ -521,28 +521,16 @@ class _Display:
                 "or use a Postgres --db, where processes share a run's trials"
             )
 
-    def _warn_of_traps(self, config: RunConfig, provenance: Provenance) -> None:
-        """Options that would not do what they say for this run: a concurrency capped for
-        worker processes, a cost limit that cannot see a model's spending."""
+    def _warn_of_traps(self, provenance: Provenance) -> None:
+        """A concurrency capped for worker processes: the option would not do what it says. (A
+        cost limit that cannot see a role's spending is said by `castbench.evaluate` itself,
+        `castbench.models.costs`, for the API too.)"""
         asked, plan = self.options.execution.concurrency, provenance.execution
         if plan is not None and plan.concurrency < asked:
             console.print(
                 f"[yellow]warning:[/] --concurrency {asked} capped at {plan.concurrency}: each trial in "
                 "flight holds a worker process of its own, and more than the machine runs only queue"
             )
-        max_cost = self.options.models.max_cost
-        if max_cost is None:
-            return
-        from castbench.models.settings import priced
-
-        for role, recorded in dict(config.extra.get("models") or {}).items():
-            if not priced(recorded):
-                console.print(
-                    f"[yellow]warning:[/] --max-cost {max_cost:g}: the {role} model "
-                    f"'{escape(str(recorded.get('model')))}' has no known price, so its spending is not "
-                    "counted and the limit cannot stop it; give its price in its string "
-                    "(?input_cost_per_token=...&output_cost_per_token=...)"
-                )
 
 
 def _show(

@@ -218,21 +218,6 @@ def check_environment(role: str, settings: ModelSettings) -> None:
         )
 
 
-def priced(recorded: dict[str, Any]) -> bool:
-    """Whether castbench can count what a model role (its recorded settings) spends: the price is
-    given (`input_cost_per_token`, `output_cost_per_token`) or in litellm's price map. A model
-    without one spends nothing as far as `--max-cost` can tell."""
-    if all(key in recorded for key in ("input_cost_per_token", "output_cost_per_token")):
-        return True
-    import litellm  # deferred: slow to import, only needed once a model string is used
-
-    try:
-        info = litellm.get_model_info(model=str(recorded.get("model", "")))
-    except Exception:  # litellm raises its own error for a model it does not know
-        return False
-    return bool(info.get("input_cost_per_token") or info.get("output_cost_per_token"))
-
-
 def configure_model_agent(
     agent: AgentSpec,
     models_config: dict[str, dict[str, Any]] | None = None,

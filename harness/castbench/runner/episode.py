@@ -230,6 +230,12 @@ class Episode:
             self.conversation.append(UserTurn(text=self.opening))
         return self._next_view()
 
+    def play(self) -> None:
+        """Play the trial to its end with the policy this episode holds (the caller closes it)."""
+        self.reset()
+        while not self.done:
+            self.act()
+
     def act(self) -> StepOutcome:
         """One proposal of the policy this episode holds, stepped."""
         if self.policy is None:

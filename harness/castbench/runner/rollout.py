@@ -84,9 +84,7 @@ def run_trial(
         if transport.drives:
             cast(DrivingTransport, transport).drive(episode)
         else:
-            episode.reset()
-            while not episode.done:
-                episode.act()
+            episode.play()
     finally:
         episode.close()
     return episode.record()
