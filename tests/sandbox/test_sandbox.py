@@ -89,6 +89,17 @@ def attempt(route, arg):
     if route == "signal":
         os.kill(ppid, 0)
         return "signalled"
+    if route == "held-paths":  # descriptors of files or folders this process was given
+        held = []
+        for fd in os.listdir("/proc/self/fd"):
+            try:
+                held.append(os.readlink(f"/proc/self/fd/{fd}"))
+            except FileNotFoundError:
+                pass  # the listing's own descriptor, closed since
+        paths = [p for p in held if p.startswith("/") and not p.startswith(("/proc/", "/dev/"))]
+        if paths:
+            return paths
+        raise PermissionError("no descriptor of a path")
     raise ValueError(route)
 
 
@@ -240,6 +251,7 @@ def _routes(store: Path, tmp: Path, port: int) -> dict[str, tuple[str, str]]:
         "a secret in castbench's environment": ("env", "CASTBENCH_TEST_SECRET"),
         "a loopback port it did not declare": ("connect", str(port)),
         "a signal to castbench": ("signal", ""),
+        "the template's prepared descriptors": ("held-paths", ""),
     }
     if find_spec("tau_trait") is not None:
         routes["τ's data package"] = ("domain-import", "tau_trait")
@@ -276,6 +288,7 @@ def undeclared_port() -> Iterator[int]:
         "a secret in castbench's environment",
         "a loopback port it did not declare",
         "a signal to castbench",
+        "the template's prepared descriptors",
         "τ's data package",
         "τ's data files, by path",
     ],

@@ -41,6 +41,9 @@ class AgentCode:
     syntax_errors: list[str] = field(default_factory=list)
     """`file:line: message` for each of its modules Python cannot parse: it cannot be imported,
     and saying where beats a worker's traceback."""
+    modules: dict[str, Path] = field(default_factory=dict)
+    """The agent's own modules its imports reach (dotted name -> file), as parsed here: what a
+    worker compiles once for all its trials (`castbench.agents.precompiled`)."""
 
     def parts(self) -> Iterator[bytes]:
         """Each file's relative path and content, results left out (`_is_results`)."""
@@ -153,6 +156,7 @@ def agent_code(module_name: str, role: str) -> AgentCode:
         except SyntaxError as exc:
             code.syntax_errors.append(f"{path}:{exc.lineno}: {exc.msg}")
             continue
+        code.modules[name] = path
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
         for imported in sorted(_imported_modules(tree, package) - seen):
             seen.add(imported)

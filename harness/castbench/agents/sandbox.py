@@ -57,6 +57,7 @@ import ctypes
 import errno
 import os
 import platform
+import resource
 import shutil
 import stat
 import struct
@@ -66,6 +67,7 @@ import tempfile
 import threading
 import zlib
 from collections.abc import Iterable
+from contextlib import suppress
 from dataclasses import dataclass
 from functools import cache, lru_cache
 from importlib.metadata import entry_points
@@ -84,6 +86,7 @@ __all__ = [
     "SWITCH",
     "AgentPackageError",
     "Plan",
+    "Prepared",
     "SandboxError",
     "SandboxNeeds",
     "SandboxSupport",
@@ -817,33 +820,96 @@ def remove_scratch(path: str) -> None:
 # -- in the worker ------------------------------------------------------------------------------
 
 
+class Prepared:
+    """A plan made ready once, in the worker's template, for the sandbox each trial's process
+    enters: every granted path opened (`O_PATH`) and each rule's attribute packed. A trial then
+    only hands the kernel rules it already holds, instead of opening, packing and closing several
+    hundred paths in every trial's process, most of a trial's start.
+
+    The descriptors are inherited by every trial's process (a fork, not an exec) and closed by
+    `enter` before the agent is imported. A path opened here is granted as it was when the
+    worker started: one replaced since (removed and made again) stays out of reach, the safe
+    direction (grants are fixed at a worker's start anyway). Paths that could not be held open
+    (the descriptor limit) are opened in each trial's process, as before."""
+
+    def __init__(self, sandbox_plan: Plan) -> None:
+        self.plan = sandbox_plan
+        rights_mask = _fs_rights(sandbox_plan.abi)
+        self.rules: list[tuple[int, Any]] = []
+        """(rule type, packed attribute) in the order the kernel is given them."""
+        self.by_path: list[tuple[str, int]] = []
+        """Grants opened per trial: their descriptor could not be held open here."""
+        self.descriptors: list[int] = []
+        room = _descriptor_room() - _SPARE_DESCRIPTORS
+        for path, rights in sandbox_plan.grants:
+            if self.by_path or len(self.descriptors) >= room:
+                self.by_path.append((path, rights & rights_mask))
+                continue
+            try:
+                fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+            except FileNotFoundError:
+                continue  # gone since the plan was made: nothing to grant
+            except OSError:  # out of descriptors (or another refusal): per trial from here on
+                self.by_path.append((path, rights & rights_mask))
+                continue
+            self.descriptors.append(fd)
+            self.rules.append((_RULE_PATH_BENEATH, _buffer(struct.pack("=Qi", rights & rights_mask, fd))))
+        for port in sandbox_plan.connect:
+            self.rules.append((_RULE_NET_PORT, _buffer(struct.pack("=QQ", _NET_CONNECT_TCP, port))))
+
+    def close(self) -> None:
+        """Close the descriptors (one call when, as usual, they were opened in a row)."""
+        held, self.descriptors = sorted(self.descriptors), []
+        if held and held[-1] - held[0] == len(held) - 1:
+            os.closerange(held[0], held[-1] + 1)
+            return
+        for fd in held:
+            with suppress(OSError):
+                os.close(fd)
+
+
+_SPARE_DESCRIPTORS = 256
+"""Descriptors a worker's template keeps free of prepared grants (trials' sockets and pipes,
+the agent's own files after the sandbox closed the grants)."""
+
+
+def _descriptor_room() -> int:
+    """How many descriptors this process may hold, its soft limit raised to the hard one first
+    (an unprivileged call)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY or hard > soft:
+        wanted = 1 << 16 if hard == resource.RLIM_INFINITY else hard
+        with suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
+            soft = wanted
+    return soft
+
+
+def _buffer(attr: bytes) -> Any:
+    return ctypes.create_string_buffer(attr, len(attr))
+
+
+def _add_rules(ruleset: int, rules: Iterable[tuple[int, Any]]) -> None:
+    """`landlock_add_rule` for each packed rule: the C call with its arguments made once (a
+    trial's start hands the kernel several hundred rules)."""
+    call, number, flags = _libc.syscall, ctypes.c_long(_ADD_RULE), ctypes.c_uint32(0)
+    handle = ctypes.c_int(ruleset)
+    kinds = {kind: ctypes.c_int(kind) for kind in (_RULE_PATH_BENEATH, _RULE_NET_PORT)}
+    for kind, attr in rules:
+        if call(number, handle, kinds[kind], attr, flags) < 0:
+            code = ctypes.get_errno()
+            raise OSError(code, os.strerror(code))
+
+
 def _add_path_rule(ruleset: int, path: str, rights: int) -> None:
     try:
         fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
     except OSError:
         return  # gone since the plan was made: nothing to grant
     try:
-        attr = struct.pack("=Qi", rights, fd)
-        _syscall(
-            _ADD_RULE,
-            ctypes.c_int(ruleset),
-            ctypes.c_int(_RULE_PATH_BENEATH),
-            ctypes.create_string_buffer(attr, len(attr)),
-            ctypes.c_uint32(0),
-        )
+        _add_rules(ruleset, [(_RULE_PATH_BENEATH, _buffer(struct.pack("=Qi", rights, fd)))])
     finally:
         os.close(fd)
-
-
-def _add_port_rule(ruleset: int, port: int) -> None:
-    attr = struct.pack("=QQ", _NET_CONNECT_TCP, port)
-    _syscall(
-        _ADD_RULE,
-        ctypes.c_int(ruleset),
-        ctypes.c_int(_RULE_NET_PORT),
-        ctypes.create_string_buffer(attr, len(attr)),
-        ctypes.c_uint32(0),
-    )
 
 
 def _threads() -> int:
@@ -853,29 +919,37 @@ def _threads() -> int:
         return threading.active_count()
 
 
-def enter(sandbox_plan: Plan, scratch_dir: str) -> None:
+def enter(sandbox_plan: Plan | Prepared, scratch_dir: str) -> None:
     """Restrict this process, for good, to `sandbox_plan` plus read-write `scratch_dir` and its
     own `/proc/<pid>`. Call it before any thread starts (Landlock binds the calling thread and
-    what it starts later, not threads already running) and before the agent is imported.
-    `SandboxError` if it cannot be done: the worker must not go on unsandboxed."""
-    if _threads() != 1:
-        raise SandboxError(f"the worker has {_threads()} threads before entering the sandbox (must be 1)")
-    abi = sandbox_plan.abi
+    what it starts later, not threads already running) and before the agent is imported. A
+    `Prepared` plan's descriptors are closed here, entered or not. `SandboxError` if it cannot be
+    done: the worker must not go on unsandboxed."""
+    prepared = sandbox_plan if isinstance(sandbox_plan, Prepared) else Prepared(sandbox_plan)
+    try:
+        if _threads() != 1:
+            raise SandboxError(f"the worker has {_threads()} threads before entering the sandbox (must be 1)")
+        _restrict(prepared, scratch_dir)
+    finally:
+        prepared.close()
+    os.chdir(scratch_dir)
+
+
+def _restrict(prepared: Prepared, scratch_dir: str) -> None:
+    abi = prepared.plan.abi
     try:
         ruleset = _create_ruleset(abi)
         try:
-            for path, rights in sandbox_plan.grants:
-                _add_path_rule(ruleset, path, rights & _fs_rights(abi))
+            _add_rules(ruleset, prepared.rules)
+            for path, rights in prepared.by_path:
+                _add_path_rule(ruleset, path, rights)
             _add_path_rule(ruleset, scratch_dir, _fs_rights(abi))
             _add_path_rule(ruleset, f"/proc/{os.getpid()}", READ)
-            for port in sandbox_plan.connect:
-                _add_port_rule(ruleset, port)
             if _libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
                 raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
             _syscall(_RESTRICT_SELF, ctypes.c_int(ruleset), ctypes.c_uint32(0))
-            seccomp.install(_libc, sandbox_plan.udp)
+            seccomp.install(_libc, prepared.plan.udp)
         finally:
             os.close(ruleset)
     except OSError as exc:
         raise SandboxError(f"Landlock refused the worker's sandbox: {exc}") from exc
-    os.chdir(scratch_dir)

@@ -37,6 +37,7 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from castbench.agents import sandbox
+from castbench.agents.precompiled import Precompiled
 from castbench.agents.protocols import UserReply, output_problem
 from castbench.agents.registry import AgentSpecError, import_target, protocol_problem
 from castbench.agents.transports.wire import (
@@ -156,9 +157,9 @@ def _failure(role: str, exc: BaseException) -> dict[str, Any]:
     return {"error": f"{role} raised {exc!r}\n{traceback.format_exc()}", "kind": "agent"}
 
 
-def _load(hello: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+def _load(hello: dict[str, Any], compiled: Precompiled) -> tuple[Any, dict[str, Any]]:
     sys.path[:] = hello["sys_path"]
-    sys.meta_path.insert(0, _RefuseDomains(hello["domain_packages"]))
+    sys.meta_path[:0] = [_RefuseDomains(hello["domain_packages"]), compiled]
     try:
         factory = import_target(hello["target"])
     except AgentSpecError as exc:
@@ -298,7 +299,12 @@ class _Template:
         self.trial: _Trial | None = None
         self.pid = os.getpid()
         sandboxed = hello.get("sandbox")
-        self.plan = None if sandboxed is None else sandbox.Plan.model_validate(sandboxed["plan"])
+        plan = None if sandboxed is None else sandbox.Plan.model_validate(sandboxed["plan"])
+        self.plan = None if plan is None else sandbox.Prepared(plan)
+        sys.path[:] = hello["sys_path"]  # as the trials' processes find the agent
+        self.compiled = Precompiled.for_agent(hello["target"], hello["role"], hello["domain_packages"])
+        """The sandbox's rules made ready once (paths opened, rules packed): a trial's process
+        only hands them to the kernel."""
         gc.freeze()  # what the template holds stays shared with its trials' processes (no copy)
 
     def run(self) -> None:
@@ -370,7 +376,7 @@ class _Template:
         pid = os.fork()
         if pid == 0:
             try:
-                _trial_process(self.hello, self.plan, theirs.fileno(), write_end, scratch, self.pid)
+                _trial_process(self, theirs.fileno(), write_end, scratch)
             finally:
                 with suppress(BaseException):
                     sys.stdout.flush()
@@ -419,23 +425,19 @@ class _Template:
             _discard(self._end()[1])
 
 
-def _trial_process(
-    hello: dict[str, Any], plan: sandbox.Plan | None, fd: int, output: int, scratch: str, template: int
-) -> None:
+def _trial_process(template: _Template, fd: int, output: int, scratch: str) -> None:
     """In a trial's fresh process (forked from the template): its own process group, its output
     into the trial's pipe, no descriptor of the template's, its environment and scratch folder,
     the sandbox; then the agent, imported here and serving this one trial. The first message says
     whether the sandbox was entered (castbench's own code, before any of the agent's ran)."""
     os.setpgid(0, 0)
     _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)  # the template is single-threaded: its death ends us
-    if os.getppid() != template:
+    if os.getppid() != template.pid:
         return
+    hello, plan = template.hello, template.plan
     os.dup2(output, 1)
     os.dup2(output, 2)
-    low, high = sorted((fd, output))
-    os.closerange(3, low)
-    os.closerange(low + 1, high)
-    os.closerange(high + 1, 1 << 20)
+    _close_all_but({fd, output, *(plan.descriptors if plan is not None else ())})
     os.close(output)
     connection = Connection(fd)
     tempfile.tempdir = None
@@ -444,7 +446,7 @@ def _trial_process(
     if plan is not None:
         source = dict(os.environ)  # the template's: the sandbox's environment already
         os.environ.clear()
-        os.environ.update(sandbox.environment(plan.env, scratch, source))
+        os.environ.update(sandbox.environment(plan.plan.env, scratch, source))
         try:
             sandbox.enter(plan, scratch)
         except sandbox.SandboxError as exc:
@@ -454,7 +456,7 @@ def _trial_process(
     connection.send_bytes(encode(refused or {"entered": True}))
     if refused is not None:
         return
-    factory, answer = _load(hello)
+    factory, answer = _load(hello, template.compiled)
     connection.send_bytes(encode(answer))
     if factory is None:
         return
@@ -471,6 +473,17 @@ def _trial_process(
         connection.send_bytes(data)
         if message.get("op") == "close":
             return
+
+
+def _close_all_but(kept: set[int]) -> None:
+    """Close every descriptor above standard error but `kept`: one call per gap between them
+    (the prepared sandbox's descriptors lie in a row)."""
+    low = 3
+    for fd in sorted(kept):
+        if fd > low:
+            os.closerange(low, fd)
+        low = max(low, fd + 1)
+    os.closerange(low, 1 << 20)
 
 
 def main() -> None:
