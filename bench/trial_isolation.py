@@ -13,9 +13,10 @@ one run against the alternative of a fresh worker (a new interpreter) per trial:
 - a step (`propose` and its answer) for reference: the same pipe and messages as before, so
   nothing is added per step.
 
-`start` (the sandbox prepared once and the agent compiled once by the template: docs/sandbox.md) is measured both back to back and with `--gap-ms` of castbench's own work between a
-worker's trials (the template forks the next trial's process as soon as one ends, so its start
-is off the critical path when there is any); the CPU the template and trial processes spend is
+`start` (the sandbox prepared and the agent compiled once by the template: docs/sandbox.md) is
+measured both back to back and with `--gap-ms` of castbench's own work between a worker's trials
+(the template forks the next trial's process as soon as one ends, so its start is off the
+critical path when there is any); the CPU the template and trial processes spend is
 printed per trial too. The agent is a small policy (`bench/trial_isolation_agent.py`); an
 agent importing heavy libraries pays their import once per trial too (printed for `--heavy`
 modules, e.g. `--heavy numpy`). Prints medians and 90th percentiles; no asserts.
