@@ -106,25 +106,37 @@ def test_retail_through_a2a_matches_the_same_logic_in_process(example_agent: str
     )
 
 
+@pytest.mark.parametrize(
+    ("agent", "twin", "tasks"),
+    [
+        ("example_agent", "scripted:lookup-refuse", TASKS[:3]),
+        # a closing reply in a completed task, rejected: the critique opens a new task, the agent's
+        # revision closes again, and the trial ends as agent_stop as in process
+        ("closing_agent", "tests.bridges.closing_deciders:ClosingLookupRefuse", SOLVED),
+    ],
+)
 def test_the_critic_verifies_each_mcp_call_and_reply_of_an_a2a_agent(
-    example_agent: str, tmp_path: Path
+    agent: str, twin: str, tasks: list[str], request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:
     """A critic rejecting every action (two rounds, then it runs): each tool call over MCP is
     verified before it executes and each reply over A2A too; the revisions, verdicts and outcomes
     are the in-process agent's."""
+    url = request.getfixturevalue(agent)
     common: dict[str, Any] = {
         "domains": "retail",
         "trials": 1,
-        "tasks": TASKS[:3],
+        "tasks": tasks,
         "seed": 11,
         "critic": "tests.critic.recording:RejectAllCritic",
         "verification": Verification(rounds=2, scope="all"),
     }
     local_db, a2a_db = sqlite_url(tmp_path / "local.db"), sqlite_url(tmp_path / "a2a.db")
-    local = evaluate(db=local_db, policy="scripted:lookup-refuse", **common)
-    remote = evaluate(db=a2a_db, policy=example_agent, **common)
+    local = evaluate(db=local_db, policy=twin, in_process=twin.startswith("tests."), **common)
+    remote = evaluate(db=a2a_db, policy=url, **common)
     local_trials, a2a_trials = _trials(local_db, local.outcome.run_id), _trials(a2a_db, remote.outcome.run_id)
     assert a2a_trials.keys() == local_trials.keys()
+    if agent == "closing_agent":
+        assert {r.end_reason for r in a2a_trials.values()} == {"agent_stop"}
     revised = 0
     for key, record in a2a_trials.items():
         twin = local_trials[key]
