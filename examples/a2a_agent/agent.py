@@ -9,7 +9,10 @@ the domain's tools over the MCP server castbench names in each conversation's fi
 Each A2A context is one conversation (one castbench trial). Its first message carries castbench's
 briefing as a data part (`{"castbench": {"mcp_url", "briefing", "opening"}}`) next to the same in
 words; every later message is the customer's, or a critique of the last reply (metadata
-`castbench_role: critic`, with the verdict). The conversation logic (the decider, the MCP client,
+`castbench_role: critic`, with the verdict). Each reply is a message, and the conversation goes
+on; the decider's closing reply (`ReplyAction.end`, or the stop marker in its text) is the
+status message of a `completed` task, which is how an A2A agent says it is done: castbench ends
+the trial as `agent_stop` once the customer has answered. The conversation logic (the decider, the MCP client,
 revising after a critique) is the reference agent service's (`examples/agent_service/agent.py`):
 only the protocol differs, so the two give the same trials.
 """
@@ -26,15 +29,17 @@ from pathlib import Path
 from typing import Any
 
 import uvicorn
-from a2a.helpers.proto_helpers import new_text_message
+from a2a.helpers.proto_helpers import new_task_from_user_message, new_text_message
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
 from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
-from a2a.server.tasks import InMemoryTaskStore
+from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
 from a2a.types import AgentCapabilities, AgentCard, AgentInterface, AgentSkill
 from google.protobuf import json_format
 from starlette.applications import Starlette
+
+from castbench.conversation import AGENT_STOP
 
 
 def _reference() -> Any:
@@ -86,7 +91,16 @@ class CastbenchExecutor(AgentExecutor):
         else:
             body = {"role": "user", "content": text}
         reply = await asyncio.to_thread(session.answer, body)
-        await event_queue.enqueue_event(new_text_message(reply, context_id=key))
+        if AGENT_STOP not in reply:  # a turn: the conversation goes on
+            await event_queue.enqueue_event(new_text_message(reply, context_id=key))
+            return
+        # the decider's closing message: A2A's way to say the agent is done is a completed task
+        task = context.current_task or new_task_from_user_message(context.message)
+        if context.current_task is None:
+            await event_queue.enqueue_event(task)
+        updater = TaskUpdater(event_queue, task.id, task.context_id)
+        said = reply.replace(AGENT_STOP, "").strip()
+        await updater.complete(new_text_message(said, context_id=task.context_id, task_id=task.id))
 
     def _keep(self, key: str, session: Any) -> None:
         self.sessions[key] = session

@@ -30,6 +30,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from castbench.agents.views import Briefing, PolicyView
 from castbench.conversation import (
+    AGENT_STOP,
     AgentTurn,
     CritiqueTurn,
     Event,
@@ -112,6 +113,8 @@ class Session:
             action = self.decider.propose(view)
             if not isinstance(action, ToolCallAction):
                 text = action.text if isinstance(action, ReplyAction) else ""
+                if isinstance(action, ReplyAction) and action.end and AGENT_STOP not in text:
+                    text = f"{text} {AGENT_STOP}"  # the protocol's closing message: the marker
                 self.critiques = []
                 self.events.append(AgentTurn(action=ReplyAction(text=text)))
                 return text

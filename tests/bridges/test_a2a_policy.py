@@ -5,6 +5,7 @@ logic in process. An agent that is not there, fails or hangs behaves as an agent
 from __future__ import annotations
 
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -24,6 +25,7 @@ from typer.testing import CliRunner
 from castbench.agents.registry import AgentSpecError, resolve
 from castbench.api import evaluate
 from castbench.cli.app import app
+from castbench.conversation import ReplyAction, UserTurn
 from castbench.errors import ServerDown
 from castbench.records.identity import agent_fingerprint
 from castbench.records.provenance import SandboxState, placement_of
@@ -40,14 +42,19 @@ ROOT = Path(__file__).resolve().parents[2]
 TASKS = [f"retail-test-{n:04d}" for n in range(1, 13)] + ["retail-test-0023"]
 
 
-@pytest.fixture(scope="module")
-def example_agent() -> Iterator[str]:
+SOLVED = ["retail-test-0008", "retail-test-0023"]
+"""Tasks `scripted:lookup-refuse` solves (seed 11): correct trials, whoever ends them."""
+
+
+def _example(*args: str) -> Iterator[str]:
     """examples/a2a_agent/agent.py as a subprocess on a free loopback port: its `--policy`."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     process = subprocess.Popen(
-        [sys.executable, str(ROOT / "examples" / "a2a_agent" / "agent.py"), "--port", "0"],
+        [sys.executable, str(ROOT / "examples" / "a2a_agent" / "agent.py"), "--port", "0", *args],
         stdout=subprocess.PIPE,
         text=True,
         cwd=ROOT,
+        env=env,
     )
     assert process.stdout is not None
     line = process.stdout.readline()
@@ -55,6 +62,18 @@ def example_agent() -> Iterator[str]:
     yield line.split()[-1]
     process.terminate()
     process.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def example_agent() -> Iterator[str]:
+    yield from _example()
+
+
+@pytest.fixture(scope="module")
+def closing_agent() -> Iterator[str]:
+    """The example agent deciding with lookup-refuse that closes with "Goodbye." and an end:
+    its closing reply is the status message of a completed task."""
+    yield from _example("--decider", "tests.bridges.closing_deciders:ClosingLookupRefuse")
 
 
 def _trials(db: str, run_id: str) -> dict[tuple[str, int], Any]:
@@ -87,25 +106,37 @@ def test_retail_through_a2a_matches_the_same_logic_in_process(example_agent: str
     )
 
 
+@pytest.mark.parametrize(
+    ("agent", "twin", "tasks"),
+    [
+        ("example_agent", "scripted:lookup-refuse", TASKS[:3]),
+        # a closing reply in a completed task, rejected: the critique opens a new task, the agent's
+        # revision closes again, and the trial ends as agent_stop as in process
+        ("closing_agent", "tests.bridges.closing_deciders:ClosingLookupRefuse", SOLVED),
+    ],
+)
 def test_the_critic_verifies_each_mcp_call_and_reply_of_an_a2a_agent(
-    example_agent: str, tmp_path: Path
+    agent: str, twin: str, tasks: list[str], request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:
     """A critic rejecting every action (two rounds, then it runs): each tool call over MCP is
     verified before it executes and each reply over A2A too; the revisions, verdicts and outcomes
     are the in-process agent's."""
+    url = request.getfixturevalue(agent)
     common: dict[str, Any] = {
         "domains": "retail",
         "trials": 1,
-        "tasks": TASKS[:3],
+        "tasks": tasks,
         "seed": 11,
         "critic": "tests.critic.recording:RejectAllCritic",
         "verification": Verification(rounds=2, scope="all"),
     }
     local_db, a2a_db = sqlite_url(tmp_path / "local.db"), sqlite_url(tmp_path / "a2a.db")
-    local = evaluate(db=local_db, policy="scripted:lookup-refuse", **common)
-    remote = evaluate(db=a2a_db, policy=example_agent, **common)
+    local = evaluate(db=local_db, policy=twin, in_process=twin.startswith("tests."), **common)
+    remote = evaluate(db=a2a_db, policy=url, **common)
     local_trials, a2a_trials = _trials(local_db, local.outcome.run_id), _trials(a2a_db, remote.outcome.run_id)
     assert a2a_trials.keys() == local_trials.keys()
+    if agent == "closing_agent":
+        assert {r.end_reason for r in a2a_trials.values()} == {"agent_stop"}
     revised = 0
     for key, record in a2a_trials.items():
         twin = local_trials[key]
@@ -116,12 +147,46 @@ def test_the_critic_verifies_each_mcp_call_and_reply_of_an_a2a_agent(
     assert revised > 0
 
 
+def test_an_a2a_agent_that_completes_its_task_ends_the_trial_as_agent_stop(
+    closing_agent: str, example_agent: str, tmp_path: Path
+) -> None:
+    """A correct trial the A2A agent ends itself (its closing reply in a completed task) is
+    `agent_stop`, rewarded 1, as the same logic ending in process; the agent that answers with
+    messages and asks for anything else goes on until the customer leaves, as before."""
+    common: dict[str, Any] = {"domains": "retail", "trials": 1, "tasks": SOLVED, "seed": 11}
+    ended = evaluate(db=sqlite_url(tmp_path / "ended.db"), policy=closing_agent, **common)
+    local = evaluate(
+        db=sqlite_url(tmp_path / "local.db"),
+        policy="tests.bridges.closing_deciders:ClosingLookupRefuse",
+        in_process=True,
+        **common,
+    )
+    asked = evaluate(db=sqlite_url(tmp_path / "asked.db"), policy=example_agent, **common)
+    ended_trials = _trials(sqlite_url(tmp_path / "ended.db"), ended.outcome.run_id)
+    local_trials = _trials(sqlite_url(tmp_path / "local.db"), local.outcome.run_id)
+    asked_trials = _trials(sqlite_url(tmp_path / "asked.db"), asked.outcome.run_id)
+    assert ended_trials.keys() == local_trials.keys() == asked_trials.keys() and len(ended_trials) == 2
+    for key, record in ended_trials.items():
+        assert (record.end_reason, record.reward) == ("agent_stop", 1.0), (key, record.error)
+        assert (local_trials[key].end_reason, local_trials[key].reward) == ("agent_stop", 1.0), key
+        assert [s.action for s in record.steps] == [s.action for s in local_trials[key].steps], key
+        last = record.steps[-1]
+        assert isinstance(last.action, ReplyAction) and last.action.end and "Goodbye." in last.action.text
+        assert isinstance(last.observation, UserTurn) and "Goodbye" in last.observation.text
+        assert record.grade is not None and record.grade.surface.ended_cleanly
+        before = asked_trials[key]
+        assert (before.end_reason, before.reward) == ("user_stop", 1.0), key
+        assert not any(isinstance(s.action, ReplyAction) and s.action.ends for s in before.steps)
+
+
 class _FakeAgent(BaseHTTPRequestHandler):
     """A minimal A2A agent: its card, and a JSON-RPC endpoint failing as `mode` says."""
 
     protocol_version = "HTTP/1.1"
     mode = "error"
     version = "1.0.0"
+    state = "TASK_STATE_COMPLETED"
+    artifact = False
     seen: list[dict[str, Any]] = []
 
     def log_message(self, format: str, *args: Any) -> None:
@@ -163,6 +228,15 @@ class _FakeAgent(BaseHTTPRequestHandler):
             return None
         if mode == "failed":
             task = {"id": "t1", "contextId": "c", "status": {"state": "TASK_STATE_FAILED"}}
+            return self._send(200, {"jsonrpc": "2.0", "id": request["id"], "result": {"task": task}})
+        if mode == "closing":  # "Goodbye." in a task in `state`, as its status message or an artifact
+            type(self).seen.append(request)
+            words = {"role": "ROLE_AGENT", "parts": [{"text": "Goodbye."}]}
+            task = {"id": "t1", "contextId": "c", "status": {"state": type(self).state}}
+            if type(self).artifact:
+                task["artifacts"] = [{"artifactId": "a1", "parts": words["parts"]}]
+            else:
+                task["status"]["message"] = words  # type: ignore[index]
             return self._send(200, {"jsonrpc": "2.0", "id": request["id"], "result": {"task": task}})
         time.sleep(8)  # "slow": past the step time limit
         self._send(
@@ -215,6 +289,51 @@ def test_a_failing_or_hanging_a2a_agent_fails_its_trials_not_the_run(
     for record in records:
         assert record.status == "scored" and record.reward == 0.0, record.error
         assert record.end_reason == end_reason and words in (record.error or ""), record.error
+
+
+@pytest.mark.parametrize(
+    ("state", "artifact", "end_reason", "words"),
+    [
+        ("TASK_STATE_COMPLETED", False, "agent_stop", None),
+        ("TASK_STATE_COMPLETED", True, "agent_stop", None),  # the closing words as an artifact
+        ("TASK_STATE_INPUT_REQUIRED", False, "user_stop", None),  # a turn: the customer leaves
+        ("TASK_STATE_FAILED", False, "agent_error", "its task ended TASK_STATE_FAILED: Goodbye."),
+        ("TASK_STATE_REJECTED", False, "agent_error", "its task ended TASK_STATE_REJECTED: Goodbye."),
+        ("TASK_STATE_CANCELED", True, "agent_error", "its task ended TASK_STATE_CANCELED: Goodbye."),
+        ("TASK_STATE_DONE", False, "agent_error", "'TASK_STATE_DONE', which A2A 1.0 does not define"),
+    ],
+)
+def test_the_state_of_an_a2a_agents_task_says_how_its_reply_ends_the_trial(
+    tmp_path: Path, state: str, artifact: bool, end_reason: str, words: str | None
+) -> None:
+    """A "Goodbye." in a task: completed (A2A's terminal success) is the agent's own ending, graded
+    (agent_stop, not agent_error, whoever ends it); input-required is a turn the customer answers
+    (the scripted user takes its leave: user_stop, the agent did not end it); failed, rejected
+    and canceled are the agent's failure with its words kept; an unknown state too."""
+    server = _serve(mode="closing", state=state, artifact=artifact, seen=[])
+    db = sqlite_url(tmp_path / "results.db")
+    try:
+        result = evaluate(
+            db=db,
+            domains="retail",
+            policy=f"a2a+http://127.0.0.1:{server.server_address[1]}",
+            trials=1,
+            tasks=["retail-test-0002"],
+        )
+        seen = server.RequestHandlerClass.seen  # type: ignore[attr-defined]
+    finally:
+        server.shutdown()
+    (record,) = ResultsStore(db).trials(result.outcome.run_id)
+    assert record.status == "scored" and record.end_reason == end_reason, record.error
+    assert len(seen) == 1  # one message each way: whatever the state, the trial is over
+    if words is not None:
+        assert words in (record.error or "") and record.reward == 0.0 and not record.steps, record.error
+        return
+    (step,) = record.steps
+    assert isinstance(step.action, ReplyAction) and step.action.text == "Goodbye."
+    assert step.action.end == (end_reason == "agent_stop")
+    assert isinstance(step.observation, UserTurn) and "Goodbye" in step.observation.text
+    assert record.error is None and record.grade is not None
 
 
 def test_a_task_based_a2a_agent_is_polled_and_its_task_continued(tmp_path: Path) -> None:

@@ -5,6 +5,7 @@ hangs or hangs up ends its trial as the agent's failure, never the run."""
 from __future__ import annotations
 
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -49,6 +50,37 @@ def reference_agent() -> Iterator[str]:
     yield line.split()[-1]
     process.terminate()
     process.wait(timeout=10)
+
+
+def test_a_decider_that_ends_the_conversation_ends_it_through_the_reference_service(tmp_path: Path) -> None:
+    """The reference service sends a decider's closing reply (`ReplyAction.end`) with the stop
+    marker, the protocol's ending: the trials lookup-refuse solves end as `agent_stop`, rewarded 1."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    decider = "tests.bridges.closing_deciders:ClosingLookupRefuse"
+    process = subprocess.Popen(
+        [sys.executable, str(ROOT / "examples" / "agent_service" / "agent.py"), "--port", "0"]
+        + ["--decider", decider],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+        env=env,
+    )
+    assert process.stdout is not None
+    try:
+        line = process.stdout.readline()
+        assert line.startswith("listening on "), line
+        db = sqlite_url(tmp_path / "results.db")
+        tasks = ["retail-test-0008", "retail-test-0023"]  # solved by lookup-refuse, seed 11
+        result = evaluate(db=db, domains="retail", policy=line.split()[-1], trials=1, tasks=tasks, seed=11)
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+    records = ResultsStore(db).trials(result.outcome.run_id)
+    assert len(records) == 2
+    for record in records:
+        assert (record.end_reason, record.reward) == ("agent_stop", 1.0), (record.task_id, record.error)
+        said = record.steps[-1].action
+        assert "Goodbye. ###STOP###" in said.text  # type: ignore[union-attr]
 
 
 def _trials(db: str, run_id: str) -> dict[tuple[str, int], Any]:

@@ -24,7 +24,7 @@ def test_a_lone_surrogate_reaches_the_service_as_its_escape() -> None:
     spec: Any = SimpleNamespace(name="http://agent.test")
     session = _Session(episode, spec, httpx.Client(transport=httpx.MockTransport(service)))
     message = {"role": "critic", "content": "uses '#W\ud800', which nothing revealed", "n": float("nan")}
-    assert session.say(message) == "ok"
+    assert session.say(message).text == "ok"
     (body,) = received
     assert body.isascii() and b"\\ud800" in body
     assert json.loads(body)["content"] == message["content"]

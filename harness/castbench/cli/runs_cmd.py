@@ -203,7 +203,7 @@ def _per_task_line(summary: RunSummary, shown: int = 5) -> str:
 def _print_per_task(summary: RunSummary, records: list[TrialRecord]) -> None:
     per_task = Table(title="per task", title_justify="left")
     for column in ("domain", "task", "successes", "trials"):
-        per_task.add_column(column)
+        per_task.add_column(column, overflow="fold")  # a long task id or many trials: folded, not cut
     for domain, report in summary.domains.items():
         for task_id, outcome in report.per_task.items():
             marks = "".join(

@@ -4,6 +4,8 @@ print)."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
 
 from rich import box
 from rich.console import Console
@@ -40,6 +42,86 @@ def _ks(n: int) -> list[int]:
     return reported_ks(n)
 
 
+LABEL_WIDTH = 26
+"""The widest a split table's label column gets (its words wrap under it): room for the figures."""
+
+
+@dataclass
+class _Grid:
+    """A table of a label column and one column per domain (the `--details` tables), printed
+    whole where it fits the terminal; where it does not, split by columns into tables that each
+    fit, the label column repeated in every part, so every figure and interval stays whole on
+    one line of its cell (rich would otherwise shrink the columns until `0.67–0.…`).
+
+    `headers` are (name, note) pairs: "name (note)" in a whole table, the note on a line of its
+    own in a part."""
+
+    title: str
+    corner: str
+    headers: list[tuple[str, str | None]]
+    label: dict[str, Any] = field(default_factory=dict)
+    """The label column's options (justify, style, no_wrap)."""
+    rows: list[tuple[str, list[str], str | None]] = field(default_factory=list)
+
+    def add_row(self, label: str, *cells: str, style: str | None = None) -> None:
+        self.rows.append((label, list(cells), style))
+
+    def table(self, columns: range | None = None, wrap: bool = False) -> Table:
+        """The whole table, or the part with `columns` (indexes into `headers`): its figures on
+        one line each, unless `wrap` (a terminal too narrow for even one column), where its
+        cells wrap between words and fold a word that is still too wide, cutting nothing."""
+        whole = columns is None
+        shown = range(len(self.headers)) if columns is None else columns
+        title = self.title
+        if not whole and len(self.headers) > 1:
+            span = f"column {shown[0] + 1}" if len(shown) == 1 else f"columns {shown[0] + 1}–{shown[-1] + 1}"
+            title += f" ({span} of {len(self.headers)})"
+        table = Table(title=title, title_justify="left")
+        options = dict(self.label)
+        if not whole:
+            options.update(no_wrap=False, max_width=LABEL_WIDTH, overflow="fold")
+        table.add_column(self.corner, **options)
+        for index in shown:
+            name, note = self.headers[index]
+            header = name if note is None else f"{name} ({note})" if whole else f"{name}\n({note})"
+            table.add_column(
+                escape(header),
+                justify="right",
+                no_wrap=not whole and not wrap,
+                overflow="fold" if wrap else "ellipsis",
+            )
+        for label, cells, style in self.rows:
+            table.add_row(label, *[cells[index] for index in shown], style=style)
+        return table
+
+    def tables(self, width: int) -> list[Table]:
+        """What fits `width` columns: the whole table, else its parts, as few and as even as
+        fit; a terminal too narrow for even one column gets one column a part, its cells
+        wrapped."""
+        whole = self.table()
+        if _natural_width(whole) <= width:
+            return [whole]
+        count = len(self.headers)
+        if _natural_width(self.table(range(1))) > width:
+            return [self.table(range(index, index + 1), wrap=True) for index in range(count)]
+        per_part = 1
+        while per_part < count and _natural_width(self.table(range(per_part + 1))) <= width:
+            per_part += 1
+        parts = -(-count // per_part)
+        while True:
+            bounds = [(count * index + parts - 1) // parts for index in range(parts + 1)]
+            built = [self.table(range(bounds[i], bounds[i + 1])) for i in range(parts)]
+            if parts >= count or all(_natural_width(table) <= width for table in built):
+                return built
+            parts += 1
+
+
+def _natural_width(table: Table) -> int:
+    """The width `table` takes with nothing wrapped or cut (its title aside)."""
+    console = Console(width=10_000)
+    return console.measure(table, options=console.options.update_width(10_000)).maximum
+
+
 def _pass_hat(report: ReliabilitySummary | None, k: int) -> str:
     """pass^k with its interval; in an incomplete run the conservative bound comes first (the
     figure no agent can raise by leaving trials unscored), the estimate from scored trials after."""
@@ -55,6 +137,10 @@ def reliability_table(summary: RunSummary) -> Table:
     under it the strict pass^k (no executed action broke the domain policy) where the trials
     were graded strictly; then the reference floors (refusing everything, looking up then
     refusing) on the same tasks."""
+    return _reliability_grid(summary).table()
+
+
+def _reliability_grid(summary: RunSummary) -> _Grid:
     n = summary.overall.trials_per_task
     columns: list[tuple[str, DomainReport]] = list(summary.domains.items())
     if len(columns) > 1:
@@ -66,15 +152,17 @@ def reliability_table(summary: RunSummary) -> Table:
             "\nincomplete: first every unscored planned trial counted as a failure (the headline),"
             " then the estimate from scored trials only"
         )
-    table = Table(title=title, title_justify="left")
-    table.add_column("k", justify="right", style="bold", no_wrap=True)
-    for name, report in columns:
-        table.add_column(escape(f"{name} ({report.n_tasks} tasks)"), justify="right")
+    grid = _Grid(
+        title,
+        "k",
+        [(name, f"{report.n_tasks} tasks") for name, report in columns],
+        {"justify": "right", "style": "bold", "no_wrap": True},
+    )
     for k in _ks(n):
-        table.add_row(f"pass^{k}", *[_pass_hat(report, k) for _, report in columns])
+        grid.add_row(f"pass^{k}", *[_pass_hat(report, k) for _, report in columns])
         if strict:
-            table.add_row(f"strict pass^{k}", *[_pass_hat(report.strict, k) for _, report in columns])
-    table.add_row(f"pass@{n}", *[f"{report.pass_at.get(n, float('nan')):.3f}" for _, report in columns])
+            grid.add_row(f"strict pass^{k}", *[_pass_hat(report.strict, k) for _, report in columns])
+    grid.add_row(f"pass@{n}", *[f"{report.pass_at.get(n, float('nan')):.3f}" for _, report in columns])
     if summary.floors is not None:
         floors = summary.floors
         for floor in floors.policies:
@@ -82,8 +170,8 @@ def reliability_table(summary: RunSummary) -> Table:
                 floors.overall.get(floor) if name == "overall" else floors.domains.get(name, {}).get(floor)
                 for name, _ in columns
             ]
-            table.add_row(f"floor: {floor}", *[_floor_cell(values, n) for values in by_column])
-    return table
+            grid.add_row(f"floor: {floor}", *[_floor_cell(values, n) for values in by_column])
+    return grid
 
 
 def _floor_cell(values: dict[int, float] | None, n: int) -> str:
@@ -94,13 +182,10 @@ def _floor_cell(values: dict[int, float] | None, n: int) -> str:
     return f"{first:.3f}" if abs(first - last) < 5e-4 else f"{first:.3f} → {last:.3f} (pass^{n})"
 
 
-def _details_table(summary: RunSummary) -> Table:
+def _details_grid(summary: RunSummary) -> _Grid:
     """Trial-level facts per domain: steps, errors, why trials ended and why they failed."""
     columns = list(summary.domains.items())
-    table = Table(title="trials", title_justify="left")
-    table.add_column("", style="bold")
-    for name, _ in columns:
-        table.add_column(escape(name), justify="right")
+    grid = _Grid("trials", "", [(name, None) for name, _ in columns], {"style": "bold"})
     facts: list[tuple[str, Callable[[DomainReport], str]]] = [
         ("trials", lambda r: str(r.n_trials)),
         ("steps per trial", lambda r: f"{r.steps_mean:.1f}"),
@@ -111,25 +196,25 @@ def _details_table(summary: RunSummary) -> Table:
         ("cost per trial", lambda r: "–" if r.cost_per_trial is None else f"${r.cost_per_trial:.4f}"),
     ]
     for label, value in facts:
-        table.add_row(label, *[value(report) for _, report in columns])
-    _output_rows(table, [report for _, report in columns])
+        grid.add_row(label, *[value(report) for _, report in columns])
+    _output_rows(grid, [report for _, report in columns])
     reasons = sorted({reason for _, report in columns for reason in report.end_reasons})
     for reason in reasons:
-        table.add_row(f"ended: {reason}", *[str(report.end_reasons.get(reason, 0)) for _, report in columns])
+        grid.add_row(f"ended: {reason}", *[str(report.end_reasons.get(reason, 0)) for _, report in columns])
     categories = sorted({c for _, report in columns for c in report.failure_categories})
     for category in categories:
-        table.add_row(
+        grid.add_row(
             f"failed: {category}", *[str(report.failure_categories.get(category, 0)) for _, report in columns]
         )
-    _attribution_rows(table, [report for _, report in columns])
-    return table
+    _attribution_rows(grid, [report for _, report in columns])
+    return grid
 
 
 def _share(count: int, total: int) -> str:
     return f"{count} ({count / total:.0%})" if total else str(count)
 
 
-def _attribution_rows(table: Table, reports: list[DomainReport]) -> None:
+def _attribution_rows(grid: _Grid, reports: list[DomainReport]) -> None:
     """Whose fault the trials that did not pass were and why (`castbench runs why` lists them),
     near-misses among passes, and trials where the simulated user broke its scenario."""
     shares = [report.attribution for report in reports]
@@ -146,16 +231,16 @@ def _attribution_rows(table: Table, reports: list[DomainReport]) -> None:
         return lambda share: str(share.by_cause.get(cause, 0))
 
     for party in ("agent", "user", "harness"):
-        table.add_row(f"blamed: {party}", *cells(blamed(party)))
+        grid.add_row(f"blamed: {party}", *cells(blamed(party)))
     for cause in sorted({c for share in shares if share is not None for c in share.by_cause}):
-        table.add_row(f"  cause: {cause}", *cells(caused(cause)))
-    table.add_row("near-misses among passes", *cells(lambda s: _share(s.near_misses, s.passed)))
-    table.add_row(
+        grid.add_row(f"  cause: {cause}", *cells(caused(cause)))
+    grid.add_row("near-misses among passes", *cells(lambda s: _share(s.near_misses, s.passed)))
+    grid.add_row(
         "trials with a simulator fault", *cells(lambda s: _share(s.simulator_fault_trials, s.trials))
     )
 
 
-def _output_rows(table: Table, reports: list[DomainReport]) -> None:
+def _output_rows(grid: _Grid, reports: list[DomainReport]) -> None:
     """What the agents wrote that could not be used, and what their model calls cost per trial
     (`castbench.report.outputs`): model rows only when some role is a model."""
     outputs = [report.outputs for report in reports]
@@ -175,7 +260,7 @@ def _output_rows(table: Table, reports: list[DomainReport]) -> None:
             ("model time per trial", lambda o: f"{o.per_trial(o.model_s):.1f} s"),
         ]
     for label, value in rows:
-        table.add_row(label, *[value(o) for o in outputs])
+        grid.add_row(label, *[value(o) for o in outputs])
 
 
 STRICT_LEGEND = "strict: 0 if an action broke the policy"
@@ -249,12 +334,11 @@ def print_summary(summary: RunSummary, console: Console, details: bool = False) 
     reason = summary.incomplete_reason()
     if reason is not None:
         console.print(f"[bold red]{summary.status.upper()}:[/] {escape(reason)}; its figures are not final")
-    if details:
-        console.print(reliability_table(summary))
-        console.print(_details_table(summary))
-        critic = critic_table(summary)
-        if critic is not None:
-            console.print(critic)
+    if details:  # each table whole where it fits the terminal, else split by columns
+        grids = [_reliability_grid(summary), _details_grid(summary), _critic_grid(summary)]
+        for grid in grids:
+            for table in grid.tables(console.width) if grid is not None else []:
+                console.print(table)
     else:
         console.print(headline_table(summary))
         legend = _legend(summary)
@@ -316,7 +400,7 @@ def print_trial(record: TrialRecord, console: Console) -> None:
     if record.grade is not None and record.grade.diff:
         diff = Table(title="state diff (expected vs got)", title_justify="left")
         for column in ("table", "key", "field", "expected", "got"):
-            diff.add_column(column)
+            diff.add_column(column, overflow="fold")  # a long value folds onto more lines, never cut
         for item in record.grade.diff[:40]:
             cells = (item.table, item.key, item.field, repr(item.expected), repr(item.got))
             diff.add_row(*map(_printable, cells))
@@ -370,15 +454,18 @@ def _round_reactions(round_: int) -> Callable[[CriticReport], str]:
 def critic_table(summary: RunSummary) -> Table | None:
     """Confusion matrix (shares of labelled verified actions, as CAST reports them) and rates,
     one column per domain."""
+    grid = _critic_grid(summary)
+    return None if grid is None else grid.table()
+
+
+def _critic_grid(summary: RunSummary) -> _Grid | None:
     columns = [(name, report.critic) for name, report in summary.domains.items() if report.critic is not None]
     if not columns:
         return None
     if len(columns) > 1 and summary.overall.critic is not None:
         columns.append(("overall", summary.overall.critic))
-    table = Table(title=escape(f"critic {summary.config.critic}"), title_justify="left")
-    table.add_column("", style="bold")
-    for name, _ in columns:
-        table.add_column(escape(name), justify="right")
+    grid = _Grid(escape(f"critic {summary.config.critic}"), "", [(name, None) for name, _ in columns])
+    grid.label = {"style": "bold"}
     rows: list[tuple[str, Callable[[CriticReport], str]]] = [
         ("verified actions", lambda c: str(c.n_verified)),
         ("labels unknown", lambda c: str(c.unknown)),
@@ -416,5 +503,5 @@ def critic_table(summary: RunSummary) -> Table | None:
             ("pass^1 without critic", lambda c: _rate((c.pass_hat_without_critic or {}).get(1))),
         ]
     for label, value in rows:
-        table.add_row(label, *[value(critic) for _, critic in columns])
-    return table
+        grid.add_row(label, *[value(critic) for _, critic in columns])
+    return grid

@@ -10,13 +10,19 @@ call arrives over MCP, so it is a step of the trial like any other: recorded, la
 by the run's critic before it executes. A critic's rejection of a reply comes back as a message
 whose text is the critique (metadata `castbench_role: critic`, the verdict beside it).
 
+The agent ends the conversation at the protocol level: a reply in a task that is `completed` is
+its closing message, and once the customer has answered, the trial ends as `agent_stop` (graded
+like any ending); a reply in a task that needs input, or a plain message, is a turn and the
+conversation goes on (`TASK_STATES`; the stop marker in a reply's text ends it too).
+
 The agent's card is read when the spec is resolved, before the first trial: an agent that is not
 there fails the command in one line, and the card (as served) is among the spec's parameters, so
 it is part of the run's identity (a redeployed agent with another card starts a new run) and
 shown by its provenance. Failures are an agent service's (`castbench.service.agent_http`, whose
 session this one extends: the same time limits, breaker and outcomes): a JSON-RPC error, a task
-that fails or is rejected, an answer with no text end the trial as `agent_error`; a late answer
-as `timeout`; an agent that went away leaves the trial unscored.
+that fails, is rejected or canceled, a state A2A does not define, an answer with no text end
+the trial as `agent_error`; a late answer as `timeout`; an agent that went away leaves the trial
+unscored.
 """
 
 from __future__ import annotations
@@ -31,10 +37,11 @@ import httpx
 
 from castbench.agents.registry import AgentSpec, AgentSpecError, Role
 from castbench.agents.transports.wire import briefing_to_wire
+from castbench.conversation import ReplyAction
 from castbench.runner.episode import Episode
 from castbench.service.agent_http import _ServiceFailed, _Session
 
-__all__ = ["A2A_PREFIX", "CARD_PATH", "A2ASession", "a2a_spec", "read_card"]
+__all__ = ["A2A_PREFIX", "CARD_PATH", "TASK_STATES", "A2ASession", "a2a_spec", "read_card"]
 
 A2A_PREFIX = "a2a+"
 """`a2a+http://HOST:PORT[/PATH]`: the agent whose card is at `/.well-known/agent-card.json` under it
@@ -42,8 +49,24 @@ A2A_PREFIX = "a2a+"
 CARD_PATH = "/.well-known/agent-card.json"
 _JSONRPC = "JSONRPC"
 _VERSION_HEADER = {"A2A-Version": "1.0"}
-_ANSWERED = ("TASK_STATE_COMPLETED", "TASK_STATE_INPUT_REQUIRED", "TASK_STATE_AUTH_REQUIRED")
-_FAILED = ("TASK_STATE_FAILED", "TASK_STATE_REJECTED", "TASK_STATE_CANCELED")
+TASK_STATES: dict[str, str] = {
+    "TASK_STATE_SUBMITTED": "working",
+    "TASK_STATE_WORKING": "working",
+    "TASK_STATE_INPUT_REQUIRED": "waiting",
+    "TASK_STATE_AUTH_REQUIRED": "waiting",
+    "TASK_STATE_COMPLETED": "ended",
+    "TASK_STATE_FAILED": "failed",
+    "TASK_STATE_REJECTED": "failed",
+    "TASK_STATE_CANCELED": "failed",
+}
+"""What each A2A 1.0 task state means for the trial, as a2a-sdk groups them (its server's
+`TERMINAL_TASK_STATES` and `INTERRUPTED_TASK_STATES`). `working`: not done, polled. `waiting`
+(interrupted: input or auth required): the reply is a turn and the task goes on with the
+customer's answer. `ended` (`completed`, terminal): the agent is done, its reply is its closing
+message, and the trial ends as `agent_stop` (graded like any ending). `failed` (the other
+terminal states: `failed`, `rejected`, and `canceled`, which castbench never asks for): the
+agent's failure, `agent_error`, its status message kept in the reason. Any other state is no
+A2A 1.0 state: `agent_error` too."""
 _POLL_S = 0.05
 
 
@@ -122,7 +145,6 @@ def a2a_spec(role: Role, spec: str, url: str) -> AgentSpec:
     return AgentSpec(role, spec, base, None, params, False, "service", "a2a")
 
 
-
 def _opening_text(briefing: dict[str, Any], mcp_url: str, opening: str) -> str:
     """The first message in words, for an agent that reads only text."""
     return (
@@ -137,7 +159,8 @@ def _opening_text(briefing: dict[str, Any], mcp_url: str, opening: str) -> str:
 
 class A2ASession(_Session):
     """One trial as one A2A context; `say` is one `SendMessage` (answering a message the way
-    an agent service's session does: the reply text, or `_ServiceFailed`)."""
+    an agent service's session does: the reply, closing when the agent's task completed, or
+    `_ServiceFailed`)."""
 
     def __init__(self, episode: Episode, spec: AgentSpec) -> None:
         super().__init__(episode, spec, _client())
@@ -193,11 +216,12 @@ class A2ASession(_Session):
             raise _ServiceFailed("agent_error", f"A2A agent {self.base} sent no JSON-RPC result while {what}")
         return result
 
-    def say(self, message: dict[str, Any]) -> str:
+    def say(self, message: dict[str, Any]) -> ReplyAction:
         result = self._call("SendMessage", {"message": self._message(message)}, "answering")
-        if "message" in result:
+        if "message" in result:  # a plain message: a turn of the conversation, which goes on
             self.task_id = None
-            return self._text(result["message"].get("parts"))
+            reply = result["message"]
+            return ReplyAction(text=self._text(reply.get("parts") if isinstance(reply, dict) else None))
         task = result.get("task")
         if not isinstance(task, dict):
             raise _ServiceFailed(
@@ -205,33 +229,68 @@ class A2ASession(_Session):
             )
         return self._task_reply(task)
 
-    def _task_reply(self, task: dict[str, Any]) -> str:
+    def _task_reply(self, task: dict[str, Any]) -> ReplyAction:
         """The reply a task carries once it stops working (its status message, else its
-        artifacts' text); a task still working is polled (`GetTask`) within the time limits."""
+        artifacts' text); a task still working is polled (`GetTask`) within the time limits.
+        Its state says what the reply is (`TASK_STATES`): a completed task is the agent's
+        closing message (the trial ends as `agent_stop` once the customer has answered); one
+        that needs input is a turn, continued with the customer's answer; a task that failed,
+        was rejected or canceled is the agent's failure, its own words kept in the reason."""
         while True:
-            state = str((task.get("status") or {}).get("state", ""))
-            if state in _FAILED:
-                raise _ServiceFailed("agent_error", f"A2A agent {self.base}: its task ended {state}")
-            if state in _ANSWERED:
+            state = str(self._status(task).get("state", ""))
+            meaning = TASK_STATES.get(state)
+            if meaning in ("ended", "waiting"):
                 break
+            if meaning == "failed":
+                said = " ".join(self._texts(self._parts(task)))
+                raise _ServiceFailed(
+                    "agent_error",
+                    f"A2A agent {self.base}: its task ended {state}" + (f": {said[:300]}" if said else ""),
+                )
+            if meaning is None:
+                raise _ServiceFailed(
+                    "agent_error",
+                    f"A2A agent {self.base} answered a task in state {state[:80]!r}, which A2A 1.0 does "
+                    f"not define (one of {', '.join(TASK_STATES)})",
+                )
             deadline, limit = self.episode.deadline()
             if deadline is not None and time.monotonic() >= deadline:
                 raise _ServiceFailed("timeout", f"A2A agent {self.base} overran the {limit} (task {state})")
             time.sleep(_POLL_S)
             task = self._call("GetTask", {"id": task.get("id", "")}, "working on its task")
-        self.task_id = str(task.get("id")) if state != "TASK_STATE_COMPLETED" else None
-        status_message = (task.get("status") or {}).get("message") or {}
-        if status_message.get("parts"):
-            return self._text(status_message["parts"])
-        parts = [part for artifact in task.get("artifacts") or [] for part in artifact.get("parts") or []]
-        return self._text(parts)
+        self.task_id = str(task.get("id")) if meaning == "waiting" else None
+        return ReplyAction(text=self._text(self._parts(task)), end=meaning == "ended")
 
-    def _text(self, parts: Any) -> str:
-        texts = [
+    @staticmethod
+    def _status(task: dict[str, Any]) -> dict[str, Any]:
+        status = task.get("status")
+        return status if isinstance(status, dict) else {}
+
+    @staticmethod
+    def _parts(task: dict[str, Any]) -> list[Any]:
+        """A task's words: its status message's parts, else its artifacts'."""
+        status_message = A2ASession._status(task).get("message")
+        parts = status_message.get("parts") if isinstance(status_message, dict) else None
+        if isinstance(parts, list) and parts:
+            return parts
+        artifacts = task.get("artifacts")
+        return [
+            part
+            for artifact in (artifacts if isinstance(artifacts, list) else [])
+            if isinstance(artifact, dict) and isinstance(artifact.get("parts"), list)
+            for part in artifact["parts"]
+        ]
+
+    @staticmethod
+    def _texts(parts: Any) -> list[str]:
+        return [
             part["text"]
-            for part in parts or []
+            for part in (parts if isinstance(parts, list) else [])
             if isinstance(part, dict) and isinstance(part.get("text"), str)
         ]
+
+    def _text(self, parts: Any) -> str:
+        texts = self._texts(parts)
         if not texts:
             raise _ServiceFailed("agent_error", f"A2A agent {self.base} answered without any text part")
         return "\n".join(texts)

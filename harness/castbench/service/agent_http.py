@@ -133,19 +133,20 @@ class _Session:
         }
         self._post("/sessions", body, "opening its session")
 
-    def say(self, message: dict[str, Any]) -> str:
+    def say(self, message: dict[str, Any]) -> ReplyAction:
+        """The agent's answer to `message`, as the reply it steps the trial with (a closing one
+        carries the stop marker in its text: this protocol's only way to end)."""
         answer = self._post(f"/sessions/{self.id}/messages", message, "answering")
         reply = answer.get("reply")
         if not isinstance(reply, str):
             raise _ServiceFailed(
                 "agent_error", f"agent service {self.base} answered without a 'reply' string"
             )
-        return reply
+        return ReplyAction(text=reply)
 
     def close(self) -> None:
         with suppress(httpx.HTTPError):  # the trial is over either way
             self.client.delete(f"{self.base}/sessions/{self.id}", timeout=5.0)
-
 
 
 def _session(episode: Episode, spec: AgentSpec) -> _Session:
@@ -172,7 +173,7 @@ def drive_service(episode: Episode, spec: AgentSpec) -> None:
         while not episode.done:
             reply = session.say(message)
             try:
-                observation = trial.step(ReplyAction(text=reply)).observation
+                observation = trial.step(reply).observation
             except EpisodeOver:  # a tool call ended it (a transfer, the step limit, a failing critic)
                 break
             if isinstance(observation, CritiqueTurn):
