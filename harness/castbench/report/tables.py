@@ -17,6 +17,7 @@ from castbench.records.trial import TrialRecord
 from castbench.report.critic_report import CriticReport
 from castbench.report.outputs import OutputCounts
 from castbench.report.reasons import trial_reasons
+from castbench.report.reply_judge import reply_judge_lines
 from castbench.report.summary import DomainReport, RunSummary
 
 __all__ = [
@@ -262,6 +263,10 @@ def print_summary(summary: RunSummary, console: Console, details: bool = False) 
             console.print(legend, style="dim", markup=False)
         console.print(_headline_note(summary), markup=False)
         console.print("every table: --details", style="dim", markup=False)
+    judge, agreement = summary.config.reply_judge, summary.overall.reply_judge
+    if judge is not None and agreement is not None:
+        for line in reply_judge_lines(str(judge.get("model")), agreement):
+            console.print(line, markup=False, highlight=False)
     for warning in summary.warnings:
         console.print(f"[bold yellow]warning:[/] {escape(warning)}")
 

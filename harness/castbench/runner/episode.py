@@ -63,6 +63,7 @@ from castbench.errors import AgentError, AgentTimeout, FatalInfrastructureError,
 from castbench.grading import GradingMode, grade_trial
 from castbench.grading.labeler import label_action
 from castbench.models import loop
+from castbench.models.settings import ModelSettings
 from castbench.records.config import Limits, Verification
 from castbench.records.execution import ExecutionPlan
 from castbench.records.perturbations import Perturbations
@@ -153,6 +154,7 @@ class Episode:
         *,
         labelled: bool = True,
         overrule: Overrule | None = None,
+        reply_judge: ModelSettings | None = None,
     ) -> None:
         """`plan`: the run's execution plan (by default one trial at a time, on this thread).
         `labelled`: the privileged labeler judges each proposed action (the critic's figures and
@@ -160,8 +162,11 @@ class Episode:
         read, as a reference floor's (its record then has no labels and no strict reward).
         `overrule`: given (step index, round, the critic's verdict), the verdict the loop acts on
         instead: how a counterfactual branch (`castbench.runner.counterfactual`) takes the
-        verdict the trial did not take; None for every ordinary trial."""
+        verdict the trial did not take; None for every ordinary trial. `reply_judge`: a model
+        that decides the reply checks when the trial is graded (`castbench.models.reply_judge`),
+        after the trial has ended: nothing it reads or says reaches an agent."""
         self.labelled = labelled
+        self.reply_judge = reply_judge
         self._overrule = overrule
         self.domain, self.task, self.agents = domain, task, agents
         self._perturber = perturbations.perturber(seed) if perturbations is not None else None
@@ -305,6 +310,12 @@ class Episode:
         scored = self.scored and self.end_reason not in ("infra_error", "harness_error")
         assert self.end_reason is not None
         grade = None
+        judge = None
+        if scored and self.end_reason != "timeout" and self.reply_judge is not None:
+            from castbench.models.client import TrialKey  # judged runs' only (the model client)
+            from castbench.models.reply_judge import ModelReplyJudge
+
+            judge = ModelReplyJudge(self.reply_judge, TrialKey(self.seed, self.trial_index))
         if scored and self.end_reason != "timeout":  # an abandoned agent may still be at work: no grade
             grade = grade_trial(
                 self.task,
@@ -319,7 +330,16 @@ class Episode:
                 policy_breaks=policy_breaks(self.steps) if self.labelled else None,
                 conversation=self.conversation,
                 checks=self.domain.task_checks(self.task, self.db, self.conversation),
+                judge=judge,
             )
+        end_reason, error = self.end_reason, self.error
+        if judge is not None:
+            if judge.usage.calls:
+                usage["reply_judge"] = judge.usage
+            unread = grade.judge_unreadable if grade is not None else []
+            if unread:  # the judge's failure: the trial is not scored, its grade says which checks
+                scored, end_reason = False, "infra_error"
+                error = f"reply judge {judge.settings.model}: {unread[0].judge_reason}"
         return TrialRecord(
             domain=self.domain.name,
             domain_version=self.domain.version,
@@ -327,14 +347,14 @@ class Episode:
             trial_index=self.trial_index,
             seed=self.seed,
             status="scored" if scored else "error",
-            reward=grade.reward if grade is not None else (0.0 if scored else None),
-            end_reason=self.end_reason,
+            reward=(grade.reward if grade is not None else 0.0) if scored else None,
+            end_reason=end_reason,
             opening=self.opening,
             steps=self.steps,
             grade=grade,
             usage=usage,
             agent_output=dict(self.agent_output),
-            error=self.error,
+            error=error,
             duration_s=_clock() - self._clock_started,
         )
 

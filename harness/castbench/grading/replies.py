@@ -1,0 +1,176 @@
+"""The reply checks of a trial, one by one, so that a model judge can decide them instead of the rules.
+
+The rules decide what the agent told the user with token matching (`castbench.grading.outputs`)
+and statements tied to records (`castbench.grading.ties`, `castbench.grading.earned`). A judge
+(`--reply-judge MODEL`, as τ² judges its natural-language assertions) reads the same material and
+decides the same checks, so the two can be compared check by check:
+
+- `required_output`: the replies tell the user a required output;
+- `reason`: the replies give the reason the task requires (a refusal's blocking fact);
+- `offer`: the replies put the declined change to the user as a question;
+- `false_claim`: the replies do not state a false claim of the task (passes when none is made);
+- `rival`: a look-up answer is given as the answer, not only among other candidates.
+
+A judge sees only what the rule would judge: the check (which may hold expected values: it is a
+grader), the agent's replies to the user and the tool results the agent saw. It runs after the
+trial has ended, and what it says goes into the grade alone: no policy or critic ever reads it.
+
+This module holds no model client (the grading layer sits below castbench's models): the judge
+is any `ReplyJudge`; castbench's model judge is `castbench.models.reply_judge`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal, Protocol
+
+from pydantic import BaseModel
+
+from castbench.conversation import Event, ToolResultTurn
+from castbench.domain import Task
+from castbench.grading.earned import EarnedCheck
+
+__all__ = [
+    "JudgeVerdict",
+    "ReplyCheck",
+    "ReplyCheckKind",
+    "ReplyJudge",
+    "judged_outcome",
+    "reply_checks",
+    "seen_records",
+]
+
+ReplyCheckKind = Literal["required_output", "reason", "offer", "false_claim", "rival"]
+JudgeVerdict = Literal["pass", "fail", "unreadable"]
+"""`unreadable`: the judge's answer did not say pass or fail for the check in the strict format
+after its bounded re-asks: the judge's failure (infrastructure), never the agent's."""
+
+
+class ReplyCheck(BaseModel):
+    """One check on the agent's replies: the rules' verdict and, once judged, the judge's."""
+
+    kind: ReplyCheckKind
+    subject: str
+    """The output, the reason's first wording, the claim's first wording, the rival answer; for
+    an offer, its mentions joined."""
+    wordings: list[str] = []
+    """Other wordings the task accepts for it (a reason's, a claim's), or for a rival the other
+    candidates, or for an offer each mention."""
+    rule: bool
+    """The rules' verdict: True when the check passes."""
+    judge: JudgeVerdict | None = None
+    judge_reason: str = ""
+
+    def assertion(self) -> str:
+        """The check as one assertion for a judge: true means the check passes."""
+        also = f" (the task accepts any of: {', '.join(map(repr, self.wordings))})" if self.wordings else ""
+        if self.kind == "required_output":
+            return (
+                f"The agent's replies tell the user {self.subject!r} (written in any format: "
+                "'$1,234.50' is 1234.50, '4:55 PM' is 16:55), as a statement, not denied."
+            )
+        if self.kind == "reason":
+            return f"The agent's replies give the user this reason, in any wording: {self.subject!r}{also}."
+        if self.kind == "offer":
+            return (
+                "The agent asked the user, as a question, whether to make this specific change, "
+                f"naming {', '.join(map(repr, self.wordings or [self.subject]))}."
+            )
+        if self.kind == "false_claim":
+            return (
+                f"The agent's replies never assert {self.subject!r}{also} about a record it does not hold "
+                "true of, as the tool results show (true statements about other records are fine; "
+                "a bare list of candidate values with nothing tying each to its record asserts them all)."
+            )
+        return (
+            f"The agent gives {self.subject!r} as the answer for the record asked about, not only as "
+            f"one of several candidate values ({', '.join(map(repr, self.wordings))}) "
+            "with nothing tying each to its own record."
+        )
+
+    @property
+    def decided(self) -> bool:
+        """The verdict the grade follows: the judge's when judged, else the rules'."""
+        return self.rule if self.judge is None else self.judge == "pass"
+
+
+class ReplyJudge(Protocol):
+    """Decides reply checks: the same checks back, each with `judge` (and `judge_reason`) set.
+    `replies` are the agent's replies to the user, `records` the tool results it saw."""
+
+    def __call__(
+        self, checks: Sequence[ReplyCheck], replies: Sequence[str], records: Sequence[str]
+    ) -> list[ReplyCheck]: ...
+
+
+def seen_records(conversation: Sequence[Event]) -> list[str]:
+    """The tool results the agent saw (its successful calls'), as the claims rule reads them."""
+    return [event.content for event in conversation if isinstance(event, ToolResultTurn) and not event.error]
+
+
+def reply_checks(task: Task, missing: Sequence[str], earned: EarnedCheck | None) -> list[ReplyCheck]:
+    """Every reply check of `task` with the rules' verdict: `missing` the required outputs the
+    rule did not find, `earned` the earned-outcome check (None when the task has none or the
+    grading mode leaves it out)."""
+    checks = [
+        ReplyCheck(kind="required_output", subject=output, rule=output not in missing)
+        for output in task.required_outputs
+    ]
+    spec = task.earned
+    if spec is None or earned is None:
+        return checks
+    checks += [
+        ReplyCheck(
+            kind="reason",
+            subject=reason.any_of[0],
+            wordings=reason.any_of[1:],
+            rule=reason.any_of[0] not in earned.missing_reasons,
+        )
+        for reason in spec.reasons
+    ]
+    if spec.offer:
+        mentions = [mention.any_of[0] for mention in spec.offer]
+        checks.append(
+            ReplyCheck(
+                kind="offer", subject=", ".join(mentions), wordings=mentions, rule=not earned.missing_offer
+            )
+        )
+    checks += [
+        ReplyCheck(
+            kind="false_claim",
+            subject=claim.any_of[0],
+            wordings=claim.any_of[1:],
+            rule=not set(claim.any_of) & set(earned.false_claims),
+        )
+        for claim in spec.false_claims
+    ]
+    checks += [
+        ReplyCheck(
+            kind="rival",
+            subject=rival.output,
+            wordings=rival.others,
+            rule=rival.output not in earned.amid_rivals,
+        )
+        for rival in spec.rivals
+    ]
+    return checks
+
+
+def judged_outcome(
+    checks: Sequence[ReplyCheck], earned: EarnedCheck | None
+) -> tuple[list[str], EarnedCheck | None]:
+    """The missing outputs and the earned check as the judged `checks` decide them (the look-ups,
+    tool calls and not replies, stay the rules'); an unreadable verdict counts as a fail here, and
+    the trial holding one is not scored (`Grade.judge_unreadable`)."""
+    failed = [check for check in checks if not check.decided]
+    missing = [check.subject for check in failed if check.kind == "required_output"]
+    if earned is None:
+        return missing, None
+    offer = next((check for check in failed if check.kind == "offer"), None)
+    return missing, EarnedCheck(
+        missing_lookups=earned.missing_lookups,
+        missing_reasons=[check.subject for check in failed if check.kind == "reason"],
+        missing_offer=list(offer.wordings) if offer is not None else [],
+        false_claims=[check.subject for check in failed if check.kind == "false_claim"],
+        amid_rivals=[check.subject for check in failed if check.kind == "rival"],
+    )
