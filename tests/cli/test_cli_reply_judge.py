@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from castbench.compare.comparability import setting_differences
+from castbench.publish.verify import verify_run
 from castbench.records.config import read_config
 from castbench.store import ResultsStore
 from tests.models.fault_server import FaultPlan, FaultServer
@@ -130,6 +131,14 @@ def test_the_reward_follows_the_judge_and_the_confusion_table_says_where_it_part
     rule_config = read_config(rule_store.runs()[0].config_json, "rules")
     assert judged_config.config_hash() != rule_config.config_hash()
     assert any("reply grader" in d for d in setting_differences(rule_config, judged_config))
+    # a verifier re-grades it from the stored verdicts, and a verdict changed since is found
+    trials = store.trials(store.runs()[0].id)
+    report = verify_run(store.runs()[0].id, judged_config, trials)
+    assert not report.mismatches and any("stored verdicts" in note for note in report.notes)
+    flipped = [c.model_copy(update={"judge": "pass"}) for c in judged]
+    forged = record.model_copy(update={"grade": record.grade.model_copy(update={"reply_checks": flipped})})
+    report = verify_run(store.runs()[0].id, judged_config, [forged])
+    assert any("re-graded 1.0" in p for m in report.mismatches for p in m.problems)
 
 
 def _unreadable(body: dict[str, Any]) -> dict[str, Any]:

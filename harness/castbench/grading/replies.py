@@ -35,6 +35,7 @@ __all__ = [
     "ReplyCheck",
     "ReplyCheckKind",
     "ReplyJudge",
+    "StoredVerdicts",
     "judged_outcome",
     "reply_checks",
     "seen_records",
@@ -101,6 +102,26 @@ class ReplyJudge(Protocol):
     def __call__(
         self, checks: Sequence[ReplyCheck], replies: Sequence[str], records: Sequence[str]
     ) -> list[ReplyCheck]: ...
+
+
+class StoredVerdicts:
+    """A judged trial's stored verdicts as its judge: how a verifier re-grades a judged run without
+    calling its model (`castbench.runner.replay`). A check the trial did not store (the task or
+    its rules changed since) is `unreadable`, so the re-grade cannot pass it silently."""
+
+    def __init__(self, stored: Sequence[ReplyCheck]) -> None:
+        self._stored = {(check.kind, check.subject): check for check in stored}
+
+    def __call__(
+        self, checks: Sequence[ReplyCheck], replies: Sequence[str], records: Sequence[str]
+    ) -> list[ReplyCheck]:
+        judged = []
+        for check in checks:
+            kept = self._stored.get((check.kind, check.subject))
+            verdict = (kept.judge, kept.judge_reason) if kept is not None and kept.judge is not None else None
+            judge, reason = verdict or ("unreadable", "no stored judge verdict for this check")
+            judged.append(check.model_copy(update={"judge": judge, "judge_reason": reason}))
+        return judged
 
 
 def seen_records(conversation: Sequence[Event]) -> list[str]:

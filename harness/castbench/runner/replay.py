@@ -31,6 +31,7 @@ from castbench.conversation import (
 from castbench.domain import Database, Domain, Task
 from castbench.grading import Grade, GradingMode, PolicyBreak, grade_trial
 from castbench.grading.labeler import label_action
+from castbench.grading.replies import StoredVerdicts
 from castbench.records.perturbations import Perturbations
 from castbench.records.trial import CLEAN_ENDS, UNFINISHED_ENDS, ActionLabel, StepRecord, TrialRecord
 from castbench.runner.seeds import trial_seed
@@ -163,7 +164,6 @@ class _Replay:
             ),
         ]
 
-
     def _heard(self, turn: int, text: str) -> str:
         """The user's words as the agent got them (under a run's user perturbations)."""
         return text if self.perturber is None else self.perturber.user_text(turn, text)
@@ -227,6 +227,7 @@ def replay_trial(
     labels: bool = True,
     critic: str = "none",
     perturbations: Perturbations | None = None,
+    judged: bool = False,
 ) -> tuple[Grade | None, list[str]]:
     """Re-execute `record` and grade it again; returns the new grade (None for an unscored trial)
     and every difference from what the record says, each naming its step. Its labels are derived
@@ -273,8 +274,17 @@ def replay_trial(
         policy_breaks=replay.breaks,
         conversation=replay.conversation,
         checks=domain.task_checks(task, replay.db, replay.conversation),
+        judge=StoredVerdicts(record.grade.reply_checks if record.grade else []) if judged else None,
     )
     problems += replay.problems
+    if judged and record.grade is not None:
+        stored = {(c.kind, c.subject): c.rule for c in record.grade.reply_checks}
+        problems += [
+            f"reply check {c.kind} {c.subject!r}: stored rules' verdict {stored[(c.kind, c.subject)]}, "
+            f"re-graded {c.rule}"
+            for c in grade.reply_checks
+            if (c.kind, c.subject) in stored and stored[(c.kind, c.subject)] != c.rule
+        ]
     if record.reward != grade.reward:
         problems.append(f"stored reward {record.reward}, re-graded {grade.reward}")
     if record.grade is None:
