@@ -78,7 +78,10 @@ def test_a_judge_that_agrees_leaves_the_oracle_at_one(tmp_path: Path, judge_serv
     assert agreement["trials"] == 2  # the change task has no reply check
     assert agreement["agreed"] == agreement["checks"] == agreement["rule_pass_judge_pass"] > 10
     assert agreement["agreement"] == 1.0 and agreement["kappa"] is None  # both raters always "pass"
-    assert f"agreed with the rules on {agreement['checks']} of {agreement['checks']} reply checks" in result.output
+    assert (
+        f"agreed with the rules on {agreement['checks']} of {agreement['checks']} reply checks"
+        in result.output
+    )
     judge = summary["config"]["reply_judge"]
     assert judge["model"] == "openai/judge" and judge["temperature"] == 0 and judge["seed"] == 0
     assert summary["provenance"]["reply_judge"] == "openai/judge"

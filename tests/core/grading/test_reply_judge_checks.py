@@ -43,7 +43,9 @@ def test_every_reply_check_of_a_look_up_with_the_rules_verdicts() -> None:
 
 def test_the_judges_verdicts_decide_the_outcome_and_look_ups_stay_the_rules() -> None:
     task = _task("retail-test-0008")  # a refusal: its reason and false claims
-    earned = EarnedCheck(missing_lookups=["get_order(...)"], missing_reasons=[task.earned.reasons[0].any_of[0]])
+    earned = EarnedCheck(
+        missing_lookups=["get_order(...)"], missing_reasons=[task.earned.reasons[0].any_of[0]]
+    )
     checks = reply_checks(task, [], earned)
     judged = [
         c.model_copy(update={"judge": "pass" if c.kind == "reason" else "fail"}) for c in checks
@@ -69,11 +71,20 @@ def test_stored_verdicts_regrade_and_a_check_never_judged_is_unreadable() -> Non
     ("text", "problem"),
     [
         ('{"verdicts": [{"check": 1, "verdict": "pass"}, {"check": 2, "verdict": "fail"}]}', None),
-        ('```json\n{"verdicts": [{"check": 1, "verdict": "pass"}, {"check": 2, "verdict": "fail"}]}\n```', None),
-        ('Sure! {"verdicts": [{"check": 1, "verdict": "pass"}, {"check": 2, "verdict": "fail"}]}', "not one JSON"),
+        (
+            '```json\n{"verdicts": [{"check": 1, "verdict": "pass"}, {"check": 2, "verdict": "fail"}]}\n```',
+            None,
+        ),
+        (
+            'Sure! {"verdicts": [{"check": 1, "verdict": "pass"}, {"check": 2, "verdict": "fail"}]}',
+            "not one JSON",
+        ),
         ('{"verdicts": [{"check": 1, "verdict": "pass"}]}', "no verdict for check(s) 2"),
         ('{"verdicts": [{"check": 1, "verdict": "PASS"}, {"check": 2, "verdict": "fail"}]}', 'is not "pass"'),
-        ('{"verdicts": [{"check": 1, "verdict": "pass"}, {"check": 1, "verdict": "fail"}]}', "answered twice"),
+        (
+            '{"verdicts": [{"check": 1, "verdict": "pass"}, {"check": 1, "verdict": "fail"}]}',
+            "answered twice",
+        ),
         ('{"verdicts": [{"check": 3, "verdict": "pass"}]}', "from 1 to 2"),
         ('{"verdict": "pass"}', 'no "verdicts" list'),
     ],
@@ -135,7 +146,9 @@ def test_judge_settings_are_deterministic_unless_told() -> None:
 def _record(checks: list[ReplyCheck]) -> TrialRecord:
     from castbench.grading import Grade, SurfaceSignals
 
-    surface = SurfaceSignals(ended_cleanly=True, made_write=False, saw_tool_error=False, claimed_success=False)
+    surface = SurfaceSignals(
+        ended_cleanly=True, made_write=False, saw_tool_error=False, claimed_success=False
+    )
     grade = Grade(
         reward=1.0, state_ok=True, outputs_ok=True, diff=[], missing_outputs=[], surface=surface,
         surface_success=False, failure_category=None, reply_checks=checks,
@@ -152,7 +165,11 @@ def test_agreement_confusion_table_and_kappa() -> None:
 
     # 20 pass/pass, 5 pass/fail, 10 fail/pass, 15 fail/fail, 2 unreadable
     cells = [(True, "pass")] * 20 + [(True, "fail")] * 5 + [(False, "pass")] * 10 + [(False, "fail")] * 15
-    records = [_record([check(r, j) for r, j in cells]), _record([check(True, "unreadable")] * 2), _record([])]
+    records = [
+        _record([check(r, j) for r, j in cells]),
+        _record([check(True, "unreadable")] * 2),
+        _record([]),
+    ]
     agreement = reply_judge_agreement(records)
     assert agreement is not None
     assert (agreement.checks, agreement.agreed, agreement.unreadable, agreement.trials) == (50, 35, 2, 2)
