@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from castbench.compare.comparability import setting_differences
+from castbench.domain import load_domain
 from castbench.publish.verify import verify_run
 from castbench.records.config import read_config
 from castbench.store import ResultsStore
@@ -23,7 +24,7 @@ from tests.support import invoke, sqlite_url
 
 REFUSE, LOOKUP, CHANGE = "retail-test-0008", "retail-test-0015", "retail-test-0002"
 """A refusal (a reason, false claims), a look-up (a required output, false claims, a rival) and a
-change with no reply check at all (the judge is not asked)."""
+change (no reply check; its writes' confirmations are checked)."""
 _CHECK = re.compile(r"^(\d+)\. (.*)$")
 
 
@@ -33,17 +34,21 @@ def _checks(body: dict[str, Any]) -> list[tuple[int, str]]:
     return [(int(m.group(1)), m.group(2)) for line in listed.splitlines() if (m := _CHECK.match(line))]
 
 
-def scripted_judge(fail_claims: bool) -> Callable[[dict[str, Any]], dict[str, Any]]:
-    """Pass every check, except (when `fail_claims`) the false-claim checks: a judge that parts
-    ways with the rules on exactly those, so every figure is known in advance."""
+def scripted_judge(
+    fail_claims: bool, fail_confirmations: bool = False
+) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """Pass every check, except (when `fail_claims`) the false-claim checks and (when
+    `fail_confirmations`) the explicit yes of every write: a judge that parts ways with the rules
+    on exactly those, so every figure is known in advance."""
+
+    def fails(text: str) -> bool:
+        return (fail_claims and "never assert" in text) or (
+            fail_confirmations and "explicitly said yes" in text
+        )
 
     def respond(body: dict[str, Any]) -> dict[str, Any]:
         verdicts = [
-            {
-                "check": number,
-                "verdict": "fail" if fail_claims and "never assert" in text else "pass",
-                "reason": "scripted",
-            }
+            {"check": number, "verdict": "fail" if fails(text) else "pass", "reason": "scripted"}
             for number, text in _checks(body)
         ]
         return {"content": json.dumps({"verdicts": verdicts})}
@@ -75,7 +80,8 @@ def test_a_judge_that_agrees_leaves_the_oracle_at_one(tmp_path: Path, judge_serv
     summary = json.loads(out.read_text())
     assert summary["overall"]["pass_hat"]["1"] == 1.0
     agreement = summary["overall"]["reply_judge"]
-    assert agreement["trials"] == 2  # the change task has no reply check
+    assert agreement["trials"] == 3
+    assert agreement["by_kind"]["confirmation"][0] == agreement["by_kind"]["confirmation"][1] > 0
     assert agreement["agreed"] == agreement["checks"] == agreement["rule_pass_judge_pass"] > 10
     assert agreement["agreement"] == 1.0 and agreement["kappa"] is None  # both raters always "pass"
     assert (
@@ -87,12 +93,23 @@ def test_a_judge_that_agrees_leaves_the_oracle_at_one(tmp_path: Path, judge_serv
     assert summary["provenance"]["reply_judge"] == "openai/judge"
     body = judge_server.bodies[0]
     assert body["temperature"] == 0 and isinstance(body["seed"], int)
-    # the judge sees the checks, the agent's replies and the tool results: not the customer's words
+    # the judge sees the checks, the agent's replies and the tool results (a write's explicit yes:
+    # the dialogue since the last write): never the user's private brief
     trials = {r.task_id: r for r in ResultsStore(url).trials(ResultsStore(url).runs()[0].id)}
     prompts = [b["messages"][1]["content"] for b in judge_server.bodies]
-    assert not any(t.opening in p for t in trials.values() for p in prompts)
-    assert "reply_judge" not in trials[CHANGE].usage  # never called for a task without a reply check
+    pack = load_domain("retail")
+    briefs = [pack.task(task).scenario.instructions for task in (REFUSE, LOOKUP, CHANGE)]
+    assert not any(brief in p for brief in briefs for p in prompts)
+    replies_only = [p for p in prompts if "explicitly said yes" not in p]
+    assert replies_only and not any(t.opening in p for t in trials.values() for p in replies_only)
     assert trials[REFUSE].usage["reply_judge"].calls == trials[LOOKUP].usage["reply_judge"].calls == 1
+    # the change task: one call per proposed write (its explicit yes), none for reply checks
+    assert trials[CHANGE].grade is not None
+    writes = [c for c in trials[CHANGE].grade.reply_checks if c.kind == "confirmation"]
+    assert writes and trials[CHANGE].usage["reply_judge"].calls == len(writes) == len(
+        trials[CHANGE].grade.reply_checks
+    )
+    assert all(c.rule and c.judge == "pass" and "customer:" in c.context for c in writes)
     # the reference floors are graded as the run is (by the judge too): a floor is what refusing
     # scores under this grader
     assert judge_server.requests > 2
@@ -115,7 +132,7 @@ def test_the_reward_follows_the_judge_and_the_confusion_table_says_where_it_part
     assert agreement["rule_fail_judge_pass"] == agreement["rule_fail_judge_fail"] == 0
     assert agreement["agreed"] == agreement["rule_pass_judge_pass"] == agreement["checks"] - claims[1]
     assert agreement["kappa"] == 0.0  # the rules always pass: no agreement beyond chance
-    # the two refuse/look-up tasks fail on the judge's word; the change task has no reply check
+    # the two refuse/look-up tasks fail on the judge's word; the change task passes
     assert overall["pass_hat"]["1"] == pytest.approx(1 / 3)
     assert json.loads(rules_out.read_text())["overall"]["pass_hat"]["1"] == 1.0
     store = ResultsStore(url)
@@ -142,6 +159,33 @@ def test_the_reward_follows_the_judge_and_the_confusion_table_says_where_it_part
     forged = record.model_copy(update={"grade": record.grade.model_copy(update={"reply_checks": flipped})})
     report = verify_run(store.runs()[0].id, judged_config, [forged])
     assert any("re-graded 1.0" in p for m in report.mismatches for p in m.problems)
+
+
+@pytest.mark.parametrize(
+    "judge_server", [(scripted_judge(False, fail_confirmations=True), None)], indirect=True
+)
+def test_the_strict_reward_follows_the_judges_explicit_yes(tmp_path: Path, judge_server: FaultServer) -> None:
+    spec = f"openai/judge?api_base={judge_server.base_url}"
+    result, url, out = _eval(tmp_path, "--reply-judge", spec, tasks=CHANGE)
+    assert result.exit_code == 0, result.output
+    overall = json.loads(out.read_text())["overall"]
+    assert overall["pass_hat"]["1"] == 1.0 and overall["strict"]["pass_hat"]["1"] == 0.0
+    store = ResultsStore(url)
+    (record,) = store.trials(store.runs()[0].id)
+    assert record.grade is not None and record.grade.policy_breaks
+    assert all(
+        b.reason == "no explicit confirmation from the user for this change"
+        for b in record.grade.policy_breaks
+    )
+    writes = [
+        s for s in record.steps if s.proposals[-1].label and s.proposals[-1].label.failure_type != "none"
+    ]
+    assert writes and all(s.proposals[-1].label.failure_type == "domain_violation" for s in writes)  # type: ignore[union-attr]
+    agreement = overall["reply_judge"]
+    assert agreement["rule_pass_judge_fail"] == agreement["by_kind"]["confirmation"][1] > 0
+    # a verifier re-labels every write with the stored verdicts: the run checks out
+    config = read_config(store.runs()[0].config_json, "judged")
+    assert not verify_run(store.runs()[0].id, config, [record]).mismatches
 
 
 def _unreadable(body: dict[str, Any]) -> dict[str, Any]:

@@ -147,6 +147,7 @@ def grade_trial(
     conversation: Sequence[Event] = (),
     checks: TaskChecks | None = None,
     judge: ReplyJudge | None = None,
+    confirmations: Sequence[ReplyCheck] = (),
 ) -> Grade:
     """`finished` is False when the agent crashed or ran out of steps: such a trial fails even if
     the state happens to be right (doing nothing is right for a refusal task). `mode` picks the
@@ -158,7 +159,8 @@ def grade_trial(
     pack's own (`Domain.task_checks`): a failed one fails the trial as a wrong state would, and a
     pack that grades the state by them alone waives the state comparison. `judge`: a reply judge
     that decides the reply checks instead of the rules (`castbench.grading.replies`); the rules'
-    verdicts are kept beside its own in `Grade.reply_checks`."""
+    verdicts are kept beside its own in `Grade.reply_checks`, with `confirmations`, the checks
+    of the explicit yes it already decided for the labeler (which the policy breaks follow)."""
     checks = checks or TaskChecks()
     diff = state_diff(final, expected, task.grading)
     missing = missing_outputs(task.required_outputs, replies, mode)
@@ -170,6 +172,7 @@ def grade_trial(
         if judged:
             judged = judge(judged, replies, seen_records(conversation))
         missing, earned = judged_outcome(judged, earned)
+        judged = [*judged, *confirmations]
     state_ok = (not diff or not checks.state_graded) and not checks.failed
     outputs_ok = not missing
     earned_ok = earned is None or earned.ok

@@ -9,7 +9,11 @@ decides the same checks, so the two can be compared check by check:
 - `reason`: the replies give the reason the task requires (a refusal's blocking fact);
 - `offer`: the replies put the declined change to the user as a question;
 - `false_claim`: the replies do not state a false claim of the task (passes when none is made);
-- `rival`: a look-up answer is given as the answer, not only among other candidates.
+- `rival`: a look-up answer is given as the answer, not only among other candidates;
+- `confirmation`: before a write (strict grading), the user's latest message explicitly said yes
+  to the agent's latest description of this change. The labeler asks it of each proposed write
+  (`castbench.grading.labeler.ConfirmationJudge`), so its label and the strict reward follow
+  the judge; the judge then sees the dialogue since the last write and the call.
 
 A judge sees only what the rule would judge: the check (which may hold expected values: it is a
 grader), the agent's replies to the user and the tool results the agent saw. It runs after the
@@ -24,9 +28,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Literal, Protocol
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
-from castbench.conversation import Event, ToolResultTurn
+from castbench.conversation import AgentTurn, Event, ReplyAction, ToolCallAction, ToolResultTurn, UserTurn
 from castbench.domain import Task
 from castbench.grading.earned import EarnedCheck
 
@@ -36,12 +40,13 @@ __all__ = [
     "ReplyCheckKind",
     "ReplyJudge",
     "StoredVerdicts",
+    "confirmation_check",
     "judged_outcome",
     "reply_checks",
     "seen_records",
 ]
 
-ReplyCheckKind = Literal["required_output", "reason", "offer", "false_claim", "rival"]
+ReplyCheckKind = Literal["required_output", "reason", "offer", "false_claim", "rival", "confirmation"]
 JudgeVerdict = Literal["pass", "fail", "unreadable"]
 """`unreadable`: the judge's answer did not say pass or fail for the check in the strict format
 after its bounded re-asks: the judge's failure (infrastructure), never the agent's."""
@@ -61,6 +66,11 @@ class ReplyCheck(BaseModel):
     """The rules' verdict: True when the check passes."""
     judge: JudgeVerdict | None = None
     judge_reason: str = ""
+    step: int | None = Field(None, exclude_if=lambda step: step is None)
+    """A confirmation's step and proposal round (the write it was asked of)."""
+    round: int | None = Field(None, exclude_if=lambda round: round is None)
+    context: str = Field("", exclude_if=lambda context: not context)
+    """A confirmation's dialogue since the last write that went through, as the judge read it."""
 
     def assertion(self) -> str:
         """The check as one assertion for a judge: true means the check passes."""
@@ -76,6 +86,16 @@ class ReplyCheck(BaseModel):
             return (
                 "The agent asked the user, as a question, whether to make this specific change, "
                 f"naming {', '.join(map(repr, self.wordings or [self.subject]))}."
+            )
+        if self.kind == "confirmation":
+            return (
+                f"Before this change was made, {self.subject}, the customer's latest message explicitly "
+                "said yes to the agent's latest description of it, which named the record it changes and "
+                "each value of its arguments (an id may be said as the tool results describe what it "
+                "names: an item by its name and options, a payment method by its kind and last digits, a "
+                "date in words; the details may sit in the message before a 'Shall I proceed?'). A yes "
+                "given before the change was described, or to a different change, confirms nothing. "
+                f"The dialogue since the previous change:\n{self.context or '(nothing)'}"
             )
         if self.kind == "false_claim":
             return (
@@ -110,7 +130,13 @@ class StoredVerdicts:
     its rules changed since) is `unreadable`, so the re-grade cannot pass it silently."""
 
     def __init__(self, stored: Sequence[ReplyCheck]) -> None:
-        self._stored = {(check.kind, check.subject): check for check in stored}
+        self._stored = {
+            (check.kind, check.subject): check for check in stored if check.kind != "confirmation"
+        }
+        self.confirmations = {
+            (check.step, check.round): check for check in stored if check.kind == "confirmation"
+        }
+        """A proposed write's confirmation check, by (step, round)."""
 
     def __call__(
         self, checks: Sequence[ReplyCheck], replies: Sequence[str], records: Sequence[str]
@@ -122,6 +148,38 @@ class StoredVerdicts:
             judge, reason = verdict or ("unreadable", "no stored judge verdict for this check")
             judged.append(check.model_copy(update={"judge": judge, "judge_reason": reason}))
         return judged
+
+
+_CLIP = 600
+
+
+def _dialogue(events: Sequence[Event]) -> str:
+    lines = []
+    for event in events:
+        if isinstance(event, UserTurn):
+            lines.append(f"customer: {event.text[:_CLIP]}")
+        elif isinstance(event, AgentTurn) and isinstance(event.action, ReplyAction):
+            lines.append(f"agent: {event.action.text[:_CLIP]}")
+        elif isinstance(event, AgentTurn) and isinstance(event.action, ToolCallAction):
+            lines.append(f"agent calls {event.action.name}({str(event.action.arguments)[:_CLIP]})")
+        elif isinstance(event, ToolResultTurn):
+            lines.append(f"tool result: {('ERROR ' if event.error else '') + event.content[:_CLIP]}")
+    return "\n".join(lines)
+
+
+def confirmation_check(
+    call: str, confirmed: bool, since_last_write: Sequence[Event], step: int, round: int
+) -> ReplyCheck:
+    """The check of a write's explicit yes: `call` in canonical form, the rule's verdict, and the
+    dialogue since the last write that went through (what the rule read)."""
+    return ReplyCheck(
+        kind="confirmation",
+        subject=call,
+        rule=confirmed,
+        step=step,
+        round=round,
+        context=_dialogue(since_last_write),
+    )
 
 
 def seen_records(conversation: Sequence[Event]) -> list[str]:

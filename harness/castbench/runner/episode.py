@@ -35,10 +35,10 @@ from __future__ import annotations
 import threading
 import time
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from castbench.agents.protocols import UserReply, output_problem
 from castbench.agents.registry import AgentSpec, Role
@@ -58,10 +58,11 @@ from castbench.conversation import (
     UserTurn,
     Verdict,
 )
-from castbench.domain import Database, Domain, Task, ToolCrash
+from castbench.domain import Database, Domain, Task, ToolCall, ToolCrash
 from castbench.errors import AgentError, AgentTimeout, FatalInfrastructureError, InfrastructureError
 from castbench.grading import GradingMode, grade_trial
-from castbench.grading.labeler import label_action
+from castbench.grading.labeler import ConfirmationJudge, label_action
+from castbench.grading.replies import ReplyCheck, confirmation_check
 from castbench.models import loop
 from castbench.models.settings import ModelSettings
 from castbench.records.config import Limits, Verification
@@ -79,6 +80,9 @@ from castbench.records.trial import (
 )
 from castbench.runner.deadline import AgentThread, Cancelled, Halt, TimeLimits
 from castbench.runner.execution import AgentSet, plan_execution
+
+if TYPE_CHECKING:  # the model client loads only for a judged run
+    from castbench.models.reply_judge import ModelReplyJudge
 
 __all__ = ["AgentSet", "Episode", "EpisodeOver", "Limits", "Overrule", "StepOutcome", "Verification"]
 
@@ -167,6 +171,9 @@ class Episode:
         after the trial has ended: nothing it reads or says reaches an agent."""
         self.labelled = labelled
         self.reply_judge = reply_judge
+        self._judge: ModelReplyJudge | None = None
+        self._confirmations: dict[tuple[int, int], ReplyCheck] = {}
+        """With a reply judge: each proposed write's confirmation check, by (step, round)."""
         self._overrule = overrule
         self.domain, self.task, self.agents = domain, task, agents
         self._perturber = perturbations.perturber(seed) if perturbations is not None else None
@@ -310,12 +317,7 @@ class Episode:
         scored = self.scored and self.end_reason not in ("infra_error", "harness_error")
         assert self.end_reason is not None
         grade = None
-        judge = None
-        if scored and self.end_reason != "timeout" and self.reply_judge is not None:
-            from castbench.models.client import TrialKey  # judged runs' only (the model client)
-            from castbench.models.reply_judge import ModelReplyJudge
-
-            judge = ModelReplyJudge(self.reply_judge, TrialKey(self.seed, self.trial_index))
+        judge = self._reply_judge() if scored and self.end_reason != "timeout" else None
         if scored and self.end_reason != "timeout":  # an abandoned agent may still be at work: no grade
             grade = grade_trial(
                 self.task,
@@ -331,6 +333,12 @@ class Episode:
                 conversation=self.conversation,
                 checks=self.domain.task_checks(self.task, self.db, self.conversation),
                 judge=judge,
+                confirmations=[
+                    check
+                    for step in self.steps
+                    for proposal in step.proposals
+                    if (check := self._confirmations.get((step.index, proposal.round))) is not None
+                ],
             )
         end_reason, error = self.end_reason, self.error
         if judge is not None:
@@ -357,6 +365,37 @@ class Episode:
             error=error,
             duration_s=_clock() - self._clock_started,
         )
+
+    def _reply_judge(self) -> ModelReplyJudge | None:
+        """The trial's reply judge (one per trial: its usage is the trial's), None without one."""
+        if self._judge is None and self.reply_judge is not None:
+            from castbench.models.client import TrialKey  # judged runs' only (the model client)
+            from castbench.models.reply_judge import ModelReplyJudge
+
+            self._judge = ModelReplyJudge(self.reply_judge, TrialKey(self.seed, self.trial_index))
+        return self._judge
+
+    def _confirmation(self, round: int) -> ConfirmationJudge | None:
+        """The labeler's judge of the explicit yes for this step's proposal `round` (None without
+        a reply judge): it asks the model, keeps the check, and the label follows its verdict. It
+        runs inside the privileged labeler, whose labels no policy or critic ever sees."""
+        judge = self._reply_judge()
+        if judge is None:
+            return None
+        index = len(self.steps)
+
+        def confirm(call: ToolCall, confirmed: bool, events: Sequence[Event], results: Sequence[str]) -> bool:
+            check = confirmation_check(call.canonical(), confirmed, events, index, round)
+            replies = [
+                e.action.text
+                for e in events
+                if isinstance(e, AgentTurn) and isinstance(e.action, ReplyAction)
+            ]
+            (judged,) = judge([check], replies, results)
+            self._confirmations[(index, round)] = judged
+            return judged.decided
+
+        return confirm
 
     # -- the machine -----------------------------------------------------------------------
 
@@ -398,7 +437,13 @@ class Episode:
         self._step = step
         step.timing.policy_s += spent
         # the privileged truth judges the critic and, for the strict reward, the executed action
-        label = label_action(self.domain, self.task, action, self.db, step.history) if self.labelled else None
+        label = (
+            label_action(
+                self.domain, self.task, action, self.db, step.history, self._confirmation(len(step.proposals))
+            )
+            if self.labelled
+            else None
+        )
         proposal = Proposal(round=len(step.proposals), action=action, label=label, policy_s=spent)
         step.proposals.append(proposal)
         self.last_proposal = proposal

@@ -13,6 +13,7 @@ it met: the critic's figures are computed from them).
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -28,9 +29,9 @@ from castbench.conversation import (
     UserTurn,
     Verdict,
 )
-from castbench.domain import Database, Domain, Task
+from castbench.domain import Database, Domain, Task, ToolCall
 from castbench.grading import Grade, GradingMode, PolicyBreak, grade_trial
-from castbench.grading.labeler import label_action
+from castbench.grading.labeler import ConfirmationJudge, label_action
 from castbench.grading.replies import StoredVerdicts
 from castbench.records.perturbations import Perturbations
 from castbench.records.trial import CLEAN_ENDS, UNFINISHED_ENDS, ActionLabel, StepRecord, TrialRecord
@@ -59,6 +60,8 @@ class _Replay:
         self.replies: list[str] = []
         self.breaks: list[PolicyBreak] = []
         self.problems: list[str] = []
+        self.verdicts: StoredVerdicts | None = None
+        """A judged run's stored verdicts (`--reply-judge`): the labels' explicit yes follows them."""
         self.made_write = self.saw_tool_error = False
         self.user: Any = None
         try:
@@ -104,6 +107,26 @@ class _Replay:
         else:
             self.call(step, action, strict, label)
 
+    def confirm(self, where: str, step: StepRecord, round: int) -> ConfirmationJudge | None:
+        """The stored judge verdict on a proposed write's explicit yes, as its label's (None for a
+        rule-graded run); a write with no stored verdict, or whose rule verdict moved, is a
+        difference."""
+        verdicts = self.verdicts
+        if verdicts is None:
+            return None
+
+        def stored(call: ToolCall, confirmed: bool, events: Sequence[Event], results: Sequence[str]) -> bool:
+            check = verdicts.confirmations.get((step.index, round))
+            if check is None:
+                self.problems.append(
+                    f"{where}: no stored judge verdict on the explicit yes for {call.canonical()}"
+                )
+                return confirmed
+            self.differ(f"{where}: the rules' explicit yes", check.rule, confirmed)
+            return check.decided
+
+        return stored
+
     def relabel(self, step: StepRecord) -> ActionLabel | None:
         """Every stored label of the step derived again, on the state and conversation its
         proposal met, and its decision compared (valid, unknown, or invalid with its failure type:
@@ -115,7 +138,14 @@ class _Replay:
             label = None
             if proposal.label is not None:  # its decision: its reason names the first finding,
                 # which depends on the arguments' order (an export sorts keys)
-                label = label_action(self.domain, self.task, proposal.action, self.db, self.conversation)
+                label = label_action(
+                    self.domain,
+                    self.task,
+                    proposal.action,
+                    self.db,
+                    self.conversation,
+                    self.confirm(where, step, proposal.round),
+                )
                 self.differ(where, _decision(proposal.label), _decision(label))
             elif proposal.verdict is not None:
                 self.problems.append(f"{where}: a critic's verdict without the labeler's label")
@@ -139,7 +169,8 @@ class _Replay:
 
     def call(self, step: StepRecord, action: ToolCallAction, strict: bool, label: ActionLabel | None) -> None:
         if strict:
-            label = label or label_action(self.domain, self.task, action, self.db, self.conversation)
+            confirm = self.confirm(f"step {step.index} label", step, len(step.proposals) - 1)
+            label = label or label_action(self.domain, self.task, action, self.db, self.conversation, confirm)
             if label.failure_type == "domain_violation":
                 self.breaks.append(PolicyBreak(step=step.index, tool=action.name, reason=label.reason))
         if self.perturber is not None and self.faulted(step, action):
@@ -258,6 +289,8 @@ def replay_trial(
     strict = record.grade is not None and record.grade.strict_reward is not None
     active = perturbations if perturbations is not None and perturbations.active else None
     replay = _Replay(domain, task, record, user, traits, labels or strict, critic, active)
+    verdicts = StoredVerdicts(record.grade.reply_checks if record.grade else []) if judged else None
+    replay.verdicts = verdicts
     replay.open()
     for step in record.steps:
         replay.step(step, strict)
@@ -274,7 +307,8 @@ def replay_trial(
         policy_breaks=replay.breaks,
         conversation=replay.conversation,
         checks=domain.task_checks(task, replay.db, replay.conversation),
-        judge=StoredVerdicts(record.grade.reply_checks if record.grade else []) if judged else None,
+        judge=verdicts,
+        confirmations=list(verdicts.confirmations.values()) if verdicts is not None else [],
     )
     problems += replay.problems
     if judged and record.grade is not None:
