@@ -130,7 +130,7 @@ class StoredVerdicts:
     its rules changed since) is `unreadable`, so the re-grade cannot pass it silently."""
 
     def __init__(self, stored: Sequence[ReplyCheck]) -> None:
-        self._stored = {
+        self._stored: dict[tuple[ReplyCheckKind, str], ReplyCheck] = {
             (check.kind, check.subject): check for check in stored if check.kind != "confirmation"
         }
         self.confirmations = {

@@ -384,11 +384,13 @@ class Episode:
             return None
         index = len(self.steps)
 
-        def confirm(call: ToolCall, confirmed: bool, events: Sequence[Event], results: Sequence[str]) -> bool:
-            check = confirmation_check(call.canonical(), confirmed, events, index, round)
+        def confirm(
+            call: ToolCall, confirmed: bool, since_last_write: Sequence[Event], results: Sequence[str]
+        ) -> bool:
+            check = confirmation_check(call.canonical(), confirmed, since_last_write, index, round)
             replies = [
                 e.action.text
-                for e in events
+                for e in since_last_write
                 if isinstance(e, AgentTurn) and isinstance(e.action, ReplyAction)
             ]
             (judged,) = judge([check], replies, results)

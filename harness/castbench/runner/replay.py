@@ -115,7 +115,9 @@ class _Replay:
         if verdicts is None:
             return None
 
-        def stored(call: ToolCall, confirmed: bool, events: Sequence[Event], results: Sequence[str]) -> bool:
+        def stored(
+            call: ToolCall, confirmed: bool, since_last_write: Sequence[Event], results: Sequence[str]
+        ) -> bool:
             check = verdicts.confirmations.get((step.index, round))
             if check is None:
                 self.problems.append(
