@@ -168,7 +168,8 @@ class Episode:
         instead: how a counterfactual branch (`castbench.runner.counterfactual`) takes the
         verdict the trial did not take; None for every ordinary trial. `reply_judge`: a model
         that decides the reply checks when the trial is graded (`castbench.models.reply_judge`),
-        after the trial has ended: nothing it reads or says reaches an agent."""
+        after it has ended, and each write's explicit yes inside the privileged labeler: nothing
+        it reads or says reaches an agent."""
         self.labelled = labelled
         self.reply_judge = reply_judge
         self._judge: ModelReplyJudge | None = None
@@ -341,9 +342,9 @@ class Episode:
                 ],
             )
         end_reason, error = self.end_reason, self.error
+        if self._judge is not None and self._judge.usage.calls:  # explicit yeses asked mid-trial too
+            usage["reply_judge"] = self._judge.usage
         if judge is not None:
-            if judge.usage.calls:
-                usage["reply_judge"] = judge.usage
             unread = grade.judge_unreadable if grade is not None else []
             if unread:  # the judge's failure: the trial is not scored, its grade says which checks
                 scored, end_reason = False, "infra_error"
