@@ -141,6 +141,9 @@ def test_the_reward_follows_the_judge_and_the_confusion_table_says_where_it_part
     judged = record.grade.reply_checks
     assert all(c.rule for c in judged) and {c.judge for c in judged if c.kind == "false_claim"} == {"fail"}
     assert any(line.startswith("false claim stated") for line in record.grade.unearned)
+    shown = invoke("runs", "show", store.runs()[0].id, "--db", url, "--task", REFUSE, "--trial", "0")
+    assert shown.exit_code == 0, shown.output
+    assert "reply judge parts ways" in shown.output and "rules pass, judge fail (scripted)" in shown.output
     # the policy's trial is the rule-graded one's, step for step: nothing of the judge reached it
     rule_store = ResultsStore(sqlite_url(tmp_path / "rules" / "r.db"))
     before = next(r for r in rule_store.trials(rule_store.runs()[0].id) if r.task_id == REFUSE)

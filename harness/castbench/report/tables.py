@@ -329,6 +329,13 @@ def print_trial(record: TrialRecord, console: Console) -> None:
     for reason in trial_reasons(record):
         label, _, rest = reason.partition(":")
         console.print(f"  [red]{escape(label)}[/]:{_printable(rest)}")
+    for check in record.grade.reply_checks if record.grade is not None else []:
+        if check.judge is not None and check.judge != ("pass" if check.rule else "fail"):
+            rules = "pass" if check.rule else "fail"
+            where = f" (step {check.step})" if check.step is not None else ""
+            said = f"{check.kind} {check.subject!r}{where}: rules {rules}, judge {check.judge}"
+            said += f" ({check.judge_reason})" if check.judge_reason else ""
+            console.print(f"  [yellow]reply judge parts ways[/]: {_printable(said)}")
     for role, output in record.agent_output.items():  # what its processes wrote (stdout, stderr)
         console.print(f"  [dim]{role} output[/]: {_printable(output)}")
     for attempt, reason in enumerate(record.retried_for, start=1):
