@@ -123,9 +123,19 @@ def build_config(
         placement=_placement([policy_spec, critic_spec, user_spec]),
         extra={**chosen.extra, **({"models": models} if models else {}), **_data_origins(resolved)},
         grading=chosen.grading,
+        reply_judge=_reply_judge(chosen),
         fingerprint=fingerprint(resolved, [policy_spec, user_spec, critic_spec]),
     )
     return config, specs
+
+
+def _reply_judge(options: EvalOptions) -> dict[str, Any] | None:
+    """The reply judge's recorded settings (its environment checked now), or None: the rules."""
+    if options.reply_judge is None:
+        return None
+    from castbench.models.reply_judge import judge_settings  # model runs' only
+
+    return judge_settings(options.reply_judge, options.models.api_base).recorded()
 
 
 def _data_origins(domains: list[Domain]) -> dict[str, dict[str, str]]:
@@ -155,6 +165,8 @@ def _check_servers(config: RunConfig, agents: AgentSet) -> None:
         for role, settings in config.extra.get("models", {}).items()
         if settings.get("api_base")
     }
+    if config.reply_judge is not None and config.reply_judge.get("api_base"):
+        servers.setdefault(config.reply_judge["api_base"], "reply judge")
     if servers:
         from castbench.models.breaker import check_server  # httpx: only when models are used
 

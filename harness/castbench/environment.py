@@ -73,6 +73,11 @@ class Environment:
         )
         self.verification = self.options.verification
         self.time_limits, self.grading, self.labels = self.options.time_limits, self.options.grading, labels
+        self.reply_judge = None
+        if self.options.reply_judge is not None:  # graded as `eval --reply-judge` grades
+            from castbench.models.reply_judge import judge_settings
+
+            self.reply_judge = judge_settings(self.options.reply_judge, self.options.models.api_base)
         self._expected: dict[tuple[str, str], Database] = {}
         self.episode: Episode | None = None
 
@@ -97,6 +102,7 @@ class Environment:
             self.verification,
             time_limits=self.time_limits,
             grading=self.grading,
+            reply_judge=self.reply_judge,
         )
         return self.episode.reset()
 

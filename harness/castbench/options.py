@@ -188,6 +188,9 @@ class EvalOptions(BaseModel):
     grading: GradingMode = "castbench"
     """How required outputs are found: `castbench` (numbers as numbers, whole words) or τ-Bench's
     `tau` (substring)."""
+    reply_judge: str | None = None
+    """A model (`provider/model?key=value`, `castbench.models.reply_judge`) that decides the reply
+    checks instead of the rules, their verdicts kept beside its own; None (the default): the rules."""
     perturbations: Perturbations = Perturbations()
     models: ModelSettings = ModelSettings()
     execution: ExecutionOptions = ExecutionOptions()
@@ -282,6 +285,7 @@ class EvalFields(TypedDict, total=False):
     time_limits: TimeLimits
     verification: Verification
     grading: GradingMode
+    reply_judge: str | None
     perturbations: Perturbations
     models_config: str | Path | dict[str, dict[str, Any]] | None
     api_base: str | None

@@ -75,6 +75,7 @@ _FIELDS: dict[str, tuple[str, ...]] = {
     "on_exhausted": ("verification", "on_exhausted"),
     "verify": ("verification", "scope"),
     "grading": ("grading",),
+    "reply_judge": ("reply_judge",),
     "tool_faults": ("perturbations", "tool_faults"),
     "fault_kinds": ("perturbations", "fault_kinds"),
     "user_perturb": ("perturbations", "user"),
@@ -284,6 +285,15 @@ def eval_command(
             rich_help_panel=_RUN,
         ),
     ] = DEFAULTS.grading,
+    reply_judge: Annotated[
+        str | None,
+        typer.Option(
+            help="A model (provider/model, settings as ?key=value) that decides the reply checks "
+            "instead of the rules, at temperature 0 with a seed; the rules' verdicts are kept beside "
+            "and its agreement with them reported. Recorded in the run's identity. Not the default.",
+            rich_help_panel=_RUN,
+        ),
+    ] = DEFAULTS.reply_judge,
     add_trials: Annotated[
         int,
         typer.Option(

@@ -4,7 +4,8 @@ A domain's version is `N-X`; scores are comparable only while N is the same (new
 tools or policy bump it). So is any other difference in what was measured rather than who was
 measured: the user simulator, the step limit, the user's traits, the perturbations (tool faults,
 user and environment perturbations, with their rates and seed), the tasks selected, the grading
-mode, and (when both runs have a critic) how the critic sits in the loop. The agents themselves
+mode, the reply grader (the rules or a model judge, `--reply-judge`), and (when both runs have a
+critic) how the critic sits in the loop. The agents themselves
 (policy, critic, their model settings) and the seed may differ: that is the point. So may n, the
 trials per task: pass^k from n trials is an unbiased estimate for every n >= k, and the paired
 bootstrap over tasks carries the extra noise of the smaller run into the interval; a candidate
@@ -101,6 +102,7 @@ _MEASUREMENT = {
     "traits": "user traits (--traits)",
     "perturbations": "perturbations (--tool-faults, --user-perturb, --env-perturb and their kinds, seed)",
     "grading": "grading mode",
+    "reply_judge": "reply grader (--reply-judge: a model judge, or the rules)",
 }
 
 

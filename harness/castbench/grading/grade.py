@@ -25,6 +25,7 @@ from castbench.conversation import Event
 from castbench.domain import Database, Task, TaskChecks
 from castbench.grading.earned import check_earned
 from castbench.grading.outputs import GradingMode, claims_success, missing_outputs
+from castbench.grading.replies import ReplyCheck, ReplyJudge, judged_outcome, reply_checks, seen_records
 from castbench.grading.state_diff import FieldDiff, kept_initial, state_diff
 
 __all__ = ["FailureCategory", "Grade", "PolicyBreak", "SurfaceSignals", "grade_trial"]
@@ -79,6 +80,14 @@ class Grade(BaseModel):
     strict grading existed."""
     failed_checks: list[str] = Field(default_factory=list, exclude_if=lambda failed: not failed)
     """The pack's own checks the trial failed (`Domain.task_checks`: τ²'s env assertions, say)."""
+    reply_checks: list[ReplyCheck] = Field(default_factory=list, exclude_if=lambda checks: not checks)
+    """With a reply judge (`--reply-judge`): every reply check, the rules' verdict and the judge's,
+    which the reward follows (`castbench.grading.replies`). Empty on rule-graded trials."""
+
+    @property
+    def judge_unreadable(self) -> list[ReplyCheck]:
+        """The checks whose judge verdict could not be read: the trial is not scored."""
+        return [check for check in self.reply_checks if check.judge == "unreadable"]
 
 
 def _changed(db: Database) -> bool:
@@ -137,6 +146,8 @@ def grade_trial(
     policy_breaks: Sequence[PolicyBreak] | None = (),
     conversation: Sequence[Event] = (),
     checks: TaskChecks | None = None,
+    judge: ReplyJudge | None = None,
+    confirmations: Sequence[ReplyCheck] = (),
 ) -> Grade:
     """`finished` is False when the agent crashed or ran out of steps: such a trial fails even if
     the state happens to be right (doing nothing is right for a refusal task). `mode` picks the
@@ -146,12 +157,22 @@ def grade_trial(
     an `earned` spec (in `tau` mode only when the task itself carries it: one castbench derived
     for a τ pack is left out there, so that mode is τ-Bench's reward whole). `checks` are the
     pack's own (`Domain.task_checks`): a failed one fails the trial as a wrong state would, and a
-    pack that grades the state by them alone waives the state comparison."""
+    pack that grades the state by them alone waives the state comparison. `judge`: a reply judge
+    that decides the reply checks instead of the rules (`castbench.grading.replies`); the rules'
+    verdicts are kept beside its own in `Grade.reply_checks`, with `confirmations`, the checks
+    of the explicit yes it already decided for the labeler (which the policy breaks follow)."""
     checks = checks or TaskChecks()
     diff = state_diff(final, expected, task.grading)
     missing = missing_outputs(task.required_outputs, replies, mode)
     spec = task.earned
     earned = None if spec is None or (spec.derived and mode == "tau") else check_earned(spec, conversation)
+    judged: list[ReplyCheck] = []
+    if judge is not None:
+        judged = reply_checks(task, missing, earned)
+        if judged:
+            judged = judge(judged, replies, seen_records(conversation))
+        missing, earned = judged_outcome(judged, earned)
+        judged = [*judged, *confirmations]
     state_ok = (not diff or not checks.state_graded) and not checks.failed
     outputs_ok = not missing
     earned_ok = earned is None or earned.ok
@@ -179,4 +200,5 @@ def grade_trial(
         policy_breaks=list(policy_breaks or ()),
         strict_reward=None if policy_breaks is None else 1.0 if passed and not policy_breaks else 0.0,
         failed_checks=list(checks.failed),
+        reply_checks=judged,
     )

@@ -37,7 +37,7 @@ import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel
 
@@ -58,7 +58,19 @@ from castbench.domain.leaves import scalars
 from castbench.grading.confirmation import describes
 from castbench.grading.outputs import Said
 
-__all__ = ["ActionLabel", "label_action"]
+__all__ = ["NO_CONFIRMATION", "ActionLabel", "ConfirmationJudge", "label_action"]
+
+NO_CONFIRMATION = "no explicit confirmation from the user for this change"
+
+
+class ConfirmationJudge(Protocol):
+    """A judge of the explicit yes (`eval --reply-judge`): given a write, the rule's verdict on
+    it (`confirmed`), the events since the last write that went through and the tool results the
+    agent saw, the verdict the label follows instead."""
+
+    def __call__(
+        self, call: ToolCall, confirmed: bool, since_last_write: Sequence[Event], results: Sequence[str]
+    ) -> bool: ...
 
 
 class ActionLabel(BaseModel):
@@ -311,7 +323,13 @@ def _confirmed(call: ToolCall, dry: _DryRun, trail: _Trail) -> bool:
 
 
 def _policy_break(
-    domain: Domain, task: Task, call: ToolCall, db: Database, dry: _DryRun, trail: _Trail
+    domain: Domain,
+    task: Task,
+    call: ToolCall,
+    db: Database,
+    dry: _DryRun,
+    trail: _Trail,
+    confirm: ConfirmationJudge | None = None,
 ) -> str | None:
     rules = domain.rules
     if (
@@ -321,8 +339,11 @@ def _policy_break(
     ):
         return "the user has not been authenticated yet"
     if domain.toolkit.is_write(call.name):
-        if not _confirmed(call, dry, trail):
-            return "no explicit confirmation from the user for this change"
+        confirmed = _confirmed(call, dry, trail)
+        if confirm is not None:
+            confirmed = confirm(call, confirmed, trail.since_last_write, trail.results)
+        if not confirmed:
+            return NO_CONFIRMATION
         if call.canonical() in _truth(domain, task).declined:
             return "the user declined this change"
     findings = rules.state_findings(call, db)
@@ -371,8 +392,15 @@ def _unfounded(call: ToolCall, dry: _DryRun, trail: _Trail) -> str | None:
 
 
 def label_action(
-    domain: Domain, task: Task, action: Action, db: Database, conversation: Sequence[Event]
+    domain: Domain,
+    task: Task,
+    action: Action,
+    db: Database,
+    conversation: Sequence[Event],
+    confirm: ConfirmationJudge | None = None,
 ) -> ActionLabel:
+    """`confirm`: a judge whose verdict on the explicit yes a write's label follows instead of the
+    rule's (`eval --reply-judge`); None: the rule decides."""
     if isinstance(action, ReplyAction):
         return ActionLabel(label="unknown", reason="replies to the user are not labelled")
     if isinstance(action, MalformedAction):
@@ -389,7 +417,7 @@ def label_action(
         return _invalid("hallucination" if call.name in truth.tools else "wrong_tool", str(exc))
     trail = _trail(conversation, domain, task, db)
     dry = _DryRun(domain, call, db)
-    broken = _policy_break(domain, task, call, db, dry, trail)
+    broken = _policy_break(domain, task, call, db, dry, trail, confirm)
     if broken is not None:
         return _invalid("domain_violation", broken)
     guess = _guessed(domain, task, call, db, dry, trail) or _unfounded(call, dry, trail)

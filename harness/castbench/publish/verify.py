@@ -154,6 +154,7 @@ def _problems(record: TrialRecord, config: RunConfig, domains: _Domains) -> list
         labels=config.grading is not None,
         critic=config.critic,
         perturbations=config.perturbations,
+        judged=config.reply_judge is not None,
     )
     return problems
 
@@ -211,8 +212,18 @@ def verify_run(
         + [f"provenance: {problem}" for problem in placement_problems(config)]
         + _digest_problems(digests),
         forensics=examine_run(run_id, config.privileged, trials, installed),
-        notes=_unchecked_labels(config, trials) + _digest_notes(digests),
+        notes=_unchecked_labels(config, trials) + _digest_notes(digests) + _judge_notes(config),
     )
+
+
+def _judge_notes(config: RunConfig) -> list[str]:
+    """A judged run's reply checks are re-graded with its stored judge verdicts, not re-asked."""
+    if config.reply_judge is None:
+        return []
+    return [
+        f"replies were graded by the judge {config.reply_judge.get('model')}: the re-grade takes its "
+        "stored verdicts (the rules' own are re-derived and compared), it does not ask the model again"
+    ]
 
 
 def _digest_problems(digests: DigestCheck | None) -> list[str]:

@@ -111,14 +111,19 @@ class RunConfig(BaseModel):
     def grading_mode(self) -> GradingMode:
         return self.grading or "tau"
 
+    reply_judge: dict[str, Any] | None = None
+    """The model judge that decided the reply checks (`--reply-judge`: its model and settings, as
+    recorded for any model role), or None: the rules decided them. Part of the identity, so a
+    judged run never resumes, compares or gates as a rule-graded one."""
+
     def config_hash(self) -> str:
         """The run's identity: options and fingerprint."""
         return _hash(self._dump())
 
     def _dump(self, exclude: set[str] | None = None) -> Any:
-        # empty `in_process` and `placement`, and no perturbations, are left out: runs stored
+        # empty `in_process` and `placement`, no reply judge and no perturbations are left out: runs stored
         # before they existed keep their hash
-        empty = {name for name in ("in_process", "placement") if not getattr(self, name)}
+        empty = {name for name in ("in_process", "placement", "reply_judge") if not getattr(self, name)}
         if not self.perturbations.active:
             empty.add("perturbations")
         left_out = set(exclude or ()) | empty

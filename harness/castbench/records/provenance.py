@@ -167,6 +167,8 @@ class Provenance(BaseModel):
     recorded (import-path workers counted as unsandboxed)."""
     execution: ExecutionPlan | None = None
     """How the run executed (the meta's `execution`); None for a run stored before it was recorded."""
+    reply_judge: str | None = Field(None, exclude_if=lambda judge: judge is None)
+    """The model that decided the reply checks (`--reply-judge`); None: the rules did."""
 
     def roles(self, *kinds: str) -> list[Role]:
         return [role for role, placement in self.agents.items() if placement.where in kinds]
@@ -185,7 +187,8 @@ class Provenance(BaseModel):
         """One line for a console: the origin, then each role's placement."""
         roles = "; ".join(f"{role}: {placement.describe()}" for role, placement in self.agents.items())
         derived = "" if self.recorded else f" [{_DERIVED}]"
-        return f"provenance: {self.origin.describe()}; {roles}{derived}"
+        judged = f"; replies graded by judge {self.reply_judge}" if self.reply_judge else ""
+        return f"provenance: {self.origin.describe()}; {roles}{judged}{derived}"
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -403,6 +406,11 @@ def provenance(config: RunConfig, meta: dict[str, Any]) -> Provenance:
     origin and the execution plan its meta records."""
     recorded = bool(config.placement)
     agents = dict(config.placement) if recorded else derived_placement(config)
+    judge = config.reply_judge
     return Provenance(
-        origin=run_origin(meta), agents=agents, recorded=recorded, execution=run_execution(meta)
+        origin=run_origin(meta),
+        agents=agents,
+        recorded=recorded,
+        execution=run_execution(meta),
+        reply_judge=str(judge.get("model")) if judge else None,
     )

@@ -28,6 +28,7 @@ from castbench.records.trial import TrialRecord
 from castbench.report.critic_report import CriticReport, critic_report, paired_effect
 from castbench.report.floors import ReferenceFloors
 from castbench.report.outputs import OutputCounts, output_counts
+from castbench.report.reply_judge import ReplyJudgeAgreement, reply_judge_agreement
 
 __all__ = [
     "RUN_SUMMARY",
@@ -77,6 +78,9 @@ class DomainReport(ReliabilitySummary):
     attribution: AttributionShares | None = None
     """Whose fault the trials that did not pass were, and why; near-misses among passes; trials
     with a simulator fault (`castbench.attribution`)."""
+    reply_judge: ReplyJudgeAgreement | None = Field(None, exclude_if=lambda agreement: agreement is None)
+    """With `--reply-judge`: how often the judge agreed with the rules on the reply checks
+    (`castbench.report.reply_judge`); absent from rule-graded runs."""
 
 
 HeadlineBasis = Literal["all_trials_scored", "unscored_as_failures"]
@@ -217,6 +221,7 @@ def _report(
         critic=critic_report(records),
         strict=strict,
         attribution=attribution_shares(records, judged),
+        reply_judge=reply_judge_agreement(records),
     )
 
 

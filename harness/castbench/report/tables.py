@@ -19,6 +19,7 @@ from castbench.records.trial import TrialRecord
 from castbench.report.critic_report import CriticReport
 from castbench.report.outputs import OutputCounts
 from castbench.report.reasons import trial_reasons
+from castbench.report.reply_judge import reply_judge_lines
 from castbench.report.summary import DomainReport, RunSummary
 
 __all__ = [
@@ -346,6 +347,10 @@ def print_summary(summary: RunSummary, console: Console, details: bool = False) 
             console.print(legend, style="dim", markup=False)
         console.print(_headline_note(summary), markup=False)
         console.print("every table: --details", style="dim", markup=False)
+    judge, agreement = summary.config.reply_judge, summary.overall.reply_judge
+    if judge is not None and agreement is not None:
+        for line in reply_judge_lines(str(judge.get("model")), agreement):
+            console.print(line, markup=False, highlight=False)
     for warning in summary.warnings:
         console.print(f"[bold yellow]warning:[/] {escape(warning)}")
 
@@ -408,6 +413,13 @@ def print_trial(record: TrialRecord, console: Console) -> None:
     for reason in trial_reasons(record):
         label, _, rest = reason.partition(":")
         console.print(f"  [red]{escape(label)}[/]:{_printable(rest)}")
+    for check in record.grade.reply_checks if record.grade is not None else []:
+        if check.judge is not None and check.judge != ("pass" if check.rule else "fail"):
+            rules = "pass" if check.rule else "fail"
+            where = f" (step {check.step})" if check.step is not None else ""
+            said = f"{check.kind} {check.subject!r}{where}: rules {rules}, judge {check.judge}"
+            said += f" ({check.judge_reason})" if check.judge_reason else ""
+            console.print(f"  [yellow]reply judge parts ways[/]: {_printable(said)}")
     for role, output in record.agent_output.items():  # what its processes wrote (stdout, stderr)
         console.print(f"  [dim]{role} output[/]: {_printable(output)}")
     for attempt, reason in enumerate(record.retried_for, start=1):

@@ -35,10 +35,10 @@ from __future__ import annotations
 import threading
 import time
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from castbench.agents.protocols import UserReply, output_problem
 from castbench.agents.registry import AgentSpec, Role
@@ -58,11 +58,13 @@ from castbench.conversation import (
     UserTurn,
     Verdict,
 )
-from castbench.domain import Database, Domain, Task, ToolCrash
+from castbench.domain import Database, Domain, Task, ToolCall, ToolCrash
 from castbench.errors import AgentError, AgentTimeout, FatalInfrastructureError, InfrastructureError
 from castbench.grading import GradingMode, grade_trial
-from castbench.grading.labeler import label_action
+from castbench.grading.labeler import ConfirmationJudge, label_action
+from castbench.grading.replies import ReplyCheck, confirmation_check
 from castbench.models import loop
+from castbench.models.settings import ModelSettings
 from castbench.records.config import Limits, Verification
 from castbench.records.execution import ExecutionPlan
 from castbench.records.perturbations import Perturbations
@@ -78,6 +80,9 @@ from castbench.records.trial import (
 )
 from castbench.runner.deadline import AgentThread, Cancelled, Halt, TimeLimits
 from castbench.runner.execution import AgentSet, plan_execution
+
+if TYPE_CHECKING:  # the model client loads only for a judged run
+    from castbench.models.reply_judge import ModelReplyJudge
 
 __all__ = ["AgentSet", "Episode", "EpisodeOver", "Limits", "Overrule", "StepOutcome", "Verification"]
 
@@ -153,6 +158,7 @@ class Episode:
         *,
         labelled: bool = True,
         overrule: Overrule | None = None,
+        reply_judge: ModelSettings | None = None,
     ) -> None:
         """`plan`: the run's execution plan (by default one trial at a time, on this thread).
         `labelled`: the privileged labeler judges each proposed action (the critic's figures and
@@ -160,8 +166,15 @@ class Episode:
         read, as a reference floor's (its record then has no labels and no strict reward).
         `overrule`: given (step index, round, the critic's verdict), the verdict the loop acts on
         instead: how a counterfactual branch (`castbench.runner.counterfactual`) takes the
-        verdict the trial did not take; None for every ordinary trial."""
+        verdict the trial did not take; None for every ordinary trial. `reply_judge`: a model
+        that decides the reply checks when the trial is graded (`castbench.models.reply_judge`),
+        after it has ended, and each write's explicit yes inside the privileged labeler: nothing
+        it reads or says reaches an agent."""
         self.labelled = labelled
+        self.reply_judge = reply_judge
+        self._judge: ModelReplyJudge | None = None
+        self._confirmations: dict[tuple[int, int], ReplyCheck] = {}
+        """With a reply judge: each proposed write's confirmation check, by (step, round)."""
         self._overrule = overrule
         self.domain, self.task, self.agents = domain, task, agents
         self._perturber = perturbations.perturber(seed) if perturbations is not None else None
@@ -305,6 +318,7 @@ class Episode:
         scored = self.scored and self.end_reason not in ("infra_error", "harness_error")
         assert self.end_reason is not None
         grade = None
+        judge = self._reply_judge() if scored and self.end_reason != "timeout" else None
         if scored and self.end_reason != "timeout":  # an abandoned agent may still be at work: no grade
             grade = grade_trial(
                 self.task,
@@ -319,7 +333,22 @@ class Episode:
                 policy_breaks=policy_breaks(self.steps) if self.labelled else None,
                 conversation=self.conversation,
                 checks=self.domain.task_checks(self.task, self.db, self.conversation),
+                judge=judge,
+                confirmations=[
+                    check
+                    for step in self.steps
+                    for proposal in step.proposals
+                    if (check := self._confirmations.get((step.index, proposal.round))) is not None
+                ],
             )
+        end_reason, error = self.end_reason, self.error
+        if self._judge is not None and self._judge.usage.calls:  # explicit yeses asked mid-trial too
+            usage["reply_judge"] = self._judge.usage
+        if judge is not None:
+            unread = grade.judge_unreadable if grade is not None else []
+            if unread:  # the judge's failure: the trial is not scored, its grade says which checks
+                scored, end_reason = False, "infra_error"
+                error = f"reply judge {judge.settings.model}: {unread[0].judge_reason}"
         return TrialRecord(
             domain=self.domain.name,
             domain_version=self.domain.version,
@@ -327,16 +356,49 @@ class Episode:
             trial_index=self.trial_index,
             seed=self.seed,
             status="scored" if scored else "error",
-            reward=grade.reward if grade is not None else (0.0 if scored else None),
-            end_reason=self.end_reason,
+            reward=(grade.reward if grade is not None else 0.0) if scored else None,
+            end_reason=end_reason,
             opening=self.opening,
             steps=self.steps,
             grade=grade,
             usage=usage,
             agent_output=dict(self.agent_output),
-            error=self.error,
+            error=error,
             duration_s=_clock() - self._clock_started,
         )
+
+    def _reply_judge(self) -> ModelReplyJudge | None:
+        """The trial's reply judge (one per trial: its usage is the trial's), None without one."""
+        if self._judge is None and self.reply_judge is not None:
+            from castbench.models.client import TrialKey  # judged runs' only (the model client)
+            from castbench.models.reply_judge import ModelReplyJudge
+
+            self._judge = ModelReplyJudge(self.reply_judge, TrialKey(self.seed, self.trial_index))
+        return self._judge
+
+    def _confirmation(self, round: int) -> ConfirmationJudge | None:
+        """The labeler's judge of the explicit yes for this step's proposal `round` (None without
+        a reply judge): it asks the model, keeps the check, and the label follows its verdict. It
+        runs inside the privileged labeler, whose labels no policy or critic ever sees."""
+        judge = self._reply_judge()
+        if judge is None:
+            return None
+        index = len(self.steps)
+
+        def confirm(
+            call: ToolCall, confirmed: bool, since_last_write: Sequence[Event], results: Sequence[str]
+        ) -> bool:
+            check = confirmation_check(call.canonical(), confirmed, since_last_write, index, round)
+            replies = [
+                e.action.text
+                for e in since_last_write
+                if isinstance(e, AgentTurn) and isinstance(e.action, ReplyAction)
+            ]
+            (judged,) = judge([check], replies, results)
+            self._confirmations[(index, round)] = judged
+            return judged.decided
+
+        return confirm
 
     # -- the machine -----------------------------------------------------------------------
 
@@ -378,7 +440,13 @@ class Episode:
         self._step = step
         step.timing.policy_s += spent
         # the privileged truth judges the critic and, for the strict reward, the executed action
-        label = label_action(self.domain, self.task, action, self.db, step.history) if self.labelled else None
+        label = (
+            label_action(
+                self.domain, self.task, action, self.db, step.history, self._confirmation(len(step.proposals))
+            )
+            if self.labelled
+            else None
+        )
         proposal = Proposal(round=len(step.proposals), action=action, label=label, policy_s=spent)
         step.proposals.append(proposal)
         self.last_proposal = proposal

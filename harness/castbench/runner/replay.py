@@ -13,6 +13,7 @@ it met: the critic's figures are computed from them).
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -28,9 +29,10 @@ from castbench.conversation import (
     UserTurn,
     Verdict,
 )
-from castbench.domain import Database, Domain, Task
+from castbench.domain import Database, Domain, Task, ToolCall
 from castbench.grading import Grade, GradingMode, PolicyBreak, grade_trial
-from castbench.grading.labeler import label_action
+from castbench.grading.labeler import ConfirmationJudge, label_action
+from castbench.grading.replies import StoredVerdicts
 from castbench.records.perturbations import Perturbations
 from castbench.records.trial import CLEAN_ENDS, UNFINISHED_ENDS, ActionLabel, StepRecord, TrialRecord
 from castbench.runner.seeds import trial_seed
@@ -58,6 +60,8 @@ class _Replay:
         self.replies: list[str] = []
         self.breaks: list[PolicyBreak] = []
         self.problems: list[str] = []
+        self.verdicts: StoredVerdicts | None = None
+        """A judged run's stored verdicts (`--reply-judge`): the labels' explicit yes follows them."""
         self.made_write = self.saw_tool_error = False
         self.user: Any = None
         try:
@@ -103,6 +107,28 @@ class _Replay:
         else:
             self.call(step, action, strict, label)
 
+    def confirm(self, where: str, step: StepRecord, round: int) -> ConfirmationJudge | None:
+        """The stored judge verdict on a proposed write's explicit yes, as its label's (None for a
+        rule-graded run); a write with no stored verdict, or whose rule verdict moved, is a
+        difference."""
+        verdicts = self.verdicts
+        if verdicts is None:
+            return None
+
+        def stored(
+            call: ToolCall, confirmed: bool, since_last_write: Sequence[Event], results: Sequence[str]
+        ) -> bool:
+            check = verdicts.confirmations.get((step.index, round))
+            if check is None:
+                self.problems.append(
+                    f"{where}: no stored judge verdict on the explicit yes for {call.canonical()}"
+                )
+                return confirmed
+            self.differ(f"{where}: the rules' explicit yes", check.rule, confirmed)
+            return check.decided
+
+        return stored
+
     def relabel(self, step: StepRecord) -> ActionLabel | None:
         """Every stored label of the step derived again, on the state and conversation its
         proposal met, and its decision compared (valid, unknown, or invalid with its failure type:
@@ -114,7 +140,14 @@ class _Replay:
             label = None
             if proposal.label is not None:  # its decision: its reason names the first finding,
                 # which depends on the arguments' order (an export sorts keys)
-                label = label_action(self.domain, self.task, proposal.action, self.db, self.conversation)
+                label = label_action(
+                    self.domain,
+                    self.task,
+                    proposal.action,
+                    self.db,
+                    self.conversation,
+                    self.confirm(where, step, proposal.round),
+                )
                 self.differ(where, _decision(proposal.label), _decision(label))
             elif proposal.verdict is not None:
                 self.problems.append(f"{where}: a critic's verdict without the labeler's label")
@@ -138,7 +171,8 @@ class _Replay:
 
     def call(self, step: StepRecord, action: ToolCallAction, strict: bool, label: ActionLabel | None) -> None:
         if strict:
-            label = label or label_action(self.domain, self.task, action, self.db, self.conversation)
+            confirm = self.confirm(f"step {step.index} label", step, len(step.proposals) - 1)
+            label = label or label_action(self.domain, self.task, action, self.db, self.conversation, confirm)
             if label.failure_type == "domain_violation":
                 self.breaks.append(PolicyBreak(step=step.index, tool=action.name, reason=label.reason))
         if self.perturber is not None and self.faulted(step, action):
@@ -162,7 +196,6 @@ class _Replay:
                 call_id=call_id, name=action.name, content=observation.content, error=observation.error
             ),
         ]
-
 
     def _heard(self, turn: int, text: str) -> str:
         """The user's words as the agent got them (under a run's user perturbations)."""
@@ -227,6 +260,7 @@ def replay_trial(
     labels: bool = True,
     critic: str = "none",
     perturbations: Perturbations | None = None,
+    judged: bool = False,
 ) -> tuple[Grade | None, list[str]]:
     """Re-execute `record` and grade it again; returns the new grade (None for an unscored trial)
     and every difference from what the record says, each naming its step. Its labels are derived
@@ -257,6 +291,8 @@ def replay_trial(
     strict = record.grade is not None and record.grade.strict_reward is not None
     active = perturbations if perturbations is not None and perturbations.active else None
     replay = _Replay(domain, task, record, user, traits, labels or strict, critic, active)
+    verdicts = StoredVerdicts(record.grade.reply_checks if record.grade else []) if judged else None
+    replay.verdicts = verdicts
     replay.open()
     for step in record.steps:
         replay.step(step, strict)
@@ -273,8 +309,18 @@ def replay_trial(
         policy_breaks=replay.breaks,
         conversation=replay.conversation,
         checks=domain.task_checks(task, replay.db, replay.conversation),
+        judge=verdicts,
+        confirmations=list(verdicts.confirmations.values()) if verdicts is not None else [],
     )
     problems += replay.problems
+    if judged and record.grade is not None:
+        stored = {(c.kind, c.subject): c.rule for c in record.grade.reply_checks}
+        problems += [
+            f"reply check {c.kind} {c.subject!r}: stored rules' verdict {stored[(c.kind, c.subject)]}, "
+            f"re-graded {c.rule}"
+            for c in grade.reply_checks
+            if (c.kind, c.subject) in stored and stored[(c.kind, c.subject)] != c.rule
+        ]
     if record.reward != grade.reward:
         problems.append(f"stored reward {record.reward}, re-graded {grade.reward}")
     if record.grade is None:

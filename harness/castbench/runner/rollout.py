@@ -23,6 +23,7 @@ from typing import cast
 from castbench.agents.transports import DrivingTransport, connect
 from castbench.domain import Database, Domain, Task
 from castbench.grading import GradingMode
+from castbench.models.settings import ModelSettings
 from castbench.records.execution import ExecutionPlan
 from castbench.records.perturbations import Perturbations
 from castbench.records.trial import TrialRecord
@@ -51,10 +52,11 @@ def run_trial(
     *,
     labelled: bool = True,
     overrule: Overrule | None = None,
+    reply_judge: ModelSettings | None = None,
 ) -> TrialRecord:
     """One trial, start to grade, as the run's execution `plan` says (by default one trial at a
     time, on this thread). `Cancelled` when `stop` is set while an agent is at work (the trial is
-    then dropped). `labelled` and `overrule`: as `Episode` takes them."""
+    then dropped). `labelled`, `overrule` and `reply_judge`: as `Episode` takes them."""
     policy = agents.policy
     if policy is None:
         raise ValueError("run_trial needs a policy: drive an Episode to bring actions from outside")
@@ -79,6 +81,7 @@ def run_trial(
         plan,
         labelled=labelled,
         overrule=overrule,
+        reply_judge=reply_judge,
     )
     try:
         if transport.drives:

@@ -16,6 +16,7 @@ from typing import Literal
 from castbench.conversation import Usage
 from castbench.domain import Database, Domain, Task
 from castbench.errors import FatalInfrastructureError
+from castbench.models.settings import ModelSettings
 from castbench.records.config import RunConfig
 from castbench.records.execution import ExecutionPlan
 from castbench.records.trial import TrialRecord
@@ -92,6 +93,7 @@ def run_job(
         plan=plan,
         labelled=labelled,
         overrule=overrule,
+        reply_judge=ModelSettings.model_validate(config.reply_judge) if config.reply_judge else None,
     )
 
 

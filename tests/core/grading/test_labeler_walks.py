@@ -38,9 +38,11 @@ def test_interleaved_trials_derive_what_each_alone_does(
     seen: list[tuple[str, tuple[Event, ...]]] = []
     real = replay.label_action
 
-    def recording(domain: Any, task: Any, action: Any, db: Any, conversation: Sequence[Event]) -> Any:
+    def recording(
+        domain: Any, task: Any, action: Any, db: Any, conversation: Sequence[Event], confirm: Any = None
+    ) -> Any:
         seen.append((task.id, tuple(conversation)))
-        return real(domain, task, action, db, conversation)
+        return real(domain, task, action, db, conversation, confirm)
 
     monkeypatch.setattr(replay, "label_action", recording)
     for record in records:  # every labelled action's conversation, as `castbench verify` sees it
