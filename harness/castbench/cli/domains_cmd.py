@@ -1,4 +1,4 @@
-"""`castbench domains list|validate` and `castbench tasks list|show|generate`."""
+"""`castbench domains list|validate|new` and `castbench tasks list|show|generate`."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from castbench.authoring.validate import validate_domain
+from castbench.cli.domains_new_cmd import new_domain_command
 from castbench.cli.errors import fail
 from castbench.cli.options import DomainOption, SplitOption, Tau2DataOption
 from castbench.domain import Domain, available_domains, load_domain, resolve_domains
@@ -18,6 +19,7 @@ from castbench.domain import Domain, available_domains, load_domain, resolve_dom
 domains_app = typer.Typer(help="Installed domains.", no_args_is_help=True)
 tasks_app = typer.Typer(help="Tasks of the installed domains.", no_args_is_help=True)
 console = Console()
+domains_app.command("new")(new_domain_command)
 
 
 @domains_app.command("list")
