@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import ast
 import importlib
+import shutil
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -111,3 +114,38 @@ def test_eval_oracle_scores_one_and_the_floors_are_computed(library: Domain, tmp
     assert summary.floors.domains["library"] == {
         floor: {1: 0.0, 2: 0.0} for floor in ("refuse", "lookup-refuse", "lookup-spray")
     }
+
+
+def test_pip_installs_it_and_the_commands_find_it_by_its_entry_point(
+    tmp_path: Path, repo_env: dict[str, str]
+) -> None:
+    """As its author installs it: pip builds the pack from its own pyproject (offline: no
+    dependencies, the environment's setuptools), and a fresh `castbench` process finds the
+    domain through the entry point alone, its data and tasks installed beside the code."""
+    pytest.importorskip("setuptools")
+    source, site = tmp_path / "src", tmp_path / "site"
+    shutil.copytree(EXAMPLE, source, ignore=shutil.ignore_patterns("*.egg-info", "build", "__pycache__"))
+    pip = [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "--no-compile"]
+    built = subprocess.run(
+        [*pip, "--target", str(site), str(source)], capture_output=True, text=True, timeout=300
+    )
+    assert built.returncode == 0, built.stderr
+    shutil.rmtree(source)  # what runs is the installed copy
+    env = {**repo_env, "PYTHONPATH": f"{site}:{REPO_ROOT}"}
+    castbench = [sys.executable, "-c", "from castbench.cli.app import main; main()"]
+    validated = subprocess.run(
+        [*castbench, "domains", "validate", "--domain", "library"], capture_output=True, text=True, env=env
+    )
+    assert validated.returncode == 0, validated.stdout + validated.stderr
+    assert "library 1-0: test 5 tasks valid" in validated.stdout
+    url = sqlite_url(tmp_path / "installed.db")
+    ran = subprocess.run(
+        [*castbench, "eval", "--domain", "library", "--policy", "oracle", "--trials", "1", "--db", url],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    row = next(line.split() for line in ran.stdout.splitlines() if line.strip().startswith("library"))
+    assert row[:3] == ["library", "5", "1.000"] and row[-1] == "0.000", ran.stdout
