@@ -29,7 +29,6 @@ from castbench.defaults import DEFAULT_DB
 from castbench.records.config import RunConfig
 from castbench.records.trial import StepRecord, TrialRecord
 from castbench.store import ResultsStore
-from castbench.store.connect import db_url
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -104,17 +103,15 @@ def verdicts_df(
 def _trials(
     runs: Runs, db: str | None, domains: Iterable[str] | None
 ) -> Iterator[tuple[str, RunConfig, TrialRecord]]:
-    store = ResultsStore(_url(db), read_only=True)
+    store = ResultsStore(
+        db if db is not None else os.environ.get("CASTBENCH_DB") or DEFAULT_DB, read_only=True
+    )
     wanted = list(domains) if domains is not None else None
     for ref in [runs] if isinstance(runs, str) else runs:
         run_id = store.run(ref).id
         config = store.config(run_id)
         for record in store.trials(run_id, wanted):
             yield run_id, config, record
-
-
-def _url(db: str | None) -> str:
-    return db_url(db if db is not None else os.environ.get("CASTBENCH_DB") or DEFAULT_DB)
 
 
 _NUMBERS = frozenset({"reward", "strict_reward", "cost", *(f"{role}_cost" for role in ROLES)})

@@ -177,3 +177,11 @@ def _blocked(frame: Any, row: Any) -> bool:
         (frame.task_id == row.task_id) & (frame.trial_index == row.trial_index) & (frame.step == row.step)
     ]
     return not same["executed"].any()
+
+
+def test_the_store_defaults_to_castbench_db_as_the_commands_do(
+    runs: tuple[str, str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db, noisy, _ = runs
+    monkeypatch.setenv("CASTBENCH_DB", db)
+    assert trials_df(noisy).equals(trials_df(noisy, db=db))
