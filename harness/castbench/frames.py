@@ -66,7 +66,8 @@ def steps_df(
     Columns: `run_id`, `domain`, `task_id`, `trial_index`, `step`; the executed action (`kind`:
     `tool_call`, `reply`, `malformed`, or `blocked` when a critic rejected its last proposal;
     `tool`, `arguments` as JSON, `text`); what answered it (`observed_from`: `tool` or `user`,
-    `observation`, `tool_error`, `user_stop`, `fault` the harness injected); the critic loop
+    `observation`, `tool_error`, `user_tool_calls` the user ran on their own side before
+    answering, `user_stop`, `fault` the harness injected); the critic loop
     (`proposals`, `verdict` and `labeler_verdict` of the executed proposal, the labeler's
     `failure_type` and `label_reason`); time (`policy_s`, `critic_s`, `user_s`, `total_s`) and
     the action's own `input_tokens`, `output_tokens` and `cost`."""
@@ -207,7 +208,7 @@ def _trial_row(run_id: str, config: RunConfig, record: TrialRecord) -> dict[str,
 
 _STEP_COLUMNS = (
     *("run_id", "domain", "task_id", "trial_index", "step", "kind", "tool", "arguments", "text"),
-    *("observed_from", "observation", "tool_error", "user_stop", "fault", "proposals"),
+    *("observed_from", "observation", "tool_error", "user_tool_calls", "user_stop", "fault", "proposals"),
     *("verdict", "labeler_verdict", "failure_type", "label_reason"),
     *("policy_s", "critic_s", "user_s", "total_s", "input_tokens", "output_tokens", "cost"),
 )
@@ -232,6 +233,7 @@ def _step_row(run_id: str, record: TrialRecord, step: StepRecord) -> dict[str, A
             else None
         ),
         "tool_error": observation.error if isinstance(observation, ToolResultTurn) else None,
+        "user_tool_calls": len(observation.tool_calls) if isinstance(observation, UserTurn) else 0,
         "user_stop": step.user_stop,
         "fault": step.fault,
         "proposals": len(step.proposals),

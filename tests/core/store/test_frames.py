@@ -103,6 +103,7 @@ def test_one_step_row_per_stored_step(runs: tuple[str, str, str]) -> None:
     assert [json.loads(text) for text in tool_rows["arguments"]] == [call.arguments for call in calls]
     assert set(tool_rows["observed_from"]) == {"tool"}
     assert set(mine[mine.kind == "reply"]["observed_from"]) == {"user"}
+    assert (frame["user_tool_calls"] == 0).all()  # retail's user has no tools of their own
     counted = frame[frame.kind == "tool_call"].groupby(["task_id", "trial_index"]).size()
     trials = trials_df(noisy, db=db).set_index(["task_id", "trial_index"])["tool_calls"]
     assert counted.sort_index().tolist() == trials.sort_index().tolist()
