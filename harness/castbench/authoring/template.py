@@ -26,8 +26,8 @@ __all__ = ["TEMPLATE_PACKAGE", "NewDomain", "TemplateError", "new_domain", "temp
 TEMPLATE_NAME = "library"
 TEMPLATE_PACKAGE = "castbench_library"
 _NAME = re.compile(r"^[a-z][a-z0-9]*(?:[-_][a-z0-9]+)*$")
-_RENAMED = ("pyproject.toml", "__init__.py", "test.json")
-"""The template's files that spell its name (the others hold only the library's content)."""
+_TEXT = frozenset({".py", ".toml", ".json", ".md", ".txt", ".cfg"})
+"""The files whose text is renamed (each rule names one exact spelling: the library's content stays)."""
 
 
 class TemplateError(ValueError):
@@ -77,7 +77,7 @@ def new_domain(name: str, out: Path, *, template: Path | None = None) -> NewDoma
     )
     (out / TEMPLATE_PACKAGE).rename(out / package)
     for path in sorted(out.rglob("*")):
-        if path.name in _RENAMED:
+        if path.is_file() and path.suffix in _TEXT:
             path.write_text(_renamed(path.read_text(), name, package))
     return NewDomain(name=name, package=package, root=out)
 

@@ -19,7 +19,6 @@ from castbench.domain import Domain, available_domains, load_domain, resolve_dom
 domains_app = typer.Typer(help="Installed domains.", no_args_is_help=True)
 tasks_app = typer.Typer(help="Tasks of the installed domains.", no_args_is_help=True)
 console = Console()
-domains_app.command("new")(new_domain_command)
 
 
 @domains_app.command("list")
@@ -106,6 +105,9 @@ def _validate_private(path: Path) -> None:
     checks = "every gold replays, the oracle scores 1.0, no task duplicates a public one"
     console.print(f"[green]✓[/] {escape(what)}: {checks}")
     raise typer.Exit(0)
+
+
+domains_app.command("new")(new_domain_command)
 
 
 @tasks_app.command("generate")
