@@ -1,4 +1,4 @@
-"""`castbench domains list|validate` and `castbench tasks list|show|generate`."""
+"""`castbench domains list|validate|new` and `castbench tasks list|show|generate`."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from castbench.authoring.validate import validate_domain
+from castbench.cli.domains_new_cmd import new_domain_command
 from castbench.cli.errors import fail
 from castbench.cli.options import DomainOption, SplitOption, Tau2DataOption
 from castbench.domain import Domain, available_domains, load_domain, resolve_domains
@@ -104,6 +105,9 @@ def _validate_private(path: Path) -> None:
     checks = "every gold replays, the oracle scores 1.0, no task duplicates a public one"
     console.print(f"[green]✓[/] {escape(what)}: {checks}")
     raise typer.Exit(0)
+
+
+domains_app.command("new")(new_domain_command)
 
 
 @tasks_app.command("generate")
