@@ -8,8 +8,10 @@ impatient user resents), then recovers (makes the right call) with probability `
 
 When a critic rejects a proposal it insists on the same action with probability `insist`
 (resistance); otherwise it revises: to the right action if the proposal was a mistake
-(correction; for a write it skipped confirming, by asking the user first), or to a fresh mistake
-if the proposal was right (a harmful revision, which is what an over-eager critic provokes).
+(correction; for a write it skipped confirming, by asking the user first; for a right call that
+uses a value a mistaken read left unrevealed, which the labeler calls a hallucination, by making
+the look-up it lost first), or to a fresh mistake if the proposal was right (a harmful revision,
+which is what an over-eager critic provokes).
 Every draw comes from the trial's seed, so the same seed replays the same mistakes. With
 `draws=stream` (the default) the draws come one after another from one generator; with
 `draws=keyed` each decision has a generator of its own, keyed by the decision (which action, which
