@@ -114,7 +114,7 @@ class NoisyPolicy(OraclePolicy):
         self._seed = briefing.seed
         self._taken: Counter[str] = Counter()
         self._schemas = {schema["function"]["name"]: schema for schema in briefing.tools}
-        self._planned: dict[int, Mistake] = {}
+        self._planned: dict[int, Mistake | None] = {}
         self._retry: ToolCall | None = None
         self._intended: ToolCall | None = None
         self._unconfirmed: ToolCall | None = None
@@ -239,7 +239,7 @@ class NoisyPolicy(OraclePolicy):
         if key not in self._planned:
             rng = self._draws(f"decide:{_call_key(step.call) if step.call else ''}")
             if rng.random() >= self._p:
-                self._planned[key] = None  # type: ignore[assignment]
+                self._planned[key] = None
             else:
                 kinds: list[Mistake] = ["hallucination", "wrong_tool"]
                 if step.call is not None and step.call.name in self._briefing.write_tools:
