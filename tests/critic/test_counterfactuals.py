@@ -2,11 +2,11 @@
 
 The three effects the scripted critics must show, on the noisy policy's mistakes (keyed draws, so
 two branches draw the same for every decision they share): the noisy critic's false flags cost
-trials, the rules critic's flags save trials, and the oracle critic's flags never cost one except
-where the labeler's truth and the outcome part (a flag of an unsupported guess that was the gold
-call itself: only a privileged policy makes one). Then: a rerun gives the same branches; a pass's
-branch carries a bare critique (nothing privileged reaches the policy); an agent that gives other
-outputs for the same seed and views is refused, named; the command prints the figures.
+trials, the rules critic's flags save trials, and the oracle critic's flags never cost one (a
+right flag of a gold value a mistaken read left unrevealed is answered by looking it up). Then: a
+rerun gives the same branches; a pass's branch carries a bare critique (nothing privileged
+reaches the policy); an agent that gives other outputs for the same seed and views is refused,
+named; the command prints the figures.
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ from castbench.agents.registry import resolve
 from castbench.agents.views import PolicyView
 from castbench.api import build_config, evaluate
 from castbench.conversation import Action, ReplyAction, ToolCallAction
-from castbench.domain import Task, load_domain
 from castbench.metrics.counterfactual import summarize_branches
 from castbench.records.branches import Branch, BranchPoint, TrialBranches
 from castbench.records.trial import TrialRecord
@@ -65,29 +64,38 @@ def test_the_rules_critic_saves_trials_from_the_noisy_policys_mistakes() -> None
     assert summary.net_flags.low is not None and summary.net_flags.low > 0
 
 
-def _gold(task: Task, action: Action) -> bool:
-    if not isinstance(action, ToolCallAction):
-        return False
-    return any(call.name == action.name and call.arguments == action.arguments for call in task.actions)
-
-
 @pytest.mark.parametrize("domain", ["retail", "airline", "telecom", "telehealth"])
-def test_the_oracle_critics_flags_cost_no_trial_but_for_lucky_gold_guesses(domain: str) -> None:
-    records, trials = _branched("oracle", domain)
-    tasks = {task.id: task for task in load_domain(domain).tasks("test")}
-    costly = [
-        (record, branch)
-        for record, trial in zip(records, trials, strict=True)
-        for branch in trial.branches
-        if branch.point.flagged and branch.effect == "cost"
-    ]
-    for record, branch in costly:
-        proposal = record.steps[branch.point.step].proposals[branch.point.round]
-        assert proposal.label is not None and proposal.label.failure_type == "hallucination"
-        assert _gold(tasks[record.task_id], proposal.action), (record.task_id, branch.point)
+def test_the_oracle_critics_flags_cost_no_trial(domain: str) -> None:
+    """On every castbench domain. The case that used to cost one: a mistaken read that went
+    through (the wrong order looked up) left a value of the next gold call unrevealed; the oracle
+    rightly flagged the call as a hallucination, and the noisy policy, seeing its gold call
+    rejected, complied with a fresh mistake, while the branch ran the lucky guess and passed. The
+    policy now looks the value up (`NoisyPolicy._lost_reads`), so both branches pass."""
+    _, trials = _branched("oracle", domain)
     summary = summarize_branches(trials, resamples=500)
+    assert summary.flags.cost == 0, summary.cells
     assert summary.cells["false_flag"].verdicts == 0  # the oracle flags only what the labeler calls invalid
-    assert summary.cells["true_flag"].saved > len(costly)
+    assert summary.cells["true_flag"].saved > 0
+
+
+def test_a_right_flag_of_an_unrevealed_gold_value_is_answered_by_looking_it_up() -> None:
+    """retail-test-0030: the noisy policy looked up the wrong order, then proposed the gold return
+    with an item id only the right order shows. Flagged, it looks the right order up and returns
+    the item: the trial passes, as its branch (the guess executed) does."""
+    records, trials = _branched("oracle", "retail")
+    record = next(r for r in records if (r.task_id, r.trial_index) == ("retail-test-0030", 0))
+    flagged = [
+        proposal
+        for step in record.steps
+        for proposal in step.proposals
+        if proposal.verdict is not None and proposal.verdict.flags and "1314456325" in str(proposal.action)
+    ]
+    assert flagged and flagged[-1].label is not None and flagged[-1].label.failure_type == "hallucination"
+    executed = [step.action for step in record.steps if isinstance(step.action, ToolCallAction)]
+    assert ToolCallAction(name="get_order_details", arguments={"order_id": "#W1384103"}) in executed
+    assert record.strict_passed
+    trial = next(t for t in trials if (t.task_id, t.trial_index) == ("retail-test-0030", 0))
+    assert all(branch.effect != "cost" for branch in trial.branches)
 
 
 def test_a_rerun_gives_the_same_branches_and_a_pass_branch_is_a_bare_flag() -> None:

@@ -70,6 +70,15 @@ def test_a_split_is_the_test_mix_named_by_its_digest_and_never_holds_its_seed(tm
     assert private_problems(domain, read_split(path)) == []
 
 
+def test_a_false_claim_the_grader_reads_in_the_tools_results_is_not_drawn() -> None:
+    """retail seed 2 drew a task whose false claims held the amount '7.99': the grader reads it
+    rounded ('8.0') in the yoga mat's '8mm' its tools show, so the task failed its own check and
+    nothing was written. The generator now drops what the grader's reading finds there."""
+    domain = load_domain("retail")
+    split = generate_private(domain, 2, len(domain.tasks("test")))
+    assert private_problems(domain, split) == []
+
+
 def test_family_mix_scales_the_test_split_by_largest_remainders() -> None:
     assert family_mix({"a": 10, "b": 5, "c": 5}, 4) == {"a": 2, "b": 1, "c": 1}
     assert family_mix({"a": 1, "b": 1, "c": 1}, 2) == {"a": 1, "b": 1, "c": 0}
@@ -185,18 +194,27 @@ def _difference_within(
 
 
 def test_three_private_splits_measure_what_the_public_split_does(tmp_path: Path) -> None:
+    """The noisy policy, alone and with the rules critic, within the interval a second split's
+    figure falls in (the public interval is where the public figure's truth lies: a second draw
+    of tasks and trial seeds leaves it about one time in six while measuring the same thing,
+    bench/private_splits.py); the deterministic floors score the same."""
     domain = load_domain(DOMAIN)
     db = sqlite_url(tmp_path / "runs.db")
     paths = [_written(tmp_path, seed, len(domain.tasks("test")))[1] for seed in (1, 2, 3)]
-    for policy, trials in (("scripted:noisy", 2), ("scripted:refuse", 1), ("scripted:lookup-spray", 1)):
-        public = evaluate(policy=policy, domains=DOMAIN, trials=trials, db=db).summary.domains[DOMAIN]
+    baselines = (
+        ("scripted:noisy", "none", 2),
+        ("scripted:noisy", "rules", 2),
+        ("scripted:refuse", "none", 1),
+        ("scripted:lookup-spray", "none", 1),
+    )
+    for policy, critic, trials in baselines:
+        common = dict(policy=policy, critic=critic, trials=trials, db=db)
+        public = evaluate(domains=DOMAIN, **common).summary.domains[DOMAIN]  # type: ignore[arg-type]
         for path in paths:
-            private = evaluate(policy=policy, tasks_file=str(path), trials=trials, db=db).summary.domains[
-                DOMAIN
-            ]
+            private = evaluate(tasks_file=str(path), **common).summary.domains[DOMAIN]  # type: ignore[arg-type]
             for k in public.pass_hat:
                 pair = ((public.pass_hat[k], public.ci95[k]), (private.pass_hat[k], private.ci95[k]))
-                assert _difference_within(*pair), (policy, path.name, k, pair)
+                assert _difference_within(*pair), (policy, critic, path.name, k, pair)
                 if policy != "scripted:noisy":  # the floors: the same figure
                     low, high = public.ci95[k]
                     assert low <= private.pass_hat[k] <= high, (policy, path.name, k)

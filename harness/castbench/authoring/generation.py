@@ -41,6 +41,7 @@ from castbench.domain.task import (
     ToolCall,
     UserScenario,
 )
+from castbench.grading.earned import claimed
 from castbench.grading.outputs import Said
 
 __all__ = [
@@ -320,18 +321,24 @@ def with_false_claims(
     """`task` with its earned spec's false claims: the family's own, plus each catalogued reason
     wording that is not the task's reason, not an allowed claim and not said by `context`
     (`gold_context`: a status its own record shows is not false). A family's false claim the
-    context says is dropped too, so what the ground truth shows can always be repeated."""
+    context says is dropped too, so what the ground truth shows can always be repeated. "Says"
+    is also the grader's reading (`castbench.grading.earned.claimed`, which `validate_task`
+    checks the task with): an amount rounded to one decimal is the same claim there ('8.0' for
+    7.99, which an '8mm' in a tool result says), so a wording the context asserts that way is
+    dropped too, and no drawn task fails its own check."""
     spec = task.earned
     if spec is None:
         return task
     said = Said(context)
     own = {wording for reason in spec.reasons for wording in reason.any_of} | set(allowed)
     wordings = [wording for claim in spec.false_claims for wording in claim.any_of]
-    false = [
+    candidates = [
         mention(wording)
         for wording in dict.fromkeys([*wordings, *catalogue])
         if wording not in own and not said.says(wording, negation=False)
     ]
+    asserted = set(claimed(spec.model_copy(update={"false_claims": candidates}), context))
+    false = [claim for claim in candidates if claim.any_of[0] not in asserted]
     rivals = [
         Rival(output=rival.output, others=others)
         for rival in spec.rivals

@@ -8,8 +8,10 @@ impatient user resents), then recovers (makes the right call) with probability `
 
 When a critic rejects a proposal it insists on the same action with probability `insist`
 (resistance); otherwise it revises: to the right action if the proposal was a mistake
-(correction; for a write it skipped confirming, by asking the user first), or to a fresh mistake
-if the proposal was right (a harmful revision, which is what an over-eager critic provokes).
+(correction; for a write it skipped confirming, by asking the user first; for a right call that
+uses a value a mistaken read left unrevealed, which the labeler calls a hallucination, by making
+the look-up it lost first), or to a fresh mistake if the proposal was right (a harmful revision,
+which is what an over-eager critic provokes).
 Every draw comes from the trial's seed, so the same seed replays the same mistakes. With
 `draws=stream` (the default) the draws come one after another from one generator; with
 `draws=keyed` each decision has a generator of its own, keyed by the decision (which action, which
@@ -34,9 +36,10 @@ from castbench.agents.scripted.mistakes import hallucinate, wrong_tool
 from castbench.agents.scripted.oracle import OraclePolicy
 from castbench.agents.scripted.plan import PlanStep, describe_call
 from castbench.agents.views import PolicyView, PrivilegedBriefing
-from castbench.conversation import Action, AgentTurn, ReplyAction, ToolCallAction, ToolResultTurn
+from castbench.conversation import Action, AgentTurn, ReplyAction, ToolCallAction, ToolResultTurn, UserTurn
 from castbench.dialogue import ask_again, confirmation_request
 from castbench.domain import ToolCall
+from castbench.domain.leaves import scalars
 
 __all__ = ["Injected", "NoisyParams", "NoisyPolicy"]
 
@@ -63,6 +66,20 @@ class NoisyParams(BaseModel):
 
 def _call_key(call: ToolCall) -> str:
     return json.dumps([call.name, call.arguments], sort_keys=True, default=str)
+
+
+def _succeeded_calls(view: PolicyView) -> list[ToolCall]:
+    """The agent's calls in the conversation whose results came back without an error."""
+    pending: dict[str, ToolCallAction] = {}
+    done: list[ToolCall] = []
+    for event in view.conversation:
+        if isinstance(event, AgentTurn) and isinstance(event.action, ToolCallAction) and event.call_id:
+            pending[event.call_id] = event.action
+        elif isinstance(event, ToolResultTurn) and not event.error and event.call_id in pending:
+            action = pending.pop(event.call_id)
+            if isinstance(action.arguments, dict):
+                done.append(ToolCall(name=action.name, arguments=dict(action.arguments)))
+    return done
 
 
 def _call_key_of(action: Action) -> str:
@@ -97,7 +114,7 @@ class NoisyPolicy(OraclePolicy):
         self._seed = briefing.seed
         self._taken: Counter[str] = Counter()
         self._schemas = {schema["function"]["name"]: schema for schema in briefing.tools}
-        self._planned: dict[int, Mistake] = {}
+        self._planned: dict[int, Mistake | None] = {}
         self._retry: ToolCall | None = None
         self._intended: ToolCall | None = None
         self._unconfirmed: ToolCall | None = None
@@ -128,7 +145,43 @@ class NoisyPolicy(OraclePolicy):
             self._unconfirmed = None  # ask first this time; the call waits for a yes
             self._plan.appendleft(PlanStep("call", intended, needs_yes=True))
             return ReplyAction(text=confirmation_request(describe_call(intended)))
+        lost = self._lost_reads(intended, view) if critique.verdict.failure_type == "hallucination" else []
+        if lost:  # the critic is right: look up what a mistaken read left unrevealed, then the call
+            self._plan.appendleft(
+                PlanStep("call", intended, needs_yes=intended.name in self._briefing.write_tools)
+            )
+            for read in reversed(lost[1:]):
+                self._plan.appendleft(PlanStep("call", read))
+            for call in (intended, *lost):
+                self._planned[id(call)] = None  # its mistake was made once; this time it is right
+            self._intended = lost[0]
+            return self._as_action(lost[0])
         return self._as_action(self._mistaken(intended, view))  # a right action rejected: comply wrongly
+
+    def _lost_reads(self, intended: ToolCall, view: PolicyView) -> list[ToolCall]:
+        """The ground-truth reads before `intended` that never ran, when `intended` uses a value the
+        conversation has not shown: a mistaken read that went through (the wrong order looked up,
+        the wrong search tool) left it unrevealed, and the policy, reading the ground truth,
+        proposed the right call anyway. A critic that flags it as unsupported is right (the
+        labeler calls it a hallucination), so the correction is the look-up it skipped, as an
+        unconfirmed write's is asking first. Empty when every value was shown or no read was lost:
+        then the flag is a false one and the policy complies wrongly."""
+        shown = " ".join(
+            event.text if isinstance(event, UserTurn) else event.content
+            for event in view.conversation
+            if isinstance(event, UserTurn) or (isinstance(event, ToolResultTurn) and not event.error)
+        ).lower()
+        if all(value.lower() in shown for value in scalars(intended.arguments, numbers=False)):
+            return []
+        ran = {_call_key(call) for call in _succeeded_calls(view)}
+        before = next((i for i, call in enumerate(self._task.actions) if call is intended), 0)
+        return [
+            call
+            for call in self._task.actions[:before]
+            if call.actor == "agent"
+            and call.name not in self._briefing.write_tools
+            and _call_key(call) not in ran
+        ]
 
     def _log(self, view: PolicyView, kind: str) -> None:
         step = sum(isinstance(event, AgentTurn) for event in view.conversation)
@@ -186,7 +239,7 @@ class NoisyPolicy(OraclePolicy):
         if key not in self._planned:
             rng = self._draws(f"decide:{_call_key(step.call) if step.call else ''}")
             if rng.random() >= self._p:
-                self._planned[key] = None  # type: ignore[assignment]
+                self._planned[key] = None
             else:
                 kinds: list[Mistake] = ["hallucination", "wrong_tool"]
                 if step.call is not None and step.call.name in self._briefing.write_tools:
