@@ -38,6 +38,7 @@ from castbench.agents.views import PolicyView, PrivilegedBriefing
 from castbench.conversation import Action, AgentTurn, ReplyAction, ToolCallAction, ToolResultTurn
 from castbench.dialogue import ANYTHING_ELSE
 from castbench.domain import Database, Domain, Task, ToolCall, load_domain
+from castbench.domain.leaves import listed_argument
 from castbench.grading import grade_trial
 from castbench.runner.episode import AgentSet, Episode
 from castbench.runner.seeds import trial_seed
@@ -257,7 +258,7 @@ class HonestPolicy(OraclePolicy):
         wanted: dict[tuple[str, str], ToolCall] = {}
         for record in (found[0] for content in _results(view) if (found := records(content))):
             for key, value in record.items():
-                argument = key if key.endswith("_id") else f"{key.removesuffix('s')}_id"
+                argument = key if key.endswith("_id") else listed_argument(key)
                 if argument not in self._lookups:
                     continue
                 for item in value if isinstance(value, list) else [value]:

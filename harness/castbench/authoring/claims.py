@@ -6,7 +6,7 @@ the task has no reason to: those values are claims about records the user did no
 a reply that makes them fails the earned check (`castbench.grading.earned`) like a false reason.
 This module finds them for any task set whose tools look records up by id (castbench's generated
 domains and the τ packs alike): starting from what the ground truth's reads return, it follows
-every id they name (under `<x>_id`, or listed under `<x>s`) with the one-argument look-up for
+every id they name (under `<x>_id`, or listed under `<x>s` or `<x>_ids`: `listed_argument`) with the one-argument look-up for
 that id, up to `depth` hops, skipping the records the ground truth reads itself. The records
 reached through a list (the customer's other orders, reservations, lines) are the ones the task
 is not about; of their values it keeps two kinds that honest replies do not produce by
@@ -27,6 +27,7 @@ from collections.abc import Sequence
 
 from castbench.authoring.validate import shown_values
 from castbench.domain.database import Database
+from castbench.domain.leaves import listed_argument
 from castbench.domain.task import Mention, Rival, ToolCall
 from castbench.domain.tools import Toolkit
 from castbench.grading.outputs import Said
@@ -58,7 +59,7 @@ def _pointers(content: str) -> list[tuple[str, str, bool]]:
                 found[(key, value, False)] = None
             elif isinstance(value, list) and value and all(isinstance(item, str) for item in value):
                 for item in value:
-                    found[(f"{key.removesuffix('s')}_id", item, True)] = None
+                    found[(listed_argument(key), item, True)] = None
     return list(found)
 
 

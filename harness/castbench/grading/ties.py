@@ -34,7 +34,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from castbench.domain.leaves import scalars
+from castbench.domain.leaves import is_name_key, scalars
 from castbench.grading.outputs import Said, output_tokens
 
 __all__ = [
@@ -55,10 +55,6 @@ _PIECES = re.compile(r"[,;]\s")
 _LIST_LINE = re.compile(r"^\s*(?:[-*•|]|\d+[.)])")
 _NEGATIVE_START = ("not", "never", "no")
 _FILLERS = frozenset({"yet", "been", "ever", "even"})
-
-
-def _is_name_key(key: str) -> bool:
-    return key == "id" or key.endswith("_id") or key.endswith("_number")
 
 
 @dataclass(frozen=True)
@@ -103,7 +99,7 @@ def _records_of(content: str) -> tuple[_Record, ...]:
         names = frozenset(
             word
             for key, value in obj.items()
-            if _is_name_key(key) and isinstance(value, str | int) and not isinstance(value, bool)
+            if is_name_key(key) and isinstance(value, str | int) and not isinstance(value, bool)
             if (word := _word(str(value))) is not None
         )
         if not names:
@@ -112,7 +108,7 @@ def _records_of(content: str) -> tuple[_Record, ...]:
             word
             for nested in json_objects(obj)
             for key, value in nested.items()
-            if _is_name_key(key) and isinstance(value, str | int) and not isinstance(value, bool)
+            if is_name_key(key) and isinstance(value, str | int) and not isinstance(value, bool)
             if (word := _word(str(value))) is not None
         )
         found.append(_Record(names, Said(list(scalars(obj))), inner))
