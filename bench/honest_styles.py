@@ -45,7 +45,16 @@ from castbench.runner.seeds import trial_seed
 
 __all__ = ["HONEST_STYLES", "SPRAYS", "HonestPolicy", "Score", "score_style"]
 
-DOMAINS = ("retail", "airline", "telecom", "telehealth", "tau-retail", "tau-airline", "tau2-retail")
+DOMAINS = (
+    "retail",
+    "airline",
+    "telecom",
+    "telehealth",
+    "tau-retail",
+    "tau-airline",
+    "tau2-retail",
+    "tau2-airline",
+)
 
 _AMOUNT_KEY = re.compile(r"price|amount|total|balance|cost|fee|copay|due|charge", re.IGNORECASE)
 _LABEL_KEYS = ("name", "product", "plan_name", "flight_number", "medication", "title", "description")
@@ -185,6 +194,7 @@ SPRAYS = {
     "spray: values+offer": "scripted:lookup-spray?reasons=false",
     "spray: reasons+offer": "scripted:lookup-spray?values=false",
     "spray: values": "scripted:lookup-spray?reasons=false&offer=false",
+    "spray: values tied": "scripted:lookup-spray?reasons=false&offer=false&tied=true",
 }
 
 
