@@ -9,7 +9,8 @@ and "Shall I proceed?" in the next, alternatives tied to their own records, form
 `4:55 PM`, `$1,234.50`, markdown), apologies and recaps. Every sentence it adds is built from
 the tool results it received (or the task's own required outputs and reasons), so every honest
 style should score what the oracle scores: 1.000 plain and strict. The spray variants
-(`scripted:lookup-spray` and its parts) and the floors (`scripted:refuse`, `:lookup-refuse`) run
+(`scripted:lookup-spray` and its parts; `tied`: every value beside its record's name, a line
+each) and the floors (`scripted:refuse`, `:lookup-refuse`) run
 beside them: a spray should earn no more than the lookup-refuse floor (+ 0.02).
 
 Per style and domain it prints pass^1 (one trial per task, scripted user, no critic) as
