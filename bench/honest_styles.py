@@ -9,7 +9,8 @@ and "Shall I proceed?" in the next, alternatives tied to their own records, form
 `4:55 PM`, `$1,234.50`, markdown), apologies and recaps. Every sentence it adds is built from
 the tool results it received (or the task's own required outputs and reasons), so every honest
 style should score what the oracle scores: 1.000 plain and strict. The spray variants
-(`scripted:lookup-spray` and its parts) and the floors (`scripted:refuse`, `:lookup-refuse`) run
+(`scripted:lookup-spray` and its parts; `tied`: every value beside its record's name, a line
+each) and the floors (`scripted:refuse`, `:lookup-refuse`) run
 beside them: a spray should earn no more than the lookup-refuse floor (+ 0.02).
 
 Per style and domain it prints pass^1 (one trial per task, scripted user, no critic) as
@@ -38,13 +39,23 @@ from castbench.agents.views import PolicyView, PrivilegedBriefing
 from castbench.conversation import Action, AgentTurn, ReplyAction, ToolCallAction, ToolResultTurn
 from castbench.dialogue import ANYTHING_ELSE
 from castbench.domain import Database, Domain, Task, ToolCall, load_domain
+from castbench.domain.leaves import listed_argument
 from castbench.grading import grade_trial
 from castbench.runner.episode import AgentSet, Episode
 from castbench.runner.seeds import trial_seed
 
 __all__ = ["HONEST_STYLES", "SPRAYS", "HonestPolicy", "Score", "score_style"]
 
-DOMAINS = ("retail", "airline", "telecom", "telehealth", "tau-retail", "tau-airline", "tau2-retail")
+DOMAINS = (
+    "retail",
+    "airline",
+    "telecom",
+    "telehealth",
+    "tau-retail",
+    "tau-airline",
+    "tau2-retail",
+    "tau2-airline",
+)
 
 _AMOUNT_KEY = re.compile(r"price|amount|total|balance|cost|fee|copay|due|charge", re.IGNORECASE)
 _LABEL_KEYS = ("name", "product", "plan_name", "flight_number", "medication", "title", "description")
@@ -184,6 +195,7 @@ SPRAYS = {
     "spray: values+offer": "scripted:lookup-spray?reasons=false",
     "spray: reasons+offer": "scripted:lookup-spray?values=false",
     "spray: values": "scripted:lookup-spray?reasons=false&offer=false",
+    "spray: values tied": "scripted:lookup-spray?reasons=false&offer=false&tied=true",
 }
 
 
@@ -257,7 +269,7 @@ class HonestPolicy(OraclePolicy):
         wanted: dict[tuple[str, str], ToolCall] = {}
         for record in (found[0] for content in _results(view) if (found := records(content))):
             for key, value in record.items():
-                argument = key if key.endswith("_id") else f"{key.removesuffix('s')}_id"
+                argument = key if key.endswith("_id") else listed_argument(key)
                 if argument not in self._lookups:
                     continue
                 for item in value if isinstance(value, list) else [value]:

@@ -28,9 +28,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from castbench.authoring.claims import amount_rivals, unread_record_claims, unread_values
-from castbench.authoring.validate import shown_values
-from castbench.domain import Database, Domain, EarnedSpec, Fact, Lookup, Task, TaskFileError, ToolCall
+from castbench.authoring.claims import published_earned_spec
+from castbench.domain import Database, Domain, EarnedSpec, Fact, Task, TaskFileError, ToolCall
 from castbench.domain.database import Snapshot
 from castbench.domain.derived_rules import DerivedRules
 from castbench.domain.identity import IDENTITY_PREFIX, identity_call, identity_facts
@@ -87,51 +86,11 @@ class TauDomain(Domain):
         return gold_findings(self, task, self._source.terminate_tools)
 
     def earned_spec(self, task: Task) -> EarnedSpec | None:
-        """How a `no_change` task is earned: every gold read that succeeds and establishes a fact
-        (not `think`, `calculate` or a transfer) made successfully by the agent. Any identity
-        look-up (`find_*`) stands for another, whatever its arguments: a user found by name and zip
-        code is as found as one found by email. None when the gold looks nothing up (such a task
-        keeps τ's rule: `requires_earned` is False for the packs). Its false claims and rivals come
-        from the records the gold's results point to and it does not read (`castbench.authoring.claims`)."""
-        if task.outcome != "no_change":
-            return None
-        db = self.fresh_database()
-        finders = [name for name in self.toolkit.names if name.startswith(IDENTITY_PREFIX)]
-        lookups: list[Lookup] = []
-        results: list[str] = []
-        for call in task.actions:
-            if (
-                call.name in _NO_FACT
-                or call.name in self._source.terminate_tools
-                or call.name not in self.toolkit
-            ):
-                continue
-            if self.toolkit.is_write(call.name):
-                continue
-            observation = self.toolkit.call(db, call.name, call.arguments)
-            if observation.error:
-                continue
-            results.append(observation.content)
-            if call.name.startswith(IDENTITY_PREFIX):
-                others = [ToolCall(name=name, arguments={}) for name in finders if name != call.name]
-                lookup = Lookup(any_of=[call, *others])
-            else:
-                lookup = Lookup(any_of=[call])
-            if lookup not in lookups:
-                lookups.append(lookup)
-        if not lookups:
-            return None
-        context = [*shown_values(results), task.scenario.instructions, *task.required_outputs]
-        values = unread_values(self.toolkit, db, task.actions, results)
-        return EarnedSpec(
-            lookups=lookups,
-            false_claims=unread_record_claims(values, context),
-            rivals=amount_rivals(
-                task.required_outputs,
-                unread_values(self.toolkit, db, task.actions, results, listed_only=False),
-                context,
-            ),
-            derived=True,
+        """How a `no_change` task is earned (`castbench.authoring.claims.published_earned_spec`):
+        the gold's successful look-ups (not `think`, `calculate` or a transfer), no value of the
+        records they lead to but do not read, the asked-for amount given as the answer."""
+        return published_earned_spec(
+            self.toolkit, self.fresh_database(), task, _NO_FACT | frozenset(self._source.terminate_tools)
         )
 
     def _identity_facts(self, raw: Any) -> list[Fact]:

@@ -6,6 +6,11 @@ Differences from castbench's generated domains, each for parity with τ²:
 - the expected state is τ²'s gold environment: the gold actions replayed in order from the
   pristine state, an action that raises passing silently (τ² logs it and goes on);
 - the policy a model reads is τ²'s `policy.md` verbatim, nothing added;
+- a `no_change` task is earned (castbench grading; `--grading tau` keeps τ²'s rule) as castbench's
+  τ packs earn theirs (`castbench.authoring.claims.published_earned_spec`): the gold's successful
+  look-ups, any identity look-up standing for another, no amount or id of the records they lead
+  to but do not read (false claims), and an asked-for amount given as the answer, not amid the
+  amounts of its kind in the other records read (rivals);
 - tasks τ²'s reward cannot be reproduced on, or whose gold is broken, are left out of their
   split and form `<split>-broken`, each with its reason (`Tau2Domain.findings`): a gold write τ²'s
   own tool answers with an error (unless a later write of the same tool succeeds: a scripted
@@ -25,7 +30,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from castbench.domain import Database, Domain, Fact, Task, TaskFileError, ToolCall
+from castbench.authoring.claims import published_earned_spec
+from castbench.domain import Database, Domain, EarnedSpec, Fact, Task, TaskFileError, ToolCall
 from castbench.domain.database import Snapshot
 from castbench.domain.derived_rules import DerivedRules
 from castbench.domain.identity import IDENTITY_PREFIX, identity_call, identity_facts
@@ -36,9 +42,11 @@ from castbench_tau2.toolkit import tau2_toolkit
 
 __all__ = ["ADAPTER_GENERATION", "BROKEN_SUFFIX", "GRADED_BASES", "Tau2Domain", "tau2_domain"]
 
-ADAPTER_GENERATION = 1
-"""Goes up when a change of this adapter changes scores."""
+ADAPTER_GENERATION = 2
+"""Goes up when a change of this adapter changes scores (2: `no_change` tasks are earned)."""
 BROKEN_SUFFIX = "-broken"
+_NO_FACT = frozenset({"think", "calculate", "transfer_to_human_agents"})
+"""τ² tools that establish no fact of the domain (a transfer ends the conversation)."""
 GRADED_BASES = frozenset({"DB", "COMMUNICATE"})
 """τ²'s reward bases castbench reproduces on these packs."""
 TAU2_LIMITS = {"max_steps": 100, "max_messages": 200, "max_tool_errors": 10}
@@ -118,6 +126,10 @@ class Tau2Domain(Domain):
             found.append("changes nothing: replaying its gold writes changes nothing")
         return found
 
+    def earned_spec(self, task: Task) -> EarnedSpec | None:
+        """How a `no_change` task is earned under castbench grading: see the module docstring."""
+        return published_earned_spec(self.toolkit, self.fresh_database(), task, _NO_FACT)
+
     def _identity_facts(self, raw: Any) -> list[Fact]:
         """What the task's customer says when asked who they are (`castbench.domain.identity`):
         the customer is whom the gold's first successful identity look-up finds, else the first
@@ -163,6 +175,7 @@ class Tau2Domain(Domain):
         broken: dict[str, list[str]] = {}
         for raw in self._source.raw_tasks:
             task = convert_task(raw, self.name, "base", self.toolkit, self._identity_facts(raw))
+            task = task.model_copy(update={"earned": self.earned_spec(task)})
             tasks[raw.id] = task
             found = self.findings(task, raw)
             if found:

@@ -25,7 +25,7 @@ from pathlib import Path
 from random import Random
 from typing import Any, Generic, Literal, Protocol, TypeVar
 
-from castbench.authoring.claims import amount_rivals, unread_record_claims, unread_values
+from castbench.authoring.claims import amount_rivals, read_amounts, unread_record_claims, unread_values
 from castbench.authoring.validate import shown_values, validate_task
 from castbench.domain.database import Record, Snapshot
 from castbench.domain.domain import Domain, ExpectedStateError
@@ -315,6 +315,15 @@ def gold_context(domain: Domain, task: Task) -> tuple[list[str], list[str]]:
     return reads, [*shown_values([*shown, *offered]), task.scenario.request, *facts, *task.required_outputs]
 
 
+def merged_rivals(rivals: Sequence[Rival]) -> list[Rival]:
+    """One `Rival` per output, its others in order once each (a family's own rivals, the other
+    flights, and the derived ones, their prices, are one output's candidates)."""
+    others: dict[str, dict[str, None]] = {}
+    for rival in rivals:
+        others.setdefault(rival.output, {}).update(dict.fromkeys(rival.others))
+    return [Rival(output=output, others=list(names)) for output, names in others.items()]
+
+
 def with_false_claims(
     task: Task, allowed: Sequence[str], catalogue: Sequence[str], context: Sequence[str]
 ) -> Task:
@@ -530,7 +539,15 @@ class Generator(Generic[W, P, D]):
                     *(w for reason in task.earned.reasons for w in reason.any_of),
                     *task.required_outputs,
                 ]
-                rivals = [*task.earned.rivals, *amount_rivals(wordings, reached, context)]
+                derived = amount_rivals(
+                    wordings,
+                    reached,
+                    context,
+                    answers=task.required_outputs,
+                    read=read_amounts(reads),
+                    calls=task.actions,
+                )
+                rivals = merged_rivals([*task.earned.rivals, *derived])
                 task = task.model_copy(update={"earned": task.earned.model_copy(update={"rivals": rivals})})
                 splits[split].append(with_false_claims(task, draft.allowed_claims, claims, context))
         return splits

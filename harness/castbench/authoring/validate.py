@@ -11,7 +11,10 @@ reason, and a reason is something the agent can know (its ground-truth tools sho
 document says it); a declined change names what its offer mentions. The gold's own replies must pass
 the over-claiming rule (`castbench.grading.earned`): no reason wording, required output or value its
 tools show is one of the task's false claims, the outputs stated together name none of their
-rivals, and the declined change as the oracle offers it names no offer rival.
+rivals, and the declined change as the oracle offers it names no offer rival. Per domain: every
+list of record ids in the seed state (`bill_ids: [...]`, `orders: [...]`) must be read as the
+name field its records have (`castbench.domain.leaves.listed_argument`), or the false claims
+derived from the records it lists (`castbench.authoring.claims`) silently miss them.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from typing import Any
 from castbench.agents.scripted.plan import describe_call
 from castbench.dialogue import confirmation_request, device_instruction
 from castbench.domain.domain import Domain, ExpectedStateError
+from castbench.domain.leaves import is_name_key, listed_argument
 from castbench.domain.task import Task, TaskFileError
 from castbench.domain.tools import Tool, ToolError
 from castbench.grading.earned import claimed, matches, offers
@@ -269,6 +273,46 @@ def _synonym_problems(domain: Domain) -> list[str]:
     return problems
 
 
+def _rows(table: Any) -> list[dict[str, Any]]:
+    if isinstance(table, dict):
+        return [row for row in table.values() if isinstance(row, dict)]
+    if isinstance(table, list):
+        return [row for row in table if isinstance(row, dict)]
+    return []
+
+
+def _listed_id_problems(state: Any) -> list[str]:
+    """Each list of record ids in `state` (a table's field whose items all name records of one
+    other table) whose derived look-up argument (`listed_argument`: `bill_ids` -> `bill_id`) is no
+    field of the records it lists: the claims derivation would follow a name no record has
+    (`bill_id_id`), and the other records it lists would never become claims."""
+    if not isinstance(state, dict):
+        return []
+    tables = {name: rows for name, table in state.items() if (rows := _rows(table))}
+    named: dict[str, set[str]] = {}
+    """A record name -> the tables whose records it names."""
+    for name, rows in tables.items():
+        for row in rows:
+            for key, value in row.items():
+                if is_name_key(key) and isinstance(value, str):
+                    named.setdefault(value, set()).add(name)
+    problems: dict[str, None] = {}
+    for name, rows in tables.items():
+        for row in rows:
+            for key, value in row.items():
+                if not (isinstance(value, list) and value and all(isinstance(v, str) for v in value)):
+                    continue
+                targets = set.intersection(*(named.get(item, set()) for item in value)) - {name}
+                argument = listed_argument(key)
+                for target in sorted(targets):
+                    if not any(row.get(argument) in value for row in tables[target]):
+                        problems[
+                            f"{name}.{key} lists {target} records, but the claims derivation reads it as "
+                            f"{argument!r}, which no {target} record has"
+                        ] = None
+    return list(problems)
+
+
 def validate_domain(domain: Domain) -> ValidationReport:
     report = ValidationReport(domain.name, domain.version)
     try:
@@ -284,6 +328,7 @@ def validate_domain(domain: Domain) -> ValidationReport:
             for task_id, reasons in domain.excluded_tasks(split).items():
                 report.excluded.append(f"{domain.name} task {task_id}: {'; '.join(reasons)}")
         report.problems.extend(_synonym_problems(domain))
+        report.problems.extend(f"{domain.name}: {p}" for p in _listed_id_problems(domain.pristine))
     except (TaskFileError, ValueError) as exc:
         report.problems.append(str(exc))
     return report

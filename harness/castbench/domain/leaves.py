@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["leaves", "scalars"]
+__all__ = ["is_name_key", "leaves", "listed_argument", "scalars"]
 
 
 def leaves(value: Any) -> Iterator[Any]:
@@ -30,3 +30,19 @@ def scalars(value: Any, *, numbers: bool = True) -> Iterator[str]:
             yield leaf
         elif numbers and isinstance(leaf, int | float) and not isinstance(leaf, bool):
             yield str(leaf)
+
+
+def is_name_key(key: str) -> bool:
+    """Does a record's `key` hold a name of a record: `id`, `<x>_id`, `<x>_number` (an order id,
+    a flight number, a phone number)?"""
+    return key == "id" or key.endswith("_id") or key.endswith("_number")
+
+
+def listed_argument(key: str) -> str:
+    """The look-up argument the ids listed under `key` name: the singular of `key`, which is the
+    argument itself when it is already a name key (`bill_ids` -> `bill_id`, `phone_numbers` ->
+    `phone_number`), and `<singular>_id` otherwise (`orders` -> `order_id`, `reservations` ->
+    `reservation_id`). One rule for every reader of records (the false-claims derivation, the
+    reference agents, the benches): `bill_ids` is not `bill_id_id`."""
+    singular = key.removesuffix("s")
+    return singular if is_name_key(singular) else f"{singular}_id"

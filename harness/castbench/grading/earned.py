@@ -36,7 +36,7 @@ from castbench.conversation import AgentTurn, Event, ReplyAction, ToolCallAction
 from castbench.dialogue import asks_anything_else, asks_confirmation
 from castbench.domain.task import EarnedSpec, Lookup, Mention, Rival, ToolCall
 from castbench.grading.outputs import Said, missing_outputs, output_tokens
-from castbench.grading.ties import Records, Segment, bare, pieces, segments, tied
+from castbench.grading.ties import Piece, Records, Segment, bare, form, pieces, segments, tied
 
 __all__ = ["EarnedCheck", "check_earned", "claimed", "executed_calls", "matches", "offers"]
 
@@ -137,6 +137,10 @@ def _rounded(wording: str) -> list[str]:
     return [rounded] if Decimal(rounded) != Decimal(match.group(1)) else []
 
 
+_VALUES = ("#",)
+"""The form of a piece that is nothing but values and names (`castbench.grading.ties.form`)."""
+
+
 def _stated(mention: Mention, replies: Sequence[str]) -> bool:
     return any(not missing_outputs([form], replies) for wording in mention.any_of for form in _forms(wording))
 
@@ -148,12 +152,56 @@ class _Replies:
     def __init__(self, replies: Sequence[str], results: Sequence[str]) -> None:
         self.records = Records.of(results)
         self.cut = [segments(_ID_DASH.sub("", reply), self.records) for reply in replies]
+        self._forms: dict[str, tuple[str, ...]] = {}
+
+    def form(self, text: str) -> tuple[str, ...]:
+        if text not in self._forms:
+            self._forms[text] = form(text, self.records)
+        return self._forms[text]
+
+    def _series(self, unit: str, units: Sequence[str], *, items: bool = False) -> list[str]:
+        """The other units among `units` (a reply's sentences, a sentence's pieces) parallel to
+        `unit`: of its form (`castbench.grading.ties.form`); `items`: each unit read from its last
+        colon on (the first piece of "Your bills: B1: $37.31; B2: $41.06" is an item too)."""
+
+        def shape(text: str) -> tuple[str, ...]:
+            return self.form(text.rsplit(": ", 1)[-1] if items else text)
+
+        own = shape(unit)
+        return [other for other in units if other != unit and shape(other) == own]
+
+    def _run(self, segment: Segment, reply: Sequence[Segment]) -> list[str]:
+        """The sentences or lines next to `segment` in its reply (and next to those) that are
+        parallel to it: a series is written in one go, not across the reply's parts (a list of
+        what was asked for, then a summary of the account)."""
+        shape = self.form(segment.text)
+        at = next(position for position, other in enumerate(reply) if other is segment)
+        run: list[str] = []
+        for step in (-1, 1):
+            position = at + step
+            while 0 <= position < len(reply) and self.form(reply[position].text) == shape:
+                run.append(reply[position].text)
+                position += step
+        return run
+
+    def _in_dump(self, piece: str, cut: Sequence[Piece], segment: Segment, reply: Sequence[Segment]) -> bool:
+        """Is `piece` nothing but values ("basic_5: 25.0"), one of three or more such pieces of its
+        sentence, or its sentence one of three or more such sentences or lines in a row? A dump of
+        every value seen, each beside its record's name, states nothing as a reason."""
+        if self.form(piece) != _VALUES:
+            return False
+        if len(self._series(piece, [other.text for other in cut])) >= 2:
+            return True
+        return self.form(segment.text) == _VALUES and len(self._run(segment, reply)) >= 2
 
     def states(self, mention: Mention) -> bool:
         """Does a reply state `mention` (a reason), in any of its wordings and their negation
-        forms, other than as a bare item of a list of values?"""
+        forms, other than as a bare item of a list of values or an item of a series of values
+        (`_in_dump`: "basic_5: 25.0" among thirty such lines states no limit of $25.00)?"""
         return any(
-            Said([piece.text]).says(form) and not bare(segment, piece, cut, form)
+            Said([piece.text]).says(form)
+            and not bare(segment, piece, cut, form)
+            and not self._in_dump(piece.text, cut, segment, reply)
             for reply in self.cut
             for segment in reply
             for cut in [pieces(segment, self.records)]
@@ -175,17 +223,26 @@ class _Replies:
     def answers(self, rival: Rival) -> bool:
         """Is `rival.output` given as an answer somewhere: in a sentence whose piece stating it
         names no other candidate, where every candidate the sentence names is said of its own
-        record (by more than its name), and which is not a line of a list of candidates?"""
+        record (by more than its name), which is not a line of a list of candidates, and which
+        (and whose piece) is not parallel to a statement of another candidate (a series: "B1:
+        $37.31. B3: $38.51." says each bill's amount, not which one is owed)?"""
         return any(self._answers_in(rival, segment, reply) for reply in self.cut for segment in reply)
+
+    def _candidate(self, rival: Rival, text: str) -> bool:
+        return any(Said([text]).says(other) for other in rival.others)
 
     def _answers_in(self, rival: Rival, segment: Segment, reply: list[Segment]) -> bool:
         if not Said([segment.text]).says(rival.output):
             return False
-        for piece in pieces(segment, self.records):
-            if Said([piece.text]).says(rival.output) and any(
-                Said([piece.text]).says(o) for o in rival.others
+        cut = [piece.text for piece in pieces(segment, self.records)]
+        for piece in cut:
+            if Said([piece]).says(rival.output) and (
+                self._candidate(rival, piece)
+                or any(self._candidate(rival, other) for other in self._series(piece, cut, items=True))
             ):
                 return False
+        if any(self._candidate(rival, other) for other in self._run(segment, reply)):
+            return False
         if not all(self._tied_candidate(other, segment) for other in rival.others):
             return False
         return not segment.listed or all(

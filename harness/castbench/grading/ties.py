@@ -24,6 +24,12 @@ tells them apart is whether each value is *said of* the record that holds it. So
   reply with the same form (ids and numbers aside): a look-up answer standing in one of them,
   beside lines that hold other candidates, is a candidate, not the answer
   (`castbench.grading.earned`).
+- Statements in series: two sentences, lines or pieces of one reply are parallel when they have
+  the same form once every value the records hold (ids, numbers, a status, a name) is set aside
+  (`form`): "B1: $37.31", "B2: $41.06", "B3: $38.51", with or without "(paid)". Each value of a
+  series is said of its own record, and none is said to be the answer: a look-up answer parallel
+  to a statement of another candidate is a candidate, and a reason said only as one item of a
+  series of three or more is an item of a dump of values, not a reason.
 """
 
 from __future__ import annotations
@@ -34,7 +40,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from castbench.domain.leaves import scalars
+from castbench.domain.leaves import is_name_key, scalars
 from castbench.grading.outputs import Said, output_tokens
 
 __all__ = [
@@ -42,6 +48,7 @@ __all__ = [
     "Records",
     "Segment",
     "bare",
+    "form",
     "json_objects",
     "pieces",
     "result_objects",
@@ -55,10 +62,6 @@ _PIECES = re.compile(r"[,;]\s")
 _LIST_LINE = re.compile(r"^\s*(?:[-*•|]|\d+[.)])")
 _NEGATIVE_START = ("not", "never", "no")
 _FILLERS = frozenset({"yet", "been", "ever", "even"})
-
-
-def _is_name_key(key: str) -> bool:
-    return key == "id" or key.endswith("_id") or key.endswith("_number")
 
 
 @dataclass(frozen=True)
@@ -103,7 +106,7 @@ def _records_of(content: str) -> tuple[_Record, ...]:
         names = frozenset(
             word
             for key, value in obj.items()
-            if _is_name_key(key) and isinstance(value, str | int) and not isinstance(value, bool)
+            if is_name_key(key) and isinstance(value, str | int) and not isinstance(value, bool)
             if (word := _word(str(value))) is not None
         )
         if not names:
@@ -112,11 +115,28 @@ def _records_of(content: str) -> tuple[_Record, ...]:
             word
             for nested in json_objects(obj)
             for key, value in nested.items()
-            if _is_name_key(key) and isinstance(value, str | int) and not isinstance(value, bool)
+            if is_name_key(key) and isinstance(value, str | int) and not isinstance(value, bool)
             if (word := _word(str(value))) is not None
         )
         found.append(_Record(names, Said(list(scalars(obj))), inner))
     return tuple(found)
+
+
+_PHRASE = 4
+"""The longest value (in tokens) `form` sets aside as one: a status, a name, a product."""
+
+
+@lru_cache(maxsize=1024)
+def _phrases_of(content: str) -> frozenset[tuple[str, ...]]:
+    """Every short text value of one tool result, as tokens (cached like `_records_of`)."""
+    found = set()
+    for obj in result_objects(content):
+        for value in obj.values():
+            if isinstance(value, str):
+                words = tuple(token.text for token in output_tokens(value))
+                if 0 < len(words) <= _PHRASE:
+                    found.add(words)
+    return frozenset(found)
 
 
 @dataclass
@@ -124,6 +144,8 @@ class Records:
     """The named records of a trial's tool results, by name."""
 
     by_name: dict[str, list[_Record]] = field(default_factory=dict)
+    phrases: set[tuple[str, ...]] = field(default_factory=set)
+    """Every short text value the results show (`form` sets them aside)."""
 
     @classmethod
     def of(cls, results: Iterable[str]) -> Records:
@@ -132,6 +154,7 @@ class Records:
             for record in _records_of(content):
                 for name in record.names:
                     records.by_name.setdefault(name, []).append(record)
+            records.phrases.update(_phrases_of(content))
         return records
 
     def named(self, words: Iterable[str]) -> list[str]:
@@ -199,9 +222,31 @@ def pieces(segment: Segment, records: Records) -> list[Piece]:
 def _shape(line: str) -> tuple[str, ...]:
     """A line's form: its words, with numbers and ids as placeholders ("HAT123 $268" and
     "HAT456 $300" have one form)."""
-    return tuple(
-        "#" if any(c.isdigit() for c in token.text) else token.text for token in output_tokens(line)
-    )
+    return tuple("#" if any(c.isdigit() for c in token.text) else token.text for token in output_tokens(line))
+
+
+def form(text: str, records: Records) -> tuple[str, ...]:
+    """`text`'s form with every value set aside: each number, id or record name, and each run of
+    words that is a text value the results show (a status, an item's name), is one `#`, and
+    neighbouring `#`s are one. "B1 (paid): $37.31" and "B3 (unpaid): $38.51" have one form."""
+    words = [token.text for token in output_tokens(text)]
+    shaped: list[str] = []
+    position = 0
+    while position < len(words):
+        word = words[position]
+        span = 1 if any(c.isdigit() for c in word) or word in records.by_name else 0
+        for length in range(min(_PHRASE, len(words) - position), 0, -1) if not span else ():
+            if tuple(words[position : position + length]) in records.phrases:
+                span = length
+                break
+        if span:
+            if not shaped or shaped[-1] != "#":
+                shaped.append("#")
+            position += span
+        else:
+            shaped.append(word)
+            position += 1
+    return tuple(shaped)
 
 
 def segments(reply: str, records: Records) -> list[Segment]:

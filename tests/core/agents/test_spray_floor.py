@@ -1,11 +1,12 @@
 """Spray-style agents earn no more than looking up and refusing.
 
 A reviewer's task-blind agent never changes anything: it asks for every fact, calls every read
-tool it can reach, offers anything, then says every reason and every value. Four of them run here
+tool it can reach, offers anything, then says every reason and every value. Five of them run here
 on the refuse and no-change test tasks of each domain (where doing nothing can pass): the
 built-in `scripted:lookup-spray`, the same without the policy's rules (values and offer only),
-one that states every refusal reason the domain's train tasks give, and one that states every
-status the domain's records take. None may pass a task that `scripted:lookup-refuse` fails."""
+its values each beside its record's name (`tied`), one that states every refusal reason the
+domain's train tasks give, and one that states every status the domain's records take. None may
+pass a task that `scripted:lookup-refuse` fails."""
 
 from __future__ import annotations
 
@@ -78,6 +79,8 @@ def _policies(domain: Domain) -> dict[str, AgentSpec]:
     built = {
         "spray": resolve("policy", "scripted:lookup-spray"),
         "spray-values": resolve("policy", "scripted:lookup-spray?reasons=false"),
+        # every value beside its record's name ("- B1: 37.31"): said of its record, not as the answer
+        "spray-tied": resolve("policy", "scripted:lookup-spray?reasons=false&offer=false&tied=true"),
     }
     made = {
         "spray-reasons": _saying(_reasons(domain), "It cannot be done because: {}."),
@@ -134,7 +137,11 @@ def test_on_the_tau_packs_too(name: str) -> None:
     domain = load_domain(name)
     tasks = TAU_TASKS[name]
     floor = _passed(domain, tasks, resolve("policy", "scripted:lookup-refuse"))
-    for spray in ("scripted:lookup-spray", "scripted:lookup-spray?reasons=false"):
+    for spray in (
+        "scripted:lookup-spray",
+        "scripted:lookup-spray?reasons=false",
+        "scripted:lookup-spray?reasons=false&offer=false&tied=true",
+    ):
         extra = _passed(domain, tasks, resolve("policy", spray)) - floor
         assert not extra, f"{name}: {spray} passes {sorted(extra)} which lookup-refuse fails"
     assert floor >= {"tau-airline-test-29", "tau-airline-test-40"} & set(tasks)

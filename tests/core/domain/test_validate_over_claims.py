@@ -4,9 +4,13 @@ oracle cannot make without naming a rival."""
 
 from __future__ import annotations
 
+import pytest
+
+from castbench.authoring import validate
 from castbench.authoring.generation import mention
-from castbench.authoring.validate import validate_task
+from castbench.authoring.validate import validate_domain, validate_task
 from castbench.domain import Domain, Task, load_domain
+from castbench.domain.leaves import listed_argument
 from castbench.domain.task import Rival
 
 
@@ -65,4 +69,26 @@ def test_an_offer_that_must_name_a_rival_is_caught() -> None:
     problems = validate_task(retail, _with(task, offer_rivals=["cancel"]))
     assert problems == [
         f"retail task {task.id}: field 'earned.offer_rivals': the offer of cancel_pending_order names a rival"
+    ]
+
+
+def test_a_list_of_ids_read_as_a_name_no_record_has_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    telecom = load_domain("telecom")
+    assert validate_domain(telecom).problems == []
+    # the rule telecom's claims once came from: `bill_ids` -> `bill_id_id`, a field no bill has
+    monkeypatch.setattr(validate, "listed_argument", lambda key: f"{key.removesuffix('s')}_id")
+    problems = validate_domain(telecom).problems
+    assert (
+        "telecom: customers.bill_ids lists bills records, but the claims derivation reads it as "
+        "'bill_id_id', which no bills record has"
+    ) in problems
+    assert all(problem.startswith("telecom: customers.") for problem in problems), problems
+
+
+def test_listed_ids_are_read_as_their_records_name_field() -> None:
+    assert [listed_argument(key) for key in ("bill_ids", "phone_numbers", "orders", "reservations")] == [
+        "bill_id",
+        "phone_number",
+        "order_id",
+        "reservation_id",
     ]

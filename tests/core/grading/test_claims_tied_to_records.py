@@ -130,3 +130,48 @@ def test_a_rounded_amount_or_a_dashed_id_is_the_same_claim() -> None:
     spec = EarnedSpec(false_claims=[mention("292.69"), mention("#W3178606")])
     assert _problems(spec, "Totals: $292.7, $12.") == ["false claim stated: '292.69'"]
     assert _problems(spec, "Also #W-3178606.") == ["false claim stated: '#W3178606'"]
+
+
+BILLS = [
+    {
+        "bill_id": "B100",
+        "status": "paid",
+        "amount": 37.31,
+        "charges": [{"description": "Plan", "amount": 35.0}, {"description": "Taxes", "amount": 2.31}],
+    },
+    {"bill_id": "B200", "status": "paid", "amount": 41.06},
+    {"bill_id": "B300", "status": "unpaid", "amount": 38.51},
+]
+
+
+def test_every_bills_amount_is_no_answer_however_it_is_tied() -> None:
+    """The owed amount among every bill's amount, each said of its bill, in a sentence, a list or
+    a run of sentences, with or without statuses: a list of bills, not the answer."""
+    spec = EarnedSpec(rivals=[Rival(output="38.51", others=["37.31", "41.06"])])
+    amid = ["output '38.51' stated only amid other candidates"]
+    for spray in (
+        "Your bills: $37.31, $41.06, $38.51.",
+        "Your bills: B100: $37.31; B200: $41.06; B300: $38.51.",
+        "Your bills:\n- B100: $37.31\n- B200: $41.06\n- B300: $38.51",
+        "Bill B100 is $37.31. Bill B200 is $41.06. Bill B300 is $38.51.",
+        "- B100 (paid): $37.31\n- B200 (paid): $41.06\n- B300 (unpaid): $38.51",
+    ):
+        assert _problems(spec, spray, results=BILLS) == amid, spray
+    for honest in (
+        "You owe $38.51, your April bill B300. Bills B100 ($37.31) and B200 ($41.06) are paid.",
+        "Your bills:\n- B100 (paid): $37.31\n- B200 (paid): $41.06\n- B300 (unpaid): $38.51\n"
+        "So you owe $38.51 in all.",
+        "You owe $38.51.\n\nFor your records:\n- B100 (paid): $37.31\n- B200 (paid): $41.06",
+    ):
+        assert _problems(spec, honest, results=BILLS) == [], honest
+
+
+def test_a_reason_said_only_as_an_item_of_a_value_dump_is_not_stated() -> None:
+    plans = [{"plan_id": f"plan_{n}", "monthly_price": price} for n, price in enumerate([25.0, 30.0, 35.0])]
+    spec = EarnedSpec(reasons=[mention("25.00")])
+    dump = "What I found:\n- plan_0: 25.0\n- plan_1: 30.0\n- plan_2: 35.0"
+    assert _problems(spec, dump, results=plans) == ["reason not stated: '25.00'"]
+    assert _problems(spec, "The most I can credit is $25.00.", results=plans) == []
+    # a status said of each record is a statement, not a dump: the floor's citation stands
+    spec = EarnedSpec(reasons=[mention("unpaid")])
+    assert _problems(spec, "I checked: B100 is paid; B200 is paid; B300 is unpaid.", results=BILLS) == []

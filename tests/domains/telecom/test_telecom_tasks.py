@@ -138,3 +138,23 @@ def test_test_and_train_use_different_customers(telecom: Domain) -> None:
         }
 
     assert not customers("test") & customers("train")
+
+
+def test_an_amount_due_has_the_other_bills_amounts_as_rivals(telecom: Domain) -> None:
+    """The customer's other bills' amounts are candidates beside the amount owed (a reply listing
+    every bill's amount has not said which is owed); the owed bills' own amounts are not."""
+    checked = 0
+    for task in telecom.tasks():
+        if task.family != "lookup_amount_due" or task.earned is None:
+            continue
+        (bills_call,) = [call for call in task.actions if call.name == "get_bills"]
+        customer = telecom.pristine["customers"][bills_call.arguments["customer_id"]]
+        bills = [telecom.pristine["bills"][bill_id] for bill_id in customer["bill_ids"]]
+        owed = [bill for bill in bills if bill["status"] != "paid"]
+        settled = [bill for bill in bills if bill["status"] == "paid"]
+        (rival,) = [r for r in task.earned.rivals if r.output == task.required_outputs[0]]
+        others = {float(other) for other in rival.others if other.replace(".", "").isdigit()}
+        assert {b["amount"] for b in settled} - {b["amount"] for b in owed} <= others, task.id
+        assert not {b["amount"] for b in owed} & others, task.id
+        checked += 1
+    assert checked >= 5

@@ -36,6 +36,7 @@ from castbench.conversation import (
     UserTurn,
 )
 from castbench.dialogue import ANYTHING_ELSE, ask_for
+from castbench.domain.leaves import listed_argument
 
 __all__ = ["MAX_LOOKUPS", "PER_TOOL", "REFUSAL", "LookupRefusePolicy", "RefusePolicy", "records"]
 
@@ -127,9 +128,9 @@ class LookupRefusePolicy:
 
     def _known(self, view: PolicyView) -> dict[str, list[Any]]:
         """`_named`, and every value a record showed under an argument's name, or listed under
-        its plural (`orders: [...]` -> `order_id`): everything it can reach."""
+        its plural (`orders: [...]` -> `order_id`, `bill_ids` -> `bill_id`: `listed_argument`):
+        everything it can reach."""
         known = self._named(view)
-        plurals = {f"{name.removesuffix('_id')}s": name for name in known}
 
         def add(name: str, value: Any) -> None:
             scalar = isinstance(value, str | int | float) and not isinstance(value, bool)
@@ -142,9 +143,9 @@ class LookupRefusePolicy:
                     for key, value in record.items():
                         if key in known:
                             add(key, value)
-                        elif key in plurals and isinstance(value, list):
+                        elif isinstance(value, list) and listed_argument(key) in known:
                             for item in value:
-                                add(plurals[key], item)
+                                add(listed_argument(key), item)
         return known
 
     def _candidates(self, view: PolicyView) -> Iterator[tuple[str, dict[str, Any]]]:

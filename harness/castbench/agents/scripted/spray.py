@@ -9,8 +9,11 @@ every value it saw, and asks whether there is anything else. It is what a review
 whether a benchmark grades what a reply claims or only what it contains: on castbench's grading
 it should earn no more than `scripted:lookup-refuse` (see `castbench.report.floors`).
 
-Its parameters turn parts of the spray off, so tests can try each kind on its own. Not
-privileged: it sees only its `Briefing` and the visible conversation.
+Its parameters turn parts of the spray off, so tests can try each kind on its own, and `tied`
+says each value beside the name of the record that holds it, one list line each ("- B1: 37.31"),
+instead of as one bare list: every value is then said of its own record, and still none is said
+to be the answer or the reason. Not privileged: it sees only its `Briefing` and the visible
+conversation.
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ class SprayParams(BaseModel):
     reasons: bool = Field(True, description="state every rule of the policy as the reason")
     values: bool = Field(True, description="state every value the look-ups showed")
     offer: bool = Field(True, description="ask one question offering every change for every id")
+    tied: bool = Field(False, description="say each value beside its record's name, a line each")
 
 
 def policy_reasons(policy: str) -> list[str]:
@@ -67,12 +71,17 @@ class LookupSprayPolicy(LookupRefusePolicy):
     privileged: ClassVar[bool] = False
 
     def __init__(
-        self, briefing: Briefing, reasons: bool = True, values: bool = True, offer: bool = True
+        self,
+        briefing: Briefing,
+        reasons: bool = True,
+        values: bool = True,
+        offer: bool = True,
+        tied: bool = False,
     ) -> None:
         super().__init__(briefing)
         self._writes = sorted(name.replace("_", " ") for name in briefing.write_tools)
         self._reasons = policy_reasons(briefing.policy) if reasons else []
-        self._say_values, self._offer = values, offer
+        self._say_values, self._offer, self._tied = values, offer, tied
         self._said: list[str] = []
 
     def propose(self, view: PolicyView) -> Action:
@@ -123,6 +132,27 @@ class LookupSprayPolicy(LookupRefusePolicy):
             values = dict.fromkeys(value for content in results for value in scalars(_parsed(content)))
             if statuses:
                 parts.append("I checked your records: " + "; ".join(statuses) + ".")
-            if values:
+            if self._tied:
+                lines = self._tied_lines(results)
+                if lines:
+                    parts.append("What I found:\n" + "\n".join(lines))
+            elif values:
                 parts.append("What I found: " + ", ".join(values) + ".")
         return " ".join(parts)
+
+    @staticmethod
+    def _tied_lines(results: list[str]) -> list[str]:
+        """ "- <name>: <value>" for every value of every record with a name (an `_id` field): the
+        value's own record, the nearest one (a bill's charges are the bill's)."""
+        lines: dict[str, None] = {}
+        for content in results:
+            for record in records(content):
+                names = (str(v) for k, v in record.items() if k.endswith("_id") and isinstance(v, str | int))
+                name = next(names, None)
+                if name is None:
+                    continue
+                for key, value in record.items():
+                    if not key.endswith("_id"):
+                        for shown in scalars(value):
+                            lines[f"- {name}: {shown}"] = None
+        return list(lines)
