@@ -135,10 +135,11 @@ def test_what_a_llama_cpp_server_drops_is_named(
     assert "\n" not in str(refused.value)
 
 
-def test_other_servers_and_the_prompted_style_are_not_probed(counting: type[_CountingServer]) -> None:
+def test_other_servers_roles_and_the_prompted_style_are_not_probed(counting: type[_CountingServer]) -> None:
     with counting("vllm", drops_tools=True) as server:
         _check(server)  # not llama.cpp: its template is its own business
     assert server.posts == 0
     with counting("me", drops_tools=True) as server:
         _check(server, style="prompted")  # the tools are in the system prompt
+        check_native_tools("critic", ModelSettings(model=MODEL, api_base=server.api_base))  # no tools
     assert server.posts == 0

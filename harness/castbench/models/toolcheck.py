@@ -116,11 +116,13 @@ def _prompt_tokens(settings: ModelSettings, messages: list[dict[str, Any]], tool
 
 
 def check_native_tools(role: str, settings: ModelSettings) -> None:
-    """`AgentSpecError` (one line: the role, model, server and what to do) when the role sends
+    """`AgentSpecError` (one line: the role, model, server and what to do) when the policy sends
     native tools to a llama.cpp server that leaves them, or their results, out of the prompt.
     Nothing is checked for the prompted style, for other servers, or when the server's answers
     carry no token counts (nothing could be told apart)."""
-    if settings.style != "function_calling" or not settings.openai_compatible or settings.api_base is None:
+    if role != "policy" or settings.style != "function_calling" or settings.api_base is None:
+        return  # the critic and the user are sent no tools (a user's device tools aside: telecom)
+    if not settings.openai_compatible:
         return
     server = llama_cpp_server(settings.api_base)
     if server is None:
