@@ -588,11 +588,15 @@ def _show(
 def _unscored_why(options: EvalOptions, run_id: str) -> str:
     """`, 2 for: <the most common reason>`: why the run's unscored trials are so (a slow model
     server, one that kept failing), so the one line that ends the command says what to fix."""
-    from castbench.store import ResultsStore
+    from castbench.store import ResultsStore, StoreError
 
+    try:
+        records = ResultsStore(options.execution.db, read_only=True).trials(run_id)
+    except StoreError:  # the count alone still says the run is incomplete
+        return ""
     reasons = Counter(
         (record.error or record.end_reason).removeprefix("the run stopped in this trial: ").splitlines()[0]
-        for record in ResultsStore(options.execution.db, read_only=True).trials(run_id)
+        for record in records
         if record.status != "scored"
     )
     if not reasons:
