@@ -21,7 +21,7 @@ from castbench.agents.registry import AgentSpecError
 from castbench.cli.app import app
 from castbench.conversation import ReplyAction, ToolCallAction
 from castbench.domain import Domain
-from castbench.models.parse import action_from_tool_calls, split_thinking, verdict_from_text
+from castbench.models.parse import action_from_text, action_from_tool_calls, split_thinking, verdict_from_text
 from castbench.models.settings import model_settings
 from castbench.store import ResultsStore
 from tests.models.fault_server import FaultServer
@@ -89,6 +89,8 @@ def test_a_reply_of_thinking_only_is_malformed_and_keeps_what_it_wrote() -> None
     reply = action_from_tool_calls("done thinking</think>Hello!", ())  # the template opened it
     assert reply == ReplyAction(text="Hello!", thinking="done thinking")
     assert "thinking" not in ReplyAction(text="Hello!").model_dump()  # old records read the same
+    prompted = action_from_text('<think>{"action": "reply", "message": "draft"}')
+    assert prompted.kind == "malformed" and prompted.reason.endswith("after its <think> block")  # type: ignore[union-attr]
 
 
 def test_split_thinking_keeps_every_block_and_the_verdict_parser_uses_it() -> None:

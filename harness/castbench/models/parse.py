@@ -138,7 +138,8 @@ def action_from_text(text: str) -> Action:
 def _action_from_text(text: str) -> Action:
     found = find_json_object(text)
     if found is None:
-        return MalformedAction(raw=text, reason="no JSON action object in the answer")
+        after = "" if without_thinking(text).strip() or not text.strip() else " after its <think> block"
+        return MalformedAction(raw=text, reason=f"no JSON action object in the answer{after}")
     action = found.get("action")
     if not isinstance(action, str) or not action.strip():
         return MalformedAction(raw=text, reason="the JSON object has no 'action' name")
