@@ -155,7 +155,8 @@ def _placement(specs: list[AgentSpec]) -> dict[Role, AgentPlacement]:
 def _check_servers(config: RunConfig, agents: AgentSet) -> None:
     """One cheap request to each model server and agent service the run uses, before its first
     trial: a server that is down fails the command at once (`ServerDown`) instead of every trial
-    slowly."""
+    slowly. A llama.cpp server that would hide a policy's native tools from its model refuses the
+    run too (`castbench.models.toolcheck`), instead of scoring every trial blind."""
     if agents.policy is not None and agents.policy.kind == "service":
         from castbench.models.breaker import check_service  # httpx: only when a service is used
 
@@ -172,6 +173,11 @@ def _check_servers(config: RunConfig, agents: AgentSet) -> None:
 
         for api_base, role in servers.items():
             check_server(api_base, role)
+        from castbench.models.settings import ModelSettings
+        from castbench.models.toolcheck import check_native_tools
+
+        for role, settings in config.extra["models"].items():
+            check_native_tools(role, ModelSettings.model_validate(settings))
 
 
 _HERE = RunOrigin(kind="run").model_dump()

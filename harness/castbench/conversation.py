@@ -78,12 +78,19 @@ class ToolCallAction(_Frozen):
     text: str = ""
     """Text the model sent along with the call (kept, not shown to the user)."""
     usage: Usage | None = None
+    thinking: str = Field("", exclude_if=lambda value: not value)
+    """What a reasoning model wrote in its `<think>` blocks with this call: on the record only
+    (the transcripts, the critic and the policy's next prompt never show it). Left out when none."""
 
 
 class ReplyAction(_Frozen):
     kind: Literal["reply"] = "reply"
     text: str
+    """The answer, without any `<think>` block: what the user hears and the grader reads."""
     usage: Usage | None = None
+    thinking: str = Field("", exclude_if=lambda value: not value)
+    """What a reasoning model wrote in its `<think>` blocks before this reply: on the record only,
+    never said to the user. Left out when none."""
     confidence: float | None = Field(None, ge=0.0, le=1.0, exclude_if=lambda value: value is None)
     """Optional: the agent's probability that the trial will succeed, as it stands when it says
     this. The last one reported in a trial is the trial's confidence: what predictability (Brier

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import subprocess
 import sys
@@ -69,26 +70,17 @@ def _free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-@pytest.fixture(scope="session")
-def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """The api base of a llama.cpp server running SmolLM2-135M-Instruct on 127.0.0.1."""
+@contextlib.contextmanager
+def serve_smollm2(chat_format: str, log: Path) -> Iterator[str]:
+    """A llama.cpp server running SmolLM2-135M-Instruct on 127.0.0.1 with `chat_format`: its api
+    base while the block runs."""
     pytest.importorskip(
         "llama_cpp", reason="llama.cpp server not installed: pip install 'castbench[llamacpp]'"
     )
     model = _smollm2_gguf()
     port = _free_port()
-    log = tmp_path_factory.mktemp("llama") / "server.log"
     command = [sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--host", "127.0.0.1"]
-    command += [
-        "--port",
-        str(port),
-        "--chat_format",
-        "chatml",  # as docs/models.md says: no HTML escaping of the prompt
-        "--n_threads",
-        "2",
-        "--n_ctx",
-        "8192",
-    ]
+    command += ["--port", str(port), "--chat_format", chat_format, "--n_threads", "2", "--n_ctx", "8192"]
     with log.open("wb") as output:
         process = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT)
     api_base = f"http://127.0.0.1:{port}/v1"
@@ -97,9 +89,19 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     except Exception:
         process.kill()
         raise RuntimeError(f"llama.cpp server did not start:\n{log.read_text()[-3000:]}") from None
-    yield api_base
-    process.terminate()
-    process.wait(timeout=30)
+    try:
+        yield api_base
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+@pytest.fixture(scope="session")
+def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The api base of a llama.cpp server running SmolLM2-135M-Instruct on 127.0.0.1."""
+    # `chatml`, as docs/models.md says: no HTML escaping of the prompt
+    with serve_smollm2("chatml", tmp_path_factory.mktemp("llama") / "server.log") as api_base:
+        yield api_base
 
 
 @pytest.fixture(autouse=True)

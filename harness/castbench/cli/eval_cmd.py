@@ -9,6 +9,7 @@ sweep, is `castbench.evaluate`'s; this module shows it.
 from __future__ import annotations
 
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -586,8 +587,29 @@ def _show(
     if output is not None and output != _STDOUT:
         console.print(f"summary written to {output}", markup=False)
     if summary.status != "complete" and not allow_incomplete:
-        console.print(
-            f"[bold red]{summary.status}:[/] {summary.overall.unscored_trials} planned trial(s) unscored; "
-            "re-run the same command to retry them (--allow-incomplete to exit 0 anyway)"
+        fail(
+            f"run {outcome.run_id} {summary.status}: {summary.overall.unscored_trials} planned trial(s) "
+            f"unscored{_unscored_why(options, outcome.run_id)}; re-run the same command to retry them "
+            "(--allow-incomplete to exit 0 anyway)",
+            code=1,
         )
-        raise typer.Exit(1)
+
+
+def _unscored_why(options: EvalOptions, run_id: str) -> str:
+    """`, 2 for: <the most common reason>`: why the run's unscored trials are so (a slow model
+    server, one that kept failing), so the one line that ends the command says what to fix."""
+    from castbench.store import ResultsStore, StoreError
+
+    try:
+        records = ResultsStore(options.execution.db, read_only=True).trials(run_id)
+    except StoreError:  # the count alone still says the run is incomplete
+        return ""
+    reasons = Counter(
+        (record.error or record.end_reason).removeprefix("the run stopped in this trial: ").splitlines()[0]
+        for record in records
+        if record.status != "scored"
+    )
+    if not reasons:
+        return ""
+    reason, count = reasons.most_common(1)[0]
+    return f", {count} for: {reason[:400]}"

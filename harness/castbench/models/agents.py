@@ -19,7 +19,7 @@ from castbench.agents.views import Briefing, CriticView, PolicyView, UserBriefin
 from castbench.conversation import Action, MalformedAction, Usage, Verdict
 from castbench.domain import ToolCall
 from castbench.models.client import Completion, ModelClient, TrialKey
-from castbench.models.parse import action_from_text, action_from_tool_calls, verdict_from_text
+from castbench.models.parse import action_from_text, action_from_tool_calls, split_thinking, verdict_from_text
 from castbench.models.prompts import (
     CRITIC_SCHEMA,
     action_schema,
@@ -116,7 +116,7 @@ class LLMUser:
                 break
             self._act(completion)
             completion = self._complete()
-        text = completion.text
+        text, _ = split_thinking(completion.text)  # the user's reasoning may quote its instructions
         self._messages.append({"role": "assistant", "content": text})
         token = self.settings.stop_token
         stop = token in text

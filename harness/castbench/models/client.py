@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from castbench.conversation import Usage
+from castbench.errors import FatalInfrastructureError, InfrastructureError
 from castbench.models import breaker, compat
 from castbench.models.cache import ResponseCache, cache_key
 from castbench.models.limits import slot
@@ -111,10 +112,34 @@ class ModelClient:
         )
         self._lean = settings.openai_compatible
         self._api_key = compat.api_key(settings) if self._lean else self._key()
+        self.waiting: str | None = None
+        """While a call waits for the server, what it waits for (`policy model X at BASE`); left
+        set when a deadline cut the wait short, so the trial can tell a slow server from a slow
+        agent (`castbench.runner.episode`): a model agent's step is all model call."""
         self.failed = Usage()
         """Calls that got no answer (failed after retries, refused, cut short by a time limit):
         their time and count, which no action or verdict carries. Agents report it as
         `failed_usage`, so a trial's usage says what it really spent."""
+
+    def overran(self, limit: str) -> InfrastructureError | None:
+        """What a time limit (`limit`, as the trial names it) that ran out while this client waited
+        for its server means: the server's slowness, an infrastructure error (the trial restarts
+        from its seed, and stays unscored if it keeps overrunning), not the agent's timeout. Fatal
+        for a server on this machine, which keeps computing the abandoned request (as a timed-out
+        attempt is, `castbench.models.retry`). None when no call was cut short."""
+        if self.waiting is None:
+            return None
+        said = (
+            f"{self.waiting}: no answer within the {limit}; the model server is too slow for the "
+            "time limits (not the agent's failure): raise --step-timeout/--trial-timeout (0: none) "
+            "or lighten the server's load"
+        )
+        if not self._policy.resend_timeouts:
+            return FatalInfrastructureError(
+                f"{said}; not re-tried, since a server on this machine keeps computing the abandoned "
+                "request; then re-run to resume"
+            )
+        return InfrastructureError(said)
 
     def _key(self) -> str | None:
         if self.settings.api_key_env is not None:
@@ -182,12 +207,17 @@ class ModelClient:
         response_format: dict[str, Any] | None = None,
     ) -> Completion:
         started = time.perf_counter()
+        self.waiting = f"{self.role} model {self.settings.model} at {self.settings.server}"
         try:
-            return self._complete(started, messages, tools, response_format)
-        except BaseException:  # a failure, a time limit, a cancellation: the call still cost this
+            completion = self._complete(started, messages, tools, response_format)
+        except BaseException as exc:  # a failure, a time limit, a cancellation: the call still cost this
             spent = Usage(latency_s=time.perf_counter() - started, calls=1, failed_calls=1)
             self.failed = self.failed + spent
+            if isinstance(exc, Exception):  # an answer of sorts; a deadline (BaseException) was not
+                self.waiting = None
             raise
+        self.waiting = None
+        return completion
 
     def _complete(
         self,

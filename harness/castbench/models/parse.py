@@ -26,6 +26,7 @@ __all__ = [
     "action_from_tool_calls",
     "find_json_object",
     "is_unreadable",
+    "split_thinking",
     "verdict_from_text",
     "without_thinking",
 ]
@@ -45,15 +46,30 @@ _PLACED = frozenset({"action", "thought", "arguments"})
 _THINK = re.compile(r"<think>.*?(</think>|$)", re.DOTALL | re.IGNORECASE)
 
 
-def without_thinking(text: str) -> str:
-    """`text` without its `<think>...</think>` blocks (Qwen3's and other reasoning models'): what
-    a model thinks is not its answer, and a JSON object drafted there is not the one it gave. An
+def split_thinking(text: str) -> tuple[str, str]:
+    """`text` without its `<think>...</think>` blocks (Qwen3's and other reasoning models'), and
+    what was in them (blocks joined by blank lines, tags left out). What a model thinks is not its
+    answer: the user, the grader and the parsers read the first, the trial record keeps both. An
     unclosed block (the answer stopped while thinking) runs to the end. A lone `</think>` (a
     template that opened the block in the prompt) ends the thinking before it."""
+    thoughts: list[str] = []
     head, closed, tail = text.partition("</think>")
     if closed and "<think>" not in head.lower():
+        thoughts.append(head)
         text = tail
-    return _THINK.sub("", text)
+
+    def keep(found: re.Match[str]) -> str:
+        inside = found.group(0)
+        thoughts.append(inside[len("<think>") : len(inside) - len(found.group(1))])
+        return ""
+
+    answer = _THINK.sub(keep, text)
+    return answer, "\n\n".join(thought.strip() for thought in thoughts if thought.strip())
+
+
+def without_thinking(text: str) -> str:
+    """`text` without its `<think>...</think>` blocks (`split_thinking`)."""
+    return split_thinking(text)[0]
 
 
 def find_json_object(text: str) -> dict[str, Any] | None:
@@ -84,7 +100,19 @@ def _arguments(raw: str) -> dict[str, Any] | str:
 
 
 def action_from_tool_calls(text: str, calls: tuple[RawToolCall, ...]) -> Action:
-    """Function-calling style: native tool calls, or text for the user."""
+    """Function-calling style: native tool calls, or text for the user. `<think>` blocks are not
+    the answer: they go to the action's `thinking` (a reply of thinking only is malformed)."""
+    answer, thinking = split_thinking(text)
+    return _with_thinking(_action_from_tool_calls(text, answer, calls), thinking)
+
+
+def _with_thinking(action: Action, thinking: str) -> Action:
+    if thinking and isinstance(action, ToolCallAction | ReplyAction):
+        return action.model_copy(update={"thinking": thinking})
+    return action
+
+
+def _action_from_tool_calls(raw: str, text: str, calls: tuple[RawToolCall, ...]) -> Action:
     if calls:
         first, rest = calls[0], calls[1:]
         note = text.strip()
@@ -96,14 +124,22 @@ def action_from_tool_calls(text: str, calls: tuple[RawToolCall, ...]) -> Action:
         return ToolCallAction(name=first.name, arguments=_arguments(first.arguments), text=note)
     if text.strip():
         return ReplyAction(text=text.strip())
-    return MalformedAction(raw=text, reason="empty answer: no text and no tool call")
+    if raw.strip():
+        return MalformedAction(raw=raw, reason="no answer after its <think> block: no text and no tool call")
+    return MalformedAction(raw=raw, reason="empty answer: no text and no tool call")
 
 
 def action_from_text(text: str) -> Action:
-    """Prompted style: one JSON object {"action": tool or "reply", "arguments"/"message": ...}."""
+    """Prompted style: one JSON object {"action": tool or "reply", "arguments"/"message": ...},
+    read outside any `<think>` block; the blocks go to the action's `thinking`."""
+    return _with_thinking(_action_from_text(text), split_thinking(text)[1])
+
+
+def _action_from_text(text: str) -> Action:
     found = find_json_object(text)
     if found is None:
-        return MalformedAction(raw=text, reason="no JSON action object in the answer")
+        after = "" if without_thinking(text).strip() or not text.strip() else " after its <think> block"
+        return MalformedAction(raw=text, reason=f"no JSON action object in the answer{after}")
     action = found.get("action")
     if not isinstance(action, str) or not action.strip():
         return MalformedAction(raw=text, reason="the JSON object has no 'action' name")

@@ -182,7 +182,12 @@ def call_with_retries(fn: Callable[[], T], policy: RetryPolicy, describe: str) -
     except Exception as exc:
         kind = classify(exc)
         attempts = retrying.statistics.get("attempt_number", 1)
-        message = f"{describe}: {kind} error after {attempts} attempt(s): {type(exc).__name__}: {exc}"
+        said = str(exc) or (  # aiohttp's and asyncio's timeouts say nothing of themselves
+            "no answer within the attempt's timeout (the model's `timeout` setting)"
+            if isinstance(exc, TimeoutError | openai.APITimeoutError)
+            else "no message"
+        )
+        message = f"{describe}: {kind} error after {attempts} attempt(s): {type(exc).__name__}: {said}"
         if kind == "fatal":
             raise FatalInfrastructureError(message) from exc
         if kind == "rejected":

@@ -23,7 +23,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from castbench.agents.registry import AgentSpec, AgentSpecError
 
@@ -75,6 +75,12 @@ class ModelSettings(BaseModel):
     response_format: ResponseFormat = "none"
     """Structured output for the prompted policy and the critic: `json_schema` (OpenAI, vLLM),
     `json_object` (JSON mode, no schema) or `llama_cpp` (llama.cpp server: JSON mode + schema)."""
+    enable_thinking: bool | None = None
+    """Turn a reasoning model's thinking on or off (Qwen3 and other templates with an
+    `enable_thinking` switch): sent as `chat_template_kwargs={"enable_thinking": ...}`, which
+    vLLM and llama.cpp's server pass to the chat template; only for a server of one's own
+    (`openai_compatible`). Unset: the template's default. Whatever the model thinks is kept out
+    of what the user, the grader and the parsers read (`castbench.models.parse.split_thinking`)."""
     temperature: float | None = Field(None, ge=0)
     max_tokens: int | None = Field(None, ge=1)
     seed: int | None = None
@@ -107,11 +113,29 @@ class ModelSettings(BaseModel):
             value = getattr(self, key)
             if value is not None:
                 extra[key] = value
+        if self.enable_thinking is not None:
+            given = extra.get("chat_template_kwargs")
+            extra["chat_template_kwargs"] = {
+                **(given if isinstance(given, dict) else {}),
+                "enable_thinking": self.enable_thinking,
+            }
         return extra
 
     def recorded(self) -> dict[str, Any]:
         """What the run's config records for this role (defaults left out, keys never present)."""
         return self.model_dump(mode="json", exclude_defaults=True)
+
+    @model_validator(mode="after")
+    def _thinking_needs_a_template(self) -> ModelSettings:
+        """`enable_thinking` reaches a chat template only on a server of one's own: a hosted API
+        would refuse the unknown field on every call (each trial the agent's 0)."""
+        if self.enable_thinking is not None and not self.openai_compatible:
+            raise ValueError(
+                "enable_thinking switches the chat template of a server of one's own (openai/NAME "
+                "or hosted_vllm/NAME with an api_base); for a hosted model use its own setting "
+                "(reasoning_effort, ...)"
+            )
+        return self
 
     @property
     def local(self) -> bool:
@@ -164,7 +188,10 @@ def model_settings(role: str, spec: str, params: dict[str, Any]) -> ModelSetting
         return ModelSettings.model_validate(params)
     except ValidationError as exc:
         problems = "; ".join(
-            f"'{'.'.join(str(p) for p in err['loc'])}': {err['msg']}" for err in exc.errors()
+            f"'{'.'.join(str(p) for p in err['loc'])}': {err['msg']}"
+            if err["loc"]
+            else str(err["msg"]).removeprefix("Value error, ")  # a check of several keys
+            for err in exc.errors()
         )
         raise AgentSpecError(f"{role} '{spec}': {problems}") from exc
 

@@ -675,12 +675,28 @@ class Episode:
             raise
         except AgentTimeout as exc:
             message = f"{role} overran the {limit} while {what} at step {len(self.steps)}"
+            slow_server = self._server_overran(role, fn, limit or "time limit")
+            if slow_server is not None:
+                raise slow_server from exc
             raise _TrialEnd("timeout", str(exc) if not limit else message, role != "user") from exc
         except AgentError as exc:  # seen by its transport: the message says what happened
             self._fail(role, f"{exc} (while {what})")
         except (Exception, SystemExit) as exc:  # an agent calling sys.exit() ends its trial only
             self._fail(role, f"{role} raised {exc!r} while {what}\n{traceback.format_exc()}")
         raise AssertionError("unreachable")
+
+    def _server_overran(self, role: str, fn: Callable[..., Any], limit: str) -> Exception | None:
+        """The infrastructure error a time limit that ran out is, when the role is one of
+        castbench's model agents and the limit cut its model call short: a slow model server
+        must not score the trial 0 as the agent's timeout (`ModelClient.overran`). Only
+        castbench's own model agents are asked (a `model` spec in this process): an agent's own
+        code cannot pass its slowness off as the server's."""
+        spec = {"policy": self.agents.policy, "critic": self.agents.critic, "user": self.agents.user}[role]
+        if spec is None or spec.kind != "model" or spec.transport != "in-process":
+            return None
+        client = getattr(getattr(fn, "__self__", None), "client", None)
+        overran = getattr(client, "overran", None)
+        return overran(limit) if callable(overran) else None
 
     def never_blocks(self, role: str) -> bool:
         """Whether the role's agent is one of castbench's own scripted agents: pure Python that

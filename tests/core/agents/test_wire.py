@@ -169,7 +169,7 @@ def test_every_event_and_action_round_trips_every_field() -> None:
         usage=USAGE,
     )
     call = ToolCallAction(
-        name="get_order", arguments={"id": "#W1", "n": [1, 2.5]}, text="checking", usage=USAGE
+        name="get_order", arguments={"id": "#W1", "n": [1, 2.5]}, text="checking", usage=USAGE, thinking="hm"
     )
     events = [
         UserTurn(
@@ -180,10 +180,14 @@ def test_every_event_and_action_round_trips_every_field() -> None:
         ),
         AgentTurn(action=call, call_id="c1"),
         ToolResultTurn(call_id="c1", name="get_order", content='{"status": "pending"}', error=True),
-        AgentTurn(action=ReplyAction(text="Done.", usage=USAGE, confidence=0.75, end=True), call_id="c2"),
+        AgentTurn(
+            action=ReplyAction(text="Done.", usage=USAGE, confidence=0.75, end=True, thinking="so"),
+            call_id="c2",
+        ),
         AgentTurn(action=MalformedAction(raw="{oops", reason="not JSON", usage=USAGE), call_id="c3"),
         CritiqueTurn(
-            verdict=verdict, proposal=ToolCallAction(name="x", arguments="raw text", text="t", usage=USAGE)
+            verdict=verdict,
+            proposal=ToolCallAction(name="x", arguments="raw text", text="t", usage=USAGE, thinking="t"),
         ),
     ]
     kinds = {type(event) for event in events} | {
