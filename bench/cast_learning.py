@@ -41,11 +41,11 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=None, help="stage folders (default: a temporary one)")
-    parser.add_argument("--train-tasks", type=int, default=200)
-    parser.add_argument("--test-tasks", type=int, default=60)
+    parser.add_argument("--train-tasks", type=int, default=520, help="retail train tasks (all 520)")
+    parser.add_argument("--test-tasks", type=int, default=120, help="held-out retail test tasks (all 120)")
     parser.add_argument("--samples", type=int, default=2, help="teacher trajectories per train task")
-    parser.add_argument("--test-trials", type=int, default=2)
-    parser.add_argument("--steps", type=int, default=400, help="optimizer steps")
+    parser.add_argument("--test-trials", type=int, default=3)
+    parser.add_argument("--steps", type=int, default=800, help="optimizer steps")
     parser.add_argument(
         "--verdict-weight",
         type=float,
