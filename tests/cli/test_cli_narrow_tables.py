@@ -75,3 +75,28 @@ def test_a_wide_terminal_gets_each_table_whole(run: tuple[str, dict[str, Any]]) 
     assert "(columns" not in shown.output and "(column " not in shown.output
     header = next(line for line in shown.output.splitlines() if "airline (2 tasks)" in line)
     assert all(f"{name} (" in header for name in DOMAINS) and "overall (8 tasks)" in header
+
+
+def test_provenance_wraps_between_words_on_a_terminal_and_stays_whole_in_a_file() -> None:
+    """At an 80-column terminal the provenance and execution lines wrap between words (no word cut
+    in two); written to a file or a pipe each stays one line, as scripts grep it."""
+    import io
+
+    from rich.console import Console
+    from rich.text import Text
+
+    from castbench.api import build_config
+    from castbench.records.provenance import provenance as provenance_of
+    from castbench.report.provenance import print_provenance, provenance_lines
+
+    provenance = provenance_of(build_config(policy="scripted:noisy", critic="rules")[0], {})
+    whole = [Text.from_markup(line).plain for line in provenance_lines(provenance)]
+    assert any(len(line) > 80 for line in whole)
+    terminal = io.StringIO()
+    print_provenance(provenance, Console(file=terminal, width=80, force_terminal=True, color_system=None))
+    shown = terminal.getvalue().splitlines()
+    assert all(len(line) <= 80 for line in shown)
+    assert " ".join(line.strip() for line in shown).split() == " ".join(whole).split()
+    piped = io.StringIO()
+    print_provenance(provenance, Console(file=piped, width=80))
+    assert piped.getvalue().splitlines() == whole

@@ -56,5 +56,7 @@ def provenance_lines(provenance: Provenance) -> list[str]:
 
 
 def print_provenance(provenance: Provenance, console: Console) -> None:
+    """The provenance lines, wrapped between words on a terminal (readable at 80 columns); one
+    line each where the output is a file or a pipe, for whoever greps it."""
     for line in provenance_lines(provenance):
-        console.print(line, soft_wrap=True)
+        console.print(line, soft_wrap=not console.is_terminal)
