@@ -70,3 +70,24 @@ def test_the_link_check_catches_a_broken_link(tmp_path: Path) -> None:
         "[gone](missing.md) [bad anchor](other.md#nope)\n```\n[in code](nowhere.md)\n```\n"
     )
     assert _broken(page) == ["missing.md (no such file)", "other.md#nope (no heading #nope in other.md)"]
+
+
+def test_the_architecture_page_names_places_that_exist() -> None:
+    """docs/architecture.md's map of the code (the README's said where things used to be): every
+    module and folder it names at the head of a line is where it says."""
+    block = FENCE.search((ROOT / "docs" / "architecture.md").read_text())
+    assert block, "docs/architecture.md has no code map"
+    entry = r"[\w{},/]+/|\w+\.py"
+    missing = []
+    for line in block.group(0).splitlines()[1:-1]:
+        found = re.match(rf"^( {{0,2}})((?:{entry})(?: (?:{entry}))*)(?:  |$)", line)
+        if not found or found.group(1) == " ":
+            continue
+        base = ROOT / "harness" / "castbench" if found.group(1) else ROOT
+        for name in found.group(2).split():
+            head, _, rest = name.partition("{")
+            options, _, tail = rest.partition("}")
+            for choice in options.split(",") if rest else [""]:
+                if not (base / f"{head}{choice}{tail}").exists():
+                    missing.append(f"{head}{choice}{tail}")
+    assert not missing, f"docs/architecture.md names places that do not exist: {missing}"
