@@ -40,7 +40,7 @@ def test_the_readme_first_screen_is_what_eval_prints(tmp_path: Path, repo_env: d
     castbench = str(Path(sys.executable).parent / "castbench")
     env = {**repo_env, "COLUMNS": str(WIDTH)}
     done = subprocess.run(
-        [castbench, "eval"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900
+        [castbench, "eval"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=500
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert _as_a_terminal_shows(done.stdout) == _as_a_terminal_shows(screen.group(1))
