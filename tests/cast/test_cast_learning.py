@@ -7,7 +7,7 @@ The base never writes a readable verdict, so it never flags: it carries no infor
 the convention for a constant classifier; the report leaves it undefined). The trained critic
 must answer readably, with MCC above 0 and detection above its false-flag rate, intervals given.
 At this size the MCC interval is too wide to exclude 0 (a run gave 0.10 [-0.06, 0.24] on 147
-verdicts); the bench's size (461 held-out verdicts) excludes it: README. About 4 minutes on 2
+verdicts); the bench's size (461 held-out verdicts) excludes it: docs/training.md. About 4 minutes on 2
 cores under a load average of ~20.
 """
 

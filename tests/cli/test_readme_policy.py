@@ -1,6 +1,6 @@
-"""The README's custom-policy example runs as written: saved as `mypolicy.py` in a folder, the
-README's `castbench eval --policy mypolicy:MyPolicy` evaluates it there (in its worker process,
-sandboxed as any import-path agent)."""
+"""The custom-policy example of docs/agents.md (the README's "Evaluate an agent" points at it) runs
+as written: saved as `mypolicy.py` in a folder, the page's `castbench eval --policy mypolicy:MyPolicy`
+evaluates it there (in its worker process, sandboxed as any import-path agent)."""
 
 from __future__ import annotations
 
@@ -15,10 +15,10 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _snippet() -> str:
-    readme = (ROOT / "README.md").read_text()
+    readme = (ROOT / "docs" / "agents.md").read_text()
     block = readme.split("<!-- readme-policy -->", 1)[1].split("<!-- /readme-policy -->", 1)[0]
     found = re.search(r"```python\n(.*?)```", block, re.DOTALL)
-    assert found, "the README's policy example is not a python block between its markers"
+    assert found, "docs/agents.md's policy example is not a python block between its markers"
     return found.group(1)
 
 
