@@ -13,7 +13,7 @@ of all actions flagged although valid: the paper's measure), `beats_base`, `beat
 trained critic's MCC interval wholly above both majority baselines'), `train` and `data`. With
 `--policy`, CAST and RFT policies are trained too and compared with their untrained base on
 held-out tasks (key `policy`). Needs the `train` extra. The defaults (every retail train and test
-task, 3 held-out trials, 800 steps) took 5.3 minutes on 2 cores at a load average of ~3; README
+task, 3 held-out trials, 800 steps) took 5.3 minutes on 2 cores at a load average of ~3; docs/training.md
 has the figures.
 """
 
