@@ -50,7 +50,7 @@ TASKS = [f"retail-test-{n:04d}" for n in range(1, 21)]
 """A fixed subset: the figure must not move when the split gains tasks."""
 TRIALS = 4
 SEED = 7
-ROUNDS = 9
+ROUNDS = 11
 REFERENCE_ROUNDS = 27
 """A reference is measured over more rounds than a check: it is then the middle of the spread a
 check sees, not one of its ends."""
