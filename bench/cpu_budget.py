@@ -93,7 +93,11 @@ _ORDERS = [
         "order_id": f"#W{1000 + n}",
         "customer": f"customer_{n % 13}",
         "status": ("pending", "delivered", "cancelled")[n % 3],
-        "address": {"street": f"{n} Main St", "city": ("Austin", "Denver", "Boston")[n % 3], "zip": f"{n:05d}"},
+        "address": {
+            "street": f"{n} Main St",
+            "city": ("Austin", "Denver", "Boston")[n % 3],
+            "zip": f"{n:05d}",
+        },
         "lines": [
             {"sku": f"item-{n}-{k}", "quantity": 1 + k, "price": 9.5 * k + n, "tags": ["a", f"t{k}"]}
             for k in range(4)

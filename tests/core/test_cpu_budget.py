@@ -14,7 +14,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "bench" / "cpu_budget.py"
 REFERENCE = ROOT / "bench" / "cpu_budget.json"
-VERDICT = re.compile(r"budget (oracle|noisy): ratio ([0-9.]+) against reference ([0-9.]+) .*: (ok|OVER BUDGET)")
+VERDICT = re.compile(
+    r"budget (oracle|noisy): ratio ([0-9.]+) against reference ([0-9.]+) .*: (ok|OVER BUDGET)"
+)
 
 
 def budget(*options: str) -> subprocess.CompletedProcess[str]:
