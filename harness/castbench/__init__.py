@@ -7,7 +7,8 @@ that do not run evaluations (the CLI's help, agent workers)."""
 
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from castbench.version import __version__
+
 __all__ = ["__version__", "evaluate"]
 
 if TYPE_CHECKING:
