@@ -176,7 +176,7 @@ def _check_servers(config: RunConfig, agents: AgentSet) -> None:
         from castbench.models.settings import ModelSettings
         from castbench.models.toolcheck import check_native_tools
 
-        for role, settings in config.extra["models"].items():
+        for role, settings in config.extra.get("models", {}).items():
             check_native_tools(role, ModelSettings.model_validate(settings))
 
 
