@@ -7,14 +7,20 @@ that do not run evaluations (the CLI's help, agent workers)."""
 
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
 __all__ = ["__version__", "evaluate"]
 
 if TYPE_CHECKING:
     from castbench.api import evaluate
+    from castbench.version import __version__
 
 
 def __getattr__(name: str) -> Any:
+    # `__version__` is `castbench.version`'s, read on first use like the API: importing castbench
+    # loads none of its modules (tests/core/test_package_entry.py)
+    if name == "__version__":
+        from castbench.version import __version__
+
+        return __version__
     if name == "evaluate":
         from castbench.api import evaluate
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import httpx
 
-from castbench.service.agent_http import _Session
+from castbench.service.agent_session import AgentSession
 
 
 def test_a_lone_surrogate_reaches_the_service_as_its_escape() -> None:
@@ -22,7 +22,7 @@ def test_a_lone_surrogate_reaches_the_service_as_its_escape() -> None:
 
     episode: Any = SimpleNamespace(deadline=lambda: (None, ""))
     spec: Any = SimpleNamespace(name="http://agent.test")
-    session = _Session(episode, spec, httpx.Client(transport=httpx.MockTransport(service)))
+    session = AgentSession(episode, spec, httpx.Client(transport=httpx.MockTransport(service)))
     message = {"role": "critic", "content": "uses '#W\ud800', which nothing revealed", "n": float("nan")}
     assert session.say(message).text == "ok"
     (body,) = received

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from castbench.domain import available_domains
+from castbench.version import PACKAGE_ROOT
 
 __all__ = ["TEMPLATE_PACKAGE", "NewDomain", "TemplateError", "new_domain", "template_folder"]
 
@@ -47,9 +48,7 @@ class NewDomain:
 
 def template_folder() -> Path:
     """`examples/domain` of the checkout this castbench is imported from."""
-    import castbench
-
-    return Path(castbench.__file__).resolve().parents[2] / "examples" / "domain"
+    return PACKAGE_ROOT.resolve().parents[1] / "examples" / "domain"
 
 
 def new_domain(name: str, out: Path, *, template: Path | None = None) -> NewDomain:

@@ -39,6 +39,7 @@ from castbench.conversation import (
 from castbench.records.trial import StepRecord, TrialRecord
 from castbench.report.summary import RunSummary, summarize_run
 from castbench.store.export import ArchiveError, ExportedRun, RunFormat
+from castbench.version import __version__
 
 if TYPE_CHECKING:
     from inspect_ai.log import EvalLog, EvalSample
@@ -285,8 +286,6 @@ _STATUS = {"complete": "success", "failed": "error", "interrupted": "cancelled",
 
 def inspect_log(exported: ExportedRun) -> EvalLog:
     """The run as an Inspect `EvalLog` (samples ordered by domain, task and trial)."""
-    from castbench import __version__
-
     log = _inspect()
     config = exported.config
     records = sorted(exported.trials, key=lambda r: (r.domain, r.task_id, r.trial_index))

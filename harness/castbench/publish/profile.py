@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from pydantic import BaseModel
 
@@ -22,10 +22,7 @@ from castbench.publish.board import BoardSpec, Entry
 from castbench.records.trial import TrialRecord
 from castbench.store.export import ExportedRun
 
-if TYPE_CHECKING:
-    from castbench.publish.rows import BoardRow
-
-__all__ = ["ProfileCells", "profile_cells", "profile_markdown", "write_entry_profile"]
+__all__ = ["ProfileCells", "ProfiledRow", "profile_cells", "profile_markdown", "write_entry_profile"]
 
 
 class ProfileCells(BaseModel):
@@ -42,6 +39,18 @@ class ProfileCells(BaseModel):
     """pass^1 under tool faults / clean pass^1 (and likewise `user`, `env`)."""
     user: float | None
     env: float | None
+
+
+class ProfiledRow(Protocol):
+    """What the profile table reads of a board row (`castbench.publish.rows.BoardRow`): its name and
+    its profile cells. A protocol rather than the row itself, since the row holds these cells: the
+    rows import this module, and this module imports no row."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def profile(self) -> ProfileCells | None: ...
 
 
 def _ratio(condition: Condition | None) -> float | None:
@@ -94,7 +103,7 @@ def _cell(value: float | None, missing: str = "–") -> str:
     return missing if value is None else f"{value:.3f}"
 
 
-def profile_markdown(rows: Sequence[BoardRow]) -> list[str]:
+def profile_markdown(rows: Sequence[ProfiledRow]) -> list[str]:
     """The board's reliability-profile table (markdown lines; none when no row has a profile)."""
     profiled = [row for row in rows if row.profile is not None]
     if not profiled:

@@ -13,7 +13,7 @@ from castbench.defaults import GradingMode
 from castbench.records.identity import Fingerprint
 from castbench.records.migrations import RecordShape
 from castbench.records.perturbations import Perturbations
-from castbench.records.provenance import AgentPlacement
+from castbench.records.placement import AgentPlacement
 
 __all__ = ["RUN_CONFIG", "Limits", "RunConfig", "Verification", "read_config"]
 

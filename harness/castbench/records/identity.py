@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
-from castbench import __version__
 from castbench.agents.code import agent_code
 from castbench.agents.registry import AgentSpec, Role, is_builtin
+from castbench.version import __version__
 
 if TYPE_CHECKING:  # a run's options read this module's models; the domains load only for fingerprints
     from castbench.domain import Domain

@@ -1,6 +1,6 @@
 """A stored critic run's counterfactual figures (`castbench counterfactuals RUN`, `eval
 --counterfactuals`): its trials branched at every verdict (`castbench.runner.counterfactual`),
-kept in the store under a digest of everything they depend on (`castbench.report.kept`), and
+kept in the store under a digest of everything they depend on (`castbench.report.digest`), and
 the table that puts what each verdict did beside the confusion matrix."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from castbench.metrics.counterfactual import CounterfactualSummary, EffectCounts
 from castbench.models.resolve import resolve_agent
 from castbench.records.branches import TrialBranches
 from castbench.records.config import RunConfig
-from castbench.report.kept import code_digest
+from castbench.report.digest import code_digest
 from castbench.runner.counterfactual import branch_run
 from castbench.runner.rollout import AgentSet
 from castbench.store import ResultsStore

@@ -30,7 +30,7 @@ from pydantic import BaseModel
 from castbench.agents.registry import resolve
 from castbench.metrics.passk import pass_hat_k, reported_ks
 from castbench.records.config import RunConfig
-from castbench.report.kept import code_digest
+from castbench.report.digest import code_digest
 from castbench.runner.plan import plan_trials
 from castbench.runner.rollout import AgentSet
 from castbench.runner.work import ExpectedStates, run_job

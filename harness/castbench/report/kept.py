@@ -7,36 +7,15 @@ a stale figure."""
 from __future__ import annotations
 
 import hashlib
-import inspect
 from collections.abc import Callable
-from functools import lru_cache
-from pathlib import Path
-from typing import TYPE_CHECKING
 
-import castbench
-from castbench.domain import load_domain
 from castbench.records.config import RunConfig
+from castbench.report.digest import code_digest
+from castbench.report.summary import RUN_SUMMARY, RunSummary
 from castbench.store import ResultsStore
 
-if TYPE_CHECKING:
-    from castbench.report.summary import RunSummary
-
+# `code_digest` lives in `castbench.report.digest` (the floors key on it too); named here as before
 __all__ = ["code_digest", "kept_summary"]
-
-
-@lru_cache(maxsize=8)
-def code_digest(domains: tuple[str, ...]) -> str:
-    """castbench's own source and that of each domain's package: the agents, the tools, the
-    grading and the summary are code, and a changed line must not read back what it would change."""
-    roots = {Path(castbench.__file__).parent}
-    for name in domains:
-        domain = load_domain(name)
-        roots |= {domain.root, Path(inspect.getfile(type(domain))).parent}
-    hasher = hashlib.sha256()
-    for root in sorted(roots):
-        for path in sorted(root.rglob("*.py")):
-            hasher.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes())
-    return hasher.hexdigest()
 
 
 def kept_summary(
@@ -49,11 +28,7 @@ def kept_summary(
     key = "summary:" + hashlib.sha256("\n".join(parts).encode()).hexdigest()
     kept = store.cached(key)
     if kept is not None:
-        from castbench.report.summary import RUN_SUMMARY, RunSummary  # it imports the floors, they this
-
         return RUN_SUMMARY.loads(RunSummary, kept, f"the kept summary of run {run_id}")
-    from castbench.report.summary import RUN_SUMMARY
-
     summary = summarize()
     store.cache(key, "summary", RUN_SUMMARY.dumps(summary))
     return summary

@@ -39,7 +39,7 @@ from castbench.agents.registry import AgentSpec, AgentSpecError, Role
 from castbench.agents.transports.wire import briefing_to_wire
 from castbench.conversation import ReplyAction
 from castbench.runner.episode import Episode
-from castbench.service.agent_http import _ServiceFailed, _Session
+from castbench.service.agent_session import AgentSession, ServiceFailed
 
 __all__ = ["A2A_PREFIX", "CARD_PATH", "TASK_STATES", "A2ASession", "a2a_spec", "read_card"]
 
@@ -157,10 +157,10 @@ def _opening_text(briefing: dict[str, Any], mcp_url: str, opening: str) -> str:
     )
 
 
-class A2ASession(_Session):
+class A2ASession(AgentSession):
     """One trial as one A2A context; `say` is one `SendMessage` (answering a message the way
     an agent service's session does: the reply, closing when the agent's task completed, or
-    `_ServiceFailed`)."""
+    `ServiceFailed`)."""
 
     def __init__(self, episode: Episode, spec: AgentSpec) -> None:
         super().__init__(episode, spec, _client())
@@ -207,13 +207,13 @@ class A2ASession(_Session):
         body = {"jsonrpc": "2.0", "id": uuid.uuid4().hex, "method": method, "params": params}
         answer = self._post("", body, what)
         if "error" in answer:
-            raise _ServiceFailed(
+            raise ServiceFailed(
                 "agent_error",
                 f"A2A agent {self.base} answered an error while {what}: {str(answer['error'])[:300]}",
             )
         result = answer.get("result")
         if not isinstance(result, dict):
-            raise _ServiceFailed("agent_error", f"A2A agent {self.base} sent no JSON-RPC result while {what}")
+            raise ServiceFailed("agent_error", f"A2A agent {self.base} sent no JSON-RPC result while {what}")
         return result
 
     def say(self, message: dict[str, Any]) -> ReplyAction:
@@ -224,9 +224,7 @@ class A2ASession(_Session):
             return ReplyAction(text=self._text(reply.get("parts") if isinstance(reply, dict) else None))
         task = result.get("task")
         if not isinstance(task, dict):
-            raise _ServiceFailed(
-                "agent_error", f"A2A agent {self.base} answered neither a message nor a task"
-            )
+            raise ServiceFailed("agent_error", f"A2A agent {self.base} answered neither a message nor a task")
         return self._task_reply(task)
 
     def _task_reply(self, task: dict[str, Any]) -> ReplyAction:
@@ -243,19 +241,19 @@ class A2ASession(_Session):
                 break
             if meaning == "failed":
                 said = " ".join(self._texts(self._parts(task)))
-                raise _ServiceFailed(
+                raise ServiceFailed(
                     "agent_error",
                     f"A2A agent {self.base}: its task ended {state}" + (f": {said[:300]}" if said else ""),
                 )
             if meaning is None:
-                raise _ServiceFailed(
+                raise ServiceFailed(
                     "agent_error",
                     f"A2A agent {self.base} answered a task in state {state[:80]!r}, which A2A 1.0 does "
                     f"not define (one of {', '.join(TASK_STATES)})",
                 )
             deadline, limit = self.episode.deadline()
             if deadline is not None and time.monotonic() >= deadline:
-                raise _ServiceFailed("timeout", f"A2A agent {self.base} overran the {limit} (task {state})")
+                raise ServiceFailed("timeout", f"A2A agent {self.base} overran the {limit} (task {state})")
             time.sleep(_POLL_S)
             task = self._call("GetTask", {"id": task.get("id", "")}, "working on its task")
         self.task_id = str(task.get("id")) if meaning == "waiting" else None
@@ -292,7 +290,7 @@ class A2ASession(_Session):
     def _text(self, parts: Any) -> str:
         texts = self._texts(parts)
         if not texts:
-            raise _ServiceFailed("agent_error", f"A2A agent {self.base} answered without any text part")
+            raise ServiceFailed("agent_error", f"A2A agent {self.base} answered without any text part")
         return "\n".join(texts)
 
     def close(self) -> None:

@@ -17,7 +17,7 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
-from castbench.agents.registry import AgentSpec
+from castbench.agents.spec import AgentSpec
 from castbench.agents.transports.inprocess import InProcessTransport
 
 __all__ = ["AgentCall", "CallMode", "DrivingTransport", "InProcessTransport", "Transport", "connect"]

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from castbench.agents.registry import AgentSpec
+from castbench.agents.spec import AgentSpec
 
 __all__ = ["InProcessTransport"]
 

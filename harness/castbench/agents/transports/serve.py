@@ -39,7 +39,7 @@ from typing import Any
 from castbench.agents import sandbox
 from castbench.agents.precompiled import Precompiled
 from castbench.agents.protocols import UserReply, output_problem
-from castbench.agents.registry import AgentSpecError, import_target, protocol_problem
+from castbench.agents.spec import AgentSpecError, import_target, protocol_problem
 from castbench.agents.transports.wire import (
     ACTION,
     EVENTS,

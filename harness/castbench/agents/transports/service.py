@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from importlib.metadata import entry_points
 from typing import Any
 
-from castbench.agents.registry import AgentSpec
+from castbench.agents.spec import AgentSpec
 
 __all__ = ["ServiceTransport"]
 

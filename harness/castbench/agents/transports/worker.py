@@ -32,8 +32,8 @@ from pydantic import BaseModel, ConfigDict
 
 from castbench.agents import sandbox
 from castbench.agents.protocols import UserReply
-from castbench.agents.registry import AgentSpec, AgentSpecError
 from castbench.agents.sandbox import SandboxNeeds
+from castbench.agents.spec import AgentSpec, AgentSpecError
 from castbench.agents.transports.serve import STARTUP_S
 from castbench.agents.transports.wire import (
     ACTION,

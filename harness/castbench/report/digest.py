@@ -1,0 +1,34 @@
+"""The digest of the code behind a kept figure (`code_digest`): castbench's own source and that of
+each domain's package.
+
+A module of its own, below everything that keeps figures: the reference floors key their runs on it
+(`castbench.report.floors`), and so do the counterfactuals and the kept summaries
+(`castbench.report.kept`), which read the summary model that holds the floors.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+from functools import lru_cache
+from pathlib import Path
+
+from castbench.domain import load_domain
+from castbench.version import PACKAGE_ROOT
+
+__all__ = ["code_digest"]
+
+
+@lru_cache(maxsize=8)
+def code_digest(domains: tuple[str, ...]) -> str:
+    """castbench's own source and that of each domain's package: the agents, the tools, the
+    grading and the summary are code, and a changed line must not read back what it would change."""
+    roots = {PACKAGE_ROOT}
+    for name in domains:
+        domain = load_domain(name)
+        roots |= {domain.root, Path(inspect.getfile(type(domain))).parent}
+    hasher = hashlib.sha256()
+    for root in sorted(roots):
+        for path in sorted(root.rglob("*.py")):
+            hasher.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes())
+    return hasher.hexdigest()
