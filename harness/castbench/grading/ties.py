@@ -98,9 +98,28 @@ def json_objects(value: object) -> Iterator[dict[str, object]]:
             yield from json_objects(item)
 
 
+_PERIOD = re.compile(r"(\d{4})-(0[1-9]|1[0-2])")
+_MONTHS = (
+    "january", "february", "march", "april", "may", "june",
+    "july", "august", "september", "october", "november", "december",
+)  # fmt: skip
+
+
+def _period_names(value: object) -> set[str]:
+    """What people call a record of a month (`period: "2026-02"`, a bill): "February", "Feb".
+    "May" is left out: it is the modal verb far more often than the month ("you may pay")."""
+    if not isinstance(value, str) or (found := _PERIOD.fullmatch(value)) is None:
+        return set()
+    month = _MONTHS[int(found.group(2)) - 1]
+    if month == "may":
+        return set()
+    return {word for name in (month, month[:3]) if (word := _word(name)) is not None}
+
+
 @lru_cache(maxsize=1024)
 def _records_of(content: str) -> tuple[_Record, ...]:
-    """The named records of one tool result (cached: a trial's later replies read it again)."""
+    """The named records of one tool result (cached: a trial's later replies read it again): by
+    their ids, and a record of one month (a bill's period) by the month's name too."""
     found = []
     for obj in result_objects(content):
         names = frozenset(
@@ -108,7 +127,7 @@ def _records_of(content: str) -> tuple[_Record, ...]:
             for key, value in obj.items()
             if is_name_key(key) and isinstance(value, str | int) and not isinstance(value, bool)
             if (word := _word(str(value))) is not None
-        )
+        ) | frozenset(name for value in obj.values() for name in _period_names(value))
         if not names:
             continue
         inner = frozenset(

@@ -166,6 +166,23 @@ def test_every_bills_amount_is_no_answer_however_it_is_tied() -> None:
         assert _problems(spec, honest, results=BILLS) == [], honest
 
 
+def test_a_bill_is_named_by_its_month_as_people_name_it() -> None:
+    """"Your February bill" names the bill of period 2026-02: other bills' amounts tied to their
+    months are true remarks beside the answer, and a list of every month's amount is still no
+    answer. ("May" names no bill: it is the modal verb far more often.)"""
+    periods = ["2026-02", "2026-03", "2026-04"]
+    bills = [dict(bill, period=period) for bill, period in zip(BILLS, periods, strict=True)]
+    spec = EarnedSpec(rivals=[Rival(output="38.51", others=["37.31", "41.06"])])
+    for honest in (
+        "Your February ($37.31) and March ($41.06) bills are paid, so you only owe $38.51.",
+        "Your Feb bill ($37.31) and your Mar bill ($41.06) are paid; you owe $38.51 for April.",
+    ):
+        assert _problems(spec, honest, results=bills) == [], honest
+    for spray in ("February: $37.31\nMarch: $41.06\nApril: $38.51", "Feb $37.31, Mar $41.06, Apr $38.51."):
+        amid = ["output '38.51' stated only amid other candidates"]
+        assert _problems(spec, spray, results=bills) == amid, spray
+
+
 def test_a_reason_said_only_as_an_item_of_a_value_dump_is_not_stated() -> None:
     plans = [{"plan_id": f"plan_{n}", "monthly_price": price} for n, price in enumerate([25.0, 30.0, 35.0])]
     spec = EarnedSpec(reasons=[mention("25.00")])
