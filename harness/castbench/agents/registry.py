@@ -107,6 +107,14 @@ def _coerce(value: str) -> Any:
         return value
 
 
+def spec_parameters(spec: str) -> tuple[str, dict[str, Any]]:
+    """`name?key=value&...` as its name and typed parameters (JSON values where they read as
+    JSON, strings otherwise), as every agent spec is read; `AgentSpecError` when the query does
+    not parse."""
+    name, raw = _split(spec)
+    return name, {key: _coerce(value) for key, value in raw.items()}
+
+
 def _typed(role: Role, agent: BuiltinAgent, spec: str, raw: dict[str, str]) -> dict[str, Any]:
     if agent.params is None:
         if raw:

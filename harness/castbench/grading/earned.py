@@ -38,7 +38,7 @@ from castbench.domain.task import EarnedSpec, Lookup, Mention, Rival, ToolCall
 from castbench.grading.outputs import Said, missing_outputs, output_tokens
 from castbench.grading.ties import Piece, Records, Segment, bare, form, pieces, segments, tied
 
-__all__ = ["EarnedCheck", "check_earned", "claimed", "executed_calls", "matches", "offers"]
+__all__ = ["EarnedCheck", "check_earned", "claimed", "executed_calls", "matches", "offers", "seen_records"]
 
 
 class EarnedCheck(BaseModel):
@@ -299,6 +299,12 @@ def _offer_questions(replies: Sequence[str]) -> list[str]:
     ]
 
 
+def seen_records(conversation: Sequence[Event]) -> list[str]:
+    """The tool results the agent saw (its successful calls'): what its statements are judged
+    against, by the claims rule and by a reply judge alike."""
+    return [event.content for event in conversation if isinstance(event, ToolResultTurn) and not event.error]
+
+
 def check_earned(spec: EarnedSpec, conversation: Sequence[Event]) -> EarnedCheck:
     """What `conversation` (a trial's events, in order) lacks to earn the outcome `spec` guards."""
     calls = executed_calls(conversation)
@@ -307,10 +313,7 @@ def check_earned(spec: EarnedSpec, conversation: Sequence[Event]) -> EarnedCheck
         for event in conversation
         if isinstance(event, AgentTurn) and isinstance(event.action, ReplyAction)
     ]
-    results = [
-        event.content for event in conversation if isinstance(event, ToolResultTurn) and not event.error
-    ]
-    judged = _Replies(replies, results)
+    judged = _Replies(replies, seen_records(conversation))
     offered = not spec.offer or any(offers(spec, question) for question in _offer_questions(replies))
     return EarnedCheck(
         missing_lookups=[

@@ -32,7 +32,7 @@ from pydantic import BaseModel, Field
 
 from castbench.conversation import AgentTurn, Event, ReplyAction, ToolCallAction, ToolResultTurn, UserTurn
 from castbench.domain import Task
-from castbench.grading.earned import EarnedCheck
+from castbench.grading.earned import EarnedCheck, seen_records
 
 __all__ = [
     "JudgeVerdict",
@@ -180,11 +180,6 @@ def confirmation_check(
         round=round,
         context=_dialogue(since_last_write),
     )
-
-
-def seen_records(conversation: Sequence[Event]) -> list[str]:
-    """The tool results the agent saw (its successful calls'), as the claims rule reads them."""
-    return [event.content for event in conversation if isinstance(event, ToolResultTurn) and not event.error]
 
 
 def reply_checks(task: Task, missing: Sequence[str], earned: EarnedCheck | None) -> list[ReplyCheck]:

@@ -22,9 +22,8 @@ import json
 import re
 from collections.abc import Sequence
 from typing import Any
-from urllib.parse import parse_qsl
 
-from castbench.agents.registry import AgentSpecError
+from castbench.agents.registry import AgentSpecError, spec_parameters
 from castbench.conversation import Usage
 from castbench.errors import FatalInfrastructureError, InfrastructureError, ProviderRejection
 from castbench.grading.replies import ReplyCheck
@@ -80,22 +79,15 @@ def judge_settings(spec: str, api_base: str | None = None) -> ModelSettings:
     """The judge's settings from `MODEL?key=value&...` (castbench's model settings, validated as
     any role's), deterministic by default, `api_base` the run's `--api-base` unless the spec names
     one; its environment (provider, API key) is checked here, before any trial runs."""
-    name, _, query = spec.partition("?")
     try:
-        raw = dict(parse_qsl(query, keep_blank_values=True, strict_parsing=bool(query)))
-    except ValueError as exc:
-        raise AgentSpecError(f"--reply-judge '{spec}': cannot parse parameters '{query}': {exc}") from exc
-    if not name.strip() or "/" not in name:
+        name, given = spec_parameters(spec)
+    except AgentSpecError as exc:
+        raise AgentSpecError(f"--reply-judge: {exc}") from exc
+    if not name or "/" not in name:
         raise AgentSpecError(
             f"--reply-judge '{spec}': name a model as provider/model (openai/gpt-4o-mini, ...)"
         )
-    given: dict[str, Any] = {}
-    for key, value in raw.items():
-        try:
-            given[key] = json.loads(value)
-        except ValueError:
-            given[key] = value
-    params = {**DETERMINISTIC, **({"api_base": api_base} if api_base else {}), **given, "model": name.strip()}
+    params = {**DETERMINISTIC, **({"api_base": api_base} if api_base else {}), **given, "model": name}
     settings = model_settings("reply judge", spec, params)
     check_environment("reply judge", settings)
     return settings

@@ -40,6 +40,7 @@ from castbench.conversation import Action, AgentTurn, ReplyAction, ToolCallActio
 from castbench.dialogue import ask_again, confirmation_request
 from castbench.domain import ToolCall
 from castbench.domain.leaves import scalars
+from castbench.grading.earned import executed_calls
 
 __all__ = ["Injected", "NoisyParams", "NoisyPolicy"]
 
@@ -66,20 +67,6 @@ class NoisyParams(BaseModel):
 
 def _call_key(call: ToolCall) -> str:
     return json.dumps([call.name, call.arguments], sort_keys=True, default=str)
-
-
-def _succeeded_calls(view: PolicyView) -> list[ToolCall]:
-    """The agent's calls in the conversation whose results came back without an error."""
-    pending: dict[str, ToolCallAction] = {}
-    done: list[ToolCall] = []
-    for event in view.conversation:
-        if isinstance(event, AgentTurn) and isinstance(event.action, ToolCallAction) and event.call_id:
-            pending[event.call_id] = event.action
-        elif isinstance(event, ToolResultTurn) and not event.error and event.call_id in pending:
-            action = pending.pop(event.call_id)
-            if isinstance(action.arguments, dict):
-                done.append(ToolCall(name=action.name, arguments=dict(action.arguments)))
-    return done
 
 
 def _call_key_of(action: Action) -> str:
@@ -173,7 +160,7 @@ class NoisyPolicy(OraclePolicy):
         ).lower()
         if all(value.lower() in shown for value in scalars(intended.arguments, numbers=False)):
             return []
-        ran = {_call_key(call) for call in _succeeded_calls(view)}
+        ran = {_call_key(ToolCall(name=name, arguments=a)) for name, a in executed_calls(view.conversation)}
         before = next((i for i, call in enumerate(self._task.actions) if call is intended), 0)
         return [
             call
