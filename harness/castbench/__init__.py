@@ -1,28 +1,59 @@
 """castbench: a reliability benchmark harness for tool-calling agents (pass^k, critics).
 
 `castbench.evaluate(...)` runs (or resumes) an evaluation, as `castbench eval` does, from the same
-options (`castbench.options.EvalOptions`, or its fields as keywords: `evaluate(domains="retail",
-trials=4)`); it is imported on first use, so that `import castbench.X` stays cheap for the parts
-that do not run evaluations (the CLI's help, agent workers)."""
+options (`castbench.EvalOptions`, or its fields as keywords: `evaluate(domains="retail",
+trials=4)`). Beside it: a trainer's step-wise `Environment`, the stored runs (`ResultsStore`) and
+their DataFrames, a critic's figures, and what a command plugin (`castbench.commands`) builds on.
 
+The public API is this package, `castbench.agents` (for agent authors) and `castbench.domain` (for
+pack authors); every other module is internal and may change without notice (docs/api.md). Each
+name here is read from the module that defines it on first use, so that `import castbench` stays
+cheap for the parts that do not run evaluations (the CLI's help, agent workers)."""
+
+from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-__all__ = ["__version__", "evaluate"]
+if TYPE_CHECKING:  # the public names' types (each is read on first use, below)
+    from castbench.api import EvalResult, evaluate  # noqa: F401
+    from castbench.cli.errors import CastbenchGroup, fail  # noqa: F401
+    from castbench.environment import Environment  # noqa: F401
+    from castbench.frames import steps_df, trials_df, verdicts_df  # noqa: F401
+    from castbench.metrics.critic import CriticRecord, critic_intervals, critic_metrics  # noqa: F401
+    from castbench.options import EvalOptions  # noqa: F401
+    from castbench.report.critic_report import critic_report  # noqa: F401
+    from castbench.store.store import ResultsStore  # noqa: F401
+    from castbench.version import __version__  # noqa: F401
 
-if TYPE_CHECKING:
-    from castbench.api import evaluate
-    from castbench.version import __version__
+# the module each public name is defined in, grouped by that module
+_HOMES: dict[str, tuple[str, ...]] = {
+    # `__version__` is `castbench.version`'s, read on first use like the API: importing castbench
+    # loads none of its modules (tests/core/test_package_entry.py)
+    "castbench.version": ("__version__",),
+    # running an evaluation, and a trainer's loop
+    "castbench.api": ("EvalResult", "evaluate"),
+    "castbench.options": ("EvalOptions",),
+    "castbench.environment": ("Environment",),
+    # reading stored runs: the store, its DataFrames (pandas loads with the first frame), critics' figures
+    "castbench.store.store": ("ResultsStore",),
+    "castbench.frames": ("steps_df", "trials_df", "verdicts_df"),
+    "castbench.metrics.critic": ("CriticRecord", "critic_intervals", "critic_metrics"),
+    "castbench.report.critic_report": ("critic_report",),
+    # a command plugin's group and its one-line `error:` exit
+    "castbench.cli.errors": ("CastbenchGroup", "fail"),
+}
+_HOME = {name: module for module, names in _HOMES.items() for name in names}
+
+__all__ = [name for names in _HOMES.values() for name in names]
 
 
 def __getattr__(name: str) -> Any:
-    # `__version__` is `castbench.version`'s, read on first use like the API: importing castbench
-    # loads none of its modules (tests/core/test_package_entry.py)
-    if name == "__version__":
-        from castbench.version import __version__
+    home = _HOME.get(name)
+    if home is None:
+        raise AttributeError(f"module 'castbench' has no attribute {name!r}")
+    value = getattr(import_module(home), name)
+    globals()[name] = value  # read once: the next look-up is a plain attribute
+    return value
 
-        return __version__
-    if name == "evaluate":
-        from castbench.api import evaluate
 
-        return evaluate
-    raise AttributeError(f"module 'castbench' has no attribute {name!r}")
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -1,2 +1,82 @@
-"""Agents: the protocols a policy, critic and simulated user implement, the built-in scripted and
-model-backed agents, and the transports that carry an agent call into a worker, a thread or a service."""
+"""castbench's public API for agent authors: the actions an agent returns, the turns and events it
+reads, the views it is handed, the Protocols it implements (a policy, a critic, a simulated user),
+the registry a pack adds agents to, and the building blocks of a model-backed agent.
+
+An agent imports from here only (docs/api.md): every other module of castbench is internal and may
+change without notice. Each name is read from the module that defines it on first use, so that
+`import castbench.agents` (which every agent worker does) loads none of castbench's modules; the
+submodules of this package (`castbench.agents.views`, `.registry`, `.sandbox`, ...) are internal.
+
+The names come in by name (`importlib`) rather than by an import statement, because a facade is
+not a dependency of the layer it sits in: several of its names live above `agents` in the layers
+of pyproject's `[tool.importlinter]`, and an import statement would read as a cycle there. Their
+types are in the stub beside this file (`__init__.pyi`); tests/core/test_public_api.py holds the
+two to the same names and every name to its module.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import Any
+
+# the module each public name is defined in, grouped by that module
+_HOMES: dict[str, tuple[str, ...]] = {
+    # what an agent returns and reads: actions, turns, events, a critic's verdict
+    "castbench.conversation": (
+        "AGENT_STOP",
+        "Action",
+        "AgentTurn",
+        "CritiqueTurn",
+        "Event",
+        "MalformedAction",
+        "ReplyAction",
+        "ToolCallAction",
+        "ToolResultTurn",
+        "Usage",
+        "UserToolCall",
+        "UserTurn",
+        "Verdict",
+        "canonical_action",
+    ),
+    # what it is handed
+    "castbench.agents.views": ("Briefing", "CriticView", "PolicyView", "UserBriefing", "public_briefing"),
+    # what it implements
+    "castbench.agents.protocols": ("Critic", "Policy", "UserReply", "UserSimulator"),
+    # how a pack ships an agent and how an agent spec (`--policy NAME`) is resolved
+    "castbench.agents.spec": ("AgentSpec", "AgentSpecError"),
+    "castbench.agents.registry": ("BuiltinAgent", "resolve"),
+    # a critic's rule checks, as the built-in critics run them
+    "castbench.agents.critics.checks": ("call_findings",),
+    # what an agent raises when its model server is gone (the run stops instead of failing trials)
+    "castbench.errors": ("ServerDown",),
+    # a model-backed agent: the client, its settings, the prompts and their parsing, a served model
+    "castbench.models.agents": ("LLMUser",),
+    "castbench.models.client": ("Completion", "ModelClient", "TrialKey"),
+    "castbench.models.settings": ("ModelSettings", "configure_model_agent"),
+    "castbench.models.prompts": ("critic_messages", "critic_system_prompt"),
+    "castbench.models.render": (
+        "action_json",
+        "describe_action",
+        "policy_messages",
+        "tool_manual",
+        "transcript",
+    ),
+    "castbench.models.parse": ("find_json_object", "verdict_from_text"),
+    "castbench.models.serve": ("ServeError", "ServeOptions", "vllm_command", "wait_until_ready"),
+}
+_HOME = {name: module for module, names in _HOMES.items() for name in names}
+
+__all__ = [name for names in _HOMES.values() for name in names]
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOME.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(home), name)
+    globals()[name] = value  # read once: the next look-up is a plain attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

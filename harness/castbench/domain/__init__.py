@@ -1,4 +1,23 @@
-"""Domains: typed state, tools, tasks, sandboxes. The public API for domain authors."""
+"""castbench's public API for pack authors: what a domain pack needs to define its data, tools,
+tasks and rules, to generate and validate its tasks, to grade a trial, and to import and export
+runs in its own format.
+
+A pack imports from here only (with `castbench.agents` for an agent it ships): every other module
+of castbench, the submodules of this package among them, is internal and may change without notice
+(docs/api.md).
+
+The names that define a domain (its database, tools, tasks, rules) are imported with the package,
+as before. The rest are read from the module that defines it on first use: those modules sit above
+`domain` in the layers of pyproject's `[tool.importlinter]`, and import the package themselves, so
+an import statement here would be a cycle (tests/core/test_import_cycles.py) where a facade's
+re-export is none. Their types are in the stub beside this file (`__init__.pyi`);
+tests/core/test_public_api.py holds the two to the same names and every name to its module.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import Any
 
 from castbench.domain.database import Database, Record, RecordNotFound
 from castbench.domain.domain import Domain, DomainDataError, ExpectedStateError, TaskChecks
@@ -23,6 +42,46 @@ from castbench.domain.task import (
     UserScenario,
 )
 from castbench.domain.tools import Observation, Tool, ToolCrash, ToolError, Toolkit, read_tool, write_tool
+
+# the names read on first use, grouped by the module that defines each
+_HOMES: dict[str, tuple[str, ...]] = {
+    # a domain's state, tools and facts beyond the core above
+    "castbench.domain.database": ("Row", "SEQUENCES_TABLE", "Snapshot"),
+    "castbench.domain.task": ("Rival",),
+    "castbench.domain.common_tools": ("calculate", "transfer_to_human_agents"),
+    "castbench.domain.facts": ("Facts", "ObservedFacts", "TrueFacts"),
+    # a published task set's domain: its identity look-ups, its tools' schemas, its derived rules
+    "castbench.domain.identity": ("IDENTITY_PREFIX", "identity_call", "identity_facts"),
+    "castbench.domain.published": ("first_person", "schema_arguments_model"),
+    "castbench.domain.derived_rules": ("DerivedRules",),
+    # generating and validating tasks
+    "castbench.authoring.generation": (
+        "DraftBase",
+        "Families",
+        "Generator",
+        "Split",
+        "UniqueDigits",
+        "confirm_answer",
+        "customer_pools",
+        "mention",
+        "spoken_list",
+        "task_from_draft",
+    ),
+    "castbench.authoring.claims": ("published_earned_spec",),
+    "castbench.authoring.validate": ("validate_task",),
+    # grading a trial, and replaying a published trajectory
+    "castbench.grading.state_diff": ("state_diff",),
+    "castbench.runner.parity": ("Trajectory",),
+    # running a trial, and the records of runs and trials it writes (what an importer builds)
+    "castbench.runner.rollout": ("run_trial",),
+    "castbench.runner.execution": ("AgentSet",),
+    "castbench.records.config": ("Limits", "RunConfig", "Verification"),
+    "castbench.records.trial": ("EndReason", "Proposal", "StepRecord", "TrialRecord"),
+    "castbench.grading.labeler": ("ActionLabel",),
+    # a run file format of the pack's own (`castbench import` / `castbench export --format`)
+    "castbench.store.export": ("ArchiveError", "ExportedRun", "RunFormat"),
+}
+_HOME = {name: module for module, names in _HOMES.items() for name in names}
 
 __all__ = [
     "UnknownDomainError",
@@ -57,4 +116,18 @@ __all__ = [
     "register_domain",
     "resolve_domains",
     "write_tool",
+    *_HOME,
 ]
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOME.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(home), name)
+    globals()[name] = value  # read once: the next look-up is a plain attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -1,0 +1,199 @@
+"""The types of `castbench.domain`'s public names, which the module reads from their own modules on first
+use (its docstring says why): imported as `__init__.py` lists them. Keep the two
+together (tests/core/test_public_api.py)."""
+
+from castbench.authoring.claims import (
+    published_earned_spec,
+)
+from castbench.authoring.generation import (
+    DraftBase,
+    Families,
+    Generator,
+    Split,
+    UniqueDigits,
+    confirm_answer,
+    customer_pools,
+    mention,
+    spoken_list,
+    task_from_draft,
+)
+from castbench.authoring.validate import (
+    validate_task,
+)
+from castbench.domain.common_tools import (
+    calculate,
+    transfer_to_human_agents,
+)
+from castbench.domain.database import (
+    SEQUENCES_TABLE,
+    Database,
+    Record,
+    RecordNotFound,
+    Row,
+    Snapshot,
+)
+from castbench.domain.derived_rules import (
+    DerivedRules,
+)
+from castbench.domain.domain import (
+    Domain,
+    DomainDataError,
+    ExpectedStateError,
+    TaskChecks,
+)
+from castbench.domain.facts import (
+    Facts,
+    ObservedFacts,
+    TrueFacts,
+)
+from castbench.domain.identity import (
+    IDENTITY_PREFIX,
+    identity_call,
+    identity_facts,
+)
+from castbench.domain.published import (
+    first_person,
+    schema_arguments_model,
+)
+from castbench.domain.registry import (
+    UnknownDomainError,
+    available_domains,
+    load_domain,
+    register_domain,
+    resolve_domains,
+)
+from castbench.domain.rules import (
+    DomainRules,
+    ObservedCall,
+    RuleFinding,
+)
+from castbench.domain.task import (
+    DeviceStep,
+    EarnedSpec,
+    Fact,
+    GradingSpec,
+    Lookup,
+    Mention,
+    Rival,
+    Task,
+    TaskFileError,
+    ToolCall,
+    UserScenario,
+)
+from castbench.domain.tools import (
+    Observation,
+    Tool,
+    ToolCrash,
+    ToolError,
+    Toolkit,
+    read_tool,
+    write_tool,
+)
+from castbench.grading.labeler import (
+    ActionLabel,
+)
+from castbench.grading.state_diff import (
+    state_diff,
+)
+from castbench.records.config import (
+    Limits,
+    RunConfig,
+    Verification,
+)
+from castbench.records.trial import (
+    EndReason,
+    Proposal,
+    StepRecord,
+    TrialRecord,
+)
+from castbench.runner.execution import (
+    AgentSet,
+)
+from castbench.runner.parity import (
+    Trajectory,
+)
+from castbench.runner.rollout import (
+    run_trial,
+)
+from castbench.store.export import (
+    ArchiveError,
+    ExportedRun,
+    RunFormat,
+)
+
+__all__ = [
+    "UnknownDomainError",
+    "Database",
+    "DeviceStep",
+    "Domain",
+    "DomainDataError",
+    "DomainRules",
+    "EarnedSpec",
+    "ObservedCall",
+    "RuleFinding",
+    "ExpectedStateError",
+    "Fact",
+    "GradingSpec",
+    "Lookup",
+    "Mention",
+    "Observation",
+    "Record",
+    "RecordNotFound",
+    "Task",
+    "TaskChecks",
+    "TaskFileError",
+    "Tool",
+    "ToolCall",
+    "ToolCrash",
+    "ToolError",
+    "Toolkit",
+    "UserScenario",
+    "available_domains",
+    "load_domain",
+    "read_tool",
+    "register_domain",
+    "resolve_domains",
+    "write_tool",
+    "Row",
+    "SEQUENCES_TABLE",
+    "Snapshot",
+    "Rival",
+    "calculate",
+    "transfer_to_human_agents",
+    "Facts",
+    "ObservedFacts",
+    "TrueFacts",
+    "IDENTITY_PREFIX",
+    "identity_call",
+    "identity_facts",
+    "first_person",
+    "schema_arguments_model",
+    "DerivedRules",
+    "DraftBase",
+    "Families",
+    "Generator",
+    "Split",
+    "UniqueDigits",
+    "confirm_answer",
+    "customer_pools",
+    "mention",
+    "spoken_list",
+    "task_from_draft",
+    "published_earned_spec",
+    "validate_task",
+    "state_diff",
+    "Trajectory",
+    "run_trial",
+    "AgentSet",
+    "Limits",
+    "RunConfig",
+    "Verification",
+    "EndReason",
+    "Proposal",
+    "StepRecord",
+    "TrialRecord",
+    "ActionLabel",
+    "ArchiveError",
+    "ExportedRun",
+    "RunFormat",
+]
