@@ -13,7 +13,7 @@ from collections import Counter
 from datetime import datetime, timedelta
 from typing import Any
 
-from castbench.domain.facts import Facts
+from castbench.domain import Facts
 from castbench_airline.schema import (
     Cabin,
     Certificate,

@@ -10,7 +10,7 @@ not commute) before anything is written. Test tasks draw from 80 customers, trai
 
 from __future__ import annotations
 
-from castbench.authoring.generation import Generator, customer_pools
+from castbench.domain import Generator, customer_pools
 from castbench_airline import domain
 from castbench_airline.families import FAMILIES, Pool
 from castbench_airline.world import build_world

@@ -15,8 +15,17 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from castbench.domain import Database, DomainRules, ObservedCall, RuleFinding, ToolCall, Toolkit
-from castbench.domain.facts import Facts, ObservedFacts, TrueFacts
+from castbench.domain import (
+    Database,
+    DomainRules,
+    Facts,
+    ObservedCall,
+    ObservedFacts,
+    RuleFinding,
+    ToolCall,
+    Toolkit,
+    TrueFacts,
+)
 from castbench_airline import checks, tools
 from castbench_airline.checks import Knowledge
 from castbench_airline.schema import FlightRef, Passenger, PaymentPart, Reservation

@@ -9,10 +9,16 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from castbench.domain import Database, ToolError, read_tool, write_tool
-from castbench.domain.common_tools import calculate, transfer_to_human_agents
-from castbench.domain.database import Row
-from castbench.domain.facts import TrueFacts
+from castbench.domain import (
+    Database,
+    Row,
+    ToolError,
+    TrueFacts,
+    calculate,
+    read_tool,
+    transfer_to_human_agents,
+    write_tool,
+)
 from castbench_airline import checks
 from castbench_airline.checks import BAG_PRICE, Knowledge
 from castbench_airline.schema import (

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from random import Random
 
-from castbench.domain.database import SEQUENCES_TABLE, Row
+from castbench.domain import SEQUENCES_TABLE, Row
 from castbench_airline.checks import BAG_PRICE, INSURANCE_PRICE, free_bags
 from castbench_airline.schema import (
     Airport,

@@ -11,8 +11,16 @@ from dataclasses import dataclass
 from functools import partial
 from random import Random
 
-from castbench.authoring.generation import DraftBase, Families, confirm_answer, mention, spoken_list
-from castbench.domain import Fact, Mention, ToolCall
+from castbench.domain import (
+    DraftBase,
+    Fact,
+    Families,
+    Mention,
+    ToolCall,
+    confirm_answer,
+    mention,
+    spoken_list,
+)
 from castbench_retail.schema import (
     Address,
     CreditCard,

@@ -9,7 +9,7 @@ written. Test tasks draw from 150 customers, train tasks from the rest.
 
 from __future__ import annotations
 
-from castbench.authoring.generation import Generator, customer_pools
+from castbench.domain import Generator, customer_pools
 from castbench_retail import domain
 from castbench_retail.families import FAMILIES, Pool, equivalents
 from castbench_retail.world import build_world

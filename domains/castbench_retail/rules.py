@@ -7,8 +7,17 @@ are the tools' own metadata (`authenticates`, `public`, `requires`): a renamed t
 
 from __future__ import annotations
 
-from castbench.domain import Database, DomainRules, ObservedCall, RuleFinding, ToolCall, Toolkit
-from castbench.domain.facts import Facts, ObservedFacts, TrueFacts
+from castbench.domain import (
+    Database,
+    DomainRules,
+    Facts,
+    ObservedCall,
+    ObservedFacts,
+    RuleFinding,
+    ToolCall,
+    Toolkit,
+    TrueFacts,
+)
 from castbench_retail.schema import Order
 from castbench_retail.vocabulary import REASON_SYNONYMS
 

@@ -9,8 +9,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Literal
 
-from castbench.domain import Database, ToolError, read_tool, write_tool
-from castbench.domain.common_tools import calculate, transfer_to_human_agents
+from castbench.domain import Database, ToolError, calculate, read_tool, transfer_to_human_agents, write_tool
 from castbench_retail.schema import (
     Address,
     CreditCard,

@@ -6,8 +6,7 @@ import itertools
 from dataclasses import dataclass
 from random import Random
 
-from castbench.authoring.generation import UniqueDigits
-from castbench.domain.database import SEQUENCES_TABLE, Row
+from castbench.domain import SEQUENCES_TABLE, Row, UniqueDigits
 from castbench_retail.schema import (
     Address,
     CreditCard,

@@ -28,11 +28,21 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from castbench.authoring.claims import published_earned_spec
-from castbench.domain import Database, Domain, EarnedSpec, Fact, Task, TaskFileError, ToolCall
-from castbench.domain.database import Snapshot
-from castbench.domain.derived_rules import DerivedRules
-from castbench.domain.identity import IDENTITY_PREFIX, identity_call, identity_facts
+from castbench.domain import (
+    IDENTITY_PREFIX,
+    Database,
+    DerivedRules,
+    Domain,
+    EarnedSpec,
+    Fact,
+    Snapshot,
+    Task,
+    TaskFileError,
+    ToolCall,
+    identity_call,
+    identity_facts,
+    published_earned_spec,
+)
 from castbench_tau.gold import GoldFinding, gold_findings
 from castbench_tau.source import TauSource, load_source
 from castbench_tau.tasks import convert_task

@@ -33,9 +33,7 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from castbench.authoring.validate import validate_task
-from castbench.domain import Domain, Task, ToolError
-from castbench.grading.state_diff import state_diff
+from castbench.domain import Domain, Task, ToolError, state_diff, validate_task
 
 __all__ = ["BROKEN_CLASSES", "BrokenClass", "GoldFinding", "gold_findings"]
 

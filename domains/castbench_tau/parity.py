@@ -7,7 +7,7 @@ perturbations are castbench's shared machinery (`castbench.runner.parity`).
 
 from __future__ import annotations
 
-from castbench.runner.parity import Trajectory
+from castbench.domain import Trajectory
 from castbench_tau.domain import TauDomain
 from castbench_tau.toolkit import frozen_clock
 

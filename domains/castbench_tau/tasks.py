@@ -17,9 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from castbench.domain import Fact, Task, ToolCall, Toolkit, UserScenario
-from castbench.domain.identity import IDENTITY_PREFIX
-from castbench.domain.published import first_person
+from castbench.domain import IDENTITY_PREFIX, Fact, Task, ToolCall, Toolkit, UserScenario, first_person
 
 __all__ = ["IDENTITY_PREFIX", "convert_task", "first_person"]
 

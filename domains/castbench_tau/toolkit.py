@@ -38,8 +38,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, tzinfo
 from typing import Any
 
-from castbench.domain import Database, Observation, Tool, Toolkit
-from castbench.domain.published import schema_arguments_model
+from castbench.domain import Database, Observation, Tool, Toolkit, schema_arguments_model
 from castbench_tau.cow import TauData
 
 __all__ = ["TauTool", "TauToolkit", "frozen_clock", "is_failure", "tau_toolkit"]

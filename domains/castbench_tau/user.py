@@ -15,9 +15,7 @@ import contextlib
 import io
 from typing import Any
 
-from castbench.agents.registry import BuiltinAgent
-from castbench.agents.views import UserBriefing
-from castbench.models.agents import LLMUser
+from castbench.agents import BuiltinAgent, LLMUser, UserBriefing
 from castbench_tau.source import import_tau
 
 __all__ = ["TAU_GREETING", "TauUser", "tau_user_prompt"]

@@ -30,12 +30,22 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from castbench.authoring.claims import published_earned_spec
-from castbench.domain import Database, Domain, EarnedSpec, Fact, Task, TaskFileError, ToolCall
-from castbench.domain.database import Snapshot
-from castbench.domain.derived_rules import DerivedRules
-from castbench.domain.identity import IDENTITY_PREFIX, identity_call, identity_facts
-from castbench.grading.state_diff import state_diff
+from castbench.domain import (
+    IDENTITY_PREFIX,
+    Database,
+    DerivedRules,
+    Domain,
+    EarnedSpec,
+    Fact,
+    Snapshot,
+    Task,
+    TaskFileError,
+    ToolCall,
+    identity_call,
+    identity_facts,
+    published_earned_spec,
+    state_diff,
+)
 from castbench_tau2.source import PACKAGE, Tau2Source, load_source
 from castbench_tau2.tasks import convert_task, gold_calls
 from castbench_tau2.toolkit import tau2_toolkit

@@ -19,14 +19,19 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from castbench.agents.protocols import UserReply
-from castbench.agents.registry import AgentSpec
-from castbench.conversation import Action, ReplyAction, ToolCallAction
-from castbench.domain import load_domain
-from castbench.records.config import RunConfig
-from castbench.records.trial import EndReason, TrialRecord
-from castbench.runner.rollout import AgentSet, Limits, run_trial
-from castbench.store.export import ArchiveError, ExportedRun, RunFormat
+from castbench.agents import Action, AgentSpec, ReplyAction, ToolCallAction, UserReply
+from castbench.domain import (
+    AgentSet,
+    ArchiveError,
+    EndReason,
+    ExportedRun,
+    Limits,
+    RunConfig,
+    RunFormat,
+    TrialRecord,
+    load_domain,
+    run_trial,
+)
 from castbench_tau2.domain import Tau2Domain
 from castbench_tau2.results import write_tau2_results
 from castbench_tau2.source import import_tau2

@@ -18,14 +18,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from castbench.conversation import (
-    MalformedAction,
-    ReplyAction,
-    ToolCallAction,
-    ToolResultTurn,
-    UserTurn,
-)
-from castbench.records.trial import TrialRecord
+from castbench.agents import MalformedAction, ReplyAction, ToolCallAction, ToolResultTurn, UserTurn
+from castbench.domain import TrialRecord
 from castbench_tau2.source import import_tau2
 
 __all__ = ["TERMINATION", "trial_messages"]

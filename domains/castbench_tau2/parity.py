@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from castbench.records.trial import TrialRecord
+from castbench.domain import TrialRecord
 from castbench_tau2.domain import Tau2Domain
 from castbench_tau2.messages import TERMINATION, trial_messages
 from castbench_tau2.source import import_tau2

@@ -16,9 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from castbench.domain import load_domain
-from castbench.records.trial import TrialRecord
-from castbench.store.export import ArchiveError, ExportedRun
+from castbench.domain import ArchiveError, ExportedRun, TrialRecord, load_domain
 from castbench_tau2.domain import Tau2Domain
 from castbench_tau2.parity import simulation_run
 from castbench_tau2.source import import_tau2

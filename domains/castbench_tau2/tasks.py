@@ -16,8 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from castbench.domain import Fact, Task, ToolCall, Toolkit, UserScenario
-from castbench.domain.published import first_person
+from castbench.domain import Fact, Task, ToolCall, Toolkit, UserScenario, first_person
 
 __all__ = ["convert_task", "gold_calls"]
 

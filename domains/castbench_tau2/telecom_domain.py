@@ -37,20 +37,20 @@ from functools import cache, cached_property
 from pathlib import Path
 from typing import Any, Literal
 
-from castbench.conversation import AgentTurn, Event, ToolCallAction, UserTurn
+from castbench.agents import AgentTurn, Event, ToolCallAction, UserTurn
 from castbench.domain import (
     Database,
     DeviceStep,
     Fact,
     Observation,
+    Snapshot,
     Task,
     TaskChecks,
     ToolCall,
     Toolkit,
     UserScenario,
+    first_person,
 )
-from castbench.domain.database import Snapshot
-from castbench.domain.published import first_person
 from castbench_tau2.domain import BROKEN_SUFFIX, TAU2_LIMITS, Tau2Domain
 from castbench_tau2.source import DATA_ENV, PACKAGE, Tau2Source, Tau2Unavailable, data_root, import_tau2
 from castbench_tau2.source import package_version as _package_version

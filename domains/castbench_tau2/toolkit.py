@@ -15,8 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from castbench.domain import Database, Observation, Tool, Toolkit
-from castbench.domain.published import schema_arguments_model
+from castbench.domain import Database, Observation, Tool, Toolkit, schema_arguments_model
 from castbench_tau2.bridge import SharedRows, bridged_db, commit
 
 __all__ = ["Tau2Tool", "Tau2Toolkit", "tau2_toolkit", "tau2_tools"]

@@ -16,10 +16,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from castbench.agents.registry import BuiltinAgent
-from castbench.agents.views import UserBriefing
-from castbench.models.agents import LLMUser
-from castbench.models.client import Completion
+from castbench.agents import BuiltinAgent, Completion, LLMUser, UserBriefing
 from castbench_tau2.source import import_tau2
 
 __all__ = ["TAU2_GREETING", "Tau2User", "tau2_user_prompt"]

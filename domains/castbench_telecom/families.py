@@ -9,8 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import partial
 
-from castbench.authoring.generation import Families, mention, spoken_list
-from castbench.domain import Fact, GradingSpec, ToolCall
+from castbench.domain import Fact, Families, GradingSpec, ToolCall, mention, spoken_list
 from castbench_telecom.rules import MAX_CREDIT
 from castbench_telecom.scenario import (
     Draft,

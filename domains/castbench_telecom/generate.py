@@ -9,8 +9,7 @@ a broken one before anything is written. Test tasks draw from 100 customers, tra
 
 from __future__ import annotations
 
-from castbench.authoring.generation import Generator, Split, customer_pools, task_from_draft
-from castbench.domain import Task
+from castbench.domain import Generator, Split, Task, customer_pools, task_from_draft
 from castbench_telecom import domain
 from castbench_telecom.families import FAMILIES
 from castbench_telecom.scenario import Draft, Pool, equivalents

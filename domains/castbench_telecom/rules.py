@@ -14,8 +14,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from castbench.domain import Database, DomainRules, ObservedCall, RuleFinding, ToolCall, Toolkit
-from castbench.domain.facts import Facts, ObservedFacts, TrueFacts
+from castbench.domain import (
+    Database,
+    DomainRules,
+    Facts,
+    ObservedCall,
+    ObservedFacts,
+    RuleFinding,
+    ToolCall,
+    Toolkit,
+    TrueFacts,
+)
 from castbench_telecom import tools
 from castbench_telecom.schema import Bill, Customer, Line, Plan, phone_key
 from castbench_telecom.tools import MAX_REFUEL_GB

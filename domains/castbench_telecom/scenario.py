@@ -9,8 +9,7 @@ from dataclasses import dataclass, field
 from datetime import date
 from random import Random
 
-from castbench.authoring.generation import DraftBase, confirm_answer
-from castbench.domain import DeviceStep, Fact, GradingSpec, ToolCall
+from castbench.domain import DeviceStep, DraftBase, Fact, GradingSpec, ToolCall, confirm_answer
 from castbench_telecom.schema import Bill, Customer, Line, Plan
 from castbench_telecom.vocabulary import PERSONAS
 from castbench_telecom.world import Fault, World

@@ -12,8 +12,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from castbench.domain import Database, ToolError, read_tool, write_tool
-from castbench.domain.common_tools import calculate, transfer_to_human_agents
+from castbench.domain import Database, ToolError, calculate, read_tool, transfer_to_human_agents, write_tool
 from castbench_telecom.schema import (
     Bill,
     BillCredit,

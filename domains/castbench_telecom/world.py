@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from random import Random
 from typing import Literal
 
-from castbench.domain.database import SEQUENCES_TABLE, Record, Row
+from castbench.domain import SEQUENCES_TABLE, Record, Row
 from castbench_telecom.schema import (
     BankAccount,
     Bill,

@@ -12,9 +12,7 @@ from datetime import date, timedelta
 from random import Random
 from typing import TypeVar
 
-from castbench.authoring.generation import DraftBase, Families, confirm_answer, mention
-from castbench.domain import Database, Fact, ToolCall
-from castbench.domain.task import Rival
+from castbench.domain import Database, DraftBase, Fact, Families, Rival, ToolCall, confirm_answer, mention
 from castbench_telehealth.schema import Appointment, Patient, Pharmacy, Prescription, Provider, VisitType
 from castbench_telehealth.tools import available_slots, copay_for
 from castbench_telehealth.vocabulary import EMERGENCIES, LANGUAGES, PERSONAS

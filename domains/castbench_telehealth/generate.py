@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from random import Random
 
-from castbench.authoring.generation import Generator, Split, customer_pools
+from castbench.domain import Generator, Split, customer_pools
 from castbench_telehealth import domain
 from castbench_telehealth.families import FAMILIES, Pool, equivalents
 from castbench_telehealth.schema import Patient

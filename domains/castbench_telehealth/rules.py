@@ -19,13 +19,15 @@ from typing import Any
 from castbench.domain import (
     Database,
     DomainRules,
+    Facts,
     ObservedCall,
+    ObservedFacts,
     RuleFinding,
     ToolCall,
     ToolError,
     Toolkit,
+    TrueFacts,
 )
-from castbench.domain.facts import Facts, ObservedFacts, TrueFacts
 from castbench_telehealth import tools
 from castbench_telehealth.schema import Appointment, Patient, Pharmacy, Prescription, Provider
 from castbench_telehealth.tools import available_slots, parse_start

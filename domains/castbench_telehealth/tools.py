@@ -14,8 +14,7 @@ from __future__ import annotations
 
 from datetime import date, datetime, timedelta
 
-from castbench.domain import Database, ToolError, read_tool, write_tool
-from castbench.domain.common_tools import calculate, transfer_to_human_agents
+from castbench.domain import Database, ToolError, calculate, read_tool, transfer_to_human_agents, write_tool
 from castbench_telehealth.schema import (
     Appointment,
     CancelReason,

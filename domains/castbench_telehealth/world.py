@@ -7,8 +7,7 @@ from dataclasses import dataclass, field
 from datetime import date, timedelta
 from random import Random
 
-from castbench.authoring.generation import UniqueDigits
-from castbench.domain.database import SEQUENCES_TABLE, Record, Row
+from castbench.domain import SEQUENCES_TABLE, Record, Row, UniqueDigits
 from castbench_telehealth import NOW
 from castbench_telehealth.schema import (
     SPECIALTIES,

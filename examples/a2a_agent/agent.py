@@ -39,7 +39,7 @@ from a2a.types import AgentCapabilities, AgentCard, AgentInterface, AgentSkill
 from google.protobuf import json_format
 from starlette.applications import Starlette
 
-from castbench.conversation import AGENT_STOP
+from castbench.agents import AGENT_STOP
 
 
 def _reference() -> Any:

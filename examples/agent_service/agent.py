@@ -28,12 +28,13 @@ import httpx2
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from castbench.agents.views import Briefing, PolicyView
-from castbench.conversation import (
+from castbench.agents import (
     AGENT_STOP,
     AgentTurn,
+    Briefing,
     CritiqueTurn,
     Event,
+    PolicyView,
     ReplyAction,
     ToolCallAction,
     ToolResultTurn,

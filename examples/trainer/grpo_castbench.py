@@ -30,10 +30,15 @@ from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers  # 
 from transformers import PreTrainedTokenizerFast, Qwen3Config, Qwen3ForCausalLM  # noqa: E402
 from trl import GRPOConfig, GRPOTrainer  # noqa: E402
 
-from castbench.agents.views import PolicyView  # noqa: E402
-from castbench.conversation import MalformedAction, ReplyAction, ToolCallAction, UserTurn  # noqa: E402
+from castbench import Environment  # noqa: E402
+from castbench.agents import (  # noqa: E402
+    MalformedAction,
+    PolicyView,  # noqa: E402
+    ReplyAction,
+    ToolCallAction,
+    UserTurn,
+)
 from castbench.domain import load_domain  # noqa: E402
-from castbench.environment import Environment  # noqa: E402
 
 REWARD = {"valid": 1.0, "invalid": 0.0, "unknown": 0.0}
 UNUSABLE = -0.5

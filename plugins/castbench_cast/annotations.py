@@ -21,8 +21,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from castbench.conversation import ToolCallAction
-from castbench.records.trial import ActionLabel, TrialRecord
+from castbench.agents import ToolCallAction
+from castbench.domain import ActionLabel, TrialRecord
 from castbench_cast.trajectories import Moment, moments
 
 __all__ = [

@@ -26,11 +26,9 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from castbench.conversation import AgentTurn, ToolCallAction
-from castbench.domain import load_domain
-from castbench.metrics import CriticRecord, critic_metrics
-from castbench.metrics.critic import critic_intervals
-from castbench.records.trial import TrialRecord
+from castbench import CriticRecord, critic_intervals, critic_metrics
+from castbench.agents import AgentTurn, ToolCallAction
+from castbench.domain import TrialRecord, load_domain
 from castbench_cast.annotations import Annotation, Key, annotated_moments, moment_key
 from castbench_cast.trajectories import Moment, moments
 
@@ -112,7 +110,7 @@ def judged_calls(records: Iterable[TrialRecord]) -> Iterator[tuple[TrialRecord, 
 
 
 def _rules(record: TrialRecord, moment: Moment) -> Verdict:
-    from castbench.agents.critics.checks import call_findings
+    from castbench.agents import call_findings
 
     action = moment.proposal.action
     assert isinstance(action, ToolCallAction)

@@ -17,7 +17,7 @@ from typing import Annotated, Any
 
 import typer
 
-from castbench.cli.errors import CastbenchGroup, fail
+from castbench import CastbenchGroup, fail
 
 __all__ = ["app"]
 
@@ -46,8 +46,7 @@ Rft = Annotated[
 def _reported() -> Iterator[None]:
     """The plugin's errors of input, and a model server that is down, as one line (as castbench's
     own commands report theirs)."""
-    from castbench.agents.registry import AgentSpecError
-    from castbench.errors import ServerDown
+    from castbench.agents import AgentSpecError, ServerDown
     from castbench_cast.annotations import AnnotationError
     from castbench_cast.pipeline import StageError
     from castbench_cast.recipe import RecipeError

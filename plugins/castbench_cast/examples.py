@@ -26,12 +26,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from castbench.agents.views import public_briefing
-from castbench.conversation import MalformedAction
-from castbench.domain import load_domain
-from castbench.models.prompts import critic_messages, critic_system_prompt
-from castbench.models.render import action_json, policy_messages
-from castbench.records.trial import TrialRecord
+from castbench.agents import (
+    MalformedAction,
+    action_json,
+    critic_messages,
+    critic_system_prompt,
+    policy_messages,
+    public_briefing,
+)
+from castbench.domain import TrialRecord, load_domain
 from castbench_cast.annotations import Annotation, AnnotationError, Key, annotated_moments
 from castbench_cast.trajectories import moments
 

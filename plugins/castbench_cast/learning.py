@@ -108,10 +108,8 @@ def held_out_figures(
     checkpoint: Path, db: str, tasks: list[str], policy: str, trials: int, seed: int, max_tokens: int
 ) -> CriticFigures:
     """`checkpoint` served as the critic of `policy` on retail test `tasks`, one verdict a step."""
-    from castbench.api import evaluate
-    from castbench.report.critic_report import critic_report
-    from castbench.runner.rollout import Verification
-    from castbench.store import ResultsStore
+    from castbench import ResultsStore, critic_report, evaluate
+    from castbench.domain import Verification
     from castbench_cast.serving import CheckpointServer
 
     with CheckpointServer(checkpoint) as server:
@@ -165,8 +163,8 @@ def critic_learning(
 ) -> Learning:
     """Train a critic on the first `train_tasks` retail train tasks and compare it with its base
     on the first `test_tasks` retail test tasks (see the module's docstring)."""
+    from castbench import ResultsStore
     from castbench.domain import load_domain
-    from castbench.store import ResultsStore
     from castbench_cast.annotations import read_annotations
     from castbench_cast.pipeline import Pipeline
     from castbench_cast.train import save_base
@@ -251,10 +249,9 @@ def policy_figures(
     max_steps: int,
 ) -> PolicyFigures:
     """`checkpoint` served as the policy (prompted style) on retail test `tasks`, no critic."""
-    from castbench.api import evaluate
-    from castbench.conversation import MalformedAction, ToolCallAction
-    from castbench.runner.episode import Limits
-    from castbench.store import ResultsStore
+    from castbench import ResultsStore, evaluate
+    from castbench.agents import MalformedAction, ToolCallAction
+    from castbench.domain import Limits
     from castbench_cast.serving import CheckpointServer
 
     with CheckpointServer(checkpoint) as server:

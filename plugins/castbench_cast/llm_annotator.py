@@ -27,14 +27,20 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
-from castbench.agents.registry import resolve
-from castbench.agents.views import public_briefing
-from castbench.domain import Domain, Task
-from castbench.models.client import ModelClient, TrialKey
-from castbench.models.parse import find_json_object, verdict_from_text
-from castbench.models.render import describe_action, tool_manual, transcript
-from castbench.models.settings import ModelSettings, configure_model_agent
-from castbench.records.trial import TrialRecord
+from castbench.agents import (
+    ModelClient,
+    ModelSettings,
+    TrialKey,
+    configure_model_agent,
+    describe_action,
+    find_json_object,
+    public_briefing,
+    resolve,
+    tool_manual,
+    transcript,
+    verdict_from_text,
+)
+from castbench.domain import Domain, Task, TrialRecord
 from castbench_cast.annotations import Annotation, Key, moment_key
 from castbench_cast.trajectories import Moment
 

@@ -97,9 +97,8 @@ def _cell(
 ) -> Row:
     """One grid cell: the policy (a base model string, or a checkpoint served) alone or with a
     critic (`("trained", checkpoint)` served, or `("base", model string)`)."""
-    from castbench.api import EvalResult, evaluate
-    from castbench.domain import load_domain
-    from castbench.runner.rollout import Verification
+    from castbench import EvalResult, evaluate
+    from castbench.domain import Verification, load_domain
     from castbench_cast.serving import CheckpointServer
 
     name, checkpoint = policy
@@ -223,7 +222,7 @@ def paper(pipeline: Pipeline, until: str | None = None, log: Callable[[str], Non
 def _critic_cells(pipeline: Pipeline, rows: list[Row]) -> list[CriticCell]:
     """Each measured cell with a critic, beside the baselines learned from the critic's own
     training annotations, on that cell's calls."""
-    from castbench.store import ResultsStore
+    from castbench import ResultsStore
     from castbench_cast.annotations import read_annotations
 
     judged = [row for row in rows if row.source == "measured" and row.critic != "none" and row.run_id]

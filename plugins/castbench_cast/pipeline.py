@@ -13,9 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from castbench.domain import load_domain, resolve_domains
-from castbench.records.trial import TrialRecord
-from castbench.store import ResultsStore
+from castbench import ResultsStore
+from castbench.domain import TrialRecord, load_domain, resolve_domains
 from castbench_cast.annotations import (
     agreement,
     annotated_moments,
@@ -72,7 +71,7 @@ def _task_ids(settings: CollectStage) -> list[str] | None:
 
 def _privileged(policy: str) -> bool:
     """Whether a policy spec names an agent that reads the task (oracle, scripted:noisy...)."""
-    from castbench.agents.registry import resolve
+    from castbench.agents import resolve
 
     return resolve("policy", policy, model_factory=lambda **_: None).privileged
 
@@ -154,8 +153,8 @@ class Pipeline:
         return self._stage("collect-critic", loop.model_dump(mode="json"), inputs, build)
 
     def _run(self, folder: Path, settings: CollectStage, critic: str = "none", rounds: int = 3) -> _Built:
-        from castbench.api import evaluate
-        from castbench.runner.rollout import Verification
+        from castbench import evaluate
+        from castbench.domain import Verification
 
         result = evaluate(
             db=self.recipe.store_url,

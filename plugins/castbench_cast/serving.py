@@ -27,7 +27,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal
 
-from castbench.models.serve import ServeError, ServeOptions, vllm_command, wait_until_ready
+from castbench.agents import ServeError, ServeOptions, vllm_command, wait_until_ready
 from castbench_cast.context import ContextRule, describe, fit_messages, token_counter
 
 __all__ = ["CheckpointServer", "checkpoint_name"]

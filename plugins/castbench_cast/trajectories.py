@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from castbench.conversation import AgentTurn, CritiqueTurn, Event, ReplyAction, UserTurn
-from castbench.records.trial import Proposal, StepRecord, TrialRecord
+from castbench.agents import AgentTurn, CritiqueTurn, Event, ReplyAction, UserTurn
+from castbench.domain import Proposal, StepRecord, TrialRecord
 
 __all__ = ["Moment", "moments", "trial_key"]
 

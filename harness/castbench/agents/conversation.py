@@ -1,8 +1,8 @@
-"""Deprecated: the agent types moved to `castbench.conversation`.
+"""Deprecated: the agent types (actions, turns, events, verdicts) are public in `castbench.agents`.
 
 Kept for one release so that an agent written against the old path still imports (with a
 `DeprecationWarning` naming the new place) instead of failing with "No module named
-'castbench.agents.conversation'".
+'castbench.agents.conversation'". Its names are the objects `castbench.agents` gives.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from castbench.conversation import __all__  # noqa: F401
 
 warnings.warn(
     "castbench.agents.conversation is deprecated and will be removed in a later release: "
-    "import from castbench.conversation instead",
+    "import from castbench.agents instead",
     DeprecationWarning,
     stacklevel=2,
 )

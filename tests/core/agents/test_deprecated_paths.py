@@ -8,15 +8,15 @@ import sys
 
 import pytest
 
-import castbench.conversation
+import castbench.agents
 
 
 def test_the_old_conversation_path_imports_with_a_warning_naming_the_new_place() -> None:
     sys.modules.pop("castbench.agents.conversation", None)
-    with pytest.warns(DeprecationWarning, match=r"import from castbench\.conversation"):
+    with pytest.warns(DeprecationWarning, match=r"import from castbench\.agents instead"):
         old = importlib.import_module("castbench.agents.conversation")
-    for name in castbench.conversation.__all__:
-        assert getattr(old, name) is getattr(castbench.conversation, name), name
+    for name in old.__all__:
+        assert getattr(old, name) is getattr(castbench.agents, name), name
 
 
 def test_an_agent_module_on_the_old_path_runs() -> None:
@@ -31,4 +31,4 @@ def test_an_agent_module_on_the_old_path_runs() -> None:
     )
     assert done.stdout.strip() == "hi"
     assert "castbench.agents.conversation is deprecated" in done.stderr
-    assert "import from castbench.conversation" in done.stderr
+    assert "import from castbench.agents instead" in done.stderr
