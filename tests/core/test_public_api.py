@@ -1,0 +1,252 @@
+"""castbench's public API (docs/api.md): `castbench`, `castbench.agents` and `castbench.domain`, each
+with an explicit `__all__`; every other module is internal.
+
+The surface is pinned here: removing or renaming a public name fails until the name moves behind a
+deprecation shim, and a new name fails until it is listed below (on purpose: an addition is a
+promise). The packs, the CAST plugin, the examples and the docs' code import the public modules
+only, and an agent written against a path that moved still runs, told where the names went.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import re
+import subprocess
+import sys
+import tomllib
+import warnings
+from pathlib import Path
+from types import ModuleType
+
+import grimp
+import pytest
+
+import castbench
+import castbench.agents
+import castbench.domain
+from castbench.records.trial import TrialRecord
+
+ROOT = Path(__file__).resolve().parents[2]
+PUBLIC = ("castbench", "castbench.agents", "castbench.domain")
+
+SURFACE: dict[str, list[str]] = {
+    "castbench": [
+        "CastbenchGroup", "CriticRecord", "Environment", "EvalOptions", "EvalResult", "ResultsStore",
+        "__version__", "critic_intervals", "critic_metrics", "critic_report", "evaluate", "fail",
+        "steps_df", "trials_df", "verdicts_df",
+    ],
+    "castbench.agents": [
+        "AGENT_STOP", "Action", "AgentSpec", "AgentSpecError", "AgentTurn", "Briefing", "BuiltinAgent",
+        "Completion", "Critic", "CriticView", "CritiqueTurn", "Event", "LLMUser", "MalformedAction",
+        "ModelClient", "ModelSettings", "Policy", "PolicyView", "ReplyAction", "ServeError",
+        "ServeOptions", "ServerDown", "ToolCallAction", "ToolResultTurn", "TrialKey", "Usage",
+        "UserBriefing", "UserReply", "UserSimulator", "UserToolCall", "UserTurn", "Verdict",
+        "action_json", "call_findings", "canonical_action", "configure_model_agent", "critic_messages",
+        "critic_system_prompt", "describe_action", "find_json_object", "policy_messages",
+        "public_briefing", "resolve", "tool_manual", "transcript", "verdict_from_text", "vllm_command",
+        "wait_until_ready",
+    ],
+    "castbench.domain": [
+        "ActionLabel", "AgentSet", "ArchiveError", "Database", "DerivedRules", "DeviceStep", "Domain",
+        "DomainDataError", "DomainRules", "DraftBase", "EarnedSpec", "EndReason", "ExpectedStateError",
+        "ExportedRun", "Fact", "Facts", "Families", "Generator", "GradingSpec", "IDENTITY_PREFIX",
+        "Limits", "Lookup", "Mention", "Observation", "ObservedCall", "ObservedFacts", "Proposal",
+        "Record", "RecordNotFound", "Rival", "Row", "RuleFinding", "RunConfig", "RunFormat",
+        "SEQUENCES_TABLE", "Snapshot", "Split", "StepRecord", "Task", "TaskChecks", "TaskFileError",
+        "Tool", "ToolCall", "ToolCrash", "ToolError", "Toolkit", "Trajectory", "TrialRecord",
+        "TrueFacts", "UniqueDigits", "UnknownDomainError", "UserScenario", "Verification",
+        "available_domains", "calculate", "confirm_answer", "customer_pools", "first_person",
+        "identity_call", "identity_facts", "load_domain", "mention", "published_earned_spec",
+        "read_tool", "register_domain", "resolve_domains", "run_trial", "schema_arguments_model",
+        "spoken_list", "state_diff", "task_from_draft", "transfer_to_human_agents", "validate_task",
+        "write_tool",
+    ],
+}  # fmt: skip
+
+# the packages that may import castbench's public modules only
+PACKS = ("castbench_airline", "castbench_retail", "castbench_tau", "castbench_tau2", "castbench_telecom",
+         "castbench_telehealth", "castbench_cast")  # fmt: skip
+
+
+def facade(name: str) -> ModuleType:
+    return importlib.import_module(name)
+
+
+def homes(module: ModuleType) -> dict[str, str]:
+    """Each public name of `module` and the module it is read from: the lazy table, and for
+    `castbench.domain` the names its `__init__` imports with the package."""
+    found = dict(module._HOME)
+    tree = ast.parse(Path(module.__file__ or "").read_text())
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("castbench."):
+            found.update({alias.name: node.module or "" for alias in node.names})
+    return found
+
+
+@pytest.mark.parametrize("name", PUBLIC)
+def test_the_public_surface_is_the_pinned_one(name: str) -> None:
+    exported = facade(name).__all__
+    assert len(exported) == len(set(exported)), f"{name}.__all__ names a name twice"
+    pinned = set(SURFACE[name])
+    removed, added = sorted(pinned - set(exported)), sorted(set(exported) - pinned)
+    assert not removed, f"{name} no longer exports {removed}: keep them behind a deprecation shim"
+    assert not added, f"{name} exports {added} not pinned here: list them in SURFACE (and docs/api.md)"
+
+
+@pytest.mark.parametrize("name", PUBLIC)
+def test_every_public_name_resolves_to_the_object_its_module_defines(name: str) -> None:
+    module = facade(name)
+    where = homes(module)
+    assert set(where) == set(module.__all__)
+    for public in module.__all__:
+        assert getattr(module, public) is getattr(importlib.import_module(where[public]), public), public
+        assert public in dir(module)
+    with pytest.raises(AttributeError, match="has no attribute 'not_a_name'"):
+        module.not_a_name  # noqa: B018
+
+
+@pytest.mark.parametrize("name", ["castbench.agents", "castbench.domain"])
+def test_the_stub_types_the_same_names_from_the_same_modules(name: str) -> None:
+    """mypy reads `__init__.pyi` instead of `__init__.py`: a name missing there, or typed from
+    another module, would check pack code against the wrong thing."""
+    module = facade(name)
+    stub = ast.parse(Path(module.__file__ or "").with_suffix(".pyi").read_text())
+    typed = {
+        alias.name: node.module
+        for node in stub.body
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+    }
+    assert typed == homes(module)
+    declared = next(
+        ast.literal_eval(node.value)
+        for node in stub.body
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "__all__" for t in node.targets)
+    )
+    assert declared == module.__all__
+
+
+def test_the_root_types_what_it_reads() -> None:
+    """`castbench/__init__.py` types its names with `TYPE_CHECKING` imports (no module imports
+    the package, so they make no cycle): the same names, from the same modules."""
+    tree = ast.parse((ROOT / "harness" / "castbench" / "__init__.py").read_text())
+    typed = {
+        alias.name: node.module
+        for block in tree.body
+        if isinstance(block, ast.If)
+        for node in block.body
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+    }
+    assert typed == castbench._HOME
+
+
+def layers_above(layer: str) -> set[str]:
+    """castbench's subpackages and modules in the layers above `layer` (pyproject's contract)."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
+    layers = next(c["layers"] for c in config["contracts"] if c["type"] == "layers")
+    names = [layer.strip() for layer in layers]
+    return {part.strip() for group in names[: names.index(layer)] for part in group.split("|")}
+
+
+def loaded_by(statement: str, repo_env: dict[str, str]) -> list[str]:
+    probe = f"{statement}; import sys; print(sorted(m for m in sys.modules if m.startswith('castbench')))"
+    done = subprocess.run(
+        [sys.executable, "-c", probe], env=repo_env, capture_output=True, text=True, check=True
+    )
+    return list(ast.literal_eval(done.stdout.strip()))
+
+
+def test_the_agents_api_imports_none_of_castbench(repo_env: dict[str, str]) -> None:
+    """Every agent worker imports `castbench.agents`: its names load when first read."""
+    assert loaded_by("import castbench.agents", repo_env) == ["castbench", "castbench.agents"]
+
+
+def test_the_domain_api_loads_nothing_above_its_layer(repo_env: dict[str, str]) -> None:
+    """Importing `castbench.domain` loads what it did before: its grading, task generation, run and
+    record names load when a pack first reads them."""
+    above = layers_above("domain")
+    loaded = loaded_by("import castbench.domain", repo_env)
+    assert "castbench.domain.task" in loaded
+    assert [m for m in loaded if m.count(".") and m.split(".")[1] in above] == []
+
+
+def test_packs_and_the_plugin_import_no_internal_module() -> None:
+    graph = grimp.build_graph("castbench", *PACKS, include_external_packages=False, cache_dir=None)
+    internal = {
+        f"{module} -> {imported}"
+        for pack in PACKS
+        for module in graph.find_descendants(pack) | {pack}
+        for imported in graph.find_modules_directly_imported_by(module)
+        if imported.split(".")[0] == "castbench" and imported not in PUBLIC
+    }
+    assert "castbench_tau2.importer" in graph.modules  # the graph holds the packs
+    assert not internal, sorted(internal)
+
+
+CASTBENCH_IMPORT = re.compile(r"^\s*(?:from\s+(castbench[\w.]*)\s+import|import\s+(castbench[\w.]*))", re.M)
+
+
+def imported_modules(text: str) -> set[str]:
+    return {from_ or plain for from_, plain in CASTBENCH_IMPORT.findall(text)}
+
+
+def test_examples_and_the_docs_code_import_the_public_modules_only() -> None:
+    """What a reader copies: the examples' code, and the Python blocks of README and docs/."""
+    found: dict[str, set[str]] = {}
+    for path in sorted((ROOT / "examples").rglob("*.py")):
+        found[str(path.relative_to(ROOT))] = imported_modules(path.read_text())
+    for page in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        blocks = re.findall(r"```python\n(.*?)```", page.read_text(), re.S)
+        found[str(page.relative_to(ROOT))] = imported_modules("\n".join(blocks))
+    assert sum(len(modules) for modules in found.values()) > 5  # the scan reads imports
+    internal = {
+        place: sorted(modules - set(PUBLIC)) for place, modules in found.items() if modules - set(PUBLIC)
+    }
+    assert not internal
+
+
+def test_the_contract_forbids_every_internal_module_to_the_packs() -> None:
+    """`lint-imports` enforces the line between public and internal: its contract names every
+    subpackage and module of castbench but the public ones, so a new module is internal too."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
+    contract = next(c for c in config["contracts"] if c["name"].startswith("packs and plugins import"))
+    assert sorted(contract["source_modules"]) == sorted(PACKS)
+    graph = grimp.build_graph("castbench", include_external_packages=False, cache_dir=None)
+    children = graph.find_children("castbench")
+    forbidden = set(contract["forbidden_modules"])
+    assert forbidden == {"castbench.agents.*", "castbench.domain.*", *(children - set(PUBLIC))}
+
+
+def test_the_agent_conversation_shim_warns_and_gives_the_public_objects() -> None:
+    sys.modules.pop("castbench.agents.conversation", None)
+    with pytest.warns(DeprecationWarning, match=r"import from castbench\.agents instead"):
+        old = importlib.import_module("castbench.agents.conversation")
+    for name in old.__all__:
+        assert getattr(old, name) is getattr(castbench.agents, name), name
+
+
+def test_an_agent_on_the_old_path_runs_a_trial_with_a_warning(tmp_path: Path) -> None:
+    """In castbench's process (`in_process`, where the warning can be caught), then in a worker
+    of its own, as every import-path agent runs."""
+    from castbench.api import evaluate
+
+    agent = "tests.core.old_path_agents:OldPathPolicy"
+    task = castbench.domain.load_domain("retail").tasks("test")[0].id
+    options = {"domains": "retail", "policy": agent, "trials": 1, "tasks": [task]}
+    for module in ("tests.core.old_path_agents", "castbench.agents.conversation"):
+        sys.modules.pop(module, None)
+    trials: list[TrialRecord] = []
+    with pytest.warns(
+        DeprecationWarning, match=r"castbench\.agents\.conversation is deprecated.*castbench\.agents"
+    ):
+        evaluate(**options, db=f"sqlite:///{tmp_path / 'in.db'}", in_process=True, on_trial=trials.append)  # type: ignore[arg-type]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        evaluate(**options, db=f"sqlite:///{tmp_path / 'worker.db'}", on_trial=trials.append)  # type: ignore[arg-type]
+    assert len(trials) == 2
+    for trial in trials:
+        assert trial.status == "scored" and trial.end_reason not in ("agent_error", "harness_error"), trial
+        actions = [type(step.action).__name__ for step in trial.steps]
+        assert actions[:2] == ["ToolCallAction", "ReplyAction"], actions
