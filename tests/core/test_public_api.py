@@ -250,3 +250,12 @@ def test_an_agent_on_the_old_path_runs_a_trial_with_a_warning(tmp_path: Path) ->
         assert trial.status == "scored" and trial.end_reason not in ("agent_error", "harness_error"), trial
         actions = [type(step.action).__name__ for step in trial.steps]
         assert actions[:2] == ["ToolCallAction", "ReplyAction"], actions
+
+
+def test_the_api_page_names_every_public_name() -> None:
+    """docs/api.md is where a reader looks a name up: each module's section lists each of its names."""
+    page = (ROOT / "docs" / "api.md").read_text()
+    for name in PUBLIC:
+        section = page.split(f"## `{name}`\n", 1)[1].split("\n## ", 1)[0]
+        listed = set(re.findall(r"`([A-Za-z_][\w]*)`", section))
+        assert set(SURFACE[name]) <= listed, f"docs/api.md, {name}: {sorted(set(SURFACE[name]) - listed)}"
