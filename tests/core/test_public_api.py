@@ -259,3 +259,26 @@ def test_the_api_page_names_every_public_name() -> None:
         section = page.split(f"## `{name}`\n", 1)[1].split("\n## ", 1)[0]
         listed = set(re.findall(r"`([A-Za-z_][\w]*)`", section))
         assert set(SURFACE[name]) <= listed, f"docs/api.md, {name}: {sorted(set(SURFACE[name]) - listed)}"
+
+
+@pytest.mark.parametrize(
+    ("name", "public", "home"),
+    [
+        ("castbench", "evaluate", "castbench.api"),
+        ("castbench.agents", "ModelClient", "castbench.models.client"),
+        ("castbench.domain", "run_trial", "castbench.runner.rollout"),
+    ],
+)
+def test_a_name_patched_where_it_is_defined_is_seen_through_the_public_module(
+    name: str, public: str, home: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A public module keeps no copy of what it reads: a test that patches a name in its own module
+    (as tests/cast patches `castbench.api.evaluate`) reaches code that imports it publicly, and
+    the patch undone leaves the real object there again."""
+    module, defining = facade(name), importlib.import_module(home)
+    real = getattr(module, public)
+    sentinel = object()
+    monkeypatch.setattr(defining, public, sentinel)
+    assert getattr(module, public) is sentinel
+    monkeypatch.undo()
+    assert getattr(module, public) is real
