@@ -2,6 +2,7 @@
 
 from castbench.domain.database import Database, Record, RecordNotFound
 from castbench.domain.domain import Domain, DomainDataError, ExpectedStateError, TaskChecks
+from castbench.domain.pack_options import PackOption, PackOptionError, PackOptions
 from castbench.domain.registry import (
     UnknownDomainError,
     available_domains,
@@ -25,6 +26,9 @@ from castbench.domain.task import (
 from castbench.domain.tools import Observation, Tool, ToolCrash, ToolError, Toolkit, read_tool, write_tool
 
 __all__ = [
+    "PackOption",
+    "PackOptionError",
+    "PackOptions",
     "UnknownDomainError",
     "Database",
     "DeviceStep",
