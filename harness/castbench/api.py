@@ -152,7 +152,7 @@ def _reply_judge(options: EvalOptions) -> dict[str, Any] | None:
 
 
 def _data_origins(domains: list[Domain]) -> dict[str, dict[str, str]]:
-    """`{"data": {pack: origin}}` for packs that read another data directory (`--tau2-data`): in
+    """`{"data": {pack: origin}}` for packs that read another data directory (`tau2.data`): in
     the config, so `runs show` says it and a resume needs the same directory; nothing otherwise."""
     origins = {domain.name: domain.data_origin for domain in domains if domain.data_origin}
     return {"data": origins} if origins else {}
