@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NamedTuple, TypedDict
 
@@ -61,7 +61,12 @@ MAX_TRIALS_PER_TASK = 1000
 typo (`--trials 1000000000`) that would run for ever and store without end."""
 
 
-FIELD_DEFAULT: Any = type("FieldDefault", (), {"__repr__": lambda self: "FIELD_DEFAULT"})()
+class _FieldDefault:
+    def __repr__(self) -> str:
+        return "FIELD_DEFAULT"
+
+
+FIELD_DEFAULT: Any = _FieldDefault()
 """`Flag.default` left out: the flag's default is its field's."""
 AGENTS, RUN, LOOP, MODELS, PERTURB = "Agents", "Run", "Critic loop", "Models", "Perturbations"
 """The panels of `castbench eval --help` the flags are shown in (None: the command's own)."""
@@ -87,7 +92,7 @@ class Flag:
     type: Any = None
     """What the command line takes when not the field's own type (a comma-separated `str` for a
     list, `str` for a choice the model checks, so its error line is the model's)."""
-    default: Any = field(default_factory=lambda: FIELD_DEFAULT)
+    default: Any = FIELD_DEFAULT
     """The command line's default when not the field's (`all` for a list of every kind)."""
     convert: Callable[[Any], Any] | None = None
     """The value given -> the field's (a value left out, None, keeps the field's default)."""

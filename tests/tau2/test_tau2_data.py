@@ -108,9 +108,21 @@ def test_the_option_refuses_a_directory_without_the_layout(tmp_path: Path, repo_
         env={**env, "CASTBENCH_TRACEBACK": ""},
         timeout=300,
     )
-    assert done.returncode != 0
-    assert "is not a directory" in done.stdout + done.stderr
+    assert done.returncode == 2
+    assert f"error: --tau2-data: tau2.data: {tmp_path / 'missing'} is not a directory" in done.stderr
+    assert "warning: --tau2-data is deprecated" in done.stderr
     assert os.environ.get(DATA_ENV) is None  # the test process is untouched
+    # the variable is checked as the flag was (no warning: it is not deprecated)
+    done = subprocess.run(
+        [CASTBENCH, "tasks", "list", "--domain", "tau2-airline"],
+        capture_output=True,
+        text=True,
+        env={**env, "CASTBENCH_TRACEBACK": "", DATA_ENV: str(tmp_path / "missing")},
+        timeout=300,
+    )
+    assert done.returncode == 2
+    assert f"error: {DATA_ENV}: tau2.data: {tmp_path / 'missing'} is not a directory" in done.stderr
+    assert "deprecated" not in done.stderr
 
 
 @pytest.mark.slow

@@ -4,8 +4,9 @@ declares them again: `eval` and `profile` take these flags, and adding a field w
 the option to both.
 
 A command is a typer function with its own options (`--output`, `--suite`); `with_eval_flags`
-adds the fields' flags to the command typer builds from it, and `options_of` reads them back as
-`EvalOptions`, a bad value one `error:` line naming its flag (the model's checks are the flags').
+adds the fields' flags to the command typer builds from it (no signature is copied or rewritten),
+`flag_values(ctx)` reads their values and `options_of` makes them `EvalOptions`, a bad value one
+`error:` line naming its flag (the model's checks are the flags').
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from typer._click.globals import get_current_context
 from castbench.cli.errors import fail
 from castbench.options import CommandLineFlag, EvalOptions, OptionsError, command_line_flags
 
-__all__ = ["eval_flags", "flag_named", "options_of", "parameter_name", "with_eval_flags"]
+__all__ = ["eval_flags", "flag_named", "flag_values", "options_of", "parameter_name", "with_eval_flags"]
 
 _GIVEN = "castbench.eval_flags"
 """Where a command's context keeps the values of its eval flags (`ctx.meta`)."""
@@ -51,18 +52,17 @@ def _parameter(flag: CommandLineFlag, default: Any) -> click.Parameter:
         default, *decls, help=declared.help, rich_help_panel=declared.panel, envvar=declared.envvar
     )
     meta = typer.models.ParamMeta(name=parameter_name(flag), default=info, annotation=flag.type)
-    build: Callable[..., Any] | None = getattr(typer.main, "_get_param", None)
-    if build is not None:
-        return build(meta)  # type: ignore[no-any-return]
-    return typer.main.get_click_param(meta)[0]  # type: ignore[attr-defined,no-any-return]  # typer < 0.20
+    # typer's own builder of a parameter (private, as its vendored click is: tests/cli hold the
+    # help and parsing of every flag to what a typed signature gave)
+    return typer.main._get_param(meta)
 
 
 def with_eval_flags(
     function: Callable[..., Any], *, exclude: Iterable[str] = (), defaults: Mapping[str, Any] | None = None
 ) -> click.Command:
     """The command typer builds from `function` (its own options) with the eval flags added
-    (`defaults` changes a flag's default, by parameter name). `function` reads them with
-    `options_of(ctx)`."""
+    (`defaults` changes a flag's default, by parameter name). `function` reads their values with
+    `flag_values(ctx)`, the options they set with `options_of`."""
     single = typer.Typer(pretty_exceptions_enable=False, rich_markup_mode="rich")
     single.command()(function)
     command = typer.main.get_command(single)

@@ -46,26 +46,39 @@ PackOptionFlag = Annotated[
 ]
 
 
-def _tau2_data(value: str | None) -> str | None:
-    """`--tau2-data DIR`, deprecated: `--pack-option tau2.data=DIR`, said on stderr."""
-    if value is not None:
+_TAU2_DATA_ENV = "CASTBENCH_TAU2_DATA"
+"""The variable of the τ² packs' `tau2.data` (`castbench_tau2.source.DATA_ENV`), read by the
+deprecated flag as before: a directory it names is checked and resolved before any pack loads."""
+
+
+def _tau2_data(ctx: typer.Context, value: str | None) -> str | None:
+    """`--tau2-data DIR`, deprecated: `--pack-option tau2.data=DIR`, said on stderr when given."""
+    if value is None:
+        return None
+    source = ctx.get_parameter_source("tau2_data")
+    given = source is None or source.name != "ENVIRONMENT"  # by name: typer's click is its own
+    if given:
         typer.echo(
             "warning: --tau2-data is deprecated and will be removed; use --pack-option tau2.data=DIR",
             err=True,
         )
-        from castbench.domain.pack_options import PackOptionError, set_pack_option
+    from castbench.domain.pack_options import PackOptionError, set_pack_option
 
-        try:
-            set_pack_option("tau2.data", value)
-        except PackOptionError as exc:
-            fail(f"--tau2-data: {exc}")
+    try:
+        set_pack_option("tau2.data", value)
+    except PackOptionError as exc:
+        fail(f"{'--tau2-data' if given else _TAU2_DATA_ENV}: {exc}")
     return value
 
 
 Tau2DataOption = Annotated[
     str | None,
     typer.Option(
-        "--tau2-data", callback=_tau2_data, hidden=True, help="Deprecated: --pack-option tau2.data=DIR."
+        "--tau2-data",
+        envvar=_TAU2_DATA_ENV,
+        callback=_tau2_data,
+        hidden=True,
+        help="Deprecated: --pack-option tau2.data=DIR.",
     ),
 ]
 
