@@ -21,7 +21,7 @@ from castbench.models.resolve import resolve_agent
 from castbench.options import EvalFields, EvalOptions
 from castbench.records.config import RunConfig
 from castbench.records.identity import fingerprint
-from castbench.records.perturbations import Perturbations
+from castbench.records.perturbations import Perturbations, profile_conditions
 from castbench.records.provenance import (
     AgentPlacement,
     Provenance,
@@ -52,7 +52,7 @@ __all__ = [
     "build_config",
     "evaluate",
     "profile",
-    "profile_conditions",
+    "profile_runs",
     "run_metadata",
     "set_pack_option",
 ]
@@ -337,40 +337,31 @@ class ProfileResult:
         """Each condition's evaluation (`clean`, then `faults`, `user`, `env` as asked)."""
 
 
-def profile_conditions(options: EvalOptions) -> dict[str, EvalOptions]:
+def profile_runs(options: EvalOptions) -> dict[str, EvalOptions]:
     """The runs of a reliability profile of `options`: `clean` (no perturbation), then each
-    perturbation `options` has alone (`faults`: its tool faults with their kinds, `user`, `env`),
-    every run on the same tasks, trials and seeds, none paired, swept or topped up."""
+    perturbation `options` has alone (`castbench.records.perturbations.profile_conditions`:
+    `faults` with its kinds, `user`, `env`, as a board's profile runs them), every run on the same
+    tasks, trials and seeds, none paired, swept or topped up."""
     given = options.perturbations
-    base = given.model_dump()
-
-    def only(**on: Any) -> EvalOptions:
-        perturbations = Perturbations.model_validate(
-            {**base, "tool_faults": 0.0, "user": [], "env": [], **on}
-        )
-        return options.replace(paired=False, sweep_traits=None, add_trials=0, perturbations=perturbations)
-
-    conditions = {"clean": only()}
-    if given.tool_faults > 0:
-        conditions["faults"] = only(tool_faults=given.tool_faults)
-    if given.user:
-        conditions["user"] = only(user=given.user)
-    if given.env:
-        conditions["env"] = only(env=given.env)
-    return conditions
+    perturbed = profile_conditions(given.tool_faults, given.fault_kinds, given.user, given.env, given.seed)
+    conditions = {"clean": Perturbations(seed=given.seed), **perturbed}
+    return {
+        name: options.replace(paired=False, sweep_traits=None, add_trials=0, perturbations=perturbations)
+        for name, perturbations in conditions.items()
+    }
 
 
 def profile(
     options: EvalOptions | None = None, *, run: RunCondition | None = None, **fields: Unpack[EvalFields]
 ) -> ProfileResult:
     """A reliability profile of one agent (`castbench.metrics.profile`): the runs of
-    `profile_conditions` (each stored and resumed like any run), then consistency, robustness,
+    `profile_runs` (each stored and resumed like any run), then consistency, robustness,
     predictability and safety from their stored trials. `run` runs each condition (default:
     `evaluate`)."""
     chosen = EvalOptions.of(options, **fields)
     results = {
         name: run(name, condition) if run is not None else evaluate(condition)
-        for name, condition in profile_conditions(chosen).items()
+        for name, condition in profile_runs(chosen).items()
     }
     store = ResultsStore(chosen.execution.db)
     runs = {name: result.outcome.run_id for name, result in results.items()}
