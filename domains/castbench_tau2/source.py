@@ -3,11 +3,12 @@ code is copied into castbench.
 
 τ²'s code (its database models, tools, task model and evaluator) always comes from the installed
 package. Its *data* (`db.json`, `tasks.json`, `split_tasks.json`, `policy.md` under
-`<dir>/domains/<domain>/`) comes from the package too, unless `CASTBENCH_TAU2_DATA` (or the
-`--tau2-data` option, which sets it) names another tau2-bench data directory of the same layout
-(tau2-bench's `data/tau2`): with tau2-bench ≥ 1.0.1 data, scores compare with today's public
-leaderboard; with the package's own (pre-1.0) data they compare only with each other. Which data
-a pack was built from is its `data_version`, part of the pack's version and so of every row.
+`<dir>/domains/<domain>/`) comes from the package too, unless `CASTBENCH_TAU2_DATA` (or the pack
+option `tau2.data`, `--pack-option tau2.data=DIR`, which sets it) names another tau2-bench data
+directory of the same layout (tau2-bench's `data/tau2`): with tau2-bench ≥ 1.0.1 data, scores
+compare with today's public leaderboard; with the package's own (pre-1.0) data they compare only
+with each other. Which data a pack was built from is its `data_version`, part of the pack's
+version and so of every row.
 
 Importing `tau2` pulls in litellm (whose price map must not be fetched: no network) and logs every
 tool call at DEBUG through loguru: both are turned off here, once, before the first import.
@@ -141,7 +142,7 @@ def _load_source(domain: str, generation: int, root: Path, packaged: bool) -> Ta
     if missing:
         raise Tau2Unavailable(
             f"error: τ² data directory {root}: domains/{domain}/ lacks {', '.join(missing)} "
-            f"(expected tau2-bench's data/tau2 layout; set by {DATA_ENV} or --tau2-data)"
+            f"(expected tau2-bench's data/tau2 layout; set by {DATA_ENV} or --pack-option tau2.data)"
         )
     if packaged:
         digits = "".join(f"{int(part):02d}" for part in (release.split(".") + ["0"])[:2])

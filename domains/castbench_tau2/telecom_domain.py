@@ -194,7 +194,7 @@ def telecom_source(generation: int) -> Tau2Source:
     if missing:
         raise Tau2Unavailable(
             f"error: τ² data directory {root}: domains/telecom/ lacks {', '.join(missing)} "
-            f"(expected tau2-bench's data/tau2 layout; set by {DATA_ENV} or --tau2-data)"
+            f"(expected tau2-bench's data/tau2 layout; set by {DATA_ENV} or --pack-option tau2.data)"
         )
     if os.environ.get(DATA_ENV) is None:
         digits = "".join(f"{int(part):02d}" for part in (release.split(".") + ["0"])[:2])

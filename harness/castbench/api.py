@@ -13,12 +13,15 @@ from typing import Any, Unpack
 from castbench.agents.registry import AgentSpec, Role
 from castbench.agents.traits import parse_traits
 from castbench.domain import Domain, resolve_domains
+from castbench.domain.pack_options import set_pack_option
 from castbench.domain.private import use_tasks_file
+from castbench.metrics.profile import ReliabilityProfile, reliability_profile
 from castbench.models.costs import warn_max_cost_gaps
 from castbench.models.resolve import resolve_agent
 from castbench.options import EvalFields, EvalOptions
 from castbench.records.config import RunConfig
 from castbench.records.identity import fingerprint
+from castbench.records.perturbations import Perturbations, profile_conditions
 from castbench.records.provenance import (
     AgentPlacement,
     Provenance,
@@ -42,7 +45,17 @@ from castbench.runner.rollout import AgentSet
 from castbench.runner.topup import top_up
 from castbench.store import ResultsStore
 
-__all__ = ["EvalOptions", "EvalResult", "build_config", "evaluate", "run_metadata"]
+__all__ = [
+    "EvalOptions",
+    "EvalResult",
+    "ProfileResult",
+    "build_config",
+    "evaluate",
+    "profile",
+    "profile_runs",
+    "run_metadata",
+    "set_pack_option",
+]
 
 
 def _git_commit() -> str | None:
@@ -139,7 +152,7 @@ def _reply_judge(options: EvalOptions) -> dict[str, Any] | None:
 
 
 def _data_origins(domains: list[Domain]) -> dict[str, dict[str, str]]:
-    """`{"data": {pack: origin}}` for packs that read another data directory (`--tau2-data`): in
+    """`{"data": {pack: origin}}` for packs that read another data directory (`tau2.data`): in
     the config, so `runs show` says it and a resume needs the same directory; nothing otherwise."""
     origins = {domain.name: domain.data_origin for domain in domains if domain.data_origin}
     return {"data": origins} if origins else {}
@@ -310,3 +323,58 @@ def _evaluate(
     recorded = provenance(config, json.loads(row.meta_json))
     summary = summary.model_copy(update={"floors": reference_floors(config, store), "provenance": recorded})
     return EvalResult(outcome, summary)
+
+
+RunCondition = Callable[[str, EvalOptions], EvalResult]
+"""How `profile` runs one of its conditions (its name, its options): `evaluate` by default; the
+command line shows each run as `castbench eval` does."""
+
+
+class ProfileResult:
+    def __init__(self, profile: ReliabilityProfile, results: dict[str, EvalResult]) -> None:
+        self.profile = profile
+        self.results = results
+        """Each condition's evaluation (`clean`, then `faults`, `user`, `env` as asked)."""
+
+
+def profile_runs(options: EvalOptions) -> dict[str, EvalOptions]:
+    """The runs of a reliability profile of `options`: `clean` (no perturbation), then each
+    perturbation `options` has alone (`castbench.records.perturbations.profile_conditions`:
+    `faults` with its kinds, `user`, `env`, as a board's profile runs them), every run on the same
+    tasks, trials and seeds, none paired, swept or topped up."""
+    given = options.perturbations
+    perturbed = profile_conditions(given.tool_faults, given.fault_kinds, given.user, given.env, given.seed)
+    conditions = {"clean": Perturbations(seed=given.seed), **perturbed}
+    return {
+        name: options.replace(paired=False, sweep_traits=None, add_trials=0, perturbations=perturbations)
+        for name, perturbations in conditions.items()
+    }
+
+
+def profile(
+    options: EvalOptions | None = None, *, run: RunCondition | None = None, **fields: Unpack[EvalFields]
+) -> ProfileResult:
+    """A reliability profile of one agent (`castbench.metrics.profile`): the runs of
+    `profile_runs` (each stored and resumed like any run), then consistency, robustness,
+    predictability and safety from their stored trials. `run` runs each condition (default:
+    `evaluate`)."""
+    chosen = EvalOptions.of(options, **fields)
+    results = {
+        name: run(name, condition) if run is not None else evaluate(condition)
+        for name, condition in profile_runs(chosen).items()
+    }
+    store = ResultsStore(chosen.execution.db)
+    runs = {name: result.outcome.run_id for name, result in results.items()}
+    perturbed = {
+        name: (result.summary.config.perturbations.label(), store.trials(runs[name]))
+        for name, result in results.items()
+        if name != "clean"
+    }
+    found = reliability_profile(
+        store.trials(runs["clean"]),
+        perturbed,
+        policy=chosen.agents.policy,
+        critic=chosen.agents.critic,
+        runs=runs,
+    )
+    return ProfileResult(found, results)

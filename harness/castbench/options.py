@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Annotated, Any, NamedTuple, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -36,21 +37,139 @@ if TYPE_CHECKING:  # the domains load when a run asks for them, not with its opt
     from castbench.domain import Domain
 
 __all__ = [
+    "DB_FLAG",
     "DEFAULTS",
     "MAX_TRIALS_PER_TASK",
+    "OFF_THE_COMMAND_LINE",
     "AgentOptions",
     "Baselines",
+    "CommandLineFlag",
     "EvalFields",
     "EvalOptions",
     "ExecutionOptions",
+    "Flag",
+    "Flags",
     "ModelSettings",
     "OptionsError",
     "TaskSelection",
+    "command_line_flags",
+    "field_flag",
 ]
 
 MAX_TRIALS_PER_TASK = 1000
 """More trials per task than anyone needs for pass^k (τ-Bench uses 4 to 8): a guard against a
 typo (`--trials 1000000000`) that would run for ever and store without end."""
+
+
+class _FieldDefault:
+    def __repr__(self) -> str:
+        return "FIELD_DEFAULT"
+
+
+FIELD_DEFAULT: Any = _FieldDefault()
+"""`Flag.default` left out: the flag's default is its field's."""
+AGENTS, RUN, LOOP, MODELS, PERTURB = "Agents", "Run", "Critic loop", "Models", "Perturbations"
+"""The panels of `castbench eval --help` the flags are shown in (None: the command's own)."""
+
+
+@dataclass(frozen=True)
+class Flag:
+    """How a field is given on the command line: declared beside the field (`Annotated[...,
+    Flag(...)]`, or `Flags` for the fields of a model defined elsewhere), so that adding an option
+    to `castbench eval` and `castbench profile` is adding a field here (`castbench.cli.eval_flags`
+    builds the flags from these)."""
+
+    help: str
+    panel: str | None = None
+    name: str | None = None
+    """The flag without its dashes (`cache` for `--cache`); None: the field's name, dashed."""
+    short: str | None = None
+    """A one-letter alias (`-d`)."""
+    envvar: str | None = None
+    """A variable the flag is read from when not given."""
+    switch: bool = False
+    """A bool given by the flag alone (`--in-process`), with no `--no-...` form."""
+    type: Any = None
+    """What the command line takes when not the field's own type (a comma-separated `str` for a
+    list, `str` for a choice the model checks, so its error line is the model's)."""
+    default: Any = FIELD_DEFAULT
+    """The command line's default when not the field's (`all` for a list of every kind)."""
+    convert: Callable[[Any], Any] | None = None
+    """The value given -> the field's (a value left out, None, keeps the field's default)."""
+
+
+@dataclass(frozen=True)
+class Flags:
+    """The flags of the fields of a model defined outside this module (`Limits`, `TimeLimits`,
+    `Verification`, `Perturbations`), by field name; its other fields have no flag."""
+
+    fields: dict[str, Flag]
+
+
+def _one_item(value: str) -> list[str]:
+    """A comma-separated list as one item: the model's check splits and names the kinds."""
+    return [value]
+
+
+def _none_if_zero(value: float) -> float | None:
+    """A time limit of 0: none."""
+    return value or None
+
+
+DB_FLAG = Flag(
+    "Results database: a SQLite file path or sqlite:///FILE URL, or postgresql://USER@HOST:PORT/DB, "
+    "a store several eval processes share (pip install 'castbench\\[postgres]').",
+    envvar="CASTBENCH_DB",
+)
+"""`--db`, as every command that reads or writes a store takes it (`castbench.cli.options`)."""
+_MAX_STEPS = Flag(
+    f"Agent actions per trial (default {Limits().max_steps}; τ²'s packs default to τ²'s own limits: 200 "
+    "messages as τ² counts them, 10 tool errors); given, it replaces the pack's limits.",
+    RUN,
+    type=int | None,
+)
+
+
+def _time_limit(name: str, what: str) -> Flag:
+    return Flag(
+        f"Seconds {what} may take (0: no limit); past it the trial ends as timeout.",
+        RUN,
+        name=name,
+        type=float,
+        convert=_none_if_zero,
+    )
+
+
+def _kinds(name: str, help: str, default: str | None) -> Flag:
+    return Flag(
+        help,
+        PERTURB,
+        name=name,
+        type=str | None if default is None else str,
+        default=default,
+        convert=_one_item,
+    )
+
+
+_PERTURBATION_FLAGS = {
+    "tool_faults": Flag(
+        "Share of tool calls the harness fails, 0 to 1 (seeded per call; a call retried succeeds).", PERTURB
+    ),
+    "fault_kinds": _kinds(
+        "fault-kinds",
+        "Faults drawn: error, timeout, rate_limit, empty, malformed (comma-separated) or all.",
+        "all",
+    ),
+    "user": _kinds(
+        "user-perturb",
+        "Reword what the user says: paraphrase, reorder, typos (comma-separated) or all.",
+        None,
+    ),
+    "env": _kinds(
+        "env-perturb", "Reshape JSON tool outputs: field_order, extra_fields (comma-separated) or all.", None
+    ),
+    "seed": Flag("Seed of the perturbations' draws.", PERTURB, name="perturb-seed"),
+}
 
 
 class _Group(BaseModel):
@@ -66,12 +185,24 @@ class AgentOptions(_Group):
     """Who plays: agent strings as `castbench.models.resolve` reads them (a built-in, an import
     path, an agent service or a model), and the simulated user's trait profile."""
 
-    policy: str = "scripted:noisy"
-    critic: str = "none"
-    user: str = "scripted"
-    traits: str | None = None
+    policy: Annotated[
+        str, Flag("Built-in name, module:Class import path, or litellm model string.", AGENTS)
+    ] = "scripted:noisy"
+    critic: Annotated[str, Flag("Critic: none, a built-in, import path or model.", AGENTS)] = "none"
+    user: Annotated[str, Flag("User simulator: scripted, import path or model.", AGENTS)] = "scripted"
+    traits: Annotated[str | None, Flag("User trait profile, e.g. impatience=high,confusion=low.", AGENTS)] = (
+        None
+    )
     """A trait profile, `impatience=high,confusion=low` (`castbench.agents.traits`)."""
-    in_process: bool = False
+    in_process: Annotated[
+        bool,
+        Flag(
+            "Run import-path agents inside castbench's process (debugging; recorded in the run, "
+            "refused by leaderboards). By default each runs in a worker process of its own.",
+            AGENTS,
+            switch=True,
+        ),
+    ] = False
     """Import-path agents inside castbench's process (debugging; leaderboards refuse the run)."""
 
     _traits = field_validator("traits")(_checked_traits)
@@ -80,21 +211,40 @@ class AgentOptions(_Group):
 class TaskSelection(_Group):
     """Which tasks, how often, from which seed."""
 
-    domains: str | None = "all"
+    domains: Annotated[
+        str | None, Flag("Domain name(s), comma-separated, or 'all'.", name="domain", short="-d", type=str)
+    ] = "all"
     """Domain names, comma-separated, or `all`."""
-    split: str = "test"
-    tasks: list[str] | None = None
+    split: Annotated[str, Flag("Task split: test or train.")] = "test"
+    tasks: Annotated[list[str] | None, Flag("Comma-separated task ids.", RUN, type=str | None)] = None
     """Task ids (a comma-separated string is split); None: every task of the split."""
-    tasks_file: str | None = None
+    tasks_file: Annotated[
+        str | None,
+        Flag(
+            "A private split (`castbench tasks generate`): its domain and tasks instead of --domain "
+            "and --split; the run is named by the split's digest.",
+            RUN,
+        ),
+    ] = None
     """A private split's file (`castbench tasks generate`): its domain and tasks instead of
     `domains` and `split`; the split's digest names it in the run (`castbench.domain.private`)."""
-    trials: int = Field(8, ge=1)
+    trials: Annotated[int, Field(ge=1), Flag(f"Trials per task (n, at most {MAX_TRIALS_PER_TASK}).", RUN)] = 8
     """Trials per task (n)."""
-    seed: int = 0
+    seed: Annotated[int, Flag("Run seed; trial seeds derive from it.", RUN)] = 0
     """The run seed; every trial's seed derives from it."""
-    add_trials: int = Field(0, ge=0)
+    add_trials: Annotated[
+        int,
+        Field(ge=0),
+        Flag(
+            "Top up the stored run with these options by N more trials per task (fresh seeds); "
+            "pass^k is re-estimated on all.",
+            RUN,
+        ),
+    ] = 0
     """Top the stored run up by this many more trials per task (`castbench.runner.topup`)."""
-    max_trials: int = Field(DEFAULT_MAX_TRIALS, ge=1)
+    max_trials: Annotated[int, Field(ge=1), Flag("Cap on trials per task for --add-trials.", RUN)] = (
+        DEFAULT_MAX_TRIALS
+    )
     """The cap on trials per task `add_trials` tops up to."""
 
     @field_validator("domains")
@@ -123,39 +273,94 @@ class TaskSelection(_Group):
 class ModelSettings(_Group):
     """Run-wide settings of model agents (`castbench.models.settings`) and the spending cap."""
 
-    models_config: str | Path | dict[str, dict[str, Any]] | None = None
+    models_config: Annotated[
+        str | Path | dict[str, dict[str, Any]] | None,
+        Flag(
+            "TOML/JSON per-role model settings.", MODELS, envvar="CASTBENCH_MODELS_CONFIG", type=Path | None
+        ),
+    ] = None
     """A TOML/JSON file of per-role settings, or its parsed tables (recorded in the config)."""
-    api_base: str | None = None
+    api_base: Annotated[
+        str | None, Flag("OpenAI-compatible server for model roles.", MODELS, envvar="CASTBENCH_API_BASE")
+    ] = None
     """An OpenAI-compatible server for model roles."""
-    cache_dir: str | None = None
+    cache_dir: Annotated[
+        str | None,
+        Flag(
+            "Cache model answers in this directory.",
+            MODELS,
+            name="cache",
+            envvar="CASTBENCH_CACHE",
+            type=Path | None,
+            convert=str,
+        ),
+    ] = None
     """Cache model answers in this folder (not part of the run's identity)."""
-    max_cost: float | None = Field(None, ge=0)
+    max_cost: Annotated[
+        float | None, Field(ge=0), Flag("Stop starting trials after this many USD.", MODELS)
+    ] = None
     """Stop starting trials once a run has spent this many USD."""
 
 
 class ExecutionOptions(_Group):
     """Where and how the trials run and are stored; none of it is part of a run's identity."""
 
-    db: str = DEFAULT_DB
+    db: Annotated[str, DB_FLAG] = DEFAULT_DB
     """The results store: a SQLite file path or URL, or a Postgres URL several processes share."""
-    concurrency: int = Field(1, ge=1)
+    concurrency: Annotated[
+        int, Field(ge=1), Flag("Trials run at once (and model calls in flight per server).", RUN)
+    ] = 1
     """Trials at once (and model calls in flight per server)."""
-    executor: str = "local"
+    executor: Annotated[
+        str,
+        Flag(
+            "Where trials run: 'local' (threads in this process) or 'ray' (tasks on a Ray "
+            "cluster, pip install 'castbench\\[ray]'; this process still owns the run and the store).",
+            RUN,
+        ),
+    ] = "local"
     """`local` (threads in this process) or `ray` (`castbench.runner.executors`)."""
-    ray_address: str | None = None
+    ray_address: Annotated[
+        str | None,
+        Flag(
+            "--executor ray: the cluster to join (HOST:PORT or ray://HOST:PORT); default: a local one.",
+            RUN,
+            envvar="RAY_ADDRESS",
+        ),
+    ] = None
     """`executor="ray"`: the cluster to join; None: a local one."""
-    lease_s: float = Field(DEFAULT_LEASE_S, ge=1)
+    lease_s: Annotated[
+        float,
+        Field(ge=1),
+        Flag(
+            "Postgres --db: seconds a silent worker keeps its claimed trials before other "
+            "eval processes on the same run take them over.",
+            RUN,
+            name="lease",
+            envvar="CASTBENCH_LEASE_S",
+        ),
+    ] = DEFAULT_LEASE_S
     """Postgres: seconds a silent worker keeps its claimed trials before the others take them."""
-    fresh: bool = False
+    fresh: Annotated[bool, Flag("Start a new run even if this config was run before.")] = False
     """A new run even if these options were run before (else the stored run is resumed)."""
 
 
 class Baselines(_Group):
     """Runs besides the one asked for, that its summary is measured against."""
 
-    paired: bool = False
+    paired: Annotated[bool, Flag("Also run without the critic (same seeds) to measure its effect.", LOOP)] = (
+        False
+    )
     """Also run without the critic (same tasks and seeds): the critic's effect."""
-    sweep_traits: list[str] | None = None
+    sweep_traits: Annotated[
+        list[str] | None,
+        Flag(
+            "Also run these profiles (';'-separated, e.g. 'impatience=high;confusion=high') and "
+            "report each one's pass^k drop against no traits.",
+            AGENTS,
+            type=str | None,
+        ),
+    ] = None
     """Trait profiles also run (a `;`-separated string is split): each one's pass^k drop against
     no traits (`castbench.report.traits`)."""
 
@@ -180,18 +385,53 @@ class EvalOptions(BaseModel):
 
     agents: AgentOptions = AgentOptions()
     selection: TaskSelection = TaskSelection()
-    limits: Limits | None = None
+    limits: Annotated[Limits | None, Flags({"max_steps": _MAX_STEPS})] = None
     """None: the domain packs' own limits when they all agree (τ²'s), else `Limits()`."""
-    time_limits: TimeLimits = TimeLimits()
+    time_limits: Annotated[
+        TimeLimits,
+        Flags(
+            {
+                "step_s": _time_limit("step-timeout", "an agent step"),
+                "trial_s": _time_limit("trial-timeout", "a trial"),
+            }
+        ),
+    ] = TimeLimits()
     """Wall-clock limits on agents (recorded in the run's metadata, not its identity)."""
-    verification: Verification = Verification()
-    grading: GradingMode = "castbench"
+    verification: Annotated[
+        Verification,
+        Flags(
+            {
+                "rounds": Flag("Critic verdicts per step (1 to 10).", LOOP),
+                "on_exhausted": Flag("When the rounds run out: execute or block.", LOOP, type=str),
+                "scope": Flag(
+                    "Actions the critic checks: tool_calls, writes or all.", LOOP, name="verify", type=str
+                ),
+            }
+        ),
+    ] = Verification()
+    grading: Annotated[
+        GradingMode,
+        Flag(
+            "How required outputs are found: castbench (numbers as numbers, whole words) "
+            "or tau (τ-Bench's substring).",
+            RUN,
+            type=str,
+        ),
+    ] = "castbench"
     """How required outputs are found: `castbench` (numbers as numbers, whole words) or τ-Bench's
     `tau` (substring)."""
-    reply_judge: str | None = None
+    reply_judge: Annotated[
+        str | None,
+        Flag(
+            "A model (provider/model, settings as ?key=value) that decides the reply checks "
+            "instead of the rules, at temperature 0 with a seed; the rules' verdicts are kept beside "
+            "and its agreement with them reported. Recorded in the run's identity. Not the default.",
+            RUN,
+        ),
+    ] = None
     """A model (`provider/model?key=value`, `castbench.models.reply_judge`) that decides the reply
     checks instead of the rules, their verdicts kept beside its own; None (the default): the rules."""
-    perturbations: Perturbations = Perturbations()
+    perturbations: Annotated[Perturbations, Flags(_PERTURBATION_FLAGS)] = Perturbations()
     models: ModelSettings = ModelSettings()
     execution: ExecutionOptions = ExecutionOptions()
     baselines: Baselines = Baselines()
@@ -262,6 +502,71 @@ _GROUP_OF: dict[str, str] = {field: group for group, model in _GROUPS.items() fo
 
 DEFAULTS = EvalOptions()
 """Every default, for the command line's flags (`DEFAULTS.selection.trials`)."""
+
+
+class CommandLineFlag(NamedTuple):
+    """One flag of `castbench eval`: the field it sets, how it is given, what it takes."""
+
+    path: tuple[str, ...]
+    """The field's place in `EvalOptions` (`("selection", "trials")`)."""
+    flag: Flag
+    name: str
+    """The flag's name, dashed (`max-steps`); its parameter's is underscored (`max_steps`)."""
+    type: Any
+    default: Any
+
+
+OFF_THE_COMMAND_LINE: dict[tuple[str, ...], str] = {
+    ("extra",): "scoring settings of callers of castbench.evaluate (a pack's data is recorded there)",
+    ("limits", "max_tool_errors"): "τ²'s limits: its packs' own default (--max-steps replaces them)",
+    ("limits", "max_messages"): "τ²'s limits: its packs' own default (--max-steps replaces them)",
+}
+"""The fields no flag sets, and why (`tests/cli/test_cli_eval_flags.py` holds every other field
+to have a flag)."""
+
+
+def _flag_of(info: Any) -> Flag | Flags | None:
+    return next((item for item in info.metadata if isinstance(item, Flag | Flags)), None)
+
+
+def field_flag(model: type[BaseModel], name: str) -> Flag:
+    """The flag declared beside `model`'s field `name` (other commands' `--domain`, `--split`)."""
+    flag = _flag_of(model.model_fields[name])
+    assert isinstance(flag, Flag), f"{model.__name__}.{name} declares no flag"
+    return flag
+
+
+def command_line_flags() -> list[CommandLineFlag]:
+    """Every flag the fields declare, in the fields' order: `castbench eval`'s options."""
+    found: list[CommandLineFlag] = []
+
+    def add(path: tuple[str, ...], flag: Flag, annotation: Any, default: Any) -> None:
+        name = flag.name or path[-1].replace("_", "-")
+        chosen = default if flag.default is FIELD_DEFAULT else flag.default
+        found.append(
+            CommandLineFlag(path, flag, name, annotation if flag.type is None else flag.type, chosen)
+        )
+
+    for name, info in EvalOptions.model_fields.items():
+        value = getattr(DEFAULTS, name)
+        declared = _flag_of(info)
+        if name in _GROUPS:
+            for field_name, field_info in _GROUPS[name].model_fields.items():
+                flag = _flag_of(field_info)
+                if isinstance(flag, Flag):
+                    add((name, field_name), flag, field_info.annotation, getattr(value, field_name))
+        elif isinstance(declared, Flags):
+            model = next(
+                arg
+                for arg in (info.annotation, *getattr(info.annotation, "__args__", ()))
+                if isinstance(arg, type) and issubclass(arg, BaseModel)
+            )
+            for field_name, flag in declared.fields.items():
+                default = None if value is None else getattr(value, field_name)
+                add((name, field_name), flag, model.model_fields[field_name].annotation, default)
+        elif isinstance(declared, Flag):
+            add((name,), declared, info.annotation, value)
+    return found
 
 
 class EvalFields(TypedDict, total=False):

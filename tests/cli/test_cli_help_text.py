@@ -44,3 +44,11 @@ def test_no_help_string_has_an_unescaped_bracket() -> None:
         if re.search(r"(?<!\\\\)\[", re.sub(r"\{[^}]*\}", "", match.group(0)))  # f-string fields aside
     ]
     assert unescaped == []
+
+
+def test_no_eval_flag_help_has_an_unescaped_bracket() -> None:
+    """The same of eval's flags, whose help is declared beside their fields (`castbench.options`)."""
+    from castbench.options import command_line_flags
+
+    unescaped = [flag.name for flag in command_line_flags() if re.search(r"(?<!\\)\[", flag.flag.help)]
+    assert unescaped == []

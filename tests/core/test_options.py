@@ -14,7 +14,8 @@ import pytest
 import castbench
 from castbench.api import build_config
 from castbench.cli import mcp_cmd
-from castbench.cli.eval_cmd import eval_command, eval_options
+from castbench.cli.eval_cmd import eval_command
+from castbench.cli.eval_flags import options_of
 from castbench.cli.profile_cmd import profile_command
 from castbench.environment import Environment
 from castbench.options import DEFAULTS, EvalFields, EvalOptions, OptionsError
@@ -22,6 +23,11 @@ from castbench.records.config import Limits, Verification
 from tests.support import invoke, sqlite_url
 
 TASK = "retail-test-0001"
+
+
+def _flag_defaults(command: Any) -> dict[str, Any]:
+    """A built command's parameters' defaults (`eval`, `profile`: their flags are built)."""
+    return {param.name: param.default for param in command.params}
 
 
 def _defaults(command: Any) -> dict[str, Any]:
@@ -35,10 +41,10 @@ def _defaults(command: Any) -> dict[str, Any]:
 def test_the_command_lines_defaults_are_the_models() -> None:
     """`castbench eval` left at its defaults asks for exactly `EvalOptions()`; `profile` differs
     only where it perturbs by default; `mcp serve`'s agents and seed are the model's."""
-    assert eval_options(_defaults(eval_command)) == DEFAULTS
-    profile = _defaults(profile_command)
+    assert options_of(_flag_defaults(eval_command)) == DEFAULTS
+    profile = _flag_defaults(profile_command)
     perturbing = {"tool_faults": 0.2, "user_perturb": "all", "env_perturb": "all"}
-    assert eval_options({**profile, **dict.fromkeys(perturbing)}).replace(
+    assert options_of({**profile, **dict.fromkeys(perturbing)}).replace(
         perturbations=DEFAULTS.perturbations
     ) == DEFAULTS.replace(paired=False)
     assert {name: profile[name] for name in perturbing} == perturbing
@@ -125,8 +131,18 @@ def test_the_trait_sweep_is_the_librarys(tmp_path: Path) -> None:
     assert sweep is not None and set(sweep.profiles) == {"impatience=high", "confusion=high"}
     assert sweep.baseline_run_id == result.outcome.run_id  # no traits: the run itself is the baseline
     shown = invoke(
-        "eval", "-d", "retail", "--tasks", TASK, "--trials", "1", "--db", db, "--sweep-traits",
-        "impatience=high;confusion=high", env={"COLUMNS": "200"},
+        "eval",
+        "-d",
+        "retail",
+        "--tasks",
+        TASK,
+        "--trials",
+        "1",
+        "--db",
+        db,
+        "--sweep-traits",
+        "impatience=high;confusion=high",
+        env={"COLUMNS": "200"},
     )
     assert "trait sweep" in shown.output and "0 trials run" in shown.output, shown.output
 

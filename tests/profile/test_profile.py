@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from castbench.agents.registry import resolve
-from castbench.api import build_config, evaluate
+from castbench.api import build_config, evaluate, profile
 from castbench.compare.comparability import setting_differences
 from castbench.conversation import ReplyAction, ToolCallAction, ToolResultTurn
 from castbench.domain import Domain
@@ -190,6 +190,30 @@ def test_profile_command_writes_the_four_groups_and_a_figure(tmp_path: Path) -> 
     rerun = invoke(*args)
     assert rerun.exit_code == 0 and rerun.output.count("(0 trials run") == 4  # every condition resumed
     assert json.loads(out.read_text()) == profile
+
+
+def test_the_profile_command_is_the_apis_profile(tmp_path: Path) -> None:
+    """`castbench profile` is `castbench.api.profile` shown: the same runs (the API resumes every
+    one the command stored) and the same profile; a perturbation left out is no run."""
+    db = sqlite_url(tmp_path / "p.db")
+    args = ["profile", "-d", "retail", "--policy", "oracle", "--trials", "1", "--tasks", TASKS[0]]
+    args += ["--db", db, "--env-perturb", "none", "--tool-faults", "0.5", "--fault-kinds", "error"]
+    args += ["--output", str(tmp_path / "p.json")]
+    assert invoke(*args).exit_code == 0
+    shown = json.loads((tmp_path / "p.json").read_text())
+    perturbations = Perturbations(
+        tool_faults=0.5, fault_kinds=["error"], user=["paraphrase", "reorder", "typos"]
+    )
+    found = profile(
+        domains="retail", policy="oracle", trials=1, tasks=[TASKS[0]], db=db, perturbations=perturbations
+    )
+    assert list(found.results) == ["clean", "faults", "user"]
+    assert all(result.outcome.ran == 0 for result in found.results.values())  # every run resumed
+    assert json.loads(found.profile.model_dump_json()) == shown
+    configs = {name: result.summary.config.perturbations for name, result in found.results.items()}
+    assert configs["clean"] == Perturbations()
+    assert configs["faults"] == Perturbations(tool_faults=0.5, fault_kinds=["error"])
+    assert configs["user"] == Perturbations(user=["paraphrase", "reorder", "typos"])
 
 
 def test_runs_show_and_the_viewer_show_injected_faults(tmp_path: Path) -> None:

@@ -1,7 +1,8 @@
-"""`--tau2-data DIR`: the τ² packs built from another tau2-bench data directory, as a user runs them
-(`castbench eval`, `runs show`, `domains list` in their own processes, as the option sets the
-packs' environment): another digest in the pack's version and in every row, another run, the
-directory recorded in the run's config; the package's own data and τ²'s limits otherwise."""
+"""`--pack-option tau2.data=DIR` (and `--tau2-data DIR`, its deprecated alias): the τ² packs built
+from another tau2-bench data directory, as a user runs them (`castbench eval`, `runs show`,
+`domains list` in their own processes, as the option sets the packs' environment): another digest
+in the pack's version and in every row, another run, the directory recorded in the run's config;
+the package's own data and τ²'s limits otherwise."""
 
 from __future__ import annotations
 
@@ -37,6 +38,10 @@ def other_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _castbench(env: dict[str, str], *args: str) -> str:
+    return _run(env, *args).stdout
+
+
+def _run(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     done = subprocess.run(
         [CASTBENCH, *args],
         capture_output=True,
@@ -45,15 +50,17 @@ def _castbench(env: dict[str, str], *args: str) -> str:
         timeout=300,
     )
     assert done.returncode == 0, done.stdout + done.stderr
-    return done.stdout
+    return done
+
+
+_EVAL = (
+    *("eval", "--domain", "tau2-retail", "--split", "test", "--tasks", f"tau2-retail-{TASK}"),
+    *("--trials", "1", "--policy", "oracle"),
+)
 
 
 def _eval(env: dict[str, str], db: Path, *extra: str) -> str:
-    return _castbench(
-        env,
-        *("eval", "--domain", "tau2-retail", "--split", "test", "--tasks", f"tau2-retail-{TASK}"),
-        *("--trials", "1", "--policy", "oracle", "--db", str(db), *extra),
-    )
+    return _castbench(env, *_EVAL, "--db", str(db), *extra)
 
 
 @pytest.mark.slow
@@ -63,7 +70,7 @@ def test_another_data_directory_is_another_pack_version_and_run(
     db = tmp_path / "runs.db"
     env = {key: value for key, value in repo_env.items() if key != DATA_ENV}
     _eval(env, db)
-    _eval(env, db, "--tau2-data", str(other_data))
+    _eval(env, db, "--pack-option", f"tau2.data={other_data}")
     # the variable the option sets works as well, and --max-steps replaces τ²'s limits
     shown = _eval({**env, DATA_ENV: str(other_data)}, db, "--max-steps", "30")
     assert "passed" in shown or "pass^1" in shown
@@ -95,13 +102,48 @@ def test_another_data_directory_is_another_pack_version_and_run(
 def test_the_option_refuses_a_directory_without_the_layout(tmp_path: Path, repo_env: dict[str, str]) -> None:
     env = {key: value for key, value in repo_env.items() if key != DATA_ENV}
     done = subprocess.run(
-        [CASTBENCH, "tasks", "list", "--domain", "tau2-airline"]
-        + ["--tau2-data", str(tmp_path / "missing")],
+        [CASTBENCH, "tasks", "list", "--domain", "tau2-airline"] + ["--tau2-data", str(tmp_path / "missing")],
         capture_output=True,
         text=True,
         env={**env, "CASTBENCH_TRACEBACK": ""},
         timeout=300,
     )
-    assert done.returncode != 0
-    assert "is not a directory" in done.stdout + done.stderr
+    assert done.returncode == 2
+    assert f"error: --tau2-data: tau2.data: {tmp_path / 'missing'} is not a directory" in done.stderr
+    assert "warning: --tau2-data is deprecated" in done.stderr
     assert os.environ.get(DATA_ENV) is None  # the test process is untouched
+    # the variable is checked as the flag was (no warning: it is not deprecated)
+    done = subprocess.run(
+        [CASTBENCH, "tasks", "list", "--domain", "tau2-airline"],
+        capture_output=True,
+        text=True,
+        env={**env, "CASTBENCH_TRACEBACK": "", DATA_ENV: str(tmp_path / "missing")},
+        timeout=300,
+    )
+    assert done.returncode == 2
+    assert f"error: {DATA_ENV}: tau2.data: {tmp_path / 'missing'} is not a directory" in done.stderr
+    assert "deprecated" not in done.stderr
+
+
+@pytest.mark.slow
+def test_the_deprecated_flag_warns_and_is_the_same_run(
+    other_data: Path, tmp_path: Path, repo_env: dict[str, str]
+) -> None:
+    """`--tau2-data DIR` still works for a release: it says what to use instead, on stderr, and
+    its run is the pack option's run (the same id, resumed: the same identity and data origin)."""
+    db = tmp_path / "runs.db"
+    env = {key: value for key, value in repo_env.items() if key != DATA_ENV}
+    old = _run(env, *_EVAL, "--db", str(db), "--tau2-data", str(other_data))
+    assert (
+        "warning: --tau2-data is deprecated and will be removed; use --pack-option tau2.data=DIR"
+        in old.stderr
+    )
+    new = _run(env, *_EVAL, "--db", str(db), "--pack-option", f"tau2.data={other_data}")
+    assert "deprecated" not in new.stderr and "(0 trials run, 1 reused)" in new.stdout, new.stdout
+    (row,) = ResultsStore(f"sqlite:///{db}").runs()
+    assert (
+        ResultsStore(f"sqlite:///{db}")
+        .config(row.id)
+        .extra["data"]["tau2-retail"]
+        .startswith(f"{other_data.resolve()} sha256:")
+    )

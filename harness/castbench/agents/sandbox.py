@@ -553,7 +553,7 @@ _NOT_DECLARABLE = ("/proc", "/dev", "/etc")
 
 def _configured() -> set[str]:
     """The paths castbench's own `CASTBENCH_*` settings name (`CASTBENCH_TAU2_DATA`, the folder
-    `--tau2-data` gives the τ² packs; `CASTBENCH_DB`; the state folder): data and results, never
+    `--pack-option tau2.data` gives the τ² packs; `CASTBENCH_DB`; the state folder): data and results, never
     an agent's, whatever its package is called."""
     found = set()
     for name, value in os.environ.items():

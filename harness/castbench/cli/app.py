@@ -35,7 +35,7 @@ PLUGIN_GROUP = "castbench.commands"
 
 class CommandEntry(NamedTuple):
     target: str
-    """`module:attribute`, a command function or a `typer.Typer` sub-app."""
+    """`module:attribute`, a command function, a built command or a `typer.Typer` sub-app."""
     help: str
     """The start of its own help (`...` where cut), shown by `castbench --help`."""
 
@@ -107,6 +107,8 @@ def load_command(name: str, entry: CommandEntry) -> click.Command:
 def _as_command(name: str, target: Any) -> click.Command:
     if isinstance(target, typer.Typer):
         command: click.Command = typer.main.get_group(target)  # a group even with one command
+    elif isinstance(target, click.Command):  # built already (eval's options from their declaration)
+        command = target
     else:
         single = typer.Typer(pretty_exceptions_enable=False, rich_markup_mode="rich")
         single.command(name)(target)

@@ -13,7 +13,7 @@ from rich.table import Table
 from castbench.authoring.validate import validate_domain
 from castbench.cli.domains_new_cmd import new_domain_command
 from castbench.cli.errors import fail
-from castbench.cli.options import DomainOption, SplitOption, Tau2DataOption
+from castbench.cli.options import DomainOption, PackOptionFlag, SplitOption, Tau2DataOption
 from castbench.domain import Domain, available_domains, load_domain, resolve_domains
 
 domains_app = typer.Typer(help="Installed domains.", no_args_is_help=True)
@@ -23,7 +23,8 @@ console = Console()
 
 @domains_app.command("list")
 def list_domains(
-    tau2_data: Tau2DataOption = None,  # read by the τ² packs from the environment its callback sets
+    pack_option: PackOptionFlag = None,  # applied as parsed, before any pack loads
+    tau2_data: Tau2DataOption = None,  # deprecated: --pack-option tau2.data=DIR
 ) -> None:
     """Installed domains with their version, tools and task counts (those of an extra too)."""
     table = Table(title="domains", title_justify="left")
@@ -57,7 +58,8 @@ def validate(
             "the oracle scores 1.0 on every task, no task duplicates a public one.",
         ),
     ] = None,
-    tau2_data: Tau2DataOption = None,  # read by the τ² packs from the environment its callback sets
+    pack_option: PackOptionFlag = None,  # applied as parsed, before any pack loads
+    tau2_data: Tau2DataOption = None,  # deprecated: --pack-option tau2.data=DIR
 ) -> None:
     """Replay every task's ground truth; exit 1 on any broken task."""
     if tasks_file is not None:
@@ -141,7 +143,8 @@ def list_tasks(
     domain: DomainOption = "all",
     split: SplitOption = "test",
     family: Annotated[str | None, typer.Option(help="Only tasks of this family.")] = None,
-    tau2_data: Tau2DataOption = None,  # read by the τ² packs from the environment its callback sets
+    pack_option: PackOptionFlag = None,  # applied as parsed, before any pack loads
+    tau2_data: Tau2DataOption = None,  # deprecated: --pack-option tau2.data=DIR
 ) -> None:
     """Task ids, families and opening requests; then the split's tasks excluded from scores as
     broken (a published task set's), each with why."""

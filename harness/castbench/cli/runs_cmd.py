@@ -13,50 +13,16 @@ from rich.table import Table
 from castbench.cli.errors import fail
 from castbench.cli.options import DbOption
 from castbench.defaults import DEFAULT_DB
-from castbench.records.config import RunConfig, read_config
 from castbench.records.provenance import Provenance, provenance
 from castbench.records.trial import TrialRecord
 from castbench.report import RunSummary, print_summary, print_trial, summarize_run
 from castbench.report.provenance import print_provenance
+from castbench.report.runs import run_listing
 from castbench.store import ResultsStore
 from castbench.store.leases import workers
 
 runs_app = typer.Typer(help="Stored runs.", no_args_is_help=True)
 console = Console()
-
-
-def _status(store: ResultsStore, run_id: str, stored: str, config: RunConfig) -> str:
-    """The status `runs show` gives: a run stored `complete` with planned trials unscored (an
-    imported incomplete run) is `incomplete`."""
-    if stored == "complete" and config.planned_tasks:
-        planned = sum(len(ids) for ids in config.planned_tasks.values()) * config.trials
-        if len(store.scored_keys(run_id)) < planned:
-            return "incomplete"
-    return stored
-
-
-def _listing(store: ResultsStore) -> list[dict[str, Any]]:
-    rows = []
-    for row in store.runs():
-        config = read_config(row.config_json, f"run {row.id}")
-        recorded = provenance(config, json.loads(row.meta_json))
-        rows.append(
-            {
-                "id": row.id,
-                "created": row.created.isoformat(timespec="seconds"),
-                "status": _status(store, row.id, row.status, config),
-                "domains": list(config.domains),
-                "policy": config.policy,
-                "critic": config.critic,
-                "user": config.user,
-                "trials_per_task": config.trials,
-                "seed": config.seed,
-                "trials_stored": store.count_trials(row.id),
-                "trial_isolation": recorded.trial_isolation,
-                "provenance": recorded.model_dump(mode="json"),
-            }
-        )
-    return rows
 
 
 @runs_app.command("list")
@@ -67,7 +33,7 @@ def list_runs(
     """Every stored run, one line each: id, when, status, domains, policy, critic and trials
     stored (`--json` adds the user, seed and provenance: where each role's agent ran). Full run
     ids; any unique prefix of one is accepted wherever a run is named."""
-    runs = _listing(ResultsStore(db, read_only=True))
+    runs = run_listing(ResultsStore(db, read_only=True))
     if as_json:
         print(json.dumps(runs, indent=2))
         return
@@ -168,7 +134,7 @@ def show_run(
     print_provenance(provenance(config, json.loads(row.meta_json)), console)
     versions = ", ".join(f"{name} {version}" for name, version in config.domains.items())
     console.print(f"domains: {versions}; limits: {config.limits.describe()}", markup=False)
-    for name, origin in config.extra.get("data", {}).items():  # a pack's data not its own (--tau2-data)
+    for name, origin in config.extra.get("data", {}).items():  # a pack's data not its own (tau2.data)
         console.print(f"{name} data: {origin}", markup=False)
     if config.perturbations.active:
         faults = sum(step.fault is not None for record in records for step in record.steps)

@@ -21,6 +21,7 @@ from typing import Any
 
 from castbench.domain.database import Database, Record, RecordNotFound
 from castbench.domain.domain import Domain, DomainDataError, ExpectedStateError, TaskChecks
+from castbench.domain.pack_options import PackOption, PackOptionError, PackOptions
 from castbench.domain.registry import (
     UnknownDomainError,
     available_domains,
@@ -84,6 +85,9 @@ _HOMES: dict[str, tuple[str, ...]] = {
 _HOME = {name: module for module, names in _HOMES.items() for name in names}
 
 __all__ = [
+    "PackOption",
+    "PackOptionError",
+    "PackOptions",
     "UnknownDomainError",
     "Database",
     "DeviceStep",
