@@ -18,6 +18,13 @@ from tests.viewer.browser import BrowserPage
 from tests.viewer.hostile import SCRIPT, HostileRun
 
 
+class _Quiet(SimpleHTTPRequestHandler):
+    """A static file server, as a page would be published on one, that logs nothing."""
+
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 (the http.server API)
+        return
+
+
 def _ordered(records: list[TrialRecord]) -> list[TrialRecord]:
     return sorted(records, key=lambda r: (r.domain, r.task_id, r.trial_index))
 
@@ -94,9 +101,7 @@ def test_a_deep_link_loads_its_trial_from_a_static_server(
     hostile_run: HostileRun, tmp_path: Path, browser_page: BrowserPage
 ) -> None:
     _write(hostile_run, tmp_path, budget=10**6)
-    handler = functools.partial(SimpleHTTPRequestHandler, directory=str(tmp_path))
-    handler.log_message = lambda *args: None  # type: ignore[attr-defined,assignment]
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(tmp_path)))
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         record = next(r for r in hostile_run.records if not r.passed)
