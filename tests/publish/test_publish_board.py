@@ -69,14 +69,14 @@ def test_committed_board_is_up_to_date_with_its_committed_runs(board: str, tmp_p
 
 
 def test_committed_results_stay_small() -> None:
-    """Each board's committed runs stay under 4 MiB (a clone stays quick as boards are added).
+    """Each board's committed runs stay under 6 MiB (a clone stays quick as boards are added).
     The reference floors look up every record they can reach and say every value, 8 identical
     trials a task, far beyond gzip's 32 KiB window: the export stores each such trial once."""
     boards = [folder for folder in (REPO / "results").iterdir() if folder.is_dir()]
     assert boards
     for folder in boards:
         sizes = [p.stat().st_size for p in folder.rglob("*.castbench.json.gz")]
-        assert sizes and sum(sizes) < 4 * 1024 * 1024, folder.name
+        assert sizes and sum(sizes) < 6 * 1024 * 1024, folder.name
         for path in folder.rglob("*.castbench.json.gz"):
             assert json.loads(gzip.decompress(path.read_bytes()))["format_version"] == 2, path
 
