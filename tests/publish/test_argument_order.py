@@ -4,7 +4,6 @@ the store, in an exported run and on the viewer's page (exports sorted every key
 
 from __future__ import annotations
 
-import base64
 import gzip
 import json
 from pathlib import Path
@@ -13,7 +12,7 @@ from typing import Any
 from castbench.api import evaluate
 from castbench.store import ResultsStore
 from castbench.store.export import export_run, read_export, write_export
-from castbench.viewer.payload import encode_trials
+from castbench.viewer.payload import decode_trials, encode_trials
 from tests.support import sqlite_url
 
 TASK = "retail-test-0004"
@@ -39,10 +38,11 @@ def test_exports_and_the_viewer_keep_the_agents_argument_order(tmp_path: Path) -
     path = tmp_path / "run.castbench.json.gz"
     write_export(export_run(store, run_id), path)
     exported = json.loads(gzip.decompress(path.read_bytes()))
-    assert _argument_orders(exported["trials"]) == stored
+    bodies = [exported["bodies"][trial["body"]] for trial in exported["trials"]]  # stored once each
+    assert _argument_orders(bodies) == stored
     assert _argument_orders([json.loads(t.model_dump_json()) for t in read_export(path).trials]) == stored
 
-    page = json.loads(gzip.decompress(base64.b64decode(encode_trials(store.trials(run_id)))))
+    page = decode_trials(encode_trials(store.trials(run_id)))
     shown = [
         list(step["action"]["arguments"])
         for trial in page

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gzip
+import json
 import re
 from importlib.util import find_spec
 from pathlib import Path
@@ -10,12 +12,14 @@ import pytest
 from typer.testing import CliRunner
 
 from castbench.cli.app import app
+from castbench.publish import build
 from castbench.publish.board import BoardError, BoardMetric, BoardSpec, Entry, load_board
 from castbench.publish.build import build_board
 from castbench.publish.curve import curve_svg
 from castbench.publish.render import Board, board_markdown
 from castbench.publish.rows import BoardRow, Cell, rank_rows
 from castbench.store.export import read_export
+from castbench.viewer import PAGE_LIMIT
 from tests.publish.exports import Exports
 
 REPO = Path(__file__).resolve().parents[2]
@@ -65,14 +69,39 @@ def test_committed_board_is_up_to_date_with_its_committed_runs(board: str, tmp_p
 
 
 def test_committed_results_stay_small() -> None:
-    """Each board's committed runs stay under 16 MiB (a clone stays quick as boards are added).
-    The reference floors dominate: they look up every record they can reach and say every value,
-    8 identical trials a task, and gzip's 32 KiB window does not reach back to the trial before."""
+    """Each board's committed runs stay under 6 MiB (a clone stays quick as boards are added).
+    The reference floors look up every record they can reach and say every value, 8 identical
+    trials a task, far beyond gzip's 32 KiB window: the export stores each such trial once."""
     boards = [folder for folder in (REPO / "results").iterdir() if folder.is_dir()]
     assert boards
     for folder in boards:
         sizes = [p.stat().st_size for p in folder.rglob("*.castbench.json.gz")]
-        assert sizes and sum(sizes) < 16 * 1024 * 1024, folder.name
+        assert sizes and sum(sizes) < 6 * 1024 * 1024, folder.name
+        for path in folder.rglob("*.castbench.json.gz"):
+            assert json.loads(gzip.decompress(path.read_bytes()))["format_version"] == 2, path
+
+
+def test_committed_board_pages_stay_under_the_page_limit() -> None:
+    """No committed page is over 1 MB: a run page holds its task table, its trajectories are in
+    chunk files beside it (at most ~0.7 MB each), loaded when a trial is opened."""
+    pages = list((REPO / "leaderboards").rglob("*.html"))
+    assert pages
+    for path in pages:
+        assert path.stat().st_size <= PAGE_LIMIT, path
+    for path in (REPO / "leaderboards").rglob("trials-*.js"):
+        assert path.stat().st_size <= PAGE_LIMIT, path
+
+
+def test_a_board_page_over_the_limit_is_refused_naming_it(
+    exports: Exports, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spec = _board(exports.root, HEADER + "allow_privileged = true\n")
+    monkeypatch.setattr(build, "PAGE_LIMIT", 20_000)  # the retail split's 2 x 120 marks are more
+    with pytest.raises(
+        BoardError, match=r"^board test-board: runs/\S+\.html would be [\d,]+ bytes, over the 20,000"
+    ):
+        build_board(spec, exports.root, tmp_path / "out", verify=False)
+    assert not (tmp_path / "out").exists()  # nothing half-written
 
 
 def test_scripted_board_says_what_its_rows_are() -> None:
@@ -105,6 +134,7 @@ def test_discovered_runs_exclude_the_ineligible(exports: Exports, tmp_path: Path
     assert "pass^2 (both)" in board_md
     assert "`results/subset.castbench.json.gz`: " in board_md and "ran a subset of 3 task(s)" in board_md
     assert (tmp_path / "runs" / "oracle.html").exists()
+    assert (tmp_path / "runs" / "oracle" / "trials-001.js").exists()  # its trajectories, beside it
 
 
 def test_privileged_runs_need_permission(exports: Exports, tmp_path: Path) -> None:

@@ -4,8 +4,6 @@ itself mark that call, with the reason line `runs show` prints."""
 
 from __future__ import annotations
 
-import base64
-import gzip
 import json
 import re
 from pathlib import Path
@@ -15,6 +13,7 @@ import pytest
 
 from castbench import evaluate
 from castbench.store import ResultsStore
+from castbench.viewer.payload import decode_trials
 from tests.support import invoke, sqlite_url
 from tests.viewer.browser import BrowserPage
 
@@ -28,7 +27,7 @@ def _embedded(html: str) -> list[dict[str, Any]]:
         r'<script type="application/octet-stream" id="trials-data">([A-Za-z0-9+/=]+)</script>', html
     )
     assert match
-    trials: list[dict[str, Any]] = json.loads(gzip.decompress(base64.b64decode(match.group(1))))
+    trials: list[dict[str, Any]] = decode_trials(match.group(1))
     return trials
 
 

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import base64
-import gzip
-import json
 import re
 import threading
 import urllib.error
@@ -18,6 +15,7 @@ from castbench.cli.app import app
 from castbench.store import ResultsStore
 from castbench.store.export import export_run, write_export
 from castbench.viewer import page_server, render_run_page
+from castbench.viewer.payload import decode_trials
 from tests.viewer.hostile import EVIL, IMAGE, SCRIPT, HostileRun
 
 cli = CliRunner()
@@ -28,7 +26,7 @@ def _embedded(html: str) -> list[dict]:
         r'<script type="application/octet-stream" id="trials-data">([A-Za-z0-9+/=]+)</script>', html
     )
     assert match
-    return json.loads(gzip.decompress(base64.b64decode(match.group(1))))
+    return decode_trials(match.group(1))
 
 
 def test_markup_from_trajectories_never_reaches_the_html(hostile_run: HostileRun) -> None:

@@ -5,7 +5,14 @@
     leaderboards/<board>/board.md     paste into a README
     leaderboards/<board>/index.html   sortable table + pass^k curve, no external resources
     leaderboards/<board>/curve.svg
-    leaderboards/<board>/runs/<entry>.html   each entry's trajectories (the viewer)
+    leaderboards/<board>/runs/<entry>.html   each entry's trajectories (the viewer): its task table
+    leaderboards/<board>/runs/<entry>/trials-NNN.js   the trajectories, a chunk of trials each,
+                                              loaded when one of their trials is opened
+
+No HTML page is larger than `castbench.viewer.PAGE_LIMIT` (1 MB): a board whose run page would be
+is refused, naming the page, rather than published at a size browsers and git histories carry
+badly; the trajectories are in chunk files of at most ~0.7 MB (a single trial larger than that
+is a chunk alone).
 
 Everything is derived from the exports the board lists, so a committed board can be checked
 against its committed runs by building again and comparing bytes. Each export is verified first
@@ -28,7 +35,7 @@ from castbench.publish.render import Board, Excluded, board_csv, board_html, boa
 from castbench.publish.rows import BoardRow, entry_row, rank_rows
 from castbench.publish.verify import verify_run
 from castbench.store.export import EXPORT_SUFFIX, ArchiveError, ExportedRun, read_export
-from castbench.viewer import render_run_page
+from castbench.viewer import PAGE_LIMIT, render_run_files
 
 __all__ = ["build_board", "collect_rows"]
 
@@ -182,16 +189,23 @@ def build_board(
     }
     for row in rows:
         exported = exports[row.slug]
-        files[row.viewer] = render_run_page(
-            exported.run_id,
-            exported.config,
-            exported.trials,
-            title=f"{spec.title}: {row.name} (run {row.run_id})",
-        )
+        title = f"{spec.title}: {row.name} (run {row.run_id})"
+        pages = render_run_files(exported.run_id, exported.config, exported.trials, row.slug, title=title)
+        files.update({f"runs/{path}": text for path, text in pages.items()})
+    for relative, text in files.items():
+        size = len(text.encode())
+        if relative.endswith(".html") and size > PAGE_LIMIT:
+            raise BoardError(
+                f"board {spec.name}: {relative} would be {size:,} bytes, over the {PAGE_LIMIT:,}-byte "
+                "limit of a board page (its task table has a mark per trial: fewer tasks or trials)"
+            )
     runs_dir = out_dir / "runs"
-    if runs_dir.is_dir():
-        for stale in runs_dir.glob("*.html"):
+    if runs_dir.is_dir():  # pages and chunks of entries no longer on the board, or re-chunked
+        for stale in [*runs_dir.glob("*.html"), *runs_dir.glob("*/trials-*.js")]:
             stale.unlink()
+        for folder in runs_dir.iterdir():
+            if folder.is_dir() and not any(folder.iterdir()):
+                folder.rmdir()
     written: list[Path] = []
     for relative, text in files.items():
         path = out_dir / relative

@@ -10,13 +10,23 @@ noise, and they made up a third of a compressed export.
 The file's `format_version` is the envelope's; the config and each trial record inside carry their
 own (`castbench.records.migrations`), so an export read years later is migrated record by record,
 and one from a newer castbench is refused with one line naming the file.
+
+Identical trials are stored once (envelope version 2). The trials of a deterministic agent differ
+only in their index, seed and clock readings, and a long trial is far beyond gzip's 32 KB window,
+so an export of 8 trials per task held each conversation 8 times (a committed floor run was
+6.5 MB). A version-2 file keeps each distinct trial body once under `bodies`, keyed by a digest
+of its text (a record with `trial_index`, `seed` taken out and its durations zeroed), and each
+trial as `{"body": KEY, "trial_index": ..., "seed": ..., "durations": [...]}`: its durations in
+the order the body's walk meets them. A version-1 file's inline records are version-2 trials as
+they stand, so both read; a reference is rebuilt into the record it was, to the byte.
 """
 
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from importlib.metadata import entry_points
@@ -47,8 +57,16 @@ __all__ = [
 
 EXPORT_SUFFIX = ".castbench.json.gz"
 FORMAT: Final = "castbench-run"
-EXPORT = RecordShape("castbench export", key="format_version")
-"""The envelope (run row, meta, the records' places): version 1 since the first export."""
+
+
+def _inline_trials(data: dict[str, Any]) -> dict[str, Any]:
+    """Version 1 -> 2: every trial inline, no `bodies`; version 2 reads such trials as they stand."""
+    return data
+
+
+EXPORT = RecordShape("castbench export", migrations=(_inline_trials,), key="format_version")
+"""The envelope (run row, meta, the records' places). Version 2: trials may name a shared body
+(`bodies`) instead of holding their record; version 1 (inline records only) is a valid version 2."""
 _DURATION_FIELDS = frozenset({"duration_s", "policy_s", "critic_s", "user_s", "total_s", "latency_s"})
 
 
@@ -58,7 +76,7 @@ class ArchiveError(ValueError):
 
 class ExportedRun(BaseModel):
     format: Literal["castbench-run"] = FORMAT
-    format_version: Literal[1] = 1
+    format_version: Literal[2] = 2
     run_id: str
     created: datetime
     status: str
@@ -89,21 +107,75 @@ def export_run(store: ResultsStore, ref: str) -> ExportedRun:
 
 
 def write_export(exported: ExportedRun, path: Path) -> int:
-    """Write `exported` to `path`; returns the file's size in bytes."""
+    """Write `exported` to `path`; returns the file's size in bytes. Trials that differ only in
+    their index, seed and durations share one stored body (see the module's docstring)."""
     data = exported.model_dump(mode="json", exclude={"trials"})
     # the config as it was written (by an older castbench, without later fields): its hash holds
     data["config"] = RUN_CONFIG.stamp(exported.config.model_dump(mode="json", exclude_unset=True))
-    # records in Python's types: json escapes what Pydantic's JSON mode would change (a lone
-    # surrogate in a key, NaN), so an agent's output reads back as it was (`castbench.lossless`)
-    data["trials"] = [TRIAL_RECORD.stamp(record.model_dump(mode="python")) for record in exported.trials]
-    # keys in the order written (no sorting): tool arguments as the agent gave them, the
-    # conversation as it saw it; the order is still deterministic (model fields, agents' dicts)
-    text = json.dumps(_round_durations(data), separators=(",", ":"))
+    bodies: dict[str, str] = {}
+    trials: list[str] = []
+    for record in exported.trials:
+        # records in Python's types: json escapes what Pydantic's JSON mode would change (a lone
+        # surrogate in a key, NaN), so an agent's output reads back as it was (`castbench.lossless`)
+        raw = TRIAL_RECORD.stamp(record.model_dump(mode="python"))
+        index, seed = raw.pop("trial_index"), raw.pop("seed")
+        durations: list[float] = []
+        # keys in the order written (no sorting): tool arguments as the agent gave them, the
+        # conversation as it saw it; the order is still deterministic (model fields, agents' dicts)
+        text = json.dumps(_split_durations(raw, durations), separators=(",", ":"))
+        key = _body_key(text, bodies)
+        bodies.setdefault(key, text)
+        reference = {"body": key, "trial_index": index, "seed": seed, "durations": durations}
+        trials.append(json.dumps(reference, separators=(",", ":")))
+    head = json.dumps(_round_durations(data), separators=(",", ":"))
+    shared = ",".join(f'"{key}":{text}' for key, text in bodies.items())
+    text = f'{head[:-1]},"bodies":{{{shared}}},"trials":[{",".join(trials)}]}}'
     packed = gzip.compress(text.encode(), compresslevel=9, mtime=0)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(packed)
     record_place(path)
     return len(packed)
+
+
+def _body_key(text: str, bodies: dict[str, str]) -> str:
+    """The key a body is stored under: 16 hex digits of the SHA-256 of its (ASCII) text, 64 bits,
+    so no two bodies of a run meet by chance; the whole digest for a body whose short key another
+    body holds."""
+    digest = hashlib.sha256(text.encode()).hexdigest()
+    return digest[:16] if bodies.get(digest[:16], text) == text else digest
+
+
+def _split_durations(value: Any, durations: list[float]) -> Any:
+    """`value` with each duration (a float under a duration field's name) rounded to the
+    microsecond, appended to `durations` and replaced by 0.0: what is left of a trial is the same
+    for every trial that played the same conversation. `_join_durations` walks it back."""
+    if isinstance(value, dict):
+        out: dict[Any, Any] = {}
+        for key, item in value.items():
+            if key in _DURATION_FIELDS and isinstance(item, float):
+                durations.append(round(item, 6))
+                out[key] = 0.0
+            else:
+                out[key] = _split_durations(item, durations)
+        return out
+    if isinstance(value, list):
+        return [_split_durations(item, durations) for item in value]
+    return value
+
+
+def _join_durations(value: Any, durations: Iterator[float]) -> Any:
+    """A stored body with its durations put back in the order `_split_durations` took them
+    (a new object: the shared body is left as it is)."""
+    if isinstance(value, dict):
+        return {
+            key: next(durations)
+            if key in _DURATION_FIELDS and isinstance(item, float)
+            else _join_durations(item, durations)
+            for key, item in value.items()
+        }
+    if isinstance(value, list):
+        return [_join_durations(item, durations) for item in value]
+    return value
 
 
 def _round_durations(value: Any) -> Any:
@@ -142,16 +214,45 @@ def read_export(path: Path) -> ExportedRun:
 
 
 def _current(raw: dict[str, Any], where: str) -> dict[str, Any]:
-    """An export's JSON with its envelope, config and trial records in the current shapes."""
+    """An export's JSON with its envelope, config and trial records in the current shapes, each
+    trial that names a shared body rebuilt into its record."""
     data = EXPORT.upgrade(raw, where)
+    bodies = data.pop("bodies", None) or {}
+    if not isinstance(bodies, dict):
+        raise ArchiveError(f"{where}: bodies: not an object of trial bodies")
     if isinstance(data.get("config"), dict):
         data["config"] = RUN_CONFIG.upgrade(data["config"], f"{where}: config")
     if isinstance(data.get("trials"), list):
         data["trials"] = [
-            TRIAL_RECORD.upgrade(trial, f"{where}: trial {index + 1}") if isinstance(trial, dict) else trial
+            TRIAL_RECORD.upgrade(
+                _rebuilt(trial, bodies, f"{where}: trial {index + 1}"), f"{where}: trial {index + 1}"
+            )
+            if isinstance(trial, dict)
+            else trial
             for index, trial in enumerate(data["trials"])
         ]
     return data
+
+
+def _rebuilt(trial: dict[str, Any], bodies: dict[str, Any], where: str) -> dict[str, Any]:
+    """A stored trial as its record: as it stands when inline, else its body with its index, seed
+    and durations put back."""
+    if "body" not in trial:
+        return trial
+    body = bodies.get(trial["body"])
+    if not isinstance(body, dict):
+        raise ArchiveError(f"{where}: body {trial['body']!r} is not among the file's bodies")
+    durations = trial.get("durations", [])
+    if not isinstance(durations, list):
+        raise ArchiveError(f"{where}: durations: not a list")
+    remaining = iter(durations)
+    try:
+        record = _join_durations(body, remaining)
+    except StopIteration:
+        raise ArchiveError(f"{where}: {len(durations)} durations, fewer than its body holds") from None
+    if next(remaining, None) is not None:
+        raise ArchiveError(f"{where}: {len(durations)} durations, more than its body holds")
+    return {**record, "trial_index": trial.get("trial_index"), "seed": trial.get("seed")}
 
 
 @dataclass(frozen=True)

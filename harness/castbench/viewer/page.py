@@ -1,6 +1,11 @@
-"""A self-contained HTML page of one run: every task with its trials as pass/fail marks, and
-each trial's conversation step by step with the critic's verdicts, the labels and the final
-state diff.
+"""The HTML page of one run: every task with its trials as pass/fail marks, and each trial's
+conversation step by step with the critic's verdicts, the labels and the final state diff.
+
+`render_run_page` writes one self-contained page (`castbench view`), its trials inside it.
+`render_run_files` writes a page for a folder that is published (a board's `runs/`): the page
+holds the task table and loads a trial's chunk of trajectories (`castbench.viewer.payload`) from
+a file beside it when the trial is opened, so no file is larger than `PAGE_LIMIT` however long
+the run's conversations are (a floor agent's run was one 7.7 MB page).
 
 Run-level text (ids, config) is rendered by Jinja2 with autoescaping; trajectories are rendered
 in the browser from the embedded records with `textContent` only. Either way nothing a model,
@@ -9,6 +14,7 @@ a user simulator or a tool wrote is ever parsed as HTML.
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from collections.abc import Sequence
 from functools import cache
@@ -21,9 +27,14 @@ from castbench.records.branches import TrialBranches
 from castbench.records.config import RunConfig
 from castbench.records.trial import TrialRecord
 from castbench.report import RunSummary, summarize_run
-from castbench.viewer.payload import encode_trials
+from castbench.viewer.payload import CHUNK_BUDGET, encode_trials, trial_chunks
 
-__all__ = ["render_run_page", "template_environment"]
+__all__ = ["PAGE_LIMIT", "render_run_files", "render_run_page", "template_environment"]
+
+PAGE_LIMIT = 1_000_000
+"""Bytes a published HTML page may have (a board's `index.html` and `runs/*.html`): what a
+browser opens at once and git keeps in every commit that re-renders it. A run page is then its
+task table, ~150 bytes a trial: some 6,500 trials."""
 
 
 @cache
@@ -78,10 +89,57 @@ def render_run_page(
     title: str | None = None,
     branches: Sequence[TrialBranches] | None = None,
 ) -> str:
-    """The page of a run; with `branches` (`castbench counterfactuals`), each trial shows, at every
-    critic verdict, the branch with the other verdict and what the verdict did."""
+    """The self-contained page of a run, its trials inside it; with `branches` (`castbench
+    counterfactuals`), each trial shows, at every critic verdict, the branch with the other
+    verdict and what the verdict did."""
     by_trial = {(b.domain, b.task_id, b.trial_index): b for b in branches or ()}
-    ordered = sorted(records, key=lambda r: (r.domain, r.task_id, r.trial_index))
+    ordered = _ordered(records)
+    return _render(
+        run_id, config, ordered, title, [(0, None)], encode_trials(ordered, by_trial), bool(by_trial)
+    )
+
+
+def render_run_files(
+    run_id: str,
+    config: RunConfig,
+    records: Sequence[TrialRecord],
+    name: str,
+    title: str | None = None,
+    chunk_budget: int = CHUNK_BUDGET,
+) -> dict[str, str]:
+    """The page of a run and its trials' chunk files, by path relative to the page's folder:
+    `NAME.html` and `NAME/trials-001.js`, ... Each chunk file is a script that hands its data to
+    the page (`castbenchTrials(number, "...")`), so the page works opened from disk and served."""
+    ordered = _ordered(records)
+    chunks = trial_chunks(ordered, budget=chunk_budget)
+    if not chunks:  # no trials: nothing to load
+        return {
+            f"{name}.html": _render(run_id, config, ordered, title, [(0, None)], encode_trials([]), False)
+        }
+    paths = [f"{name}/trials-{number + 1:03d}.js" for number in range(len(chunks))]
+    index: list[tuple[int, str | None]] = [
+        (chunk.start, path) for chunk, path in zip(chunks, paths, strict=True)
+    ]
+    out = {f"{name}.html": _render(run_id, config, ordered, title, index, None, False)}
+    for number, (chunk, path) in enumerate(zip(chunks, paths, strict=True)):
+        out[path] = f'castbenchTrials({number}, "{chunk.data}");\n'
+    return out
+
+
+def _ordered(records: Sequence[TrialRecord]) -> list[TrialRecord]:
+    """The page's order, by which its marks and its chunks index the trials."""
+    return sorted(records, key=lambda r: (r.domain, r.task_id, r.trial_index))
+
+
+def _render(
+    run_id: str,
+    config: RunConfig,
+    ordered: list[TrialRecord],
+    title: str | None,
+    chunks: list[tuple[int, str | None]],
+    trials_data: str | None,
+    has_branches: bool,
+) -> str:
     by_task: dict[str, dict[str, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
     passed: dict[tuple[str, str], int] = defaultdict(int)
     for index, record in enumerate(ordered):
@@ -124,7 +182,8 @@ def render_run_page(
             ks=ks,
             summary=summary,
             domains=domains,
-            trials_data=encode_trials(ordered, by_trial),
-            has_branches=bool(by_trial),
+            chunks=json.dumps(chunks, separators=(",", ":")),
+            trials_data=trials_data,
+            has_branches=has_branches,
         )
     )

@@ -136,7 +136,7 @@ def test_an_export_written_before_records_had_versions_still_reads_verifies_and_
     write_export(export_run(ResultsStore(sqlite_url(stored[0])), stored[1]), path)
     raw = json.loads(gzip.decompress(path.read_bytes()))
     raw["config"] = _unversioned(raw["config"])
-    raw["trials"] = [_unversioned(trial) for trial in raw["trials"]]
+    raw["bodies"] = {key: _unversioned(body) for key, body in raw["bodies"].items()}
     path.write_bytes(gzip.compress(json.dumps(raw).encode()))
     assert invoke("verify", str(path)).exit_code == 0
     result = invoke("import", str(path), "--db", sqlite_url(tmp_path / "other.db"))
@@ -164,7 +164,7 @@ def test_a_stored_record_from_a_newer_castbench_is_one_error_line(
 @pytest.mark.parametrize(
     ("where", "message"),
     [
-        ("format_version", "castbench export version 2"),
+        ("format_version", "castbench export version 3"),
         ("config", "config: run config version 2"),
         ("trials", "trial 1: trial record version 2"),
     ],
@@ -176,11 +176,11 @@ def test_an_export_from_a_newer_castbench_is_refused_naming_the_file(
     write_export(export_run(ResultsStore(sqlite_url(stored[0])), stored[1]), path)
     raw = json.loads(gzip.decompress(path.read_bytes()))
     if where == "format_version":
-        raw["format_version"] = 2
+        raw["format_version"] = 3
     elif where == "config":
         raw["config"]["version"] = 2
     else:
-        raw["trials"][0]["version"] = 2
+        raw["bodies"][raw["trials"][0]["body"]]["version"] = 2
     path.write_bytes(gzip.compress(json.dumps(raw).encode()))
     with pytest.raises(ArchiveError, match=f"^{path}: {message} was written by a newer castbench"):
         read_export(path)
