@@ -23,8 +23,8 @@ from castbench.records.execution import ExecutionPlan
 from castbench.records.migrations import RecordVersionError
 from castbench.records.trial import TrialRecord
 from castbench.runner.broken_agent import BrokenAgentWatch
-from castbench.runner.commits import Commits
 from castbench.runner.collector import tuned_for_a_run
+from castbench.runner.commits import Commits
 from castbench.runner.deadline import Cancelled, Halt, TimeLimits
 from castbench.runner.execution import plan_execution
 from castbench.runner.executors import Executor

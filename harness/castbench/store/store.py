@@ -2,8 +2,9 @@
 
 Finished trials are committed as they end, those that ended during the previous commit together
 in one transaction (`castbench.runner.commits`), so a killed run loses at most the trials in
-flight and the few finished in the last moments (a resume runs exactly those again). Re-running the same configuration finds the run by its
-config hash and only runs what is missing; a trial is never stored twice. A Postgres store is
+flight and the few finished in the last moments (a resume runs exactly those again). Re-running
+the same configuration finds the run by its config hash and only runs what is missing; a trial
+is never stored twice. A Postgres store is
 `shared`: several `castbench eval` processes may work on one run, each claiming trials with a
 lease (`castbench.store.leases`). Its schema is created, or migrated in place, on open.
 """
@@ -391,9 +392,7 @@ class ResultsStore:
         )
         return stored
 
-    def _replace_errored(
-        self, run_id: str, record: TrialRecord
-    ) -> tuple[TrialRecord, dict[str, Any]] | None:
+    def _replace_errored(self, run_id: str, record: TrialRecord) -> tuple[TrialRecord, dict[str, Any]] | None:
         """A trial whose row is there already: replace an errored try (its attempts counted in);
         None, storing nothing, when the stored one is scored."""
         with Session(self.engine) as session:
