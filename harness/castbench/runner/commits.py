@@ -9,11 +9,11 @@ digest write are shared by every trial of a batch (0.14 ms of CPU per trial at 6
 
 The window: a trial is committed at most `GATHER_S` seconds after the engine hands it over, plus
 the previous batch's commit and its streamed summary cells (`castbench.report.streamed`, about
-0.5 ms a trial) and its own commit (`COMMIT_MOST` trials at most a batch): well under a second. A process killed outright (SIGKILL, power
-lost) loses the trials finished in that window besides those in flight; they are not stored, so
-re-running the command runs exactly those again (a resume plans every trial without a scored
-row), and none is stored twice. Ctrl-C, a fatal provider error or any other error the engine
-sees first commits every trial handed over (`close`).
+0.5 ms a trial) and its own commit (`COMMIT_MOST` trials at most a batch): well under a second.
+A process killed outright (SIGKILL, power lost) loses the trials finished in that window besides
+those in flight; they are not stored, so re-running the command runs exactly those again (a
+resume plans every trial without a scored row), and none is stored twice. Ctrl-C, a fatal
+provider error or any other error the engine sees first commits every trial handed over (`close`).
 """
 
 from __future__ import annotations
