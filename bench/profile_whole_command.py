@@ -3,8 +3,10 @@
     python bench/profile_whole_command.py                  # retail oracle x 8 trials, warm floors
     python bench/profile_whole_command.py --trials 8 --top 25 --out bench/profiles/whole_command.txt
 
-The command runs in this process under cProfile with a CPU clock (`time.process_time`), so a
-machine shared with other work does not inflate it: start-up (imports) included, the trials, the
+The command runs in this process under cProfile with a CPU clock (each thread's own,
+`time.thread_time`; every thread the command starts is profiled too, its writer of commits and
+the floors' thread included, and their profiles added up), so a machine shared with other work
+does not inflate it: start-up (imports) included, the trials, the
 summary, the floors (read back from the store: a first, unprofiled run on the same database puts
 them there, as a second agent or a re-run would find them) and the commits. Prints the top
 functions by cumulative CPU time and writes them to --out for the closing note.
@@ -21,6 +23,7 @@ import site
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from importlib.util import find_spec
 from pathlib import Path
@@ -35,6 +38,8 @@ PARTS = {
     "  tool calls (Toolkit.call)": ("domain/tools.py", "call"),
     "  grading a trial (grade_trial)": ("grading/grade.py", "grade_trial"),
     "storing trials (ResultsStore.add_trial, one commit each)": ("store/store.py", "add_trial"),
+    "storing trials (ResultsStore.add_trials, grouped commits)": ("store/store.py", "add_trials"),
+    "  the summary streamed (StreamedSummary.add, judged as stored)": ("report/streamed.py", "add"),
     "summary (kept_summary: trials read back, summarize_run)": ("report/kept.py", "kept_summary"),
     "  attribution shares (user faults, causes)": ("attribution/shares.py", "attribution_shares"),
     "reference floors (awaited: run or read in their own thread)": ("report/floors.py", "reference_floors"),
@@ -56,8 +61,26 @@ def _parts(stats: pstats.Stats, total: float) -> str:
                 row[3] for (file, _, func), row in table.items() if file.endswith(where) and func == name
             ]
             spent = max(found, default=0.0)
-        lines.append(f"  {label:60} {spent:6.2f} s {spent / total:5.0%}")
+        lines.append(f"  {label:62} {spent:6.2f} s {spent / total:5.0%}")
     return "\n".join(lines)
+
+
+def _profile_threads() -> list[cProfile.Profile]:
+    """Profile every thread started from now on with its own CPU clock; the profiles, to add."""
+    profiles: list[cProfile.Profile] = []
+    run = threading.Thread.run
+
+    def profiled(self: threading.Thread) -> None:
+        profile = cProfile.Profile(time.thread_time)
+        profiles.append(profile)
+        profile.enable()
+        try:
+            run(self)
+        finally:
+            profile.disable()
+
+    threading.Thread.run = profiled  # type: ignore[method-assign]
+    return profiles
 
 
 def main() -> int:
@@ -84,7 +107,8 @@ def main() -> int:
         castbench = str(Path(sys.executable).with_name("castbench"))
         subprocess.run([castbench, *args], check=True, capture_output=True)  # the floors into the store
         sys.argv = ["castbench", *args, "--fresh"]
-        profile = cProfile.Profile(time.process_time)
+        profile = cProfile.Profile(time.thread_time)
+        threads = _profile_threads()
         started = time.process_time()
         profile.enable()
         try:
@@ -99,6 +123,8 @@ def main() -> int:
         total = time.process_time() - started
     text = io.StringIO()
     stats = pstats.Stats(profile, stream=text)
+    for thread_profile in threads:
+        stats.add(thread_profile)
     stats.sort_stats("cumulative").print_stats(options.top)
     table = text.getvalue().split("\n", 3)[-1].strip("\n")  # from the 'ncalls' header on
     source = Path(str(find_spec("castbench").origin)).parents[2]  # type: ignore[union-attr]

@@ -1,7 +1,8 @@
 """Latency-bound throughput of the whole `castbench eval` command, as a user waits for it.
 
-    python bench/whole_command_latency.py                    # C=128 and C=256, 128 tasks x 8 trials
+    python bench/whole_command_latency.py                    # C=128, 256, 512: 8 trial-rounds each
     python bench/whole_command_latency.py --levels 128 --latency 0.5 --tasks 128 --trials 8
+    python bench/whole_command_latency.py --rounds 0         # 128 tasks x 8 trials at every level
 
 A loopback OpenAI-compatible server (`bench/model_path.py`'s, in its own process) answers every
 chat request after `--latency` seconds and notes when the first request came and the last answer
@@ -10,11 +11,18 @@ left. Each level runs the command a user types, `castbench eval --domain retail 
 a fresh process on a fresh database: the trials, then everything after them (summary, reference
 floors, commits, the tables printed).
 
+The workload grows with C, so that every level runs as many trial-rounds (`--rounds`, 8 by
+default: at least 8 x C trials, `--trials` per task raised to ceil(8 x C / tasks)): 128 tasks x 8
+trials (1,024) at C=128, x 16 (2,048) at C=256, x 32 (4,096) at C=512, each 8 waves of 4 steps,
+16 s ideal at 0.5 s. A fixed 1,024 trials would be 2 rounds at C=512, where the first and last
+trials' start-up and tail weigh four times what they weigh at C=128 (`--rounds 0` runs `--tasks`
+x `--trials` at every level, as the issue's first figures did).
+
 Start-up (process start to the first model request: imports, domains, opening the store) is
 subtracted, as the goal says; the rest is compared with the ideal, exact waves of 4 steps:
 `tasks x trials / C` waves x 4 x latency. Printed per level: the trial phase's share of ideal
 (first request to last answer, what `bench/model_path.py` measures), the whole command's share
-(first request to the process's exit; goal >= 90% at both levels), and the seconds after the last
+(first request to the process's exit; goal >= 90% at every level), and the seconds after the last
 answer. No asserts: it reports (exit 1 when a goal is not met).
 """
 
@@ -102,7 +110,10 @@ def main() -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--latency", type=float, default=0.5)
-    parser.add_argument("--levels", default="128,256", help="concurrency levels, comma-separated")
+    parser.add_argument("--levels", default="128,256,512", help="concurrency levels, comma-separated")
+    parser.add_argument(
+        "--rounds", type=int, default=8, help="trial-rounds per level (trials >= rounds x C); 0: fixed"
+    )
     parser.add_argument("--tasks", type=int, default=128, help="retail train tasks")
     parser.add_argument("--trials", type=int, default=8)
     parser.add_argument("--serve", type=int, help=argparse.SUPPRESS)
@@ -117,25 +128,27 @@ def main() -> int:
     met = True
     try:
         _wait_for(port)
-        trials = options.tasks * options.trials
+        workload = f"at least {options.rounds} x C trials" if options.rounds else f"x {options.trials} trials"
         print(
             f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}; latency {options.latency} s, "
-            f"{options.tasks} retail train tasks x {options.trials} trials = {trials}, {STEPS} steps each"
+            f"{options.tasks} retail train tasks, {workload}, {STEPS} steps each"
         )
         print(
-            f"{'C':>4} {'calls':>6} {'ideal s':>8} {'start s':>8} {'trials s':>9} {'share':>6} "
-            f"{'after s':>8} {'whole':>6}"
+            f"{'C':>4} {'trials':>7} {'calls':>6} {'ideal s':>8} {'start s':>8} {'trials s':>9} "
+            f"{'share':>6} {'after s':>8} {'whole':>6}"
         )
         with tempfile.TemporaryDirectory(prefix="castbench-latency-") as scratch:
             for concurrency in [int(level) for level in options.levels.split(",")]:
+                per_task = max(options.trials, -(-options.rounds * concurrency // options.tasks))
+                trials = options.tasks * per_task
                 db = str(Path(scratch) / f"c{concurrency}.db")
-                r = whole_command(port, concurrency, options.tasks, options.trials, db)
+                r = whole_command(port, concurrency, options.tasks, per_task, db)
                 ideal = -(-trials // concurrency) * STEPS * options.latency
                 trial_share = ideal / r["trials_s"]
                 whole_share = ideal / (r["trials_s"] + r["after_s"])
                 met &= whole_share >= 0.9
                 print(
-                    f"{concurrency:4d} {r['calls']:6.0f} {ideal:8.1f} {r['startup_s']:8.2f} "
+                    f"{concurrency:4d} {trials:7d} {r['calls']:6.0f} {ideal:8.1f} {r['startup_s']:8.2f} "
                     f"{r['trials_s']:9.2f} {trial_share:6.0%} {r['after_s']:8.2f} {whole_share:6.0%}"
                 )
         print(f"load now {os.getloadavg()[0]:.1f}")

@@ -117,6 +117,9 @@ def show_evaluation(
     if options.perturbations.active:
         console.print(f"perturbed: {options.perturbations.label()}", markup=False)
     from castbench.domain import ExpectedStateError, TaskFileError  # the domains: once a run is asked for
+    from castbench.runner.collector import skip_collection_at_exit
+
+    skip_collection_at_exit()  # before anything the run imports registers its own exit handlers
 
     try:
         with one_interrupt(), _Display(options) as display:

@@ -247,9 +247,15 @@ def _status(run_status: str | None, overall: DomainReport) -> RunStatus:
 
 
 def summarize_run(
-    run_id: str, config: RunConfig, records: Iterable[TrialRecord], run_status: str | None = None
+    run_id: str,
+    config: RunConfig,
+    records: Iterable[TrialRecord],
+    run_status: str | None = None,
+    judged: dict[int, TrialJudgement] | None = None,
 ) -> RunSummary:
-    """`run_status` is the store's status of the run, when known."""
+    """`run_status` is the store's status of the run, when known. `judged`: attribution
+    judgements already made, by the id of their record (`castbench.report.streamed`: made as
+    the trials were stored); the others are made here."""
     records = list(records)
     by_domain: dict[str, list[TrialRecord]] = defaultdict(list)
     for record in records:
@@ -257,7 +263,7 @@ def summarize_run(
     planned = config.planned_tasks or None
     domains: dict[str, DomainReport] = {}
     warnings: list[str] = []
-    judged: dict[int, TrialJudgement] = {}  # each trial judged once, for its domain and the pool
+    judged = {} if judged is None else judged  # each trial judged once, for its domain and the pool
     for name in config.domains:
         tasks = planned.get(name, []) if planned is not None else None
         report = _report(by_domain.get(name, []), tasks, config.trials, config.seed, False, judged)

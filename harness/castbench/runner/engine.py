@@ -1,4 +1,5 @@
-"""The evaluation engine: the task x trial grid, bounded concurrency, a commit per trial, resume.
+"""The evaluation engine: the task x trial grid, bounded concurrency, trials committed as they end
+(grouped, `castbench.runner.commits`), resume.
 
 Expected states depend only on the task, so each is replayed once per run (τ-Bench replays and
 hashes the database every trial: that is where most of its harness time goes).
@@ -23,6 +24,7 @@ from castbench.records.migrations import RecordVersionError
 from castbench.records.trial import TrialRecord
 from castbench.runner.broken_agent import BrokenAgentWatch
 from castbench.runner.collector import tuned_for_a_run
+from castbench.runner.commits import Commits
 from castbench.runner.deadline import Cancelled, Halt, TimeLimits
 from castbench.runner.execution import plan_execution
 from castbench.runner.executors import Executor
@@ -99,8 +101,11 @@ def run_eval(
     lease_s: float = DEFAULT_LEASE_S,
     executor: Executor | None = None,
     plan: ExecutionPlan | None = None,
+    on_stored: Callable[[TrialRecord], None] | None = None,
 ) -> EvalOutcome:
-    """Run (or resume) the evaluation `config` describes; every trial is committed as it ends.
+    """Run (or resume) the evaluation `config` describes; every trial is committed as it ends
+    (those that end together in one transaction, `castbench.runner.commits`; on a shared store
+    one by one, each before its claim is released).
 
     `max_cost` (USD, this invocation's spending) stops starting trials once reached; a fatal
     provider error (bad credentials, unknown model, a server that is down) stops the run at once
@@ -136,13 +141,20 @@ def run_eval(
 
     active: list[Generator[TrialRecord, None, None]] = []
 
+    commits = None if plan.shared else Commits(store, run_id, _unwritable, on_stored)
+
     def keep(
         results: Generator[TrialRecord, None, None], stored: Callable[[TrialRecord], None] | None
     ) -> None:
         nonlocal ran, spent
         active[:] = [results]
         for record in results:
-            _store(store, run_id, record)
+            if commits is not None:
+                commits.add(record)
+            else:
+                kept = _store(store, run_id, record)
+                if kept is not None and on_stored is not None:
+                    on_stored(kept)
             if stored is not None:
                 stored(record)
             ran += 1
@@ -168,19 +180,24 @@ def run_eval(
             else:
                 keep(executor.results(todo, work, plan.concurrency, stop_starting, halt), None)
                 unfinished = ran < total - already
+            if commits is not None:
+                commits.close()
     except (KeyboardInterrupt, Cancelled):
         with second_interrupt_exits():
             halt.set()
             for results in active:
                 results.close()
+            _close_quietly(commits)  # the trials finished so far are stored
             store.set_status(run_id, "interrupted")
         raise RunInterrupted(run_id, already + ran, total) from None
     except FatalInfrastructureError as exc:
+        _close_quietly(commits)
         if isinstance(exc.stopped, TrialRecord):  # on the record: a re-run's retry shows as one
             _store(store, run_id, exc.stopped)
         store.set_status(run_id, "failed")
         raise
     except BaseException:
+        _close_quietly(commits)
         store.set_status(run_id, "failed")
         raise
     stopped = None
@@ -217,16 +234,27 @@ def _held(store: ResultsStore, run_id: str) -> Iterator[None]:
         store.release(run_id)
 
 
-def _store(store: ResultsStore, run_id: str, record: TrialRecord) -> None:
-    """Commit one trial. The store writes any record losslessly (`castbench.lossless`), and the
-    rollout checks every agent output before it is used; a record that still cannot be written
-    is stored without its trajectory instead of ending the run: as its agent's failure (scored 0)
-    when an agent's output is what cannot be written (an in-process agent that changed what it
+def _close_quietly(commits: Commits | None) -> None:
+    """Commit what was handed over while another error ends the run: that error is the one to
+    raise (a store error of the writer's is already the run's end, `failed`)."""
+    if commits is not None:
+        with suppress(Exception):
+            commits.close()
+
+
+def _store(store: ResultsStore, run_id: str, record: TrialRecord) -> TrialRecord | None:
+    """Commit one trial; returns it as stored (None: a scored copy was there). The store writes
+    any record losslessly (`castbench.lossless`), and the rollout checks every agent output before
+    it is used; a record that still cannot be written is stored without its trajectory instead of
+    ending the run (`_unwritable`)."""
+    return store.add_trials(run_id, [record], _unwritable)[0]
+
+
+def _unwritable(record: TrialRecord, exc: Exception) -> TrialRecord:
+    """The record to store for one that cannot be written: as its agent's failure (scored 0) when
+    an agent's output is what cannot be written (an in-process agent that changed what it
     returned after the check), otherwise as castbench's own (a harness error)."""
-    try:
-        store.add_trial(run_id, record)
-    except (ValueError, TypeError) as exc:  # PydanticSerializationError, json's
-        store.add_trial(run_id, _unstorable(record, str(exc).splitlines()[0]))
+    return _unstorable(record, (str(exc).splitlines() or [type(exc).__name__])[0])
 
 
 def _unstorable(record: TrialRecord, reason: str) -> TrialRecord:

@@ -27,7 +27,7 @@ from sqlalchemy.engine import make_url
 from castbench.places import state_dir
 from castbench.store.access import sqlite_file
 
-__all__ = ["DigestCheck", "check_digests", "digest_of", "record_digest"]
+__all__ = ["DigestCheck", "check_digests", "digest_of", "record_digest", "record_digests"]
 
 
 def _location(url: str) -> str:
@@ -59,15 +59,37 @@ def record_digest(
 ) -> None:
     """Remember the digest of a record just stored (best effort: a state folder that cannot be
     written leaves the record without one, which `verify` reports)."""
-    line = json.dumps(
-        {"run": run_id, "trial": _key(domain, task_id, trial_index), "sha256": digest_of(record_json)}
-    )
+    record_digests(url, [(run_id, domain, task_id, trial_index, record_json)])
+
+
+_PIPE_BUF = 4096
+"""Bytes one `write` may take and stay whole beside other processes' appends (`PIPE_BUF`)."""
+
+
+def record_digests(url: str, stored: list[tuple[str, str, str, int, str]]) -> None:
+    """`record_digest` for each `(run id, domain, task id, trial index, record JSON)` of a batch of
+    records stored in one transaction: one file open for all, and as few writes as keep each
+    under `PIPE_BUF` (whole lines only), so concurrent castbench processes still never interleave."""
+    if not stored:
+        return
+    lines = [
+        json.dumps({"run": run, "trial": _key(domain, task, index), "sha256": digest_of(record_json)}) + "\n"
+        for run, domain, task, index, record_json in stored
+    ]
+    chunks, chunk = [], ""
+    for line in lines:
+        if chunk and len(chunk) + len(line) > _PIPE_BUF:
+            chunks.append(chunk)
+            chunk = ""
+        chunk += line
+    chunks.append(chunk)
     path = _file(url)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
         try:
-            os.write(fd, (line + "\n").encode())
+            for chunk in chunks:
+                os.write(fd, chunk.encode())
         finally:
             os.close(fd)
     except OSError:

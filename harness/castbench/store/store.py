@@ -1,8 +1,10 @@
 """The results store: runs and their trials in SQLite (default) or Postgres (shared).
 
-Every finished trial is committed in its own transaction the moment it ends, so a killed run
-loses at most the trials in flight. Re-running the same configuration finds the run by its
-config hash and only runs what is missing; a trial is never stored twice. A Postgres store is
+Finished trials are committed as they end, those that ended during the previous commit together
+in one transaction (`castbench.runner.commits`), so a killed run loses at most the trials in
+flight and the few finished in the last moments (a resume runs exactly those again). Re-running
+the same configuration finds the run by its config hash and only runs what is missing; a trial
+is never stored twice. A Postgres store is
 `shared`: several `castbench eval` processes may work on one run, each claiming trials with a
 lease (`castbench.store.leases`). Its schema is created, or migrated in place, on open.
 """
@@ -12,7 +14,7 @@ from __future__ import annotations
 import json
 import os
 import socket
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -29,7 +31,7 @@ from castbench.records.migrations import RecordVersionError
 from castbench.records.trial import TRIAL_RECORD, TrialRecord
 from castbench.store.access import read_only_engine, readable_schema_problem, sqlite_file
 from castbench.store.connect import db_url, plain_db_errors
-from castbench.store.digests import DigestCheck, check_digests, record_digest
+from castbench.store.digests import DigestCheck, check_digests, record_digests
 from castbench.store.tables import CacheRow, RunLease, RunRow, TrialRow
 
 __all__ = ["DEFAULT_DB", "HEARTBEAT_S", "ResultsStore", "StoreError", "TrialKey", "last_written"]
@@ -339,17 +341,60 @@ class ResultsStore:
     def add_trial(self, run_id: str, record: TrialRecord) -> bool:
         """Store one finished trial in its own transaction. A scored trial replaces an earlier
         errored try of the same trial; a second scored copy is ignored (never stored twice).
-        Returns whether the record was stored.
+        Returns whether the record was stored."""
+        return self.add_trials(run_id, [record])[0] is not None
 
-        The common case is one INSERT that skips on conflict; only a conflict takes the slower
-        path that looks at the stored row."""
-        values = _columns(run_id, record)
-        if self.engine.dialect.name in ("sqlite", "postgresql"):
+    def add_trials(
+        self,
+        run_id: str,
+        records: Sequence[TrialRecord],
+        unwritable: Callable[[TrialRecord, Exception], TrialRecord] | None = None,
+    ) -> list[TrialRecord | None]:
+        """Store finished trials in one transaction (`add_trial`'s rules for each): a run's
+        engine commits the trials that finished while its previous commit was under way together
+        (`castbench.runner.commits`), one transaction and one digest write for all of them.
+        Returns each record as stored: itself, its replacement from `unwritable` (called with a
+        record that cannot be written and why; without it the error is raised), a copy counting
+        the attempts of the errored try it replaced, or None where a scored copy was there.
+
+        The common case is one INSERT per trial that skips on conflict; only a conflict takes the
+        slower path that looks at the stored row (in a transaction of its own)."""
+        rows: list[tuple[TrialRecord, dict[str, Any]]] = []
+        for record in records:
+            try:
+                values = _columns(run_id, record)
+            except (ValueError, TypeError) as exc:  # PydanticSerializationError, json's
+                if unwritable is None:
+                    raise
+                record = unwritable(record, exc)
+                values = _columns(run_id, record)
+            rows.append((record, values))
+        stored: list[TrialRecord | None] = [None] * len(rows)
+        written: list[dict[str, Any]] = []
+        conflicts = list(range(len(rows)))
+        if rows and self.engine.dialect.name in ("sqlite", "postgresql"):
+            conflicts = []
             with self.engine.begin() as connection:
-                inserted = connection.execute(_INSERT_OR_SKIP, values).rowcount
-            if inserted:
-                self._digest(values)
-                return True
+                for index, (record, values) in enumerate(rows):
+                    if connection.execute(_INSERT_OR_SKIP, values).rowcount:
+                        stored[index] = record
+                        written.append(values)
+                    else:
+                        conflicts.append(index)
+        for index in conflicts:
+            replaced = self._replace_errored(run_id, rows[index][0])
+            if replaced is not None:
+                stored[index], values = replaced
+                written.append(values)
+        record_digests(
+            self.url,
+            [(v["run_id"], v["domain"], v["task_id"], v["trial_index"], v["record_json"]) for v in written],
+        )
+        return stored
+
+    def _replace_errored(self, run_id: str, record: TrialRecord) -> tuple[TrialRecord, dict[str, Any]] | None:
+        """A trial whose row is there already: replace an errored try (its attempts counted in);
+        None, storing nothing, when the stored one is scored."""
         with Session(self.engine) as session:
             existing = session.exec(
                 select(TrialRow).where(
@@ -361,25 +406,14 @@ class ResultsStore:
             ).first()
             if existing is not None:
                 if existing.status == "scored":
-                    return False
+                    return None
                 record = record.model_copy(update={"attempts": record.attempts + _attempts(existing)})
                 session.delete(existing)
                 session.flush()
             values = _columns(run_id, record)
             session.add(TrialRow(**values))
             session.commit()
-        self._digest(values)
-        return True
-
-    def _digest(self, values: dict[str, Any]) -> None:
-        record_digest(
-            self.url,
-            values["run_id"],
-            values["domain"],
-            values["task_id"],
-            values["trial_index"],
-            values["record_json"],
-        )
+        return record, values
 
     def check_digests(self, run_id: str) -> DigestCheck:
         """Each stored record of `run_id` against the digest castbench kept outside the store

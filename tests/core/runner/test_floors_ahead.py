@@ -15,6 +15,13 @@ from castbench.records.config import RunConfig
 from castbench.report import floors
 from castbench.report.floors import ReferenceFloors
 
+
+@pytest.fixture(autouse=True)
+def _own_state_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Floors kept on this machine by other tests (`floors/` in the state folder) stay out."""
+    monkeypatch.setenv("CASTBENCH_STATE_DIR", str(tmp_path / "state"))
+
+
 OPTIONS: dict[str, Any] = {
     "domains": "retail",
     "trials": 2,
@@ -48,3 +55,28 @@ def test_an_error_computing_the_floors_reaches_the_caller(
     monkeypatch.setattr(floors, "_floors", broken)
     with pytest.raises(RuntimeError, match="floors broke"):
         evaluate(db=f"sqlite:///{tmp_path}/runs.db", policy="oracle", **OPTIONS)
+
+
+def test_floors_are_kept_per_domain_version_across_stores(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run on a new store of the same tasks and code reads the floors the first computed (kept
+    in the state folder); other tasks, or a changed file there, compute them again, to the same
+    figures."""
+    compute = floors._floors.__wrapped__
+    computed: list[str] = []
+
+    def counted(canonical: str) -> ReferenceFloors:
+        computed.append(canonical)
+        return compute(canonical)
+
+    monkeypatch.setattr(floors, "_floors", counted)
+    first = evaluate(db=f"sqlite:///{tmp_path}/a.db", policy="oracle", **OPTIONS)
+    second = evaluate(db=f"sqlite:///{tmp_path}/b.db", policy="scripted:noisy", **OPTIONS)
+    assert len(computed) == 1 and second.summary.floors == first.summary.floors is not None
+    (kept,) = (tmp_path / "state" / "floors").glob("*.json")
+    kept.write_text("{not json")  # cut short: computed again, and kept again
+    third = evaluate(db=f"sqlite:///{tmp_path}/c.db", policy="oracle", **OPTIONS)
+    assert len(computed) == 2 and third.summary.floors == first.summary.floors
+    other = evaluate(db=f"sqlite:///{tmp_path}/d.db", policy="oracle", **{**OPTIONS, "trials": 3})
+    assert len(computed) == 3 and other.summary.floors != first.summary.floors
