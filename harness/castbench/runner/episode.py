@@ -38,7 +38,7 @@ import traceback
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from castbench.agents.protocols import UserReply, output_problem
 from castbench.agents.registry import AgentSpec, Role
@@ -62,7 +62,7 @@ from castbench.domain import Database, Domain, Task, ToolCall, ToolCrash
 from castbench.errors import AgentError, AgentTimeout, FatalInfrastructureError, InfrastructureError
 from castbench.grading import GradingMode, grade_trial
 from castbench.grading.labeler import ConfirmationJudge, label_action
-from castbench.grading.replies import ReplyCheck, confirmation_check
+from castbench.grading.replies import ReplyCheck, ReplyJudge, confirmation_check
 from castbench.models import loop
 from castbench.models.settings import ModelSettings
 from castbench.records.config import Limits, Verification
@@ -71,6 +71,7 @@ from castbench.records.perturbations import Perturbations
 from castbench.records.trial import (
     CLEAN_ENDS,
     UNFINISHED_ENDS,
+    ActionLabel,
     EndReason,
     Proposal,
     StepRecord,
@@ -84,10 +85,36 @@ from castbench.runner.execution import AgentSet, plan_execution
 if TYPE_CHECKING:  # the model client loads only for a judged run
     from castbench.models.reply_judge import ModelReplyJudge
 
-__all__ = ["AgentSet", "Episode", "EpisodeOver", "Limits", "Overrule", "StepOutcome", "Verification"]
+__all__ = [
+    "AgentSet",
+    "Episode",
+    "EpisodeOver",
+    "Labeler",
+    "Limits",
+    "Overrule",
+    "StepOutcome",
+    "TrialJudge",
+    "Verification",
+]
 
 Overrule = Callable[[int, int, Verdict], Verdict]
 """(step index, round, the critic's verdict) -> the verdict the loop acts on."""
+
+Labeler = Callable[
+    [Domain, Task, Action, Database, Sequence[Event], ConfirmationJudge | None], ActionLabel | None
+]
+"""(domain, task, the proposal, the state it meets, the conversation before it, the judge of its
+explicit yes) -> its label: `castbench.grading.labeler.label_action`'s signature, None for a
+proposal left unlabelled."""
+
+
+class TrialJudge(ReplyJudge, Protocol):
+    """A trial's reply judge: castbench's model judge (`ModelReplyJudge`), or the stored verdicts
+    a verifier re-grades a judged run with (`castbench.runner.replay`)."""
+
+    settings: ModelSettings
+    usage: Usage
+
 
 _clock = time.perf_counter
 _ACTIONS = (ToolCallAction, ReplyAction, MalformedAction)
@@ -159,6 +186,8 @@ class Episode:
         labelled: bool = True,
         overrule: Overrule | None = None,
         reply_judge: ModelSettings | None = None,
+        judge: TrialJudge | None = None,
+        labeler: Labeler = label_action,
     ) -> None:
         """`plan`: the run's execution plan (by default one trial at a time, on this thread).
         `labelled`: the privileged labeler judges each proposed action (the critic's figures and
@@ -169,10 +198,13 @@ class Episode:
         verdict the trial did not take; None for every ordinary trial. `reply_judge`: a model
         that decides the reply checks when the trial is graded (`castbench.models.reply_judge`),
         after it has ended, and each write's explicit yes inside the privileged labeler: nothing
-        it reads or says reaches an agent."""
+        it reads or says reaches an agent. `judge`: one already made instead (a verifier's stored
+        verdicts). `labeler`: what labels each proposal when `labelled` (castbench's labeler; a
+        verifier's derives the labels its record holds, through the same loop)."""
         self.labelled = labelled
         self.reply_judge = reply_judge
-        self._judge: ModelReplyJudge | None = None
+        self._judge: TrialJudge | None = judge
+        self._labeler = labeler
         self._confirmations: dict[tuple[int, int], ReplyCheck] = {}
         """With a reply judge: each proposed write's confirmation check, by (step, round)."""
         self._overrule = overrule
@@ -367,13 +399,14 @@ class Episode:
             duration_s=_clock() - self._clock_started,
         )
 
-    def _reply_judge(self) -> ModelReplyJudge | None:
+    def _reply_judge(self) -> TrialJudge | None:
         """The trial's reply judge (one per trial: its usage is the trial's), None without one."""
         if self._judge is None and self.reply_judge is not None:
             from castbench.models.client import TrialKey  # judged runs' only (the model client)
             from castbench.models.reply_judge import ModelReplyJudge
 
-            self._judge = ModelReplyJudge(self.reply_judge, TrialKey(self.seed, self.trial_index))
+            made: ModelReplyJudge = ModelReplyJudge(self.reply_judge, TrialKey(self.seed, self.trial_index))
+            self._judge = made
         return self._judge
 
     def _confirmation(self, round: int) -> ConfirmationJudge | None:
@@ -441,7 +474,7 @@ class Episode:
         step.timing.policy_s += spent
         # the privileged truth judges the critic and, for the strict reward, the executed action
         label = (
-            label_action(
+            self._labeler(
                 self.domain, self.task, action, self.db, step.history, self._confirmation(len(step.proposals))
             )
             if self.labelled
