@@ -27,7 +27,7 @@ from collections.abc import Sequence
 
 from castbench.agents.protocols import UserReply
 from castbench.agents.registry import AgentSpec, AgentSpecError, Role, builtin_agents, resolve
-from castbench.agents.views import CriticView
+from castbench.agents.views import CriticView, UserBriefing
 from castbench.conversation import (
     Action,
     Event,
@@ -38,7 +38,7 @@ from castbench.conversation import (
     Verdict,
     canonical_action,
 )
-from castbench.domain import Database, Domain, Task
+from castbench.domain import Database, Domain, Task, ToolCall
 from castbench.grading import Grade, GradingMode
 from castbench.grading.labeler import ConfirmationJudge, label_action
 from castbench.grading.replies import ReplyCheck, StoredVerdicts
@@ -88,21 +88,26 @@ class _Cursor:
 
 
 class _RecordedUser:
-    """A user castbench cannot run again (a model): its words as stored."""
+    """A user castbench cannot run again (a model): its words as stored, and the device steps it
+    took on its own side (τ²'s dual control) taken again on the trial's state, as it took them."""
 
-    def __init__(self, cursor: _Cursor) -> None:
-        self._cursor = cursor
+    def __init__(self, briefing: UserBriefing, cursor: _Cursor) -> None:
+        self._perform, self._cursor = briefing.perform, cursor
 
     def open(self) -> str:
         return self._cursor.record.opening
 
     def reply(self, message: str) -> UserReply:
-        step = self._cursor.step
+        step, k = self._cursor.step, self._cursor.index
         turn = step.observation if step is not None else None
         if step is None or not isinstance(turn, UserTurn):
             raise self._cursor.missing(
-                f"step {self._cursor.index}: the loop asks the user for a reply the record does not have"
+                f"step {k}: the loop asks the user for a reply the record does not have"
             )
+        for call in turn.tool_calls:
+            if self._perform is None:
+                raise self._cursor.missing(f"step {k}: the record's user runs {call.name}, a tool it has not")
+            self._perform(ToolCall(name=call.name, arguments=call.arguments, actor="user"))
         return UserReply(turn.text, stop=step.user_stop)
 
 
@@ -211,7 +216,7 @@ def _agents(user: str, critic: str, labels: bool, cursor: _Cursor) -> tuple[Agen
     user_spec = _resolved("user", user)
     live_user = user_spec is not None and user_spec.kind == "builtin"
     if user_spec is None or not live_user:
-        user_spec = AgentSpec("user", user, "recorded", lambda _: _RecordedUser(cursor))
+        user_spec = AgentSpec("user", user, "recorded", lambda briefing: _RecordedUser(briefing, cursor))
     critic_spec: AgentSpec | None = None
     live_critic = False
     if _name(critic) != "none":

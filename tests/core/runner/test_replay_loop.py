@@ -226,3 +226,27 @@ def test_every_built_in_domains_oracle_run_verifies(name: str, tmp_path: Path) -
     assert all(r.reward == 1.0 for r in run.records)
     report = verify_run(name, run.config, run.records)
     assert report.ok and report.trials == len(tasks), report.describe()
+
+
+def test_a_recorded_users_device_steps_are_taken_again(tmp_path: Path) -> None:
+    """τ²'s dual control: the steps a user took on its own side change the trial's state, so a
+    user replayed from the record takes them again; without them the state, and the reward, differ."""
+    tasks = ["telecom-test-0001", "telecom-test-0004", "telecom-test-0005"]
+    run = _run(tmp_path, domains="telecom", policy="oracle", trials=1, tasks=tasks)
+    turns = [s.observation for r in run.records for s in r.steps if isinstance(s.observation, UserTurn)]
+    assert any(turn.tool_calls for turn in turns), "the users took device steps"
+    for record in run.records:
+        assert _replay(run, record, user=TEAM_USER) == []
+    record = next(
+        r
+        for r in run.records
+        if any(isinstance(s.observation, UserTurn) and s.observation.tool_calls for s in r.steps)
+    )
+    steps = [
+        s.model_copy(update={"observation": s.observation.model_copy(update={"tool_calls": ()})})
+        if isinstance(s.observation, UserTurn)
+        else s
+        for s in record.steps
+    ]
+    problems = _replay(run, record.model_copy(update={"steps": steps}), user=TEAM_USER)
+    assert "stored reward 1.0, re-graded 0.0" in problems, problems
