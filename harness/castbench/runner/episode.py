@@ -1,7 +1,7 @@
 """One trial as a state machine: every driver of castbench (the eval engine with a policy it holds,
 the MCP server whose tool calls come from an outside agent, the agent-service adapter, the
-trainers' `Environment`) runs its trials through an `Episode`, so records, labels and grades come
-out the same whoever proposes the actions.
+trainers' `Environment`, `verify`'s replay of a stored trial) runs its trials through an
+`Episode`, so records, labels and grades come out the same whoever proposes the actions.
 
     reset()        the user opens; the policy's first view
     step(action)   one proposal: the critic verifies it (a rejection with rounds left gives the
@@ -38,7 +38,7 @@ import traceback
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from castbench.agents.protocols import UserReply, output_problem
 from castbench.agents.registry import AgentSpec, Role
@@ -81,9 +81,6 @@ from castbench.records.trial import (
 )
 from castbench.runner.deadline import AgentThread, Cancelled, Halt, TimeLimits
 from castbench.runner.execution import AgentSet, plan_execution
-
-if TYPE_CHECKING:  # the model client loads only for a judged run
-    from castbench.models.reply_judge import ModelReplyJudge
 
 __all__ = [
     "AgentSet",
@@ -405,8 +402,7 @@ class Episode:
             from castbench.models.client import TrialKey  # judged runs' only (the model client)
             from castbench.models.reply_judge import ModelReplyJudge
 
-            made: ModelReplyJudge = ModelReplyJudge(self.reply_judge, TrialKey(self.seed, self.trial_index))
-            self._judge = made
+            self._judge = ModelReplyJudge(self.reply_judge, TrialKey(self.seed, self.trial_index))
         return self._judge
 
     def _confirmation(self, round: int) -> ConfirmationJudge | None:

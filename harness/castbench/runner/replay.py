@@ -203,6 +203,12 @@ def _resolved(role: Role, spec: str) -> AgentSpec | None:
 
 
 @functools.cache
+def _replayable_critics() -> frozenset[str]:
+    """castbench's model-free critics: each decides again from the same view (seeded)."""
+    return frozenset(agent.name for agent in builtin_agents("critic") if not agent.model_backed)
+
+
+@functools.cache
 def _plan(critic: bool) -> ExecutionPlan:
     """Every agent of a replay is castbench's (built-in, or a recorded stand-in): inline."""
     scripted = AgentSpec("user", "recorded", "recorded", None)
@@ -220,8 +226,7 @@ def _agents(user: str, critic: str, labels: bool, cursor: _Cursor) -> tuple[Agen
     critic_spec: AgentSpec | None = None
     live_critic = False
     if _name(critic) != "none":
-        replayable = {agent.name for agent in builtin_agents("critic") if not agent.model_backed}
-        live_critic = labels and _name(critic) in replayable
+        live_critic = labels and _name(critic) in _replayable_critics()
         if live_critic:
             critic_spec = _resolved("critic", critic)
         else:
@@ -240,19 +245,23 @@ def _drive(episode: Episode, record: TrialRecord, cursor: _Cursor) -> str | None
         )
         if not proposals:
             return f"step {step.index}: the record holds no proposal for it"
+        last = proposals[-1]
         for proposal in proposals:
-            where = f"step {step.index} proposal {proposal.round}"
             if episode.done:
-                return cursor.gap or f"{where}: the replay ended the trial ({episode.end_reason}) there"
+                return cursor.gap or (
+                    f"step {step.index} proposal {proposal.round}: the replay ended the trial "
+                    f"({episode.end_reason}) there"
+                )
             cursor.proposal = proposal
             taken = len(episode.steps)
             episode.step(proposal.action, 0.0)
             if cursor.gap is not None:
                 return cursor.gap
             revising = len(episode.steps) == taken and not episode.done
-            if revising and proposal is proposals[-1]:
-                return f"{where}: the critic asks for a revision the record does not have"
-            if not revising and proposal is not proposals[-1]:
+            if revising == (proposal is last):
+                where = f"step {step.index} proposal {proposal.round}"
+                if revising:
+                    return f"{where}: the critic asks for a revision the record does not have"
                 return f"{where}: the replay ended the step where the record has a revision"
     if episode.done:
         if episode.end_reason != record.end_reason:
