@@ -176,11 +176,11 @@ def _labeler(cursor: _Cursor, strict: bool) -> Labeler:
         confirm: ConfirmationJudge | None = None,
     ) -> ActionLabel | None:
         step, proposal = cursor.step, cursor.proposal
-        executes = (
+        executes = (  # the step's executed tool call (its last proposal, or its only action)
             strict
             and step is not None
-            and proposal is step.proposals[-1]
             and isinstance(step.action, ToolCallAction)
+            and (not step.proposals or proposal is step.proposals[-1])
         )
         if proposal is not None and (proposal.label is not None or executes):
             return label_action(domain, task, action, db, conversation, confirm)
