@@ -185,6 +185,7 @@ class Episode:
         reply_judge: ModelSettings | None = None,
         judge: TrialJudge | None = None,
         labeler: Labeler = label_action,
+        stored_actions: bool = False,
     ) -> None:
         """`plan`: the run's execution plan (by default one trial at a time, on this thread).
         `labelled`: the privileged labeler judges each proposed action (the critic's figures and
@@ -197,11 +198,14 @@ class Episode:
         after it has ended, and each write's explicit yes inside the privileged labeler: nothing
         it reads or says reaches an agent. `judge`: one already made instead (a verifier's stored
         verdicts). `labeler`: what labels each proposal when `labelled` (castbench's labeler; a
-        verifier's derives the labels its record holds, through the same loop)."""
+        verifier's derives the labels its record holds, through the same loop). `stored_actions`:
+        the actions stepped were read back from a store (a verifier's replay), so each was found
+        storable when it was stored: only its type is checked, it is not serialized again."""
         self.labelled = labelled
         self.reply_judge = reply_judge
         self._judge: TrialJudge | None = judge
         self._labeler = labeler
+        self._stored_actions = stored_actions
         self._confirmations: dict[tuple[int, int], ReplyCheck] = {}
         """With a reply judge: each proposed write's confirmation check, by (step, round)."""
         self._overrule = overrule
@@ -463,7 +467,8 @@ class Episode:
     def _advance(self, action: Any, spent: float) -> StepOutcome:
         # anything but an action (a dict, None) is a bug of the agent's code: agent_error, not a
         # malformed action it would be asked to retry for every step (those are a model's output)
-        self._check("policy", action, _ACTIONS, "action")
+        if not (self._stored_actions and isinstance(action, _ACTIONS)):
+            self._check("policy", action, _ACTIONS, "action")
         self._charge("policy", action.usage)
         step = self._step or _Step(tuple(self.conversation), self._view_at)
         self._step = step

@@ -435,6 +435,7 @@ def replay_trial(
         labelled=labels,
         judge=stored_judge,
         labeler=_labeler(cursor, strict),
+        stored_actions=True,
     )
     try:
         left = _drive(episode, record, cursor)
