@@ -3,9 +3,10 @@
 `castbench verify`, `import` and `leaderboard build` use this, so an edited export is refused
 before it reaches a store or a board. Checked:
 
-- every trial re-executed and re-graded (`runner/replay.py`) with the grading mode recorded with
-  its run (runs from before grading modes are re-graded the way they were graded): its tool
-  results, user replies and rewards;
+- every trial re-executed and re-graded (`runner/replay.py`: through the episode loop `eval`
+  plays, under its run's limits and critic settings) with the grading mode recorded with its run
+  (runs from before grading modes are re-graded the way they were graded): its tool results, user
+  replies, endings and rewards;
 - every proposal's label re-derived by the labeler on the state and conversation it met (its
   decision: valid, unknown, or invalid with its failure type): the critic figures (confusion
   matrix, false-flag rate, MCC, ...) are computed from these labels and the stored verdicts, so
@@ -155,6 +156,8 @@ def _problems(record: TrialRecord, config: RunConfig, domains: _Domains) -> list
         critic=config.critic,
         perturbations=config.perturbations,
         judged=config.reply_judge is not None,
+        limits=config.limits,
+        verification=config.verification,
     )
     return problems
 

@@ -1,7 +1,7 @@
 """One trial as a state machine: every driver of castbench (the eval engine with a policy it holds,
 the MCP server whose tool calls come from an outside agent, the agent-service adapter, the
-trainers' `Environment`) runs its trials through an `Episode`, so records, labels and grades come
-out the same whoever proposes the actions.
+trainers' `Environment`, `verify`'s replay of a stored trial) runs its trials through an
+`Episode`, so records, labels and grades come out the same whoever proposes the actions.
 
     reset()        the user opens; the policy's first view
     step(action)   one proposal: the critic verifies it (a rejection with rounds left gives the
@@ -38,7 +38,7 @@ import traceback
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 from castbench.agents.protocols import UserReply, output_problem
 from castbench.agents.registry import AgentSpec, Role
@@ -62,7 +62,7 @@ from castbench.domain import Database, Domain, Task, ToolCall, ToolCrash
 from castbench.errors import AgentError, AgentTimeout, FatalInfrastructureError, InfrastructureError
 from castbench.grading import GradingMode, grade_trial
 from castbench.grading.labeler import ConfirmationJudge, label_action
-from castbench.grading.replies import ReplyCheck, confirmation_check
+from castbench.grading.replies import ReplyCheck, ReplyJudge, confirmation_check
 from castbench.models import loop
 from castbench.models.settings import ModelSettings
 from castbench.records.config import Limits, Verification
@@ -71,6 +71,7 @@ from castbench.records.perturbations import Perturbations
 from castbench.records.trial import (
     CLEAN_ENDS,
     UNFINISHED_ENDS,
+    ActionLabel,
     EndReason,
     Proposal,
     StepRecord,
@@ -81,13 +82,36 @@ from castbench.records.trial import (
 from castbench.runner.deadline import AgentThread, Cancelled, Halt, TimeLimits
 from castbench.runner.execution import AgentSet, plan_execution
 
-if TYPE_CHECKING:  # the model client loads only for a judged run
-    from castbench.models.reply_judge import ModelReplyJudge
-
-__all__ = ["AgentSet", "Episode", "EpisodeOver", "Limits", "Overrule", "StepOutcome", "Verification"]
+__all__ = [
+    "AgentSet",
+    "Episode",
+    "EpisodeOver",
+    "Labeler",
+    "Limits",
+    "Overrule",
+    "StepOutcome",
+    "TrialJudge",
+    "Verification",
+]
 
 Overrule = Callable[[int, int, Verdict], Verdict]
 """(step index, round, the critic's verdict) -> the verdict the loop acts on."""
+
+Labeler = Callable[
+    [Domain, Task, Action, Database, Sequence[Event], ConfirmationJudge | None], ActionLabel | None
+]
+"""(domain, task, the proposal, the state it meets, the conversation before it, the judge of its
+explicit yes) -> its label: `castbench.grading.labeler.label_action`'s signature, None for a
+proposal left unlabelled."""
+
+
+class TrialJudge(ReplyJudge, Protocol):
+    """A trial's reply judge: castbench's model judge (`ModelReplyJudge`), or the stored verdicts
+    a verifier re-grades a judged run with (`castbench.runner.replay`)."""
+
+    settings: ModelSettings
+    usage: Usage
+
 
 _clock = time.perf_counter
 _ACTIONS = (ToolCallAction, ReplyAction, MalformedAction)
@@ -159,6 +183,9 @@ class Episode:
         labelled: bool = True,
         overrule: Overrule | None = None,
         reply_judge: ModelSettings | None = None,
+        judge: TrialJudge | None = None,
+        labeler: Labeler = label_action,
+        stored_actions: bool = False,
     ) -> None:
         """`plan`: the run's execution plan (by default one trial at a time, on this thread).
         `labelled`: the privileged labeler judges each proposed action (the critic's figures and
@@ -169,10 +196,16 @@ class Episode:
         verdict the trial did not take; None for every ordinary trial. `reply_judge`: a model
         that decides the reply checks when the trial is graded (`castbench.models.reply_judge`),
         after it has ended, and each write's explicit yes inside the privileged labeler: nothing
-        it reads or says reaches an agent."""
+        it reads or says reaches an agent. `judge`: one already made instead (a verifier's stored
+        verdicts). `labeler`: what labels each proposal when `labelled` (castbench's labeler; a
+        verifier's derives the labels its record holds, through the same loop). `stored_actions`:
+        the actions stepped were read back from a store (a verifier's replay), so each was found
+        storable when it was stored: only its type is checked, it is not serialized again."""
         self.labelled = labelled
         self.reply_judge = reply_judge
-        self._judge: ModelReplyJudge | None = None
+        self._judge: TrialJudge | None = judge
+        self._labeler = labeler
+        self._stored_actions = stored_actions
         self._confirmations: dict[tuple[int, int], ReplyCheck] = {}
         """With a reply judge: each proposed write's confirmation check, by (step, round)."""
         self._overrule = overrule
@@ -367,7 +400,7 @@ class Episode:
             duration_s=_clock() - self._clock_started,
         )
 
-    def _reply_judge(self) -> ModelReplyJudge | None:
+    def _reply_judge(self) -> TrialJudge | None:
         """The trial's reply judge (one per trial: its usage is the trial's), None without one."""
         if self._judge is None and self.reply_judge is not None:
             from castbench.models.client import TrialKey  # judged runs' only (the model client)
@@ -434,14 +467,15 @@ class Episode:
     def _advance(self, action: Any, spent: float) -> StepOutcome:
         # anything but an action (a dict, None) is a bug of the agent's code: agent_error, not a
         # malformed action it would be asked to retry for every step (those are a model's output)
-        self._check("policy", action, _ACTIONS, "action")
+        if not (self._stored_actions and isinstance(action, _ACTIONS)):
+            self._check("policy", action, _ACTIONS, "action")
         self._charge("policy", action.usage)
         step = self._step or _Step(tuple(self.conversation), self._view_at)
         self._step = step
         step.timing.policy_s += spent
         # the privileged truth judges the critic and, for the strict reward, the executed action
         label = (
-            label_action(
+            self._labeler(
                 self.domain, self.task, action, self.db, step.history, self._confirmation(len(step.proposals))
             )
             if self.labelled

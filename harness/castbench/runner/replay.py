@@ -1,235 +1,350 @@
-"""Re-execute a stored trial: its executed tool calls on a fresh sandbox, then grade it again.
+"""Re-execute a stored trial through the loop that played it, then compare it with its record.
 
 This is what makes a published result checkable: the stored reward must follow from the stored
-actions. A built-in (scripted, seeded) user is re-created and answers the stored agent replies
-again, so its words and the device steps it performs on its own side are re-executed too; the
-words of any other user (a model) are taken as stored. Everything the trial recorded is compared
-with what the replay produces: the opening, every tool result and user reply, the reward, and
-the strict reward where the trial has one (every executed action labelled again on the state
-it met), and every proposal's stored label (each labelled again on the state and conversation
-it met: the critic's figures are computed from them).
+actions. The replay is an `Episode` (`castbench.runner.episode`), the loop `eval` plays, stepped
+with the record's proposals as an outside policy's actions are stepped (the MCP server's way), so
+labelling, execution, critic gating, the run's limits, perturbations and grading are the code
+that produced the record, not a second copy of it. The other agents are the run's own where
+castbench can run them again (model-free, seeded): a built-in user answers the stored replies
+again (its words and the device steps it performs on its own side are re-executed), and a
+built-in critic decides every verdict again from the same view, the loop acting on its verdict.
+Those it cannot (a model, a team's agent) are recorded stand-ins that answer with what the record
+holds and fail the replay, naming the step, when the loop asks for something the record does not
+have. A judged run's judge is its stored verdicts (`StoredVerdicts`).
+
+Everything the trial recorded is then compared with what the replay produced, each difference
+naming its step: the opening, every tool result and user reply, every proposal's label (derived
+again on the state and conversation it met: the critic's figures are computed from them) and
+verdict, a step the replay ran otherwise than the record (a revision it does not ask for, an
+ending where the record goes on), the reward, and the strict reward where the trial has one.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Sequence
-from dataclasses import replace
-from typing import Any
 
-from castbench.agents.registry import AgentSpecError, builtin_agents, resolve
-from castbench.agents.views import CriticView, briefing_for, user_briefing_for
+from castbench.agents.protocols import UserReply
+from castbench.agents.registry import AgentSpec, AgentSpecError, Role, builtin_agents, resolve
+from castbench.agents.views import CriticView, UserBriefing
 from castbench.conversation import (
-    AgentTurn,
+    Action,
     Event,
-    MalformedAction,
-    ReplyAction,
     ToolCallAction,
     ToolResultTurn,
+    Usage,
     UserTurn,
     Verdict,
+    canonical_action,
 )
 from castbench.domain import Database, Domain, Task, ToolCall
-from castbench.grading import Grade, GradingMode, PolicyBreak, grade_trial
+from castbench.grading import Grade, GradingMode
 from castbench.grading.labeler import ConfirmationJudge, label_action
-from castbench.grading.replies import StoredVerdicts
+from castbench.grading.replies import ReplyCheck, StoredVerdicts
+from castbench.models.settings import ModelSettings
+from castbench.records.config import Limits, Verification
+from castbench.records.execution import ExecutionPlan
 from castbench.records.perturbations import Perturbations
-from castbench.records.trial import CLEAN_ENDS, UNFINISHED_ENDS, ActionLabel, StepRecord, TrialRecord
+from castbench.records.trial import ActionLabel, Proposal, StepRecord, TrialRecord
+from castbench.runner.deadline import TimeLimits
+from castbench.runner.episode import AgentSet, Episode, Labeler
+from castbench.runner.execution import plan_execution
 from castbench.runner.seeds import trial_seed
 
 __all__ = ["replay_trial"]
 
+_UNTIMED = TimeLimits(step_s=None, trial_s=None)
+"""Nothing in a replay waits on an agent: no time limits."""
 
-class _Replay:
-    def __init__(
-        self,
-        domain: Domain,
-        task: Task,
-        record: TrialRecord,
-        user: str,
-        traits: dict[str, str],
-        labels: bool,
-        critic: str,
-        perturbations: Perturbations | None = None,
-    ):
-        self.domain, self.task, self.record = domain, task, record
-        self.perturber = perturbations.perturber(record.seed) if perturbations is not None else None
-        self.labels = labels
-        self.db = domain.initial_database(task)
-        self.conversation: list[Event] = []
-        self.replies: list[str] = []
-        self.breaks: list[PolicyBreak] = []
-        self.problems: list[str] = []
-        self.verdicts: StoredVerdicts | None = None
-        """A judged run's stored verdicts (`--reply-judge`): the labels' explicit yes follows them."""
-        self.made_write = self.saw_tool_error = False
-        self.user: Any = None
-        try:
-            spec = resolve("user", user)
-        except AgentSpecError:
-            spec = None
-        if spec is not None and spec.kind == "builtin":
-            self.user = spec.create(user_briefing_for(domain, task, record.seed, self.db, traits or None))
-        self.critic: Any = None
-        self.critic_briefing: Any = None
-        builtin = {agent.name for agent in builtin_agents("critic") if not agent.model_backed}
-        if labels and _name(critic) in builtin:
-            critic_spec = resolve("critic", critic)
-            self.critic_briefing = briefing_for(
-                domain, task, record.seed, record.trial_index, critic_spec.privileged, self.db.fork
+
+_LOOP_ENDS = frozenset({"user_stop", "transfer", "too_many_errors"})
+"""Endings only the loop decides (a driver ends a trial as `agent_error`, `agent_stop`,
+`max_steps`): a record claiming one where the loop goes on was cut or edited."""
+
+
+class _Cursor:
+    """Where the replay is in the record: the stored step and proposal the loop is stepping. The
+    recorded stand-ins answer from it, and what they find missing is kept here, by step."""
+
+    def __init__(self, record: TrialRecord) -> None:
+        self.record = record
+        self.step: StepRecord | None = None
+        self.proposal: Proposal | None = None
+        self.problems: dict[int, list[str]] = {}
+        self.gap: str | None = None
+        """What the loop asked for that the record does not have (the replay ended there)."""
+
+    @property
+    def index(self) -> int:
+        return self.step.index if self.step is not None else 0
+
+    def note(self, step: int, problem: str) -> None:
+        self.problems.setdefault(step, []).append(problem)
+
+    def missing(self, what: str) -> RuntimeError:
+        self.gap = what
+        return RuntimeError(what)
+
+
+class _RecordedUser:
+    """A user castbench cannot run again (a model): its words as stored, and the device steps it
+    took on its own side (τ²'s dual control) taken again on the trial's state, as it took them."""
+
+    def __init__(self, briefing: UserBriefing, cursor: _Cursor) -> None:
+        self._perform, self._cursor = briefing.perform, cursor
+
+    def open(self) -> str:
+        return self._cursor.record.opening
+
+    def reply(self, message: str) -> UserReply:
+        step, k = self._cursor.step, self._cursor.index
+        turn = step.observation if step is not None else None
+        if step is None or not isinstance(turn, UserTurn):
+            raise self._cursor.missing(
+                f"step {k}: the loop asks the user for a reply the record does not have"
             )
-            self.critic = critic_spec.create(self.critic_briefing)
+        for call in turn.tool_calls:
+            if self._perform is None:
+                raise self._cursor.missing(f"step {k}: the record's user runs {call.name}, a tool it has not")
+            self._perform(ToolCall(name=call.name, arguments=call.arguments, actor="user"))
+        return UserReply(turn.text, stop=step.user_stop)
 
-    def differ(self, what: str, stored: object, replayed: object) -> None:
-        if stored != replayed:
-            self.problems.append(f"{what}: stored {_short(stored)}, replayed {_short(replayed)}")
 
-    def open(self) -> None:
-        if self.user is not None:
-            self.differ("opening", self.record.opening, self._heard(0, self.user.open()))
-        self.conversation.append(UserTurn(text=self.record.opening))
+class _RecordedCritic:
+    """A critic castbench cannot run again (a model, a team's, or one recorded before labels were
+    derived again): its verdicts as stored, which the loop acts on."""
 
-    def step(self, step: StepRecord, strict: bool) -> None:
-        label = self.relabel(step)
-        stored = step.observation
-        action = step.action
-        if action is None:  # blocked by the critic: nothing ran; the record's notice goes back
-            rejected = step.proposals[-1].action if step.proposals else None
-            if rejected is not None and stored is not None:
-                self.conversation += [AgentTurn(action=rejected, call_id=f"call_{step.index}"), stored]
-            return
-        if isinstance(action, ReplyAction):
-            self.reply(step, action)
-        elif isinstance(action, MalformedAction):
-            self.saw_tool_error = True
-            if stored is not None:
-                self.conversation += [AgentTurn(action=action, call_id=f"call_{step.index}"), stored]
-        else:
-            self.call(step, action, strict, label)
+    def __init__(self, cursor: _Cursor) -> None:
+        self._cursor = cursor
 
-    def confirm(self, where: str, step: StepRecord, round: int) -> ConfirmationJudge | None:
-        """The stored judge verdict on a proposed write's explicit yes, as its label's (None for a
-        rule-graded run); a write with no stored verdict, or whose rule verdict moved, is a
-        difference."""
-        verdicts = self.verdicts
-        if verdicts is None:
-            return None
+    def verify(self, view: CriticView) -> Verdict:
+        proposal = self._cursor.proposal
+        if proposal is None or proposal.verdict is None:
+            where = f"step {self._cursor.index} proposal {proposal.round if proposal else 0}"
+            raise self._cursor.missing(
+                f"{where}: the loop asks the critic for a verdict the record does not have"
+            )
+        return proposal.verdict
 
-        def stored(
-            call: ToolCall, confirmed: bool, since_last_write: Sequence[Event], results: Sequence[str]
-        ) -> bool:
-            check = verdicts.confirmations.get((step.index, round))
-            if check is None:
-                self.problems.append(
-                    f"{where}: no stored judge verdict on the explicit yes for {call.canonical()}"
-                )
-                return confirmed
-            self.differ(f"{where}: the rules' explicit yes", check.rule, confirmed)
-            return check.decided
 
+class _StoredJudge:
+    """A judged run's judge in the replay: its stored verdicts on the reply checks
+    (`StoredVerdicts`), and on each write's explicit yes by (step, round), the rules' own
+    verdict on it compared with the stored one. A write with no stored verdict is a difference."""
+
+    def __init__(self, stored: StoredVerdicts, cursor: _Cursor) -> None:
+        self._stored, self._cursor = stored, cursor
+        self.settings = ModelSettings(model="the stored judge verdicts")
+        self.usage = Usage()
+
+    def __call__(
+        self, checks: Sequence[ReplyCheck], replies: Sequence[str], records: Sequence[str]
+    ) -> list[ReplyCheck]:
+        asked = [check for check in checks if check.kind != "confirmation"]
+        judged = iter(self._stored(asked, replies, records) if asked else [])
+        return [self._confirmed(check) if check.kind == "confirmation" else next(judged) for check in checks]
+
+    def _confirmed(self, check: ReplyCheck) -> ReplyCheck:
+        step, round = check.step or 0, check.round or 0
+        where = f"step {step} proposal {round} label"
+        stored = self._stored.confirmations.get((step, round))
+        if stored is None:
+            self._cursor.note(
+                step, f"{where}: no stored judge verdict on the explicit yes for {check.subject}"
+            )
+            return check
+        if stored.rule != check.rule:
+            self._cursor.note(
+                step,
+                f"{where}: the rules' explicit yes: stored {stored.rule!r}, replayed {check.rule!r}",
+            )
         return stored
 
-    def relabel(self, step: StepRecord) -> ActionLabel | None:
-        """Every stored label of the step derived again, on the state and conversation its
-        proposal met, and its decision compared (valid, unknown, or invalid with its failure type:
-        what the critic's figures are computed from; a verdict needs a label); returns the last
-        proposal's label (the executed action's), when it has one."""
-        label = None
-        for proposal in step.proposals if self.labels else ():
-            where = f"step {step.index} proposal {proposal.round} label"
-            label = None
-            if proposal.label is not None:  # its decision: its reason names the first finding,
-                # which depends on the arguments' order (an export sorts keys)
-                label = label_action(
-                    self.domain,
-                    self.task,
-                    proposal.action,
-                    self.db,
-                    self.conversation,
-                    self.confirm(where, step, proposal.round),
-                )
-                self.differ(where, _decision(proposal.label), _decision(label))
-            elif proposal.verdict is not None:
-                self.problems.append(f"{where}: a critic's verdict without the labeler's label")
-            if proposal.verdict is not None and self.critic is not None:  # a built-in critic: it
-                # decides from the same view again (seeded, model-free)
-                view = CriticView(self.critic_briefing, tuple(self.conversation), proposal.action)
-                verdict = self.critic.verify(view)
-                where = f"step {step.index} proposal {proposal.round} verdict"
-                self.differ(where, _judged(proposal.verdict), _judged(verdict))
-        return label
 
-    def reply(self, step: StepRecord, action: ReplyAction) -> None:
-        self.replies.append(action.text)
-        stored = step.observation if isinstance(step.observation, UserTurn) else None
-        if self.user is not None:
-            answer = self.user.reply(action.said)
-            heard = self._heard(step.index + 1, answer.text)
-            self.differ(f"step {step.index} user reply", stored.text if stored else None, heard)
-            self.differ(f"step {step.index} user stop", step.user_stop, answer.stop)
-        self.conversation += [AgentTurn(action=action), stored or UserTurn(text="")]
+def _labeler(cursor: _Cursor, strict: bool) -> Labeler:
+    """The labels the record holds, derived again by castbench's labeler (and, for a strictly
+    graded trial, the executed tool call's, which its strict reward reads): a proposal the record
+    left unlabelled (a reference floor's) stays so, as it was played."""
 
-    def call(self, step: StepRecord, action: ToolCallAction, strict: bool, label: ActionLabel | None) -> None:
-        if strict:
-            confirm = self.confirm(f"step {step.index} label", step, len(step.proposals) - 1)
-            label = label or label_action(self.domain, self.task, action, self.db, self.conversation, confirm)
-            if label.failure_type == "domain_violation":
-                self.breaks.append(PolicyBreak(step=step.index, tool=action.name, reason=label.reason))
-        if self.perturber is not None and self.faulted(step, action):
-            return
-        observation = self.domain.toolkit.call(self.db, action.name, action.arguments)
-        if self.perturber is not None:
-            content = self.perturber.tool_output(step.index, observation.content)
-            observation = replace(observation, content=content)
-        stored = step.observation
-        got = (_value(observation.content), observation.error)
-        want = (_value(stored.content), stored.error) if isinstance(stored, ToolResultTurn) else None
-        self.differ(f"step {step.index} {action.name} result", want, got)
-        if observation.error:
-            self.saw_tool_error = True
-        elif self.domain.toolkit.is_write(action.name):
-            self.made_write = True
-        call_id = f"call_{step.index}"
-        self.conversation += [
-            AgentTurn(action=action, call_id=call_id),
-            ToolResultTurn(
-                call_id=call_id, name=action.name, content=observation.content, error=observation.error
-            ),
-        ]
+    def label(
+        domain: Domain,
+        task: Task,
+        action: Action,
+        db: Database,
+        conversation: Sequence[Event],
+        confirm: ConfirmationJudge | None = None,
+    ) -> ActionLabel | None:
+        step, proposal = cursor.step, cursor.proposal
+        executes = (  # the step's executed tool call (its last proposal, or its only action)
+            strict
+            and step is not None
+            and isinstance(step.action, ToolCallAction)
+            and (not step.proposals or proposal is step.proposals[-1])
+        )
+        if proposal is not None and (proposal.label is not None or executes):
+            return label_action(domain, task, action, db, conversation, confirm)
+        return None
 
-    def _heard(self, turn: int, text: str) -> str:
-        """The user's words as the agent got them (under a run's user perturbations)."""
-        return text if self.perturber is None else self.perturber.user_text(turn, text)
-
-    def faulted(self, step: StepRecord, action: ToolCallAction) -> bool:
-        """Draw the step's fault again (a perturbed run's); a faulted call ran nothing: its
-        fault's answer goes back, compared with the stored one."""
-        assert self.perturber is not None
-        fault = self.perturber.fault(step.index, action)
-        self.differ(f"step {step.index} injected fault", step.fault, fault)
-        if fault is None:
-            return False
-        content, error = self.perturber.fault_output(fault)
-        stored = step.observation
-        want = (stored.content, stored.error) if isinstance(stored, ToolResultTurn) else None
-        self.differ(f"step {step.index} {action.name} fault", want, (content, error))
-        self.saw_tool_error |= error
-        call_id = f"call_{step.index}"
-        result = ToolResultTurn(call_id=call_id, name=action.name, content=content, error=error)
-        self.conversation += [AgentTurn(action=action, call_id=call_id), result]
-        return True
+    return label
 
 
 def _name(spec: str) -> str:
     return spec.partition("?")[0].strip()
 
 
-def _judged(verdict: Verdict) -> str:
+@functools.lru_cache(maxsize=64)
+def _resolved(role: Role, spec: str) -> AgentSpec | None:
+    """The run's agent for `role`, resolved once per verification (not once per trial)."""
+    try:
+        return resolve(role, spec)
+    except AgentSpecError:
+        return None
+
+
+@functools.cache
+def _replayable_critics() -> frozenset[str]:
+    """castbench's model-free critics: each decides again from the same view (seeded)."""
+    return frozenset(agent.name for agent in builtin_agents("critic") if not agent.model_backed)
+
+
+@functools.cache
+def _plan(critic: bool) -> ExecutionPlan:
+    """Every agent of a replay is castbench's (built-in, or a recorded stand-in): inline."""
+    scripted = AgentSpec("user", "recorded", "recorded", None)
+    agents = AgentSet(None, scripted, AgentSpec("critic", "recorded", "recorded", None) if critic else None)
+    return plan_execution(agents)
+
+
+def _agents(user: str, critic: str, labels: bool, cursor: _Cursor) -> tuple[AgentSet, bool, bool]:
+    """The replay's user and critic: the run's own where castbench can run them again, recorded
+    stand-ins otherwise; and whether each is the run's own (its output is then compared)."""
+    user_spec = _resolved("user", user)
+    live_user = user_spec is not None and user_spec.kind == "builtin"
+    if user_spec is None or not live_user:
+        user_spec = AgentSpec("user", user, "recorded", lambda briefing: _RecordedUser(briefing, cursor))
+    critic_spec: AgentSpec | None = None
+    live_critic = False
+    if _name(critic) != "none":
+        live_critic = labels and _name(critic) in _replayable_critics()
+        if live_critic:
+            critic_spec = _resolved("critic", critic)
+        else:
+            critic_spec = AgentSpec("critic", critic, "recorded", lambda _: _RecordedCritic(cursor))
+    return AgentSet(policy=None, user=user_spec, critic=critic_spec), live_user, live_critic
+
+
+def _drive(episode: Episode, record: TrialRecord, cursor: _Cursor) -> str | None:
+    """Step `episode` with the record's proposals, in order; None when the loop went the record's
+    way to its end (ending it as the record ends, if the record's driver ended it), else why not."""
+    episode.reset()
+    for step in record.steps:
+        cursor.step = step
+        proposals = step.proposals or (
+            [Proposal(round=0, action=step.action)] if step.action is not None else []
+        )
+        if not proposals:
+            return f"step {step.index}: the record holds no proposal for it"
+        last = proposals[-1]
+        for proposal in proposals:
+            if episode.done:
+                return cursor.gap or (
+                    f"step {step.index} proposal {proposal.round}: the replay ended the trial "
+                    f"({episode.end_reason}) there"
+                )
+            cursor.proposal = proposal
+            taken = len(episode.steps)
+            episode.step(proposal.action, 0.0)
+            if cursor.gap is not None:
+                return cursor.gap
+            revising = len(episode.steps) == taken and not episode.done
+            if revising == (proposal is last):
+                where = f"step {step.index} proposal {proposal.round}"
+                if revising:
+                    return f"{where}: the critic asks for a revision the record does not have"
+                return f"{where}: the replay ended the step where the record has a revision"
+    if episode.done:
+        if episode.end_reason != record.end_reason:
+            return f"end: stored {record.end_reason}, replayed {episode.end_reason}"
+        return None
+    if record.end_reason in _LOOP_ENDS:
+        return f"end: stored {record.end_reason}, but the loop goes on after step {len(episode.steps) - 1}"
+    episode.fail(record.end_reason, record.error or "")  # its driver ended it (an agent's failure, ...)
+    return None
+
+
+def _compare_steps(
+    record: TrialRecord, played: list[StepRecord], cursor: _Cursor, labels: bool, live: tuple[bool, bool]
+) -> list[str]:
+    """Every difference between the record's steps and the replay's, in order, each naming its step."""
+    live_user, live_critic = live
+    problems: list[str] = []
+
+    def differ(what: str, stored: object, replayed: object) -> None:
+        if stored != replayed:
+            problems.append(f"{what}: stored {_short(stored)}, replayed {_short(replayed)}")
+
+    for stored, step in zip(record.steps, played, strict=False):
+        k = stored.index
+        problems += cursor.problems.get(k, [])
+        for kept, again in zip(stored.proposals, step.proposals, strict=False):
+            where = f"step {k} proposal {kept.round}"
+            if labels and kept.label is not None:
+                differ(f"{where} label", _decision(kept.label), _decision(again.label))
+            elif labels and kept.verdict is not None:
+                problems.append(f"{where} label: a critic's verdict without the labeler's label")
+            if live_critic and (kept.verdict is not None or again.verdict is not None):
+                differ(f"{where} verdict", _judged(kept.verdict), _judged(again.verdict))
+        if not _same(stored.action, step.action):
+            differ(f"step {k} action", _shown(stored.action), _shown(step.action))
+            continue
+        if isinstance(step.action, ToolCallAction):
+            turn = stored.observation if isinstance(stored.observation, ToolResultTurn) else None
+            got = step.observation
+            assert isinstance(got, ToolResultTurn)
+            differ(f"step {k} injected fault", stored.fault, step.fault)
+            if step.fault is not None:  # a fault's answer, as the harness wrote it
+                want: tuple[object, bool] | None = (turn.content, turn.error) if turn else None
+                differ(f"step {k} {step.action.name} fault", want, (got.content, got.error))
+            else:
+                if turn is None or (turn.content, turn.error) != (got.content, got.error):
+                    differ(f"step {k} {step.action.name} result", _result(turn), _result(got))
+        elif step.action is not None and step.action.kind == "reply" and live_user:
+            kept_text = stored.observation.text if isinstance(stored.observation, UserTurn) else None
+            text = step.observation.text if isinstance(step.observation, UserTurn) else None
+            differ(f"step {k} user reply", kept_text, text)
+            differ(f"step {k} user stop", stored.user_stop, step.user_stop)
+    problems += [p for k, noted in cursor.problems.items() if k >= len(played) for p in noted]
+    return problems
+
+
+def _same(stored: Action | None, replayed: Action | None) -> bool:
+    """The same action: equal, or the same tool call with the same arguments (a NaN an agent put
+    in its arguments is not equal to itself)."""
+    if stored == replayed:
+        return True
+    calls = isinstance(stored, ToolCallAction) and isinstance(replayed, ToolCallAction)
+    return calls and canonical_action(stored) == canonical_action(replayed)  # type: ignore[arg-type]
+
+
+def _shown(action: Action | None) -> str:
+    return "blocked by the critic" if action is None else canonical_action(action)
+
+
+def _judged(verdict: Verdict | None) -> str | None:
+    if verdict is None:
+        return None
     return f"invalid ({verdict.failure_type})" if verdict.flags else "valid"
 
 
-def _decision(label: ActionLabel) -> str:
+def _decision(label: ActionLabel | None) -> str | None:
+    if label is None:
+        return None
     return f"{label.label} ({label.failure_type})" if label.label == "invalid" else label.label
+
+
+def _result(turn: ToolResultTurn | None) -> tuple[object, bool] | None:
+    return (_value(turn.content), turn.error) if turn is not None else None
 
 
 def _value(content: str) -> object:
@@ -261,14 +376,18 @@ def replay_trial(
     critic: str = "none",
     perturbations: Perturbations | None = None,
     judged: bool = False,
+    limits: Limits | None = None,
+    verification: Verification | None = None,
 ) -> tuple[Grade | None, list[str]]:
-    """Re-execute `record` and grade it again; returns the new grade (None for an unscored trial)
-    and every difference from what the record says, each naming its step. Its labels are derived
-    again when `labels` (a run recorded with a grading mode: by the current labeler) or when the
-    trial was graded strictly (so was each of its labels); older labels came from an earlier
-    labeler, whose decisions this one does not reproduce. So are the verdicts of a built-in
-    `critic` (rules, oracle, the seeded noisy one): model-free, each decides again from the same
-    view; a model's or a team's verdicts are taken as stored."""
+    """Re-execute `record` through the episode loop under the run's settings (`limits`,
+    `verification`: its config's) and grade it again; returns the new grade (None for an unscored
+    trial, or one the replay could not take to its end) and every difference from what the record
+    says, each naming its step. Its labels are derived again when `labels` (a run recorded with a
+    grading mode: by the current labeler) or when the trial was graded strictly (so was each of its
+    labels); older labels came from an earlier labeler, whose decisions this one does not
+    reproduce. So are the verdicts of a built-in `critic` (rules, oracle, the seeded noisy one):
+    model-free, each decides again from the same view; a model's or a team's verdicts are taken
+    as stored."""
     problems: list[str] = []
     seed = trial_seed(run_seed, record.domain, record.task_id, record.trial_index)
     if record.seed != seed:
@@ -289,37 +408,56 @@ def replay_trial(
             problems.append(f"an agent's failure stored without a grade, with reward {record.reward}")
         return None, problems
     strict = record.grade is not None and record.grade.strict_reward is not None
+    labels = labels or strict
+    cursor = _Cursor(record)
+    agents, live_user, live_critic = _agents(user, critic, labels, cursor)
     active = perturbations if perturbations is not None and perturbations.active else None
-    replay = _Replay(domain, task, record, user, traits, labels or strict, critic, active)
-    verdicts = StoredVerdicts(record.grade.reply_checks if record.grade else []) if judged else None
-    replay.verdicts = verdicts
-    replay.open()
-    for step in record.steps:
-        replay.step(step, strict)
-    grade = grade_trial(
+    if active is not None and not live_user:  # a recorded user's words are stored as the agent heard them
+        active = active.model_copy(update={"user": []})
+        active = active if active.active else None
+    stored_judge = None
+    if judged:
+        stored_judge = _StoredJudge(StoredVerdicts(record.grade.reply_checks if record.grade else []), cursor)
+    episode = Episode(
+        domain,
         task,
-        replay.db,
+        record.trial_index,
+        record.seed,
+        agents,
         expected,
-        replay.replies,
-        ended_cleanly=record.end_reason in CLEAN_ENDS,
-        made_write=replay.made_write,
-        saw_tool_error=replay.saw_tool_error,
-        finished=record.end_reason not in UNFINISHED_ENDS,
-        mode=grading,
-        policy_breaks=replay.breaks,
-        conversation=replay.conversation,
-        checks=domain.task_checks(task, replay.db, replay.conversation),
-        judge=verdicts,
-        confirmations=list(verdicts.confirmations.values()) if verdicts is not None else [],
+        limits,
+        verification,
+        traits or None,
+        _UNTIMED,
+        grading=grading,
+        perturbations=active,
+        plan=_plan(agents.critic is not None),
+        labelled=labels,
+        judge=stored_judge,
+        labeler=_labeler(cursor, strict),
+        stored_actions=True,
     )
-    problems += replay.problems
+    try:
+        left = _drive(episode, record, cursor)
+    finally:
+        episode.close()
+    replayed = episode.record()
+    if live_user and record.opening != replayed.opening:
+        problems.append(f"opening: stored {_short(record.opening)}, replayed {_short(replayed.opening)}")
+    problems += _compare_steps(record, replayed.steps, cursor, labels, (live_user, live_critic))
+    grade = replayed.grade
+    if left is not None or grade is None:  # the loop left the record: its grade says nothing of it
+        problems.append(left or f"the replay was not graded ({replayed.end_reason}: {replayed.error})")
+        if record.grade is None:
+            problems.append("a scored trial without a grade")
+        return None, problems
     if judged and record.grade is not None:
-        stored = {(c.kind, c.subject): c.rule for c in record.grade.reply_checks}
+        kept = {(c.kind, c.subject): c.rule for c in record.grade.reply_checks}
         problems += [
-            f"reply check {c.kind} {c.subject!r}: stored rules' verdict {stored[(c.kind, c.subject)]}, "
+            f"reply check {c.kind} {c.subject!r}: stored rules' verdict {kept[(c.kind, c.subject)]}, "
             f"re-graded {c.rule}"
             for c in grade.reply_checks
-            if (c.kind, c.subject) in stored and stored[(c.kind, c.subject)] != c.rule
+            if (c.kind, c.subject) in kept and kept[(c.kind, c.subject)] != c.rule
         ]
     if record.reward != grade.reward:
         problems.append(f"stored reward {record.reward}, re-graded {grade.reward}")
