@@ -123,6 +123,13 @@ class Said:
     def __init__(self, texts: Iterable[str]) -> None:
         self._texts = [_indexed(text) for text in texts]
 
+    def extended(self, texts: Iterable[str]) -> Said:
+        """These texts and `texts` after them, without looking up again the ones held: the
+        labeler's record of what a trial revealed grows by a few texts per action."""
+        said = Said(())
+        said._texts = [*self._texts, *(_indexed(text) for text in texts)]
+        return said
+
     def says(self, output: str, *, negation: bool = True, conditional: bool = False) -> bool:
         """Whether `output` appears as a run of whole tokens (not negated, if `negation`; not
         after a condition's "before", "until", "unless", if `conditional`: a claim's test)."""

@@ -61,7 +61,7 @@ from castbench.conversation import (
 from castbench.domain import Database, Domain, Task, ToolCall, ToolCrash
 from castbench.errors import AgentError, AgentTimeout, FatalInfrastructureError, InfrastructureError
 from castbench.grading import GradingMode, grade_trial
-from castbench.grading.labeler import ConfirmationJudge, label_action
+from castbench.grading.labeler import CallRun, ConfirmationJudge, label_action
 from castbench.grading.replies import ReplyCheck, confirmation_check
 from castbench.models import loop
 from castbench.models.settings import ModelSettings
@@ -439,10 +439,25 @@ class Episode:
         step = self._step or _Step(tuple(self.conversation), self._view_at)
         self._step = step
         step.timing.policy_s += spent
-        # the privileged truth judges the critic and, for the strict reward, the executed action
+        # the privileged truth judges the critic and, for the strict reward, the executed action;
+        # a tool call it runs on a copy of the state is the execution too, if nothing comes between
+        run = (
+            CallRun(self.domain, action.name, action.arguments, self.db)
+            if self.labelled
+            and self._perturber is None
+            and isinstance(action, ToolCallAction)
+            and isinstance(action.arguments, dict)
+            else None
+        )
         label = (
             label_action(
-                self.domain, self.task, action, self.db, step.history, self._confirmation(len(step.proposals))
+                self.domain,
+                self.task,
+                action,
+                self.db,
+                step.history,
+                self._confirmation(len(step.proposals)),
+                run,
             )
             if self.labelled
             else None
@@ -467,7 +482,7 @@ class Episode:
         if executed is None:
             observation: ToolResultTurn | UserTurn = self._block(index, step.proposals)
         else:
-            observation, end = self._execute(index, executed, step)
+            observation, end = self._execute(index, executed, step, run if executed is action else None)
         step.timing.total_s = _clock() - step.started
         self.steps.append(
             StepRecord(
@@ -513,7 +528,11 @@ class Episode:
         self._charge("critic", verdict.usage)
         return verdict  # type: ignore[no-any-return]
 
-    def _execute(self, step_index: int, action: Action, step: _Step) -> tuple[Any, EndReason | None]:
+    def _execute(
+        self, step_index: int, action: Action, step: _Step, run: CallRun | None = None
+    ) -> tuple[Any, EndReason | None]:
+        """`run`: the labeler's run of this very call on a copy of the state, taken as its
+        execution when the state has not moved since (`CallRun.adoptable`)."""
         call_id, timing = f"call_{step_index}", step.timing
         if isinstance(action, ReplyAction):
             self.replies.append(action.text)
@@ -548,7 +567,11 @@ class Episode:
             return result, None
         if self._perturber is not None:
             return self._perturbed_call(step_index, action, step)
-        observation = self.domain.toolkit.call(self.db, action.name, action.arguments)
+        if run is not None and run.adoptable(self.db):
+            twin, observation = run.outcome
+            self.db.adopt(twin)
+        else:
+            observation = self.domain.toolkit.call(self.db, action.name, action.arguments)
         result = ToolResultTurn(
             call_id=call_id, name=action.name, content=observation.content, error=observation.error
         )
