@@ -35,7 +35,7 @@ from pydantic import BaseModel
 from castbench.conversation import AgentTurn, Event, ReplyAction, ToolCallAction, ToolResultTurn
 from castbench.dialogue import asks_anything_else, asks_confirmation
 from castbench.domain.task import EarnedSpec, Lookup, Mention, Rival, ToolCall
-from castbench.grading.outputs import Said, missing_outputs, output_tokens
+from castbench.grading.outputs import Said, missing_outputs, output_tokens, output_words
 from castbench.grading.ties import Piece, Records, Segment, bare, form, pieces, segments, tied
 
 __all__ = ["EarnedCheck", "check_earned", "claimed", "executed_calls", "matches", "offers", "seen_records"]
@@ -154,6 +154,7 @@ class _Replies:
         self.cut = [segments(_ID_DASH.sub("", reply), self.records) for reply in replies]
         self._forms: dict[str, tuple[str, ...]] = {}
         self._said: dict[str, Said] = {}
+        self._holding: dict[str, list[Segment]] | None = None
 
     def said(self, text: str) -> Said:
         """`Said([text])`, built once per text: every claim's every wording is looked up in every
@@ -222,13 +223,29 @@ class _Replies:
     def asserts(self, wording: str) -> bool:
         """Does a segment assert `wording` (not negated, not as a condition) of no record that
         holds it: a bare value, or one said of a record that contradicts it?"""
-        forms = [*_forms(wording), *_rounded(wording)]
-        return any(
-            self.said(segment.text).says(form, conditional=True) and not tied(form, segment, self.records)
-            for reply in self.cut
-            for segment in reply
-            for form in forms
-        )
+        for form in [*_forms(wording), *_rounded(wording)]:
+            words = output_words(form)
+            candidates = self._segments_holding(words[0]) if words else self._segments()
+            if any(
+                self.said(segment.text).says(form, conditional=True) and not tied(form, segment, self.records)
+                for segment in candidates
+            ):
+                return True
+        return False
+
+    def _segments(self) -> list[Segment]:
+        return [segment for reply in self.cut for segment in reply]
+
+    def _segments_holding(self, word: str) -> list[Segment]:
+        """The segments in which `word` stands as a token, in order: the only ones where a wording
+        that starts with it can be said (every claim is looked up in every reply, and most
+        segments hold none of a claim's words)."""
+        if self._holding is None:
+            self._holding = {}
+            for segment in self._segments():
+                for held in self.said(segment.text).words():
+                    self._holding.setdefault(held, []).append(segment)
+        return self._holding.get(word, [])
 
     def answers(self, rival: Rival) -> bool:
         """Is `rival.output` given as an answer somewhere: in a sentence whose piece stating it
