@@ -462,7 +462,11 @@ class Episode:
             if self.labelled
             else None
         )
-        proposal = Proposal(round=len(step.proposals), action=action, label=label, policy_s=spent)
+        # the step's records are built from values already checked (the action by `_check`, the
+        # rest the harness's own): constructed, not validated again, at every step
+        proposal = Proposal.model_construct(
+            round=len(step.proposals), action=action, label=label, policy_s=spent
+        )
         step.proposals.append(proposal)
         self.last_proposal = proposal
         executed: Action | None = action
@@ -485,7 +489,7 @@ class Episode:
             observation, end = self._execute(index, executed, step, run if executed is action else None)
         step.timing.total_s = _clock() - step.started
         self.steps.append(
-            StepRecord(
+            StepRecord.model_construct(
                 index=index,
                 proposals=step.proposals,
                 action=executed,
@@ -572,7 +576,7 @@ class Episode:
             self.db.adopt(twin)
         else:
             observation = self.domain.toolkit.call(self.db, action.name, action.arguments)
-        result = ToolResultTurn(
+        result = ToolResultTurn.model_construct(
             call_id=call_id, name=action.name, content=observation.content, error=observation.error
         )
         return self._executed(action, result, observation.ends_conversation)
@@ -602,7 +606,7 @@ class Episode:
             self.tool_errors += 1
         elif wrote and self.domain.toolkit.is_write(action.name):
             self.made_write = True
-        self.conversation += [AgentTurn(action=action, call_id=result.call_id), result]
+        self.conversation += [AgentTurn.model_construct(action=action, call_id=result.call_id), result]
         return result, ("transfer" if ends else None)
 
     def _block(self, step_index: int, proposals: list[Proposal]) -> ToolResultTurn:
