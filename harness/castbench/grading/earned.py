@@ -223,11 +223,11 @@ class _Replies:
     def asserts(self, wording: str) -> bool:
         """Does a segment assert `wording` (not negated, not as a condition) of no record that
         holds it: a bare value, or one said of a record that contradicts it?"""
-        for form in [*_forms(wording), *_rounded(wording)]:
-            words = output_words(form)
+        for said in [*_forms(wording), *_rounded(wording)]:
+            words = output_words(said)
             candidates = self._segments_holding(words[0]) if words else self._segments()
             if any(
-                self.said(segment.text).says(form, conditional=True) and not tied(form, segment, self.records)
+                self.said(segment.text).says(said, conditional=True) and not tied(said, segment, self.records)
                 for segment in candidates
             ):
                 return True
