@@ -135,6 +135,7 @@ class Database:
         self._overlay: dict[str, dict[str, Row | None]] = {}
         self._pending: dict[str, dict[str, Row | None]] | None = None
         self._reads: set[str] | None = None  # tables read while `read_through` records
+        self._writes = 0  # rows written so far (`version`)
 
     # -- remembered answers ----------------------------------------------------------------
     def _untouched(self, tables: frozenset[str] | set[str]) -> bool:
@@ -259,6 +260,7 @@ class Database:
     # -- writes ----------------------------------------------------------------------------
     def _layer(self, table: str) -> dict[str, Row | None]:
         self._read(_EVERYTHING)
+        self._writes += 1
         target = self._pending if self._pending is not None else self._overlay
         return target.setdefault(table, {})
 
@@ -336,6 +338,24 @@ class Database:
         twin = Database(self._pristine, self.now, self._index)
         twin._overlay = copy.deepcopy(self._overlay)
         return twin
+
+    @property
+    def version(self) -> int:
+        """Grows with every write (one rolled back included): a state whose version has not
+        moved since a fork was taken still equals that fork."""
+        return self._writes
+
+    def adopt(self, twin: Database) -> None:
+        """Take the state of `twin`, a fork of this sandbox that ran ahead of it (a tool call the
+        labeler ran on a copy of the true state, which the trial then executes): the same
+        state the call would have left here, without running it twice. `twin` must not be used
+        afterwards (its rows become this sandbox's)."""
+        if twin._pristine is not self._pristine or twin.now != self.now:
+            raise ValueError("adopt: the twin is not a fork of this state")
+        self._read(_EVERYTHING)
+        self._overlay = twin._overlay
+        twin._overlay = {}
+        self._writes += 1
 
     def materialize(self) -> dict[str, dict[str, Row]]:
         """The full state as plain data (costly; for export and debugging, not grading)."""

@@ -181,9 +181,14 @@ class Domain:
 
     def task(self, task_id: str) -> Task:
         """One task by id. The index is read again from the task files only for an id it does not
-        hold (a split written since): the attribution looks up every trial's task."""
+        hold (a split written since): the attribution looks up every trial's task. Splits are
+        indexed one at a time, in order, until one holds the id: a run on the test split then
+        never parses and validates the (four times larger) train split to find its own tasks."""
         if task_id not in self._by_id:
-            self._by_id = {task.id: task for task in self.tasks()}
+            for split in self.splits:
+                self._by_id.update((task.id, task) for task in self.tasks(split))
+                if task_id in self._by_id:
+                    break
         try:
             return self._by_id[task_id]
         except KeyError:

@@ -35,7 +35,7 @@ from pydantic import BaseModel
 from castbench.conversation import AgentTurn, Event, ReplyAction, ToolCallAction, ToolResultTurn
 from castbench.dialogue import asks_anything_else, asks_confirmation
 from castbench.domain.task import EarnedSpec, Lookup, Mention, Rival, ToolCall
-from castbench.grading.outputs import Said, missing_outputs, output_tokens
+from castbench.grading.outputs import Said, missing_outputs, output_tokens, output_words
 from castbench.grading.ties import Piece, Records, Segment, bare, form, pieces, segments, tied
 
 __all__ = ["EarnedCheck", "check_earned", "claimed", "executed_calls", "matches", "offers", "seen_records"]
@@ -153,6 +153,16 @@ class _Replies:
         self.records = Records.of(results)
         self.cut = [segments(_ID_DASH.sub("", reply), self.records) for reply in replies]
         self._forms: dict[str, tuple[str, ...]] = {}
+        self._said: dict[str, Said] = {}
+        self._holding: dict[str, list[Segment]] | None = None
+
+    def said(self, text: str) -> Said:
+        """`Said([text])`, built once per text: every claim's every wording is looked up in every
+        segment, and building the look-up each time was most of the claims rule's cost."""
+        said = self._said.get(text)
+        if said is None:
+            said = self._said[text] = Said([text])
+        return said
 
     def form(self, text: str) -> tuple[str, ...]:
         if text not in self._forms:
@@ -198,27 +208,44 @@ class _Replies:
         """Does a reply state `mention` (a reason), in any of its wordings and their negation
         forms, other than as a bare item of a list of values or an item of a series of values
         (`_in_dump`: "basic_5: 25.0" among thirty such lines states no limit of $25.00)?"""
+        forms = [form for wording in mention.any_of for form in _forms(wording)]
         return any(
-            Said([piece.text]).says(form)
+            self.said(piece.text).says(form)
             and not bare(segment, piece, cut, form)
             and not self._in_dump(piece.text, cut, segment, reply)
             for reply in self.cut
             for segment in reply
             for cut in [pieces(segment, self.records)]
             for piece in cut
-            for wording in mention.any_of
-            for form in _forms(wording)
+            for form in forms
         )
 
     def asserts(self, wording: str) -> bool:
         """Does a segment assert `wording` (not negated, not as a condition) of no record that
         holds it: a bare value, or one said of a record that contradicts it?"""
-        return any(
-            Said([segment.text]).says(form, conditional=True) and not tied(form, segment, self.records)
-            for reply in self.cut
-            for segment in reply
-            for form in [*_forms(wording), *_rounded(wording)]
-        )
+        for said in [*_forms(wording), *_rounded(wording)]:
+            words = output_words(said)
+            candidates = self._segments_holding(words[0]) if words else self._segments()
+            if any(
+                self.said(segment.text).says(said, conditional=True) and not tied(said, segment, self.records)
+                for segment in candidates
+            ):
+                return True
+        return False
+
+    def _segments(self) -> list[Segment]:
+        return [segment for reply in self.cut for segment in reply]
+
+    def _segments_holding(self, word: str) -> list[Segment]:
+        """The segments in which `word` stands as a token, in order: the only ones where a wording
+        that starts with it can be said (every claim is looked up in every reply, and most
+        segments hold none of a claim's words)."""
+        if self._holding is None:
+            self._holding = {}
+            for segment in self._segments():
+                for held in self.said(segment.text).words():
+                    self._holding.setdefault(held, []).append(segment)
+        return self._holding.get(word, [])
 
     def answers(self, rival: Rival) -> bool:
         """Is `rival.output` given as an answer somewhere: in a sentence whose piece stating it
@@ -229,14 +256,14 @@ class _Replies:
         return any(self._answers_in(rival, segment, reply) for reply in self.cut for segment in reply)
 
     def _candidate(self, rival: Rival, text: str) -> bool:
-        return any(Said([text]).says(other) for other in rival.others)
+        return any(self.said(text).says(other) for other in rival.others)
 
     def _answers_in(self, rival: Rival, segment: Segment, reply: list[Segment]) -> bool:
-        if not Said([segment.text]).says(rival.output):
+        if not self.said(segment.text).says(rival.output):
             return False
         cut = [piece.text for piece in pieces(segment, self.records)]
         for piece in cut:
-            if Said([piece]).says(rival.output) and (
+            if self.said(piece).says(rival.output) and (
                 self._candidate(rival, piece)
                 or any(self._candidate(rival, other) for other in self._series(piece, cut, items=True))
             ):
@@ -253,7 +280,7 @@ class _Replies:
         )
 
     def _tied_candidate(self, other: str, segment: Segment) -> bool:
-        return not Said([segment.text]).says(other) or tied(other, segment, self.records, itself=False)
+        return not self.said(segment.text).says(other) or tied(other, segment, self.records, itself=False)
 
 
 def claimed(spec: EarnedSpec, replies: Sequence[str], results: Sequence[str] = ()) -> list[str]:

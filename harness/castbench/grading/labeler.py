@@ -52,13 +52,13 @@ from castbench.conversation import (
     UserTurn,
 )
 from castbench.dialogue import asks_confirmation, is_affirmative, is_negative
-from castbench.domain import Database, Domain, Task, ToolCall, ToolError
+from castbench.domain import Database, Domain, Observation, Task, ToolCall, ToolError
 from castbench.domain.database import SEQUENCES_TABLE
 from castbench.domain.leaves import scalars
 from castbench.grading.confirmation import describes
 from castbench.grading.outputs import Said
 
-__all__ = ["NO_CONFIRMATION", "ActionLabel", "ConfirmationJudge", "label_action"]
+__all__ = ["NO_CONFIRMATION", "ActionLabel", "CallRun", "ConfirmationJudge", "label_action"]
 
 NO_CONFIRMATION = "no explicit confirmation from the user for this change"
 
@@ -102,10 +102,17 @@ class _Trail:
     """Events after the last write that went through."""
     results: list[str] = field(default_factory=list)
     """The successful tool results so far (lowercased), which describe what ids name."""
+    known: dict[str, bool] = field(default_factory=dict)
+    """`knows` answers so far: the guessed-data and unfounded-value rules ask of the same values."""
 
     def knows(self, value: str) -> bool:
         assert self.said is not None
-        return self.public.says(value, negation=False) or self.said.says(value, negation=False)
+        known = self.known.get(value)
+        if known is None:
+            known = self.known[value] = self.public.says(value, negation=False) or self.said.says(
+                value, negation=False
+            )
+        return known
 
 
 _PUBLIC: dict[tuple[str, str, frozenset[str]], Said] = {}
@@ -143,6 +150,8 @@ class _Walked:
     since_last_write: list[Event] = field(default_factory=list)
     calls: dict[str, ToolCallAction] = field(default_factory=dict)
     results: list[str] = field(default_factory=list)
+    said: Said = field(default_factory=lambda: Said(()))
+    """`revealed` as a look-up, extended by the texts each walk adds."""
 
     def extends(self, domain: Domain, conversation: Sequence[Event]) -> bool:
         walked = self.events
@@ -164,6 +173,7 @@ class _Walked:
             dict(self.calls),
             list(self.results),
         )
+        known = len(walked.revealed)
         for event in conversation[len(self.events) :]:
             walked.since_last_write.append(event)
             if isinstance(event, UserTurn):
@@ -177,6 +187,7 @@ class _Walked:
                 walked.authenticated |= name in rules.auth_tools
                 if toolkit.is_write(name):
                     walked.since_last_write = []
+        walked.said = self.said.extended(walked.revealed[known:])
         return walked
 
 
@@ -200,7 +211,7 @@ def _trail(conversation: Sequence[Event], domain: Domain, task: Task, db: Databa
         public=_public_knowledge(domain, task, db),
         authenticated=walked.authenticated,
         revealed=walked.revealed,
-        said=Said(walked.revealed),
+        said=walked.said,
         since_last_write=walked.since_last_write,
         results=walked.results,
     )
@@ -247,16 +258,38 @@ def _strings(value: Any) -> Iterator[str]:
     return scalars(value, numbers=False)
 
 
-class _DryRun:
-    """The call run once, when a decision needs it, on a copy of the true state."""
+class CallRun:
+    """A tool call run at most once, when first asked, on a copy of the true state just before
+    it. The labeler reads it (did the call fail, which rows did it change) and the episode, when
+    it then executes that very call on that state, takes its outcome instead of running the call
+    a second time (`adoptable`, `Database.adopt`): the label comes from the real execution."""
 
-    def __init__(self, domain: Domain, call: ToolCall, db: Database) -> None:
-        self._domain, self._call, self._db = domain, call, db
+    def __init__(self, domain: Domain, name: str, arguments: dict[str, Any], db: Database) -> None:
+        self._domain, self._name, self._arguments, self._db = domain, name, arguments, db
+        self._version = db.version
+
+    @cached_property
+    def outcome(self) -> tuple[Database, Observation]:
+        """The copy of the state after the call, and what the call returned."""
+        twin = self._db.fork()
+        return twin, self._domain.toolkit.call(twin, self._name, self._arguments)
+
+    def adoptable(self, db: Database) -> bool:
+        """Whether the call ran on a copy of `db` as it still is (nothing written since)."""
+        return "outcome" in self.__dict__ and db is self._db and db.version == self._version
+
+
+class _DryRun:
+    """The call's outcome on a copy of the true state, worked out when a decision needs it."""
+
+    def __init__(self, domain: Domain, call: ToolCall, db: Database, run: CallRun | None = None) -> None:
+        self._db = db
+        self._run = run if run is not None else CallRun(domain, call.name, call.arguments, db)
 
     @cached_property
     def _outcome(self) -> tuple[bool, list[str]]:
-        twin = self._db.fork()
-        if self._domain.toolkit.call(twin, self._call.name, self._call.arguments).error:
+        twin, observation = self._run.outcome
+        if observation.error:
             return True, []
         changed = [
             key
@@ -398,9 +431,12 @@ def label_action(
     db: Database,
     conversation: Sequence[Event],
     confirm: ConfirmationJudge | None = None,
+    run: CallRun | None = None,
 ) -> ActionLabel:
     """`confirm`: a judge whose verdict on the explicit yes a write's label follows instead of the
-    rule's (`eval --reply-judge`); None: the rule decides."""
+    rule's (`eval --reply-judge`); None: the rule decides. `run`: the call's run on a copy of
+    `db` (the same tool and arguments), which the caller may then adopt as its execution; None:
+    the labeler makes its own when a decision needs one."""
     if isinstance(action, ReplyAction):
         return ActionLabel(label="unknown", reason="replies to the user are not labelled")
     if isinstance(action, MalformedAction):
@@ -416,7 +452,7 @@ def label_action(
     except ToolError as exc:
         return _invalid("hallucination" if call.name in truth.tools else "wrong_tool", str(exc))
     trail = _trail(conversation, domain, task, db)
-    dry = _DryRun(domain, call, db)
+    dry = _DryRun(domain, call, db, run)
     broken = _policy_break(domain, task, call, db, dry, trail, confirm)
     if broken is not None:
         return _invalid("domain_violation", broken)

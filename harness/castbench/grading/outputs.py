@@ -33,6 +33,7 @@ __all__ = [
     "claims_success",
     "missing_outputs",
     "output_tokens",
+    "output_words",
     "Said",
 ]
 
@@ -123,6 +124,17 @@ class Said:
     def __init__(self, texts: Iterable[str]) -> None:
         self._texts = [_indexed(text) for text in texts]
 
+    def extended(self, texts: Iterable[str]) -> Said:
+        """These texts and `texts` after them, without looking up again the ones held: the
+        labeler's record of what a trial revealed grows by a few texts per action."""
+        said = Said(())
+        said._texts = [*self._texts, *(_indexed(text) for text in texts)]
+        return said
+
+    def words(self) -> set[str]:
+        """Every token that stands in these texts."""
+        return {word for _, _, positions in self._texts for word in positions}
+
     def says(self, output: str, *, negation: bool = True, conditional: bool = False) -> bool:
         """Whether `output` appears as a run of whole tokens (not negated, if `negation`; not
         after a condition's "before", "until", "unless", if `conditional`: a claim's test)."""
@@ -135,6 +147,11 @@ class Said:
             for tokens, words, positions in self._texts
             for start in positions.get(wanted[0], ())
         )
+
+
+def output_words(text: str) -> tuple[str, ...]:
+    """`text` as the words `Said.says` looks for (the tokens' texts)."""
+    return _words(text)
 
 
 @lru_cache(maxsize=8192)

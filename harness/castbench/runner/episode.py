@@ -61,7 +61,7 @@ from castbench.conversation import (
 from castbench.domain import Database, Domain, Task, ToolCall, ToolCrash
 from castbench.errors import AgentError, AgentTimeout, FatalInfrastructureError, InfrastructureError
 from castbench.grading import GradingMode, grade_trial
-from castbench.grading.labeler import ConfirmationJudge, label_action
+from castbench.grading.labeler import CallRun, ConfirmationJudge, label_action
 from castbench.grading.replies import ReplyCheck, ReplyJudge, confirmation_check
 from castbench.models import loop
 from castbench.models.settings import ModelSettings
@@ -98,10 +98,11 @@ Overrule = Callable[[int, int, Verdict], Verdict]
 """(step index, round, the critic's verdict) -> the verdict the loop acts on."""
 
 Labeler = Callable[
-    [Domain, Task, Action, Database, Sequence[Event], ConfirmationJudge | None], ActionLabel | None
+    [Domain, Task, Action, Database, Sequence[Event], ConfirmationJudge | None, CallRun | None],
+    ActionLabel | None,
 ]
 """(domain, task, the proposal, the state it meets, the conversation before it, the judge of its
-explicit yes) -> its label: `castbench.grading.labeler.label_action`'s signature, None for a
+explicit yes, the call's run on a copy of the state that the loop may adopt) -> its label: `castbench.grading.labeler.label_action`'s signature, None for a
 proposal left unlabelled."""
 
 
@@ -473,15 +474,34 @@ class Episode:
         step = self._step or _Step(tuple(self.conversation), self._view_at)
         self._step = step
         step.timing.policy_s += spent
-        # the privileged truth judges the critic and, for the strict reward, the executed action
+        # the privileged truth judges the critic and, for the strict reward, the executed action;
+        # a tool call it runs on a copy of the state is the execution too, if nothing comes between
+        run = (
+            CallRun(self.domain, action.name, action.arguments, self.db)
+            if self.labelled
+            and self._perturber is None
+            and isinstance(action, ToolCallAction)
+            and isinstance(action.arguments, dict)
+            else None
+        )
         label = (
             self._labeler(
-                self.domain, self.task, action, self.db, step.history, self._confirmation(len(step.proposals))
+                self.domain,
+                self.task,
+                action,
+                self.db,
+                step.history,
+                self._confirmation(len(step.proposals)),
+                run,
             )
             if self.labelled
             else None
         )
-        proposal = Proposal(round=len(step.proposals), action=action, label=label, policy_s=spent)
+        # the step's records are built from values already checked (the action by `_check`, the
+        # rest the harness's own): constructed, not validated again, at every step
+        proposal = Proposal.model_construct(
+            round=len(step.proposals), action=action, label=label, policy_s=spent
+        )
         step.proposals.append(proposal)
         self.last_proposal = proposal
         executed: Action | None = action
@@ -501,10 +521,10 @@ class Episode:
         if executed is None:
             observation: ToolResultTurn | UserTurn = self._block(index, step.proposals)
         else:
-            observation, end = self._execute(index, executed, step)
+            observation, end = self._execute(index, executed, step, run if executed is action else None)
         step.timing.total_s = _clock() - step.started
         self.steps.append(
-            StepRecord(
+            StepRecord.model_construct(
                 index=index,
                 proposals=step.proposals,
                 action=executed,
@@ -547,7 +567,11 @@ class Episode:
         self._charge("critic", verdict.usage)
         return verdict  # type: ignore[no-any-return]
 
-    def _execute(self, step_index: int, action: Action, step: _Step) -> tuple[Any, EndReason | None]:
+    def _execute(
+        self, step_index: int, action: Action, step: _Step, run: CallRun | None = None
+    ) -> tuple[Any, EndReason | None]:
+        """`run`: the labeler's run of this very call on a copy of the state, taken as its
+        execution when the state has not moved since (`CallRun.adoptable`)."""
         call_id, timing = f"call_{step_index}", step.timing
         if isinstance(action, ReplyAction):
             self.replies.append(action.text)
@@ -582,8 +606,12 @@ class Episode:
             return result, None
         if self._perturber is not None:
             return self._perturbed_call(step_index, action, step)
-        observation = self.domain.toolkit.call(self.db, action.name, action.arguments)
-        result = ToolResultTurn(
+        if run is not None and run.adoptable(self.db):
+            twin, observation = run.outcome
+            self.db.adopt(twin)
+        else:
+            observation = self.domain.toolkit.call(self.db, action.name, action.arguments)
+        result = ToolResultTurn.model_construct(
             call_id=call_id, name=action.name, content=observation.content, error=observation.error
         )
         return self._executed(action, result, observation.ends_conversation)
@@ -613,7 +641,7 @@ class Episode:
             self.tool_errors += 1
         elif wrote and self.domain.toolkit.is_write(action.name):
             self.made_write = True
-        self.conversation += [AgentTurn(action=action, call_id=result.call_id), result]
+        self.conversation += [AgentTurn.model_construct(action=action, call_id=result.call_id), result]
         return result, ("transfer" if ends else None)
 
     def _block(self, step_index: int, proposals: list[Proposal]) -> ToolResultTurn:

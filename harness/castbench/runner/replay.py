@@ -40,7 +40,7 @@ from castbench.conversation import (
 )
 from castbench.domain import Database, Domain, Task, ToolCall
 from castbench.grading import Grade, GradingMode
-from castbench.grading.labeler import ConfirmationJudge, label_action
+from castbench.grading.labeler import CallRun, ConfirmationJudge, label_action
 from castbench.grading.replies import ReplyCheck, StoredVerdicts
 from castbench.models.settings import ModelSettings
 from castbench.records.config import Limits, Verification
@@ -174,6 +174,7 @@ def _labeler(cursor: _Cursor, strict: bool) -> Labeler:
         db: Database,
         conversation: Sequence[Event],
         confirm: ConfirmationJudge | None = None,
+        run: CallRun | None = None,
     ) -> ActionLabel | None:
         step, proposal = cursor.step, cursor.proposal
         executes = (  # the step's executed tool call (its last proposal, or its only action)
@@ -183,7 +184,7 @@ def _labeler(cursor: _Cursor, strict: bool) -> Labeler:
             and (not step.proposals or proposal is step.proposals[-1])
         )
         if proposal is not None and (proposal.label is not None or executes):
-            return label_action(domain, task, action, db, conversation, confirm)
+            return label_action(domain, task, action, db, conversation, confirm, run)
         return None
 
     return label
