@@ -102,8 +102,8 @@ Labeler = Callable[
     ActionLabel | None,
 ]
 """(domain, task, the proposal, the state it meets, the conversation before it, the judge of its
-explicit yes, the call's run on a copy of the state that the loop may adopt) -> its label: `castbench.grading.labeler.label_action`'s signature, None for a
-proposal left unlabelled."""
+explicit yes, the call's run on a copy of the state that the loop may adopt) -> its label:
+`castbench.grading.labeler.label_action`'s signature, None for a proposal left unlabelled."""
 
 
 class TrialJudge(ReplyJudge, Protocol):

@@ -39,10 +39,16 @@ def test_interleaved_trials_derive_what_each_alone_does(
     real = replay.label_action
 
     def recording(
-        domain: Any, task: Any, action: Any, db: Any, conversation: Sequence[Event], confirm: Any = None
+        domain: Any,
+        task: Any,
+        action: Any,
+        db: Any,
+        conversation: Sequence[Event],
+        confirm: Any = None,
+        run: Any = None,
     ) -> Any:
         seen.append((task.id, tuple(conversation)))
-        return real(domain, task, action, db, conversation, confirm)
+        return real(domain, task, action, db, conversation, confirm, run)
 
     monkeypatch.setattr(replay, "label_action", recording)
     for record in records:  # every labelled action's conversation, as `castbench verify` sees it
