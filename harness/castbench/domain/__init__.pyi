@@ -51,6 +51,11 @@ from castbench.domain.identity import (
     identity_call,
     identity_facts,
 )
+from castbench.domain.pack_options import (
+    PackOption,
+    PackOptionError,
+    PackOptions,
+)
 from castbench.domain.published import (
     first_person,
     schema_arguments_model,
@@ -122,6 +127,9 @@ from castbench.store.export import (
 )
 
 __all__ = [
+    "PackOption",
+    "PackOptionError",
+    "PackOptions",
     "UnknownDomainError",
     "Database",
     "DeviceStep",
