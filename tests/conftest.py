@@ -72,8 +72,9 @@ FOLDER_EXTRAS = {"cast": "train", "domains/tau": "tau", "tau2": "tau2"}
 @cache
 def _missing(extra: str) -> list[str]:
     """The modules of `extra` that are not installed (looked up, not imported: importing
-    tau_trait needs an API key, and torch takes seconds)."""
-    return [module for module in EXTRAS[extra] if find_spec(module) is None]
+    tau_trait needs an API key, and torch takes seconds). A folder of tests on the path is a
+    namespace package of its name (tests/tau2 is `tau2` without the τ² package): not one."""
+    return [module for module in EXTRAS[extra] if (spec := find_spec(module)) is None or spec.origin is None]
 
 
 def _extras_of(item: pytest.Item) -> list[str]:

@@ -33,6 +33,7 @@ def _options(role: str, spec: str) -> dict[str, str]:
     return {"user": spec} if role == "user" else {"critic": spec}
 
 
+@pytest.mark.extra("service")  # `castbench mcp serve`
 @pytest.mark.parametrize(("role", "spec"), ACCEPTED)
 def test_an_agent_string_eval_accepts_every_entry_point_accepts(role: str, spec: str) -> None:
     config, agents = build_config(domains="retail", policy="oracle", trials=1, **_options(role, spec))
