@@ -27,8 +27,8 @@ TESTS = REPO_ROOT / "tests"
 # Bytecode is written even where the environment says not to (PYTHONDONTWRITEBYTECODE, set on this
 # project's CI machine): the suite starts many Python processes (xdist workers, CLI subprocesses,
 # agent and Ray workers), and each would otherwise compile castbench, the tests and every library
-# it imports from source at each import. The README's test command installs with `pip install
-# --no-compile`: the first process to import a module compiles it for all the others, and modules
+# it imports from source at each import. The test command (scripts/check.py) installs with `pip
+# install --no-compile`: the first process to import a module compiles it for all the others, and modules
 # no test imports are never compiled. With the variable set, the suite took 735 s instead of 516 s.
 sys.dont_write_bytecode = False
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)

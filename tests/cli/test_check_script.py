@@ -73,7 +73,9 @@ def test_a_failed_phase_stops_the_check_and_every_phase_run_is_timed(
     assert "error: static checks failed:" in out and "exited 3" in out
     summary = out.splitlines()[-1]
     assert re.fullmatch(
-        r"check: phase wall times: install \d+ s · static checks \d+ s · total \d+ s", summary
+        r"check: phase wall times: install \d+ s \(CPU \d+ s\) · static checks \d+ s \(CPU \d+ s\) · "
+        r"total \d+ s \(CPU \d+ s\)",
+        summary,
     )
 
 
