@@ -125,8 +125,18 @@ def test_the_trait_sweep_is_the_librarys(tmp_path: Path) -> None:
     assert sweep is not None and set(sweep.profiles) == {"impatience=high", "confusion=high"}
     assert sweep.baseline_run_id == result.outcome.run_id  # no traits: the run itself is the baseline
     shown = invoke(
-        "eval", "-d", "retail", "--tasks", TASK, "--trials", "1", "--db", db, "--sweep-traits",
-        "impatience=high;confusion=high", env={"COLUMNS": "200"},
+        "eval",
+        "-d",
+        "retail",
+        "--tasks",
+        TASK,
+        "--trials",
+        "1",
+        "--db",
+        db,
+        "--sweep-traits",
+        "impatience=high;confusion=high",
+        env={"COLUMNS": "200"},
     )
     assert "trait sweep" in shown.output and "0 trials run" in shown.output, shown.output
 

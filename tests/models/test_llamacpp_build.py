@@ -39,5 +39,3 @@ def test_the_llama_cpp_build_assumes_no_cpu_feature_past_the_portable_baseline()
     features = compiled_features(info)
     assumed = ", ".join(sorted(f for f in features if f.startswith(ASSUMED)))
     assert not assumed, f"llama-cpp-python was built for its build machine's CPU ({assumed}); {INSTALL}"
-
-

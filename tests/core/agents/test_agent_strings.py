@@ -53,8 +53,10 @@ def test_an_agent_string_eval_refuses_every_entry_point_refuses_in_one_line(role
     with pytest.raises(AgentSpecError):
         Environment(**_options(role, spec))
     for command in (("eval", "--domain", "retail", "--trials", "1"), ("mcp", "serve", *TASK)):
-        result = invoke(*command, f"--{role}", spec, "--db", "sqlite://") if command[0] == "eval" else invoke(
-            *command, f"--{role}", spec
+        result = (
+            invoke(*command, f"--{role}", spec, "--db", "sqlite://")
+            if command[0] == "eval"
+            else invoke(*command, f"--{role}", spec)
         )
         assert result.exit_code == 2, result.output
         assert result.output.count("error:") == 1 and "Traceback" not in result.output, result.output
