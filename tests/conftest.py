@@ -14,18 +14,21 @@ import importlib
 import os
 import sys
 from collections.abc import Callable, Iterator
+from functools import cache
+from importlib.util import find_spec
 from pathlib import Path
 
 import pytest
 from hypothesis import settings
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+TESTS = REPO_ROOT / "tests"
 
 # Bytecode is written even where the environment says not to (PYTHONDONTWRITEBYTECODE, set on this
 # project's CI machine): the suite starts many Python processes (xdist workers, CLI subprocesses,
 # agent and Ray workers), and each would otherwise compile castbench, the tests and every library
-# it imports from source at each import. The README's test command installs with `pip install
-# --no-compile`: the first process to import a module compiles it for all the others, and modules
+# it imports from source at each import. The test command (scripts/check.py) installs with `pip
+# install --no-compile`: the first process to import a module compiles it for all the others, and modules
 # no test imports are never compiled. With the variable set, the suite took 735 s instead of 516 s.
 sys.dont_write_bytecode = False
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
@@ -44,6 +47,70 @@ from tests.support import DOMAINS, sqlite_url  # noqa: E402
 # failed the suite as "flaky"; a property that is too slow is still stopped by pytest-timeout.
 settings.register_profile("castbench", deadline=None)
 settings.load_profile("castbench")
+
+# The optional extras of pyproject.toml a test can need, each by the modules that are there only
+# when it is installed. A test needing one is marked `extra("name")` (a whole folder's by
+# FOLDER_EXTRAS below, the Postgres tests by their `postgres` fixture, the older `model`, `ray`
+# and `train` markers by MARKER_EXTRAS); where one is missing it is skipped, naming the pip
+# command, and every other test that is not slow is marked `core`: `pip install -e '.[test]'`
+# and `pytest -m core` is the lean test path (`scripts/check.py --lean`, docs/development.md).
+EXTRAS = {
+    "postgres": ("psycopg",),
+    "llamacpp": ("llama_cpp",),
+    "tau": ("tau_trait",),
+    "tau2": ("tau2",),
+    "ray": ("ray",),
+    "train": ("torch", "transformers", "trl", "peft", "datasets", "accelerate"),
+    "service": ("mcp", "httptools", "openenv"),
+    "bridges": ("a2a", "inspect_ai", "mcp"),
+}
+MARKER_EXTRAS = {"model": "llamacpp", "ray": "ray", "train": "train"}
+# folders of a pack or plugin whose every test needs its extra (relative to tests/)
+FOLDER_EXTRAS = {"cast": "train", "domains/tau": "tau", "tau2": "tau2"}
+
+
+@cache
+def _missing(extra: str) -> list[str]:
+    """The modules of `extra` that are not installed (looked up, not imported: importing
+    tau_trait needs an API key, and torch takes seconds). A folder of tests on the path is a
+    namespace package of its name (tests/tau2 is `tau2` without the τ² package): not one."""
+    return [module for module in EXTRAS[extra] if (spec := find_spec(module)) is None or spec.origin is None]
+
+
+def _extras_of(item: pytest.Item) -> list[str]:
+    """The extras a test needs, in the order they are named."""
+    names: list[str] = []
+    for marker in item.iter_markers("extra"):
+        unknown = [name for name in marker.args if name not in EXTRAS]
+        if unknown:
+            raise pytest.UsageError(
+                f"{item.nodeid}: extra({', '.join(unknown)}) names no extra of tests/conftest.py EXTRAS"
+            )
+        names.extend(marker.args)
+    names.extend(extra for marker, extra in MARKER_EXTRAS.items() if item.get_closest_marker(marker))
+    folder = Path(item.path).parent
+    names.extend(extra for prefix, extra in FOLDER_EXTRAS.items() if folder.is_relative_to(TESTS / prefix))
+    if "postgres" in getattr(item, "fixturenames", ()):
+        names.append("postgres")
+    return list(dict.fromkeys(names))
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` selects by the markers added here
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark each test `core` or skip it when an extra it needs is missing (see EXTRAS)."""
+    for item in items:
+        extras = _extras_of(item)
+        missing = [extra for extra in extras if _missing(extra)]
+        if missing:
+            modules = ", ".join(module for extra in missing for module in _missing(extra))
+            install = f"pip install -e '.[{','.join(missing)}]'"
+            item.add_marker(
+                pytest.mark.skip(
+                    reason=f"needs the {', '.join(missing)} extra ({modules} missing): {install}"
+                )
+            )
+        if not extras and item.get_closest_marker("slow") is None:
+            item.add_marker(pytest.mark.core)
 
 
 @pytest.fixture(scope="session", params=DOMAINS)

@@ -15,7 +15,6 @@ from collections.abc import Iterator
 from contextlib import suppress
 from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
@@ -34,9 +33,7 @@ from castbench.runner.episode import Limits, Verification
 from castbench.store import ResultsStore
 from tests.support import sqlite_url
 
-pytestmark = pytest.mark.skipif(
-    find_spec("a2a") is None or find_spec("mcp") is None, reason="pip install -e '.[bridges]'"
-)
+pytestmark = pytest.mark.extra("bridges")  # A2A and MCP
 
 ROOT = Path(__file__).resolve().parents[2]
 TASKS = [f"retail-test-{n:04d}" for n in range(1, 13)] + ["retail-test-0023"]

@@ -9,7 +9,6 @@ import sys
 import time
 from collections import Counter
 from contextlib import suppress
-from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +27,7 @@ from tests.support import sqlite_url
 
 # inspect_ai is imported by the test that reads its log, not here: every pytest-xdist worker
 # collects every file.
-pytestmark = pytest.mark.skipif(find_spec("inspect_ai") is None, reason="pip install -e '.[bridges]'")
+pytestmark = pytest.mark.extra("bridges")  # Inspect AI
 
 TASKS = ["retail-test-0001", "retail-test-0002", "retail-test-0003", "retail-test-0005"]
 

@@ -147,6 +147,7 @@ def test_the_trait_sweep_is_the_librarys(tmp_path: Path) -> None:
     assert "trait sweep" in shown.output and "0 trials run" in shown.output, shown.output
 
 
+@pytest.mark.extra("tau2")
 def test_the_environment_keeps_a_packs_own_limits_as_eval_does() -> None:
     """τ²'s packs run under τ²'s limits unless the options set some: in `eval` and, the same
     trial, in the `Environment` (and so `mcp serve`)."""

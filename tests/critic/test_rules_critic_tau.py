@@ -7,7 +7,6 @@ telehealth's "not found" answers taken as successes). Detection must not fall wi
 
 from __future__ import annotations
 
-from importlib.util import find_spec
 from pathlib import Path
 
 import pytest
@@ -15,8 +14,7 @@ import pytest
 from castbench.api import evaluate
 from tests.support import sqlite_url
 
-if find_spec("tau_trait") is None:  # importing it needs an API key: only look it up
-    pytest.skip("the τ packs need pip install -e '.[tau]'", allow_module_level=True)
+pytestmark = pytest.mark.extra("tau")
 
 BOUNDS = {  # pack: (false-flag rate at most, detection rate at least); measured 0.044/1.000,
     # 0.072/0.993, 0.000/1.000, 0.097/0.947

@@ -16,6 +16,7 @@ import re
 import pytest
 
 llama_cpp = pytest.importorskip("llama_cpp", reason="the llamacpp extra is not installed")
+pytestmark = pytest.mark.extra("llamacpp")
 
 INSTALL = "reinstall it with `python scripts/install_llama_cpp.py --rebuild` (README.md, 'Run the tests')"
 ASSUMED = ("AMX", "AVX512", "AVX_VNNI", "AVX10")
@@ -38,5 +39,3 @@ def test_the_llama_cpp_build_assumes_no_cpu_feature_past_the_portable_baseline()
     features = compiled_features(info)
     assumed = ", ".join(sorted(f for f in features if f.startswith(ASSUMED)))
     assert not assumed, f"llama-cpp-python was built for its build machine's CPU ({assumed}); {INSTALL}"
-
-

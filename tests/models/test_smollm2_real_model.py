@@ -9,7 +9,6 @@ writes. The prompted style with a JSON-schema response format is the robust way 
 
 from __future__ import annotations
 
-from importlib.util import find_spec
 from pathlib import Path
 
 import pytest
@@ -69,7 +68,7 @@ def test_smollm2_runs_a_graded_retail_trial(
     assert shown.exit_code == 0 and task in shown.output and "user:" in shown.output
 
 
-@pytest.mark.skipif(find_spec("tau_trait") is None, reason="the τ packs need pip install -e '.[tau]'")
+@pytest.mark.extra("tau")
 def test_smollm2_runs_a_graded_tau_retail_trial(llama_server: str, tmp_path: Path) -> None:
     """The τ pack's prompt (τ's wiki verbatim, τ's tool schemas: ~4,000 tokens) reaches a real model
     and its trial is graded by τ's rule, as the README's τ section documents."""

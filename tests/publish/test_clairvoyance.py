@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from importlib.util import find_spec
 from pathlib import Path
 
 import pytest
@@ -32,13 +31,9 @@ from tests.support import DOMAINS, invoke, sqlite_url
 
 REPO = Path(__file__).resolve().parents[2]
 TAU = ("tau-retail", "tau-airline", "tau-telecom", "tau-telehealth")
+TAU_PACKS = [pytest.param(name, marks=pytest.mark.extra("tau")) for name in TAU]
 HONEST = [agent.name for agent in builtin_agents("policy") if not agent.privileged and not agent.model_backed]
 TASKS = 3
-
-
-def _need_tau() -> None:
-    if find_spec("tau_trait") is None:  # importing it needs an API key: only look it up
-        pytest.skip("the τ packs: pip install 'castbench[tau]'")
 
 
 def _tasks(domain: str, count: int) -> list[str]:
@@ -55,7 +50,6 @@ class OracleRun:
 def tau_oracle(tmp_path_factory: pytest.TempPathFactory) -> OracleRun:
     """The oracle on 6 tasks of τ-retail and τ-airline (their ground truth holds only the writes:
     it acts on ids the user never said), exported."""
-    _need_tau()
     root = tmp_path_factory.mktemp("tau-oracle")
     db = sqlite_url(root / "runs.db")
     tasks = _tasks("tau-retail", 6) + _tasks("tau-airline", 6)
@@ -78,6 +72,7 @@ def relabelled(exported: ExportedRun) -> ExportedRun:
     return exported.model_copy(update={"config": config, "config_hash": config.config_hash()})
 
 
+@pytest.mark.extra("tau")
 def test_the_privileged_oracle_may_be_clairvoyant(tau_oracle: OracleRun, tmp_path: Path) -> None:
     exported = tau_oracle.exported
     report = verify_run(exported.run_id, exported.config, exported.trials, exported.config_hash)
@@ -93,6 +88,7 @@ def test_the_privileged_oracle_may_be_clairvoyant(tau_oracle: OracleRun, tmp_pat
     )
 
 
+@pytest.mark.extra("tau")
 def test_a_relabelled_oracle_is_refused_as_clairvoyant_naming_its_trials(
     tau_oracle: OracleRun, tmp_path: Path
 ) -> None:
@@ -133,10 +129,8 @@ def test_a_relabelled_oracle_is_refused_as_clairvoyant_naming_its_trials(
 
 
 @pytest.mark.parametrize("policy", HONEST)
-@pytest.mark.parametrize("domain", [*DOMAINS, *TAU])
+@pytest.mark.parametrize("domain", [*DOMAINS, *TAU_PACKS])
 def test_honest_scripted_runs_show_no_clairvoyant_trial(domain: str, policy: str, tmp_path: Path) -> None:
-    if domain.startswith("tau-"):
-        _need_tau()
     db = sqlite_url(tmp_path / "runs.db")
     result = evaluate(db=db, domains=domain, tasks=_tasks(domain, TASKS), trials=1, policy=policy)
     trials = ResultsStore(db).trials(result.outcome.run_id)

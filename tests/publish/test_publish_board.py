@@ -5,7 +5,6 @@ from __future__ import annotations
 import gzip
 import json
 import re
-from importlib.util import find_spec
 from pathlib import Path
 
 import pytest
@@ -38,14 +37,14 @@ BOARDS = [
         "cast-paper",
         marks=[
             pytest.mark.slow,
-            pytest.mark.skipif(find_spec("tau_trait") is None, reason="the τ packs need the tau extra"),
+            pytest.mark.extra("tau"),
         ],
     ),
     pytest.param(
         "tau2",
         marks=[
             pytest.mark.slow,
-            pytest.mark.skipif(find_spec("tau2") is None, reason="the τ² packs need the tau2 extra"),
+            pytest.mark.extra("tau2"),
         ],
     ),
 ]

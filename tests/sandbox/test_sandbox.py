@@ -310,11 +310,9 @@ def _change_tasks(domain: str, count: int = 2) -> list[str]:
     return [task.id for task in load_domain(domain).tasks("test") if task.outcome == "change"][:count]
 
 
-def _replay_domains() -> list[str]:
-    names = list(DOMAINS)
-    if find_spec("tau_trait") is not None:
-        names.append("tau-retail")
-    return names
+def _replay_domains() -> list[object]:
+    """The built-in domains and the τ retail pack (skipped without the tau extra)."""
+    return [*DOMAINS, pytest.param("tau-retail", marks=pytest.mark.extra("tau"))]
 
 
 @pytest.mark.parametrize("domain", _replay_domains())

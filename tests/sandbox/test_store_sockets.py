@@ -52,6 +52,9 @@ class StoreProbe:
 '''
 
 
+pytestmark = pytest.mark.extra("postgres")
+
+
 @pytest.fixture(scope="module")
 def server() -> Iterator[str]:
     try:

@@ -20,7 +20,8 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-pytest.importorskip("mcp")
+pytest.importorskip("mcp", reason="MCP: pip install -e '.[service]'")
+pytestmark = pytest.mark.extra("service")
 
 from castbench.agents.registry import AgentSpecError, resolve  # noqa: E402
 from castbench.api import evaluate  # noqa: E402

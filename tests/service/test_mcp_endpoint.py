@@ -12,7 +12,8 @@ from typing import Any
 import httpx
 import pytest
 
-pytest.importorskip("mcp")
+pytest.importorskip("mcp", reason="MCP: pip install -e '.[service]'")
+pytestmark = pytest.mark.extra("service")
 
 import mcp_types as types  # noqa: E402
 from mcp import Client  # noqa: E402

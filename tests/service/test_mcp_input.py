@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("mcp")
+pytest.importorskip("mcp", reason="MCP: pip install -e '.[service]'")
+pytestmark = pytest.mark.extra("service")
 
 from castbench.records.trial import TrialRecord  # noqa: E402
 from castbench.runner.episode import Episode  # noqa: E402

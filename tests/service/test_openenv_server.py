@@ -7,7 +7,6 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
-from importlib.util import find_spec
 from typing import Any
 
 import pytest
@@ -20,7 +19,7 @@ from castbench.environment import Environment
 
 # OpenEnv is imported by the tests that use it, not here: it brings gradio (5 s), and every
 # pytest-xdist worker collects every file.
-pytestmark = pytest.mark.skipif(find_spec("openenv") is None, reason="OpenEnv: pip install -e '.[service]'")
+pytestmark = pytest.mark.extra("service")  # OpenEnv
 
 TASK = "retail-test-0008"  # lookup-refuse earns this refusal: reward 1.0
 

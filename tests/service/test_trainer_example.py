@@ -10,7 +10,8 @@ from types import ModuleType
 
 import pytest
 
-pytest.importorskip("trl")
+pytest.importorskip("trl", reason="the train extra: pip install -e '.[train]'")
+pytestmark = pytest.mark.extra("train")
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "trainer" / "grpo_castbench.py"
 

@@ -33,6 +33,7 @@ def _options(role: str, spec: str) -> dict[str, str]:
     return {"user": spec} if role == "user" else {"critic": spec}
 
 
+@pytest.mark.extra("service")  # `castbench mcp serve`
 @pytest.mark.parametrize(("role", "spec"), ACCEPTED)
 def test_an_agent_string_eval_accepts_every_entry_point_accepts(role: str, spec: str) -> None:
     config, agents = build_config(domains="retail", policy="oracle", trials=1, **_options(role, spec))
@@ -52,8 +53,10 @@ def test_an_agent_string_eval_refuses_every_entry_point_refuses_in_one_line(role
     with pytest.raises(AgentSpecError):
         Environment(**_options(role, spec))
     for command in (("eval", "--domain", "retail", "--trials", "1"), ("mcp", "serve", *TASK)):
-        result = invoke(*command, f"--{role}", spec, "--db", "sqlite://") if command[0] == "eval" else invoke(
-            *command, f"--{role}", spec
+        result = (
+            invoke(*command, f"--{role}", spec, "--db", "sqlite://")
+            if command[0] == "eval"
+            else invoke(*command, f"--{role}", spec)
         )
         assert result.exit_code == 2, result.output
         assert result.output.count("error:") == 1 and "Traceback" not in result.output, result.output

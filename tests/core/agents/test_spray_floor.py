@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from importlib.util import find_spec
 from typing import Any
 
 import pytest
@@ -131,7 +130,7 @@ TAU_TASKS = {
 }
 
 
-@pytest.mark.skipif(find_spec("tau_trait") is None, reason="the τ packs need the tau extra")
+@pytest.mark.extra("tau")
 @pytest.mark.parametrize("name", sorted(TAU_TASKS))
 def test_on_the_tau_packs_too(name: str) -> None:
     domain = load_domain(name)
