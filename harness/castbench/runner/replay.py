@@ -58,9 +58,11 @@ _UNTIMED = TimeLimits(step_s=None, trial_s=None)
 """Nothing in a replay waits on an agent: no time limits."""
 
 
-_LOOP_ENDS = frozenset({"user_stop", "transfer", "too_many_errors"})
-"""Endings only the loop decides (a driver ends a trial as `agent_error`, `agent_stop`,
-`max_steps`): a record claiming one where the loop goes on was cut or edited."""
+_LOOP_ENDS = frozenset({"user_stop", "transfer"})
+"""Endings only the loop decides that let a trial be graded (a driver ends a trial as `agent_error`,
+`agent_stop`, `max_steps`): a record claiming one where the loop goes on was cut or edited. An
+unfinished ending the loop would not have made (`too_many_errors` under another harness's limit,
+an imported τ² run's) is taken as its driver's: it scores the trial 0, so it can only cost the run."""
 
 
 class _Cursor:
