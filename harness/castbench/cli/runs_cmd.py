@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections import defaultdict
 from typing import Annotated, Any
 
 import typer
@@ -156,14 +157,14 @@ def show_run(
     store = ResultsStore(db, read_only=True)
     row = store.run(run)
     config = store.config(row.id)
-    records = store.trials(row.id)
-    if task is not None:
-        chosen = [r for r in records if r.task_id == task and (trial is None or r.trial_index == trial)]
+    if task is not None:  # the task's trials alone are read, however many the run has
+        chosen = store.trials(row.id, task_id=task, trial_index=trial)
         if not chosen:
             fail(f"run {row.id} has no trials of task '{task}'")
         for record in chosen:
             print_trial(record, console)
         return
+    records = store.trials(row.id)
     summary = summarize_run(row.id, config, records, row.status)
     print_provenance(provenance(config, json.loads(row.meta_json)), console)
     versions = ", ".join(f"{name} {version}" for name, version in config.domains.items())
@@ -204,13 +205,12 @@ def _print_per_task(summary: RunSummary, records: list[TrialRecord]) -> None:
     per_task = Table(title="per task", title_justify="left")
     for column in ("domain", "task", "successes", "trials"):
         per_task.add_column(column, overflow="fold")  # a long task id or many trials: folded, not cut
+    marks_of: dict[tuple[str, str], list[str]] = defaultdict(list)  # one pass: tasks x trials was n²
+    for r in records:
+        marks_of[r.domain, r.task_id].append("[green]●[/]" if r.passed else "[red]●[/]")
     for domain, report in summary.domains.items():
         for task_id, outcome in report.per_task.items():
-            marks = "".join(
-                "[green]●[/]" if r.passed else "[red]●[/]"
-                for r in records
-                if r.domain == domain and r.task_id == task_id
-            )
+            marks = "".join(marks_of.get((domain, task_id), ()))
             per_task.add_row(domain, task_id, f"{outcome.successes}/{outcome.n}", marks)
     console.print(per_task)
 
@@ -253,7 +253,8 @@ def why_run(
 
     store = ResultsStore(db, read_only=True)
     row = store.run(run)
-    attributions = [a for record in store.trials(row.id) if (a := attribute(record)) is not None]
+    # one record at a time: the attributions are kept, not the records (bounded memory at 100k trials)
+    attributions = [a for record in store.iter_trials(row.id) if (a := attribute(record)) is not None]
     judged = None
     if judge is not None:
         from castbench.attribution.judge import LLMJudge, agreement
