@@ -51,14 +51,32 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 CASTBENCH = str(Path(sys.executable).with_name("castbench"))
 DOMAIN, SPLIT, POLICY, SEED = "tau2-telecom", "full", "scripted:noisy", 0
-#: size name -> (tasks from the start of the split, trials per task); None: the whole split
-SIZES: dict[str, tuple[int | None, int]] = {
-    "1k": (125, 8),
-    "10k": (None, 4),
-    "18k": (None, 8),
-    "100k": (None, 44),
+#: size name -> (every how many tasks of the split, trials per task); 1: the whole split
+SIZES: dict[str, tuple[int, int]] = {
+    "1k": (9, 4),
+    "10k": (1, 4),
+    "18k": (1, 8),
+    "100k": (1, 44),
+    "39k": (1, 44),  # the 100k run stopped at 39,411 trials (docs/scale.md): its read commands
 }
 FLAT = 1.2
+COMMANDS = (
+    "eval",
+    "eval (resume)",
+    "eval (seed 1)",
+    "runs show",
+    "runs show --task",
+    "runs why",
+    "runs why --json",
+    "compare",
+    "gate",
+    "view",
+    "export castbench",
+    "export tau2",
+    "export inspect",
+    "verify",
+    "sqlite bytes/trial",
+)
 
 
 @dataclass
@@ -95,12 +113,13 @@ def measure(command: str, size: str, trials: int, argv: list[str], log: Path) ->
     )
 
 
-def task_ids(count: int | None) -> list[str] | None:
-    if count is None:
+def task_ids(stride: int) -> list[str] | None:
+    """Every `stride`-th task of the split (its families in the same mix), None for all of them."""
+    if stride == 1:
         return None
     from castbench.domain import load_domain
 
-    return [task.id for task in load_domain(DOMAIN).tasks(SPLIT)[:count]]
+    return [task.id for task in load_domain(DOMAIN).tasks(SPLIT)[::stride]]
 
 
 def eval_argv(size: str, db: Path, summary: Path, seed: int = SEED) -> list[str]:
@@ -132,7 +151,7 @@ def run_size(size: str, root: Path, only: set[str] | None, reuse: bool) -> list[
     where.mkdir(parents=True, exist_ok=True)
     db, summary = where / "castbench.db", where / "summary.json"
     count, per_task = SIZES[size]
-    planned = (count or 2285) * per_task  # the split's size, as `castbench domains list` gives it
+    planned = -(-2285 // count) * per_task  # the split's size, as `castbench domains list` gives it
     results: list[Measure] = []
     saved = where / "eval.json"
 
@@ -202,24 +221,62 @@ def run_size(size: str, root: Path, only: set[str] | None, reuse: bool) -> list[
             continue
         print(f"[{size}] {name} ...", file=sys.stderr, flush=True)
         log = where / (name.replace(" ", "_").replace("-", "") + ".log")
-        results.append(measure(name, size, trials, [CASTBENCH, *args], log))
-    results.append(
-        Measure("sqlite bytes/trial", size, trials, 0, 0.0, db.stat().st_size / trials / 1000.0, 0.0)
-    )
+        results.append(keep(where, measure(name, size, trials, [CASTBENCH, *args], log)))
+    size_of = Measure("sqlite bytes/trial", size, trials, 0, 0.0, db.stat().st_size / trials / 1000.0, 0.0)
+    results.append(keep(where, size_of))
     return results
 
 
+def keep(where: Path, m: Measure) -> Measure:
+    """Append `m` to DIR/SIZE/measures.jsonl at once: parallel or interrupted invocations add up
+    (`--table` reads them back; a later line of a command replaces an earlier one)."""
+    with (where / "measures.jsonl").open("a") as out:
+        out.write(json.dumps(asdict(m)) + "\n")
+    return m
+
+
+def kept(root: Path, sizes: list[str]) -> list[Measure]:
+    found: dict[tuple[str, str], Measure] = {}
+    for size in sizes:
+        path = root / size / "measures.jsonl"
+        if path.exists():
+            for line in path.read_text().splitlines():
+                m = Measure(**json.loads(line))
+                found[m.command, m.size] = m
+        saved = root / size / "eval.json"
+        if saved.exists():
+            for entry in json.loads(saved.read_text()):
+                m = Measure(**entry)
+                found.setdefault((m.command, m.size), m)
+    return list(found.values())
+
+
+START = "runs show --task"
+"""Start-up: imports, opening the store and one trial, the same at every size (since `--task`
+reads one task): subtracted for the marginal ratios."""
+
+
 def table(results: list[Measure]) -> str:
+    """Per command and size: CPU seconds, ms per trial, peak RSS; then the ratios of ms per trial
+    at each size over the smallest, raw and marginal (start-up subtracted)."""
     sizes = list(dict.fromkeys(m.size for m in results))
     by = {(m.command, m.size): m for m in results}
     base = sizes[0]
+
+    def marginal(m: Measure) -> float | None:
+        start = by.get((START, m.size))
+        if start is None or m.command == START:
+            return None
+        return max(m.cpu_s - start.cpu_s, 1e-9) / m.trials
+
     lines = []
     head = f"{'command':<22}" + "".join(f"{s + ' s':>9}{'ms/trial':>10}{'MiB':>7}" for s in sizes)
-    head += "".join(f"{s + '/' + base:>11}" for s in sizes[1:])
+    head += "".join(f"{s + '/' + base:>10}" for s in sizes[1:])
+    head += "".join(f"{'marg ' + s:>11}" for s in sizes[1:])
     lines.append(head)
     for command in dict.fromkeys(m.command for m in results):
         if command == "sqlite bytes/trial":
-            row = f"{command:<22}" + "".join(
+            row = f"{'SQLite bytes/trial':<22}" + "".join(
                 f"{'':>9}{by[command, s].cpu_s * 1000:>10.0f}{'':>7}" if (command, s) in by else " " * 26
                 for s in sizes
             )
@@ -228,21 +285,28 @@ def table(results: list[Measure]) -> str:
         row = f"{command:<22}"
         for s in sizes:
             m = by.get((command, s))
+            failed = m is not None and m.rc not in (0, 2 if m.command == "verify" else 0)
             row += (
-                f"{m.cpu_s:>9.1f}{m.ms_per_trial:>10.3f}{m.rss_mib:>7.0f}"
-                + ("!" if m.rc not in (0, 2 if m.command == "verify" else 0) else "")
+                f"{m.cpu_s:>9.1f}{m.ms_per_trial:>10.3f}{m.rss_mib:>6.0f}{'!' if failed else ' '}"
                 if m
                 else " " * 26
             )
         for s in sizes[1:]:
             m, b = by.get((command, s)), by.get((command, base))
-            row += f"{m.ms_per_trial / b.ms_per_trial:>11.2f}" if m and b and b.cpu_s else " " * 11
+            row += f"{m.ms_per_trial / b.ms_per_trial:>10.2f}" if m and b and b.cpu_s else " " * 10
+        for s in sizes[1:]:
+            m, b = by.get((command, s)), by.get((command, base))
+            mm, mb = (marginal(m), marginal(b)) if m and b else (None, None)
+            row += f"{mm / mb:>11.2f}" if mm and mb else " " * 11
         lines.append(row)
     lines.append(
         "s: CPU seconds (user+sys) · ms/trial: CPU ms per trial · MiB: peak RSS · ! failed "
         "(verify's exit 2 is not: clairvoyant trials, the noisy policy's reads of the ground truth)"
     )
-    lines.append(f"ratios: ms/trial at a size over {base} (flat: <= {FLAT})")
+    lines.append(
+        f"ratios: ms/trial at a size over {base} (flat: <= {FLAT}); marg: the same with the start-up "
+        f"(`{START}`'s CPU at that size) taken off first"
+    )
     return "\n".join(lines)
 
 
@@ -256,6 +320,7 @@ def main() -> int:
     parser.add_argument(
         "--reuse", action="store_true", help="reuse a size's stored eval (DIR/SIZE/eval.json)"
     )
+    parser.add_argument("--table", action="store_true", help="only print the table of what DIR holds")
     args = parser.parse_args()
     sizes = [s.strip() for s in args.sizes.split(",") if s.strip()]
     unknown = [s for s in sizes if s not in SIZES]
@@ -263,9 +328,12 @@ def main() -> int:
         print(f"error: --sizes: unknown size {unknown[0]!r} (known: {', '.join(SIZES)})", file=sys.stderr)
         return 2
     only = {c.strip() for c in args.only.split(",")} if args.only else None
-    results: list[Measure] = []
-    for size in sizes:
-        results += run_size(size, args.dir, only, args.reuse)
+    if not args.table:
+        for size in sizes:
+            run_size(size, args.dir, only, args.reuse)
+    results = kept(args.dir, sizes)
+    order = {name: i for i, name in enumerate(COMMANDS)}
+    results.sort(key=lambda m: (order.get(m.command, len(order)), sizes.index(m.size)))
     args.dir.mkdir(parents=True, exist_ok=True)
     (args.dir / "scale.json").write_text(json.dumps([asdict(m) for m in results], indent=1))
     print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")

@@ -115,3 +115,10 @@ def test_runs_why_from_streamed_records_names_every_failure(stored: tuple[Path, 
     assert failed  # the noisy policy fails some: the test has something to name
     rows = json.loads(_ok("runs", "why", run_id, "--json", "--db", str(path)))
     assert [(row["task"], row["trial"]) for row in rows] == failed
+
+
+def test_trials_are_counted_by_the_database(stored: tuple[Path, str]) -> None:
+    path, run_id = stored
+    store = ResultsStore(sqlite_url(path), read_only=True)
+    assert store.count_trials(run_id) == len(store.trials(run_id)) == 12
+    assert store.count_trials("r-none") == 0
