@@ -205,6 +205,7 @@ def run_size(size: str, root: Path, only: set[str] | None, reuse: bool) -> list[
                 "pass^1",
                 "--max-drop",
                 "0.05",
+                "--force",  # the stopped 100k run (39k) is incomplete: gated on what it has
                 *store,
             ],
         ),
@@ -251,28 +252,27 @@ def kept(root: Path, sizes: list[str]) -> list[Measure]:
     return list(found.values())
 
 
-START = "runs show --task"
-"""Start-up: imports, opening the store and one trial, the same at every size (since `--task`
-reads one task): subtracted for the marginal ratios."""
-
-
 def table(results: list[Measure]) -> str:
-    """Per command and size: CPU seconds, ms per trial, peak RSS; then the ratios of ms per trial
-    at each size over the smallest, raw and marginal (start-up subtracted)."""
+    """Per command and size: CPU seconds, ms per trial, peak RSS; the ratios of ms per trial at
+    each size over the smallest; and the slope between consecutive sizes (the CPU the added
+    trials cost, ms per trial: start-up and per-task work cancel out) with the last slope over the
+    first: linear is 1 (a step that grows as n^2 doubles its slope with every doubling of n)."""
     sizes = list(dict.fromkeys(m.size for m in results))
     by = {(m.command, m.size): m for m in results}
     base = sizes[0]
+    steps = list(zip(sizes, sizes[1:], strict=False))
 
-    def marginal(m: Measure) -> float | None:
-        start = by.get((START, m.size))
-        if start is None or m.command == START:
+    def slope(command: str, small: str, large: str) -> float | None:
+        a, b = by.get((command, small)), by.get((command, large))
+        if a is None or b is None or b.trials == a.trials or a.rc not in (0, 1, 2) or b.rc not in (0, 1, 2):
             return None
-        return max(m.cpu_s - start.cpu_s, 1e-9) / m.trials
+        return 1000.0 * (b.cpu_s - a.cpu_s) / (b.trials - a.trials)
 
     lines = []
     head = f"{'command':<22}" + "".join(f"{s + ' s':>9}{'ms/trial':>10}{'MiB':>7}" for s in sizes)
     head += "".join(f"{s + '/' + base:>10}" for s in sizes[1:])
-    head += "".join(f"{'marg ' + s:>11}" for s in sizes[1:])
+    head += "".join(f"{'d ' + a + '-' + b:>12}" for a, b in steps)
+    head += f"{'slope':>7}" if len(steps) > 1 else ""
     lines.append(head)
     for command in dict.fromkeys(m.command for m in results):
         if command == "sqlite bytes/trial":
@@ -285,27 +285,26 @@ def table(results: list[Measure]) -> str:
         row = f"{command:<22}"
         for s in sizes:
             m = by.get((command, s))
-            failed = m is not None and m.rc not in (0, 2 if m.command == "verify" else 0)
-            row += (
-                f"{m.cpu_s:>9.1f}{m.ms_per_trial:>10.3f}{m.rss_mib:>6.0f}{'!' if failed else ' '}"
-                if m
-                else " " * 26
-            )
+            if m is None:
+                row += " " * 26
+                continue
+            failed = m.rc not in (0, 2 if m.command == "verify" else 0)
+            row += f"{m.cpu_s:>9.1f}{m.ms_per_trial:>10.3f}{m.rss_mib:>6.0f}{'!' if failed else ' '}"
         for s in sizes[1:]:
             m, b = by.get((command, s)), by.get((command, base))
             row += f"{m.ms_per_trial / b.ms_per_trial:>10.2f}" if m and b and b.cpu_s else " " * 10
-        for s in sizes[1:]:
-            m, b = by.get((command, s)), by.get((command, base))
-            mm, mb = (marginal(m), marginal(b)) if m and b else (None, None)
-            row += f"{mm / mb:>11.2f}" if mm and mb else " " * 11
+        slopes = [slope(command, a, b) for a, b in steps]
+        row += "".join(f"{d:>12.3f}" if d is not None else " " * 12 for d in slopes)
+        if len(steps) > 1 and slopes[0] and slopes[-1]:
+            row += f"{slopes[-1] / slopes[0]:>7.2f}"
         lines.append(row)
     lines.append(
         "s: CPU seconds (user+sys) · ms/trial: CPU ms per trial · MiB: peak RSS · ! failed "
         "(verify's exit 2 is not: clairvoyant trials, the noisy policy's reads of the ground truth)"
     )
     lines.append(
-        f"ratios: ms/trial at a size over {base} (flat: <= {FLAT}); marg: the same with the start-up "
-        f"(`{START}`'s CPU at that size) taken off first"
+        f"ratios: ms/trial at a size over {base} (flat: <= {FLAT}) · d A-B: CPU ms per added trial "
+        "from A to B · slope: the last d over the first"
     )
     return "\n".join(lines)
 
