@@ -35,3 +35,16 @@ def test_a_full_split_run_verifies(tmp_path: Path) -> None:
     verified = invoke("verify", "latest", "--db", db)
     assert verified.exit_code == 0, verified.output
     assert "all 2 trials re-executed and re-graded as stored" in verified.output
+
+
+def test_tasks_looked_up_one_at_a_time_are_the_splits_tasks() -> None:
+    """A summary looks each trial's task up by id (`Domain.task`): through the pack's index, the
+    same tasks as the split converted at once, in any order of look-ups."""
+    from castbench_tau2.telecom_domain import tau2_telecom_domain
+
+    converted = tau2_telecom_domain()
+    whole = converted.tasks("full")[::7]  # the split converted at once
+    one_by_one = tau2_telecom_domain()
+    for task in reversed(whole):
+        assert one_by_one.task(task.id) == converted.task(task.id)
+    assert [t.id for t in one_by_one.tasks("full")[::7]] == [t.id for t in whole]
