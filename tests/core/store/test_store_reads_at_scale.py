@@ -38,7 +38,9 @@ def test_one_tasks_trials_are_the_runs_trials_of_that_task(stored: tuple[Path, s
     for task in TASKS:
         expected = [r for r in everything if r.task_id == task]
         assert store.trials(run_id, task_id=task) == expected
-        assert store.trials(run_id, task_id=task, trial_index=1) == [r for r in expected if r.trial_index == 1]
+        assert store.trials(run_id, task_id=task, trial_index=1) == [
+            r for r in expected if r.trial_index == 1
+        ]
     assert store.trials(run_id, task_id="retail-test-9999") == []
 
 
@@ -62,7 +64,9 @@ def test_a_damaged_row_streams_the_others_then_names_it(tmp_path: Path, stored: 
         )
     store = ResultsStore(sqlite_url(copy), read_only=True)
     seen = []
-    with pytest.raises(StoreError, match=rf"1 stored trial\(s\) do not read.*{TASKS[1]} trial 2.*other 11 of 12"):
+    with pytest.raises(
+        StoreError, match=rf"1 stored trial\(s\) do not read.*{TASKS[1]} trial 2.*other 11 of 12"
+    ):
         for record in store.iter_trials(run_id, batch=3):
             seen.append(record)
     assert len(seen) == 11
