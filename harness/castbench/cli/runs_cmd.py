@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+from collections import defaultdict
+from collections.abc import Iterable, Iterator
 from typing import Annotated, Any
 
 import typer
@@ -122,33 +124,67 @@ def show_run(
     store = ResultsStore(db, read_only=True)
     row = store.run(run)
     config = store.config(row.id)
-    records = store.trials(row.id)
-    if task is not None:
-        chosen = [r for r in records if r.task_id == task and (trial is None or r.trial_index == trial)]
+    if task is not None:  # the task's trials alone are read, however many the run has
+        chosen = store.trials(row.id, task_id=task, trial_index=trial)
         if not chosen:
             fail(f"run {row.id} has no trials of task '{task}'")
         for record in chosen:
             print_trial(record, console)
         return
-    summary = summarize_run(row.id, config, records, row.status)
+    seen = _Noted(failures, marks=details, faults=config.perturbations.active)
+    # one pass over the stored records: what is printed besides the summary is noted as the
+    # summary reads each record, so no second list of the run is built (issue 40)
+    summary = summarize_run(row.id, config, seen.watch(store.iter_trials(row.id)), row.status)
     print_provenance(provenance(config, json.loads(row.meta_json)), console)
     versions = ", ".join(f"{name} {version}" for name, version in config.domains.items())
     console.print(f"domains: {versions}; limits: {config.limits.describe()}", markup=False)
     for name, origin in config.extra.get("data", {}).items():  # a pack's data not its own (tau2.data)
         console.print(f"{name} data: {origin}", markup=False)
     if config.perturbations.active:
-        faults = sum(step.fault is not None for record in records for step in record.steps)
         label = config.perturbations.label()
-        console.print(f"perturbed: {label}; {faults} tool fault(s) injected", markup=False)
+        console.print(f"perturbed: {label}; {seen.faults} tool fault(s) injected", markup=False)
     print_summary(summary, console, details)
     print_workers(store, row.id)
     if details:
-        _print_per_task(summary, records)
+        _print_per_task(summary, seen.marks)
     else:
         console.print(escape(_per_task_line(summary)), markup=False)
-    _print_errors(records)
-    for record in [r for r in records if not r.passed][:failures]:
+    _print_errors(seen.errored, seen.errors)
+    for record in seen.failed:
         print_trial(record, console)
+
+
+class _Noted:
+    """What `runs show` prints of single records, noted one record at a time: the first `failures`
+    failed trials, the first errored ones (and how many there are), each task's pass marks with
+    `marks`, the injected tool faults with `faults`. Holds those, never the run."""
+
+    def __init__(self, failures: int, *, marks: bool, faults: bool, errors_shown: int = 20) -> None:
+        self.failures, self.errors_shown = failures, errors_shown
+        self.failed: list[TrialRecord] = []
+        self.errored: list[TrialRecord] = []
+        self.errors = 0
+        self.marks: dict[tuple[str, str], list[str]] | None = defaultdict(list) if marks else None
+        self.count_faults = faults
+        self.faults = 0
+
+    def note(self, record: TrialRecord) -> None:
+        if not record.passed and len(self.failed) < self.failures:
+            self.failed.append(record)
+        if record.error is not None:
+            self.errors += 1
+            if len(self.errored) < self.errors_shown:
+                self.errored.append(record)
+        if self.marks is not None:
+            self.marks[record.domain, record.task_id].append("[green]●[/]" if record.passed else "[red]●[/]")
+        if self.count_faults:
+            self.faults += sum(step.fault is not None for step in record.steps)
+
+    def watch(self, records: Iterable[TrialRecord]) -> Iterator[TrialRecord]:
+        """`records`, each noted as it passes."""
+        for record in records:
+            self.note(record)
+            yield record
 
 
 def _per_task_line(summary: RunSummary, shown: int = 5) -> str:
@@ -166,33 +202,29 @@ def _per_task_line(summary: RunSummary, shown: int = 5) -> str:
     return line
 
 
-def _print_per_task(summary: RunSummary, records: list[TrialRecord]) -> None:
+def _print_per_task(summary: RunSummary, marks: dict[tuple[str, str], list[str]] | None) -> None:
     per_task = Table(title="per task", title_justify="left")
     for column in ("domain", "task", "successes", "trials"):
         per_task.add_column(column, overflow="fold")  # a long task id or many trials: folded, not cut
     for domain, report in summary.domains.items():
         for task_id, outcome in report.per_task.items():
-            marks = "".join(
-                "[green]●[/]" if r.passed else "[red]●[/]"
-                for r in records
-                if r.domain == domain and r.task_id == task_id
-            )
-            per_task.add_row(domain, task_id, f"{outcome.successes}/{outcome.n}", marks)
+            shown = "".join((marks or {}).get((domain, task_id), ()))
+            per_task.add_row(domain, task_id, f"{outcome.successes}/{outcome.n}", shown)
     console.print(per_task)
 
 
-def _print_errors(records: list[TrialRecord], limit: int = 20) -> None:
-    """Every trial that ended in an error or a timeout, with the first line of its reason."""
-    errored = [r for r in records if r.error is not None]
-    if not errored:
+def _print_errors(errored: list[TrialRecord], count: int) -> None:
+    """Trials that ended in an error or a timeout (the first of `count`), with the first line of
+    their reason."""
+    if not count:
         return
-    console.print(f"[bold]trials that ended in an error ({len(errored)})[/]")
-    for record in errored[:limit]:
+    console.print(f"[bold]trials that ended in an error ({count})[/]")
+    for record in errored:
         reason = escape((record.error or "").splitlines()[0])
         where = escape(f"{record.domain} {record.task_id} #{record.trial_index}")
         console.print(f"  {where} [red]{record.end_reason}[/]: {reason}", soft_wrap=True)
-    if len(errored) > limit:
-        console.print(f"  ... and {len(errored) - limit} more (see --task)")
+    if count > len(errored):
+        console.print(f"  ... and {count - len(errored)} more (see --task)")
 
 
 @runs_app.command("why")
@@ -219,7 +251,8 @@ def why_run(
 
     store = ResultsStore(db, read_only=True)
     row = store.run(run)
-    attributions = [a for record in store.trials(row.id) if (a := attribute(record)) is not None]
+    # one record at a time: the attributions are kept, not the records (bounded memory at 100k trials)
+    attributions = [a for record in store.iter_trials(row.id) if (a := attribute(record)) is not None]
     judged = None
     if judge is not None:
         from castbench.attribution.judge import LLMJudge, agreement

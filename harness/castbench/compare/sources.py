@@ -55,7 +55,7 @@ def load_summary(ref: str, db: str) -> RunSummary:
         store = ResultsStore(db, read_only=True)
         row = store.run(ref)
         config = store.config(row.id)
-        summary = summarize_run(row.id, config, store.trials(row.id), row.status)
+        summary = summarize_run(row.id, config, store.iter_trials(row.id), row.status)  # no list of its own
         return summary.model_copy(update={"provenance": provenance(config, json.loads(row.meta_json))})
     except (StoreError, ValueError) as exc:
         raise SourceError(str(exc)) from exc

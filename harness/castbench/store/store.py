@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import os
 import socket
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -426,34 +426,63 @@ class ResultsStore:
             ).all()
         return check_digests(self.url, run_id, [(d, t, int(i), j) for d, t, i, j in rows])
 
-    def trials(self, run_id: str, domains: Iterable[str] | None = None) -> list[TrialRecord]:
+    def trials(
+        self,
+        run_id: str,
+        domains: Iterable[str] | None = None,
+        *,
+        task_id: str | None = None,
+        trial_index: int | None = None,
+    ) -> list[TrialRecord]:
         """The run's trial records in the current shape (`RecordVersionError` for one written by a
-        newer castbench). A row that does not read as a record (a damaged or hand-edited file) is
-        a `StoreError` naming the trial, and how many of the run's trials do read."""
+        newer castbench), ordered by (domain, task, trial index); `task_id` / `trial_index` keep
+        one task's (or one trial's) in the query, so showing one trial of a 100k-trial run reads
+        that trial, not the run. A row that does not read as a record (a damaged or hand-edited
+        file) is a `StoreError` naming the trial, and how many of the run's trials do read."""
+        return list(self.iter_trials(run_id, domains, task_id=task_id, trial_index=trial_index))
+
+    def iter_trials(
+        self,
+        run_id: str,
+        domains: Iterable[str] | None = None,
+        *,
+        task_id: str | None = None,
+        trial_index: int | None = None,
+        batch: int = 256,
+    ) -> Iterator[TrialRecord]:
+        """`trials`, one record at a time: the rows are fetched `batch` at a time and each record
+        is parsed when it is reached, so a reader that keeps only what it derives (`runs why`, a
+        page's payloads) holds a batch of rows, not the run. The `StoreError` for unreadable rows
+        comes after the readable ones, with the same counts as `trials`."""
         columns = (TrialRow.domain, TrialRow.task_id, TrialRow.trial_index, TrialRow.record_json)
+        query = select(*columns).where(TrialRow.run_id == run_id)
+        if domains is not None:
+            query = query.where(TrialRow.domain.in_(list(domains)))  # type: ignore[attr-defined]
+        if task_id is not None:
+            query = query.where(TrialRow.task_id == task_id)
+        if trial_index is not None:
+            query = query.where(TrialRow.trial_index == trial_index)
+        query = query.order_by(col(TrialRow.domain), col(TrialRow.task_id), col(TrialRow.trial_index))
+        read, unreadable = 0, []
         with plain_db_errors(self.url, StoreError), Session(self.engine) as session:
-            query = select(*columns).where(TrialRow.run_id == run_id)
-            if domains is not None:
-                query = query.where(TrialRow.domain.in_(list(domains)))  # type: ignore[attr-defined]
-            rows = session.exec(
-                query.order_by(col(TrialRow.domain), col(TrialRow.task_id), col(TrialRow.trial_index))
-            ).all()
-        records, unreadable = [], []
-        for domain, task_id, trial_index, record_json in rows:
-            try:
-                records.append(TRIAL_RECORD.loads(TrialRecord, record_json, f"run {run_id}"))
-            except RecordVersionError:
-                raise
-            except (ValueError, TypeError, UnicodeDecodeError) as exc:
-                first = (str(exc).splitlines() or [type(exc).__name__])[0]
-                unreadable.append(f"{domain}/{task_id} trial {trial_index} ({first})")
+            result = session.connection().execution_options(yield_per=batch).execute(query)
+            for domain, task, index, record_json in result:
+                try:
+                    record = TRIAL_RECORD.loads(TrialRecord, record_json, f"run {run_id}")
+                except RecordVersionError:
+                    raise
+                except (ValueError, TypeError, UnicodeDecodeError) as exc:
+                    first = (str(exc).splitlines() or [type(exc).__name__])[0]
+                    unreadable.append(f"{domain}/{task} trial {index} ({first})")
+                    continue
+                read += 1
+                yield record
         if unreadable:
             raise StoreError(
                 f"--db {self.url}: run {run_id}: {len(unreadable)} stored trial(s) do not read as records, "
-                f"first {unreadable[0]}; the other {len(records)} of {len(rows)} read "
+                f"first {unreadable[0]}; the other {read} of {read + len(unreadable)} read "
                 "(the row was damaged or edited by hand: restore the file from a copy)"
             )
-        return records
 
     def trials_version(self, run_id: str) -> tuple[int, int]:
         """(trials stored, highest row id) of a run: changes whenever a trial is stored or
@@ -464,8 +493,10 @@ class ResultsStore:
         return int(count), int(last or 0)
 
     def count_trials(self, run_id: str) -> int:
+        """Counted by the database: `runs list` of 100k-trial runs fetches no row ids."""
         with plain_db_errors(self.url, StoreError), Session(self.engine) as session:
-            return len(session.exec(select(TrialRow.id).where(TrialRow.run_id == run_id)).all())
+            query = select(func.count(col(TrialRow.id))).where(TrialRow.run_id == run_id)
+            return int(session.exec(query).one())
 
 
 def _remember(url: str) -> None:
