@@ -185,7 +185,7 @@ class Episode:
         overrule: Overrule | None = None,
         reply_judge: ModelSettings | None = None,
         judge: TrialJudge | None = None,
-        labeler: Labeler = label_action,
+        labeler: Labeler | None = None,
         stored_actions: bool = False,
     ) -> None:
         """`plan`: the run's execution plan (by default one trial at a time, on this thread).
@@ -205,7 +205,8 @@ class Episode:
         self.labelled = labelled
         self.reply_judge = reply_judge
         self._judge: TrialJudge | None = judge
-        self._labeler = labeler
+        # the module's labeler, looked up per episode (a test stubs `episode.label_action`)
+        self._labeler = label_action if labeler is None else labeler
         self._stored_actions = stored_actions
         self._confirmations: dict[tuple[int, int], ReplyCheck] = {}
         """With a reply judge: each proposed write's confirmation check, by (step, round)."""
