@@ -208,6 +208,18 @@ class AgentOptions(_Group):
     _traits = field_validator("traits")(_checked_traits)
 
 
+MAX_NAME_LENGTH = 1_000
+"""The longest domain name or task id accepted (the longest real one, a τ² telecom task id, is
+under 200 characters): a value of 100,000 characters is a slip, refused before any look-up."""
+
+
+def _not_too_long(what: str, value: str) -> None:
+    if len(value) > MAX_NAME_LENGTH:
+        raise ValueError(
+            f"a {what} of {len(value):,} characters ({value[:40]}…); none is longer than {MAX_NAME_LENGTH:,}"
+        )
+
+
 class TaskSelection(_Group):
     """Which tasks, how often, from which seed."""
 
@@ -252,6 +264,8 @@ class TaskSelection(_Group):
     def _domain_names(cls, value: str | None) -> str | None:
         if value is not None and not [name for name in value.split(",") if name.strip()]:
             raise ValueError("no domain given: name one or more (castbench domains list), or 'all'")
+        for name in (value or "").split(","):
+            _not_too_long("domain name", name)
         return value
 
     @field_validator("tasks", mode="before")
@@ -260,6 +274,9 @@ class TaskSelection(_Group):
         ids = [item.strip() for item in value.split(",")] if isinstance(value, str) else value
         if ids is not None and not [item for item in ids if item]:
             raise ValueError("no task id given: name at least one, or leave the option out for every task")
+        for item in ids or ():
+            if isinstance(item, str):
+                _not_too_long("task id", item)
         return [item for item in ids if item] if ids is not None else None
 
     @field_validator("trials")

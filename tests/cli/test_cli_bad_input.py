@@ -88,7 +88,7 @@ def test_bad_gate_checks_are_one_line_not_a_pydantic_dump(metric: str, drop: str
     )
     lines = [line for line in result.output.splitlines() if line.strip()]
     assert result.exit_code == 2 and len(lines) == 1, result.output
-    assert lines[0].startswith("gate error (exit 2):") and words in lines[0]
+    assert lines[0].startswith("error:") and words in lines[0]
     assert "pydantic" not in result.output and "type=" not in result.output
 
 

@@ -23,7 +23,7 @@ TASK = "retail-test-0001"
 def _one_error_line(result: Result, *needles: str, code: int = 2) -> str:
     assert result.exit_code == code, result.output
     assert "Traceback" not in result.output and "internal error" not in result.output, result.output
-    errors = [line for line in result.output.splitlines() if line.startswith(("error:", "gate error"))]
+    errors = [line for line in result.output.splitlines() if line.startswith("error:")]
     assert len(errors) == 1, result.output
     for needle in needles:
         assert needle in " ".join(result.output.split()), result.output

@@ -14,13 +14,31 @@ listed, and naming it says which extra to install.
 
 from __future__ import annotations
 
-import importlib
 import os
+import signal
 import sys
-from importlib.metadata import entry_points
-from typing import Any, NamedTuple, TextIO
+
+
+def _interrupted_at_start(signum: int, frame: object) -> None:
+    """Ctrl-C while the command line loads (before any command runs): one line, status 130,
+    never a traceback of whichever import it landed in."""
+    os.write(2, b"interrupted: nothing was started\n")
+    os._exit(130)
+
+
+if (
+    os.path.basename(sys.argv[0] if sys.argv else "") in ("castbench", "__main__.py")
+    and signal.getsignal(signal.SIGINT) is signal.default_int_handler
+):  # the console script's own process only: a library caller or a test runner keeps its own
+    signal.signal(signal.SIGINT, _interrupted_at_start)
+
+
+import importlib  # noqa: E402
+from importlib.metadata import entry_points  # noqa: E402
+from typing import Any, NamedTuple, TextIO  # noqa: E402
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no price-map fetch at import
+
 
 import typer  # noqa: E402
 from typer import _click as click  # noqa: E402  typer's own copy of click, the one its groups use
@@ -246,4 +264,6 @@ def _wide_when_piped() -> None:
 def main() -> None:
     _wide_when_piped()
     sys.stdout = _PipeSafeStdout(sys.stdout)  # type: ignore[assignment]
+    if signal.getsignal(signal.SIGINT) is _interrupted_at_start:
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # typer turns it into exit 130
     app()

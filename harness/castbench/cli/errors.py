@@ -79,6 +79,9 @@ class CastbenchGroup(TyperGroup):
                     f"no space left on the disk ({_first_line(exc)}); what was stored before this "
                     "is kept: free some space, then re-run the same command to resume"
                 )
+            path_problem = _path_problem(exc)
+            if path_problem is not None:
+                fail(path_problem)
             if os.environ.get("CASTBENCH_TRACEBACK"):
                 raise
             fail(
@@ -112,6 +115,47 @@ EXIT_CODES: dict[int, str] = {
 
 def _first_line(exc: BaseException) -> str:
     return str(exc).splitlines()[0] if str(exc).strip() else repr(exc)
+
+
+_PATH_ERRNOS = frozenset(
+    {
+        errno.ENAMETOOLONG,
+        errno.EISDIR,
+        errno.ENOTDIR,
+        errno.EEXIST,
+        errno.EACCES,
+        errno.EPERM,
+        errno.ENOENT,
+        errno.EROFS,
+        errno.ELOOP,
+    }
+)
+"""What a path given on the command line can be wrong by: too long, a folder where a file is
+meant (or the reverse), not there, not writable."""
+_SHOWN_PATH = 120
+
+
+def shown_path(path: object) -> str:
+    """A path as an error line shows it: whole when short, else its start and its end."""
+    text = os.fsdecode(path) if isinstance(path, str | bytes) else str(path)
+    if len(text) <= _SHOWN_PATH:
+        return text
+    return f"{text[:60]}…{text[-50:]} ({len(text):,} characters)"
+
+
+def _path_problem(exc: BaseException) -> str | None:
+    """One line for an error about a file or folder the user named (`--db` with a 300-character
+    name, `--out` at a folder, `--junit` in a read-only place), found in `exc` or what it wraps;
+    None when `exc` is not one."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, OSError) and current.errno in _PATH_ERRNOS and current.filename:
+            what = os.strerror(current.errno) if current.errno else type(current).__name__
+            return f"{shown_path(current.filename)}: {what.lower()}"
+        current = current.__cause__ or current.__context__
+    return None
 
 
 def _disk_full(exc: BaseException) -> bool:

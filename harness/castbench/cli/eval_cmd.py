@@ -327,7 +327,8 @@ def _show(
     verb = "resumed" if outcome.resumed else "stored"
     console.print(
         f"run {outcome.run_id} {verb} in {options.execution.db} ({outcome.ran} trials run, "
-        f"{outcome.already_done} reused)",
+        f"{outcome.already_done} reused)"
+        + (", kept in memory only: gone when this command ends" if _memory_db(options.execution.db) else ""),
         markup=False,
     )
     if outcome.broken is not None:  # tables of zeros would only hide the one thing to fix
@@ -374,3 +375,7 @@ def _unscored_why(options: EvalOptions, run_id: str) -> str:
         return ""
     reason, count = reasons.most_common(1)[0]
     return f", {count} for: {reason[:400]}"
+
+
+def _memory_db(db: str) -> bool:
+    return db.startswith("sqlite") and (db.split("://", 1)[-1].split("?", 1)[0] in ("", "/", "/:memory:"))

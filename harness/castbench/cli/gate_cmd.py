@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from castbench.cli.checks import validation_line
+from castbench.cli.checks import check_writable, validation_line
 from castbench.cli.compare_cmd import ForceOption
 from castbench.cli.errors import fail
 from castbench.cli.options import DbOption
@@ -111,6 +111,9 @@ def gate_command(
 ) -> None:
     """PASS, FAIL or UNDECIDED for each check, from the paired bootstrap interval of
     candidate − baseline: FAIL if its upper bound < −max_drop, PASS if its lower bound ≥ −max_drop."""
+    for option, file in (("--markdown", markdown), ("--junit", junit)):
+        if file is not None:
+            check_writable(option, file)  # before the work, not after it
     try:
         settings, checks = _settings(config, metric, max_drop, domain)
         policy = undecided or (settings.undecided if settings else None) or UndecidedPolicy.UNDECIDED
@@ -130,7 +133,7 @@ def gate_command(
         result = run_gate(base, cand, checks, level)
         result.warnings[:0] = [f"forced: {problem}" for problem in unfinished + problems]
     except (GateError, SourceError) as exc:
-        fail(exc, label="gate error (exit 2)")
+        fail(exc)
     console.print(gate_panel(result, policy))
     if markdown is not None:
         markdown.parent.mkdir(parents=True, exist_ok=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated
 
@@ -49,6 +50,7 @@ def build(
     path = board_path(board, root)
     try:
         spec = load_board(path)
+        _check_out_folder(out or path.parent / spec.name)
         reruns: dict[str, ExportedRun] = {}
         if rerun:
 
@@ -69,3 +71,15 @@ def build(
     except BoardError as exc:
         fail(exc)
     console.print(f"board {spec.name}: {len(written)} files written to {target}", markup=False)
+
+
+def _check_out_folder(target: Path) -> None:
+    """The board's folder can be made and written, checked before minutes of building."""
+    if target.exists() and not target.is_dir():
+        fail(f"--out {target}: is a file; a board is written to a folder (give a folder path)")
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        fail(f"--out {target}: cannot be made ({exc.strerror or exc}); choose a writable folder")
+    if not os.access(target, os.W_OK):
+        fail(f"--out {target}: is read-only; choose a writable folder")

@@ -71,7 +71,8 @@ def runs_table(runs: list[dict[str, Any]], title: str, width: int) -> Table:
     if spare >= 16:
         table.add_column("provenance", no_wrap=True, overflow="ellipsis", max_width=spare)
     for run, row in zip(runs, names, strict=True):
-        shown = [escape(Provenance.model_validate(run["provenance"]).short())] if spare >= 16 else []
+        described = run.get("problem") or Provenance.model_validate(run["provenance"]).short()
+        shown = [escape(described)] if spare >= 16 else []
         table.add_row(
             run["id"],
             run["created"][5:16].replace("T", " "),

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from castbench.cli.checks import check_writable
 from castbench.cli.errors import fail
 from castbench.cli.options import DbOption
 from castbench.defaults import DEFAULT_DB
@@ -41,6 +42,8 @@ def view_command(
 ) -> None:
     """Tasks with their trials as pass/fail marks; click one for its conversation step by step,
     the critic's verdicts, the labels and the final state diff."""
+    if out is not None and not serve:
+        check_writable("--out", out)
     try:
         run_id, html = _page(run, db)
     except (StoreError, ArchiveError) as exc:

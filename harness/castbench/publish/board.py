@@ -290,7 +290,9 @@ _OWN_BOARDS = Path(__file__).resolve().parents[3] / "leaderboards"
 
 def load_board(path: Path) -> BoardSpec:
     try:
-        raw = tomllib.loads(path.read_text())
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as exc:
+        raise BoardError(f"{path}: not a TOML file (not UTF-8 text: byte {exc.start})") from exc
     except OSError as exc:
         raise BoardError(f"cannot read board {path}: {exc.strerror}") from exc
     except tomllib.TOMLDecodeError as exc:

@@ -11,7 +11,7 @@ from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, field_vali
 from castbench.agents.registry import Role
 from castbench.defaults import GradingMode
 from castbench.records.identity import Fingerprint
-from castbench.records.migrations import RecordShape
+from castbench.records.migrations import RecordShape, RecordVersionError
 from castbench.records.perturbations import Perturbations
 from castbench.records.placement import AgentPlacement
 
@@ -168,5 +168,12 @@ its hash as that castbench left them (`written_hash`), so no migration may add t
 
 
 def read_config(text: str | bytes, where: str) -> RunConfig:
-    """A stored config (a store row's JSON) in the current shape; `where` names it in an error."""
-    return RUN_CONFIG.loads(RunConfig, text, where)
+    """A stored config (a store row's JSON) in the current shape; `where` names it in an error
+    (`RecordVersionError`, one line, when the text is not a config at all: a damaged row)."""
+    try:
+        return RUN_CONFIG.loads(RunConfig, text, where)
+    except RecordVersionError:
+        raise
+    except ValueError as exc:  # not JSON, or not a config: pydantic's and json's errors alike
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise RecordVersionError(f"{where}: its stored config is damaged ({first})") from exc

@@ -27,8 +27,12 @@ def run_listing(store: ResultsStore) -> list[dict[str, Any]]:
     """One row per stored run, oldest first: its id, when, status, agents, trials and provenance."""
     rows = []
     for row in store.runs():
-        config = read_config(row.config_json, f"run {row.id}")
-        recorded = provenance(config, json.loads(row.meta_json))
+        try:
+            config = read_config(row.config_json, f"run {row.id}")
+            recorded = provenance(config, json.loads(row.meta_json))
+        except ValueError as exc:  # one damaged row: the others still list
+            rows.append(_damaged(row, exc))
+            continue
         rows.append(
             {
                 "id": row.id,
@@ -46,3 +50,22 @@ def run_listing(store: ResultsStore) -> list[dict[str, Any]]:
             }
         )
     return rows
+
+
+def _damaged(row: Any, exc: ValueError) -> dict[str, Any]:
+    """The listing of a run whose stored config or meta cannot be read: its id and what is wrong."""
+    return {
+        "id": row.id,
+        "created": row.created.isoformat(timespec="seconds"),
+        "status": "damaged",
+        "problem": str(exc).splitlines()[0] if str(exc) else type(exc).__name__,
+        "domains": [],
+        "policy": "?",
+        "critic": "?",
+        "user": "?",
+        "trials_per_task": 0,
+        "seed": 0,
+        "trials_stored": 0,
+        "trial_isolation": "",
+        "provenance": {},
+    }

@@ -22,6 +22,7 @@ from typing import Any
 from sqlalchemy import event, func, inspect, text
 from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import ArgumentError, IntegrityError, SQLAlchemyError
+from sqlalchemy.pool import StaticPool
 from sqlmodel import Session, SQLModel, col, create_engine, select
 
 from castbench.defaults import DEFAULT_DB
@@ -95,6 +96,14 @@ def _sqlite_pragmas(engine: Engine) -> None:
 
 
 _POSTGRES_SCHEMES = ("postgresql://", "postgres://")
+
+
+def _in_memory(url: str) -> bool:
+    """A SQLite database that lives in this process's memory (`sqlite://`, `sqlite:///:memory:`)."""
+    if not url.startswith("sqlite"):
+        return False
+    rest = url.split("://", 1)[1].split("?", 1)[0]
+    return rest in ("", "/", "/:memory:") or "mode=memory" in url
 
 
 def engine_url(url: str) -> str:
@@ -189,7 +198,13 @@ class ResultsStore:
                         f"(mkdir -p {folder}) or correct the path"
                     )
                 folder.mkdir(parents=True, exist_ok=True)
-            self.engine = create_engine(engine_url(url), pool_pre_ping=self.shared)
+            if _in_memory(url):  # one database for every thread of this process (the commit
+                # thread included): SQLite gives each new connection an empty one of its own
+                self.engine = create_engine(
+                    engine_url(url), poolclass=StaticPool, connect_args={"check_same_thread": False}
+                )
+            else:
+                self.engine = create_engine(engine_url(url), pool_pre_ping=self.shared)
             if self._sqlite:
                 _sqlite_pragmas(self.engine)
             if self.engine.dialect.name == "postgresql":

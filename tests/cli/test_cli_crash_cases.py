@@ -1,0 +1,174 @@
+"""The crashes a new user met (issue 60), each now one `error:` line with exit 2 or a working run:
+an in-memory `--db`, paths too long for the file system, outputs that are folders or files where
+the other is meant (checked before the work), a board file of random bytes, a damaged run row,
+names of 100,000 characters, and Ctrl-C while the command line loads."""
+
+from __future__ import annotations
+
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from castbench.cli.errors import shown_path
+from tests.cli.test_cli_bad_input import one_error_line
+from tests.support import invoke, sqlite_url
+
+TASK = "retail-test-0001"
+
+
+def _eval(db: str, *extra: str):  # type: ignore[no-untyped-def]
+    return invoke("eval", "--domain", "retail", "--tasks", TASK, "--trials", "1", "--db", db, *extra)
+
+
+@pytest.mark.parametrize("db", ["sqlite:///:memory:", "sqlite://"])
+def test_an_in_memory_store_runs_and_says_it_keeps_nothing(db: str) -> None:
+    result = _eval(db)
+    assert result.exit_code == 0, result.output
+    assert "kept in memory only" in result.output
+
+
+def test_a_file_name_too_long_is_one_line(tmp_path: Path) -> None:
+    line = one_error_line(_eval(sqlite_url(tmp_path / ("a" * 300 + ".db"))), "file name too long")
+    assert len(line) < 300  # the name is shortened, not printed whole
+
+
+def test_a_path_of_many_long_folders_is_one_line(tmp_path: Path) -> None:
+    deep = tmp_path.joinpath(*["b" * 200] * 25) / "x.db"
+    one_error_line(_eval(sqlite_url(deep)), "characters")
+
+
+def test_shown_path_keeps_short_paths_and_cuts_long_ones() -> None:
+    assert shown_path("results/x.db") == "results/x.db"
+    cut = shown_path("c" * 5000)
+    assert "5,000 characters" in cut and len(cut) < 150
+
+
+@pytest.fixture
+def stored(tmp_path: Path) -> str:
+    db = sqlite_url(tmp_path / "runs.db")
+    for policy in ("oracle", "scripted:noisy"):
+        result = invoke(
+            "eval", "--domain", "retail", "--tasks", TASK, "--trials", "2", "--policy", policy, "--db", db
+        )
+        assert result.exit_code == 0, result.output
+    return db
+
+
+def test_view_out_at_a_folder_is_refused_before_the_page_is_built(stored: str, tmp_path: Path) -> None:
+    folder = tmp_path / "pages"
+    folder.mkdir()
+    one_error_line(invoke("view", "latest", "--db", stored, "--out", str(folder)), "--out", "folder")
+
+
+def test_gate_junit_at_a_folder_is_refused_before_the_gate_runs(stored: str, tmp_path: Path) -> None:
+    folder = tmp_path / "junit"
+    folder.mkdir()
+    from castbench.store import ResultsStore
+
+    first, second = (row.id for row in ResultsStore(stored, read_only=True).runs())
+    result = invoke(
+        "gate",
+        "--baseline",
+        first,
+        "--candidate",
+        second,
+        "--metric",
+        "pass^1",
+        "--max-drop",
+        "0.05",
+        "--junit",
+        str(folder),
+        "--db",
+        stored,
+    )
+    line = one_error_line(result, "--junit")
+    assert "PASS" not in result.output and "FAIL" not in result.output, line  # no gate ran
+
+
+def test_gate_errors_have_the_one_shape(tmp_path: Path) -> None:
+    result = invoke(
+        "gate", "--baseline", "a.json", "--candidate", "b.json", "--db", sqlite_url(tmp_path / "x.db")
+    )
+    assert result.exit_code == 2
+    assert all(not line.startswith("gate error") for line in result.output.splitlines())
+
+
+def test_a_board_of_random_bytes_is_one_line(tmp_path: Path) -> None:
+    board = tmp_path / "board.toml"
+    board.write_bytes(b"\x00\xff\xfe garbage \x01\x80")
+    one_error_line(invoke("leaderboard", "build", str(board), "--root", str(tmp_path)), "not a TOML file")
+
+
+def test_a_board_out_at_a_file_is_refused_before_building(tmp_path: Path) -> None:
+    board = tmp_path / "board.toml"
+    board.write_text(
+        'title = "t"\ndomains = ["retail"]\nmetrics = ["pass^1"]\n[[entries]]\nname = "a"\nrun = "x.json"\n'
+    )
+    taken = tmp_path / "index.html"
+    taken.write_text("mine")
+    result = invoke("leaderboard", "build", str(board), "--root", str(tmp_path), "--out", str(taken))
+    assert result.exit_code == 2, result.output
+    assert taken.read_text() == "mine"
+
+
+def test_a_damaged_run_row_lists_the_others(stored: str, tmp_path: Path) -> None:
+    path = stored.removeprefix("sqlite:///")
+    with sqlite3.connect(path) as connection:
+        first = connection.execute("select id from run order by created").fetchone()[0]
+        connection.execute("update run set config_json = '{broken' where id = ?", (first,))
+    result = invoke("runs", "list", "--db", stored)
+    assert result.exit_code == 0, result.output
+    assert "damaged" in result.output and "complete" in result.output
+    one_error_line(invoke("runs", "show", first, "--db", stored), first, "damaged")
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "needle"),
+    [("--domain", "x" * 100_000, "domain name of 100,000"), ("--tasks", "t" * 120_000, "task id of 120,000")],
+)
+def test_names_of_a_hundred_thousand_characters_are_refused_at_once(
+    tmp_path: Path, option: str, value: str, needle: str
+) -> None:
+    started = time.monotonic()
+    args = ["eval", "--trials", "1", "--db", sqlite_url(tmp_path / "x.db"), option, value]
+    if option == "--tasks":
+        args += ["--domain", "retail"]
+    one_error_line(invoke(*args), needle)
+    assert time.monotonic() - started < 10
+
+
+def test_ctrl_c_while_the_command_line_loads_is_one_line_and_130(tmp_path: Path) -> None:
+    """Ctrl-C at several moments of the start: once the interpreter has read its site module
+    (before that, no code of castbench's has run), every one ends in one line and status 130."""
+    script = Path(sys.executable).with_name("castbench")
+    command = [
+        str(script),
+        "eval",
+        "--domain",
+        "retail",
+        "--trials",
+        "1",
+        "--db",
+        sqlite_url(tmp_path / "x.db"),
+    ]
+    seen = 0
+    for delay in (0.25, 0.4, 0.6, 0.9, 1.3):
+        process = subprocess.Popen(
+            command,
+            stderr=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+        )
+        time.sleep(delay)
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=60)
+        if b"init_import_site" in err:  # the interpreter's own start, before castbench's code
+            continue
+        seen += 1
+        assert process.returncode == 130, (delay, err)
+        assert b"Traceback" not in err, (delay, err)
+    assert seen, "no Ctrl-C landed after the interpreter started"
