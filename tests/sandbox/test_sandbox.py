@@ -54,7 +54,8 @@ def _unguarded_import(name):
 
 
 def attempt(route, arg):
-    ppid = os.getppid()
+    # castbench's PID as the test knows it: in a PID namespace of its own the agent's parent has none
+    ppid = int(arg) if route in ("proc-cmdline", "proc-environ", "proc-fd", "proc-mem", "signal") else 0
     if route == "task-file":
         return _read(arg)
     if route == "domain-import":
@@ -96,7 +97,8 @@ def attempt(route, arg):
                 held.append(os.readlink(f"/proc/self/fd/{fd}"))
             except FileNotFoundError:
                 pass  # the listing's own descriptor, closed since
-        paths = [p for p in held if p.startswith("/") and not p.startswith(("/proc/", "/dev/"))]
+        # its own output (an in-memory file, no path) is the one file it holds
+        paths = [p for p in held if p.startswith("/") and not p.startswith(("/proc/", "/dev/", "/memfd:"))]
         if paths:
             return paths
         raise PermissionError("no descriptor of a path")
@@ -238,10 +240,10 @@ def _routes(store: Path, tmp: Path, port: int) -> dict[str, tuple[str, str]]:
             _package_file("castbench_retail", "tasks", "test.json"),
         ),
         "the domain package, import guard removed": ("domain-import", "castbench_retail"),
-        "castbench's command line": ("proc-cmdline", ""),
-        "castbench's environment": ("proc-environ", ""),
-        "castbench's open files": ("proc-fd", ""),
-        "castbench's memory": ("proc-mem", ""),
+        "castbench's command line": ("proc-cmdline", str(os.getpid())),
+        "castbench's environment": ("proc-environ", str(os.getpid())),
+        "castbench's open files": ("proc-fd", str(os.getpid())),
+        "castbench's memory": ("proc-mem", str(os.getpid())),
         "the repository through /proc/self/root": ("proc-root", str(REPO / "pyproject.toml")),
         "the results store": ("read", str(store)),
         "the store's folder": ("list", str(store.parent)),
@@ -250,7 +252,7 @@ def _routes(store: Path, tmp: Path, port: int) -> dict[str, tuple[str, str]]:
         "a file outside its scratch folder": ("write", str(tmp / "escaped.txt")),
         "a secret in castbench's environment": ("env", "CASTBENCH_TEST_SECRET"),
         "a loopback port it did not declare": ("connect", str(port)),
-        "a signal to castbench": ("signal", ""),
+        "a signal to castbench": ("signal", str(os.getpid())),
         "the template's prepared descriptors": ("held-paths", ""),
     }
     if find_spec("tau_trait") is not None:
@@ -431,7 +433,7 @@ def test_a_declared_read_reaches_files_but_never_what_is_kept_out(agents: str, m
     task_file = _package_file("castbench_retail", "tasks", "test.json")
     for route, arg in [
         ("task-file", task_file),
-        ("proc-environ", ""),
+        ("proc-environ", str(os.getpid())),
         ("read", str(REPO / "pyproject.toml")),
     ]:
         reply = first_reply(f"{agents}:Greedy?route={route}&arg={arg}")

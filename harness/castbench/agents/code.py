@@ -15,13 +15,13 @@ module reads beside it) is listed in `blind_spots`, which eval prints.
 from __future__ import annotations
 
 import ast
-import importlib.util
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from castbench.agents.open_files import SQLITE_HEADER, open_files
+from castbench.agents.paths import find_top
 
 __all__ = ["AgentCode", "agent_code"]
 
@@ -80,10 +80,7 @@ def _unit(name: str, *, namespace: bool = False) -> tuple[Path, Path] | None:
     None (not found, built in, not a plain file on disk, or a namespace package unless allowed:
     any folder on `sys.path` is one, and a sibling folder of data is no module of the agent's).
     Finding a top-level spec runs none of its code."""
-    try:
-        spec = importlib.util.find_spec(name)
-    except (ImportError, ValueError):
-        return None
+    spec = find_top(name)
     if spec is None:
         return None
     locations = list(spec.submodule_search_locations or [])

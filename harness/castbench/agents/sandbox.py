@@ -80,6 +80,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 from castbench.agents import seccomp
 from castbench.agents.code import agent_code
 from castbench.agents.open_files import SQLITE_HEADER, open_files
+from castbench.agents.paths import AGENT_PATH_ENV, find_top
 from castbench.places import recorded_places, recorded_ports, state_dir
 
 __all__ = [
@@ -214,6 +215,9 @@ def _probe_support() -> SandboxSupport:
         )
     return SandboxSupport(True, mechanism=f"landlock ABI {abi} + {SOCKET_FILTER}", abi=abi)
 
+
+TASKS_FILES_ENV = "CASTBENCH_TASKS_FILES"
+"""Private splits' files (`castbench.domain.private`), several joined by the OS path separator."""
 
 SOCKET_FILTER = "seccomp: TCP only"
 """How the mechanism names the socket filter (`castbench.agents.seccomp`): UDP, raw and unix
@@ -398,6 +402,19 @@ def _package_paths(name: str) -> list[str]:
     return []
 
 
+def _agent_paths(name: str) -> list[str]:
+    """Where the agent's top-level module lies on its workers' path (every portion of a namespace
+    package: each is checked for castbench's data before it is granted)."""
+    spec = find_top(name)
+    if spec is None:
+        return []
+    if spec.submodule_search_locations:
+        return [os.path.realpath(p) for p in spec.submodule_search_locations]
+    if spec.origin and os.path.isabs(spec.origin):
+        return [os.path.realpath(spec.origin)]
+    return []
+
+
 def _group_packages(group: str) -> set[str]:
     return {ep.module.partition(".")[0] for ep in entry_points(group=group)}
 
@@ -557,8 +574,14 @@ def _configured() -> set[str]:
     an agent's, whatever its package is called."""
     found = set()
     for name, value in os.environ.items():
-        if name.startswith("CASTBENCH_") and os.path.isabs(value.strip()) and os.path.exists(value.strip()):
-            found.add(os.path.realpath(value.strip()))
+        if not name.startswith("CASTBENCH_") or name == AGENT_PATH_ENV:
+            continue
+        for part in value.split(os.pathsep):  # CASTBENCH_TASKS_FILES holds several
+            part = part.strip()
+            if os.path.isabs(part) and os.path.exists(part):
+                found.add(os.path.realpath(part))
+                if name == TASKS_FILES_ENV:  # the folder where a publisher keeps its splits
+                    found.add(os.path.dirname(os.path.realpath(part)))
     return found
 
 
@@ -610,7 +633,7 @@ def _plan(
     for name in (*_ETC, *(_DNS_ETC if 53 in needs.udp else ())):
         grants.grant(os.path.join("/etc", name), READ, beyond=protected)
     grants.add("/etc", LIST)
-    agent = _package_paths(target.partition(":")[0].partition(".")[0])
+    agent = _agent_paths(target.partition(":")[0].partition(".")[0])
     agent += [os.path.realpath(unit) for unit in agent_code(target.partition(":")[0], "agent").units[1:]]
     for path in agent:  # its package, and the modules beside it that its code imports
         _refuse_results_inside(path, target)
@@ -642,7 +665,8 @@ def _refuse_results_inside(path: str, target: str) -> None:
     """The agent's package folder (or a module of it) must hold no castbench results: the folder
     is granted whole, so a package that is an exports folder (a namespace package called
     `results`) would read them. Checked by content, whatever the folder is called."""
-    found, _ = results_inside(path, SCAN_LIMIT)
+    checkout = _checkout()  # castbench's own, editable: its test suite holds tasks (carved out as ever)
+    found, _ = results_inside(path, SCAN_LIMIT, tasks=not (checkout and _under(path, checkout)))
     if found is None:
         raise AgentPackageError(
             f"the agent '{target}': its package {path} holds more than {SCAN_LIMIT} entries, too many "
@@ -650,7 +674,7 @@ def _refuse_results_inside(path: str, target: str) -> None:
         )
     if found:
         raise AgentPackageError(
-            f"the agent '{target}': its package {path} holds castbench results ({found[0]}"
+            f"the agent '{target}': its package {path} holds castbench results or task data ({found[0]}"
             f"{f' and {len(found) - 1} more' if len(found) > 1 else ''}); castbench does not grant "
             "it: move the agent's code to a folder of its own"
         )
@@ -716,7 +740,7 @@ class _Declared:
                 self._partial(path)
 
 
-def results_inside(path: str, limit: int) -> tuple[list[str] | None, int]:
+def results_inside(path: str, limit: int, tasks: bool = True) -> tuple[list[str] | None, int]:
     """The castbench stores and exports at or below `path`, recognised by their content (a
     SQLite file holding castbench's `run` and `trial` tables, a gzip file of castbench's export
     format), whatever they are called (None when more than `limit` entries lie below), and how
@@ -736,7 +760,7 @@ def results_inside(path: str, limit: int) -> tuple[list[str] | None, int]:
             if os.path.isdir(current):
                 with os.scandir(current) as entries:
                     stack.extend(entry.path for entry in entries)
-            elif is_results_file(current, opened):
+            elif is_results_file(current, opened, tasks):
                 found.append(current)
         except OSError:
             continue
@@ -746,10 +770,13 @@ def results_inside(path: str, limit: int) -> tuple[list[str] | None, int]:
 _GZIP = b"\x1f\x8b"
 
 
-def is_results_file(path: str, opened: dict[tuple[int, int], bool] | None = None) -> bool:
-    """A castbench results store or export, by its content. Opens nothing castbench has open
-    (`opened`: their identities, and whether each is a SQLite file): closing a descriptor of a
-    live store would drop its SQLite locks (`castbench.agents.open_files`)."""
+def is_results_file(path: str, opened: dict[tuple[int, int], bool] | None = None, tasks: bool = True) -> bool:
+    """A castbench results store or export, or (`tasks`) task data: a file with the marks of
+    tasks and their ground truth (a split's file, a private split, τ's task modules, compressed
+    or not) or a copy of a file of the domain packages and their data packages, by its content,
+    whatever it is called. Opens nothing castbench has open (`opened`: their identities, and
+    whether each is a SQLite file): closing a descriptor of a live store would drop its SQLite
+    locks (`castbench.agents.open_files`)."""
     opened = _open_sqlite() if opened is None else opened
     try:
         status = os.stat(path)
@@ -768,10 +795,90 @@ def is_results_file(path: str, opened: dict[tuple[int, int], bool] | None = None
                 return castbench or b"CREATE TABLE" not in schema  # a schema it cannot see: kept out
             if head.startswith(_GZIP):
                 handle.seek(0)
-                text = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(handle.read(4096), 256)
-                return b'"format":"castbench-run"' in text.replace(b" ", b"")
+                text = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(handle.read(1 << 16), 1 << 16)
+                compact = text.replace(b" ", b"")
+                return b'"format":"castbench-run"' in compact or (tasks and _is_task_data(compact))
+            if not tasks:
+                return False
+            handle.seek(0)
+            if _is_task_data(handle.read(_TASK_BYTES).replace(b" ", b"")):
+                return True
+        return _is_protected_copy(path, status.st_size)
     except (OSError, zlib.error):
         return False
+
+
+_TASK_BYTES = 1 << 16
+"""How much of a file is read for the marks of task data."""
+
+_TASK_MARKS = (
+    (b'"format":"castbench-private-split',),  # a private split
+    (b'"scenario":', b'"outcome":', b'"family":'),  # castbench's tasks (a split's file, a copy)
+    (b'"expected_state":',),
+    (b"user_id=", b"actions=[", b"instruction="),  # tau-bench tasks, as their packages write them
+    (b'"user_id":', b'"actions":', b'"instruction":'),  # the same as JSON
+)
+
+
+def _is_task_data(compact: bytes) -> bool:
+    """Marks of tasks with their ground truth in a file's first bytes (spaces removed)."""
+    return any(all(mark in compact for mark in marks) for marks in _TASK_MARKS)
+
+
+_COPY_MIN = 256
+"""Files of the protected packages smaller than this are not looked for (an empty `__init__.py`,
+a two-line module: copying them gives nothing away)."""
+
+
+@cache
+def _protected_sizes() -> dict[int, list[str]]:
+    """The files of the domain packages, the packages they read data from and the private splits
+    named in `CASTBENCH_TASKS_FILES`, by size: a file of the same size and content anywhere an
+    agent would be granted is a copy of castbench's data (task files, pack data, ground truth)."""
+    roots = {path for name in protected_packages() for path in _package_paths(name)}
+    roots.update(
+        part
+        for part in os.environ.get(TASKS_FILES_ENV, "").split(os.pathsep)
+        if part.strip() and os.path.isabs(part)
+    )
+    sizes: dict[int, list[str]] = {}
+    for root in sorted(roots):
+        for folder, dirs, files in os.walk(root) if os.path.isdir(root) else [("", [], [root])]:
+            dirs[:] = [d for d in dirs if d != "__pycache__"]
+            for name in files:
+                path = os.path.join(folder, name)
+                try:
+                    size = os.stat(path).st_size
+                except OSError:
+                    continue
+                if size >= _COPY_MIN:
+                    sizes.setdefault(size, []).append(path)
+    return sizes
+
+
+@lru_cache(maxsize=4096)
+def _digest(path: str, size: int, mtime: int) -> bytes:
+    import hashlib
+
+    with open(path, "rb") as handle:
+        return hashlib.sha256(handle.read()).digest()
+
+
+def _is_protected_copy(path: str, size: int) -> bool:
+    same = _protected_sizes().get(size)
+    if not same:
+        return False
+    try:
+        own = _digest(path, size, os.stat(path).st_mtime_ns)
+    except OSError:
+        return False
+    for other in same:
+        with suppress(OSError):
+            if (
+                os.path.realpath(other) != os.path.realpath(path)
+                and _digest(other, size, os.stat(other).st_mtime_ns) == own
+            ):
+                return True
     return False
 
 
@@ -912,6 +1019,14 @@ def _add_path_rule(ruleset: int, path: str, rights: int) -> None:
         os.close(fd)
 
 
+def _host_pid() -> int:
+    """This process's PID in `/proc`'s namespace (in a PID namespace of its own it is 1 to itself)."""
+    try:
+        return int(os.readlink("/proc/self"))
+    except (OSError, ValueError):
+        return os.getpid()
+
+
 def _threads() -> int:
     try:
         return len(os.listdir("/proc/self/task"))
@@ -944,7 +1059,7 @@ def _restrict(prepared: Prepared, scratch_dir: str) -> None:
             for path, rights in prepared.by_path:
                 _add_path_rule(ruleset, path, rights)
             _add_path_rule(ruleset, scratch_dir, _fs_rights(abi))
-            _add_path_rule(ruleset, f"/proc/{os.getpid()}", READ)
+            _add_path_rule(ruleset, f"/proc/{_host_pid()}", READ)  # its own, as /proc names it
             if _libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
                 raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
             _syscall(_RESTRICT_SELF, ctypes.c_int(ruleset), ctypes.c_uint32(0))

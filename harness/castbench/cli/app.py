@@ -261,7 +261,23 @@ def _wide_when_piped() -> None:
         os.environ["COLUMNS"] = str(PIPED_COLUMNS)
 
 
+def _refuse_outside_code() -> None:
+    """castbench's process never runs agent code (issue 56): refuse to start when code from
+    outside castbench's installation could have run at its start-up (exit 5), unless the operator
+    turned the sandbox off (the run is then recorded as unsandboxed)."""
+    from castbench.agents.startup import EXIT_CODE, outside_code
+
+    if os.environ.get("CASTBENCH_SANDBOX", "").strip().lower() in ("off", "0", "false", "no"):
+        return
+    found = outside_code()
+    if found:
+        more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+        sys.stderr.write(f"error: {found[0]}{more}; castbench did not start (docs/sandbox.md)\n")
+        raise SystemExit(EXIT_CODE)
+
+
 def main() -> None:
+    _refuse_outside_code()
     _wide_when_piped()
     sys.stdout = _PipeSafeStdout(sys.stdout)  # type: ignore[assignment]
     if signal.getsignal(signal.SIGINT) is _interrupted_at_start:

@@ -82,6 +82,11 @@ def isolation_problems(baseline: RunSummary, candidate: RunSummary) -> list[str]
                 f"the {label} retried {retried} trial(s) after infrastructure errors that its "
                 f"{', '.join(roles)} could have raised"
             )
+        lost = sum(report.lost_trials for report in summary.domains.values())
+        if lost:  # a killed castbench re-rolls a trial as surely as a faked error does
+            problems.append(
+                f"the {label} played {lost} trial(s) again after castbench's process was lost during them"
+            )
     return problems
 
 

@@ -24,6 +24,7 @@ from castbench.records.provenance import AgentPlacement, Provenance, placement_p
 from castbench.report import DomainReport, RunSummary, summarize_run
 from castbench.report.counterfactual import run_agents
 from castbench.runner.counterfactual import NotBranchable, branch_run
+from castbench.runner.journal import is_lost
 from castbench.store.export import ExportedRun
 
 __all__ = ["BoardRow", "Cell", "eligibility_problems", "entry_row", "rank_rows"]
@@ -191,12 +192,21 @@ def _retry_problems(exported: ExportedRun) -> list[str]:
     trial is not an independent one."""
     roles = provenance(exported.config, exported.meta).could_fake_infrastructure
     retried = sum(1 for record in exported.trials if record.attempts > 1)
-    if not retried or not roles:
-        return []
-    return [
-        f"{retried} trial(s) retried after infrastructure errors that its {', '.join(roles)} could "
-        "have raised; a re-rolled trial is not an independent one"
-    ]
+    lost = sum(1 for record in exported.trials if any(is_lost(reason) for reason in record.retried_for))
+    problems = []
+    if lost:  # castbench killed mid-trial: a re-roll, whoever caused it
+        problems.append(
+            f"{lost} trial(s) played again after castbench's process was lost during them; a "
+            "re-rolled trial is not an independent one"
+        )
+    if retried and roles:
+        problems.append(
+            f"{retried} trial(s) retried after infrastructure errors that its {', '.join(roles)} could "
+            "have raised; a re-rolled trial is not an independent one"
+        )
+    return problems
+
+
 def _declaration_problems(spec: BoardSpec, agents: dict[Role, AgentPlacement]) -> list[str]:
     """What sandboxed agents declared beyond the board's allow-lists, and declarations that
     opened a resource whole (unless the board allows unsandboxed rows)."""

@@ -29,6 +29,7 @@ from castbench.report.critic_report import CriticReport, critic_report, paired_e
 from castbench.report.floors import ReferenceFloors
 from castbench.report.outputs import OutputCounts, output_counts
 from castbench.report.reply_judge import ReplyJudgeAgreement, reply_judge_agreement
+from castbench.runner.journal import is_lost
 
 __all__ = [
     "RUN_SUMMARY",
@@ -57,6 +58,9 @@ class DomainReport(ReliabilitySummary):
     """Trials not scored (infrastructure or harness errors after retries)."""
     retried_trials: int = 0
     """Trials that needed more than one attempt because of infrastructure errors."""
+    lost_trials: int = 0
+    """Trials a castbench process started and never stored (killed, lost): played again on
+    resume, each lost try counted as an attempt (`castbench.runner.journal`)."""
     timed_out_trials: int = 0
     """Trials an agent ran past the step or trial time limit (scored 0)."""
     steps_mean: float = 0.0
@@ -208,6 +212,7 @@ def _report(
         pass_hat_conservative=summarize_counts(conservative, seed=seed).pass_hat if unscored else None,
         errored_trials=sum(r.status == "error" for r in records),
         retried_trials=sum(r.attempts > 1 for r in records),
+        lost_trials=sum(any(is_lost(reason) for reason in r.retried_for) for r in records),
         timed_out_trials=sum(r.end_reason == "timeout" for r in records),
         steps_mean=sum(len(r.steps) for r in scored_records) / max(1, len(scored_records)),
         usage=usage,

@@ -8,7 +8,7 @@ hashes the database every trial: that is where most of its harness time goes).
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 
@@ -29,6 +29,7 @@ from castbench.runner.deadline import Cancelled, Halt, TimeLimits
 from castbench.runner.execution import plan_execution
 from castbench.runner.executors import Executor
 from castbench.runner.executors.local import LocalExecutor, second_interrupt_exits
+from castbench.runner.journal import Journal
 from castbench.runner.plan import TrialJob, plan_trials, planned_trials
 from castbench.runner.rollout import AgentSet
 from castbench.runner.shared import SharedPlan
@@ -126,6 +127,7 @@ def run_eval(
     run_id, resumed = store.open_run(config, meta, fresh=fresh)
     done = store.scored_keys(run_id) if resumed else set()
     already = min(len(done), total)
+    journal = Journal(store.url, run_id)  # trials started and never stored count on resume
     todo = (job for job in plan_trials(config) if _key(job) not in done)  # lazy: 10^6 trials stay cheap
     if on_start is not None:
         on_start(already, total)
@@ -141,7 +143,17 @@ def run_eval(
 
     active: list[Generator[TrialRecord, None, None]] = []
 
-    commits = None if plan.shared else Commits(store, run_id, _unwritable, on_stored)
+    def journaled(jobs: Iterable[TrialJob]) -> Iterator[TrialJob]:
+        for job in jobs:
+            journal.started(_key(job))
+            yield job
+
+    def kept_record(record: TrialRecord) -> None:
+        journal.stored(record)
+        if on_stored is not None:
+            on_stored(record)
+
+    commits = None if plan.shared else Commits(store, run_id, _unwritable, kept_record)
 
     def keep(
         results: Generator[TrialRecord, None, None], stored: Callable[[TrialRecord], None] | None
@@ -149,12 +161,13 @@ def run_eval(
         nonlocal ran, spent
         active[:] = [results]
         for record in results:
+            record = journal.charge(record)
             if commits is not None:
                 commits.add(record)
             else:
                 kept = _store(store, run_id, record)
-                if kept is not None and on_stored is not None:
-                    on_stored(kept)
+                if kept is not None:
+                    kept_record(kept)
             if stored is not None:
                 stored(record)
             ran += 1
@@ -170,7 +183,9 @@ def run_eval(
                 with SharedPlan(store, run_id, list(todo), _key, lease_s) as leases:
                     while True:
                         keep(
-                            executor.results(leases.claimed(), work, plan.concurrency, stop_starting, halt),
+                            executor.results(
+                                journaled(leases.claimed()), work, plan.concurrency, stop_starting, halt
+                            ),
                             leases.finish,
                         )
                         unfinished = not leases.settled()
@@ -178,7 +193,7 @@ def run_eval(
                             break
                         leases.wait()
             else:
-                keep(executor.results(todo, work, plan.concurrency, stop_starting, halt), None)
+                keep(executor.results(journaled(todo), work, plan.concurrency, stop_starting, halt), None)
                 unfinished = ran < total - already
             if commits is not None:
                 commits.close()
@@ -188,18 +203,26 @@ def run_eval(
             for results in active:
                 results.close()
             _close_quietly(commits)  # the trials finished so far are stored
+            journal.abandon()  # castbench stopped them itself: replayed, not charged
+            journal.close()
             store.set_status(run_id, "interrupted")
         raise RunInterrupted(run_id, already + ran, total) from None
     except FatalInfrastructureError as exc:
         _close_quietly(commits)
         if isinstance(exc.stopped, TrialRecord):  # on the record: a re-run's retry shows as one
-            _store(store, run_id, exc.stopped)
+            stopped_record = _store(store, run_id, journal.charge(exc.stopped))
+            if stopped_record is not None:
+                journal.stored(stopped_record)
+        journal.abandon()
+        journal.close()
         store.set_status(run_id, "failed")
         raise
     except BaseException:
         _close_quietly(commits)
         store.set_status(run_id, "failed")
         raise
+    journal.abandon()  # a cost limit or a broken agent stopped the rest: castbench's decision
+    journal.close()
     stopped = None
     if unfinished:
         not_run = total - already - ran

@@ -127,7 +127,9 @@ def test_the_model_judge_reasks_a_bounded_number_of_times_then_says_unreadable()
 def test_the_judge_prompt_holds_the_checks_the_replies_and_the_records_only() -> None:
     prompt = render(_checks(), ["Your total is $99.25."], ['{"order_id": "#W1"}'])
     assert prompt.startswith("Checks:\n1. The agent's replies tell the user '99.25'")
-    assert "[reply 1] Your total is $99.25." in prompt and '[result 1] {"order_id": "#W1"}' in prompt
+    assert (
+        '[reply 1] "Your total is $99.25."' in prompt and '[result 1] "{\\"order_id\\": \\"#W1\\"}"' in prompt
+    )
 
 
 def test_a_judge_server_error_is_fatal_infrastructure_not_a_verdict() -> None:

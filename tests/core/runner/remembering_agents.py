@@ -199,7 +199,11 @@ class DaemonPolicy:
         if os.fork() == 0:
             os.setsid()
             if os.fork() == 0:
-                os.write(write_end, str(os.getpid()).encode())
+                try:  # its PID as the machine names it (in the trial's PID namespace it has another)
+                    pid = os.readlink("/proc/self")
+                except OSError:
+                    pid = str(os.getpid())
+                os.write(write_end, pid.encode())
                 while True:
                     time.sleep(60)
             os._exit(0)

@@ -36,7 +36,7 @@ from contextlib import suppress
 from multiprocessing.connection import Connection
 from typing import Any
 
-from castbench.agents import sandbox
+from castbench.agents import confine, sandbox
 from castbench.agents.precompiled import Precompiled
 from castbench.agents.protocols import UserReply, output_problem
 from castbench.agents.spec import AgentSpecError, import_target, protocol_problem
@@ -175,28 +175,14 @@ def _load(hello: dict[str, Any], compiled: Precompiled) -> tuple[Any, dict[str, 
 
 
 class _Trial:
-    """One trial's processes, seen from the template: the first it forked, its output pipe and
-    its scratch folder."""
+    """One trial's processes, seen from the template: the first it forked, the file its output
+    goes to and its scratch folder. The template never reads the output (castbench does): a
+    process that never held a trial's data forks the next one (issue 56)."""
 
     def __init__(self, pid: int, output: int, scratch: str, ours: socket.socket) -> None:
         self.pid, self.output, self.scratch = pid, output, scratch
         self.socket: socket.socket | None = ours
         """castbench's end of the trial's socket, until it is handed over."""
-        self.kept = bytearray()
-        self.dropped = 0
-
-    def read_output(self) -> bool:
-        """Take what the agent wrote so far (up to `OUTPUT_CAP` kept); False at end of file."""
-        while True:
-            try:
-                chunk = os.read(self.output, 65536)
-            except BlockingIOError:
-                return True
-            if not chunk:
-                return False
-            room = max(0, OUTPUT_CAP - len(self.kept))
-            self.kept += chunk[:room]
-            self.dropped += len(chunk) - min(room, len(chunk))
 
 
 def _children() -> list[int]:
@@ -215,28 +201,54 @@ def _children() -> list[int]:
         return found
 
 
-def _reap_everything(first: int) -> tuple[int, str]:
+def _descendants(pid: int) -> list[int]:
+    """The processes below `pid` still running (its PID namespace's, when it has one)."""
+    found, pending = [], [pid]
+    while pending:
+        current = pending.pop()
+        try:
+            tasks = os.listdir(f"/proc/{current}/task")
+        except OSError:
+            continue
+        for task in tasks:
+            with suppress(OSError, ValueError), open(f"/proc/{current}/task/{task}/children") as listing:
+                children = [int(child) for child in listing.read().split()]
+                found += [child for child in children if _running(child)]
+                pending += children
+    return found
+
+
+def _reap_everything(first: int, cpu_limit: int = 0) -> tuple[int, str]:
     """Kill and reap every process below the template, however it left its parent (a double
     fork, `setsid`): the template is their subreaper, so orphans come back to it, and a killed
     parent's children are already reparented when its zombie is reaped. The number killed
-    besides `first` (the trial's process) and how `first` ended."""
-    ended = ""
+    besides `first` (the trial's process) and how `first` ended: with `CPU time limit` when it
+    had spent `cpu_limit` seconds (the kernel's kill at the limit and castbench's at the trial's
+    end look alike otherwise)."""
+    ended, cpu = "", 0.0
     with suppress(ChildProcessError):
-        pid, status = os.waitpid(first, os.WNOHANG)
+        pid, status, usage = os.wait4(first, os.WNOHANG)
         if pid:  # it had exited on its own
-            ended = _status(status)
+            ended, cpu = _status(status), usage.ru_utime + usage.ru_stime
+    inside = set(_descendants(first)) if not ended else set()  # in its namespace: killed with it
     with suppress(ProcessLookupError, PermissionError):
         os.killpg(first, signal.SIGKILL)  # its process group, at once
-    killed: set[int] = set()
+    killed: set[int] = set(inside)
     while True:
         children = _children()
         if not children:
             try:
-                if os.waitpid(-1, os.WNOHANG)[0] == 0:
+                pid, status, usage = os.wait4(-1, os.WNOHANG)
+                if pid == 0:
                     time.sleep(0.0005)  # one is exiting and not yet listed
+                elif pid == first:
+                    cpu = max(cpu, usage.ru_utime + usage.ru_stime)
                 continue
             except ChildProcessError:
-                return len(killed - {first}), ended or "killed at the trial's end"
+                said = ended or "killed at the trial's end"
+                if cpu_limit and cpu >= cpu_limit:
+                    said = f"{said}: CPU time limit of {cpu_limit} s passed"
+                return len(killed - {first}), said
         for pid in children:
             if _running(pid):
                 killed.add(pid)
@@ -244,7 +256,9 @@ def _reap_everything(first: int) -> tuple[int, str]:
                 os.kill(pid, signal.SIGKILL)
         for pid in children:
             with suppress(ChildProcessError):
-                _, status = os.waitpid(pid, 0)
+                _, status, usage = os.wait4(pid, 0)
+                if pid == first:
+                    cpu = max(cpu, usage.ru_utime + usage.ru_stime)
                 if (
                     pid == first
                     and not ended
@@ -264,7 +278,7 @@ def _running(pid: int) -> bool:
 
 def _status(status: int) -> str:
     if os.WIFSIGNALED(status):
-        return f"signal {os.WTERMSIG(status)}"
+        return f"signal {confine.signal_name(os.WTERMSIG(status))}"
     return f"code {os.waitstatus_to_exitcode(status)}"
 
 
@@ -272,6 +286,18 @@ def _discard(scratch: str) -> None:
     """Remove a finished trial's scratch folder (its processes are all gone)."""
     if scratch:
         sandbox.remove_scratch(scratch)
+
+
+def _output_file() -> int:
+    """Where a trial's stdout and stderr go: a file in memory (no path anywhere), handed to
+    castbench with the trial's socket and read there, never by this process, which forks the
+    next trial (its memory must never have held a trial's data). `RLIMIT_FSIZE` bounds it."""
+    if hasattr(os, "memfd_create"):
+        return os.memfd_create("castbench-trial-output", os.MFD_CLOEXEC)
+    handle = tempfile.TemporaryFile()  # noqa: SIM115 (elsewhere: an unnamed temporary file)
+    fd = os.dup(handle.fileno())
+    handle.close()
+    return fd
 
 
 def _prctl(option: int, value: int) -> None:
@@ -301,6 +327,10 @@ class _Template:
         sandboxed = hello.get("sandbox")
         plan = None if sandboxed is None else sandbox.Plan.model_validate(sandboxed["plan"])
         self.plan = None if plan is None else sandbox.Prepared(plan)
+        self.limits = confine.TrialLimits(**hello.get("limits", {}))
+        self.pidns = confine.own_pid_namespace() if hello.get("pidns") else None
+        """This process's own PID namespace, to come back to after forking a trial into a new one."""
+        self.forked = 0
         sys.path[:] = hello["sys_path"]  # as the trials' processes find the agent
         self.compiled = Precompiled.for_agent(hello["target"], hello["role"], hello["domain_packages"])
         """The sandbox's rules made ready once (paths opened, rules packed): a trial's process
@@ -336,9 +366,11 @@ class _Template:
             self._fork()
         assert self.trial is not None and self.trial.socket is not None
         self.control.send_bytes(encode({"started": self.trial.pid}))
-        socket.send_fds(self.control_socket, [b"T"], [self.trial.socket.fileno()])
+        socket.send_fds(self.control_socket, [b"T"], [self.trial.socket.fileno(), self.trial.output])
         self.trial.socket.close()
         self.trial.socket = None
+        os.close(self.trial.output)  # castbench reads it, never this process
+        self.trial.output = -1
 
     def _wait(self, connection: Connection, limit: float | None = None) -> dict[str, Any] | None:
         """The next message on `connection`, taking the trial's output meanwhile; None when it
@@ -346,20 +378,12 @@ class _Template:
         deadline = None if limit is None else time.monotonic() + limit
         with selectors.DefaultSelector() as selector:
             selector.register(connection.fileno(), selectors.EVENT_READ, "message")
-            trial = self.trial
-            if trial is not None:
-                selector.register(trial.output, selectors.EVENT_READ, "output")
             while True:
                 if os.getppid() != self.parent:
                     return None
                 if deadline is not None and time.monotonic() > deadline:
                     return None
-                for key, _ in selector.select(1.0):
-                    if key.data == "output":
-                        assert trial is not None
-                        if not trial.read_output():
-                            selector.unregister(trial.output)
-                        continue
+                for _ in selector.select(1.0):
                     try:
                         return decode(connection.recv_bytes())
                     except (EOFError, OSError, ValueError):
@@ -369,11 +393,17 @@ class _Template:
         """Start a trial's process: it enters its sandbox and imports the agent, then waits for
         castbench on its socket (`_Trial.socket`, castbench's end, until handed over)."""
         scratch = tempfile.mkdtemp(prefix="trial-", dir=self.folder)
+        write_end = _output_file()
         ours, theirs = socket.socketpair()
-        read_end, write_end = os.pipe()
         sys.stdout.flush()
         sys.stderr.flush()
-        pid = os.fork()
+        if self.pidns is not None:
+            confine.unshare_pid()  # the child is PID 1 of a namespace of its own
+        try:
+            pid = os.fork()
+        finally:
+            if self.pidns is not None and os.getpid() == self.pid:
+                confine.restore_pid(self.pidns)
         if pid == 0:
             try:
                 _trial_process(self, theirs.fileno(), write_end, scratch)
@@ -383,28 +413,20 @@ class _Template:
                     sys.stderr.flush()
                 os._exit(0)
         theirs.close()
-        os.close(write_end)
-        os.set_blocking(read_end, False)
-        self.trial = _Trial(pid, read_end, scratch, ours)
+        self.trial = _Trial(pid, write_end, scratch, ours)
 
     def _end(self) -> tuple[dict[str, Any], str]:
         """End the trial: kill and reap all its processes; what it wrote, and its scratch folder
         (for the caller to remove: after answering castbench)."""
         trial, self.trial = self.trial, None
         if trial is None:
-            return {"output": "", "dropped": 0, "stray": 0, "ended": ""}, ""
+            return {"stray": 0, "ended": ""}, ""
         if trial.socket is not None:
             trial.socket.close()
-        stray, ended = _reap_everything(trial.pid)
-        while trial.read_output():  # every writer is dead: the rest, then end of file
-            pass
-        os.close(trial.output)
-        return {
-            "output": trial.kept.decode(errors="replace"),
-            "dropped": trial.dropped,
-            "stray": stray,
-            "ended": ended,
-        }, trial.scratch
+        if trial.output >= 0:
+            os.close(trial.output)
+        stray, ended = _reap_everything(trial.pid, self.limits.cpu)
+        return {"stray": stray, "ended": ended}, trial.scratch
 
     def _probe(self) -> dict[str, Any]:
         """Import the agent once, in a trial's process, and say what it is (or why it cannot be
@@ -432,8 +454,9 @@ def _trial_process(template: _Template, fd: int, output: int, scratch: str) -> N
     whether the sandbox was entered (castbench's own code, before any of the agent's ran)."""
     os.setpgid(0, 0)
     _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)  # the template is single-threaded: its death ends us
-    if os.getppid() != template.pid:
-        return
+    if template.pidns is None and os.getppid() != template.pid:
+        return  # (in a namespace of its own its parent has no PID: 0)
+    sys.argv[:] = [sys.argv[0]]  # castbench's PID and the control descriptor: not the agent's
     hello, plan = template.hello, template.plan
     os.dup2(output, 1)
     os.dup2(output, 2)
@@ -443,7 +466,13 @@ def _trial_process(template: _Template, fd: int, output: int, scratch: str) -> N
     tempfile.tempdir = None
     os.environ["TMPDIR"] = scratch
     refused = None
-    if plan is not None:
+    try:
+        confine.apply_limits(template.limits)
+        if hello.get("user"):
+            confine.become_trial_user(confine.host_pid())
+    except OSError as exc:
+        refused = {"error": f"the trial's process could not be confined: {exc}", "kind": "fatal"}
+    if plan is not None and refused is None:
         source = dict(os.environ)  # the template's: the sandbox's environment already
         os.environ.clear()
         os.environ.update(sandbox.environment(plan.plan.env, scratch, source))
@@ -472,6 +501,11 @@ def _trial_process(template: _Template, fd: int, output: int, scratch: str) -> N
             data = encode(_failure(hello["role"], exc))
         connection.send_bytes(data)
         if message.get("op") == "close":
+            if template.pidns is not None:  # PID 1 of its namespace: its end would end what the
+                sys.stdout.flush()  # agent left running before the template counts it: wait
+                sys.stderr.flush()  # for the template's kill instead
+                while True:
+                    signal.pause()
             return
 
 

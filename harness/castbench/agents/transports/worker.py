@@ -15,6 +15,7 @@ raises anything at all ends the trial as the agent's failure (`AgentError`).
 from __future__ import annotations
 
 import atexit
+import dataclasses
 import os
 import socket
 import subprocess
@@ -30,11 +31,12 @@ from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 
-from castbench.agents import sandbox
+from castbench.agents import confine, sandbox
+from castbench.agents.paths import search_path
 from castbench.agents.protocols import UserReply
 from castbench.agents.sandbox import SandboxNeeds
 from castbench.agents.spec import AgentSpec, AgentSpecError
-from castbench.agents.transports.serve import STARTUP_S
+from castbench.agents.transports.serve import OUTPUT_CAP, STARTUP_S
 from castbench.agents.transports.wire import (
     ACTION,
     EVENTS,
@@ -50,7 +52,7 @@ from castbench.conversation import Action, Event, Usage, Verdict
 from castbench.domain import ToolCall
 from castbench.errors import AgentError, AgentTimeout, FatalInfrastructureError
 
-__all__ = ["AgentOutput", "Probe", "WorkerTransport", "probe", "shutdown_workers"]
+__all__ = ["AgentOutput", "Probe", "WorkerTransport", "probe", "remove_stale_scratch", "shutdown_workers"]
 
 SERVE = "castbench.agents.transports.serve"
 """The worker's module: `python -m SERVE FD PID`."""
@@ -81,16 +83,73 @@ class AgentOutput(BaseModel):
         return "\n".join([self.text.rstrip("\n"), *notes]).strip("\n")
 
 
+def _read_output(fd: int) -> tuple[str, int]:
+    """The first `OUTPUT_CAP` bytes of a trial's output file (every writer is dead by now) and
+    how many more it held. castbench reads it, never the template (which forks the next trial)."""
+    if fd < 0:
+        return "", 0
+    try:
+        kept = os.pread(fd, OUTPUT_CAP, 0)
+        size = os.fstat(fd).st_size
+    except OSError:
+        return "", 0
+    return kept.decode(errors="replace"), max(0, size - len(kept))
+
+
 _ROOT: list[str] = []
 _ROOT_LOCK = threading.Lock()
 
 
+_PREFIX = "castbench-agents-"
+_OWNER = ".castbench-owner"
+"""In each scratch root: `PID START` of the castbench process that made it (its start time in
+clock ticks, `/proc/PID/stat`'s 22nd field, so a reused PID is not taken for its owner)."""
+
+
+def _started(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rpartition(")")[2].split()[19]
+    except (OSError, IndexError):
+        return ""
+
+
+def remove_stale_scratch() -> list[str]:
+    """Remove the scratch roots of castbench processes that are gone (killed: their `atexit` never
+    ran), and with them every trial folder they held; what was removed. A folder with no owner
+    on record is not castbench's: left alone."""
+    removed: list[str] = []
+    base = tempfile.gettempdir()
+    try:
+        names = [name for name in os.listdir(base) if name.startswith(_PREFIX)]
+    except OSError:
+        return removed
+    for name in names:
+        folder = os.path.join(base, name)
+        try:
+            with open(os.path.join(folder, _OWNER)) as handle:
+                pid_text, _, start = handle.read().strip().partition(" ")
+            pid = int(pid_text)
+        except (OSError, ValueError):
+            continue
+        if pid == os.getpid() or (start and _started(pid) == start):
+            continue  # its owner still runs
+        sandbox.remove_scratch(folder)
+        removed.append(folder)
+    return removed
+
+
 def _scratch_root() -> str:
     """One folder per castbench process holding every worker's trial folders, kept out of every
-    worker's sandbox (a trial's own folder is granted to it alone, by the sandbox's entry)."""
+    worker's sandbox (a trial's own folder is granted to it alone, by the sandbox's entry). The
+    first call removes what killed castbench processes left (`remove_stale_scratch`)."""
     with _ROOT_LOCK:
         if not _ROOT:
-            _ROOT.append(tempfile.mkdtemp(prefix="castbench-agents-"))
+            remove_stale_scratch()
+            root = tempfile.mkdtemp(prefix=_PREFIX)
+            with open(os.path.join(root, _OWNER), "w") as owner:
+                owner.write(f"{os.getpid()} {_started(os.getpid())}")
+            _ROOT.append(root)
             sandbox.keep_out(_ROOT[0])
             atexit.register(sandbox.remove_scratch, _ROOT[0])
         return _ROOT[0]
@@ -127,10 +186,13 @@ class _Worker:
         hello = {
             "role": role,
             "target": target,
-            "sys_path": [os.path.abspath(entry) for entry in sys.path],  # its cwd is not ours
+            "sys_path": search_path(),  # the agent folders, then castbench's own path
             "domain_packages": sandbox.protected_packages(),
             "folder": self.folder,
             "sandbox": None if plan is None else {"plan": plan.model_dump()},
+            "limits": dataclasses.asdict(confine.limits_from_env()),
+            "pidns": plan is not None and confine.can_unshare_pid(),
+            "user": plan is not None,
         }
         self.connection.send_bytes(encode(hello))
         self.loaded = self._control(None, "its start", STARTUP_S, send=False)
@@ -163,17 +225,20 @@ class _Worker:
         with self._lock:
             self._control({"op": "trial"}, "a trial's start", STARTUP_S)
             try:
-                _, fds, _, _ = socket.recv_fds(self.control_socket, 1, 1)
+                _, fds, _, _ = socket.recv_fds(self.control_socket, 1, 2)
             except OSError as exc:
                 self.kill()
                 raise AgentError(f"{self.role} worker process did not start a trial: {exc!r}") from exc
-        if len(fds) != 1:
+        if len(fds) != 2:
+            for fd in fds:
+                os.close(fd)
             self.kill()
             raise AgentError(f"{self.role} worker process did not start a trial")
-        trial = _TrialProcess(self, Connection(fds[0]))
+        trial = _TrialProcess(self, Connection(fds[0]), fds[1])
         entered = trial.answer("entering its sandbox", STARTUP_S)
         if "error" in entered:  # castbench's own code, before the agent's: what castbench saw
-            self.end_trial()
+            self.end_trial(trial.output_fd)
+            os.close(trial.output_fd)
             self.kill()
             raise FatalInfrastructureError(entered["error"])
         loaded = trial.answer("its import", STARTUP_S)
@@ -182,13 +247,12 @@ class _Worker:
             raise AgentError(f"{self.role} could not be loaded for this trial: {loaded['error']}")
         return trial
 
-    def end_trial(self) -> AgentOutput:
-        """Kill and reap every process of the trial; what it wrote."""
+    def end_trial(self, output: int = -1) -> AgentOutput:
+        """Kill and reap every process of the trial; what it wrote (`output`: its output file)."""
         with self._lock:
             answer = self._control({"op": "end"}, "the end of a trial", _END_S)
-        return AgentOutput(
-            text=answer["output"], dropped=answer["dropped"], stray=answer["stray"], ended=answer["ended"]
-        )
+        text, dropped = _read_output(output)
+        return AgentOutput(text=text, dropped=dropped, stray=answer["stray"], ended=answer["ended"])
 
     @property
     def alive(self) -> bool:
@@ -211,8 +275,8 @@ class _Worker:
 class _TrialProcess:
     """One trial's agent process and the pipe to it; ended (its processes killed) exactly once."""
 
-    def __init__(self, worker: _Worker, connection: Connection) -> None:
-        self.worker, self.connection = worker, connection
+    def __init__(self, worker: _Worker, connection: Connection, output: int) -> None:
+        self.worker, self.connection, self.output_fd = worker, connection, output
         self.role = worker.role
         self._lock = threading.Lock()
         self.output: AgentOutput | None = None
@@ -272,9 +336,12 @@ class _TrialProcess:
                 with suppress(OSError):
                     self.connection.close()
                 try:
-                    self.output = self.worker.end_trial()
+                    self.output = self.worker.end_trial(self.output_fd)
                 except AgentError:
                     self.output = AgentOutput(text="[castbench: the worker process was lost]")
+                finally:
+                    with suppress(OSError):
+                        os.close(self.output_fd)
             return self.output
 
 
@@ -312,14 +379,12 @@ class _Pool:
             worker.kill()
 
 
-_POOLS: dict[tuple[str, str, tuple[str, ...], SandboxNeeds], _Pool] = {}
+_POOLS: dict[tuple[str, str, tuple[str, ...], SandboxNeeds, confine.TrialLimits], _Pool] = {}
 _POOLS_LOCK = threading.Lock()
 
 
 def _pool(role: str, target: str, needs: SandboxNeeds) -> _Pool:
-    if os.getcwd() not in sys.path:  # as for in-process imports: the working directory counts
-        sys.path.append(os.getcwd())
-    key = (role, target, tuple(sys.path), needs)
+    key = (role, target, tuple(search_path()), needs, confine.limits_from_env())
     with _POOLS_LOCK:
         if key not in _POOLS:
             _POOLS[key] = _Pool(role, target, needs)
