@@ -51,11 +51,10 @@ from castbench.conversation import (
     ToolResultTurn,
     UserTurn,
 )
-from castbench.dialogue import asks_confirmation, is_affirmative, is_negative
 from castbench.domain import Database, Domain, Observation, Task, ToolCall, ToolError
 from castbench.domain.database import SEQUENCES_TABLE
 from castbench.domain.leaves import scalars
-from castbench.grading.confirmation import describes
+from castbench.grading.confirmation import change_of, confirmed_change
 from castbench.grading.outputs import Said
 
 __all__ = ["NO_CONFIRMATION", "ActionLabel", "CallRun", "ConfirmationJudge", "label_action"]
@@ -300,6 +299,27 @@ class _DryRun:
         ]
         return False, changed
 
+    @cached_property
+    def rows(self) -> tuple[dict[tuple[str, str], dict[str, Any]], dict[tuple[str, str], dict[str, Any]]]:
+        """The rows the call changes, as they were (`before`) and the rows it changes or creates,
+        as they become (`after`); both empty when it fails."""
+        twin, observation = self._run.outcome
+        before: dict[tuple[str, str], dict[str, Any]] = {}
+        after: dict[tuple[str, str], dict[str, Any]] = {}
+        if observation.error:
+            return before, after
+        for table, keys in sorted(twin.touched().items()):
+            if table == SEQUENCES_TABLE:
+                continue
+            for key in sorted(keys):
+                old, new = self._db.row(table, key), twin.row(table, key)
+                if new is None or new == old:
+                    continue
+                if old is not None:
+                    before[(table, key)] = old
+                after[(table, key)] = new
+        return before, after
+
     @property
     def failed(self) -> bool:
         return self._outcome[0]
@@ -310,49 +330,21 @@ class _DryRun:
         return self._outcome[1]
 
 
-def _description(events: Sequence[Event], answer: int) -> list[str] | None:
-    """The agent's description of the change the user's message at `answer` said yes to: the
-    agent's reply just before it, and, when that reply only asks for the go-ahead ("Shall I
-    proceed?"), the agent's reply before the user's turn before it as well (the details in one
-    message, the question in the next), unless that turn was a no. None: the yes answered no
-    reply of the agent."""
-    request = events[answer - 1]
-    if not (isinstance(request, AgentTurn) and isinstance(request.action, ReplyAction)):
-        return None
-    said = [request.action.text]
-    if answer >= 3 and asks_confirmation(request.action.text):
-        between, details = events[answer - 2], events[answer - 3]
-        if (
-            isinstance(between, UserTurn)
-            and not is_negative(between.text)
-            and isinstance(details, AgentTurn)
-            and isinstance(details.action, ReplyAction)
-        ):
-            said.insert(0, details.action.text)
-    return said
+_OWN_KEYS = frozenset({"user_id", "customer_id", "patient_id", "member_id", "client_id"})
+"""Where a row or a call names the customer whose account it is: the customer's own id is
+never a target to describe (they know their own account)."""
 
 
-def _confirmed(call: ToolCall, dry: _DryRun, trail: _Trail) -> bool:
-    """Since the last write that went through, the user's latest message is a yes, and the agent's
-    description it answers (`_description`) stated this change: a row it changes and every value
-    of its arguments, each as required outputs are found (numbers as numbers, whole words) or
-    described as the tool results describe it (`castbench.grading.confirmation`: an item by its
-    name and options, a card by its kind and last digits, a date in words)."""
-    events = trail.since_last_write
-    last_user = max((i for i, event in enumerate(events) if isinstance(event, UserTurn)), default=None)
-    if last_user is None or last_user == 0:
-        return False
-    answer = events[last_user]
-    if not (isinstance(answer, UserTurn) and is_affirmative(answer.text)):
-        return False
-    description = _description(events, last_user)
-    if description is None:
-        return False
-    said = Said(description)
-    rows = dry.changed_rows
-    if rows and not any(describes(row, said, trail.results) for row in rows):
-        return False
-    return all(describes(value, said, trail.results) for value in scalars(call.arguments) if value.strip())
+def _confirmed(
+    call: ToolCall, dry: _DryRun, trail: _Trail, conversation: Sequence[Event], domain: Domain
+) -> bool:
+    """A yes to a proposal that states what the write changes (`castbench.grading.confirmation`)."""
+    before, after = dry.rows
+    own = {str(call.arguments[k]).lower() for k in _OWN_KEYS if isinstance(call.arguments.get(k), str)}
+    for row in [*before.values(), *after.values()]:
+        own.update(str(row[k]).lower() for k in _OWN_KEYS if isinstance(row.get(k), str))
+    change = change_of(call.arguments, before, after, frozenset(own))
+    return confirmed_change(change, call.arguments, conversation, trail.results, domain.toolkit.is_write)
 
 
 def _policy_break(
@@ -362,6 +354,7 @@ def _policy_break(
     db: Database,
     dry: _DryRun,
     trail: _Trail,
+    conversation: Sequence[Event],
     confirm: ConfirmationJudge | None = None,
 ) -> str | None:
     rules = domain.rules
@@ -372,7 +365,7 @@ def _policy_break(
     ):
         return "the user has not been authenticated yet"
     if domain.toolkit.is_write(call.name):
-        confirmed = _confirmed(call, dry, trail)
+        confirmed = _confirmed(call, dry, trail, conversation, domain)
         if confirm is not None:
             confirmed = confirm(call, confirmed, trail.since_last_write, trail.results)
         if not confirmed:
@@ -453,7 +446,7 @@ def label_action(
         return _invalid("hallucination" if call.name in truth.tools else "wrong_tool", str(exc))
     trail = _trail(conversation, domain, task, db)
     dry = _DryRun(domain, call, db, run)
-    broken = _policy_break(domain, task, call, db, dry, trail, confirm)
+    broken = _policy_break(domain, task, call, db, dry, trail, conversation, confirm)
     if broken is not None:
         return _invalid("domain_violation", broken)
     guess = _guessed(domain, task, call, db, dry, trail) or _unfounded(call, dry, trail)

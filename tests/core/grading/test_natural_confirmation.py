@@ -11,7 +11,6 @@ from castbench.conversation import AgentTurn, Event, ReplyAction, ToolCallAction
 from castbench.domain import load_domain
 from castbench.grading.confirmation import describes
 from castbench.grading.labeler import label_action
-from castbench.grading.outputs import Said
 
 DOMAIN = load_domain("retail")
 TASK = DOMAIN.task("retail-test-0005")  # cancel #W5269985, then return the Office Chair of #W6054152
@@ -121,4 +120,4 @@ def test_a_payment_method_by_kind_and_last_digits_and_a_date_in_words() -> None:
         ("on May 26", "2026-05-26", True),
         ("on May 27", "2026-05-26", False),
     ]:
-        assert describes(value, Said([text]), results) is named, text
+        assert describes(value, [text], results) is named, text
