@@ -229,3 +229,25 @@ def test_eval_counterfactuals_are_in_the_output_json(tmp_path: Path) -> None:
     document = json.loads(out.read_text())
     assert {"flags", "passes", "cells"} <= set(document["counterfactuals"])
     assert document["run_id"] and document["overall"]
+
+
+def test_runs_list_at_80_columns_keeps_what_tells_two_builds_apart() -> None:
+    from rich.console import Console
+
+    from castbench.cli.runs_cmd import middle_cut, runs_table
+
+    assert middle_cut("cancelbot:CancelBotVersionOne", 14).endswith("One")
+    assert middle_cut("cancelbot:CancelBotVersionTwo", 14).endswith("Two")
+    assert middle_cut("short", 14) == "short"
+    base = {
+        "created": "2026-12-06T23:00:00", "status": "complete", "domains": ["retail"], "critic": "none",
+        "trials_stored": 8, "provenance": {}, "problem": "here",
+    }  # fmt: skip
+    runs = [
+        {**base, "id": f"r-{i:012d}", "policy": f"agents.cancelbot:CancelBotBuild{suffix}"}
+        for i, suffix in enumerate(("Alpha", "Omega"))
+    ]
+    console = Console(width=80, record=True)
+    console.print(runs_table(runs, "runs", 80))
+    text = console.export_text()
+    assert "Alpha" in text and "Omega" in text, text
