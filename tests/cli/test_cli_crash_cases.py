@@ -251,3 +251,25 @@ def test_runs_list_at_80_columns_keeps_what_tells_two_builds_apart() -> None:
     console.print(runs_table(runs, "runs", 80))
     text = console.export_text()
     assert "Alpha" in text and "Omega" in text, text
+
+
+@pytest.mark.parametrize(
+    ("extra", "needles"),
+    [
+        (["--traits", "impatience="], ["--traits", "no level"]),
+        (["-O", "tau2.data="], ["tau2.data", "no value given"]),
+        (["--fault-kinds", "timeout"], ["--tool-faults"]),
+        (["--policy", "openai/x?temperature=0.1&temperature=0.9"], ["temperature", "more than once"]),
+        (["--trials", "abc"], ["--trials", "castbench eval"]),
+        (["--no-such-flag"], ["--no-such-flag", "--help"]),
+    ],
+)
+def test_values_once_accepted_silently_are_refused(
+    tmp_path: Path, extra: list[str], needles: list[str]
+) -> None:
+    one_error_line(_eval(sqlite_url(tmp_path / "x.db"), *extra), *needles)
+
+
+def test_runs_show_refuses_an_empty_run_and_negative_failures(stored: str) -> None:
+    one_error_line(invoke("runs", "show", "", "--db", stored), "no run given")
+    one_error_line(invoke("runs", "show", "latest", "--failures", "-1", "--db", stored), "--failures")

@@ -125,7 +125,7 @@ def show_run(
     run: Annotated[str, typer.Argument(help="Run id, a unique prefix of it, or 'latest'.")],
     task: Annotated[str | None, typer.Option(help="Show this task's trials step by step.")] = None,
     trial: Annotated[int | None, typer.Option(help="With --task: only this trial index.")] = None,
-    failures: Annotated[int, typer.Option(help="How many failed trials to show with their diff.")] = 3,
+    failures: Annotated[int, typer.Option(min=0, help="How many failed trials to show with their diff.")] = 3,
     details: Annotated[
         bool, typer.Option("--details", help="Every table: pass^k for every k, trial facts, each task.")
     ] = False,

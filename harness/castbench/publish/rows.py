@@ -197,6 +197,8 @@ def _retry_problems(exported: ExportedRun) -> list[str]:
         f"{retried} trial(s) retried after infrastructure errors that its {', '.join(roles)} could "
         "have raised; a re-rolled trial is not an independent one"
     ]
+
+
 def _declaration_problems(spec: BoardSpec, agents: dict[Role, AgentPlacement]) -> list[str]:
     """What sandboxed agents declared beyond the board's allow-lists, and declarations that
     opened a resource whole (unless the board allows unsandboxed rows)."""
