@@ -172,3 +172,104 @@ def test_ctrl_c_while_the_command_line_loads_is_one_line_and_130(tmp_path: Path)
         assert process.returncode == 130, (delay, err)
         assert b"Traceback" not in err, (delay, err)
     assert seen, "no Ctrl-C landed after the interpreter started"
+
+
+def test_the_headline_shows_the_critic_within_80_columns(tmp_path: Path) -> None:
+    db = sqlite_url(tmp_path / "c.db")
+    args = ["eval", "--domain", "retail", "--tasks", TASK, "--trials", "2", "--db", db]
+    plain = invoke(*args, width=80)
+    with_critic = invoke(*args, "--critic", "rules", width=80)
+    assert plain.exit_code == 0 and with_critic.exit_code == 0, with_critic.output
+    assert "critic:" not in plain.output
+    lines = with_critic.output.splitlines()
+    critic = next(i for i, line in enumerate(lines) if line.startswith("critic:"))
+    assert (
+        "verified actions" in lines[critic] and "flag rate" in lines[critic] and "correction" in lines[critic]
+    )
+    assert "false flags" in lines[critic + 1] and "detection" in lines[critic + 1]
+    assert all(len(line) <= 80 for line in lines[critic : critic + 2])
+
+
+def test_the_headline_shows_what_models_spent_and_broke(tmp_path: Path) -> None:
+    from castbench.report.tables import headline_extras
+    from castbench.store import ResultsStore
+
+    db = sqlite_url(tmp_path / "m.db")
+    assert invoke("eval", "--domain", "retail", "--tasks", TASK, "--trials", "1", "--db", db).exit_code == 0
+    from castbench.report.summary import summarize_run
+
+    store = ResultsStore(db, read_only=True)
+    row = next(iter(store.runs()))
+    summary = summarize_run(row.id, store.config(row.id), list(store.iter_trials(row.id)), row.status)
+    assert headline_extras(summary) == []  # scripted agents: no model, no critic
+    counts = summary.overall.outputs.model_copy(
+        update={
+            "model_calls": 40,
+            "tokens_in": 12_345,
+            "tokens_out": 678,
+            "actions": 40,
+            "malformed_actions": 40,
+        }
+    )
+    summary.overall = summary.overall.model_copy(update={"outputs": counts})
+    lines = headline_extras(summary)
+    assert lines[0].startswith("models: 40 calls, 12,345 tokens in, 678 out")
+    assert "40 of 40 actions malformed" in lines[1]
+
+
+def test_eval_counterfactuals_are_in_the_output_json(tmp_path: Path) -> None:
+    import json
+
+    out = tmp_path / "summary.json"
+    result = invoke(
+        "eval", "--domain", "retail", "--tasks", TASK, "--trials", "2", "--critic", "rules",
+        "--db", sqlite_url(tmp_path / "cf.db"), "--counterfactuals", "--output", str(out),
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    document = json.loads(out.read_text())
+    assert {"flags", "passes", "cells"} <= set(document["counterfactuals"])
+    assert document["run_id"] and document["overall"]
+
+
+def test_runs_list_at_80_columns_keeps_what_tells_two_builds_apart() -> None:
+    from rich.console import Console
+
+    from castbench.cli.runs_cmd import middle_cut, runs_table
+
+    assert middle_cut("cancelbot:CancelBotVersionOne", 14).endswith("One")
+    assert middle_cut("cancelbot:CancelBotVersionTwo", 14).endswith("Two")
+    assert middle_cut("short", 14) == "short"
+    base = {
+        "created": "2026-12-06T23:00:00", "status": "complete", "domains": ["retail"], "critic": "none",
+        "trials_stored": 8, "provenance": {}, "problem": "here",
+    }  # fmt: skip
+    runs = [
+        {**base, "id": f"r-{i:012d}", "policy": f"agents.cancelbot:CancelBotBuild{suffix}"}
+        for i, suffix in enumerate(("Alpha", "Omega"))
+    ]
+    console = Console(width=80, record=True)
+    console.print(runs_table(runs, "runs", 80))
+    text = console.export_text()
+    assert "Alpha" in text and "Omega" in text, text
+
+
+@pytest.mark.parametrize(
+    ("extra", "needles"),
+    [
+        (["--traits", "impatience="], ["--traits", "no level"]),
+        (["-O", "tau2.data="], ["tau2.data", "no value given"]),
+        (["--fault-kinds", "timeout"], ["--tool-faults"]),
+        (["--policy", "openai/x?temperature=0.1&temperature=0.9"], ["temperature", "more than once"]),
+        (["--trials", "abc"], ["--trials", "castbench eval"]),
+        (["--no-such-flag"], ["--no-such-flag", "--help"]),
+    ],
+)
+def test_values_once_accepted_silently_are_refused(
+    tmp_path: Path, extra: list[str], needles: list[str]
+) -> None:
+    one_error_line(_eval(sqlite_url(tmp_path / "x.db"), *extra), *needles)
+
+
+def test_runs_show_refuses_an_empty_run_and_negative_failures(stored: str) -> None:
+    one_error_line(invoke("runs", "show", "", "--db", stored), "no run given")
+    one_error_line(invoke("runs", "show", "latest", "--failures", "-1", "--db", stored), "--failures")

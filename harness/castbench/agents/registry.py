@@ -94,9 +94,13 @@ def _load_pack_agents() -> None:
 def _split(spec: str) -> tuple[str, dict[str, str]]:
     name, _, query = spec.partition("?")
     try:
-        params = dict(parse_qsl(query, keep_blank_values=True, strict_parsing=bool(query)))
+        pairs = parse_qsl(query, keep_blank_values=True, strict_parsing=bool(query))
     except ValueError as exc:
         raise AgentSpecError(f"cannot parse parameters '{query}' in '{spec}': {exc}") from exc
+    params = dict(pairs)
+    if len(params) < len(pairs):  # `?t=0.1&t=0.9`: which one was meant is not ours to guess
+        twice = sorted({key for key, _ in pairs if sum(other == key for other, _ in pairs) > 1})
+        raise AgentSpecError(f"parameter {', '.join(twice)} is given more than once in '{spec}'")
     return name.strip(), params
 
 

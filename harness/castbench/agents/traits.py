@@ -36,7 +36,12 @@ def parse_traits(spec: str | None) -> dict[str, str]:
         return {}
     profile: dict[str, str] = {}
     for part in spec.split(","):
-        name, _, level = part.strip().partition("=")
+        name, equals, level = part.strip().partition("=")
+        if equals and not level.strip():  # `impatience=`: a level left out by mistake, not "medium"
+            raise ValueError(
+                f"trait {name.strip() or '?'} has '=' and no level in '{spec}' "
+                f"(levels: {', '.join(LEVELS)}; the name alone means medium)"
+            )
         name, level = name.strip(), (level.strip() or "medium")
         if name not in TRAITS:
             raise ValueError(f"unknown trait '{name}' in '{spec}' (traits: {', '.join(TRAITS)})")

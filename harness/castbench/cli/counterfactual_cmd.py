@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -18,9 +18,10 @@ __all__ = ["counterfactuals_command", "show_counterfactuals"]
 console = Console()
 
 
-def show_counterfactuals(db: str, run: str, output: Path | None = None) -> None:
+def show_counterfactuals(db: str, run: str, output: Path | None = None) -> dict[str, Any]:
     """Branch the run's trials at every verdict (or read the branches kept in the store), print the
-    table and, with `output`, write the branches and figures as JSON."""
+    table and, with `output`, write the branches and figures as JSON. Returns the figures (the
+    JSON of `CounterfactualSummary`), for `eval --counterfactuals --output`."""
     from castbench.agents.registry import AgentSpecError
     from castbench.domain import TaskFileError
     from castbench.metrics.counterfactual import summarize_branches
@@ -41,6 +42,8 @@ def show_counterfactuals(db: str, run: str, output: Path | None = None) -> None:
     print_counterfactuals(summary, config.critic, console)
     if output is not None:
         console.print(f"branches written to {output}", markup=False)
+    figures: dict[str, Any] = summary.model_dump(mode="json")
+    return figures
 
 
 def counterfactuals_command(

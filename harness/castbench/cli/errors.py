@@ -20,7 +20,10 @@ from typing import Any, NoReturn
 import typer
 from rich.console import Console
 from rich.markup import escape
-from typer._click.exceptions import ClickException  # typer's own copy of click, as its groups raise
+from typer._click.exceptions import (  # typer's own copy of click, as its groups raise
+    ClickException,
+    UsageError,
+)
 from typer.core import TyperGroup
 
 __all__ = [
@@ -69,7 +72,14 @@ class CastbenchGroup(TyperGroup):
     def invoke(self, ctx: Any) -> Any:
         try:
             return super().invoke(ctx)
-        except (typer.Exit, typer.Abort, ClickException):  # `--help`, a clean exit, a usage error
+        except UsageError as exc:  # a flag's value refused by its type: the one shape, not a box
+            if exc.ctx is not None and exc.ctx.resilient_parsing:
+                raise
+            command = f"castbench {exc.ctx.command_path.removeprefix('castbench ')}: " if exc.ctx else ""
+            message = exc.format_message().replace("\n", " ")
+            hint = " (--help lists the options)" if "No such option" in message else ""
+            fail(f"{command}{message}{hint}", code=exc.exit_code)
+        except (typer.Exit, typer.Abort, ClickException):  # `--help`, a clean exit
             raise
         except Exception as exc:
             if isinstance(exc, user_errors()):

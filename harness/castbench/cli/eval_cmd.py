@@ -11,6 +11,7 @@ for each of its runs).
 
 from __future__ import annotations
 
+import json
 import sys
 from collections import Counter
 from pathlib import Path
@@ -145,7 +146,11 @@ def show_evaluation(
     if counterfactuals:
         from castbench.cli.counterfactual_cmd import show_counterfactuals
 
-        show_counterfactuals(options.execution.db, result.outcome.run_id)
+        figures = show_counterfactuals(options.execution.db, result.outcome.run_id)
+        if output is not None and output != _STDOUT:  # every figure the screen shows is in the file
+            document = json.loads(output.read_text())
+            document["counterfactuals"] = figures
+            output.write_text(json.dumps(document, indent=2))
     return result
 
 

@@ -42,6 +42,16 @@ def list_runs(
     console.print(runs_table(runs, escape(f"runs in {db}"), console.width))
 
 
+def middle_cut(name: str, width: int) -> str:
+    """`name` in `width` characters, cut in the middle when longer: its start (the module, the
+    provider) and its end (the class, the build) both stay, which is what tells two runs apart
+    (`cancelbot:CancelBotV1` and `...V2` cut at the end looked the same)."""
+    if len(name) <= width or width < 5:
+        return name
+    head = (width - 1) // 2
+    return f"{name[:head]}…{name[len(name) - (width - 1 - head) :]}"
+
+
 def runs_table(runs: list[dict[str, Any]], title: str, width: int) -> Table:
     """One line per run in `width` columns (80 and up): the id, date, status and count whole, the
     names cut with an ellipsis to share what is left, and the provenance (run here or submitted;
@@ -70,6 +80,7 @@ def runs_table(runs: list[dict[str, Any]], title: str, width: int) -> Table:
     table.add_column("trials", no_wrap=True, justify="right", width=fixed["trials"])
     if spare >= 16:
         table.add_column("provenance", no_wrap=True, overflow="ellipsis", max_width=spare)
+    sizes = (domains, policy, critic)
     for run, row in zip(runs, names, strict=True):
         described = run.get("problem") or Provenance.model_validate(run["provenance"]).short()
         shown = [escape(described)] if spare >= 16 else []
@@ -77,7 +88,7 @@ def runs_table(runs: list[dict[str, Any]], title: str, width: int) -> Table:
             run["id"],
             run["created"][5:16].replace("T", " "),
             run["status"],
-            *[escape(value) for value in row],
+            *[escape(middle_cut(value, size)) for value, size in zip(row, sizes, strict=True)],
             str(run["trials_stored"]),
             *shown,
         )
@@ -114,7 +125,7 @@ def show_run(
     run: Annotated[str, typer.Argument(help="Run id, a unique prefix of it, or 'latest'.")],
     task: Annotated[str | None, typer.Option(help="Show this task's trials step by step.")] = None,
     trial: Annotated[int | None, typer.Option(help="With --task: only this trial index.")] = None,
-    failures: Annotated[int, typer.Option(help="How many failed trials to show with their diff.")] = 3,
+    failures: Annotated[int, typer.Option(min=0, help="How many failed trials to show with their diff.")] = 3,
     details: Annotated[
         bool, typer.Option("--details", help="Every table: pass^k for every k, trial facts, each task.")
     ] = False,

@@ -97,6 +97,8 @@ def set_pack_option(name: str, value: str) -> str:
     set. An option no installed pack declares, or a value it refuses, raises `PackOptionError`
     naming the pack and the option."""
     pack, dot, option = name.partition(".")
+    if not value.strip():  # an empty directory would be read as the current one
+        raise PackOptionError(f"'{name}': no value given (PACK.OPTION=VALUE, e.g. tau2.data=DIR)")
     declared = declared_pack_options()
     if not dot or not pack or not option:
         raise PackOptionError(f"'{name}': a pack option is named PACK.OPTION (e.g. tau2.data)")

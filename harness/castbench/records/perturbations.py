@@ -110,6 +110,11 @@ class Perturbations(BaseModel):
     @classmethod
     def _some(cls, value: list[str], info: ValidationInfo) -> list[str]:
         if not info.data.get("tool_faults"):  # no faults: the kinds change nothing, nor the identity
+            if sorted(value) != sorted(FAULT_KINDS):  # chosen, yet nothing would draw them
+                raise ValueError(
+                    f"fault kinds {', '.join(value) or 'none'} are drawn only with a fault rate: "
+                    "give --tool-faults RATE (above 0) too, or leave the kinds out"
+                )
             return sorted(FAULT_KINDS)
         if not value:
             raise ValueError("fault kinds: name at least one (or leave the rate at 0)")

@@ -321,6 +321,46 @@ def _headline_note(summary: RunSummary) -> str:
     return note
 
 
+def _with_interval(value: float | None, bounds: tuple[float, float] | None) -> str:
+    if value is None:
+        return "–"
+    return f"{value:.3f}" + (f" ({bounds[0]:.2f}–{bounds[1]:.2f})" if bounds is not None else "")
+
+
+def headline_extras(summary: RunSummary) -> list[str]:
+    """What the headline adds when it applies, each line within 80 columns: the critic's figures
+    when a critic verified actions (flag rate, false-flag rate and detection with their 95%
+    intervals over tasks, correction), and a model's spending and unusable output when a model
+    answered (tokens, cost, malformed actions, calls that got no answer)."""
+    overall, lines = summary.overall, []
+    critic = overall.critic
+    if critic is not None and critic.n_verified:
+        lines.append(
+            f"critic: {critic.n_verified:,} verified actions, flag rate {_rate(critic.flag_rate)}, "
+            f"correction {_rate(critic.correction_rate)}"
+        )
+        lines.append(
+            f"  false flags {_with_interval(critic.false_flag_rate, critic.false_flag_rate_ci)}, "
+            f"detection {_with_interval(critic.detection_rate, critic.detection_rate_ci)}"
+        )
+    counts = overall.outputs
+    if counts.model_calls:
+        cost = sum(u.cost for u in overall.usage.values() if u.cost is not None)
+        priced = any(u.cost is not None for u in overall.usage.values())
+        line = (
+            f"models: {counts.model_calls:,} calls, {counts.tokens_in:,} tokens in, {counts.tokens_out:,} out"
+        )
+        lines.append(line + (f", ${cost:,.2f}" if priced else ""))
+        problems = [
+            f"{counts.malformed_actions:,} of {counts.actions:,} actions malformed",
+            f"{counts.failed_calls:,} calls unanswered",
+        ]
+        if counts.unparseable_verdicts:
+            problems.append(f"{counts.unparseable_verdicts:,} verdicts unreadable")
+        lines.append("  " + ", ".join(problems))
+    return lines
+
+
 def _legend(summary: RunSummary) -> str | None:
     reports = [summary.overall, *summary.domains.values()]
     parts = [STRICT_LEGEND] if any(report.strict is not None for report in reports) else []
@@ -346,6 +386,8 @@ def print_summary(summary: RunSummary, console: Console, details: bool = False) 
         if legend is not None:
             console.print(legend, style="dim", markup=False)
         console.print(_headline_note(summary), markup=False)
+        for line in headline_extras(summary):
+            console.print(line, markup=False, highlight=False)
         console.print("every table: --details", style="dim", markup=False)
     judge, agreement = summary.config.reply_judge, summary.overall.reply_judge
     if judge is not None and agreement is not None:

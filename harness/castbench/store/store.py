@@ -306,6 +306,8 @@ class ResultsStore:
     def run(self, ref: str) -> RunRow:
         """A run by id or unique id prefix; `latest` for the one most recently written (a resumed
         old run is later than one created before the resume)."""
+        if not ref.strip():  # an empty prefix would match every run, and one run pick itself
+            raise StoreError("no run given: name a run id, a unique prefix of one, or 'latest'")
         runs = self.runs()
         if ref == "latest" and runs:
             return max(runs, key=last_written)
