@@ -38,3 +38,31 @@ def test_the_readme_policy_runs_as_written(tmp_path: Path, repo_env: dict[str, s
         step.action.name for record in records for step in record.steps if step.action.kind == "tool_call"
     ]
     assert {"find_user_id_by_email", "list_all_product_types"} & set(calls)  # its one look-up
+
+
+def test_the_critic_example_runs_as_written(tmp_path: Path, repo_env: dict[str, str]) -> None:
+    """docs/agents.md's critic, saved as `mycritic.py`, verifies every action of the oracle in its
+    sandboxed worker: it lets the reads through, and no trial ends in an agent error."""
+    block = (ROOT / "docs" / "agents.md").read_text().split("<!-- readme-critic -->", 1)[1]
+    found = re.search(r"```python\n(.*?)```", block.split("<!-- /readme-critic -->", 1)[0], re.DOTALL)
+    assert found, "docs/agents.md's critic example is not a python block between its markers"
+    assert len(found.group(1).splitlines()) <= 25
+    (tmp_path / "mycritic.py").write_text(found.group(1))
+    castbench = str(Path(sys.executable).parent / "castbench")
+    command = [castbench, "eval", "--domain", "retail", "--policy", "oracle", "--critic", "mycritic:MyCritic"]
+    command += ["--trials", "1", "--tasks", "retail-test-0001,retail-test-0002,retail-test-0003"]
+    command += ["--db", str(tmp_path / "runs.db")]
+    done = subprocess.run(command, cwd=tmp_path, env=repo_env, capture_output=True, text=True, timeout=300)
+    output = " ".join((done.stdout + done.stderr).split())
+    assert done.returncode == 0, output
+    store = ResultsStore(str(tmp_path / "runs.db"))
+    records = store.trials(store.run("latest").id)
+    assert records and all(record.end_reason != "agent_error" for record in records)
+    verdicts = [
+        proposal.verdict.verdict
+        for record in records
+        for step in record.steps
+        for proposal in step.proposals
+        if proposal.verdict is not None
+    ]
+    assert "valid" in verdicts, output
