@@ -54,10 +54,18 @@ def test_runs_why_json_has_one_object_per_failed_trial(runs: tuple[str, Path]) -
     ids = _run_ids(url)
     result = invoke("runs", "why", ids["scripted"], "--db", url, "--json")
     assert result.exit_code == 0, result.output
-    rows = json.loads(result.output)
+    everything = json.loads(result.output)
+    rows = [row for row in everything if row["grading"] == "plain"]
     store = ResultsStore(url)
     failed = [r for r in store.trials(ids["scripted"]) if not r.passed]
     assert len(rows) == len(failed) > 0
+    # then one per trial that passed plain and failed strict, with the write and the user turn
+    strict = [r for r in store.trials(ids["scripted"]) if r.passed and r.strict_passed is False]
+    assert [(row["task"], row["trial"]) for row in everything if row["grading"] == "strict"] == [
+        (r.task_id, r.trial_index) for r in strict
+    ]
+    for row in everything[len(rows) :]:
+        assert row["rule"] == "strict_policy_break" and row["write"] and "user_turn" in row
     for row in rows:
         assert {"task", "trial", "step", "party", "cause"} <= set(row)
         assert row["party"] == "agent" and row["cause"] in {"hallucination", "wrong_tool", "domain_violation"}
@@ -107,7 +115,7 @@ def test_llm_judge_and_its_agreement_with_the_rules(
         "--json",
     )
     assert result.exit_code == 0, result.output
-    rows = json.loads(result.output)
+    rows = [row for row in json.loads(result.output) if row["grading"] == "plain"]
     assert judge_server.requests == len(rows) > 0
     for row in rows:
         unreadable = row["task"] == "retail-test-0004"

@@ -14,9 +14,12 @@ Walking the executed calls in order:
   argument value with it or is the next one due, else the first pending one that never goes
   through. It is decisive when that call never goes through after it and, for a call of another
   tool, no later call even tries that tool (a later try is judged on its own). Its cause: the
-  labeler's `wrong_tool`, else `hallucination` when it is of the intended tool (other arguments),
-  else `wrong_tool`. With nothing pending, an invalid write that went through is decisive with the
-  labeler's failure type.
+  labeler's `wrong_tool`; else for a call of another tool `wrong_tool`; else (the intended tool,
+  other arguments) the labeler's `domain_violation` where it found no explicit yes for it (a
+  confirmation break: the policy broken), unless the agent's last message named a value of the intended
+  call that the call replaced (it confirmed one record and acted on another: `hallucination`),
+  else `hallucination`. With nothing pending, an invalid write that went
+  through is decisive with the labeler's failure type.
 
 Without the task (a domain not installed) only the labeler's verdicts are read: the first invalid
 call that failed with no later call of its tool going through, or an invalid write that went through.
@@ -34,6 +37,11 @@ from castbench.domain.leaves import scalars
 from castbench.records.trial import ActionLabel, StepRecord
 
 __all__ = ["DecisiveCall", "decisive_call", "executed_call", "failed", "label_of"]
+
+
+UNCONFIRMED = "no explicit confirmation"
+"""How the labeler's reason for a write made with no explicit yes begins (`metrics/profile.py`
+reads it alike)."""
 
 
 class DecisiveCall(NamedTuple):
@@ -124,6 +132,16 @@ class _Executed:
         return self._last_tried.get(name, -1) > position
 
 
+def _swapped(call: ToolCall, intended: ToolCall, before: Sequence[StepRecord]) -> bool:
+    """Did the agent's last message before the call name a value of the intended call that the
+    call then replaced (it confirmed one record and acted on another)? Only values of four
+    characters or more count (ids, names, dates), not small numbers any message may hold."""
+    said = next((s.action.text for s in reversed(before) if isinstance(s.action, ReplyAction)), "")
+    made = {str(value) for value in scalars(call.arguments)}
+    replaced = [str(v) for v in scalars(intended.arguments) if str(v) not in made and len(str(v)) >= 4]
+    return any(value in said for value in replaced)
+
+
 def decisive_call(
     steps: Sequence[StepRecord], task: Task | None, writes: Callable[[str], bool]
 ) -> DecisiveCall | None:
@@ -182,8 +200,18 @@ def decisive_call(
             continue
         if label is not None and label.failure_type == "wrong_tool":
             cause: Cause = "wrong_tool"
+        elif intended.name != call.name:
+            cause = "wrong_tool"
+        elif (
+            _invalid(label)
+            and label is not None
+            and label.failure_type == "domain_violation"
+            and label.reason.startswith(UNCONFIRMED)
+            and not _swapped(call, intended, steps[:position])
+        ):
+            cause = "domain_violation"  # a change made with no explicit yes: the policy broken
         else:
-            cause = "hallucination" if intended.name == call.name else "wrong_tool"
+            cause = "hallucination"
         detail = label.reason if _invalid(label) and label is not None else "a call in place of"
         return DecisiveCall(
             step.index,

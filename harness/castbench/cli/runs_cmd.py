@@ -259,12 +259,18 @@ def why_run(
     """Why each trial failed and whose fault it was (the agent, the simulated user or the harness),
     grouped by cause with one example each (`castbench runs show RUN --task T --trial I` for it)."""
     from castbench.attribution import attribute
-    from castbench.attribution.why import why_rows, why_table
+    from castbench.attribution.why import strict_failure, strict_table, why_rows, why_table
 
     store = ResultsStore(db, read_only=True)
     row = store.run(run)
     # one record at a time: the attributions are kept, not the records (bounded memory at 100k trials)
-    attributions = [a for record in store.iter_trials(row.id) if (a := attribute(record)) is not None]
+    attributions = []
+    stricts = []
+    for record in store.iter_trials(row.id):
+        if (found := attribute(record)) is not None:
+            attributions.append(found)
+        elif (strict := strict_failure(record)) is not None:
+            stricts.append(strict)
     judged = None
     if judge is not None:
         from castbench.attribution.judge import LLMJudge, agreement
@@ -277,14 +283,25 @@ def why_run(
         # not after the client's retries on every trial
         judged = [llm.judge(by_trial[(a.domain, a.task, a.trial)]) for a in attributions]
     if as_json:
-        print(json.dumps(why_rows(attributions, judged), indent=2))
+        print(json.dumps(why_rows(attributions, judged) + why_rows(stricts), indent=2))
         return
-    if not attributions:
+    if not attributions and not stricts:
         console.print(f"run {row.id}: every trial passed")
         return
-    console.print(
-        why_table(attributions, f"why trials did not pass — run {row.id} ({len(attributions)} trials)")
-    )
+    if attributions:
+        console.print(
+            why_table(attributions, f"why trials did not pass — run {row.id} ({len(attributions)} trials)")
+        )
+    else:
+        console.print(f"run {row.id}: every trial passed plain; {len(stricts)} failed strict")
+    if stricts:
+        console.print(
+            strict_table(
+                stricts,
+                f"why trials that passed failed strict — an executed action broke the policy "
+                f"({len(stricts)} trials)",
+            )
+        )
     if judged is not None:
         agreed = agreement(attributions, judged)
         console.print(

@@ -215,3 +215,53 @@ def test_a_task_the_pack_does_not_have_is_refused(tmp_path: Path) -> None:
     path.write_text(json.dumps([entry]))
     with pytest.raises(ArchiveError, match="no split of tau-airline has this task"):
         replay_entries(path)
+
+
+def _unasked_wrong() -> dict[str, Any]:
+    """A failed trajectory: the wrong reservation cancelled, unasked, with an id a tool returned."""
+    writer = _identified().call("cancel_reservation", {"reservation_id": "K67C4W"})
+    return writer.say("I have cancelled reservation K67C4W.", "Thanks. ###STOP###").entry(5, 0.0)
+
+
+def test_runs_why_explains_strict_failures_and_files_confirmation_breaks_as_violations(
+    results: Path, tmp_path: Path
+) -> None:
+    path = tmp_path / "with-unasked.json"
+    path.write_text(json.dumps([*json.loads(results.read_text()), _unasked_wrong()]))
+    db = sqlite_url(tmp_path / "why.db")
+    imported = invoke("import", str(path), "--db", db)
+    assert imported.exit_code == 0, imported.output
+    run_id = imported.output.split()[1]
+    why = invoke("runs", "why", run_id, "--db", db, "--json")
+    assert why.exit_code == 0, why.output
+    rows = {(row["trial"], row["grading"]): row for row in json.loads(why.output)}
+    # the unasked cancellation passed τ and fails strict: the rule, the write, the user turn before it
+    strict = rows[(1, "strict")]
+    assert strict["cause"] == "domain_violation" and strict["rule"] == "strict_policy_break"
+    assert strict["write"].startswith("cancel_reservation(") and "Z7GOZK" in strict["write"]
+    assert strict["user_turn"] == f"Sure, it's {USER}."
+    assert (0, "strict") not in rows and (0, "plain") not in rows  # asked and confirmed: passed
+    # an unasked write of a revealed id that failed is the policy broken, not a made-up value
+    assert rows[(5, "plain")]["cause"] == "domain_violation"
+    table = invoke("runs", "why", run_id, "--db", db)
+    assert "every trial passed" not in table.output
+    assert "failed strict" in table.output and "no explicit confirmation" in table.output.replace("\n", " ")
+
+
+def test_the_validity_bench_lists_each_strict_failure_of_a_tau_passed_trajectory(results: Path) -> None:
+    import subprocess
+    import sys
+
+    bench = Path(__file__).resolve().parents[3] / "bench" / "validity.py"
+    out = subprocess.run(
+        [sys.executable, str(bench), "--trajectories", str(results), "--trials", "0,1,2", "--no-corpus"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert "3 trajectories (trials 0,1,2)" in out
+    assert "| tau | 3 | 0 | 0 | 0 |" in out
+    assert "| strict | 2 | 1 | 0 | 1 |" in out
+    assert "tau-airline-original-1#1 step" in out and "cancel_reservation(" in out
+    assert f'user before it: "Sure, it\'s {USER}."' in out
+    assert "load " in out

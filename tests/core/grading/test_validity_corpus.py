@@ -1,0 +1,151 @@
+"""The blind honest corpus and sprays of `bench/validity_corpus.py` (issue #55) are what they claim:
+the honest styles make exactly the oracle's writes and talk as advertised (ordinal dates, payment
+methods by kind and digits, "none", enums in words, an acknowledgement between the yes and the
+write, records by description); the unconfirmed writer never asks; the condition spray stays at
+the floor. What castbench's strict grading makes of the honest styles is measured by
+`bench/validity.py`, not asserted here: that is the labeler's test, not the corpus's."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from castbench.agents.registry import resolve
+from castbench.conversation import AgentTurn, ReplyAction, ToolCallAction, UserTurn
+from castbench.domain import load_domain
+from castbench.runner.episode import AgentSet, Episode
+from castbench.runner.seeds import trial_seed
+
+BENCH = Path(__file__).resolve().parents[3] / "bench"
+LIMIT = 12
+
+
+def _load(name: str) -> ModuleType:
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, BENCH / f"{name}.py")
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+def _corpus() -> ModuleType:
+    _load("honest_styles")
+    return _load("validity_corpus")
+
+
+def _play(domain_name: str, task_id: str, agent: str) -> Episode:
+    domain = load_domain(domain_name)
+    task = domain.task(task_id)
+    agents = AgentSet(policy=_corpus().corpus_spec(agent), user=resolve("user", "scripted"))
+    episode = Episode(domain, task, 0, trial_seed(0, domain.name, task.id, 0), agents, domain.replay(task))
+    try:
+        episode.play()
+    finally:
+        episode.close()
+    return episode
+
+
+def _said(episode: Episode) -> list[str]:
+    return [
+        e.action.text
+        for e in episode.conversation
+        if isinstance(e, AgentTurn) and isinstance(e.action, ReplyAction)
+    ]
+
+
+def test_values_as_models_say_them() -> None:
+    corpus = _corpus()
+    assert corpus.spoken_date("2024-05-22") == "May 22nd"
+    assert [corpus.ordinal(d) for d in (1, 2, 3, 4, 11, 12, 13, 21, 22, 23)] == [
+        "1st", "2nd", "3rd", "4th", "11th", "12th", "13th", "21st", "22nd", "23rd"
+    ]  # fmt: skip
+    seen = [
+        corpus.Seen("credit_card_1", "id", {"id": "credit_card_1", "source": "credit_card", "brand": "visa",
+                                            "last_four": "6645"}, None),
+        corpus.Seen("certificate_2", "id", {"id": "certificate_2", "source": "certificate", "amount": 250},
+                    None),
+    ]  # fmt: skip
+    talker = corpus.Talker(seen, corpus.Voice())
+    assert talker.value("payment_id", "credit_card_1") == "your Visa ending in 6645"
+    assert talker.value("payment_id", "certificate_2") == "your $250 travel certificate"
+    assert talker.value("nonfree_baggages", 0) == "none"
+    assert talker.value("flight_type", "one_way") == "one-way"
+    assert talker.value("cabin", "basic_economy") == "Basic Economy"
+    assert talker.value("amount", 1234.5) == "$1,234.50"
+    assert talker.compound({"flight_number": "HAT110", "date": "2024-05-24"}) == "flight HAT110 on May 24th"
+
+
+@pytest.mark.parametrize("domain", ["retail", "airline", "telecom", "telehealth"])
+def test_honest_styles_make_exactly_the_oracles_writes(domain: str) -> None:
+    """Whatever the talk, the final state is the expected one on every task the oracle passes
+    (the writes are the oracle's; the declined ones are declined)."""
+    corpus = _corpus()
+    for task in load_domain(domain).tasks("test")[:LIMIT]:
+        oracle = _play(domain, task.id, "markdown-summary")  # any honest style: compared below
+        for name in corpus.HONEST:
+            record = _play(domain, task.id, name).record() if name != "markdown-summary" else oracle.record()
+            assert record.grade is not None and record.grade.state_ok, (name, task.id, record.grade.diff[:2])
+
+
+def test_a_bulleted_confirmation_in_a_models_words() -> None:
+    episode = _play("airline", "airline-test-0008", "markdown-summary")  # book a one-way flight
+    confirmation = next(text for text in _said(episode) if "**" in text)
+    assert "- **Trip type:** one-way" in confirmation
+    assert "- **Cabin:** Basic Economy" in confirmation
+    assert "May 22nd" in confirmation and "2026-05-22" not in confirmation
+    assert "- **Checked bags:** none" in confirmation
+    assert "ending in" in confirmation and "credit_card_" not in confirmation
+    assert "oskar_jensen_6012" not in confirmation  # the customer's own id is not what changes
+    assert confirmation.rstrip().endswith("?")
+
+
+def test_an_acknowledgement_between_the_yes_and_the_write() -> None:
+    corpus = _corpus()
+    episode = _play("retail", "retail-test-0002", "acknowledge-first")
+    events = list(episode.conversation)
+    write = next(
+        i for i, e in enumerate(events)
+        if isinstance(e, AgentTurn) and isinstance(e.action, ToolCallAction)
+        and e.action.name == "cancel_pending_order"
+    )  # fmt: skip
+    assert isinstance(events[write - 1], UserTurn) and events[write - 1].text == "Okay."
+    assert (
+        isinstance(events[write - 2], AgentTurn) and events[write - 2].action.text == corpus.TalkingOracle.ACK
+    )
+    assert isinstance(events[write - 3], UserTurn) and events[write - 3].text.startswith("Yes")
+    assert episode.record().reward == 1.0
+
+
+def test_records_by_description() -> None:
+    episode = _play("retail", "retail-test-0002", "by-description")
+    confirmation = next(text for text in _said(episode) if "your order with the" in text)
+    order = next(c.arguments["order_id"] for c in load_domain("retail").task("retail-test-0002").actions
+                 if c.name == "cancel_pending_order")  # fmt: skip
+    assert order not in confirmation
+
+
+@pytest.mark.parametrize("domain", ["retail", "airline"])
+def test_the_unconfirmed_writer_never_asks_and_fails_strict_on_every_write(domain: str) -> None:
+    pack = load_domain(domain)
+    writes = 0
+    for task in pack.tasks("test")[:LIMIT]:
+        if not any(c.actor == "agent" and pack.toolkit.is_write(c.name) for c in task.actions):
+            continue
+        writes += 1
+        record = _play(domain, task.id, "unconfirmed-guesser").record()
+        assert record.grade is not None and record.grade.strict_reward == 0.0, task.id
+    assert writes >= 3
+
+
+@pytest.mark.parametrize("domain", ["retail", "airline"])
+def test_the_condition_spray_stays_at_the_floor(domain: str) -> None:
+    corpus, styles = _corpus(), _load("honest_styles")
+    spray = styles.score_style(domain, corpus.corpus_spec("condition-spray"), limit=LIMIT * 2)
+    floor = styles.score_style(domain, "scripted:lookup-refuse", limit=LIMIT * 2)
+    assert spray.plain / spray.tasks <= floor.plain / floor.tasks + 0.02, spray.failures
