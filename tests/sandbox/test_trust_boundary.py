@@ -524,3 +524,44 @@ def test_a_trial_castbench_died_in_counts_as_an_attempt_on_resume(
     assert {r.task_id: r.attempts for r in ResultsStore(db).trials(again.outcome.run_id)}[
         "retail-test-0001"
     ] == 2
+
+
+def test_a_pack_installed_with_pip_target_is_castbench_s_installation_unless_it_shadows(
+    tmp_path: Path,
+) -> None:
+    site = tmp_path / "site"
+    (site / "library_pack").mkdir(parents=True)
+    (site / "library_pack" / "__init__.py").write_text("")
+    (site / "library_pack-1.0.dist-info").mkdir()
+    record = "library_pack/__init__.py,,\nlibrary_pack-1.0.dist-info/RECORD,,\n"
+    (site / "library_pack-1.0.dist-info" / "RECORD").write_text(record)
+    assert startup._install_target(str(site))
+    for name, text in (("typer.py", "x = 1\n"), ("sitecustomize.py", "")):  # shadowing, a start-up hook
+        (site / name).write_text(text)
+        (site / "library_pack-1.0.dist-info" / "RECORD").write_text(record + f"{name},,\n")
+        assert not startup._install_target(str(site)), name
+        (site / name).unlink()
+    (site / "notes.py").write_text("")  # not installed by any distribution there
+    assert not startup._install_target(str(site))
+
+
+def test_a_namespace_package_merging_with_the_checkout_s_own_folders_is_refused(tmp_path: Path) -> None:
+    """castbench installed editable, run from its checkout: `private.x` merges with
+    `<checkout>/private`, where a publisher keeps splits not named anywhere yet."""
+    checkout = sandbox._checkout()
+    if checkout is None:
+        pytest.skip("castbench is not installed editable here")
+    folder = Path(checkout) / f"private{uuid.uuid4().hex[:6]}"
+    (folder).mkdir()
+    team = tmp_path / "team"
+    _write_agent(team, folder.name)
+    (folder / "next-split.json").write_text(json.dumps({"format": "castbench-private-split/1", "tasks": []}))
+    sys.path[:0] = [str(team), checkout]
+    try:
+        with pytest.raises(sandbox.AgentPackageError, match="task data"):
+            resolve("policy", f"{folder.name}.x:Agent")
+    finally:
+        sys.path.remove(str(team))
+        sys.path.remove(checkout)
+        _forget(folder.name)
+        shutil.rmtree(folder)

@@ -665,8 +665,9 @@ def _refuse_results_inside(path: str, target: str) -> None:
     """The agent's package folder (or a module of it) must hold no castbench results: the folder
     is granted whole, so a package that is an exports folder (a namespace package called
     `results`) would read them. Checked by content, whatever the folder is called."""
-    checkout = _checkout()  # castbench's own, editable: its test suite holds tasks (carved out as ever)
-    found, _ = results_inside(path, SCAN_LIMIT, tasks=not (checkout and _under(path, checkout)))
+    checkout = _checkout()  # castbench's own test suite (editable install) holds test tasks by design
+    suite = os.path.join(checkout, "tests") if checkout else None
+    found, _ = results_inside(path, SCAN_LIMIT, tasks=not (suite and _under(path, suite)))
     if found is None:
         raise AgentPackageError(
             f"the agent '{target}': its package {path} holds more than {SCAN_LIMIT} entries, too many "
