@@ -372,6 +372,7 @@ def test_a_trial_is_pid_1_of_its_own_namespace_as_a_user_of_its_own(agents: str)
     reply = first_reply(f"{agents}:Probe?route=whoami")
     if confine.can_unshare_pid():
         assert reply.startswith("GOT 'pid 1 "), reply
+        assert "a PID namespace per trial" in sandbox.support().mechanism  # on the run's record
     if os.geteuid() == 0:
         uid = int(reply.split(" uid ")[1].split()[0])
         assert uid >= confine.UID_BASE, reply

@@ -77,7 +77,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
-from castbench.agents import seccomp
+from castbench.agents import confine, seccomp
 from castbench.agents.code import agent_code
 from castbench.agents.open_files import SQLITE_HEADER, open_files
 from castbench.agents.paths import AGENT_PATH_ENV, find_top
@@ -213,7 +213,12 @@ def _probe_support() -> SandboxSupport:
         return SandboxSupport(
             False, reason=f"castbench's socket filter has no numbers for {platform.machine()}"
         )
-    return SandboxSupport(True, mechanism=f"landlock ABI {abi} + {SOCKET_FILTER}", abi=abi)
+    mechanism = f"landlock ABI {abi} + {SOCKET_FILTER}"
+    if confine.can_unshare_pid():
+        mechanism += " + a PID namespace per trial"
+    if os.geteuid() == 0:
+        mechanism += " + a user per trial"
+    return SandboxSupport(True, mechanism=mechanism, abi=abi)
 
 
 TASKS_FILES_ENV = "CASTBENCH_TASKS_FILES"
