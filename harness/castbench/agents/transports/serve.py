@@ -37,6 +37,7 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from castbench.agents import confine, sandbox
+from castbench.agents.paths import AGENT_PATH_ENV
 from castbench.agents.precompiled import Precompiled
 from castbench.agents.protocols import UserReply, output_problem
 from castbench.agents.spec import AgentSpecError, import_target, protocol_problem
@@ -331,7 +332,10 @@ class _Template:
         self.pidns = confine.own_pid_namespace() if hello.get("pidns") else None
         """This process's own PID namespace, to come back to after forking a trial into a new one."""
         self.forked = 0
-        sys.path[:] = hello["sys_path"]  # as the trials' processes find the agent
+        # where the trials' processes find the agent, for looking its modules up: never on this
+        # process's own path, so no module of the agent's folder is ever imported here (a later
+        # lazy import of castbench's own would otherwise find a shadowing copy there first)
+        os.environ[AGENT_PATH_ENV] = os.pathsep.join(hello["sys_path"])
         self.compiled = Precompiled.for_agent(hello["target"], hello["role"], hello["domain_packages"])
         """The sandbox's rules made ready once (paths opened, rules packed): a trial's process
         only hands them to the kernel."""

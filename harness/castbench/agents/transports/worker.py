@@ -57,6 +57,12 @@ __all__ = ["AgentOutput", "Probe", "WorkerTransport", "probe", "remove_stale_scr
 SERVE = "castbench.agents.transports.serve"
 """The worker's module: `python -m SERVE FD PID`."""
 
+_ISOLATION = ("-s", "-P", *(("-S",) if sys.flags.no_site else ()))
+"""How the worker's interpreter starts: no user site folder (`-s`), nothing put before the
+installed packages (`-P`: not its working directory), no site processing when castbench ran
+without it. Not `-I`/`-E`: the environment it is given is already castbench's few variables (a
+sandboxed worker's), and `PYTHONHASHSEED` among them keeps agents replayable."""
+
 _END_S = 30.0
 """How long the template may take to kill and reap a trial's processes before it is killed."""
 
@@ -171,7 +177,7 @@ class _Worker:
         try:
             with theirs:
                 self.process = subprocess.Popen(
-                    [sys.executable, "-m", SERVE, str(theirs.fileno()), str(os.getpid())],
+                    [sys.executable, *_ISOLATION, "-m", SERVE, str(theirs.fileno()), str(os.getpid())],
                     pass_fds=[theirs.fileno()],
                     stdin=subprocess.DEVNULL,
                     cwd=self.folder,
