@@ -836,8 +836,12 @@ _COPY_MIN = 256
 a two-line module: copying them gives nothing away)."""
 
 
-@cache
 def _protected_sizes() -> dict[int, list[str]]:
+    return _protected_sizes_for(os.environ.get(TASKS_FILES_ENV, ""))
+
+
+@lru_cache(maxsize=8)
+def _protected_sizes_for(tasks_files: str) -> dict[int, list[str]]:
     """The files of the domain packages, the packages they read data from and the private splits
     named in `CASTBENCH_TASKS_FILES`, by size: a file of the same size and content anywhere an
     agent would be granted is a copy of castbench's data (task files, pack data, ground truth)."""
