@@ -369,8 +369,9 @@ class _Template:
                 if message["op"] == "trial":
                     self._hand_over()
                 elif message["op"] == "end":
-                    ended, scratch = self._end()
-                    self.control.send_bytes(encode(ended))
+                    keeper, scratch = self._signal_end()
+                    self.control.send_bytes(encode({}))  # castbench reads the keeper's report
+                    _await_keeper(keeper)
                     _discard(scratch)
                     with suppress(OSError):  # castbench removed the folder: it is shutting down
                         self._fork()  # the next trial's, while castbench finishes this one
@@ -443,21 +444,25 @@ class _Template:
     def _end(self) -> tuple[dict[str, Any], str]:
         """End the trial: kill and reap all its processes; what it wrote, and its scratch folder
         (for the caller to remove: after answering castbench)."""
+        keeper, scratch = self._signal_end()
+        _await_keeper(keeper)
+        return {}, scratch
+
+    def _signal_end(self) -> tuple[int, str]:
+        """Tell the trial's keeper the trial is over (it kills, reaps and reports to castbench);
+        its PID (0: none) and the trial's scratch folder."""
         trial, self.trial = self.trial, None
         if trial is None:
-            return {}, ""
+            return 0, ""
         if trial.socket is not None:
             trial.socket.close()
         for fd in (trial.output, trial.report):  # never handed over: nobody reads them
             if fd >= 0:
                 os.close(fd)
         with suppress(OSError):
-            os.write(trial.go, b"e")  # the keeper ends the trial and reports to castbench
+            os.write(trial.go, b"e")
         os.close(trial.go)
-        with suppress(ChildProcessError):
-            os.waitpid(trial.pid, 0)  # it exits once the trial's processes are reaped (code 0)
-        _forget_children()
-        return {}, trial.scratch
+        return trial.pid, trial.scratch
 
     def _probe(self) -> dict[str, Any]:
         """Import the agent once, in a trial's process, and say what it is (or why it cannot be
@@ -476,6 +481,15 @@ class _Template:
         finally:
             connection.close()
             _discard(self._end()[1])
+
+
+def _await_keeper(keeper: int) -> None:
+    """Wait for a trial's keeper to exit (once the trial's processes are reaped), its status
+    unread, then for anything a lost keeper left here."""
+    if keeper:
+        with suppress(ChildProcessError):
+            os.waitpid(keeper, 0)
+    _forget_children()
 
 
 def _forget_children() -> None:
