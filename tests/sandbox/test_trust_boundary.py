@@ -55,7 +55,11 @@ def attempt(route, arg):
         os.sched_setaffinity(pid, {0})
         return "pinned"
     if route == "pidfd":
-        return f"pidfd {os.pidfd_open(pid)}"
+        signal.pidfd_send_signal(os.pidfd_open(pid), 0)
+        return "signalled through a pidfd"
+    if route == "kill9":
+        os.kill(pid, signal.SIGKILL)
+        return "killed"
     if route == "whoami":
         return f"pid {os.getpid()} uid {os.getuid()} nproc {resource.getrlimit(resource.RLIMIT_NPROC)}"
     if route == "memory":
@@ -366,6 +370,10 @@ def test_a_trial_cannot_reach_castbench_or_its_template(agents: str, route: str)
         reply = first_reply(f"{agents}:Probe?route={route}&arg={target}")
         assert reply.startswith("DENIED"), f"{route} on {target}: {reply}"
         assert (os.sched_getaffinity(target), os.getpriority(os.PRIO_PROCESS, target)) == before
+    if confine.can_unshare_pid():  # its keeper, PID 1 of its namespace: root, outside its sandbox
+        keeper_route = "kill9" if route == "kill" else route
+        reply = first_reply(f"{agents}:Probe?route={keeper_route}&arg=1")
+        assert reply.startswith("DENIED"), f"{keeper_route} on its keeper: {reply}"
 
 
 def test_a_trial_is_alone_in_a_pid_namespace_of_its_own_as_a_user_of_its_own(agents: str) -> None:
