@@ -3,14 +3,14 @@
 memory, disk, processes and CPU time.
 
 - **A PID namespace per trial.** The worker's template (castbench's code, never the agent's)
-  calls `unshare(CLONE_NEWPID)` before it forks a trial's process and `setns` back to its own
-  namespace after: the trial's process is PID 1 of a namespace that holds only the processes it
-  starts. castbench, the template, other trials and every other process of the machine have no
-  PID there, so none can be named to `kill`, `prlimit`, `setpriority`, `sched_setaffinity`,
-  `ptrace` or `pidfd_open`; when the trial's process dies the kernel kills everything in its
-  namespace. Needs `CAP_SYS_ADMIN` (castbench runs as root on this project's machines); without
-  it trials share the template's namespace and the run says so (`support().mechanism` lacks
-  `pid namespace`).
+  calls `unshare(CLONE_NEWPID)` before it forks a trial's keeper and `setns` back to its own
+  namespace after: the keeper (castbench's code) is PID 1 and the agent's process PID 2 of a
+  namespace that holds only the processes the trial starts. castbench, the template, other
+  trials and every other process of the machine have no PID there, so none can be named to
+  `kill`, `prlimit`, `setpriority`, `sched_setaffinity`, `ptrace` or `pidfd_open`; everything in
+  the namespace dies with its keeper. Needs `CAP_SYS_ADMIN` (castbench runs as root on this
+  project's machines); without it trials share the template's namespace and the run says so
+  (`support().mechanism` lacks `a PID namespace per trial`).
 - **A user id per trial.** Root is exempt from `RLIMIT_NPROC` and may signal and limit any
   process, so a trial's process, forked as root, takes a user id of its own
   (`UID_BASE + its PID as the machine sees it`: no account of the machine, no two trials alike)

@@ -77,7 +77,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
-from castbench.agents import seccomp
+from castbench.agents import confine, seccomp
 from castbench.agents.code import agent_code
 from castbench.agents.open_files import SQLITE_HEADER, open_files
 from castbench.agents.paths import AGENT_PATH_ENV, find_top
@@ -213,7 +213,12 @@ def _probe_support() -> SandboxSupport:
         return SandboxSupport(
             False, reason=f"castbench's socket filter has no numbers for {platform.machine()}"
         )
-    return SandboxSupport(True, mechanism=f"landlock ABI {abi} + {SOCKET_FILTER}", abi=abi)
+    mechanism = f"landlock ABI {abi} + {SOCKET_FILTER}"
+    if confine.can_unshare_pid():
+        mechanism += " + a PID namespace per trial"
+    if os.geteuid() == 0:
+        mechanism += " + a user per trial"
+    return SandboxSupport(True, mechanism=mechanism, abi=abi)
 
 
 TASKS_FILES_ENV = "CASTBENCH_TASKS_FILES"
@@ -665,8 +670,9 @@ def _refuse_results_inside(path: str, target: str) -> None:
     """The agent's package folder (or a module of it) must hold no castbench results: the folder
     is granted whole, so a package that is an exports folder (a namespace package called
     `results`) would read them. Checked by content, whatever the folder is called."""
-    checkout = _checkout()  # castbench's own, editable: its test suite holds tasks (carved out as ever)
-    found, _ = results_inside(path, SCAN_LIMIT, tasks=not (checkout and _under(path, checkout)))
+    checkout = _checkout()  # castbench's own test suite (editable install) holds test tasks by design
+    suite = os.path.join(checkout, "tests") if checkout else None
+    found, _ = results_inside(path, SCAN_LIMIT, tasks=not (suite and _under(path, suite)))
     if found is None:
         raise AgentPackageError(
             f"the agent '{target}': its package {path} holds more than {SCAN_LIMIT} entries, too many "
@@ -830,8 +836,12 @@ _COPY_MIN = 256
 a two-line module: copying them gives nothing away)."""
 
 
-@cache
 def _protected_sizes() -> dict[int, list[str]]:
+    return _protected_sizes_for(os.environ.get(TASKS_FILES_ENV, ""))
+
+
+@lru_cache(maxsize=8)
+def _protected_sizes_for(tasks_files: str) -> dict[int, list[str]]:
     """The files of the domain packages, the packages they read data from and the private splits
     named in `CASTBENCH_TASKS_FILES`, by size: a file of the same size and content anywhere an
     agent would be granted is a copy of castbench's data (task files, pack data, ground truth)."""

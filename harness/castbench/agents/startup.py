@@ -58,8 +58,14 @@ def _checkout() -> str | None:
 
 
 def _site_packages() -> set[str]:
+    """The environment's own site-packages: sysconfig's, and the virtual environment's of this
+    interpreter (`pyvenv.cfg` beside its `bin`: under `python -S`, site never named it)."""
     paths = {sysconfig.get_path(name) for name in ("purelib", "platlib")}
-    return {_real(path) for path in paths if path}
+    venv = Path(sys.executable).parent.parent
+    if (venv / "pyvenv.cfg").is_file():
+        version = f"python{sys.version_info[0]}.{sys.version_info[1]}"
+        paths.update(str(venv / lib / version / "site-packages") for lib in ("lib", "lib64"))
+    return {_real(path) for path in paths if path and os.path.isdir(path)}
 
 
 @cache
@@ -68,6 +74,7 @@ def trusted_roots() -> tuple[str, ...]:
     roots = {sysconfig.get_path(name) for name in ("stdlib", "platstdlib")}
     roots |= set(_site_packages())
     roots.add(_harness())
+    roots.add(os.path.dirname(_harness()))  # the folder it is installed in (a wheel unpacked, --target)
     for prefix in {sys.base_prefix, sys.base_exec_prefix}:
         roots.add(os.path.join(prefix, "lib", f"python{sys.version_info[0]}.{sys.version_info[1]}"))
     roots.add(os.path.dirname(os.__file__))  # the standard library, however it is laid out
@@ -182,6 +189,76 @@ def _untrusted_pth(folder: str, names: list[str]) -> dict[str, str]:
     return {name: owner for name, owner in owners.items() if owner not in trusted}
 
 
+def _cached_untrusted(folder: str, names: list[str]) -> dict[str, str]:
+    """`_untrusted_pth`, kept in castbench's state folder (no agent reaches it) and worked out
+    again when the folder's listing or one of these files changed (a distribution installed or
+    removed changes the folder's modification time): reading every distribution's RECORD is most
+    of the check's time."""
+    import hashlib
+    import json
+
+    from castbench.places import state_dir
+
+    try:
+        marks: list[object] = [os.stat(folder).st_mtime_ns]
+        for name in names:
+            status = os.stat(os.path.join(folder, name))
+            marks.append((name, status.st_mtime_ns, status.st_size))
+    except OSError:
+        return _untrusted_pth(folder, names)
+    key = hashlib.sha256(json.dumps([folder, marks]).encode()).hexdigest()
+    cache = os.path.join(state_dir(), "startup-check.json")
+    try:
+        with open(cache, encoding="utf-8") as handle:
+            kept = json.load(handle)
+        if kept.get("key") == key:
+            return dict(kept["untrusted"])
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    untrusted = _untrusted_pth(folder, names)
+    try:
+        with open(cache + ".tmp", "w", encoding="utf-8") as handle:
+            json.dump({"key": key, "untrusted": untrusted}, handle)
+        os.replace(cache + ".tmp", cache)
+    except OSError:
+        pass
+    return untrusted
+
+
+_HOOKS = ("sitecustomize", "usercustomize")
+"""The modules Python itself runs at start-up by name, wherever they are on the path."""
+
+
+def _install_target(folder: str) -> bool:
+    """A folder `pip install --target` made (a pack installed beside castbench): every entry in it
+    installed by a distribution recorded there, none of Python's start-up hooks or `.pth` files,
+    and no top-level name found anywhere else on the path (so nothing castbench imports, now or
+    later, comes from it instead: packs and plugins castbench finds through their entry points)."""
+    from importlib.machinery import PathFinder
+
+    try:
+        entries = os.listdir(folder)
+    except OSError:
+        return False
+    recorded: set[str] = set()
+    for info in (entry for entry in entries if entry.endswith(".dist-info")):
+        try:
+            with open(os.path.join(folder, info, "RECORD"), encoding="utf-8", errors="replace") as handle:
+                recorded.update(line.partition(",")[0].split("/")[0] for line in handle if line.strip())
+        except OSError:
+            return False
+    others = [p for p in sys.path if p and _real(p) != folder]
+    for entry in entries:
+        if entry in ("__pycache__", "bin") or entry.endswith((".dist-info", ".egg-info")):
+            continue
+        name = entry.removesuffix(".py")
+        if entry not in recorded or entry.endswith(".pth") or name in _HOOKS:
+            return False
+        if name in sys.modules or name in sys.stdlib_module_names or PathFinder.find_spec(name, others):
+            return False
+    return bool(recorded)
+
+
 def outside_code() -> list[str]:
     """What could have brought code from outside castbench's installation into this process at
     its start-up, one line each; empty when nothing did."""
@@ -191,7 +268,7 @@ def outside_code() -> list[str]:
     env = _initial_environment()
     for entry in filter(None, env.get("PYTHONPATH", "").split(os.pathsep)):
         real = _real(entry)
-        if real == checkout or _under(real, roots):
+        if real == checkout or _under(real, roots) or _install_target(real):
             continue
         findings.append(
             f"PYTHONPATH names {entry}, outside castbench's installation (Python imports from it "
@@ -200,11 +277,16 @@ def outside_code() -> list[str]:
     for name in ("PYTHONSTARTUP", "PYTHONHOME", "PYTHONUSERBASE"):
         if env.get(name):
             findings.append(f"{name} is set ({env[name]}): it changes what Python runs at start-up")
+    folders: dict[str, bool] = {}  # a module's folder, resolved once: whether it is castbench's
     for name, module in list(sys.modules.items()):
         file = _module_file(module)
         if file is None or name == "__main__":
             continue
-        if not _under(_real(file), roots):
+        folder = os.path.dirname(file)
+        if folder not in folders:
+            folders[folder] = _under(_real(folder), roots)
+        inside = folders[folder] and not os.path.islink(file)
+        if not inside and not _under(_real(file), roots):
             findings.append(
                 f"the module '{name}' was imported at start-up from {file}, outside castbench's installation"
             )
@@ -214,6 +296,8 @@ def outside_code() -> list[str]:
         if file is not None and not _under(_real(file), tuple(_site_packages()) + roots):
             findings.append(f"{name} was run at start-up from {file}")
     site_dirs = _site_packages()
+    if sys.flags.no_site:  # `python -S`: Python ran no .pth file and no sitecustomize
+        return findings
     others = list(site.getsitepackages())  # site folders whose .pth files Python ran
     if site.ENABLE_USER_SITE:
         others.append(site.getusersitepackages())
@@ -225,7 +309,7 @@ def outside_code() -> list[str]:
             )
     for folder in sorted(site_dirs):
         pending = _executable_pth(folder)
-        for pth, owner in (_untrusted_pth(folder, pending) if pending else {}).items():
+        for pth, owner in (_cached_untrusted(folder, pending) if pending else {}).items():
             who = f"the distribution '{owner}'" if owner else "no distribution on record"
             findings.append(
                 f"{pth} in site-packages runs code at start-up and comes from {who}, not castbench "

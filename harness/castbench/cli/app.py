@@ -276,8 +276,58 @@ def _refuse_outside_code() -> None:
         raise SystemExit(EXIT_CODE)
 
 
+_PROCESS_OPTIONS = {"--agent-path": "CASTBENCH_AGENT_PATH", "--trial-limits": "CASTBENCH_TRIAL_LIMITS"}
+"""Options of every command that runs agents, taken off the command line before it is parsed:
+they set what castbench's workers read (`--agent-path DIR`, repeatable: where import-path agents
+are found, by the workers only; `--trial-limits memory=4G,file=1G,processes=256,cpu=600`)."""
+
+
+def _process_options(argv: list[str]) -> list[str]:
+    """`argv` without `--agent-path DIR` and `--trial-limits SPEC` (either `--opt VALUE` or
+    `--opt=VALUE`), their values put in the variables the workers read; one `error:` line (exit 2)
+    for a folder that does not exist or limits that cannot be read."""
+    from castbench.agents.confine import limits_from_env
+
+    kept: list[str] = []
+    paths: list[str] = []
+    index = 0
+    while index < len(argv):
+        arg = argv[index]
+        name, sep, value = arg.partition("=")
+        if arg == "--":
+            kept += argv[index:]
+            break
+        if name in _PROCESS_OPTIONS:
+            if not sep:
+                if index + 1 >= len(argv):
+                    fail(f"{name} needs a value")
+                index += 1
+                value = argv[index]
+            if name == "--agent-path":
+                if not os.path.isdir(value):
+                    fail(f"--agent-path {value!r}: not a folder")
+                paths.append(os.path.abspath(value))
+            else:
+                os.environ[_PROCESS_OPTIONS[name]] = value
+        else:
+            kept.append(arg)
+        index += 1
+    if paths:
+        given = [p for p in os.environ.get("CASTBENCH_AGENT_PATH", "").split(os.pathsep) if p]
+        os.environ["CASTBENCH_AGENT_PATH"] = os.pathsep.join([*paths, *given])
+    try:
+        limits_from_env()
+    except ValueError as exc:
+        fail(str(exc))
+    return kept
+
+
 def main() -> None:
     _refuse_outside_code()
+    try:
+        sys.argv[1:] = _process_options(sys.argv[1:])
+    except typer.Exit as exc:
+        raise SystemExit(exc.exit_code) from None
     _wide_when_piped()
     sys.stdout = _PipeSafeStdout(sys.stdout)  # type: ignore[assignment]
     if signal.getsignal(signal.SIGINT) is _interrupted_at_start:

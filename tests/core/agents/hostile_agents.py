@@ -95,7 +95,7 @@ class SleepyPolicy:
     def __init__(self, briefing: Briefing, seconds: float = 60.0, announce: bool = False) -> None:
         self.seconds = seconds
         if announce:
-            print(f"sleepy worker pid {os.getpid()}", file=sys.stderr, flush=True)
+            print(f"sleepy worker pid {_machine_pid()}", file=sys.stderr, flush=True)
 
     def propose(self, view: PolicyView) -> Action:
         time.sleep(self.seconds)
@@ -112,6 +112,14 @@ class CrashingPolicy:
         os._exit(3)
 
 
+def _machine_pid() -> int:
+    """This process's PID as the machine names it (a trial is PID 1 of a namespace of its own)."""
+    try:
+        return int(os.readlink("/proc/self"))
+    except (OSError, ValueError):
+        return os.getpid()
+
+
 class PidPolicy:
     """Says which process it runs in and how many steps this instance has seen, then closes."""
 
@@ -120,7 +128,7 @@ class PidPolicy:
 
     def propose(self, view: PolicyView) -> Action:
         self.steps += 1
-        return ReplyAction(text=f"pid {os.getpid()} step {self.steps}. {ANYTHING_ELSE}")
+        return ReplyAction(text=f"pid {_machine_pid()} step {self.steps}. {ANYTHING_ELSE}")
 
 
 class WorkerScriptedUser(ScriptedUser):

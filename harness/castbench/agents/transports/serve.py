@@ -6,11 +6,15 @@ PID` with one end of a socket pair on FD (the control pipe) and castbench's proc
 its role, the agent's import path and its sandbox from the first message, and never imports the
 agent itself: each trial's process (forked ahead, as soon as the previous trial ended) takes its
 own process group, closes every descriptor but its own socket (handed to castbench over the
-control pipe), writes its output into the trial's pipe, gets a fresh scratch folder, enters the
+control pipe), writes its output into an in-memory file castbench reads, gets a fresh scratch
+folder, takes its bounds and a user id of its own (`castbench.agents.confine`), enters the
 sandbox (the kernel's wall: `castbench.agents.sandbox`), refuses imports of the installed domain
-packages (they hold the tasks' ground truth), imports the agent and serves that trial alone. At
-the trial's end the template kills and reaps every process the trial started (it is their
-subreaper) and hands back what they wrote, capped.
+packages (they hold the tasks' ground truth), imports the agent and serves that trial alone.
+Each trial's process is forked by the trial's keeper, itself forked from the template for that
+trial (PID 1 of the trial's PID namespace where castbench can make one): at the trial's end the
+keeper kills and reaps every process the trial started and reports how it ended to castbench
+directly. The template never reads anything a trial leaves (issue 56): it forks every later
+trial, and its memory is theirs to read.
 
 The import guard stays behind the sandbox: where there is none (another OS, `CASTBENCH_SANDBOX=off`)
 it is all that keeps a careless `import` of a domain package out, and behind it, it turns the
@@ -37,6 +41,7 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from castbench.agents import confine, sandbox
+from castbench.agents.paths import AGENT_PATH_ENV
 from castbench.agents.precompiled import Precompiled
 from castbench.agents.protocols import UserReply, output_problem
 from castbench.agents.spec import AgentSpecError, import_target, protocol_problem
@@ -179,15 +184,25 @@ class _Trial:
     goes to and its scratch folder. The template never reads the output (castbench does): a
     process that never held a trial's data forks the next one (issue 56)."""
 
-    def __init__(self, pid: int, output: int, scratch: str, ours: socket.socket) -> None:
+    def __init__(
+        self, pid: int, output: int, scratch: str, ours: socket.socket, report: int, go: int
+    ) -> None:
         self.pid, self.output, self.scratch = pid, output, scratch
+        """`pid`: the trial's keeper (castbench's code: it forks the agent's process and reaps it)."""
         self.socket: socket.socket | None = ours
         """castbench's end of the trial's socket, until it is handed over."""
+        self.report, self.go = report, go
+        """The keeper's report (how the trial ended), read by castbench; the pipe that tells the
+        keeper the trial is over."""
 
 
 def _children() -> list[int]:
     """This process's children, zombies included (the template is single-threaded)."""
-    pid = os.getpid()
+    return _children_of(os.getpid())
+
+
+def _children_of(pid: int) -> list[int]:
+    """The children of `pid` (as `/proc` numbers it), zombies included."""
     try:
         with open(f"/proc/{pid}/task/{pid}/children") as listing:
             return [int(child) for child in listing.read().split()]
@@ -331,7 +346,10 @@ class _Template:
         self.pidns = confine.own_pid_namespace() if hello.get("pidns") else None
         """This process's own PID namespace, to come back to after forking a trial into a new one."""
         self.forked = 0
-        sys.path[:] = hello["sys_path"]  # as the trials' processes find the agent
+        # where the trials' processes find the agent, for looking its modules up: never on this
+        # process's own path, so no module of the agent's folder is ever imported here (a later
+        # lazy import of castbench's own would otherwise find a shadowing copy there first)
+        os.environ[AGENT_PATH_ENV] = os.pathsep.join(hello["sys_path"])
         self.compiled = Precompiled.for_agent(hello["target"], hello["role"], hello["domain_packages"])
         """The sandbox's rules made ready once (paths opened, rules packed): a trial's process
         only hands them to the kernel."""
@@ -351,8 +369,9 @@ class _Template:
                 if message["op"] == "trial":
                     self._hand_over()
                 elif message["op"] == "end":
-                    ended, scratch = self._end()
-                    self.control.send_bytes(encode(ended))
+                    keeper, scratch = self._signal_end()
+                    self.control.send_bytes(encode({}))  # castbench reads the keeper's report
+                    _await_keeper(keeper)
                     _discard(scratch)
                     with suppress(OSError):  # castbench removed the folder: it is shutting down
                         self._fork()  # the next trial's, while castbench finishes this one
@@ -366,11 +385,13 @@ class _Template:
             self._fork()
         assert self.trial is not None and self.trial.socket is not None
         self.control.send_bytes(encode({"started": self.trial.pid}))
-        socket.send_fds(self.control_socket, [b"T"], [self.trial.socket.fileno(), self.trial.output])
+        fds = [self.trial.socket.fileno(), self.trial.output, self.trial.report]
+        socket.send_fds(self.control_socket, [b"T"], fds)
         self.trial.socket.close()
         self.trial.socket = None
-        os.close(self.trial.output)  # castbench reads it, never this process
-        self.trial.output = -1
+        os.close(self.trial.output)  # castbench reads them, never this process
+        os.close(self.trial.report)
+        self.trial.output = self.trial.report = -1
 
     def _wait(self, connection: Connection, limit: float | None = None) -> dict[str, Any] | None:
         """The next message on `connection`, taking the trial's output meanwhile; None when it
@@ -395,10 +416,14 @@ class _Template:
         scratch = tempfile.mkdtemp(prefix="trial-", dir=self.folder)
         write_end = _output_file()
         ours, theirs = socket.socketpair()
+        report_read, report_write = os.pipe()
+        go_read, go_write = os.pipe()
+        for fd in (report_read, report_write, go_read, go_write):
+            os.set_inheritable(fd, False)
         sys.stdout.flush()
         sys.stderr.flush()
         if self.pidns is not None:
-            confine.unshare_pid()  # the child is PID 1 of a namespace of its own
+            confine.unshare_pid()  # the keeper is PID 1 of a namespace of its own
         try:
             pid = os.fork()
         finally:
@@ -406,27 +431,38 @@ class _Template:
                 confine.restore_pid(self.pidns)
         if pid == 0:
             try:
-                _trial_process(self, theirs.fileno(), write_end, scratch)
+                os.close(report_read)
+                os.close(go_write)
+                _keeper(self, theirs.fileno(), write_end, scratch, report_write, go_read)
             finally:
-                with suppress(BaseException):
-                    sys.stdout.flush()
-                    sys.stderr.flush()
                 os._exit(0)
         theirs.close()
-        self.trial = _Trial(pid, write_end, scratch, ours)
+        os.close(report_write)
+        os.close(go_read)
+        self.trial = _Trial(pid, write_end, scratch, ours, report_read, go_write)
 
     def _end(self) -> tuple[dict[str, Any], str]:
         """End the trial: kill and reap all its processes; what it wrote, and its scratch folder
         (for the caller to remove: after answering castbench)."""
+        keeper, scratch = self._signal_end()
+        _await_keeper(keeper)
+        return {}, scratch
+
+    def _signal_end(self) -> tuple[int, str]:
+        """Tell the trial's keeper the trial is over (it kills, reaps and reports to castbench);
+        its PID (0: none) and the trial's scratch folder."""
         trial, self.trial = self.trial, None
         if trial is None:
-            return {"stray": 0, "ended": ""}, ""
+            return 0, ""
         if trial.socket is not None:
             trial.socket.close()
-        if trial.output >= 0:
-            os.close(trial.output)
-        stray, ended = _reap_everything(trial.pid, self.limits.cpu)
-        return {"stray": stray, "ended": ended}, trial.scratch
+        for fd in (trial.output, trial.report):  # never handed over: nobody reads them
+            if fd >= 0:
+                os.close(fd)
+        with suppress(OSError):
+            os.write(trial.go, b"e")
+        os.close(trial.go)
+        return trial.pid, trial.scratch
 
     def _probe(self) -> dict[str, Any]:
         """Import the agent once, in a trial's process, and say what it is (or why it cannot be
@@ -447,15 +483,108 @@ class _Template:
             _discard(self._end()[1])
 
 
-def _trial_process(template: _Template, fd: int, output: int, scratch: str) -> None:
+def _await_keeper(keeper: int) -> None:
+    """Wait for a trial's keeper to exit (once the trial's processes are reaped), its status
+    unread, then for anything a lost keeper left here."""
+    if keeper:
+        with suppress(ChildProcessError):
+            os.waitpid(keeper, 0)
+    _forget_children()
+
+
+def _forget_children() -> None:
+    """Kill and reap what a lost keeper left here, learning nothing of it: the template forks the
+    next trial, so it must never hold what a trial could put in it (an exit code, a CPU time, a
+    count of processes), however small."""
+    while True:
+        children = _children()
+        if not children:
+            try:
+                if os.waitpid(-1, os.WNOHANG)[0] == 0:
+                    time.sleep(0.0005)
+                continue
+            except ChildProcessError:
+                return
+        for pid in children:
+            with suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+            with suppress(ChildProcessError):
+                os.waitpid(pid, 0)
+
+
+def _keeper(template: _Template, fd: int, output: int, scratch: str, report: int, go: int) -> None:
+    """A trial's keeper: castbench's code, forked from the template for this trial alone (PID 1 of
+    the trial's namespace where there is one). It forks the agent's process, waits for the
+    template's word that the trial is over, kills and reaps everything the trial started and
+    writes how it ended into `report`, which castbench reads. So what a trial leaves (its exit
+    code, its CPU time, the processes it left) reaches castbench and dies with the keeper: the
+    template, which forks every later trial, never learns it."""
+    _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != template.pid and template.pidns is None:
+        return
+    if template.pidns is None:
+        _prctl(_PR_SET_CHILD_SUBREAPER, 1)  # what the trial's processes leave comes back here
+    keeper = os.getpid()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            _trial_process(template, fd, output, scratch, keeper)
+        finally:
+            with suppress(BaseException):
+                sys.stdout.flush()
+                sys.stderr.flush()
+            os._exit(0)
+    os.close(fd)
+    os.close(output)
+    first_host = next(iter(_children_of(confine.host_pid())), 0)  # its only child yet
+    with suppress(OSError):
+        os.read(go, 1)  # the trial is over (or the template is gone: end of file)
+    if template.pidns is not None:
+        stray, ended = _reap_namespace(pid, first_host, template.limits.cpu)
+    else:
+        stray, ended = _reap_everything(pid, template.limits.cpu)
+    with suppress(OSError):
+        os.write(report, encode({"stray": stray, "ended": ended}))
+
+
+def _reap_namespace(first: int, first_host: int, cpu_limit: int) -> tuple[int, str]:
+    """As `_reap_everything`, for the keeper of a PID namespace (its PID 1): every process in it
+    is killed at once (`kill(-1)`), and reaped. `first`: the agent's process, as the namespace
+    and as the machine's `/proc` number it."""
+    ended, cpu = "", 0.0
+    with suppress(ChildProcessError):
+        pid, status, usage = os.wait4(first, os.WNOHANG)
+        if pid:
+            ended, cpu = _status(status), usage.ru_utime + usage.ru_stime
+    stray = len([pid for pid in _descendants(confine.host_pid()) if pid != first_host])
+    with suppress(ProcessLookupError):
+        os.kill(-1, signal.SIGKILL)  # all of the namespace but its PID 1
+    while True:
+        try:
+            pid, status, usage = os.wait4(-1, 0)
+        except ChildProcessError:
+            break
+        if pid == first:
+            cpu = max(cpu, usage.ru_utime + usage.ru_stime)
+            if not ended and not (os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL):
+                ended = _status(status)
+    said = ended or "killed at the trial's end"
+    if cpu_limit and cpu >= cpu_limit:
+        said = f"{said}: CPU time limit of {cpu_limit} s passed"
+    return max(0, stray), said
+
+
+def _trial_process(template: _Template, fd: int, output: int, scratch: str, keeper: int) -> None:
     """In a trial's fresh process (forked from the template): its own process group, its output
     into the trial's pipe, no descriptor of the template's, its environment and scratch folder,
     the sandbox; then the agent, imported here and serving this one trial. The first message says
     whether the sandbox was entered (castbench's own code, before any of the agent's ran)."""
     os.setpgid(0, 0)
     _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)  # the template is single-threaded: its death ends us
-    if template.pidns is None and os.getppid() != template.pid:
-        return  # (in a namespace of its own its parent has no PID: 0)
+    if os.getppid() != keeper:
+        return  # its keeper is gone
     sys.argv[:] = [sys.argv[0]]  # castbench's PID and the control descriptor: not the agent's
     hello, plan = template.hello, template.plan
     os.dup2(output, 1)
@@ -501,11 +630,6 @@ def _trial_process(template: _Template, fd: int, output: int, scratch: str) -> N
             data = encode(_failure(hello["role"], exc))
         connection.send_bytes(data)
         if message.get("op") == "close":
-            if template.pidns is not None:  # PID 1 of its namespace: its end would end what the
-                sys.stdout.flush()  # agent left running before the template counts it: wait
-                sys.stderr.flush()  # for the template's kill instead
-                while True:
-                    signal.pause()
             return
 
 

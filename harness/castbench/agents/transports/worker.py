@@ -57,6 +57,12 @@ __all__ = ["AgentOutput", "Probe", "WorkerTransport", "probe", "remove_stale_scr
 SERVE = "castbench.agents.transports.serve"
 """The worker's module: `python -m SERVE FD PID`."""
 
+_ISOLATION = ("-s", "-P", *(("-S",) if sys.flags.no_site else ()))
+"""How the worker's interpreter starts: no user site folder (`-s`), nothing put before the
+installed packages (`-P`: not its working directory), no site processing when castbench ran
+without it. Not `-I`/`-E`: the environment it is given is already castbench's few variables (a
+sandboxed worker's), and `PYTHONHASHSEED` among them keeps agents replayable."""
+
 _END_S = 30.0
 """How long the template may take to kill and reap a trial's processes before it is killed."""
 
@@ -81,6 +87,22 @@ class AgentOutput(BaseModel):
         if self.stray:
             notes.append(f"[castbench: {self.stray} process(es) the agent left running were killed]")
         return "\n".join([self.text.rstrip("\n"), *notes]).strip("\n")
+
+
+def _read_report(fd: int) -> dict[str, Any]:
+    """The keeper's report on a trial's end (`castbench.agents.transports.serve._keeper`): how its
+    process ended and how many it left running. The keeper has exited: read to end of file."""
+    lost = {"stray": 0, "ended": "its keeper was lost"}
+    if fd < 0:
+        return lost
+    chunks = []
+    try:
+        while chunk := os.read(fd, 4096):
+            chunks.append(chunk)
+        found = decode(b"".join(chunks))
+        return {"stray": int(found["stray"]), "ended": str(found["ended"])}
+    except (OSError, ValueError, KeyError, TypeError):
+        return lost
 
 
 def _read_output(fd: int) -> tuple[str, int]:
@@ -171,7 +193,7 @@ class _Worker:
         try:
             with theirs:
                 self.process = subprocess.Popen(
-                    [sys.executable, "-m", SERVE, str(theirs.fileno()), str(os.getpid())],
+                    [sys.executable, *_ISOLATION, "-m", SERVE, str(theirs.fileno()), str(os.getpid())],
                     pass_fds=[theirs.fileno()],
                     stdin=subprocess.DEVNULL,
                     cwd=self.folder,
@@ -225,20 +247,21 @@ class _Worker:
         with self._lock:
             self._control({"op": "trial"}, "a trial's start", STARTUP_S)
             try:
-                _, fds, _, _ = socket.recv_fds(self.control_socket, 1, 2)
+                _, fds, _, _ = socket.recv_fds(self.control_socket, 1, 3)
             except OSError as exc:
                 self.kill()
                 raise AgentError(f"{self.role} worker process did not start a trial: {exc!r}") from exc
-        if len(fds) != 2:
+        if len(fds) != 3:
             for fd in fds:
                 os.close(fd)
             self.kill()
             raise AgentError(f"{self.role} worker process did not start a trial")
-        trial = _TrialProcess(self, Connection(fds[0]), fds[1])
+        trial = _TrialProcess(self, Connection(fds[0]), fds[1], fds[2])
         entered = trial.answer("entering its sandbox", STARTUP_S)
         if "error" in entered:  # castbench's own code, before the agent's: what castbench saw
-            self.end_trial(trial.output_fd)
+            self.end_trial(trial.output_fd, trial.report_fd)
             os.close(trial.output_fd)
+            os.close(trial.report_fd)
             self.kill()
             raise FatalInfrastructureError(entered["error"])
         loaded = trial.answer("its import", STARTUP_S)
@@ -247,12 +270,14 @@ class _Worker:
             raise AgentError(f"{self.role} could not be loaded for this trial: {loaded['error']}")
         return trial
 
-    def end_trial(self, output: int = -1) -> AgentOutput:
-        """Kill and reap every process of the trial; what it wrote (`output`: its output file)."""
+    def end_trial(self, output: int = -1, report: int = -1) -> AgentOutput:
+        """Kill and reap every process of the trial; what it wrote (`output`: its output file)
+        and how it ended (`report`: its keeper's, written before the template answers)."""
         with self._lock:
-            answer = self._control({"op": "end"}, "the end of a trial", _END_S)
+            self._control({"op": "end"}, "the end of a trial", _END_S)
         text, dropped = _read_output(output)
-        return AgentOutput(text=text, dropped=dropped, stray=answer["stray"], ended=answer["ended"])
+        ended = _read_report(report)
+        return AgentOutput(text=text, dropped=dropped, stray=ended["stray"], ended=ended["ended"])
 
     @property
     def alive(self) -> bool:
@@ -275,8 +300,8 @@ class _Worker:
 class _TrialProcess:
     """One trial's agent process and the pipe to it; ended (its processes killed) exactly once."""
 
-    def __init__(self, worker: _Worker, connection: Connection, output: int) -> None:
-        self.worker, self.connection, self.output_fd = worker, connection, output
+    def __init__(self, worker: _Worker, connection: Connection, output: int, report: int) -> None:
+        self.worker, self.connection, self.output_fd, self.report_fd = worker, connection, output, report
         self.role = worker.role
         self._lock = threading.Lock()
         self.output: AgentOutput | None = None
@@ -336,12 +361,13 @@ class _TrialProcess:
                 with suppress(OSError):
                     self.connection.close()
                 try:
-                    self.output = self.worker.end_trial(self.output_fd)
+                    self.output = self.worker.end_trial(self.output_fd, self.report_fd)
                 except AgentError:
                     self.output = AgentOutput(text="[castbench: the worker process was lost]")
                 finally:
-                    with suppress(OSError):
-                        os.close(self.output_fd)
+                    for fd in (self.output_fd, self.report_fd):
+                        with suppress(OSError):
+                            os.close(fd)
             return self.output
 
 
