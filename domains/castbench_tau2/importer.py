@@ -162,6 +162,16 @@ def read_tau2_results(path: Path) -> ExportedRun:
     )
 
 
-TAU2 = RunFormat(".json", write_tau2_results, read_tau2_results)
+def _is_results(path: Path) -> bool:
+    """A JSON object with τ²'s `info` near its start (τ-bench's results, also `.json`, are a list)."""
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(4096).lstrip()
+    except OSError:
+        return False
+    return head.startswith(b"{") and b'"info"' in head
+
+
+TAU2 = RunFormat(".json", write_tau2_results, read_tau2_results, accepts=_is_results)
 """τ²-bench's Results JSON both ways: `castbench export --format tau2`, `castbench import FILE.json`
 (entry point `castbench.formats`)."""

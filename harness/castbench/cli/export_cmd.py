@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.markup import escape
+from rich.table import Table
 
 from castbench.cli.errors import fail
 from castbench.cli.options import DbOption, PackOptionFlag, Tau2DataOption
@@ -23,6 +24,7 @@ from castbench.store.export import (
     ArchiveError,
     ExportedRun,
     export_run,
+    format_names,
     is_export,
     load_format,
     read_export,
@@ -84,7 +86,10 @@ VerifyOption = Annotated[
 def import_command(
     file: Annotated[
         Path,
-        typer.Argument(help=f"An exported run (*{EXPORT_SUFFIX}), or τ²-bench's Results JSON (*.json)."),
+        typer.Argument(
+            help=f"An exported run (*{EXPORT_SUFFIX}), τ²-bench's Results JSON or τ-bench's results "
+            "JSON (*.json, told apart by their content; replayed and graded here)."
+        ),
     ],
     db: DbOption = DEFAULT_DB,
     verify: VerifyOption = True,
@@ -104,10 +109,14 @@ def import_command(
     try:
         reader = read_export if is_export(file) else reader_for(file)
         if reader is None:
-            fail(f"{file}: not an exported run (*{EXPORT_SUFFIX}) nor a file of a registered format")
+            fail(
+                f"{file}: not an exported run (*{EXPORT_SUFFIX}) nor a file any registered format reads "
+                f"(formats: {', '.join(format_names())}; .json: τ²'s Results, an object, or τ-bench's "
+                "results, a list of {task_id, trial, reward, info, traj}, each with its extra installed)"
+            )
         exported = reader(file)
         outcome = import_run(ResultsStore(db), exported, verify=verify, source=file.name, force=force)
-    except ArchiveError as exc:
+    except (ArchiveError, ImportError) as exc:  # ImportError: the format's extra is not installed
         fail(exc)
     verb = "created" if outcome.created_run else "already present,"
     stored = outcome.created_run or outcome.added_trials
@@ -117,6 +126,8 @@ def import_command(
         f"{outcome.already_present} already there{marked}",
         markup=False,
     )
+    if isinstance(exported.meta.get("agreement"), dict):
+        _print_agreement(exported.meta["agreement"], len(exported.trials))
     if outcome.clairvoyant_allowed:
         console.print(
             f"{outcome.clairvoyant_allowed} passing trials act on identifiers nobody revealed "
@@ -128,6 +139,30 @@ def import_command(
             f"marked clairvoyant ({len(outcome.clairvoyant)} trials): " + "; ".join(outcome.clairvoyant[:3]),
             markup=False,
         )
+
+
+def _print_agreement(table: dict[str, dict[str, Any]], trials: int) -> None:
+    """The imported file's recorded reward beside castbench's gradings: agree/disagree per grading,
+    then every disagreement (`task#trial`)."""
+    out = Table(title=f"agreement with the recorded reward ({trials} trials)")
+    for column in ("grading", "agree", "disagree", "passes τ failed", "fails τ passed"):
+        out.add_column(column, justify="left" if column == "grading" else "right")
+    for grading, row in table.items():
+        extra, missed = row.get("passed_tau_failed", []), row.get("failed_tau_passed", [])
+        out.add_row(
+            grading, str(row.get("agree")), str(row.get("disagree")), str(len(extra)), str(len(missed))
+        )
+    console.print(out)
+    for grading, row in table.items():
+        for kind, key in (
+            ("passes, τ failed", "passed_tau_failed"),
+            ("fails, τ passed", "failed_tau_passed"),
+        ):
+            listed = row.get(key, [])
+            if listed:
+                console.print(
+                    f"{grading}: {kind}: {', '.join(map(str, listed))}", markup=False, soft_wrap=True
+                )
 
 
 def verify_command(

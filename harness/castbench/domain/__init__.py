@@ -75,6 +75,7 @@ _HOMES: dict[str, tuple[str, ...]] = {
     "castbench.runner.parity": ("Trajectory",),
     # running a trial, and the records of runs and trials it writes (what an importer builds)
     "castbench.runner.rollout": ("run_trial",),
+    "castbench.runner.seeds": ("trial_seed",),
     "castbench.runner.execution": ("AgentSet",),
     "castbench.records.config": ("Limits", "RunConfig", "Verification"),
     "castbench.records.trial": ("EndReason", "Proposal", "StepRecord", "TrialRecord"),

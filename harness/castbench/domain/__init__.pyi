@@ -120,6 +120,9 @@ from castbench.runner.parity import (
 from castbench.runner.rollout import (
     run_trial,
 )
+from castbench.runner.seeds import (
+    trial_seed,
+)
 from castbench.store.export import (
     ArchiveError,
     ExportedRun,
@@ -192,6 +195,7 @@ __all__ = [
     "state_diff",
     "Trajectory",
     "run_trial",
+    "trial_seed",
     "AgentSet",
     "Limits",
     "RunConfig",

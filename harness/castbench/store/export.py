@@ -265,6 +265,10 @@ class RunFormat:
     suffix: str
     write: Callable[[ExportedRun, Path], int]
     read: Callable[[Path], ExportedRun] | None = None
+    accepts: Callable[[Path], bool] | None = None
+    """Whether a file with the suffix is of this format (read from its first bytes), where
+    several formats share a suffix (τ²'s Results and τ-bench's results are both `.json`); a format
+    without it takes every file with its suffix that no format before it accepted."""
 
 
 _FORMAT_GROUP = "castbench.formats"
@@ -288,13 +292,18 @@ def load_format(name: str) -> RunFormat:
 
 
 def reader_for(path: Path) -> Callable[[Path], ExportedRun] | None:
-    """The reader of a registered format whose files end like `path` (those whose extra is not
-    installed are passed over); None for none."""
+    """The reader of a registered format whose files end like `path` and that accepts it (those
+    whose extra is not installed are passed over): formats that say what they accept first, then
+    the others; None for none."""
+    found = []
     for name in format_names():
         try:
             run_format = load_format(name)
         except ArchiveError:
             continue
         if run_format.read is not None and path.name.endswith(run_format.suffix):
+            found.append(run_format)
+    for run_format in sorted(found, key=lambda fmt: fmt.accepts is None):
+        if run_format.accepts is None or run_format.accepts(path):
             return run_format.read
     return None
