@@ -71,14 +71,22 @@ __all__ = [
 
 # -- the user's answer ---------------------------------------------------------------------------
 
-_YES = re.compile(
-    r"\b(yes|yeah|yep|yup|ya|sure|ok|okay|alright|all right|confirm|confirmed|i confirm|correct"
-    r"|absolutely|definitely|of course|certainly|affirmative|sounds (good|great|fine|right)"
-    r"|looks (good|great|fine|right|correct)|that works|works for me|perfect|great|go ahead"
-    r"|proceed|do it|do that|let's do|please do|go for it|i agree|agreed|fine)\b"
+_YES_START = re.compile(
+    r"^(?:(?:then|and|so|well|oh|ah|if so|in that case|alright|all right)\s+)*"
+    r"(yes|yeah|yep|yup|ya|sure|ok|okay|alright|all right|correct|absolutely|definitely|of course"
+    r"|certainly|affirmative|perfect|great|fine|confirmed|agreed|right)\b(?!\s*\d)"
+)
+"""A yes that opens a clause of the answer ("If that's the only option, then yes, ...")."""
+_YES_ANYWHERE = re.compile(
+    r"\b(i confirm|confirmed|please (do|proceed|go ahead|go for it)|go ahead|proceed with|let's proceed"
+    r"|you can proceed|do it|let's do (it|that)|sounds (good|great|fine|right)|looks (good|great|fine|right"
+    r"|correct|perfect)|that works|works for me|i agree|that's (right|correct|fine|perfect)"
+    r"|everything is correct|all correct)\b"
     r"|\b(i'll|i will|i'd like to|i would like to|let's|please) (use|go with|take|pay|book|cancel"
     r"|change|update|upgrade|downgrade|add|modify|return|exchange|refund|process|charge|put)\b"
 )
+"""A yes in the middle of the answer ("Yes, everything looks correct", "I'll use my card")."""
+_CLAUSES = re.compile(r"[,.;:!?\n]+|\s[-\u2014]\s")
 _NO = re.compile(
     r"^\W*(no|nope|nah|not now|not yet|wait|hold on|stop|cancel that|never mind|nevermind)\b"
     r"(?!\s+(problem|worries))"
@@ -104,7 +112,11 @@ def refuses(answer: str) -> bool:
 def accepts(answer: str) -> bool:
     """Does the user's message accept a proposal: a yes anywhere in it, and no refusal?"""
     text = _lowered(answer)
-    return not refuses(text) and _YES.search(text) is not None
+    if refuses(text):
+        return False
+    if _YES_ANYWHERE.search(text):
+        return True
+    return any(_YES_START.match(clause.strip()) for clause in _CLAUSES.split(text))
 
 
 def _asks(message: str) -> bool:
@@ -243,6 +255,7 @@ def _states(texts: Sequence[Text], value: Any) -> bool:
 # -- the records the agent saw -------------------------------------------------------------------
 
 _KIND_OF_ID = re.compile(r"[_\s-]*\d+$")
+_KIND_KEYS = ("source", "brand", "type", "kind")
 _LAST_DIGITS = ("last_four", "last4", "last_digits")
 _LABEL_KEYS = frozenset({"name", "product", "plan_name", "title", "medication", "description"})
 _DIGITS = re.compile(r"\d{4,}")
@@ -263,6 +276,13 @@ class _Record:
     labels: frozenset[str]
     marks: frozenset[str]
     """What tells it from its kind by number: its id's digits, its last digits ("ending 3275")."""
+    kinds: frozenset[str]
+    """What kind of thing it is (`source`, `brand`, `type`, or its id's words: "gift card")."""
+
+    @property
+    def strong(self) -> frozenset[str]:
+        """What names it on its own: its name, its kind, its numbers."""
+        return self.labels | self.marks | self.kinds
 
 
 def _leaf_strings(value: Any) -> Iterator[str]:
@@ -279,6 +299,20 @@ def _leaf_strings(value: Any) -> Iterator[str]:
         yield str(value)
 
 
+def _inner_labels(value: Any) -> frozenset[str]:
+    """The names of the records inside `value` ("the order with the Wireless Earbuds")."""
+    found: set[str] = set()
+    todo = [value]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, dict):
+            found.update(str(node[k]) for k in _LABEL_KEYS if isinstance(node.get(k), str))
+            todo.extend(node.values())
+        elif isinstance(node, list):
+            todo.extend(node)
+    return frozenset(found)
+
+
 def _walk(value: Any, names: tuple[str, ...]) -> Iterator[_Record]:
     if isinstance(value, list):
         for item in value:
@@ -293,11 +327,13 @@ def _walk(value: Any, names: tuple[str, ...]) -> Iterator[_Record]:
             digits = _DIGITS.findall(str(ident))
             extra = {d for found in digits for d in (found, found[-4:])}
             extra |= {str(value[k]) for k in _LAST_DIGITS if isinstance(value.get(k), str | int)}
+            kinds = {str(value[k]) for k in _KIND_KEYS if isinstance(value.get(k), str)}
             kind = _KIND_OF_ID.sub("", str(ident))
             if kind != str(ident) and _LETTER.search(kind):
-                held.add(kind)  # "gift_card_5634230" is a gift card
+                kinds.add(kind)  # "gift_card_5634230" is a gift card
+            named = frozenset(labels + names) | _inner_labels(value)
             yield _Record(
-                key, str(ident), frozenset(held | extra), frozenset(labels + names), frozenset(extra)
+                key, str(ident), frozenset(held | extra | kinds), named, frozenset(extra), frozenset(kinds)
             )
     for item in value.values():
         yield from _walk(item, names + labels)
@@ -339,8 +375,8 @@ class Records:
         wanted = ident.lower()
         for record in self.by_id.get(wanted, ()):
             said = _said_of(record, whole)
-            if not any(_LETTER.search(d) or _DIGITS.search(d) for d in said):
-                continue
+            if not (said & record.strong or len(said) >= 2):
+                continue  # one plain word ("payment") names nothing
             rivals = [r for r in self.by_key[record.key] if r.ident.lower() != wanted]
             if any(said <= rival.descriptors for rival in rivals):
                 continue
@@ -409,6 +445,8 @@ class Change:
 
     targets: tuple[str, ...]
     required: tuple[tuple[str, Any], ...]
+    original: frozenset[str] = frozenset()
+    """Payment values the changed rows already held: "your original payment method" states them."""
 
 
 def _flat(value: Any, path: str = "") -> Iterator[tuple[str, str]]:
@@ -470,7 +508,7 @@ def change_of(
                 visit(k, v, forced or bool(_PAYMENT.search(k)))
             return
         leaf = _canon_leaf(value) if value is not None else ""
-        if value is None or key == "user_id" or leaf in own:
+        if value is None or leaf == "" or key == "user_id" or leaf in own:
             return
         created = leaf in new_created and leaf not in new_existing
         if created and (leaf in _FALSY or (value in choices and key.endswith("type"))):
@@ -480,7 +518,9 @@ def change_of(
 
     for key, value in arguments.items():
         visit(key, value, False)
-    return Change(targets, tuple(required))
+    held = {leaf for (_, _, _, leaf) in old}
+    original = frozenset(str(v).lower() for k, v in required if _PAYMENT.search(k) and _canon_leaf(v) in held)
+    return Change(targets, tuple(required), original)
 
 
 # -- the walk back from a write ------------------------------------------------------------------
@@ -567,9 +607,19 @@ def _user_text(event: Event) -> str:
     return event.text if isinstance(event, UserTurn) else ""
 
 
-def _stated(records: Records, key: str, value: Any, texts: Sequence[str]) -> bool:
+_ORIGINAL = re.compile(
+    r"\b(original|same|existing|previous|initial)\s+(form of |method of )?(payment|card|method|source)"
+)
+
+
+def _stated(
+    records: Records, key: str, value: Any, texts: Sequence[str], original: frozenset[str] = frozenset()
+) -> bool:
     """Do `texts` state the argument `key`'s `value`: a yes/no by the argument's own word
-    ("with travel insurance" for `insurance: yes`), an id by a description, else canonically."""
+    ("with travel insurance" for `insurance: yes`), an id by a description, a payment the record
+    already used as "your original payment method", else canonically."""
+    if str(value).lower() in original and any(_ORIGINAL.search(_lowered(text)) for text in texts):
+        return True
     if isinstance(value, bool) or str(value).lower() in ("yes", "true"):
         if isinstance(value, bool) and not value:
             return True
@@ -600,19 +650,23 @@ def confirmed_change(
             records = Records(results)
         if change.targets and not any(records.identified(target, said) for target in change.targets):
             continue
-        if not all(_stated(records, key, value, said) for key, value in change.required):
+        if not all(_stated(records, key, value, said, change.original) for key, value in change.required):
             continue
         # the agent proposed this change: its messages state a value it stores, or (a change
         # that stores no new value, a cancellation) name its target
         # that stores no new value, a cancellation) name its target, and the user's yes itself
         # states what the agent's messages left out ("Yes, and use my gift card")
-        named = not change.targets or any(records.identified(t, agent) for t in change.targets)
+        named = any(records.identified(t, agent) for t in change.targets)
         if change.required:
-            by_agent = [_stated(records, key, value, agent) for key, value in change.required]
+            by_agent = [
+                _stated(records, key, value, agent, change.original) for key, value in change.required
+            ]
             if any(by_agent):
                 return True
-            if named and all(_stated(records, key, value, user[:1]) for key, value in change.required):
+            if named and all(
+                _stated(records, key, value, user[:1], change.original) for key, value in change.required
+            ):
                 return True
-        elif named:
+        elif named or not change.targets:
             return True
     return False
