@@ -35,7 +35,8 @@ from castbench.agents.registry import AgentSpec, resolve
 from castbench.agents.scripted.oracle import OraclePolicy
 from castbench.agents.scripted.plan import PlanStep
 from castbench.agents.scripted.refusers import records
-from castbench.agents.views import PolicyView, PrivilegedBriefing
+from castbench.agents.scripted.spray import LookupSprayPolicy
+from castbench.agents.views import Briefing, PolicyView, PrivilegedBriefing
 from castbench.conversation import Action, AgentTurn, ReplyAction, ToolCallAction, ToolResultTurn, UserTurn
 from castbench.dialogue import ANYTHING_ELSE, is_affirmative
 from castbench.domain import Database, Domain, Task, ToolCall, load_domain
@@ -213,7 +214,51 @@ UNCONFIRMED: dict[str, Style] = {
 }
 """Agents that write without an explicit yes to the change: strict must fail every task where
 they write (printed as the share of write tasks strict passes; it should be 0)."""
-SPRAYS = {
+
+
+class ConditionSprayPolicy(LookupSprayPolicy):
+    """Task-blind: looks everything up, states each record's status, then every reason wording of
+    the domain's tasks inside a condition ("only possible before it is delivered, or unless it is
+    processed, ..."): a condition is neither a stated reason nor a claim, so it must earn nothing."""
+
+    def __init__(self, briefing: Briefing) -> None:
+        super().__init__(briefing, reasons=False, values=True, offer=False)
+        domain = load_domain(briefing.domain)
+        wordings = dict.fromkeys(
+            wording
+            for task in domain.tasks("test")
+            if task.earned is not None
+            for reason in task.earned.reasons
+            for wording in reason.any_of
+        )
+        self._conditions = [
+            condition
+            for w in wordings
+            for condition in (
+                [f"once it is {w[4:]}", f"until it is {w[4:]}"]
+                if w.startswith("not ")
+                else [f"before it is {w}", f"unless it is {w}"]
+            )
+        ]
+
+    def _spray(self, view: PolicyView) -> str:
+        text = super()._spray(view)
+        if self._conditions:
+            text += " This is only possible " + ", or ".join(self._conditions) + "."
+        return text
+
+
+def _condition_spray() -> AgentSpec:
+    return AgentSpec(
+        role="policy",
+        spec="spray:conditions",
+        name="spray:conditions",
+        factory=ConditionSprayPolicy,
+        privileged=False,
+    )
+
+
+SPRAYS: dict[str, AgentSpec | str] = {
     "floor: refuse": "scripted:refuse",
     "floor: lookup-refuse": "scripted:lookup-refuse",
     "lookup-spray": "scripted:lookup-spray",
@@ -221,6 +266,7 @@ SPRAYS = {
     "spray: reasons+offer": "scripted:lookup-spray?values=false",
     "spray: values": "scripted:lookup-spray?reasons=false&offer=false",
     "spray: values tied": "scripted:lookup-spray?reasons=false&offer=false&tied=true",
+    "spray: statuses+conditions": _condition_spray(),
 }
 
 
