@@ -208,7 +208,8 @@ class _Replies:
         """Does a reply state `mention` (a reason), in any of its wordings and their negation
         forms, as an assertion (not inside a condition: "only possible before it is delivered"
         states no reason, as it makes no claim), other than as a bare item of a list of values or
-        an item of a series of values (`_in_dump`: "basic_5: 25.0" among thirty such lines states no limit of $25.00)?"""
+        an item of a series of values (`_in_dump`: "basic_5: 25.0" among thirty such lines states
+        no limit of $25.00)?"""
         forms = [form for wording in mention.any_of for form in _forms(wording)]
         return any(
             self.said(piece.text).says(form, conditional=True)
