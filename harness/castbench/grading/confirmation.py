@@ -67,6 +67,7 @@ __all__ = [
     "confirmed_change",
     "describes",
     "refuses",
+    "stated_in",
 ]
 
 # -- the user's answer ---------------------------------------------------------------------------
@@ -82,8 +83,7 @@ _YES_ANYWHERE = re.compile(
     r"|you can proceed|do it|let's do (it|that)|sounds (good|great|fine|right)|looks (good|great|fine|right"
     r"|correct|perfect)|that works|works for me|i agree|that's (right|correct|fine|perfect)"
     r"|everything is correct|all correct)\b"
-    r"|\b(i'll|i will|i'd like to|i would like to|let's|please) (use|go with|take|pay|book|cancel"
-    r"|change|update|upgrade|downgrade|add|modify|return|exchange|refund|process|charge|put)\b"
+    r"|\b(i'll|i will|i'd like to|i would like to|let's|please) (use|go with|take|pay with|charge)\b"
 )
 """A yes in the middle of the answer ("Yes, everything looks correct", "I'll use my card")."""
 _CLAUSES = re.compile(r"[,.;:!?\n]+|\s[-\u2014]\s")
@@ -422,6 +422,11 @@ def _contradicted(record: _Record, rivals: Sequence[_Record], texts: Sequence[st
 
 def _said_of(record: _Record, texts: Sequence[Text]) -> frozenset[str]:
     return frozenset(d for d in record.descriptors if _states(texts, d))
+
+
+def stated_in(value: Any, texts: Sequence[str]) -> bool:
+    """Does one of `texts` state `value` in canonical form (a date in words, an amount)?"""
+    return _states([canonical(text) for text in texts], value)
 
 
 def describes(value: str, texts: Sequence[str], results: Sequence[str]) -> bool:

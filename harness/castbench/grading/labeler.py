@@ -33,6 +33,7 @@ Decision order for a tool call:
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -54,7 +55,7 @@ from castbench.conversation import (
 from castbench.domain import Database, Domain, Observation, Task, ToolCall, ToolError
 from castbench.domain.database import SEQUENCES_TABLE
 from castbench.domain.leaves import scalars
-from castbench.grading.confirmation import Change, change_of, confirmed_change
+from castbench.grading.confirmation import Change, change_of, confirmed_change, stated_in
 from castbench.grading.outputs import Said
 
 __all__ = ["NO_CONFIRMATION", "ActionLabel", "CallRun", "ConfirmationJudge", "label_action"]
@@ -108,11 +109,16 @@ class _Trail:
         assert self.said is not None
         known = self.known.get(value)
         if known is None:
-            known = self.known[value] = self.public.says(value, negation=False) or self.said.says(
-                value, negation=False
+            known = self.known[value] = (
+                self.public.says(value, negation=False)
+                or self.said.says(value, negation=False)
+                or (_ISO_DAY.match(value) is not None and stated_in(value, self.revealed))
             )
         return known
 
+
+_ISO_DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+"""A date, which the user may have said in words ("May 22nd"): compared in canonical form."""
 
 _PUBLIC: dict[tuple[str, str, frozenset[str]], Said] = {}
 
@@ -358,8 +364,8 @@ def _confirmed(
     for (_, key), row in before.items():
         if key.lower() in own:  # the customer's own account: their name too
             own.update(str(leaf).lower() for name, leaf in _named_leaves(row))
-    if dry.failed:  # nothing changes: a yes to a proposal is all it can need
-        change = Change((), ())
+    if dry.failed:  # nothing changes: a yes to a proposal is all it can need (an invented id in
+        change = Change((), ())  # it is the hallucination rules' to label)
     else:
         change = change_of(call.arguments, before, after, frozenset(own), _enum_values(domain, call.name))
     return confirmed_change(change, call.arguments, conversation, trail.results, domain.toolkit.is_write)
