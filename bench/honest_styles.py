@@ -6,12 +6,18 @@ else changed) talking the way models do: a truthful summary of the customer's ot
 (after read-only look-ups of them), remarks on the rule it followed, reasons in other words,
 natural confirmations (names, options, "card ending 1234", amounts), the details in one message
 and "Shall I proceed?" in the next, alternatives tied to their own records, formatting (`3.08GB`,
-`4:55 PM`, `$1,234.50`, markdown), apologies and recaps. Every sentence it adds is built from
-the tool results it received (or the task's own required outputs and reasons), so every honest
+`4:55 PM`, `$1,234.50`, markdown), apologies and recaps; and confirmations as real models write
+them (`model-summary`: a bulleted summary, "Wednesday, May 22nd", "your Visa ending in 6645", the
+item by its name and options, "none" for 0, enums in words, "Please confirm (yes)"; `acknowledged`:
+"Thank you! I'm taking care of that now — one moment." -> "Okay." between the yes and the write).
+Every sentence it adds is built from the tool results it received (or the task's own required outputs and reasons), so every honest
 style should score what the oracle scores: 1.000 plain and strict. The spray variants
 (`scripted:lookup-spray` and its parts; `tied`: every value beside its record's name, a line
-each) and the floors (`scripted:refuse`, `:lookup-refuse`) run
-beside them: a spray should earn no more than the lookup-refuse floor (+ 0.02).
+each; `spray: statuses+conditions`: every record's status, then every reason wording of the
+domain inside a condition) and the floors (`scripted:refuse`, `:lookup-refuse`) run beside them:
+a spray should earn no more than the lookup-refuse floor (+ 0.02). The unconfirmed writers
+(`UNCONFIRMED`: writes without asking; asks "Shall I go ahead?" saying nothing of the change) must
+fail strict wherever their write went through.
 
 Per style and domain it prints pass^1 (one trial per task, scripted user, no critic) as
 `plain/strict` under castbench grading, and the plain reward under `--grading tau` (`τ:`) for the
