@@ -11,7 +11,8 @@ them (`model-summary`: a bulleted summary, "Wednesday, May 22nd", "your Visa end
 item by its name and options, "none" for 0, enums in words, "Please confirm (yes)"; `acknowledged`:
 "Thank you! I'm taking care of that now — one moment." -> "Okay." between the yes and the write).
 Every sentence it adds is built from the tool results it received (or the task's own required
-outputs and reasons), so every honest style should score what the oracle scores: 1.000 plain and strict. The spray variants
+outputs and reasons), so every honest style should score what the oracle scores: 1.000 plain and
+strict. The spray variants
 (`scripted:lookup-spray` and its parts; `tied`: every value beside its record's name, a line
 each; `spray: statuses+conditions`: every record's status, then every reason wording of the
 domain inside a condition) and the floors (`scripted:refuse`, `:lookup-refuse`) run beside them:
