@@ -192,6 +192,7 @@ def _confirmed(conversation: Sequence[Event], write_tools: frozenset[str], call:
 
 
 _ISO_DATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})$")
+_CLOCK = re.compile(r"^([01]?\d|2[0-3]):[0-5]\d$")
 _MONTHS = [name.lower() for name in calendar.month_name[1:]]
 
 
@@ -207,14 +208,18 @@ def _is_calendar_date(token: str) -> bool:
 
 
 def _forms(token: str) -> set[str]:
-    """Ways a user may have said a token: an ISO date also as 'May 22', '22 May', '5/22/2026'."""
+    """Ways a user may have said a token: an ISO date also as 'May 22', '22nd of May', '22 May',
+    '5/22/2026'; a time of day as itself inside the text ("at 11:00 am")."""
     match = _ISO_DATE.match(token)
     if match is None:
         return {token}
     year, month, day = match.group(1), int(match.group(2)), int(match.group(3))
     name = _MONTHS[month - 1] if 1 <= month <= 12 else "?"
+    nth = f"{day}{'th' if 11 <= day <= 13 else {1: 'st', 2: 'nd', 3: 'rd'}.get(day % 10, 'th')}"
     return {
         token,
+        f"{nth} of {name}",
+        f"{nth} {name}",
         f"{name} {day}",
         f"{name[:3]} {day}",
         f"{day} {name}",
@@ -266,6 +271,21 @@ class _Support:
             or any(form in self.text for form in _forms(token) - {token})
         )
 
+    def has_time(self, value: str) -> bool:
+        """A time of day as said: "11:00", "11 am", "3:30 pm" for 15:30."""
+        hour, minute = (int(part) for part in value.split(":"))
+        half = "am" if hour < 12 else "pm"
+        twelve = hour % 12 or 12
+        spoken = [
+            f"{hour}:{minute:02d}",
+            f"{hour:02d}:{minute:02d}",
+            f"{twelve}:{minute:02d} {half}",
+            f"{twelve}:{minute:02d}{half}",
+        ]
+        if minute == 0:
+            spoken += [f"{twelve} {half}", f"{twelve}{half}", f"{twelve} o'clock"]
+        return any(re.search(rf"(?<![\d:]){re.escape(form)}(?![\d:])", self.text) for form in spoken)
+
     def has_whole(self, value: str) -> bool:
         """The whole value appears as a word of its own (an id without digits: `dr_lee_derm`)."""
         pattern = rf"(?<![\w#@.-])#?{re.escape(value.lower().lstrip('#'))}(?![\w@-])"
@@ -284,6 +304,8 @@ class _Support:
                 forms.add(str(int(value)))
             return value == 0 or any(form in self.tokens for form in forms)
         if isinstance(value, str):
+            if _CLOCK.match(value.strip()):
+                return self.has_time(value.strip())
             if whole and value.strip() and not self.has_whole(value.strip()):
                 return False
             tokens = (token.strip(".-") for token in _TOKEN.findall(value.lower()))
