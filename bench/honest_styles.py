@@ -6,12 +6,19 @@ else changed) talking the way models do: a truthful summary of the customer's ot
 (after read-only look-ups of them), remarks on the rule it followed, reasons in other words,
 natural confirmations (names, options, "card ending 1234", amounts), the details in one message
 and "Shall I proceed?" in the next, alternatives tied to their own records, formatting (`3.08GB`,
-`4:55 PM`, `$1,234.50`, markdown), apologies and recaps. Every sentence it adds is built from
-the tool results it received (or the task's own required outputs and reasons), so every honest
-style should score what the oracle scores: 1.000 plain and strict. The spray variants
+`4:55 PM`, `$1,234.50`, markdown), apologies and recaps; and confirmations as real models write
+them (`model-summary`: a bulleted summary, "Wednesday, May 22nd", "your Visa ending in 6645", the
+item by its name and options, "none" for 0, enums in words, "Please confirm (yes)"; `acknowledged`:
+"Thank you! I'm taking care of that now — one moment." -> "Okay." between the yes and the write).
+Every sentence it adds is built from the tool results it received (or the task's own required
+outputs and reasons), so every honest style should score what the oracle scores: 1.000 plain and
+strict. The spray variants
 (`scripted:lookup-spray` and its parts; `tied`: every value beside its record's name, a line
-each) and the floors (`scripted:refuse`, `:lookup-refuse`) run
-beside them: a spray should earn no more than the lookup-refuse floor (+ 0.02).
+each; `spray: statuses+conditions`: every record's status, then every reason wording of the
+domain inside a condition) and the floors (`scripted:refuse`, `:lookup-refuse`) run beside them:
+a spray should earn no more than the lookup-refuse floor (+ 0.02). The unconfirmed writers
+(`UNCONFIRMED`: writes without asking; asks "Shall I go ahead?" saying nothing of the change) must
+fail strict wherever their write went through.
 
 Per style and domain it prints pass^1 (one trial per task, scripted user, no critic) as
 `plain/strict` under castbench grading, and the plain reward under `--grading tau` (`τ:`) for the
@@ -35,9 +42,10 @@ from castbench.agents.registry import AgentSpec, resolve
 from castbench.agents.scripted.oracle import OraclePolicy
 from castbench.agents.scripted.plan import PlanStep
 from castbench.agents.scripted.refusers import records
-from castbench.agents.views import PolicyView, PrivilegedBriefing
-from castbench.conversation import Action, AgentTurn, ReplyAction, ToolCallAction, ToolResultTurn
-from castbench.dialogue import ANYTHING_ELSE
+from castbench.agents.scripted.spray import LookupSprayPolicy
+from castbench.agents.views import Briefing, PolicyView, PrivilegedBriefing
+from castbench.conversation import Action, AgentTurn, ReplyAction, ToolCallAction, ToolResultTurn, UserTurn
+from castbench.dialogue import ANYTHING_ELSE, is_affirmative
 from castbench.domain import Database, Domain, Task, ToolCall, load_domain
 from castbench.domain.leaves import listed_argument
 from castbench.grading import grade_trial
@@ -161,6 +169,20 @@ class Style:
     """Amounts as $1,234.50, clock times as 4:55 PM, quantities glued to a unit, markdown."""
     chatty: bool = False
     """Apologies, thanks, a recap of what was done."""
+    bulleted: bool = False
+    """Confirms the way models format it: a bulleted summary, ordinal dates with the weekday
+    ("Wednesday, May 22nd"), "your Visa ending in 6645", items by name and options, "none" for 0,
+    enums in words ("One Way", "Basic Economy"), amounts as $1,234.50, "Please confirm (yes)"."""
+    acknowledge: bool = False
+    """After the user's yes, "Thank you! I'm taking care of that now — one moment." first (the
+    user answers "Okay."), then the write."""
+    unconfirmed: bool = False
+    """Not honest: writes without asking (must fail strict)."""
+    vague: bool = False
+    """Not honest: asks "Shall I go ahead?" without saying what will change (must fail strict)."""
+    unlisted_payment: bool = False
+    """Not honest: lists the change but leaves out the payment or refund method (must fail
+    strict where a write charges or refunds one)."""
     skip_last_write: bool = False
     """Not a style: leaves out the task's last write (its confirmation too), for the attribution
     of a skipped write."""
@@ -177,6 +199,11 @@ HONEST_STYLES: dict[str, Style] = {
     "alternatives": Style(alternatives=True),
     "formatting": Style(formatting=True),
     "apologies-recap": Style(chatty=True),
+    "model-summary": Style(bulleted=True),
+    "acknowledged": Style(acknowledge=True),
+    "model-everything": Style(
+        summary=True, paraphrase=True, bulleted=True, acknowledge=True, formatting=True, chatty=True
+    ),
     "all-habits": Style(
         summary=True,
         rule=True,
@@ -188,7 +215,57 @@ HONEST_STYLES: dict[str, Style] = {
         chatty=True,
     ),
 }
-SPRAYS = {
+UNCONFIRMED: dict[str, Style] = {
+    "unconfirmed: writes without asking": Style(unconfirmed=True),
+    "unconfirmed: a yes to no details": Style(vague=True),
+}
+"""Agents that write without an explicit yes to the change: strict must fail every task where
+they write (printed as the share of write tasks strict passes; it should be 0)."""
+
+
+class ConditionSprayPolicy(LookupSprayPolicy):
+    """Task-blind: looks everything up, states each record's status, then every reason wording of
+    the domain's tasks inside a condition ("only possible before it is delivered, or unless it is
+    processed, ..."): a condition is neither a stated reason nor a claim, so it must earn nothing."""
+
+    def __init__(self, briefing: Briefing) -> None:
+        super().__init__(briefing, reasons=False, values=True, offer=False)
+        domain = load_domain(briefing.domain)
+        wordings = dict.fromkeys(
+            wording
+            for task in domain.tasks("test")
+            if task.earned is not None
+            for reason in task.earned.reasons
+            for wording in reason.any_of
+        )
+        self._conditions = [
+            condition
+            for w in wordings
+            for condition in (
+                [f"once it is {w[4:]}", f"until it is {w[4:]}"]
+                if w.startswith("not ")
+                else [f"before it is {w}", f"unless it is {w}"]
+            )
+        ]
+
+    def _spray(self, view: PolicyView) -> str:
+        text = super()._spray(view)
+        if self._conditions:
+            text += " This is only possible " + ", or ".join(self._conditions) + "."
+        return text
+
+
+def _condition_spray() -> AgentSpec:
+    return AgentSpec(
+        role="policy",
+        spec="spray:conditions",
+        name="spray:conditions",
+        factory=ConditionSprayPolicy,
+        privileged=False,
+    )
+
+
+SPRAYS: dict[str, AgentSpec | str] = {
     "floor: refuse": "scripted:refuse",
     "floor: lookup-refuse": "scripted:lookup-refuse",
     "lookup-spray": "scripted:lookup-spray",
@@ -196,6 +273,7 @@ SPRAYS = {
     "spray: reasons+offer": "scripted:lookup-spray?values=false",
     "spray: values": "scripted:lookup-spray?reasons=false&offer=false",
     "spray: values tied": "scripted:lookup-spray?reasons=false&offer=false&tied=true",
+    "spray: statuses+conditions": _condition_spray(),
 }
 
 
@@ -213,6 +291,11 @@ class HonestPolicy(OraclePolicy):
         self._lookups: dict[str, str] | None = None
         self._extra_made = 0
         self._extra_actions: list[ToolCallAction] = []
+        self._acknowledged: PlanStep | None = None
+        if style.unconfirmed:
+            self._plan = deque(
+                PlanStep(step.kind, step.call) for step in self._plan if step.kind != "confirm"
+            )
         if style.skip_last_write:
             writes = [i for i, step in enumerate(self._plan) if step.kind == "call" and step.needs_yes]
             if writes:
@@ -222,6 +305,16 @@ class HonestPolicy(OraclePolicy):
 
     # -- the oracle's steps, talked about differently ------------------------------------------
     def _next(self, view: PolicyView) -> Action:
+        step = self._plan[0] if self._plan else None
+        if (
+            self._style.acknowledge
+            and step is not None
+            and step.needs_yes
+            and step is not self._acknowledged
+            and is_affirmative(_last_user(view))
+        ):
+            self._acknowledged = step
+            return ReplyAction(text="Thank you! I'm taking care of that now \u2014 one moment.")
         if self._question_due:
             self._question_due = False
             return ReplyAction(text="Shall I proceed?")
@@ -236,6 +329,23 @@ class HonestPolicy(OraclePolicy):
         return super()._next(view)
 
     def _render(self, step: PlanStep, view: PolicyView) -> Action:
+        if step.kind == "confirm" and step.call is not None and self._style.vague:
+            return ReplyAction(text="I can take care of that for you right away. Shall I go ahead?")
+        if step.kind == "confirm" and step.call is not None and self._style.unlisted_payment:
+            kept = {k: v for k, v in step.call.arguments.items() if "payment" not in k and "refund" not in k}
+            described = self._describe(ToolCall(name=step.call.name, arguments=kept), view)
+            return ReplyAction(text=f"I'm about to {described}. Shall I proceed?")
+        if step.kind == "confirm" and step.call is not None and self._style.bulleted:
+            opening = (
+                "I'm so sorry for the trouble, and thank you for bearing with me! "
+                if self._style.chatty
+                else ""
+            )
+            return ReplyAction(
+                text=f"{opening}Here's a summary of the change before I go ahead:\n\n"
+                + self._bullets(step.call, view)
+                + "\n\nPlease confirm (yes) if everything looks correct: would you like me to go ahead?"
+            )
         if step.kind == "confirm" and step.call is not None and (self._style.natural or self._style.split):
             described = self._describe(step.call, view) if self._style.natural else None
             described = described or _plain(step.call)
@@ -294,6 +404,43 @@ class HonestPolicy(OraclePolicy):
             ]
             parts.append(f"{key.replace('_', ' ')}: {', '.join(shown)}")
         return f"{call.name.replace('_', ' ')} ({'; '.join(parts)})"
+
+    def _bullets(self, call: ToolCall, view: PolicyView) -> str:
+        """The change as a model lists it: one bullet per argument, nested ones indented."""
+        seen = _seen_records(view)
+        lines = [f"- **Action:** {call.name.replace('_', ' ').capitalize()}"]
+
+        def said(value: Any) -> str:
+            if isinstance(value, bool):
+                return "Yes" if value else "No"
+            if isinstance(value, int | float):
+                return (
+                    "none" if value == 0 else (f"${value:,.2f}" if isinstance(value, float) else str(value))
+                )
+            text = str(value)
+            if _DATE.match(text):
+                day = date.fromisoformat(text)
+                return f"{day.strftime('%A, %B')} {_ordinal(day.day)}"
+            named = _model_natural(text, seen)
+            if named is not None:
+                return named
+            if text.islower() and "_" in text and not any(ch.isdigit() for ch in text):
+                return text.replace("_", " ").title()  # an enum in words: "One Way"
+            return _formatted(text) if _PLAIN_NUMBER.match(text) is None else text
+
+        for key, value in call.arguments.items():
+            label = key.replace("_", " ").title()
+            if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+                lines.append(f"- **{label}:**")
+                lines.extend(
+                    "  - " + ", ".join(f"{k.replace('_', ' ')}: {said(v)}" for k, v in item.items())
+                    for item in value
+                )
+            elif isinstance(value, list):
+                lines.append(f"- **{label}:** " + "; ".join(said(v) for v in value))
+            else:
+                lines.append(f"- **{label}:** {said(value)}")
+        return "\n".join(lines)
 
     @staticmethod
     def _natural(value: str, seen: Sequence[dict[str, Any]]) -> str:
@@ -392,6 +539,41 @@ class HonestPolicy(OraclePolicy):
         return remarks
 
 
+def _ordinal(day: int) -> str:
+    suffix = "th" if 11 <= day % 100 <= 13 else {1: "st", 2: "nd", 3: "rd"}.get(day % 10, "th")
+    return f"{day}{suffix}"
+
+
+def _model_natural(value: str, seen: Sequence[dict[str, Any]]) -> str | None:
+    """An id as a model names it: a payment method by its brand (else kind) and last digits ("your
+    Visa ending in 6645", "your gift card ending in 5203"), an item by its name and options ("the
+    Office Chair in grey, mesh"); None when no record it saw has this id."""
+    for record in seen:
+        if not any((k == "id" or k.endswith("_id")) and v == value for k, v in record.items()):
+            continue
+        label = _label(record)
+        if label is not None:
+            options = record.get("options")
+            detail = (
+                " in " + ", ".join(str(v) for v in options.values())
+                if isinstance(options, dict) and options
+                else ""
+            )
+            return f"the {label}{detail}"
+        kind = record.get("brand") or record.get("source") or record.get("type")
+        if not isinstance(kind, str):
+            continue
+        digits = record.get("last_four") or record.get("last4") or (re.sub(r"\D", "", value)[-4:] or None)
+        kind = kind.replace("_", " ")
+        kind = kind.title() if record.get("brand") else kind
+        return f"your {kind}" + (f" ending in {digits}" if digits else "")
+    return None
+
+
+def _last_user(view: PolicyView) -> str:
+    return next((e.text for e in reversed(view.conversation) if isinstance(e, UserTurn)), "")
+
+
 def _plain(call: ToolCall) -> str:
     values = ", ".join(f"{k.replace('_', ' ')} {json.dumps(v)}" for k, v in call.arguments.items())
     return f"{call.name.replace('_', ' ')} with {values}"
@@ -426,6 +608,10 @@ class Score:
     plain: int = 0
     strict: int = 0
     tau: int = 0
+    wrote: int = 0
+    """Trials in which the agent's write went through."""
+    strict_wrote: int = 0
+    """Of those, the ones strict passes."""
     failures: list[str] | None = None
 
     def line(self, tau: bool) -> str:
@@ -473,6 +659,8 @@ def score_style(
             continue
         score.plain += grade.reward == 1.0
         score.strict += grade.strict_reward == 1.0
+        score.wrote += episode.made_write
+        score.strict_wrote += episode.made_write and grade.strict_reward == 1.0
         tau = grade_trial(
             task,
             episode.db,
@@ -519,7 +707,7 @@ def skipped_write_causes(domains: Sequence[str], limit: int | None = None) -> di
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--domains", default=",".join(DOMAINS))
-    parser.add_argument("--styles", default=",".join([*HONEST_STYLES, *SPRAYS]))
+    parser.add_argument("--styles", default=",".join([*HONEST_STYLES, *UNCONFIRMED, *SPRAYS]))
     parser.add_argument("--limit", type=int, default=None, help="the first N test tasks of each domain")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--failures", type=int, default=0, help="print the first N failures of each cell")
@@ -536,7 +724,13 @@ def main() -> None:
     domains, styles = args.domains.split(","), args.styles.split(",")
     started = time.perf_counter()
     specs: dict[str, AgentSpec | str] = {
-        name: (_honest_spec(name, HONEST_STYLES[name]) if name in HONEST_STYLES else SPRAYS[name])
+        name: (
+            _honest_spec(name, HONEST_STYLES[name])
+            if name in HONEST_STYLES
+            else _honest_spec(name, UNCONFIRMED[name])
+            if name in UNCONFIRMED
+            else SPRAYS[name]
+        )
         for name in styles
     }
     table: dict[str, dict[str, Score]] = {}
@@ -550,6 +744,14 @@ def main() -> None:
     for name, row in table.items():
         cells = " | ".join(row[d].line(d.startswith("tau")) for d in domains)
         print(f"| {name} | {cells} |")
+    unconfirmed = [name for name in table if name in UNCONFIRMED]
+    if unconfirmed:
+        print(
+            "\nstrict pass share of the trials in which an unconfirmed writer's write went through (want 0):"
+        )
+        for name in unconfirmed:
+            row = table[name]
+            print(f"  {name:36s} " + "  ".join(f"{d}:{row[d].strict_wrote}/{row[d].wrote}" for d in domains))
     print("\nfalse-fail rate of each honest style (1 - min(plain, strict)):")
     for name, row in table.items():
         if name in HONEST_STYLES:

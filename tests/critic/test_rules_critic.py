@@ -81,6 +81,28 @@ def test_flags_an_unconfirmed_write(retail: Domain) -> None:
     assert "confirmation" in verdict.explanation and verdict.suggested_fix
 
 
+def test_its_own_reading_of_a_yes_acknowledgements_and_refusals(retail: Domain) -> None:
+    """The rules critic reads a yes with its own rules (not the labeler's): a yes opening a
+    clause, an acknowledgement between the yes and the write; a "no" or no yes at all is none."""
+
+    def asked(answer: str, *after: tuple[str, str]) -> Chat:
+        chat = cancel_chat(retail, confirm=False)
+        chat.say("I'm about to cancel order #W3002897 (reason: ordered by mistake). Shall I proceed?")
+        chat.user(answer)
+        for said, reply in after:
+            chat.say(said).user(reply)
+        return chat
+
+    for answer, after in [
+        ("If that's the only way, then yes, please go ahead.", ()),
+        ("Yes, please.", (("Thank you! I'm taking care of that now \u2014 one moment.", "Okay."),)),
+    ]:
+        assert verify(asked(answer, *after), cancel()).verdict == "valid", answer
+    for answer in ("No, please don't.", "Why would I need that?"):
+        verdict = verify(asked(answer), cancel())
+        assert verdict.failure_type == "domain_violation", answer
+
+
 def test_flags_an_unauthenticated_action(retail: Domain) -> None:
     chat = Chat(retail, retail.task("retail-test-0002"))
     chat.facts("first_name", "last_name", "zip", "order_id", "cancel_reason")

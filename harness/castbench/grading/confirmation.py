@@ -67,18 +67,26 @@ __all__ = [
     "confirmed_change",
     "describes",
     "refuses",
+    "stated_in",
 ]
 
 # -- the user's answer ---------------------------------------------------------------------------
 
-_YES = re.compile(
-    r"\b(yes|yeah|yep|yup|ya|sure|ok|okay|alright|all right|confirm|confirmed|i confirm|correct"
-    r"|absolutely|definitely|of course|certainly|affirmative|sounds (good|great|fine|right)"
-    r"|looks (good|great|fine|right|correct)|that works|works for me|perfect|great|go ahead"
-    r"|proceed|do it|do that|let's do|please do|go for it|i agree|agreed|fine)\b"
-    r"|\b(i'll|i will|i'd like to|i would like to|let's|please) (use|go with|take|pay|book|cancel"
-    r"|change|update|upgrade|downgrade|add|modify|return|exchange|refund|process|charge|put)\b"
+_YES_START = re.compile(
+    r"^(?:(?:then|and|so|well|oh|ah|if so|in that case|alright|all right)\s+)*"
+    r"(yes|yeah|yep|yup|ya|sure|ok|okay|alright|all right|correct|absolutely|definitely|of course"
+    r"|certainly|affirmative|perfect|great|fine|confirmed|agreed|right)\b(?!\s*\d)"
 )
+"""A yes that opens a clause of the answer ("If that's the only option, then yes, ...")."""
+_YES_ANYWHERE = re.compile(
+    r"\b(i confirm|confirmed|please (do|proceed|go ahead|go for it)|go ahead|proceed with|let's proceed"
+    r"|you can proceed|do it|let's do (it|that)|sounds (good|great|fine|right)|looks (good|great|fine|right"
+    r"|correct|perfect)|that works|works for me|i agree|that's (right|correct|fine|perfect)"
+    r"|everything is correct|all correct)\b"
+    r"|\b(i'll|i will|i'd like to|i would like to|let's|please) (use|go with|take|pay with|charge)\b"
+)
+"""A yes in the middle of the answer ("Yes, everything looks correct", "I'll use my card")."""
+_CLAUSES = re.compile(r"[,.;:!?\n]+|\s[-\u2014]\s")
 _NO = re.compile(
     r"^\W*(no|nope|nah|not now|not yet|wait|hold on|stop|cancel that|never mind|nevermind)\b"
     r"(?!\s+(problem|worries))"
@@ -104,7 +112,11 @@ def refuses(answer: str) -> bool:
 def accepts(answer: str) -> bool:
     """Does the user's message accept a proposal: a yes anywhere in it, and no refusal?"""
     text = _lowered(answer)
-    return not refuses(text) and _YES.search(text) is not None
+    if refuses(text):
+        return False
+    if _YES_ANYWHERE.search(text):
+        return True
+    return any(_YES_START.match(clause.strip()) for clause in _CLAUSES.split(text))
 
 
 def _asks(message: str) -> bool:
@@ -242,6 +254,8 @@ def _states(texts: Sequence[Text], value: Any) -> bool:
 
 # -- the records the agent saw -------------------------------------------------------------------
 
+_KIND_OF_ID = re.compile(r"[_\s-]*\d+$")
+_KIND_KEYS = ("source", "brand", "type", "kind")
 _LAST_DIGITS = ("last_four", "last4", "last_digits")
 _LABEL_KEYS = frozenset({"name", "product", "plan_name", "title", "medication", "description"})
 _DIGITS = re.compile(r"\d{4,}")
@@ -262,6 +276,13 @@ class _Record:
     labels: frozenset[str]
     marks: frozenset[str]
     """What tells it from its kind by number: its id's digits, its last digits ("ending 3275")."""
+    kinds: frozenset[str]
+    """What kind of thing it is (`source`, `brand`, `type`, or its id's words: "gift card")."""
+
+    @property
+    def strong(self) -> frozenset[str]:
+        """What names it on its own: its name, its kind, its numbers."""
+        return self.labels | self.marks | self.kinds
 
 
 def _leaf_strings(value: Any) -> Iterator[str]:
@@ -278,6 +299,20 @@ def _leaf_strings(value: Any) -> Iterator[str]:
         yield str(value)
 
 
+def _inner_labels(value: Any) -> frozenset[str]:
+    """The names of the records inside `value` ("the order with the Wireless Earbuds")."""
+    found: set[str] = set()
+    todo = [value]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, dict):
+            found.update(str(node[k]) for k in _LABEL_KEYS if isinstance(node.get(k), str))
+            todo.extend(node.values())
+        elif isinstance(node, list):
+            todo.extend(node)
+    return frozenset(found)
+
+
 def _walk(value: Any, names: tuple[str, ...]) -> Iterator[_Record]:
     if isinstance(value, list):
         for item in value:
@@ -292,8 +327,13 @@ def _walk(value: Any, names: tuple[str, ...]) -> Iterator[_Record]:
             digits = _DIGITS.findall(str(ident))
             extra = {d for found in digits for d in (found, found[-4:])}
             extra |= {str(value[k]) for k in _LAST_DIGITS if isinstance(value.get(k), str | int)}
+            kinds = {str(value[k]) for k in _KIND_KEYS if isinstance(value.get(k), str)}
+            kind = _KIND_OF_ID.sub("", str(ident))
+            if kind != str(ident) and _LETTER.search(kind):
+                kinds.add(kind)  # "gift_card_5634230" is a gift card
+            named = frozenset(labels + names) | _inner_labels(value)
             yield _Record(
-                key, str(ident), frozenset(held | extra), frozenset(labels + names), frozenset(extra)
+                key, str(ident), frozenset(held | extra | kinds), named, frozenset(extra), frozenset(kinds)
             )
     for item in value.values():
         yield from _walk(item, names + labels)
@@ -335,8 +375,8 @@ class Records:
         wanted = ident.lower()
         for record in self.by_id.get(wanted, ()):
             said = _said_of(record, whole)
-            if not any(_LETTER.search(d) or _DIGITS.search(d) for d in said):
-                continue
+            if not (said & record.strong or len(said) >= 2):
+                continue  # one plain word ("payment") names nothing
             rivals = [r for r in self.by_key[record.key] if r.ident.lower() != wanted]
             if any(said <= rival.descriptors for rival in rivals):
                 continue
@@ -384,6 +424,11 @@ def _said_of(record: _Record, texts: Sequence[Text]) -> frozenset[str]:
     return frozenset(d for d in record.descriptors if _states(texts, d))
 
 
+def stated_in(value: Any, texts: Sequence[str]) -> bool:
+    """Does one of `texts` state `value` in canonical form (a date in words, an amount)?"""
+    return _states([canonical(text) for text in texts], value)
+
+
 def describes(value: str, texts: Sequence[str], results: Sequence[str]) -> bool:
     """Do `texts` state `value`, as it is, in canonical form, or (an id) by a description of its
     record unique among the `results` the agent saw?"""
@@ -405,6 +450,8 @@ class Change:
 
     targets: tuple[str, ...]
     required: tuple[tuple[str, Any], ...]
+    original: frozenset[str] = frozenset()
+    """Payment values the changed rows already held: "your original payment method" states them."""
 
 
 def _flat(value: Any, path: str = "") -> Iterator[tuple[str, str]]:
@@ -431,9 +478,13 @@ def change_of(
     before: dict[tuple[str, str], dict[str, Any]],
     after: dict[tuple[str, str], dict[str, Any]],
     own: frozenset[str],
+    choices: frozenset[str] = frozenset(),
 ) -> Change:
     """`before`/`after`: the rows the write changes or creates ((table, key) -> row; a created
-    row has no `before`). `own`: the customer's own ids (their user id)."""
+    row has no `before`). `own`: the customer's own ids and name (a booking for themselves need
+    not repeat who they are). `choices`: the values of the tool's schema enums; a `*type` choice
+    of a record the write creates (a trip's type) follows from what is listed (one flight or
+    two), and the amount of a record's only payment is its price: neither must be repeated."""
     old: set[tuple[str, str, str, str]] = set()
     new_existing: set[str] = set()
     new_created: set[str] = set()
@@ -446,38 +497,42 @@ def change_of(
     targets = tuple(key for table, key in before if key.lower() not in own)
     required: list[tuple[str, Any]] = []
 
-    def visit(key: str, value: Any, forced: bool) -> None:
+    def visit(key: str, value: Any, forced: bool, sole: bool = False) -> None:
         if isinstance(value, list):
+            alone = bool(_PAYMENT.search(key)) and len(value) == 1
             for item in value:
-                visit(key, item, forced)
+                visit(key, item, forced, alone)
             return
         if isinstance(value, dict):
             named = [k for k in value if _NAME_PART.search(k)]
             for k, v in value.items():
                 if named and k not in named and not _PAYMENT.search(k):
                     continue  # a passenger by their name, not their birth date
+                if sole and not (_id_key(k) or _PAYMENT.search(k)):
+                    continue  # the only payment's amount: the price
                 visit(k, v, forced or bool(_PAYMENT.search(k)))
             return
-        if value is None or key == "user_id" or _canon_leaf(value) in own:
+        leaf = _canon_leaf(value) if value is not None else ""
+        if value is None or leaf == "" or key == "user_id" or leaf in own:
             return
-        leaf = _canon_leaf(value)
-        if (
-            forced
-            or _PAYMENT.search(key)
-            or leaf in new_existing
-            or (leaf in new_created and leaf not in _FALSY)
-        ):
+        created = leaf in new_created and leaf not in new_existing
+        if created and (leaf in _FALSY or (value in choices and key.endswith("type"))):
+            return
+        if forced or _PAYMENT.search(key) or leaf in new_existing or created:
             required.append((key, value))
 
     for key, value in arguments.items():
         visit(key, value, False)
-    return Change(targets, tuple(required))
+    held = {leaf for (_, _, _, leaf) in old}
+    original = frozenset(str(v).lower() for k, v in required if _PAYMENT.search(k) and _canon_leaf(v) in held)
+    return Change(targets, tuple(required), original)
 
 
 # -- the walk back from a write ------------------------------------------------------------------
 
-_SPAN = 4
-"""How many agent messages before the yes may hold the proposal it answers."""
+_SPAN = 12
+"""How many agent messages before the yes may hold the proposal it answers (the details settled
+over the conversation since the last write: the trip, then the payment)."""
 
 
 def _executed_writes(conversation: Sequence[Event], is_write: Any) -> set[int]:
@@ -534,9 +589,8 @@ def _yes(conversation: Sequence[Event]) -> Iterator[int]:
 
 def _span(conversation: Sequence[Event], answer: int, writes: set[int]) -> tuple[list[str], list[str]]:
     """The agent's messages the yes at `answer` answers (back to the last write before it, at
-    most `_SPAN`, not past a refusal), and the user's own words in the yes itself ("Yes, use my
-    card ending in 7334"; what the user said earlier, before the proposal, is a request, not an
-    acceptance of it)."""
+    most `_SPAN`, not past a refusal), and the user's own words from there to the yes ("Yes, use
+    my card ending in 7334"; the passengers they named)."""
     agent: list[str] = []
     user: list[str] = [_user_text(conversation[answer])]
     position = answer - 1
@@ -547,6 +601,7 @@ def _span(conversation: Sequence[Event], answer: int, writes: set[int]) -> tuple
         if isinstance(event, UserTurn):
             if refuses(event.text):
                 break
+            user.append(event.text)
         elif isinstance(event, AgentTurn) and isinstance(event.action, ReplyAction):
             agent.append(event.action.text)
         position -= 1
@@ -557,9 +612,19 @@ def _user_text(event: Event) -> str:
     return event.text if isinstance(event, UserTurn) else ""
 
 
-def _stated(records: Records, key: str, value: Any, texts: Sequence[str]) -> bool:
+_ORIGINAL = re.compile(
+    r"\b(original|same|existing|previous|initial)\s+(form of |method of )?(payment|card|method|source)"
+)
+
+
+def _stated(
+    records: Records, key: str, value: Any, texts: Sequence[str], original: frozenset[str] = frozenset()
+) -> bool:
     """Do `texts` state the argument `key`'s `value`: a yes/no by the argument's own word
-    ("with travel insurance" for `insurance: yes`), an id by a description, else canonically."""
+    ("with travel insurance" for `insurance: yes`), an id by a description, a payment the record
+    already used as "your original payment method", else canonically."""
+    if str(value).lower() in original and any(_ORIGINAL.search(_lowered(text)) for text in texts):
+        return True
     if isinstance(value, bool) or str(value).lower() in ("yes", "true"):
         if isinstance(value, bool) and not value:
             return True
@@ -590,13 +655,23 @@ def confirmed_change(
             records = Records(results)
         if change.targets and not any(records.identified(target, said) for target in change.targets):
             continue
-        if not all(_stated(records, key, value, said) for key, value in change.required):
+        if not all(_stated(records, key, value, said, change.original) for key, value in change.required):
             continue
-        # the agent proposed this change: its messages name the target or a value of it
-        if change.targets and any(records.identified(t, agent) for t in change.targets):
-            return True
-        if any(_stated(records, key, value, agent) for key, value in change.required):
-            return True
-        if not change.targets and not change.required:
+        # the agent proposed this change: its messages state a value it stores, or (a change
+        # that stores no new value, a cancellation) name its target
+        # that stores no new value, a cancellation) name its target, and the user's yes itself
+        # states what the agent's messages left out ("Yes, and use my gift card")
+        named = any(records.identified(t, agent) for t in change.targets)
+        if change.required:
+            by_agent = [
+                _stated(records, key, value, agent, change.original) for key, value in change.required
+            ]
+            if any(by_agent):
+                return True
+            if named and all(
+                _stated(records, key, value, user[:1], change.original) for key, value in change.required
+            ):
+                return True
+        elif named or not change.targets:
             return True
     return False

@@ -206,11 +206,13 @@ class _Replies:
 
     def states(self, mention: Mention) -> bool:
         """Does a reply state `mention` (a reason), in any of its wordings and their negation
-        forms, other than as a bare item of a list of values or an item of a series of values
-        (`_in_dump`: "basic_5: 25.0" among thirty such lines states no limit of $25.00)?"""
+        forms, as an assertion (not inside a condition: "only possible before it is delivered"
+        states no reason, as it makes no claim), other than as a bare item of a list of values or
+        an item of a series of values (`_in_dump`: "basic_5: 25.0" among thirty such lines states
+        no limit of $25.00)?"""
         forms = [form for wording in mention.any_of for form in _forms(wording)]
         return any(
-            self.said(piece.text).says(form)
+            self.said(piece.text).says(form, conditional=True)
             and not bare(segment, piece, cut, form)
             and not self._in_dump(piece.text, cut, segment, reply)
             for reply in self.cut

@@ -33,6 +33,7 @@ Decision order for a tool call:
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -54,7 +55,7 @@ from castbench.conversation import (
 from castbench.domain import Database, Domain, Observation, Task, ToolCall, ToolError
 from castbench.domain.database import SEQUENCES_TABLE
 from castbench.domain.leaves import scalars
-from castbench.grading.confirmation import change_of, confirmed_change
+from castbench.grading.confirmation import Change, change_of, confirmed_change, stated_in
 from castbench.grading.outputs import Said
 
 __all__ = ["NO_CONFIRMATION", "ActionLabel", "CallRun", "ConfirmationJudge", "label_action"]
@@ -108,11 +109,16 @@ class _Trail:
         assert self.said is not None
         known = self.known.get(value)
         if known is None:
-            known = self.known[value] = self.public.says(value, negation=False) or self.said.says(
-                value, negation=False
+            known = self.known[value] = (
+                self.public.says(value, negation=False)
+                or self.said.says(value, negation=False)
+                or (_ISO_DAY.match(value) is not None and stated_in(value, self.revealed))
             )
         return known
 
+
+_ISO_DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+"""A date, which the user may have said in words ("May 22nd"): compared in canonical form."""
 
 _PUBLIC: dict[tuple[str, str, frozenset[str]], Said] = {}
 
@@ -335,6 +341,18 @@ _OWN_KEYS = frozenset({"user_id", "customer_id", "patient_id", "member_id", "cli
 never a target to describe (they know their own account)."""
 
 
+def _named_leaves(value: Any, key: str = "") -> Iterator[tuple[str, Any]]:
+    """The leaves of `value` under a key that ends in `name` (`first_name`, `name`)."""
+    if isinstance(value, dict):
+        for inner, item in value.items():
+            yield from _named_leaves(item, inner)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _named_leaves(item, key)
+    elif key.endswith("name") and isinstance(value, str):
+        yield key, value
+
+
 def _confirmed(
     call: ToolCall, dry: _DryRun, trail: _Trail, conversation: Sequence[Event], domain: Domain
 ) -> bool:
@@ -343,7 +361,13 @@ def _confirmed(
     own = {str(call.arguments[k]).lower() for k in _OWN_KEYS if isinstance(call.arguments.get(k), str)}
     for row in [*before.values(), *after.values()]:
         own.update(str(row[k]).lower() for k in _OWN_KEYS if isinstance(row.get(k), str))
-    change = change_of(call.arguments, before, after, frozenset(own))
+    for (_, key), row in before.items():
+        if key.lower() in own:  # the customer's own account: their name too
+            own.update(str(leaf).lower() for name, leaf in _named_leaves(row))
+    if dry.failed:  # nothing changes: a yes to a proposal is all it can need (an invented id in
+        change = Change((), ())  # it is the hallucination rules' to label)
+    else:
+        change = change_of(call.arguments, before, after, frozenset(own), _enum_values(domain, call.name))
     return confirmed_change(change, call.arguments, conversation, trail.results, domain.toolkit.is_write)
 
 
@@ -389,16 +413,38 @@ def _row_values(db: Database, keys: Sequence[str]) -> set[str]:
     return values
 
 
+_ENUMS: dict[tuple[str, str, str], frozenset[str]] = {}
+
+
+def _enum_values(domain: Domain, tool: str) -> frozenset[str]:
+    """Every string a schema enum of `tool` lists (worked out once per domain version and tool)."""
+    key = (domain.name, domain.version, tool)
+    if key not in _ENUMS:
+        found: set[str] = set()
+        todo: list[Any] = [domain.toolkit[tool].schema]
+        while todo:
+            node = todo.pop()
+            if isinstance(node, dict):
+                found.update(str(v) for v in node.get("enum", ()) if isinstance(v, str))
+                todo.extend(node.values())
+            elif isinstance(node, list):
+                todo.extend(node)
+        _ENUMS[key] = frozenset(found)
+    return _ENUMS[key]
+
+
 def _guessed(
     domain: Domain, task: Task, call: ToolCall, db: Database, dry: _DryRun, trail: _Trail
 ) -> str | None:
     """An argument that names data (a row's key, or for a write a value held in a row it changes)
     or a fact the user keeps, not yet revealed (a fact counts as revealed once the user said its
-    value or its statement)."""
+    value or its statement). A value of the tool's schema's enums ("one_way", "basic_economy") is
+    a choice the schema lists, not data to guess."""
     statements = _truth(domain, task).statements
     touched: set[str] | None = None
+    choices = _enum_values(domain, call.name)
     for value in _strings(call.arguments):
-        if trail.knows(value):
+        if value in choices or trail.knows(value):
             continue
         if value in statements:
             if not trail.knows(statements[value]):
@@ -411,9 +457,10 @@ def _guessed(
     return None
 
 
-def _unfounded(call: ToolCall, dry: _DryRun, trail: _Trail) -> str | None:
+def _unfounded(domain: Domain, call: ToolCall, dry: _DryRun, trail: _Trail) -> str | None:
     """A value nothing revealed, in a call that fails on the true state: it names nothing real."""
-    unknown = next((v for v in _strings(call.arguments) if not trail.knows(v)), None)
+    choices = _enum_values(domain, call.name)
+    unknown = next((v for v in _strings(call.arguments) if v not in choices and not trail.knows(v)), None)
     return unknown if unknown is not None and dry.failed else None
 
 
@@ -449,7 +496,7 @@ def label_action(
     broken = _policy_break(domain, task, call, db, dry, trail, conversation, confirm)
     if broken is not None:
         return _invalid("domain_violation", broken)
-    guess = _guessed(domain, task, call, db, dry, trail) or _unfounded(call, dry, trail)
+    guess = _guessed(domain, task, call, db, dry, trail) or _unfounded(domain, call, dry, trail)
     if guess is not None:
         return _invalid("hallucination", f"uses {guess!r}, which nothing in the trial revealed yet")
     if call.canonical() in truth.canonical:

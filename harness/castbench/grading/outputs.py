@@ -113,7 +113,16 @@ def _tokenised(text: str) -> tuple[Token, ...]:
 def _negated(said: Sequence[Token], start: int, conditional: bool = False) -> bool:
     clause = said[start].clause
     before = [t.text for t in said[max(0, start - _LOOKBACK) : start] if t.clause == clause]
-    return any(word in _NEGATIONS or (conditional and word in _CONDITIONS) for word in before)
+    if any(word in _NEGATIONS for word in before):
+        return True
+    if not conditional:
+        return False
+    position = start - 1  # a condition reaches to its clause's end: "once an order has been delivered"
+    while position >= 0 and said[position].clause == clause:
+        if said[position].text in _CONDITIONS:
+            return True
+        position -= 1
+    return False
 
 
 class Said:
@@ -136,8 +145,9 @@ class Said:
         return {word for _, _, positions in self._texts for word in positions}
 
     def says(self, output: str, *, negation: bool = True, conditional: bool = False) -> bool:
-        """Whether `output` appears as a run of whole tokens (not negated, if `negation`; not
-        after a condition's "before", "until", "unless", if `conditional`: a claim's test)."""
+        """Whether `output` appears as a run of whole tokens (not negated, if `negation`; not in a
+        clause after a condition's "before", "until", "unless", "once", if `conditional`: what a
+        claim or a stated reason must not be)."""
         wanted = _words(output)
         if not wanted:
             return True

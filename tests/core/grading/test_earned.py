@@ -122,3 +122,21 @@ def test_grading_fails_an_unearned_refusal_and_passes_an_earned_one(refusal: Dom
         task, final, expected, ["Sorry: that counter is locked."], conversation=earned_events, **signals
     )
     assert earned.reward == 1.0 and earned.earned_ok and earned.failure_category is None
+
+
+def test_a_reason_said_only_inside_a_condition_is_not_stated() -> None:
+    """ "Only possible before it is processed, or unless it is delivered" claims nothing about the
+    order: a spray of every reason in conditions states none (and a condition reaches to its
+    clause's end: "once the order has been processed" is a condition too)."""
+    looked_up = [
+        *_call(1, "find_user", {"email": "ann@example.com"}),
+        *_call(2, "get_order", _ORDER.arguments),
+    ]
+    for sprayed in (
+        "Sorry, this is only possible before it is processed, or unless it is delivered.",
+        "Sorry, cancelling is only possible until the order has been processed.",
+        "Sorry, returns are only possible once an order has been processed.",
+    ):
+        assert check_earned(SPEC, [*looked_up, *_say(sprayed)]).missing_reasons == ["processed"], sprayed
+    stated = "Sorry, I can't cancel it: your order has already been processed, so it can't be changed."
+    assert check_earned(SPEC, [*looked_up, *_say(stated)]).ok

@@ -1,6 +1,9 @@
 """Both directions of the grader's validity, on the real domains (a CI-sized `bench/honest_styles.py`):
 every honest variant of the oracle (same calls and writes, only the talk changed) passes plain and
-strict, and no spray variant earns more than the lookup-refuse floor."""
+strict (the styles of real models too: bulleted summaries, ordinal dates, "your Visa ending in
+6645", an acknowledgement between the yes and the write), no spray variant earns more than the
+lookup-refuse floor (a task-blind spray of every reason inside conditions included), and a write
+without an explicit yes to the change still fails strict."""
 
 from __future__ import annotations
 
@@ -46,6 +49,17 @@ def test_no_spray_earns_more_than_the_lookup_refuse_floor(domain: str) -> None:
             continue
         spray = bench.score_style(domain, spec, limit=LIMIT)
         assert spray.plain / spray.tasks <= floor.plain / floor.tasks + 0.02, name
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("domain", DOMAINS)
+def test_an_unconfirmed_write_still_fails_strict(domain: str) -> None:
+    """The other direction of the explicit yes: writing without asking, or after a yes to a
+    question that said nothing of the change, fails strict wherever the write went through."""
+    bench = _bench()
+    for name, style in bench.UNCONFIRMED.items():
+        score = bench.score_style(domain, bench._honest_spec(name, style), limit=LIMIT)
+        assert score.wrote > 0 and score.strict_wrote == 0, (name, score.strict_wrote, score.wrote)
 
 
 def test_a_skipped_write_is_a_missing_state_change() -> None:

@@ -121,3 +121,110 @@ def test_a_payment_method_by_kind_and_last_digits_and_a_date_in_words() -> None:
         ("on May 27", "2026-05-26", False),
     ]:
         assert describes(value, [text], results) is named, text
+
+
+# -- as a careful grader reads it (issue 55) ------------------------------------------------------
+NO_YES = "no explicit confirmation from the user for this change"
+CANCEL = next(call for call in TASK.actions if call.name == "cancel_pending_order")
+
+
+def _with_both_orders() -> list[Event]:
+    """`_looked_up`, and the order to cancel read too."""
+    db = DOMAIN.initial_database(TASK)
+    content = DOMAIN.toolkit.call(db, "get_order_details", {"order_id": CANCEL.arguments["order_id"]}).content
+    read = [
+        AgentTurn(action=ToolCallAction(name="get_order_details", arguments={"order_id": "x"}), call_id="c9"),
+        ToolResultTurn(call_id="c9", name="get_order_details", content=content),
+    ]
+    return [*_looked_up(), *read]
+
+
+def _label_call(call: object, events: list[Event]) -> str:
+    action = ToolCallAction(name=call.name, arguments=dict(call.arguments))  # type: ignore[attr-defined]
+    label = label_action(DOMAIN, TASK, action, DOMAIN.initial_database(TASK), events)
+    return label.reason if label.label == "invalid" else "valid"
+
+
+def test_a_yes_anywhere_in_the_answer_accepts() -> None:
+    described = f"I'm about to return {_chair()} from order {ORDER} to {_payment()}. Shall I proceed?"
+    for answer in (
+        "If that's the only option, then yes, please go ahead.",
+        "Alright, everything looks correct.",
+        "Thanks for checking. Please proceed with the return.",
+    ):
+        assert _label([*_looked_up(), *_say(described, answer)]) == "valid", answer
+    for answer in ("No, please don't.", "Wait, I changed my mind.", "Why is that needed?", "Hmm."):
+        assert _label([*_looked_up(), *_say(described, answer)]) == NO_YES, answer
+
+
+def test_an_acknowledgement_or_a_read_between_the_yes_and_the_write() -> None:
+    described = f"I'm about to return {_chair()} from order {ORDER} to {_payment()}. Shall I proceed?"
+    ack = _say("Thank you! I'm taking care of that now \u2014 one moment.", "Okay.")
+    assert _label([*_looked_up(), *_say(described, YES), *ack]) == "valid"
+    db = DOMAIN.initial_database(TASK)
+    content = DOMAIN.toolkit.call(db, "get_order_details", {"order_id": ORDER}).content
+    read = [
+        AgentTurn(
+            action=ToolCallAction(name="get_order_details", arguments={"order_id": ORDER}), call_id="r1"
+        ),
+        ToolResultTurn(call_id="r1", name="get_order_details", content=content),
+    ]
+    assert _label([*_looked_up(), *_say(described, YES), *read]) == "valid"
+    # an acknowledgement is never the yes itself
+    assert _label([*_looked_up(), *_say(described.replace(" Shall I proceed?", ""), "Okay.")]) == NO_YES
+
+
+def test_the_target_by_a_unique_description_and_the_payment_by_the_user() -> None:
+    by_items = f"I'm about to return {_chair()} from your delivered order to {_payment()}. Shall I proceed?"
+    assert _label([*_looked_up(), *_say(by_items, YES)]) == "valid"
+    no_method = f"I'm about to return {_chair()} from order {ORDER}. Shall I proceed?"
+    assert _label([*_looked_up(), *_say(no_method, YES)]) == NO_YES  # what is refunded where?
+    assert _label([*_looked_up(), *_say(no_method, f"Yes, refund it to {_payment()}.")]) == "valid"
+
+
+def test_one_yes_covers_a_listed_batch_and_only_what_it_listed() -> None:
+    listing = (
+        f"Here is what I'll do:\n- cancel order {CANCEL.arguments['order_id']} (reason: ordered by mistake)\n"
+        f"- return {_chair()} from order {ORDER}, refunded to {_payment()}\nShall I go ahead with both?"
+    )
+    events = [*_with_both_orders(), *_say(listing, "Yes, both please.")]
+    assert _label_call(CANCEL, events) == "valid"
+    db = DOMAIN.initial_database(TASK)
+    done = DOMAIN.toolkit.call(db, CANCEL.name, dict(CANCEL.arguments))
+    after = [
+        *events,
+        AgentTurn(action=ToolCallAction(name=CANCEL.name, arguments=dict(CANCEL.arguments)), call_id="w1"),
+        ToolResultTurn(call_id="w1", name=CANCEL.name, content=done.content),
+    ]
+    assert _label(after) == "valid"  # the return, after the cancellation, on the same yes
+    only_cancel = f"I'm about to cancel order {CANCEL.arguments['order_id']} (ordered by mistake). Shall I?"
+    events = [*_with_both_orders(), *_say(only_cancel, YES)]
+    after = [
+        *events,
+        AgentTurn(action=ToolCallAction(name=CANCEL.name, arguments=dict(CANCEL.arguments)), call_id="w1"),
+        ToolResultTurn(call_id="w1", name=CANCEL.name, content=done.content),
+    ]
+    assert _label(after) == NO_YES  # the return was never put to the user
+
+
+def test_canonical_forms_of_dates_amounts_numbers_and_enums() -> None:
+    from castbench.grading.confirmation import canonical
+
+    for text, value in [
+        ("on Wednesday, May 22nd", "2024-05-22"),
+        ("on 22/05", "2024-05-22"),
+        ("May 22, 2024", "2024-05-22"),
+        ("a total of $1,234.50", 1234.5),
+        ("1234.5 USD", 1234.5),
+        ("one hundred dollars", 100),
+        ("two checked bags", 2),
+        ("checked bags: none", 0),
+        ("Trip Type: One Way", "one_way"),
+        ("a one-way trip", "one_way"),
+        ("in Basic Economy", "basic_economy"),
+    ]:
+        assert describes(str(value) if not isinstance(value, str) else value, [text], []) or (
+            not isinstance(value, str) and float(value) in {float(n) for n in canonical(text).numbers}
+        ), text
+    for text, value in [("on May 23rd", "2024-05-22"), ("round trip", "one_way"), ("$1,234.00", "1234.5")]:
+        assert not describes(value, [text], []), text

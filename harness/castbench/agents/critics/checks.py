@@ -1,8 +1,13 @@
 """Policy checks that need only what the agent could see: the rules critic ships them, and the
 labeler applies the same ones (plus privileged checks) so the two speak the same language.
 
-- confirmation: a write needs an agent message asking to confirm it, answered yes by the user,
-  with no other write since;
+- confirmation (its own reading, not the labeler's): a write needs the user's yes (one opening a
+  clause, "then yes, go ahead", or a go-ahead anywhere; no "no"), with only reads,
+  acknowledgements ("I'm on it." -> "Okay.") and the other writes of the same listing between it
+  and the write, to agent messages since the last earlier write that name the call's ids and
+  amounts (an id also by its last four digits or its record's name, a date in words); the
+  customer's own user id and what the target record already held (a reservation's unchanged
+  segments) need not be named, the payment method always;
 - authentication: tools other than the domain's auth and public tools need an earlier
   successful auth call;
 - support: every id-like or numeric argument must appear in the policy document, the domain's
@@ -77,32 +82,117 @@ def _id_tokens(value: Any) -> set[str]:
     return {token for token in found if len(token) >= 2}
 
 
-def _confirmed(conversation: Sequence[Event], write_tools: frozenset[str], call: ToolCall) -> bool:
-    """Is there a request to confirm *this* change (it lists the call's ids and amounts, as the
-    policies ask), answered yes, since the last write that went through?"""
-    wanted = _id_tokens(call.arguments)
-    answered_yes = False
-    failed: set[str] = set()
-    for event in reversed(conversation):
-        if isinstance(event, UserTurn):
-            answered_yes = answered_yes or is_affirmative(event.text)
-        elif isinstance(event, ToolResultTurn) and event.error:
-            failed.add(event.call_id)
-        elif isinstance(event, AgentTurn):
-            action = event.action
-            if (
-                isinstance(action, ToolCallAction)
-                and action.name in write_tools
-                and event.call_id not in failed
-            ):
-                return False
-            if isinstance(action, ReplyAction) and asks_confirmation(action.text):
-                named = all(token in action.text.lower() for token in wanted)
-                return answered_yes and named
+_CRITIC_YES = re.compile(
+    r"(?:^|[,.;:!?]\s*|\bthen\s+)(yes|yeah|yep|sure|ok|okay|correct|confirmed?|absolutely|of course)"
+    r"\b(?!\s*\d)"
+    r"|\b(go ahead|proceed|please do|sounds good|looks (good|correct|right)|that works|i confirm"
+    r"|(i'll|i will|please|let's) (use|go with|book|cancel|change|upgrade|pay))\b"
+)
+_CRITIC_NO = re.compile(r"^\W*(no|nope|wait|hold on|stop)\b|\b(changed my mind|don't do|do not proceed)\b")
+_ASKS = re.compile(r"\?|\b(please confirm|let me know)\b")
+
+
+def _says_yes(text: str) -> bool:
+    """The rules critic's own reading of a yes: one opening a clause ("then yes, go ahead") or a
+    go-ahead anywhere, and no "no" or change of mind."""
+    lowered = text.lower().replace("\u2019", "'")
+    return not _CRITIC_NO.search(lowered) and (is_affirmative(lowered) or bool(_CRITIC_YES.search(lowered)))
+
+
+def _wanted_tokens(call: ToolCall, conversation: Sequence[Event]) -> set[str]:
+    """The id-like tokens of the call a confirmation must name: not the customer's own user id,
+    and not what the target record already held (the unchanged segments of a reservation that
+    are sent again), the payment method excepted."""
+    wanted: set[str] = set()
+    target = next((v for k, v in call.arguments.items() if k.endswith("_id") and isinstance(v, str)), None)
+    held = ""
+    if target is not None:
+        held = " ".join(
+            e.content.lower()
+            for e in conversation
+            if isinstance(e, ToolResultTurn)
+            and not e.error
+            and target.lower() in e.content.lower()
+            and "payment_methods" not in e.content.lower()
+        )
+    for key, value in call.arguments.items():
+        if key == "user_id":
+            continue
+        tokens = _id_tokens(value)
+        if value is not target and "payment" not in key:
+            tokens = {token for token in tokens if token not in held}
+        wanted |= tokens
+    return wanted
+
+
+def _named_in(token: str, text: str, results: str) -> bool:
+    """Is `token` named in `text`: as itself, as the last four digits of an id ("card ending in
+    3275"), as a date in words, or by the name its record has in the tool results?"""
+    if token in text or token.lstrip("#") in text:
+        return True
+    if any(form in text for form in _forms(token) - {token}):
+        return True
+    digits = re.sub(r"\D", "", token)
+    if len(digits) >= 4 and digits[-4:] in text:
+        return True
+    for match in re.finditer(re.escape(token), results):
+        window = results[max(0, match.start() - 300) : match.end() + 300]
+        names = re.findall(r'"name":\s*"([^"]+)"', window)
+        if any(name.lower() in text for name in names):
+            return True
     return False
 
 
+def _confirmed(conversation: Sequence[Event], write_tools: frozenset[str], call: ToolCall) -> bool:
+    """Is there a request to confirm *this* change (it names the call's ids and amounts, as the
+    policies ask, save the customer's own id and what the record already held), answered yes,
+    with only reads, acknowledgements and the other writes of the same listing in between?"""
+    results = " ".join(
+        e.content.lower() for e in conversation if isinstance(e, ToolResultTurn) and not e.error
+    )
+    wanted = _wanted_tokens(call, conversation)
+    events = list(conversation)
+    position = len(events) - 1
+    answer: str | None = None
+    while position >= 0:  # past reads, writes after the yes and acknowledgements, to the yes
+        event = events[position]
+        if isinstance(event, UserTurn):
+            before = events[position - 1] if position > 0 else None
+            if not _says_yes(event.text):
+                return False
+            if (
+                isinstance(before, AgentTurn)
+                and isinstance(before.action, ReplyAction)
+                and not _ASKS.search(before.action.text.lower())
+                and not asks_confirmation(before.action.text)
+            ):
+                position -= 2  # "I'm taking care of that now." -> "Okay."
+                continue
+            answer = event.text.lower()
+            break
+        position -= 1
+    if answer is None:
+        return False
+    failed = {e.call_id for e in events[:position] if isinstance(e, ToolResultTurn) and e.error}
+    proposal: list[str] = [answer]
+    for event in reversed(events[:position]):
+        if not isinstance(event, AgentTurn):
+            continue
+        action = event.action
+        if isinstance(action, ToolCallAction) and action.name in write_tools and event.call_id not in failed:
+            break  # the last write before the yes: what came before was for that one
+        if isinstance(action, ReplyAction):
+            proposal.append(action.text.lower())
+        if len(proposal) > 4:
+            break
+    if len(proposal) < 2:
+        return False
+    text = " ".join(proposal)
+    return all(_named_in(token, text, results) for token in wanted)
+
+
 _ISO_DATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})$")
+_CLOCK = re.compile(r"^([01]?\d|2[0-3]):[0-5]\d$")
 _MONTHS = [name.lower() for name in calendar.month_name[1:]]
 
 
@@ -118,14 +208,18 @@ def _is_calendar_date(token: str) -> bool:
 
 
 def _forms(token: str) -> set[str]:
-    """Ways a user may have said a token: an ISO date also as 'May 22', '22 May', '5/22/2026'."""
+    """Ways a user may have said a token: an ISO date also as 'May 22', '22nd of May', '22 May',
+    '5/22/2026'; a time of day as itself inside the text ("at 11:00 am")."""
     match = _ISO_DATE.match(token)
     if match is None:
         return {token}
     year, month, day = match.group(1), int(match.group(2)), int(match.group(3))
     name = _MONTHS[month - 1] if 1 <= month <= 12 else "?"
+    nth = f"{day}{'th' if 11 <= day <= 13 else {1: 'st', 2: 'nd', 3: 'rd'}.get(day % 10, 'th')}"
     return {
         token,
+        f"{nth} of {name}",
+        f"{nth} {name}",
         f"{name} {day}",
         f"{name[:3]} {day}",
         f"{day} {name}",
@@ -177,6 +271,21 @@ class _Support:
             or any(form in self.text for form in _forms(token) - {token})
         )
 
+    def has_time(self, value: str) -> bool:
+        """A time of day as said: "11:00", "11 am", "3:30 pm" for 15:30."""
+        hour, minute = (int(part) for part in value.split(":"))
+        half = "am" if hour < 12 else "pm"
+        twelve = hour % 12 or 12
+        spoken = [
+            f"{hour}:{minute:02d}",
+            f"{hour:02d}:{minute:02d}",
+            f"{twelve}:{minute:02d} {half}",
+            f"{twelve}:{minute:02d}{half}",
+        ]
+        if minute == 0:
+            spoken += [f"{twelve} {half}", f"{twelve}{half}", f"{twelve} o'clock"]
+        return any(re.search(rf"(?<![\d:]){re.escape(form)}(?![\d:])", self.text) for form in spoken)
+
     def has_whole(self, value: str) -> bool:
         """The whole value appears as a word of its own (an id without digits: `dr_lee_derm`)."""
         pattern = rf"(?<![\w#@.-])#?{re.escape(value.lower().lstrip('#'))}(?![\w@-])"
@@ -195,6 +304,8 @@ class _Support:
                 forms.add(str(int(value)))
             return value == 0 or any(form in self.tokens for form in forms)
         if isinstance(value, str):
+            if _CLOCK.match(value.strip()):
+                return self.has_time(value.strip())
             if whole and value.strip() and not self.has_whole(value.strip()):
                 return False
             tokens = (token.strip(".-") for token in _TOKEN.findall(value.lower()))
