@@ -44,7 +44,15 @@ def _figure(value: float | None, interval: tuple[float, float] | None) -> str:
     return _number(value) + where
 
 
-SMALL = {"train_tasks": 120, "test_tasks": 40, "samples": 1, "test_trials": 1, "steps": 150}
+SMALL = {
+    "train_tasks": 100,
+    "test_tasks": 30,
+    "samples": 1,
+    "test_trials": 1,
+    "steps": 100,
+    "verdict_weight": 0.0,
+    "no_balance": True,
+}
 """`--small`: the reproducibility check's size (a few minutes on 2 busy cores)."""
 
 _VERSIONED = (

@@ -229,3 +229,40 @@ def test_a_lora_adapter_is_served_on_its_base_with_vllm(
     assert command[2] == str(tmp_path / "base") and "--enable-lora" in command
     assert command[command.index("--lora-modules") + 1] == f"{name}={model}"
     assert command[command.index("--max-lora-rank") + 1] == "64"
+
+
+def test_a_served_checkpoints_port_is_not_part_of_the_runs_identity() -> None:
+    """Two runs of one checkpoint served on different free ports are the same run (resume
+    matches); a different checkpoint, or a run whose role string holds its api_base (how runs
+    were stored before), still differs by what it names."""
+    from castbench.records.config import RunConfig
+
+    def config(
+        port: int, model: str = "openai/cast-train-critic-731dbf558b", critic: str | None = None
+    ) -> RunConfig:
+        return RunConfig.model_validate(
+            {
+                "domains": {"retail": "1"},
+                "fingerprint": {"castbench": "x", "agents": {}, "domains": {}},
+                "policy": "scripted:noisy",
+                "critic": critic or f"{model}?temperature=0",
+                "placement": {
+                    "critic": {
+                        "agent": model,
+                        "where": "model",
+                        "detail": f"{model} at http://127.0.0.1:{port}/v1",
+                    }
+                },
+                "extra": {"models": {"critic": {"model": model, "api_base": f"http://127.0.0.1:{port}/v1"}}},
+            }
+        )
+
+    assert config(41381).config_hash() == config(33123).config_hash()
+    assert config(41381).config_hash() != config(41381, "openai/cast-train-critic-0123456789").config_hash()
+    old = "openai/cast-train-critic-731dbf558b?api_base=http://127.0.0.1:{}/v1&temperature=0"
+    assert (
+        config(41381, critic=old.format(41381)).config_hash()
+        != config(33123, critic=old.format(33123)).config_hash()
+    )
+    # what the run stored keeps the port it ran on
+    assert "41381" in config(41381).model_dump_json()
