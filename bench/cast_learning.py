@@ -19,7 +19,7 @@ balance, the held-out families, torch's initialisation and data order), torch ru
 single-threaded, and the served checkpoint's port is chosen free at serve time and is not part
 of any run's identity (two instances run side by side on one host). The `train` extra pins the
 packages that move the numbers (torch, transformers, trl, peft, datasets, accelerate,
-tokenizers). `--small` is the configuration for the reproducibility check (a few minutes on 2
+tokenizers). `--small` is the configuration for the reproducibility check (11 minutes on 2
 cores); the defaults take tens of minutes. `--base` also serves the untrained base (it cannot
 answer: every verdict unreadable). With `--policy`, CAST and RFT policies are trained too and
 compared with their untrained base on held-out tasks (key `policy`). Needs the `train` extra.
@@ -53,7 +53,7 @@ SMALL = {
     "verdict_weight": 0.0,
     "no_balance": True,
 }
-"""`--small`: the reproducibility check's size (a few minutes on 2 busy cores)."""
+"""`--small`: the reproducibility check's size (11 minutes on 2 cores at a load average of ~8; docs/training.md)."""
 
 _VERSIONED = (
     "torch",
