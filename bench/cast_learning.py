@@ -53,7 +53,7 @@ SMALL = {
     "verdict_weight": 0.0,
     "no_balance": True,
 }
-"""`--small`: the reproducibility check's size (11 minutes on 2 cores at a load average of ~8; docs/training.md)."""
+"""`--small`: the reproducibility check's size (11 minutes on 2 cores at a load average of ~8)."""
 
 _VERSIONED = (
     "torch",
