@@ -250,12 +250,17 @@ def _eval(recipe: Any, policy: Path, critic: Path | None, args: argparse.Namespa
             "trials": args.eval_trials,
             "concurrency": args.concurrency,
             "policy": served_policy.model_string(style="prompted", temperature=0, max_tokens=args.max_tokens),
+            "models_config": served_policy.models_config("policy"),
         }
         if critic is None:
             result = evaluate(**options)
         else:
             with CheckpointServer(critic, args.serve, args.critic_port, args.gpu_memory) as served_critic:
                 critic_spec = served_critic.model_string(temperature=0, max_tokens=args.max_tokens)
+                options["models_config"] = {
+                    **options["models_config"],
+                    **served_critic.models_config("critic"),
+                }
                 result = evaluate(
                     **options, critic=critic_spec, verification=Verification(rounds=args.rounds)
                 )

@@ -11,6 +11,14 @@ interval (95%, resampling tasks):
   (a tool name, `reply`, or `start`): it knows whether the call follows a look-up or a question;
 - `rules critic`: castbench's model-free rules (`castbench.agents.critics.checks`) on the visible
   conversation, no training at all;
+- `bag of words`: a logistic regression on the words of exactly the critic's input (the user
+  message `critic_messages` builds: the conversation's transcript, the proposed action, and the
+  transcript's last line, each its own vocabulary; the system prompt, the same for every call,
+  adds nothing), fitted on the same annotated train calls with balanced class weights. It is
+  what lexical lookup over the critic's input gets: a trained critic that does not beat it has
+  learned nothing a bag of words would not (`beats_bow`). scikit-learn's `LogisticRegression`
+  when installed, else the same model (L2, C=1) fitted here by full-batch Newton steps in numpy:
+  deterministic either way;
 - the untrained base model, served like the trained critic (measured by the caller: it needs a
   server, these do not).
 
@@ -20,9 +28,10 @@ no other information.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel
 
@@ -32,9 +41,20 @@ from castbench.domain import TrialRecord, load_domain
 from castbench_cast.annotations import Annotation, Key, annotated_moments, moment_key
 from castbench_cast.trajectories import Moment, moments
 
-__all__ = ["BASELINES", "BaselineFigures", "Lookup", "baseline_figures", "judged_calls", "previous_action"]
+__all__ = [
+    "BASELINES",
+    "BOW",
+    "BagOfWords",
+    "BaselineFigures",
+    "Lookup",
+    "critic_input_parts",
+    "baseline_figures",
+    "judged_calls",
+    "previous_action",
+]
 
-BASELINES = ("majority per tool", "majority per (previous action, tool)", "rules critic")
+BASELINES = ("majority per tool", "majority per (previous action, tool)", "rules critic", "bag of words")
+BOW = BASELINES[3]
 
 Verdict = Literal["flag", "pass"]
 
@@ -86,6 +106,136 @@ class Lookup:
     def verdict(self, name: str, moment: Moment) -> Verdict:
         votes = self.votes[name].get(_keys(moment)[name])
         return "flag" if (_majority(votes) if votes else self.default) == "invalid" else "pass"
+
+
+_WORD = re.compile(r"[a-z]+|[0-9]+|[^a-z0-9\s]")
+
+
+def critic_input_parts(domain: str, moment: Moment) -> dict[str, str]:
+    """The critic's input for `moment` in three parts: `transcript` (the conversation so far as
+    the critic reads it), `action` (the proposed action as described to it) and `last` (the
+    transcript's last line)."""
+    from castbench.agents import critic_messages
+
+    question = critic_messages("", moment.history, moment.proposal.action)[-1]["content"]
+    conversation, _, action = question.partition("# Proposed action\n")
+    lines = [line for line in conversation.strip().splitlines() if line.strip()]
+    return {"transcript": conversation, "action": action, "last": lines[-1] if lines else ""}
+
+
+def bow_features(parts: dict[str, str]) -> set[str]:
+    """Each part's words (lower-cased letters, digit runs, punctuation) and word pairs, prefixed
+    by the part's name: three vocabularies."""
+    features: set[str] = set()
+    for name, text in parts.items():
+        words = _WORD.findall(text.lower())
+        features.update(f"{name}:{word}" for word in words)
+        features.update(f"{name}:{a}_{b}" for a, b in zip(words, words[1:], strict=False))
+    return features
+
+
+class BagOfWords:
+    """A logistic regression on `bow_features` of the critic's input (see the module's
+    docstring), fitted on the annotated train calls; features seen in fewer than `min_count`
+    train calls are dropped."""
+
+    def __init__(
+        self, records: Iterable[TrialRecord], annotations: dict[Key, Annotation], min_count: int = 2
+    ) -> None:
+        import numpy as np
+
+        rows: list[set[str]] = []
+        labels: list[int] = []
+        for record, moment in annotated_moments(records):
+            annotation = annotations.get(moment_key(record, moment))
+            if annotation is None or annotation.parse_error is not None:
+                continue
+            rows.append(bow_features(critic_input_parts(record.domain, moment)))
+            labels.append(int(annotation.verdict == "invalid"))
+        counts = Counter(feature for row in rows for feature in row)
+        self.vocabulary = {
+            feature: index
+            for index, feature in enumerate(sorted(f for f, n in counts.items() if n >= min_count))
+        }
+        self.examples = len(rows)
+        self.backend = "numpy"
+        y = np.array(labels, dtype=np.float64)
+        x = self._matrix(rows)
+        if len(set(labels)) < 2:  # one verdict only: always that verdict
+            self.constant: int | None = labels[0] if labels else 0
+            return
+        self.constant = None
+        try:
+            from sklearn.linear_model import LogisticRegression  # type: ignore[import-not-found]
+        except ImportError:
+            self.weights, self.bias = _fit_logistic(x, y)
+        else:
+            model = LogisticRegression(C=1.0, class_weight="balanced", max_iter=1000)
+            model.fit(x, y)
+            self.weights, self.bias = model.coef_[0], float(model.intercept_[0])
+            self.backend = "scikit-learn"
+
+    def _matrix(self, rows: list[set[str]]) -> Any:
+        import numpy as np
+
+        x = np.zeros((len(rows), len(self.vocabulary)), dtype=np.float64)
+        for i, row in enumerate(rows):
+            for feature in row:
+                index = self.vocabulary.get(feature)
+                if index is not None:
+                    x[i, index] = 1.0
+        return x
+
+    def verdict(self, record: TrialRecord, moment: Moment) -> Verdict:
+        if self.constant is not None:
+            return "flag" if self.constant else "pass"
+        x = self._matrix([bow_features(critic_input_parts(record.domain, moment))])
+        return "flag" if float(x[0] @ self.weights + self.bias) > 0 else "pass"
+
+
+def _fit_logistic(x: Any, y: Any, c: float = 1.0, iterations: int = 50) -> tuple[Any, float]:
+    """L2-regularised logistic regression with balanced class weights (scikit-learn's objective
+    with `C=c`, `class_weight="balanced"`, the bias unpenalised), by truncated Newton steps (the
+    Hessian applied by products, conjugate gradients): exact to 1e-6 in the gradient, and
+    deterministic."""
+    import numpy as np
+
+    n, d = x.shape
+    positives = float(y.sum())
+    sample = np.where(y == 1, n / (2 * positives), n / (2 * (n - positives)))
+    theta = np.zeros(d + 1)
+    penalty = np.full(d + 1, 1.0 / c)
+    penalty[-1] = 0.0
+
+    def forward(v: Any) -> Any:
+        return x @ v[:-1] + v[-1]
+
+    def backward(u: Any) -> Any:
+        return np.concatenate([x.T @ u, [u.sum()]])
+
+    for _ in range(iterations):
+        p = 1.0 / (1.0 + np.exp(-forward(theta)))
+        gradient = backward(sample * (p - y)) + penalty * theta
+        if float(np.abs(gradient).max()) < 1e-6:
+            break
+        curvature = sample * p * (1 - p)
+        # conjugate gradients on H step = gradient
+        step = np.zeros(d + 1)
+        residual = gradient.copy()
+        direction = residual.copy()
+        size = float(residual @ residual)
+        for _ in range(100):
+            applied = backward(curvature * forward(direction)) + (penalty + 1e-8) * direction
+            alpha = size / float(direction @ applied)
+            step += alpha * direction
+            residual -= alpha * applied
+            new_size = float(residual @ residual)
+            if new_size < 1e-4 * float(gradient @ gradient):
+                break
+            direction = residual + (new_size / size) * direction
+            size = new_size
+        theta -= step
+    return theta[:-1], float(theta[-1])
 
 
 def _majority(votes: Counter[str]) -> str:
@@ -142,7 +292,10 @@ def _figures(name: str, judged: list[tuple[TrialRecord, Moment, Verdict]]) -> Ba
 
 
 def baseline_figures(
-    held_out: Iterable[TrialRecord], lookup: Lookup, measured: str = "trained critic"
+    held_out: Iterable[TrialRecord],
+    lookup: Lookup,
+    measured: str = "trained critic",
+    bow: BagOfWords | None = None,
 ) -> list[BaselineFigures]:
     """The measured critic (its stored verdicts: an unreadable one counts as the pass it was
     recorded as) and each baseline, on the judged calls of `held_out`."""
@@ -155,6 +308,8 @@ def baseline_figures(
         BASELINES[1]: lambda _, moment: lookup.verdict(BASELINES[1], moment),
         BASELINES[2]: _rules,
     }
+    if bow is not None:
+        deciders[BOW] = bow.verdict
     return [
         _figures(name, [(record, moment, decide(record, moment)) for record, moment in calls])
         for name, decide in deciders.items()

@@ -176,8 +176,8 @@ def serve(
         typer.echo(
             json.dumps(
                 {
-                    "critic": server.model_string(temperature=0),
-                    "policy": server.model_string(temperature=0, style="prompted"),
+                    "critic": server.full_model_string(temperature=0),
+                    "policy": server.full_model_string(temperature=0, style="prompted"),
                 }
             )
         )

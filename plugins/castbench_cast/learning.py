@@ -10,8 +10,14 @@ of unreadable verdicts (which count as passes) apart from answers read in part. 
 the trained critic's very calls, the baselines of `castbench_cast.baselines` (majority verdict
 per tool and per (previous action, tool), learned from the same annotations, and the rules
 critic): the trained critic has learned more than a lookup table only if its MCC interval lies
-above both majority baselines' (`beats_baselines`). `bench/cast_learning.py` prints the result;
-a `train`-marked test runs it at CI size.
+above both majority baselines' (`beats_baselines`), and more than lexical lookup over its own
+input only if it lies above the bag-of-words classifier's (`beats_bow`). With
+`holdout_families`, that many retail task families (drawn with the seed) are kept out of training
+altogether, and the critic is judged twice: on test tasks of the families it trained on
+(`in-distribution`) and on test tasks of the families it never saw (`held-out families`), each
+with its own baselines. The base is optional (`evaluate_base`): served untrained, a tiny model
+cannot answer, and measuring that costs as much as the trained critic's run. `bench/cast_learning.py`
+prints the result; a `train`-marked test runs it at CI size.
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from castbench_cast.baselines import BASELINES, BaselineFigures, Lookup, baseline_figures
+from castbench_cast.baselines import BASELINES, BOW, BagOfWords, BaselineFigures, Lookup, baseline_figures
 from castbench_cast.recipe import (
     CollectCriticStage,
     CollectStage,
@@ -65,8 +71,22 @@ class CriticFigures(BaseModel):
     counts: dict[str, int]
 
 
+class SplitFigures(BaseModel):
+    """The trained critic and its baselines on one held-out split's calls."""
+
+    name: str
+    """`in-distribution` (test tasks of the families trained on) or `held-out families`."""
+    families: list[str]
+    tasks: list[str]
+    trained: CriticFigures
+    baselines: list[BaselineFigures]
+    beats_baselines: bool
+    beats_bow: bool
+
+
 class Learning(BaseModel):
-    base: CriticFigures
+    base: CriticFigures | None
+    """The untrained base, served the same way (None: not measured, `evaluate_base=False`)."""
     trained: CriticFigures
     train: dict[str, Any]
     """The train-critic stage's figures (examples, steps, loss, what the context rule dropped)."""
@@ -81,6 +101,37 @@ class Learning(BaseModel):
     """The trained critic and the baselines on the same held-out calls (`castbench_cast.baselines`)."""
     beats_baselines: bool
     """The trained critic's MCC interval lies wholly above both majority baselines' intervals."""
+    beats_bow: bool = False
+    """The trained critic's MCC interval lies wholly above the bag-of-words classifier's."""
+    splits: list[SplitFigures] = []
+    """Every held-out split measured, `in-distribution` first (its figures are also the
+    top-level `trained`, `baselines`, `beats_baselines` and `beats_bow`)."""
+    held_out_families: list[str] = []
+    bow: dict[str, Any] = {}
+    """The bag-of-words classifier: train examples, vocabulary size, backend."""
+
+
+def held_out_families(count: int, seed: int) -> list[str]:
+    """`count` of retail's task families, drawn with `seed` (sorted): never trained on."""
+    import random
+
+    from castbench.domain import load_domain
+
+    if count <= 0:
+        return []
+    domain = load_domain("retail")
+    families = sorted({task.family for split in ("train", "test") for task in domain.tasks(split)})
+    if count >= len(families):
+        raise ValueError(f"holdout_families {count}: retail has {len(families)} families, some must train")
+    return sorted(random.Random(f"families:{seed}").sample(families, count))
+
+
+def split_tasks(split: str, limit: int, families: list[str], held_out: bool) -> list[str]:
+    """The first `limit` retail `split` tasks in `families` (`held_out`) or outside them."""
+    from castbench.domain import load_domain
+
+    chosen = [task.id for task in load_domain("retail").tasks(split) if (task.family in families) == held_out]
+    return chosen[:limit]
 
 
 def _recipe(
@@ -92,13 +143,26 @@ def _recipe(
     seed: int,
     target: str,
     balance: bool = True,
+    families_out: list[str] | None = None,
 ) -> Recipe:
     """The recipe both benches share: `policy_learning` in the same folder reuses the critic
     stages `critic_learning` ran."""
+    if families_out:
+        collect = CollectStage(
+            domains="retail",
+            tasks=split_tasks("train", train_tasks, families_out, held_out=False),
+            policy=teacher,
+            samples=samples,
+            seed=seed,
+        )
+    else:
+        collect = CollectStage(
+            domains="retail", limit=train_tasks, policy=teacher, samples=samples, seed=seed
+        )
     return Recipe(
         name="cast-learning",
         out=out.resolve(),
-        collect=CollectStage(domains="retail", limit=train_tasks, policy=teacher, samples=samples, seed=seed),
+        collect=collect,
         critic_data=CriticDataStage(target=target, balance=balance, seed=seed),  # type: ignore[arg-type]
         train_critic=critic,
     )
@@ -120,6 +184,8 @@ def held_out_figures(
             tasks=tasks,
             policy=policy,
             critic=server.model_string(temperature=0, max_tokens=max_tokens),
+            models_config=server.models_config("critic"),
+            concurrency=1,
             user="scripted",
             trials=trials,
             seed=seed,
@@ -159,6 +225,8 @@ def critic_learning(
     max_tokens: int = 96,
     target: str = "annotation",
     balance: bool = True,
+    holdout_families: int = 0,
+    evaluate_base: bool = True,
     log: Callable[[str], None] = print,
 ) -> Learning:
     """Train a critic on the first `train_tasks` retail train tasks and compare it with its base
@@ -169,36 +237,65 @@ def critic_learning(
     from castbench_cast.pipeline import Pipeline
     from castbench_cast.train import save_base
 
-    recipe = _recipe(out, train, train_tasks, samples, teacher, seed, target, balance)
+    families_out = held_out_families(holdout_families, seed)
+    recipe = _recipe(out, train, train_tasks, samples, teacher, seed, target, balance, families_out)
     pipeline = Pipeline(recipe, log=log)
     pipeline.collect()
     pipeline.annotate()
     data = pipeline.critic_data()
     trained = pipeline.train_critic()
-    base = save_base(pipeline.folder("critic-data"), out.resolve() / "base-critic" / "model", train)
-    tasks = [task.id for task in load_domain("retail").tasks("test")[:test_tasks]]
-    figures = {
-        name: held_out_figures(path, recipe.store_url, tasks, teacher, test_trials, seed + 1, max_tokens)
-        for name, path in (("base", base), ("trained", pipeline.folder("train-critic") / "model"))
-    }
-    base_mcc = figures["base"].mcc if figures["base"].mcc is not None else 0.0
-    interval = figures["trained"].mcc_ci
+    checkpoint = pipeline.folder("train-critic") / "model"
+    base = None
+    if evaluate_base:
+        saved = save_base(pipeline.folder("critic-data"), out.resolve() / "base-critic" / "model", train)
+        tasks = split_tasks("test", test_tasks, families_out, held_out=False)
+        base = held_out_figures(saved, recipe.store_url, tasks, teacher, test_trials, seed + 1, max_tokens)
     annotations = read_annotations(pipeline.folder("annotate") / "annotations.jsonl")
-    lookup = Lookup(pipeline.records("collect"), annotations)
+    records = pipeline.records("collect")
+    lookup = Lookup(records, annotations)
+    bow = BagOfWords(records, annotations)
     store = ResultsStore(recipe.store_url)
-    baselines = baseline_figures(store.trials(figures["trained"].run_id), lookup)
+    splits = []
+    names = [("in-distribution", False)] + ([("held-out families", True)] if families_out else [])
+    for name, held_out in names:
+        tasks = split_tasks("test", test_tasks, families_out, held_out=held_out)
+        figures = held_out_figures(
+            checkpoint, recipe.store_url, tasks, teacher, test_trials, seed + 1, max_tokens
+        )
+        rows = baseline_figures(store.trials(figures.run_id), lookup, bow=bow)
+        families = sorted(
+            {task.family for task in load_domain("retail").tasks("test") if task.id in set(tasks)}
+        )
+        splits.append(
+            SplitFigures(
+                name=name,
+                families=families,
+                tasks=tasks,
+                trained=figures,
+                baselines=rows,
+                beats_baselines=beats(rows[0], [b for b in rows if b.name in BASELINES[:2]]),
+                beats_bow=beats(rows[0], [b for b in rows if b.name == BOW]),
+            )
+        )
+    first = splits[0]
+    base_mcc = (base.mcc if base is not None else None) or 0.0
+    interval = first.trained.mcc_ci
     return Learning(
-        beats_base=interval is not None and interval[0] > base_mcc,
-        baselines=baselines,
-        beats_baselines=beats(baselines[0], [b for b in baselines if b.name in BASELINES[:2]]),
-        base=figures["base"],
-        trained=figures["trained"],
+        beats_base=base is not None and interval is not None and interval[0] > base_mcc,
+        baselines=first.baselines,
+        beats_baselines=first.beats_baselines,
+        beats_bow=first.beats_bow,
+        splits=splits,
+        held_out_families=families_out,
+        bow={"examples": bow.examples, "vocabulary": len(bow.vocabulary), "backend": bow.backend},
+        base=base,
+        trained=first.trained,
         train=trained.info,
         data={"counts": data.counts, "balance": data.balance},
         held_out={
             "domain": "retail",
             "split": "test",
-            "tasks": tasks,
+            "tasks": first.tasks,
             "trials": test_trials,
             "policy": teacher,
             "max_tokens": max_tokens,
@@ -261,6 +358,7 @@ def policy_figures(
             split="test",
             tasks=tasks,
             policy=server.model_string(style="prompted", temperature=0, max_tokens=max_tokens),
+            models_config=server.models_config("policy"),
             user="scripted",
             trials=trials,
             seed=seed,

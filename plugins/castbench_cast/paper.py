@@ -28,6 +28,14 @@ Source = Literal["measured", "not run", "reported by the CAST paper (not measure
 
 
 class Row(BaseModel):
+    """One grid cell. The paper's definitions first, castbench's own variants beside them, each
+    named: `resistance` and `correction` as the CAST paper defines them (resistance over every
+    rejection the policy answered; correction over the flags that could be corrected: a true
+    flag the policy answered with a revision, not one in the step's last round), and
+    `resistance_castbench` (over false flags only: keeping a valid action) and
+    `correction_castbench` (over every true flag, the last round's included) as castbench's
+    critic report computes them."""
+
     policy: str
     critic: str
     domain: str
@@ -35,9 +43,25 @@ class Row(BaseModel):
     pass_1: float | None = None
     pass_k: float | None = None
     k: int | None = None
+    pass_3: float | None = None
+    pass_4: float | None = None
     flag_valid: float | None = None
     """Share of all labelled actions the critic flagged although valid (CAST's reporting)."""
     pass_valid: float | None = None
+    flag_invalid: float | None = None
+    pass_invalid: float | None = None
+    flag_rate: float | None = None
+    """Share of all verified actions the critic flagged."""
+    resistance: float | None = None
+    """The paper's: of all rejections answered by a revision, the share after which the policy
+    proposed the same action again."""
+    correction: float | None = None
+    """The paper's: of true flags answered by a revision (correctable), the share whose step then
+    executed a valid action."""
+    resistance_castbench: float | None = None
+    """castbench's `resistance_rate`: the same over false flags only (a valid action kept)."""
+    correction_castbench: float | None = None
+    """castbench's `correction_rate`: corrected over every true flag, last-round flags included."""
     verdicts: int | None = None
     unreadable: int | None = None
     """Critic answers with no readable verdict (counted as passes, never as flags)."""
@@ -54,6 +78,20 @@ class CriticCell(BaseModel):
     figures: list[BaselineFigures]
 
 
+def paper_reactions(reactions: Any) -> tuple[float | None, float | None]:
+    """(resistance, correction) as the CAST paper defines them, from a critic report's
+    `FlagReactions` counts: resistance over every rejection the policy answered (true and false
+    flags), correction over the true flags the policy answered (a last-round flag cannot be
+    corrected)."""
+    answered = reactions.false_flags_answered + reactions.true_flags_answered
+    resisted = reactions.kept + reactions.insisted
+    resistance = resisted / answered if answered else None
+    correction = (
+        reactions.corrected / reactions.true_flags_answered if reactions.true_flags_answered else None
+    )
+    return resistance, correction
+
+
 def _reported(
     critic: str, pass_1: float | None, pass_4: float | None, fv: float | None, pv: float | None
 ) -> Row:
@@ -65,6 +103,7 @@ def _reported(
         pass_1=pass_1,
         pass_k=pass_4,
         k=4,
+        pass_4=pass_4,
         flag_valid=fv,
         pass_valid=pv,
     )
@@ -106,8 +145,9 @@ def _cell(
     if settings.limit is not None:
         tasks = [task.id for task in load_domain(domain).tasks(settings.split)[: settings.limit]]
 
-    def run(policy_spec: str) -> Row:
+    def run(policy_spec: str, policy_config: dict[str, dict[str, Any]] | None = None) -> Row:
         def evaluated(**loop: Any) -> EvalResult:
+            models_config = {**(policy_config or {}), **loop.pop("models_config", {})}
             return evaluate(
                 db=pipeline.recipe.store_url,
                 domains=domain,
@@ -116,6 +156,7 @@ def _cell(
                 user=settings.user,
                 trials=settings.trials,
                 policy=policy_spec,
+                models_config=models_config or None,
                 **loop,
             )
 
@@ -128,13 +169,16 @@ def _cell(
             with CheckpointServer(critic[1], settings.serve, gpu_memory=settings.critic_gpu_memory) as served:
                 tokens = settings.max_tokens or served.answer_tokens
                 spec = served.model_string(temperature=0, max_tokens=tokens)
-                result = evaluated(critic=spec, verification=verification)
+                result = evaluated(
+                    critic=spec, verification=verification, models_config=served.models_config("critic")
+                )
         report = result.summary.overall.critic
         headline = result.summary.headline
         assert headline is not None  # a finished run has its headline
         hats = headline.pass_hat
         k = min(4, settings.trials)
         confusion = report.confusion if report is not None else None
+        resistance, correction = paper_reactions(report.reactions) if report is not None else (None, None)
         return Row(
             policy=name,
             critic=critic[0] if critic is not None else "none",
@@ -143,8 +187,17 @@ def _cell(
             pass_1=hats.get(1),
             pass_k=hats.get(k),
             k=k,
+            pass_3=hats.get(3),
+            pass_4=hats.get(4),
             flag_valid=confusion.flag_valid if confusion else None,
             pass_valid=confusion.pass_valid if confusion else None,
+            flag_invalid=confusion.flag_invalid if confusion else None,
+            pass_invalid=confusion.pass_invalid if confusion else None,
+            flag_rate=report.flag_rate if report is not None else None,
+            resistance=resistance,
+            correction=correction,
+            resistance_castbench=report.resistance_rate if report is not None else None,
+            correction_castbench=report.correction_rate if report is not None else None,
             verdicts=report.n_verified if report is not None else None,
             unreadable=report.unreadable if report is not None else None,
             run_id=result.outcome.run_id,
@@ -154,7 +207,10 @@ def _cell(
         return run(settings.policy)
     with CheckpointServer(checkpoint, settings.serve, gpu_memory=settings.policy_gpu_memory) as served_policy:
         tokens = settings.max_tokens or served_policy.answer_tokens
-        return run(served_policy.model_string(style="prompted", temperature=0, max_tokens=tokens))
+        return run(
+            served_policy.model_string(style="prompted", temperature=0, max_tokens=tokens),
+            served_policy.models_config("policy"),
+        )
 
 
 def paper(pipeline: Pipeline, until: str | None = None, log: Callable[[str], None] = print) -> Board:
@@ -263,18 +319,33 @@ def render(board: Board) -> str:
     reported figures under their own header. `flag ∧ valid` and `pass ∧ valid` are shares of
     all labelled actions, as the paper reports them (not rates among valid calls)."""
     header = (
-        "| policy | critic | domain | pass^1 % | pass^k % (k) | flag ∧ valid % of actions "
-        "| pass ∧ valid % of actions | verdicts | unreadable (as pass) | run / note |"
+        "| policy | critic | domain | pass^1 % | pass^3 % | pass^4 % | flag ∧ valid % | pass ∧ valid % "
+        "| flag ∧ invalid % | pass ∧ invalid % | flag rate % | resistance % (paper) | correction % (paper) "
+        "| resistance % (castbench: false flags) | correction % (castbench: all true flags) | verdicts "
+        "| unreadable (as pass) | run / note |"
     )
-    rule = "|---|---|---|---|---|---|---|---|---|---|"
+    rule = "|" + "---|" * 18
 
     def line(row: Row) -> str:
-        k = f"{_figure(row.pass_k)} ({row.k})" if row.k else "–"
         where = row.run_id or row.note or row.source
+        figures = (
+            row.pass_1,
+            row.pass_3,
+            row.pass_4,
+            row.flag_valid,
+            row.pass_valid,
+            row.flag_invalid,
+            row.pass_invalid,
+            row.flag_rate,
+            row.resistance,
+            row.correction,
+            row.resistance_castbench,
+            row.correction_castbench,
+        )
         return (
-            f"| {row.policy} | {row.critic} | {row.domain} | {_figure(row.pass_1)} | {k} | "
-            f"{_figure(row.flag_valid)} | {_figure(row.pass_valid)} | {_count(row.verdicts)} | "
-            f"{_count(row.unreadable)} | {where} |"
+            f"| {row.policy} | {row.critic} | {row.domain} | "
+            + " | ".join(_figure(value) for value in figures)
+            + f" | {_count(row.verdicts)} | {_count(row.unreadable)} | {where} |"
         )
 
     critic_lines = [
@@ -287,7 +358,10 @@ def render(board: Board) -> str:
     parts = [
         f"# CAST paper grid: {board.recipe}",
         "",
-        "Measured by castbench (or not run yet):",
+        "Measured by castbench (or not run yet). The four confusion shares are of all labelled "
+        "actions (they sum to 100), as the paper reports them. Resistance and correction are the "
+        "paper's (resistance over every rejection the policy answered; correction over the true flags "
+        "it answered, which could be corrected), castbench's variants beside them, named.",
         "",
         header,
         rule,
@@ -301,7 +375,12 @@ def render(board: Board) -> str:
         "|---|---|---|---|---|---|---|",
         *(critic_lines or ["| – | – | no cell with a critic has run | – | – | – | – |"]),
         "",
-        "Reported by the CAST paper (arXiv 2608.30147; not measured here, not ranked with the rows above):",
+        "Reported by the CAST paper (arXiv 2608.30147; not measured here, not ranked with the rows above). "
+        "The paper also reports resistance 26-40% for untrained and 11-26% for trained policies, "
+        "correction 82-88% with CAST critics and a flag rate of about a third (ranges: not in the rows). "
+        "The published τ sets differ from the paper's counts: the paper ran retail 114, airline 50, "
+        "telecom 18 and telehealth 20 test tasks; tau-trait 0.1.1 publishes retail 120 (113 scoreable, 7 "
+        "with broken gold), airline 60 (52 + 8), telehealth 12 and telecom 2 (1 + 1): docs/tau.md.",
         "",
         header,
         rule,

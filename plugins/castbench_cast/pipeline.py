@@ -148,11 +148,18 @@ class Pipeline:
         def build(folder: Path) -> _Built:
             with CheckpointServer(checkpoint, loop.serve, loop.port, loop.gpu_memory) as server:
                 spec = server.model_string(temperature=0, max_tokens=loop.max_tokens or server.answer_tokens)
-                return self._run(folder, loop, spec, loop.rounds)
+                return self._run(folder, loop, spec, loop.rounds, server.models_config("critic"))
 
         return self._stage("collect-critic", loop.model_dump(mode="json"), inputs, build)
 
-    def _run(self, folder: Path, settings: CollectStage, critic: str = "none", rounds: int = 3) -> _Built:
+    def _run(
+        self,
+        folder: Path,
+        settings: CollectStage,
+        critic: str = "none",
+        rounds: int = 3,
+        models_config: dict[str, dict[str, Any]] | None = None,
+    ) -> _Built:
         from castbench import evaluate
         from castbench.domain import Verification
 
@@ -168,6 +175,7 @@ class Pipeline:
             seed=settings.seed,
             concurrency=settings.concurrency,
             verification=Verification(rounds=rounds),
+            models_config=models_config,
         )
         run_id = result.outcome.run_id
         records = ResultsStore(self.recipe.store_url).trials(run_id)

@@ -60,9 +60,9 @@ class CollectCriticStage(CollectStage):
     serve: Literal["transformers", "vllm"] = "transformers"
     """How the checkpoint is served: transformers on this machine's CPU/GPU, or `vllm serve`."""
     port: int = Field(0, ge=0, le=65535)
-    """0: the checkpoint's own port (fixed by its weights: `serving.checkpoint_port`), so the
-    model string, part of the run's identity, is the same at every start and an interrupted
-    collect resumes."""
+    """0: a free port chosen when the server starts. The port is never part of the run's
+    identity (the served model is named by its weights' digest; its `api_base` is a run-wide
+    model setting), so an interrupted collect resumes on any port."""
     max_tokens: int | None = Field(None, ge=1)
     """The critic's answer, tokens at most; None: the length its targets were trained to
     (`train_critic.max_completion`). Less than that is refused: it would cut the answers the

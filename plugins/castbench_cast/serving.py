@@ -5,7 +5,13 @@ openai/NAME?api_base=...&style=prompted`.
 Two backends: `transformers` (this process, CPU or GPU; one generation at a time, for tiny and
 small models) and `vllm` (`vllm serve` as a process, for real models on a GPU: castbench never
 imports vLLM). Both answer `/v1/models` and `/v1/chat/completions` with text (the prompted policy
-and the critic need nothing else). Servers listen on 127.0.0.1, on the checkpoint's own port.
+and the critic need nothing else). Servers listen on 127.0.0.1, on a port chosen free when the
+server starts (or the one given). The port is never part of a run's identity: `model_string()`
+names the served model without its `api_base` (the checkpoint's name is a digest of its
+weights), and `models_config()` gives the role its `api_base` as a run-wide model setting,
+which castbench records beside the run (`extra["models"]`) but leaves out of the run's hash.
+So two runs of the same checkpoint on one host never collide, and an interrupted run resumes on
+whatever port its next server gets.
 Both backends fit a prompt longer than the context by the rule training used (`context.json`
 beside the weights; see `castbench_cast.context`): the policy document stays, the oldest
 conversation goes. vLLM sits behind a small front that fits the prompt first (vLLM itself would
@@ -238,20 +244,6 @@ def _free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-_PORTS = (20000, 40000)
-"""Where a checkpoint's own port lies (below Linux's ephemeral ports, which start at 32768 only
-for outgoing connections; above the common service ports)."""
-
-
-def checkpoint_port(name: str) -> int:
-    """The port a checkpoint is served on when none is given: fixed by its served name (so by its
-    weights), since the port is in the model string and the model string is part of a run's
-    identity. A random port would make an interrupted collect or paper cell start over instead
-    of resuming."""
-    low, high = _PORTS
-    return low + int(hashlib.sha256(name.encode()).hexdigest(), 16) % (high - low)
-
-
 def _check_free(port: int) -> None:
     """A server already on `port` would answer for ours (and be taken as ready): refuse."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
@@ -269,12 +261,12 @@ def _check_free(port: int) -> None:
 class CheckpointServer:
     """`with CheckpointServer(path) as server:` serves the checkpoint until the block ends.
 
-    Port 0 is the checkpoint's own port (`checkpoint_port`: the same at every start, so a run
-    that names the served model resumes); a port in use is refused, never swapped for another
-    (that would silently start the run over). With vLLM (whose own default would be 8000),
-    the server is ready only when it lists this checkpoint's name (not any server's models), and
-    it takes `gpu_memory` of the GPU (vLLM's 0.9 would leave no room for a second server) with the
-    context training used (`context.json`)."""
+    Port 0 (the default) is a free port the operating system picks as the server binds (so two
+    servers of one checkpoint never collide); a port given and in use is refused. The port is not
+    in `model_string()` (a run's identity): pass `models_config(role)` to `evaluate`. With vLLM
+    (whose own default would be 8000), the server is ready only when it lists this checkpoint's
+    name (not any server's models), and it takes `gpu_memory` of the GPU (vLLM's 0.9 would leave
+    no room for a second server) with the context training used (`context.json`)."""
 
     def __init__(
         self, path: Path, backend: Backend = "transformers", port: int = 0, gpu_memory: float | None = None
@@ -283,7 +275,8 @@ class CheckpointServer:
         self.backend = backend
         self.gpu_memory = gpu_memory
         self.name = checkpoint_name(self.path)
-        self.port = port or checkpoint_port(self.name)
+        self.port = port
+        """The port asked for (0: any free one), then the port bound once the server started."""
         self._http: ThreadingHTTPServer | None = None
         self._process: subprocess.Popen[bytes] | None = None
 
@@ -300,13 +293,26 @@ class CheckpointServer:
         return rule.max_completion if rule is not None else 256
 
     def model_string(self, **settings: Any) -> str:
-        """The `--critic` / `--policy` string for the served checkpoint."""
+        """The `--critic` / `--policy` string for the served checkpoint, without its `api_base`:
+        what a run's identity holds (the weights' digest and the settings, never the port). Give
+        the role its server with `models_config(role)`."""
         provider = "hosted_vllm" if self.backend == "vllm" else "openai"
-        query = "&".join(f"{key}={value}" for key, value in {"api_base": self.api_base, **settings}.items())
-        return f"{provider}/{self.name}?{query}"
+        query = "&".join(f"{key}={value}" for key, value in settings.items())
+        return f"{provider}/{self.name}" + (f"?{query}" if query else "")
+
+    def models_config(self, *roles: str) -> dict[str, dict[str, Any]]:
+        """`evaluate(models_config=...)` for the roles this server plays: their `api_base` (a
+        run-wide model setting, recorded with the run, not part of its identity)."""
+        return {role: {"api_base": self.api_base} for role in roles}
+
+    def full_model_string(self, **settings: Any) -> str:
+        """The model string with `?api_base=` on it, for a person to paste into `castbench eval`
+        (that run's identity then holds the port: serve on a fixed `--port` to resume it)."""
+        return self.model_string(api_base=self.api_base, **settings)
 
     def __enter__(self) -> CheckpointServer:
-        _check_free(self.port)
+        if self.port:
+            _check_free(self.port)
         if self.backend == "vllm":
             rule = ContextRule.load(self.path)
             adapter = adapter_base(self.path)
@@ -339,6 +345,7 @@ class CheckpointServer:
         else:
             front = _Generator(self.path)
         self._http = ThreadingHTTPServer(("127.0.0.1", self.port), _handler(front, self.name))
+        self.port = int(self._http.server_address[1])  # port 0: the one the system picked
         threading.Thread(target=self._http.serve_forever, name="cast-serve", daemon=True).start()
         return self
 

@@ -5,9 +5,10 @@ so the whole pipeline (train, save, serve, act in `castbench eval`) runs anywher
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from castbench_cast.recipe import TinyModel
+if TYPE_CHECKING:  # importable without pydantic: bench/cast_gpu_check.py runs on a bare GPU image
+    from castbench_cast.recipe import TinyModel
 
 __all__ = ["CHAT_TEMPLATE", "tiny_model", "tiny_tokenizer"]
 

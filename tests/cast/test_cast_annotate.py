@@ -178,9 +178,11 @@ def test_llm_annotation_runs_actions_at_once_and_resumes_after_an_outage(
     def respond(body: dict[str, Any]) -> dict[str, Any]:
         with lock:
             answer = model(body)
-            starting = model.agents["rule extractor"] if body["messages"][0]["content"] == PROMPTS[
-                "rule extractor"
-            ] else 0
+            starting = (
+                model.agents["rule extractor"]
+                if body["messages"][0]["content"] == PROMPTS["rule extractor"]
+                else 0
+            )
             if model.agents["orchestrator"] == 3 and not outage.is_set():
                 outage.set()  # three actions annotated, then the server goes away (once)
                 server.down = True

@@ -153,5 +153,25 @@ def test_the_board_counts_unreadable_verdicts_and_sets_each_critic_beside_its_ba
     )
     measured = text.split("Reported by the CAST paper")[0]
     assert "| unreadable (as pass) |" in measured and "| 40 | 3 | r-1 |" in measured
-    assert "flag ∧ valid % of actions" in measured  # a share of all actions, as the paper's 13.6%
+    assert "flag ∧ valid % |" in measured and "of all labelled actions" in measured  # as the paper's 13.6%
+    for column in ("pass^3 %", "pass^4 %", "flag ∧ invalid %", "pass ∧ invalid %", "flag rate %"):
+        assert f"| {column} |" in measured
+    assert "| resistance % (paper) | correction % (paper) |" in measured
+    assert "| resistance % (castbench: false flags) | correction % (castbench: all true flags) |" in measured
     assert "| base | tau-retail | majority per tool | 40 | 0.300 [0.200, 0.400] |" in measured
+
+
+def test_resistance_and_correction_follow_the_papers_definitions_beside_castbenchs() -> None:
+    """The paper's resistance is over every rejection the policy answered; its correction over the
+    true flags the policy answered (a last-round flag cannot be corrected). castbench's own
+    variants count false flags only, and every true flag."""
+    from castbench.report.critic_report import FlagReactions
+    from castbench_cast.paper import paper_reactions
+
+    reactions = FlagReactions(
+        false_flags_answered=10, kept=3, true_flags=20, true_flags_answered=15, insisted=2, corrected=12
+    )
+    resistance, correction = paper_reactions(reactions)
+    assert resistance == (3 + 2) / (10 + 15) and correction == 12 / 15
+    assert reactions.resistance_rate == 3 / 10 and reactions.correction_rate == 12 / 20
+    assert paper_reactions(FlagReactions()) == (None, None)

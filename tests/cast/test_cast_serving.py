@@ -57,7 +57,8 @@ def test_vllm_backend_serves_the_checkpoint_under_its_name(
         lambda api_base, timeout_s, process: waited.append(api_base) or [name],
     )
     with CheckpointServer(model, "vllm", 8123, gpu_memory=0.4) as server:
-        spec = server.model_string(temperature=0)
+        spec = server.full_model_string(temperature=0)
+        assert server.model_string(temperature=0) == f"hosted_vllm/{server.name}?temperature=0"
     command = started[0].command
     assert command[:3] == ["vllm", "serve", str(model)] and "--enable-auto-tool-choice" in command
     assert command[command.index("--served-model-name") + 1] == server.name
@@ -91,20 +92,20 @@ def _checkpoint(tmp_path: Path) -> Path:
     return _with_tokenizer(tmp_path / "train-critic" / "model")
 
 
-def test_port_zero_is_the_checkpoints_own_port_at_every_start(
+def test_two_servers_of_one_checkpoint_run_side_by_side_under_one_model_string(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The port is in the model string, and the model string in the run's identity: a served
-    checkpoint gets the same port each time, so an interrupted collect resumes its run."""
+    """Port 0 is a free port picked at bind time: two servers of the same checkpoint (the same
+    untrained base in two runs on one host) do not collide, and the model string (a run's
+    identity) holds no port, so a resumed run matches whichever port its server gets."""
     model = _checkpoint(tmp_path)
     _fake_vllm(monkeypatch, [serving.checkpoint_name(model)])
-    specs = []
-    for backend in ("vllm", "vllm"):
-        with CheckpointServer(model, backend, 0) as server:  # type: ignore[arg-type]
-            specs.append(server.model_string(temperature=0))
-            port = server.port
-    assert specs[0] == specs[1] and port not in (0, 8000)
-    assert port == serving.checkpoint_port(serving.checkpoint_name(model))
+    with CheckpointServer(model, "vllm", 0) as first, CheckpointServer(model, "vllm", 0) as second:
+        assert first.port != second.port and 0 not in (first.port, second.port)
+        assert first.model_string(temperature=0) == second.model_string(temperature=0)
+        assert "api_base" not in first.model_string(temperature=0)
+        assert first.models_config("critic") == {"critic": {"api_base": f"http://127.0.0.1:{first.port}/v1"}}
+        assert f":{first.port}/v1" in first.full_model_string(temperature=0)
 
 
 def test_a_foreign_server_on_the_port_is_not_taken_as_ready(
@@ -228,3 +229,40 @@ def test_a_lora_adapter_is_served_on_its_base_with_vllm(
     assert command[2] == str(tmp_path / "base") and "--enable-lora" in command
     assert command[command.index("--lora-modules") + 1] == f"{name}={model}"
     assert command[command.index("--max-lora-rank") + 1] == "64"
+
+
+def test_a_served_checkpoints_port_is_not_part_of_the_runs_identity() -> None:
+    """Two runs of one checkpoint served on different free ports are the same run (resume
+    matches); a different checkpoint, or a run whose role string holds its api_base (how runs
+    were stored before), still differs by what it names."""
+    from castbench.records.config import RunConfig
+
+    def config(
+        port: int, model: str = "openai/cast-train-critic-731dbf558b", critic: str | None = None
+    ) -> RunConfig:
+        return RunConfig.model_validate(
+            {
+                "domains": {"retail": "1"},
+                "fingerprint": {"castbench": "x", "agents": {}, "domains": {}},
+                "policy": "scripted:noisy",
+                "critic": critic or f"{model}?temperature=0",
+                "placement": {
+                    "critic": {
+                        "agent": model,
+                        "where": "model",
+                        "detail": f"{model} at http://127.0.0.1:{port}/v1",
+                    }
+                },
+                "extra": {"models": {"critic": {"model": model, "api_base": f"http://127.0.0.1:{port}/v1"}}},
+            }
+        )
+
+    assert config(41381).config_hash() == config(33123).config_hash()
+    assert config(41381).config_hash() != config(41381, "openai/cast-train-critic-0123456789").config_hash()
+    old = "openai/cast-train-critic-731dbf558b?api_base=http://127.0.0.1:{}/v1&temperature=0"
+    assert (
+        config(41381, critic=old.format(41381)).config_hash()
+        != config(33123, critic=old.format(33123)).config_hash()
+    )
+    # what the run stored keeps the port it ran on
+    assert "41381" in config(41381).model_dump_json()

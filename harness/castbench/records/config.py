@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
+import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, field_validator, model_serializer
@@ -127,7 +129,7 @@ class RunConfig(BaseModel):
         if not self.perturbations.active:
             empty.add("perturbations")
         left_out = set(exclude or ()) | empty
-        return self.model_dump(mode="json", exclude=left_out)
+        return _portless(self.model_dump(mode="json", exclude=left_out))
 
     def written_hash(self) -> str:
         """`config_hash` of the config as it was read: fields its row or file did not hold (it was
@@ -154,6 +156,37 @@ class RunConfig(BaseModel):
                 was = then.short() if then else "unrecorded"
                 found.append(f"the {role}'s placement ({was} -> {now.short() if now else 'none'})")
         return found
+
+
+_SERVED_CHECKPOINT = re.compile(r"^(openai|hosted_vllm)/cast-[\w.-]+-[0-9a-f]{10}$")
+_LOOPBACK_PORT = re.compile(r"(https?://(?:127\.0\.0\.1|localhost|\[::1\])):\d+")
+
+
+def _portless(dumped: dict[str, Any]) -> dict[str, Any]:
+    """The config as hashed: the loopback port of a checkpoint the CAST plugin served (model
+    `cast-<stage>-<digest of its weights>`, its `api_base` given as a model setting, not in the
+    role's string) left out, since the server takes any free port and the weights' digest already
+    names what answered; a resumed run then matches on any port. Runs whose role string holds
+    its `api_base` (every run stored before) hash as they always did."""
+    models = (dumped.get("extra") or {}).get("models") or {}
+    roles = [
+        role
+        for role, settings in models.items()
+        if isinstance(settings, dict)
+        and _SERVED_CHECKPOINT.match(str(settings.get("model", "")))
+        and "api_base=" not in str(dumped.get(role, ""))
+    ]
+    if not roles:
+        return dumped
+    dumped = copy.deepcopy(dumped)
+    for role in roles:
+        settings = dumped["extra"]["models"][role]
+        if isinstance(settings.get("api_base"), str):
+            settings["api_base"] = _LOOPBACK_PORT.sub(r"\1", settings["api_base"])
+        placed = (dumped.get("placement") or {}).get(role)
+        if isinstance(placed, dict) and isinstance(placed.get("detail"), str):
+            placed["detail"] = _LOOPBACK_PORT.sub(r"\1", placed["detail"])
+    return dumped
 
 
 def _hash(value: Any) -> str:
