@@ -151,7 +151,7 @@ def id_parts(text: str) -> list[str]:
 def badge(row: BoardRow) -> str:
     """The provenance in a word or two (`re-run`, `submitted · outside sandbox`); `_provenance`
     has the details."""
-    parts = [row.origin]
+    parts: list[str] = [row.origin]
     if row.outside_castbench:
         parts.append("outside sandbox")
     if any(placement.where == "unsandboxed" for placement in row.agents.values()):
@@ -240,8 +240,8 @@ def board_csv(board: Board) -> str:
             values += [f"{cell.value:.4f}", f"{cell.low:.4f}", f"{cell.high:.4f}"]
         strict = [row.strict.get(name) for name in strict_metrics(board)]
         values += ["" if cell is None else f"{cell.value:.4f}" for cell in strict]
-        for cell in strict:
-            values += ["", ""] if cell is None else [f"{cell.low:.4f}", f"{cell.high:.4f}"]
+        for found in strict:
+            values += ["", ""] if found is None else [f"{found.low:.4f}", f"{found.high:.4f}"]
         values += [
             "" if row.false_flag_rate is None else f"{row.false_flag_rate:.4f}",
             "" if row.detection_rate is None else f"{row.detection_rate:.4f}",
