@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from castbench.publish.board import load_board
 from tests.viewer.browser import BrowserPage
 
@@ -50,3 +52,22 @@ def test_board_links_open_a_working_viewer(browser_page: BrowserPage) -> None:
     page.locator(".mark").first.click()
     page.locator("#trial h2").wait_for()
     assert browser_page.errors == [] and browser_page.external == []
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_committed_board_fits_the_screen(browser_page: BrowserPage, width: int) -> None:
+    """The committed board (several domains, critic rows, a reliability profile) reads at 1280 px
+    and on a phone: no sideways scroll of the page or of any of its tables, the strict figures
+    beside pass^k, one curve and band per entry."""
+    spec = load_board(BOARD.parent / "scripted-baselines.toml")
+    page = browser_page.page
+    page.set_viewport_size({"width": width, "height": 900})
+    page.goto((BOARD / "index.html").as_uri())
+    assert page.evaluate("document.documentElement.scrollWidth") <= width
+    tables = page.evaluate("[...document.querySelectorAll('.fits')].map(e => e.scrollWidth - e.clientWidth)")
+    assert len(tables) == 3 and max(tables) <= 0, tables
+    rows = len(spec.entries or [])
+    assert page.locator("figure svg polyline.curve").count() == rows
+    assert page.locator("figure svg polygon.band").count() == rows
+    assert page.locator("#board thead th.strict").count() == 2
+    assert page.locator("#board td.critic", has_text="false flags").count() == 2

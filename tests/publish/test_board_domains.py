@@ -38,6 +38,7 @@ def test_a_board_of_two_domains_has_a_column_for_each(tmp_path: Path) -> None:
     assert (
         'class="domain" title="pass^2 on retail' in page and 'class="domain" title="pass^2 on airline' in page
     )
-    assert "overflow-wrap: anywhere" in page and '<div class="fits">' in page
+    # ids wrap only between their pieces (never `overflow-wrap: anywhere`), by-domain figures below
+    assert "overflow-wrap: anywhere" not in page and '<table class="domains cards">' in page
     markdown = (out / "board.md").read_text()
     assert "pass^2 airline" in markdown and "pass^2 retail" in markdown

@@ -179,7 +179,11 @@ def build_board(
         rows=rows,
         excluded=excluded,
     )
-    curve = curve_svg(f"{spec.title}: pass^k against k", [(row.name, row.curve) for row in rows])
+    curve = curve_svg(
+        f"{spec.title}: pass^k against k",
+        [(row.name, row.curve) for row in rows],
+        [(row.curve_low, row.curve_high) for row in rows],
+    )
     files = {
         "board.json": board_json(board),
         "board.csv": board_csv(board),

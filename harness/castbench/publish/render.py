@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 
 from markupsafe import Markup
 from pydantic import BaseModel, Field
@@ -20,7 +21,17 @@ from castbench.publish.profile import profile_markdown
 from castbench.publish.rows import BoardRow, Cell
 from castbench.viewer.page import template_environment
 
-__all__ = ["Board", "Excluded", "board_csv", "board_html", "board_json", "board_markdown"]
+__all__ = [
+    "Board",
+    "Excluded",
+    "badge",
+    "board_csv",
+    "board_html",
+    "board_json",
+    "board_markdown",
+    "id_parts",
+    "short_id",
+]
 
 PRIVILEGED_MARK = "†"
 
@@ -108,6 +119,69 @@ def _ran(row: BoardRow, role: str) -> str:
     return "" if placement is None else placement.short()
 
 
+ID_CHARS = 64
+"""Characters of an id (a policy, critic or user spec) a board cell shows whole; a longer one
+is shortened with an ellipsis (`short_id`), the full id in the cell's title."""
+
+_ID_BOUNDARY = re.compile(r"[^:./?&=]*[:./?&=]|[^:./?&=]+$")
+
+
+def short_id(text: str, limit: int = ID_CHARS) -> str:
+    """An id of at most `limit` characters that still tells two agents apart: the options after
+    `?` are cut first (`team.bot:CancelBot?model=gpt-4.1-mi…`), then the module path in the
+    middle, keeping the name after the last `:` (`team.age…:CancelBotV2`)."""
+    if len(text) <= limit:
+        return text
+    base, sep, query = text.partition("?")
+    if sep and len(base) + 2 < limit:
+        return f"{base}?{query[: limit - len(base) - 2]}…"
+    module, colon, name = base.rpartition(":")
+    if colon and len(name) + 8 <= limit:
+        return module[: limit - len(name) - 2] + "…:" + name
+    tail = (limit - 1) // 2
+    return text[: limit - 1 - tail] + "…" + text[-tail:]
+
+
+def id_parts(text: str) -> list[str]:
+    """`short_id(text)` in pieces that end at `:`, `.`, `/`, `?`, `&` or `=`: the page lets a long
+    id wrap between pieces only, never inside a word."""
+    return _ID_BOUNDARY.findall(short_id(text))
+
+
+def badge(row: BoardRow) -> str:
+    """The provenance in a word or two (`re-run`, `submitted · outside sandbox`); `_provenance`
+    has the details."""
+    parts: list[str] = [row.origin]
+    if row.outside_castbench:
+        parts.append("outside sandbox")
+    if any(placement.where == "unsandboxed" for placement in row.agents.values()):
+        parts.append("unsandboxed")
+    return " · ".join(parts)
+
+
+def strict_metrics(board: Board) -> list[str]:
+    """The strict figures a board shows: strict pass^1 and the strict ranking metric."""
+    return list(dict.fromkeys(["pass^1", board.rank_by]))
+
+
+def _interval(found: tuple[float, float] | None) -> str:
+    return "" if found is None else f"{found[0]:.2f}–{found[1]:.2f}"
+
+
+def critic_lines(row: BoardRow) -> list[tuple[str, str, str]]:
+    """(label, figure, interval or "") of a critic row's flag, false-flag, detection and
+    correction rates."""
+    figures = row.critic_figures
+    if figures is None:
+        return []
+    return [
+        ("flags", _rate(figures.flag_rate), ""),
+        ("false flags", _rate(figures.false_flag_rate), _interval(figures.false_flag_rate_ci)),
+        ("detection", _rate(figures.detection_rate), _interval(figures.detection_rate_ci)),
+        ("correction", _rate(figures.correction_rate), ""),
+    ]
+
+
 def _provenance(row: BoardRow) -> str:
     """`re-run; policy built-in †; user built-in; trials: castbench's own agents`: where the row
     came from, where its agents ran, what kept its trials independent, and a mark for agents
@@ -119,6 +193,11 @@ def _provenance(row: BoardRow) -> str:
         parts.append(f"{', '.join(row.outside_castbench)} ran outside castbench's sandbox")
     return "; ".join(parts)
 
+
+STRICT_NOTE = (
+    "Strict: a trial counts as failed if an action it executed broke the domain policy, whatever "
+    "the final state (the headline's strict pass^k)."
+)
 
 ORIGIN_NOTE = (
     "Provenance: re-run rows were re-created by this board's build from the entry's recipe; "
@@ -140,9 +219,13 @@ def board_csv(board: Board) -> str:
     header += ["policy ran", "critic ran", "user ran", "tasks", "trials"]
     for item in board.metrics:
         header += [item.name, f"{item.name} low", f"{item.name} high"]
+    header += [f"strict {name}" for name in strict_metrics(board)]
+    header += [f"strict {name} {side}" for name in strict_metrics(board) for side in ("low", "high")]
     header += ["false_flag_rate", "detection_rate", "cost_per_trial"]
     header += ["failures_agent", "failures_user", "failures_harness", "run_id", "viewer"]
-    header += ["malformed_actions", "proposed_actions"]
+    header += ["malformed_actions", "proposed_actions", "rank_note"]
+    header += ["flag_rate", "false_flag_rate low", "false_flag_rate high"]
+    header += ["detection_rate low", "detection_rate high", "correction_rate"]
     if board.has_counterfactuals:
         header += ["net_saved_per_100_verdicts", "net_saved low", "net_saved high"]
     writer.writerow(header)
@@ -155,6 +238,10 @@ def board_csv(board: Board) -> str:
         for item in board.metrics:
             cell = row.metrics[item.metric]
             values += [f"{cell.value:.4f}", f"{cell.low:.4f}", f"{cell.high:.4f}"]
+        strict = [row.strict.get(name) for name in strict_metrics(board)]
+        values += ["" if cell is None else f"{cell.value:.4f}" for cell in strict]
+        for found in strict:
+            values += ["", ""] if found is None else [f"{found.low:.4f}", f"{found.high:.4f}"]
         values += [
             "" if row.false_flag_rate is None else f"{row.false_flag_rate:.4f}",
             "" if row.detection_rate is None else f"{row.detection_rate:.4f}",
@@ -167,6 +254,19 @@ def board_csv(board: Board) -> str:
             row.viewer,
             row.malformed_actions,
             row.proposed_actions,
+            row.rank_note,
+        ]
+        critic = row.critic_figures
+        values += [
+            "" if value is None else f"{value:.4f}"
+            for value in (
+                critic and critic.flag_rate,
+                critic and critic.false_flag_rate_ci and critic.false_flag_rate_ci[0],
+                critic and critic.false_flag_rate_ci and critic.false_flag_rate_ci[1],
+                critic and critic.detection_rate_ci and critic.detection_rate_ci[0],
+                critic and critic.detection_rate_ci and critic.detection_rate_ci[1],
+                critic and critic.correction_rate,
+            )
         ]
         if board.has_counterfactuals:
             net = row.net_saved
@@ -193,9 +293,10 @@ def board_markdown(board: Board) -> str:
     header = ["#", "entry", "note", "policy", "critic", "user", "traits", "provenance"]
     header += [m.name for m in board.metrics]
     header += [f"{board.rank_by} {domain}" for domain in board.domain_columns]
+    header += [f"strict {name}" for name in strict_metrics(board)]
     header.append("malformed actions")
     if board.has_critic:
-        header += ["false-flag rate", "detection rate", "unreadable verdicts"]
+        header += ["flag rate", "false-flag rate", "detection rate", "correction rate", "unreadable verdicts"]
     if board.has_counterfactuals:
         header.append("net saved / 100 verdicts")
     header += ["cost / trial", "failures blamed on", "trajectories"]
@@ -221,15 +322,26 @@ def board_markdown(board: Board) -> str:
         cells.append(_md(_provenance(row)))
         cells += [_cell(row.metrics[m.metric]) for m in board.metrics]
         cells += [_cell(row.domains[d]) if d in row.domains else "–" for d in board.domain_columns]
+        cells += [_cell(row.strict[name]) if name in row.strict else "–" for name in strict_metrics(board)]
         cells.append(f"{row.malformed_actions} / {row.proposed_actions}")
         if board.has_critic:
-            cells += [_rate(row.false_flag_rate), _rate(row.detection_rate)]
+            shown = {
+                label: figure + (f" ({interval})" if interval else "")
+                for label, figure, interval in critic_lines(row)
+            }
+            cells += [shown.get(label, "–") for label in ("flags", "false flags", "detection", "correction")]
             cells.append("–" if row.critic_parse_errors is None else str(row.critic_parse_errors))
         if board.has_counterfactuals:
             cells.append(_net(row.net_saved))
         cells += [_cost(row.cost_per_trial), _md(_blamed(row)), f"[view]({row.viewer})"]
         lines.append("| " + " | ".join(cells) + " |")
     lines.append("")
+    notes = [row for row in board.rows if row.rank_note]
+    if notes:
+        lines += ["Ranks not credibly different:", ""]
+        lines += [f"- #{row.rank} {_md(row.name)}: {_md(row.rank_note)}" for row in notes]
+        lines.append("")
+    lines += [STRICT_NOTE, ""]
     if any(row.privileged for row in board.rows):
         lines += [
             f"{PRIVILEGED_MARK} privileged: the policy or critic read the ground truth, "
@@ -261,6 +373,12 @@ def board_html(board: Board, curve: str) -> str:
             blamed=_blamed,
             name=_name,
             provenance=_provenance,
+            badge=badge,
+            short_id=short_id,
+            id_parts=id_parts,
+            strict_metrics=strict_metrics(board),
+            critic_lines=critic_lines,
+            strict_note=STRICT_NOTE,
             origin_note=ORIGIN_NOTE,
             privileged_mark=PRIVILEGED_MARK,
         )

@@ -10,11 +10,12 @@ from __future__ import annotations
 import os
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, PrivateAttr
 
 from castbench.agents.registry import Role
 from castbench.compare.comparability import comparability_number
 from castbench.compare.metric import parse_metric
+from castbench.compare.paired import paired_metric
 from castbench.metrics import ReliabilitySummary, TaskOutcome, summarize_counts
 from castbench.metrics.counterfactual import NetSaved, summarize_branches
 from castbench.publish.board import BoardError, BoardSpec, Entry, slug
@@ -23,11 +24,12 @@ from castbench.records.config import RunConfig
 from castbench.records.provenance import AgentPlacement, Provenance, placement_problems, provenance
 from castbench.report import DomainReport, RunSummary, summarize_run
 from castbench.report.counterfactual import run_agents
+from castbench.report.critic_report import critic_report
 from castbench.runner.counterfactual import NotBranchable, branch_run
 from castbench.runner.journal import is_lost
 from castbench.store.export import ExportedRun
 
-__all__ = ["BoardRow", "Cell", "eligibility_problems", "entry_row", "rank_rows"]
+__all__ = ["BoardRow", "Cell", "CriticCells", "eligibility_problems", "entry_row", "rank_rows"]
 
 _DIGITS = 4
 
@@ -38,8 +40,23 @@ class Cell(BaseModel):
     high: float
 
 
+class CriticCells(BaseModel):
+    """A critic row's figures over the board's domains (`castbench.report.critic_report`), each
+    rate None where it is undefined, each interval None where too few resamples define it."""
+
+    flag_rate: float | None
+    false_flag_rate: float | None
+    false_flag_rate_ci: tuple[float, float] | None
+    detection_rate: float | None
+    detection_rate_ci: tuple[float, float] | None
+    correction_rate: float | None
+
+
 class BoardRow(BaseModel):
     rank: int = 0
+    rank_note: str = ""
+    """Why the rank above (or beside) this row is not credibly different: a tie, a paired
+    difference whose interval holds 0, or overlapping intervals (empty: none of these)."""
     name: str
     slug: str
     note: str
@@ -69,6 +86,15 @@ class BoardRow(BaseModel):
     empty on a single-domain board, whose pooled figure is that domain's)."""
     curve: list[float]
     """pass^1 .. pass^n."""
+    curve_low: list[float] = Field(default_factory=list)
+    curve_high: list[float] = Field(default_factory=list)
+    """The 95% interval of each point of `curve` (the curve's band)."""
+    strict: dict[str, Cell] = Field(default_factory=dict)
+    """Strict pass^1 and the strict ranking metric (0 for a trial whose executed actions broke the
+    domain policy), pooled over the board's domains; empty when a trial was graded before strict
+    grading existed."""
+    critic_figures: CriticCells | None = None
+    """The critic's flag, false-flag, detection and correction rates with intervals (None: no critic)."""
     false_flag_rate: float | None
     detection_rate: float | None
     critic_parse_errors: int | None = None
@@ -85,6 +111,10 @@ class BoardRow(BaseModel):
     net_saved: NetSaved | None = Field(None, exclude_if=lambda value: value is None)
     """Net trials saved per 100 critic verdicts, on a board with `counterfactuals` (None: no such
     column, no critic, or agents that cannot be branched)."""
+
+    _figures: ReliabilitySummary | None = PrivateAttr(default=None)
+    """The pooled per-task figures behind `metrics` (for the paired test between neighbours)."""
+    _seed: int | None = PrivateAttr(default=None)
 
     @property
     def viewer(self) -> str:
@@ -313,9 +343,10 @@ def entry_row(
         for domain, report in zip(sorted(spec.domains), reports, strict=True):
             by_domain[domain] = _metric_cell(summarize_counts(report.per_task, seed=0), spec.ranking_metric)
     false_flag, detection = _critic_rates(reports)
+    board_trials = [record for record in exported.trials if record.domain in spec.domains]
     unreadable = [report.critic.parse_errors for report in reports if report.critic is not None]
     cost = _cost(reports)
-    return BoardRow(
+    row = BoardRow(
         name=entry.name,
         slug=slug(entry.name),
         note=entry.note,
@@ -335,6 +366,12 @@ def entry_row(
         metrics=metrics,
         domains=by_domain,
         curve=[_round(figures.pass_hat[k]) for k in sorted(figures.pass_hat)],
+        curve_low=[_round(figures.ci95[k][0]) for k in sorted(figures.pass_hat)],
+        curve_high=[_round(figures.ci95[k][1]) for k in sorted(figures.pass_hat)],
+        strict=_strict_cells(spec, pooled, board_trials),
+        critic_figures=_critic_cells(board_trials)
+        if false_flag is not None or detection is not None
+        else None,
         false_flag_rate=None if false_flag is None else _round(false_flag),
         detection_rate=None if detection is None else _round(detection),
         critic_parse_errors=sum(unreadable) if unreadable else None,
@@ -343,6 +380,48 @@ def entry_row(
         cost_per_trial=cost,
         failures_blamed=_blamed(reports),
         net_saved=_net_saved(spec, exported),
+    )
+    row._figures = figures
+    row._seed = config.seed
+    return row
+
+
+def _strict_cells(spec: BoardSpec, pooled: dict[str, TaskOutcome], trials: list[Any]) -> dict[str, Cell]:
+    """Strict pass^1 and the strict ranking metric over the pooled tasks (empty: some trial has
+    no strict grade)."""
+    strict: dict[str, TaskOutcome] = {}
+    verdicts: dict[str, list[bool | None]] = {}
+    for record in trials:
+        if record.status == "scored":
+            verdicts.setdefault(f"{record.domain}/{record.task_id}", []).append(record.strict_passed)
+    for key, outcome in pooled.items():
+        found = verdicts.get(key, [])
+        if any(verdict is None for verdict in found):
+            return {}
+        strict[key] = TaskOutcome(n=outcome.n, successes=sum(bool(v) for v in found))
+    figures = summarize_counts(strict, seed=0)
+    names = dict.fromkeys(["pass^1", spec.ranking_metric])
+    return {name: _metric_cell(figures, name) for name in names}
+
+
+def _critic_cells(trials: list[Any]) -> CriticCells | None:
+    report = critic_report(trials)
+    if report is None:
+        return None
+
+    def rate(value: float | None) -> float | None:
+        return None if value is None else _round(value)
+
+    def interval(found: tuple[float, float] | None) -> tuple[float, float] | None:
+        return None if found is None else (_round(found[0]), _round(found[1]))
+
+    return CriticCells(
+        flag_rate=rate(report.flag_rate),
+        false_flag_rate=rate(report.false_flag_rate),
+        false_flag_rate_ci=interval(report.false_flag_rate_ci),
+        detection_rate=rate(report.detection_rate),
+        detection_rate_ci=interval(report.detection_rate_ci),
+        correction_rate=rate(report.correction_rate),
     )
 
 
@@ -369,11 +448,42 @@ def _net_saved(spec: BoardSpec, exported: ExportedRun) -> NetSaved | None:
 
 
 def rank_rows(spec: BoardSpec, rows: list[BoardRow]) -> list[BoardRow]:
-    """Best first by the ranking metric (name breaks ties in order); equal figures share a rank."""
+    """Best first by the ranking metric (name breaks ties in order); equal figures share a rank.
+    Each row whose figure is not credibly different from the row above says so (`rank_note`)."""
     key = spec.ranking_metric
     ordered = sorted(rows, key=lambda row: (-row.metrics[key].value, row.name))
     ranked: list[BoardRow] = []
     for position, row in enumerate(ordered, start=1):
         tied = ranked and ranked[-1].metrics[key].value == row.metrics[key].value
-        ranked.append(row.model_copy(update={"rank": ranked[-1].rank if tied else position}))
+        copy = row.model_copy(update={"rank": ranked[-1].rank if tied else position})
+        ranked.append(copy)
+    for above, below in zip(ranked, ranked[1:], strict=False):
+        if above.rank == below.rank:
+            value = f"{below.metrics[key].value:.3f}"
+            below.rank_note = f"ties with {above.name}: equal {key} ({value})"
+            if not above.rank_note.startswith("ties"):
+                above.rank_note = f"ties with {below.name}: equal {key} ({value})"
+            continue
+        below.rank_note = _not_credibly_below(key, above, below)
     return ranked
+
+
+def _not_credibly_below(key: str, above: BoardRow, below: BoardRow) -> str:
+    """The note for `below` when its figure is not credibly lower than `above`'s: the gate's paired
+    test (`castbench.compare.paired`) where both runs share tasks and seeds, overlapping 95%
+    intervals otherwise; empty when the difference is credible."""
+    shown = f"#{above.rank} {above.name}"
+    upper, lower = above._figures, below._figures
+    paired = upper is not None and lower is not None and above._seed == below._seed
+    if paired and upper is not None and lower is not None and upper.per_task.keys() & lower.per_task.keys():
+        found = paired_metric(lower, upper, parse_metric(key), seed=0)
+        if found.low > 0:
+            return ""
+        return (
+            f"not credibly below {shown}: paired {key} difference {found.difference:+.3f} "
+            f"(95% CI {found.low:+.3f} to {found.high:+.3f}, {found.shared_tasks} shared tasks)"
+        )
+    top, bottom = above.metrics[key], below.metrics[key]
+    if bottom.high >= top.low:
+        return f"not credibly below {shown}: their 95% intervals of {key} overlap"
+    return ""

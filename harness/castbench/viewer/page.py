@@ -65,21 +65,57 @@ def _trial(record: TrialRecord, index: int) -> dict[str, Any]:
     }
 
 
+def _figure(value: float | None, interval: tuple[float, float] | None = None) -> str:
+    """`0.412 (0.30–0.55)`, `0.412` without an interval, `–` when undefined."""
+    if value is None:
+        return "–"
+    return f"{value:.3f}" + ("" if interval is None else f" ({interval[0]:.2f}–{interval[1]:.2f})")
+
+
 def _summary_table(summary: RunSummary, ks: list[int]) -> dict[str, Any]:
-    """One column per domain (and overall), one row per k: narrow enough beside the tasks."""
+    """One column per domain (and overall), one row per k: narrow enough beside the tasks; the
+    strict pass^k (no executed action broke the domain policy) under each plain one where the
+    trials were graded strictly, and the critic's figures when a critic ran."""
     reports = list(summary.domains.items())
     if len(reports) > 1:
         reports.append(("overall", summary.overall))
-    rows = [{"name": "tasks", "cells": [str(report.n_tasks) for _, report in reports]}]
+    rows: list[dict[str, Any]] = [
+        {"name": "tasks", "cells": [str(report.n_tasks) for _, report in reports], "kind": "count"}
+    ]
+    strict = any(report.strict is not None for _, report in reports)
     for k in ks:
         cells = [
-            f"{report.pass_hat[k]:.3f} ({report.ci95[k][0]:.2f}–{report.ci95[k][1]:.2f})"
-            if k in report.pass_hat
-            else "–"
+            _figure(report.pass_hat[k], report.ci95[k]) if k in report.pass_hat else "–"
             for _, report in reports
         ]
-        rows.append({"name": f"pass^{k}", "cells": cells})
-    return {"columns": [name for name, _ in reports], "rows": rows}
+        rows.append({"name": f"pass^{k}", "cells": cells, "kind": "plain"})
+        if strict:
+            cells = [
+                _figure(report.strict.pass_hat[k], report.strict.ci95[k])
+                if report.strict is not None and k in report.strict.pass_hat
+                else "–"
+                for _, report in reports
+            ]
+            rows.append({"name": f"strict pass^{k}", "cells": cells, "kind": "strict"})
+    critic = [report.critic for _, report in reports]
+    critic_rows: list[dict[str, Any]] = []
+    if any(found is not None for found in critic):
+        figures = (
+            ("flag rate", "flag_rate", None),
+            ("false-flag rate", "false_flag_rate", "false_flag_rate_ci"),
+            ("detection", "detection_rate", "detection_rate_ci"),
+            ("correction", "correction_rate", None),
+            ("MCC", "mcc", "mcc_ci"),
+        )
+        for label, field, interval in figures:
+            cells = [
+                "–"
+                if found is None
+                else _figure(getattr(found, field), getattr(found, interval) if interval else None)
+                for found in critic
+            ]
+            critic_rows.append({"name": label, "cells": cells, "kind": "critic"})
+    return {"columns": [name for name, _ in reports], "rows": rows, "critic": critic_rows}
 
 
 def render_run_page(
@@ -159,7 +195,7 @@ def _render(
     try:
         summary = _summary_table(summarize_run(run_id, config, ordered), ks)
     except ValueError:  # no task has all its trials scored: nothing to summarise yet
-        summary = {"columns": [], "rows": []}
+        summary = {"columns": [], "rows": [], "critic": []}
     config_items = [
         ("domains", ", ".join(f"{name} {version}" for name, version in sorted(config.domains.items()))),
         ("split", config.split),
