@@ -85,7 +85,10 @@ def test_pipeline_end_to_end_on_a_cpu(recipe: Path, db_url: str) -> None:
     # the trained policy acts in castbench eval, served like any model
     with CheckpointServer(recipe.parent / "out" / "train-policy" / "model") as server:
         policy = server.model_string(style="prompted", temperature=0, max_tokens=24)
-        run = evaluate(db=db_url, domains="retail", tasks=["retail-test-0001"], policy=policy, trials=1)
+        run = evaluate(
+            db=db_url, domains="retail", tasks=["retail-test-0001"], policy=policy, trials=1,
+            models_config=server.models_config("policy"),
+        )  # fmt: skip
     record = ResultsStore(db_url).trials(run.outcome.run_id)[0]
     assert record.steps and record.usage["policy"].calls >= 1
     # everything is up to date the second time; a changed setting reruns only what follows it

@@ -48,7 +48,11 @@ def _eval(
     trials: int = TRIALS,
 ) -> Any:
     def spec(role: str, extra: str = "") -> str:
-        return f"openai/{role}?api_base={server.base_url}&{FAST}{extra}"
+        settings = dict(item.split("=", 1) for item in FAST.split("&"))
+        settings |= dict(item.split("=", 1) for item in extra.strip("&").split("&") if item)  # a repeated
+        # parameter is refused (issue #60): the role's own settings replace the fast ones
+        query = "&".join(f"{key}={value}" for key, value in settings.items())
+        return f"openai/{role}?api_base={server.base_url}&{query}"
 
     argv = ["eval", "--details", "--domain", "retail", "--tasks", ",".join(tasks)]
     argv += ["--trials", str(trials), "--seed", "3"]

@@ -201,7 +201,8 @@ def _resolved(role: Role, spec: str) -> AgentSpec | None:
     """The run's agent for `role`, resolved once per verification (not once per trial)."""
     try:
         return resolve(role, spec)
-    except AgentSpecError:
+    except (AgentSpecError, ValueError):  # not an agent castbench can start (an imported run's
+        # label such as `tau2:castbench:scripted`, a package the sandbox refuses): recorded stand-in
         return None
 
 
