@@ -329,11 +329,15 @@ def _show(
             f"[yellow]not resuming {outcome.superseded}[/]: {escape(', '.join(outcome.changes))} changed "
             "since; this is a new run"
         )
+    from castbench.store.connect import db_url
+    from castbench.store.store import in_memory_url
+
+    in_memory = in_memory_url(db_url(options.execution.db))
     verb = "resumed" if outcome.resumed else "stored"
     console.print(
         f"run {outcome.run_id} {verb} in {options.execution.db} ({outcome.ran} trials run, "
         f"{outcome.already_done} reused)"
-        + (", kept in memory only: gone when this command ends" if _memory_db(options.execution.db) else ""),
+        + (", kept in memory only: gone when this command ends" if in_memory else ""),
         markup=False,
     )
     if outcome.broken is not None:  # tables of zeros would only hide the one thing to fix
@@ -380,7 +384,3 @@ def _unscored_why(options: EvalOptions, run_id: str) -> str:
         return ""
     reason, count = reasons.most_common(1)[0]
     return f", {count} for: {reason[:400]}"
-
-
-def _memory_db(db: str) -> bool:
-    return db.startswith("sqlite") and (db.split("://", 1)[-1].split("?", 1)[0] in ("", "/", "/:memory:"))

@@ -98,7 +98,7 @@ def _sqlite_pragmas(engine: Engine) -> None:
 _POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 
 
-def _in_memory(url: str) -> bool:
+def in_memory_url(url: str) -> bool:
     """A SQLite database that lives in this process's memory (`sqlite://`, `sqlite:///:memory:`)."""
     if not url.startswith("sqlite"):
         return False
@@ -198,7 +198,7 @@ class ResultsStore:
                         f"(mkdir -p {folder}) or correct the path"
                     )
                 folder.mkdir(parents=True, exist_ok=True)
-            if _in_memory(url):  # one database for every thread of this process (the commit
+            if in_memory_url(url):  # one database for every thread of this process (the commit
                 # thread included): SQLite gives each new connection an empty one of its own
                 self.engine = create_engine(
                     engine_url(url), poolclass=StaticPool, connect_args={"check_same_thread": False}
