@@ -161,7 +161,26 @@ def _service(
         raise AgentSpecError(
             f"{role} '{spec}': an agent service URL takes no parameters (got {', '.join(raw)})"
         )
+    missing = [name for name in _SERVICE_MODULES if _absent(name)]
+    if missing:  # said before any trial, not as each trial's failure
+        raise AgentSpecError(
+            f"{role} '{spec}': an agent service needs the 'service' extra (missing: {', '.join(missing)}); "
+            "install it with: pip install 'castbench[service]'"
+        )
     return AgentSpec(role, spec, url, None, {}, False, "service", "service")
+
+
+_SERVICE_MODULES = ("mcp", "httpx", "uvicorn")
+"""What driving an agent service imports (`castbench.service`): the `service` extra's."""
+
+
+def _absent(module: str) -> bool:
+    from importlib.util import find_spec
+
+    try:
+        return find_spec(module) is None
+    except (ImportError, ValueError):
+        return True
 
 
 def _check_syntax(role: Role, spec: str, name: str) -> None:

@@ -11,6 +11,7 @@ were first defined.
 from __future__ import annotations
 
 import importlib
+import inspect
 import os
 import sys
 from collections.abc import Callable
@@ -19,7 +20,7 @@ from typing import Any, Literal
 
 from castbench.agents.sandbox import SandboxNeeds
 
-__all__ = ["AgentSpec", "AgentSpecError", "Role", "import_target", "protocol_problem"]
+__all__ = ["AgentSpec", "AgentSpecError", "Role", "built_problem", "import_target", "protocol_problem"]
 
 Role = Literal["policy", "critic", "user"]
 
@@ -49,7 +50,12 @@ class AgentSpec:
     def create(self, briefing: Any) -> Any:
         if self.factory is None:
             raise AgentSpecError(f"{self.role} '{self.spec}' cannot be created")
-        return self.factory(briefing, **self.params)
+        agent = self.factory(briefing, **self.params)
+        if self.kind == "import" and not isinstance(self.factory, type):  # a factory function
+            problem = built_problem(self.role, self.spec, agent)
+            if problem is not None:
+                raise AgentSpecError(problem)
+        return agent
 
 
 def import_target(path: str) -> Callable[..., Any]:
@@ -79,7 +85,7 @@ def protocol_problem(role: Role, path: str, target: Any) -> str | None:
     from castbench.agents.protocols import PROTOCOL_METHODS
 
     if not isinstance(target, type):
-        return None
+        return _not_a_factory(role, path, target, PROTOCOL_METHODS[role])
     missing = [method for method in PROTOCOL_METHODS[role] if not callable(getattr(target, method, None))]
     if not missing:
         return None
@@ -87,4 +93,44 @@ def protocol_problem(role: Role, path: str, target: Any) -> str | None:
     return (
         f"{role} '{path}': class {target.__name__} does not implement the {role} protocol: "
         f"no method {methods} (see castbench/agents/protocols.py)"
+    )
+
+
+def _not_a_factory(role: Role, path: str, target: Any, methods: tuple[str, ...]) -> str | None:
+    """Why `target`, not a class, cannot build the agents of a run (each trial builds its own, as
+    `target(briefing, **params)`), or None for a function that may."""
+    kind = type(target).__name__
+    if all(callable(getattr(target, method, None)) for method in methods):
+        return (
+            f"{role} '{path}': is an agent object ({kind}), not a class: each trial builds a fresh "
+            f"agent, so name its class (module:{kind}) or a function that returns one"
+        )
+    if not callable(target):
+        return (
+            f"{role} '{path}': is a {kind} value, not a class implementing the {role} protocol "
+            "nor a function that builds one"
+        )
+    try:
+        inspect.signature(target).bind(None)
+    except TypeError:
+        return (
+            f"{role} '{path}': the function cannot build an agent: it is called with the trial's "
+            "briefing, as f(briefing, **params), and must return an object with the method(s) "
+            + ", ".join(f"'{method}'" for method in methods)
+        )
+    except ValueError:  # a builtin without a signature: known once called
+        return None
+    return None
+
+
+def built_problem(role: Role, path: str, agent: Any) -> str | None:
+    """Why what a factory function returned cannot play `role`, or None."""
+    from castbench.agents.protocols import PROTOCOL_METHODS
+
+    missing = [method for method in PROTOCOL_METHODS[role] if not callable(getattr(agent, method, None))]
+    if not missing:
+        return None
+    return (
+        f"{role} '{path}': returned a {type(agent).__name__}, which does not implement the {role} "
+        f"protocol: no method {' and '.join(repr(method) for method in missing)}"
     )

@@ -25,7 +25,7 @@ from castbench.models.prompts import response_format
 from castbench.models.settings import ModelSettings
 from castbench.records.trial import TrialRecord
 
-__all__ = ["JudgeAgreement", "LLMJudge", "agreement"]
+__all__ = ["UNREADABLE", "JudgeAgreement", "LLMJudge", "agreement", "unreadable"]
 
 _CAUSES: tuple[str, ...] = get_args(Cause)
 _SCHEMA: dict[str, Any] = {
@@ -51,6 +51,13 @@ _SYSTEM = (
     '{"step": <step number or null>, "cause": "<cause>", "reason": "<one sentence>"}.'
 )
 _CLIP = 400
+UNREADABLE = "unreadable judge answer"
+"""How a judge's attribution that could not be read begins its reason."""
+
+
+def unreadable(judged: Attribution) -> bool:
+    """Whether the judge's answer for this trial could not be read (no verdict to compare)."""
+    return judged.source == "judge" and judged.evidence.detail.startswith(UNREADABLE)
 
 
 def _render(record: TrialRecord) -> str:
@@ -94,7 +101,7 @@ class LLMJudge:
         step = found.get("step")
         detail = str(found.get("reason") or "")
         if cause not in _CAUSES:
-            cause, detail = "incomplete_reply", f"unreadable judge answer: {text[:200]!r}"
+            cause, detail = "incomplete_reply", f"{UNREADABLE}: {text[:200]!r}"
         return Attribution(
             domain=record.domain,
             task=record.task_id,
@@ -109,22 +116,31 @@ class LLMJudge:
 
 class JudgeAgreement(BaseModel):
     judged: int
-    party: float
-    """Share of judged trials where the judge names the rules' party."""
-    cause: float
-    step: float
+    """Trials whose judge answer could be read (the shares below are of these)."""
+    party: float | None
+    """Share of judged trials where the judge names the rules' party; None when none was read."""
+    cause: float | None
+    step: float | None
     """Share where it names the rules' decisive step."""
+    unreadable: int = 0
+    """Trials whose judge answer could not be read: no agreement either way, left out of the shares."""
 
 
 def agreement(rules: Sequence[Attribution], judged: Sequence[Attribution]) -> JudgeAgreement:
-    """How often the judge agrees with the rules, trial by trial (paired in order)."""
+    """How often the judge agrees with the rules, trial by trial (paired in order), over the
+    answers it could read: an unreadable answer is neither agreement nor disagreement."""
     if len(rules) != len(judged):
         raise ValueError(f"{len(rules)} rule attributions but {len(judged)} judged")
-    pairs = list(zip(rules, judged, strict=True))
-    n = len(pairs) or 1
+    pairs = [(a, b) for a, b in zip(rules, judged, strict=True) if not unreadable(b)]
+    n = len(pairs)
+
+    def share(same: int) -> float | None:
+        return same / n if n else None
+
     return JudgeAgreement(
-        judged=len(pairs),
-        party=sum(a.party == b.party for a, b in pairs) / n,
-        cause=sum(a.cause == b.cause for a, b in pairs) / n,
-        step=sum(a.step == b.step for a, b in pairs) / n,
+        judged=n,
+        party=share(sum(a.party == b.party for a, b in pairs)),
+        cause=share(sum(a.cause == b.cause for a, b in pairs)),
+        step=share(sum(a.step == b.step for a, b in pairs)),
+        unreadable=len(rules) - n,
     )

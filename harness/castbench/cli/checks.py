@@ -15,6 +15,7 @@ from typing import Any
 from castbench.cli.errors import fail
 
 __all__ = [
+    "check_folder",
     "check_writable",
     "sqlite_run_taken",
     "validation_line",
@@ -35,6 +36,20 @@ def check_writable(option: str, path: Path) -> None:
             pass
     except OSError as exc:
         fail(f"{option} {path}: cannot be written ({exc.strerror or exc}); choose a writable location")
+
+
+def check_folder(option: str, path: Path) -> None:
+    """`path` is a folder castbench can write in (created if missing): checked before the work
+    that would fill it, so that a file given where a folder is expected is one `error:` line, not
+    a model policy whose every answer fails to be stored."""
+    try:
+        if path.exists() and not path.is_dir():
+            raise NotADirectoryError(f"{path} is a file, not a folder")
+        path.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path, prefix=".castbench-check-"):
+            pass
+    except OSError as exc:
+        fail(f"{option} {path}: cannot be used as a folder ({exc.strerror or exc}); give a folder")
 
 
 def validation_line(exc: Any, options: dict[str, str]) -> str:

@@ -31,7 +31,7 @@ from rich.progress import (
 )
 
 from castbench.agents.registry import AgentSpecError, Role
-from castbench.cli.checks import check_writable, sqlite_run_taken
+from castbench.cli.checks import check_folder, check_writable, sqlite_run_taken
 from castbench.cli.errors import AGENT_BROKEN, fail
 from castbench.cli.eval_flags import flag_values, options_of, with_eval_flags
 from castbench.cli.interrupts import one_interrupt
@@ -108,6 +108,8 @@ def show_evaluation(
     console.stderr = output == _STDOUT  # the summary is the output: what a person reads, to stderr
     if output is not None and output != _STDOUT:
         check_writable("--output", output)
+    if options.models.cache_dir:
+        check_folder("--cache", Path(options.models.cache_dir))
     agents, selection = options.agents, options.selection
     what = (
         f"{_tasks_named(selection)}, policy {agents.policy}, "

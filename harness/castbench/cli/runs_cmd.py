@@ -304,7 +304,19 @@ def why_run(
         )
     if judged is not None:
         agreed = agreement(attributions, judged)
-        console.print(
-            f"judge {escape(str(judge))} agrees with the rules on {agreed.judged} trials: "
-            f"party {agreed.party:.0%}, cause {agreed.cause:.0%}, step {agreed.step:.0%}"
+        console.print(judge_line(str(judge), agreed))
+
+
+def judge_line(judge: str, agreed: Any) -> str:
+    """The judge's agreement with the rules in one line; answers it could not read are said
+    apart, never counted as agreement."""
+    lost = f"; {agreed.unreadable} answer(s) could not be read" if agreed.unreadable else ""
+    if not agreed.judged:
+        return (
+            f"judge {escape(judge)}: no answer could be read on {agreed.unreadable} trial(s), "
+            "no agreement to report"
         )
+    return (
+        f"judge {escape(judge)} agrees with the rules on {agreed.judged} trials: "
+        f"party {agreed.party:.0%}, cause {agreed.cause:.0%}, step {agreed.step:.0%}{lost}"
+    )

@@ -44,7 +44,7 @@ from castbench.agents import confine, sandbox
 from castbench.agents.paths import AGENT_PATH_ENV
 from castbench.agents.precompiled import Precompiled
 from castbench.agents.protocols import UserReply, output_problem
-from castbench.agents.spec import AgentSpecError, import_target, protocol_problem
+from castbench.agents.spec import AgentSpecError, built_problem, import_target, protocol_problem
 from castbench.agents.transports.wire import (
     ACTION,
     EVENTS,
@@ -93,9 +93,10 @@ class _RefuseDomains(importlib.abc.MetaPathFinder):
 class _Host:
     """The agent of the current trial and what it has been shown so far."""
 
-    def __init__(self, factory: Any, connection: Connection) -> None:
+    def __init__(self, factory: Any, connection: Connection, role: str = "policy", target: str = "") -> None:
         self.factory = factory
         self.connection = connection
+        self.role, self.target = role, target
         self.agent: Any = None
         self.briefing: Any = None
         self.conversation: tuple[Event, ...] = ()
@@ -116,6 +117,10 @@ class _Host:
             self.conversation = ()
             self.briefing = briefing_from_wire(message["briefing"], self._perform)
             self.agent = self.factory(self.briefing, **message["params"])
+            if not isinstance(self.factory, type):  # a factory function: known once called
+                problem = built_problem(self.role, self.target, self.agent)  # type: ignore[arg-type]
+                if problem is not None:
+                    raise _Unusable(problem)
             return {}
         if op == "close":
             usage = getattr(self.agent, "usage", None)
@@ -618,7 +623,7 @@ def _trial_process(template: _Template, fd: int, output: int, scratch: str, keep
     connection.send_bytes(encode(answer))
     if factory is None:
         return
-    host = _Host(factory, connection)
+    host = _Host(factory, connection, hello["role"], hello["target"])
     while True:
         try:
             message = decode(connection.recv_bytes())
