@@ -22,6 +22,7 @@ The version is `N-X` with N = the package's release in digits plus this adapter'
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import cached_property
@@ -41,10 +42,11 @@ from castbench.domain import (
     ToolCall,
     identity_call,
     identity_facts,
+    kept,
     published_earned_spec,
 )
 from castbench_tau.gold import GoldFinding, gold_findings
-from castbench_tau.source import TauSource, load_source
+from castbench_tau.source import PACKAGE, TauSource, load_source
 from castbench_tau.tasks import convert_task
 from castbench_tau.toolkit import tau_toolkit
 
@@ -122,8 +124,7 @@ class TauDomain(Domain):
         )
         return identity_facts(call)
 
-    @cached_property
-    def _all_tasks(self) -> dict[str, list[Task]]:
+    def _converted(self) -> dict[str, list[Task]]:
         converted = {
             split: [
                 convert_task(raw, self.name, split, index, self.toolkit, self._identity_facts(raw))
@@ -136,39 +137,62 @@ class TauDomain(Domain):
             for split, tasks in converted.items()
         }
 
-    @cached_property
-    def broken(self) -> dict[str, list[str]]:
-        """Task id -> why its gold is broken, over every split: one `<class>: <what happened>`
-        line per finding (`castbench_tau.gold`)."""
+    def _derive(self) -> str:
+        """Every split's converted tasks and the broken ones' findings, as JSON (what `_derived`
+        keeps): the conversion replays each gold and classifies it, seconds of CPU per pack."""
+        self._all_tasks = self._converted()
         found: dict[str, list[str]] = {}
         for tasks in self._all_tasks.values():
             for task in tasks:
                 findings = self.gold_findings(task)
                 if findings:
                     found[task.id] = [str(finding) for finding in findings]
-        return found
+        tasks_json = {
+            split: [task.model_dump(mode="json") for task in tasks]
+            for split, tasks in self._all_tasks.items()
+        }
+        return json.dumps({"tasks": tasks_json, "broken": found})
+
+    @cached_property
+    def _derived(self) -> tuple[dict[str, list[Task]], dict[str, list[str]]]:
+        """The converted tasks and the broken ones, derived once per release of τ's package and
+        source of castbench and this pack, then read back (`castbench.domain.kept`)."""
+        text = kept(self.name, [PACKAGE, self._source.version], self._derive, code=[Path(__file__).parent])
+        derived = json.loads(text)
+        if "_all_tasks" not in self.__dict__:
+            self._all_tasks = {
+                split: [Task.model_validate(task) for task in tasks]
+                for split, tasks in derived["tasks"].items()
+            }
+        return self._all_tasks, derived["broken"]
+
+    @property
+    def broken(self) -> dict[str, list[str]]:
+        """Task id -> why its gold is broken, over every split: one `<class>: <what happened>`
+        line per finding (`castbench_tau.gold`)."""
+        return self._derived[1]
 
     def tasks(self, split: str | None = None) -> list[Task]:
         if split is None:
             return [task for name in self.splits for task in self.tasks(name)]
         base, broken = split.removesuffix(BROKEN_SUFFIX), split.endswith(BROKEN_SUFFIX)
-        if base not in self._all_tasks:
+        if base not in self._derived[0]:
             raise TaskFileError(
                 f"domain {self.name} has no split '{split}' (splits: {', '.join(self.splits)}, "
                 f"and <split>{BROKEN_SUFFIX} for the broken tasks)"
             )
-        return [task for task in self._all_tasks[base] if (task.id in self.broken) == broken]
+        return [task for task in self._derived[0][base] if (task.id in self.broken) == broken]
 
     def locate(self, task_id: str) -> tuple[str, int]:
         """`tau-retail-test-7` -> (`test`, 7): the split and the index in τ's list."""
         split, _, index = task_id.removeprefix(f"{self.name}-").rpartition("-")
-        if split not in self._all_tasks or not index.isdigit() or int(index) >= len(self._all_tasks[split]):
+        if split not in self._derived[0] or not index.isdigit() or int(index) >= len(self._derived[0][split]):
             raise KeyError(f"domain {self.name} has no task '{task_id}'")
         return split, int(index)
 
     def task(self, task_id: str) -> Task:
         split, index = self.locate(task_id)
-        return self._all_tasks[split][index]
+        return self._derived[0][split][index]
 
     def excluded_tasks(self, split: str) -> dict[str, list[str]]:
         return {task.id: self.broken[task.id] for task in self.tasks(split + BROKEN_SUFFIX)}

@@ -8,13 +8,17 @@ so that a real model call later never goes out with a fake key.
 from __future__ import annotations
 
 import importlib
+import json
 import os
+import sys
 from collections.abc import Callable
-from dataclasses import dataclass
-from functools import cache
+from functools import cache, cached_property
 from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
 from types import ModuleType
 from typing import Any
+
+from castbench.domain import kept
 
 __all__ = [
     "DOMAINS",
@@ -62,25 +66,116 @@ def import_tau(name: str) -> ModuleType:
             os.environ.pop("OPENAI_API_KEY", None)
 
 
-@dataclass(frozen=True)
 class TauSource:
-    """One τ environment as the package defines it."""
+    """One τ environment as the package defines it, each part read on first use: the tools,
+    data, wiki, rules and task lists import only their own modules of `tau_trait` (`_light`),
+    never its package `__init__`s, which import litellm through τ's user simulator (5–13 s of
+    CPU); only `env_class`, and `terminate_tools` the first time for a release, need those."""
 
-    domain: str
-    version: str
-    tools: tuple[Any, ...]
-    """τ `Tool` classes: `invoke(data, **kwargs) -> str` mutates `data`; `get_info()` is the schema."""
-    load_data: Callable[[], dict[str, Any]]
-    wiki: str
-    rules: tuple[str, ...]
-    terminate_tools: tuple[str, ...]
-    raw_tasks: dict[str, list[Any]]
-    """Split -> τ `Task` objects, in the package's order (`original` converted from its dicts)."""
-    env_class: type
+    def __init__(self, domain: str, version: str) -> None:
+        self.domain = domain
+        self.version = version
+        self._base = f"tau_trait.envs.{domain}"
 
-    @property
+    @cached_property
+    def tools(self) -> tuple[Any, ...]:
+        """τ `Tool` classes: `invoke(data, **kwargs) -> str` mutates `data`; `get_info()` is the schema."""
+        return tuple(_light(self.domain, f"{self._base}.tools").ALL_TOOLS)
+
+    @cached_property
+    def load_data(self) -> Callable[[], dict[str, Any]]:
+        return _light(self.domain, f"{self._base}.data").load_data  # type: ignore[no-any-return]
+
+    @cached_property
+    def wiki(self) -> str:
+        return str(_light(self.domain, f"{self._base}.wiki").WIKI)
+
+    @cached_property
+    def rules(self) -> tuple[str, ...]:
+        rules = _light(self.domain, f"{self._base}.rules").RULES
+        return tuple(rules) if isinstance(rules, list) else (str(rules),)
+
+    @cached_property
+    def raw_tasks(self) -> dict[str, list[Any]]:
+        """Split -> τ `Task` objects, in the package's order (`original` converted from its dicts)."""
+        types = _light(self.domain, "tau_trait.types")
+        raw: dict[str, list[Any]] = {}
+        for split, module_name in _TASK_MODULES.items():
+            try:
+                module = _light(self.domain, f"{self._base}.{module_name}")
+            except TauUnavailable as exc:
+                if isinstance(exc.__cause__, ModuleNotFoundError):
+                    continue
+                raise
+            raw[split] = _tasks_of(module, types.Task, types.Action)
+        return raw
+
+    @cached_property
     def splits(self) -> list[str]:
-        return sorted(self.raw_tasks)
+        return sorted(
+            split for split, module in _TASK_MODULES.items() if _has_module(f"{self._base}.{module}")
+        )
+
+    @cached_property
+    def env_class(self) -> type:
+        """τ's `Mock<Domain>DomainEnv` (imports τ's package whole, litellm included)."""
+        env_module = import_tau(f"{self._base}.env")
+        return next(  # type: ignore[no-any-return]
+            value
+            for name, value in vars(env_module).items()
+            if name.startswith("Mock") and name.endswith("Env")
+        )
+
+    @cached_property
+    def terminate_tools(self) -> tuple[str, ...]:
+        """The tools that end an episode, which τ sets in each env's constructor: read off one (a
+        `human` user strategy builds no model client) once per release, then kept."""
+
+        def read() -> str:
+            env = self.env_class(user_strategy="human", task_split="test", task_index=0)
+            return json.dumps(list(env.terminate_tools))
+
+        return tuple(json.loads(kept(f"tau-{self.domain}-terminate-tools", [PACKAGE, self.version], read)))
+
+
+def _has_module(name: str) -> bool:
+    from importlib.util import find_spec
+
+    parent, _, leaf = name.rpartition(".")
+    spec = find_spec(parent.partition(".")[0])
+    if spec is None or not spec.submodule_search_locations:
+        return False
+    folder = Path(next(iter(spec.submodule_search_locations))).joinpath(*parent.split(".")[1:])
+    return (folder / f"{leaf}.py").is_file() or (folder / leaf / "__init__.py").is_file()
+
+
+def _light(domain: str, name: str) -> ModuleType:
+    """`tau_trait`'s module `name` without running the `__init__` of `tau_trait`, `tau_trait.envs`
+    or `tau_trait.envs.<domain>` when they are not imported yet: each stands in as an empty
+    package while the module loads, and leaves `sys.modules` afterwards (what was loaded under it
+    stays, so a later full `import tau_trait` runs every `__init__` as usual and reuses it)."""
+    if name in sys.modules:
+        return sys.modules[name]
+    from importlib.util import find_spec, module_from_spec
+
+    stand_ins: list[tuple[str, ModuleType]] = []
+    try:
+        for package in ("tau_trait", "tau_trait.envs", f"tau_trait.envs.{domain}"):
+            if package in sys.modules:
+                continue
+            spec = find_spec(package)
+            if spec is None:
+                raise ModuleNotFoundError(f"No module named '{package}'", name=package)
+            module = module_from_spec(spec)  # its `__path__`, not its code
+            sys.modules[package] = module
+            stand_ins.append((package, module))
+        return importlib.import_module(name)
+    except ImportError as exc:
+        raise TauUnavailable(f"cannot import {name} ({exc}): pip install 'castbench[tau]'") from exc
+    finally:
+        for package, module in reversed(stand_ins):
+            if sys.modules.get(package) is module:
+                del sys.modules[package]
 
 
 def _tasks_of(module: ModuleType, task_type: type, action_type: type) -> list[Any]:
@@ -103,32 +198,4 @@ def _tasks_of(module: ModuleType, task_type: type, action_type: type) -> list[An
 def load_source(domain: str) -> TauSource:
     if domain not in DOMAINS:
         raise KeyError(f"tau-trait has no domain '{domain}' (it has {', '.join(DOMAINS)})")
-    release = package_version()
-    types = import_tau("tau_trait.types")
-    base = f"tau_trait.envs.{domain}"
-    env_module = import_tau(f"{base}.env")
-    env_class = next(
-        value for name, value in vars(env_module).items() if name.startswith("Mock") and name.endswith("Env")
-    )
-    raw_tasks: dict[str, list[Any]] = {}
-    for split, module_name in _TASK_MODULES.items():
-        try:
-            module = importlib.import_module(f"{base}.{module_name}")
-        except ModuleNotFoundError:
-            continue
-        raw_tasks[split] = _tasks_of(module, types.Task, types.Action)
-    rules = import_tau(f"{base}.rules").RULES
-    # τ sets the tools that end an episode in each env's constructor: read them off one (a
-    # `human` user strategy builds no model client)
-    terminate = tuple(env_class(user_strategy="human", task_split="test", task_index=0).terminate_tools)
-    return TauSource(
-        domain=domain,
-        version=release,
-        tools=tuple(import_tau(f"{base}.tools").ALL_TOOLS),
-        load_data=import_tau(f"{base}.data").load_data,
-        wiki=import_tau(f"{base}.wiki").WIKI,
-        rules=tuple(rules) if isinstance(rules, list) else (str(rules),),
-        terminate_tools=terminate,
-        raw_tasks=raw_tasks,
-        env_class=env_class,
-    )
+    return TauSource(domain, package_version())

@@ -58,7 +58,7 @@ SURFACE: dict[str, list[str]] = {
         "Tool", "ToolCall", "ToolCrash", "ToolError", "Toolkit", "Trajectory", "TrialRecord",
         "TrueFacts", "UniqueDigits", "UnknownDomainError", "UserScenario", "Verification",
         "available_domains", "calculate", "confirm_answer", "customer_pools", "first_person",
-        "identity_call", "identity_facts", "load_domain", "mention", "published_earned_spec",
+        "identity_call", "identity_facts", "kept", "load_domain", "mention", "published_earned_spec",
         "read_tool", "register_domain", "resolve_domains", "run_trial", "schema_arguments_model",
         "spoken_list", "state_diff", "task_from_draft", "transfer_to_human_agents", "trial_seed",
         "validate_task", "write_tool",

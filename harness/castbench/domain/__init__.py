@@ -54,6 +54,7 @@ _HOMES: dict[str, tuple[str, ...]] = {
     # a published task set's domain: its identity look-ups, its tools' schemas, its derived rules
     "castbench.domain.identity": ("IDENTITY_PREFIX", "identity_call", "identity_facts"),
     "castbench.domain.published": ("first_person", "schema_arguments_model"),
+    "castbench.domain.keeping": ("kept",),
     "castbench.domain.derived_rules": ("DerivedRules",),
     # generating and validating tasks
     "castbench.authoring.generation": (

@@ -56,6 +56,7 @@ from castbench.domain.pack_options import (
     PackOptionError,
     PackOptions,
 )
+from castbench.domain.keeping import kept
 from castbench.domain.published import (
     first_person,
     schema_arguments_model,
@@ -179,6 +180,7 @@ __all__ = [
     "identity_facts",
     "first_person",
     "schema_arguments_model",
+    "kept",
     "DerivedRules",
     "DraftBase",
     "Families",

@@ -3,6 +3,11 @@ version, and nothing of τ's data copied into castbench."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable
 from importlib.metadata import version
 from pathlib import Path
 
@@ -102,3 +107,51 @@ def test_a_domain_of_a_missing_extra_names_the_install_command(monkeypatch: pyte
         registry.load_domain("tau-ghost")
     assert registry.available_domains(include_extras=False) == []
     registry._load_entry_point.cache_clear()
+
+
+_LOAD = """
+import json, sys
+from castbench.domain import load_domain
+domain = load_domain("tau-airline")
+splits = ("test", "test-broken")
+tasks = {split: [task.model_dump(mode="json") for task in domain.tasks(split)] for split in splits}
+print(json.dumps({"litellm": "litellm" in sys.modules, "tasks": tasks, "broken": domain.broken}))
+"""
+
+
+def test_a_pack_derives_its_tasks_once_and_later_starts_without_tau_s_model_imports(tmp_path: Path) -> None:
+    """#59: the converted tasks and the broken ones are kept per release and source; a later
+    start reads them back (the same tasks) without importing τ's package whole (litellm)."""
+    env = {**os.environ, "CASTBENCH_STATE_DIR": str(tmp_path / "state")}
+    runs = [
+        json.loads(subprocess.run([sys.executable, "-c", _LOAD], env=env, capture_output=True, text=True,
+                                  check=True, timeout=600).stdout)
+        for _ in range(2)
+    ]  # fmt: skip
+    assert runs[0]["litellm"] and not runs[1]["litellm"]
+    assert runs[0]["tasks"] == runs[1]["tasks"] and runs[0]["broken"] == runs[1]["broken"]
+    assert runs[1]["tasks"]["test-broken"]  # the classification came back too
+    assert len(list((tmp_path / "state" / "kept").iterdir())) == 2  # tasks, terminate tools
+
+
+def test_kept_is_keyed_by_versions_and_recomputes_what_it_cannot_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from castbench.domain import kept
+
+    monkeypatch.setenv("CASTBENCH_STATE_DIR", str(tmp_path))
+    calls: list[str] = []
+
+    def compute(value: str) -> Callable[[], str]:
+        return lambda: calls.append(value) or value  # type: ignore[func-returns-value]
+
+    assert kept("x", ["1"], compute("a")) == "a"
+    assert kept("x", ["1"], compute("b")) == "a"  # kept
+    assert kept("x", ["2"], compute("c")) == "c"  # another data version: another key
+    assert kept("x", ["1"], compute("d"), code=[tmp_path]) == "d"  # other code: another key
+    (stored,) = [p for p in (tmp_path / "kept").iterdir() if p.read_text().endswith("\na")]
+    stored.write_text(stored.read_text()[:-1] + "z")  # edited: computed again and rewritten
+    assert kept("x", ["1"], compute("e")) == "e" and stored.read_text().endswith("\ne")
+    stored.write_bytes(b"\xff\xfe")  # not text at all
+    assert kept("x", ["1"], compute("f")) == "f"
+    assert calls == ["a", "c", "d", "e", "f"]
