@@ -54,7 +54,7 @@ def test_boards_require_isolated_trials_where_they_say_so(tmp_path: Path) -> Non
     strict = _board(tmp_path, "require_isolated_trials = true\n")
     assert _problems(strict, worker) == []
     assert _problems(strict, in_process) == [
-        "trial isolation none: the agent runs outside castbench: the board requires isolated trials "
+        "trial isolation none: the agent runs in castbench's process: the board requires isolated trials "
         "(require_isolated_trials)"
     ]
     assert _problems(_board(tmp_path), in_process) == []
@@ -102,5 +102,5 @@ def test_the_gate_refuses_runs_of_different_isolation(tmp_path: Path) -> None:
     assert comparability_problems(summaries[0], summaries[0]) == []
     assert comparability_problems(*summaries) == [
         "trial isolation differs: process per trial (baseline) vs "
-        "none: the agent runs outside castbench (candidate)"
+        "none: the agent runs in castbench's process (candidate)"
     ]

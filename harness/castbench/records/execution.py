@@ -20,6 +20,7 @@ from castbench.agents.registry import Role
 from castbench.agents.transports import AgentCall
 
 __all__ = [
+    "IN_PROCESS",
     "ISOLATED",
     "NOT_ISOLATED",
     "ExecutionPlan",
@@ -37,7 +38,10 @@ in flight (`threads`), greenlets on the model loop (`loop`), or batches on a Ray
 PoolMode = Literal["threads", "loop"]
 
 TrialIsolation = Literal[
-    "process per trial", "castbench's own agents", "none: the agent runs outside castbench"
+    "process per trial",
+    "castbench's own agents",
+    "none: the agent runs outside castbench",
+    "none: the agent runs in castbench's process",
 ]
 """What keeps one trial of the agent under test from carrying anything to the next:
 - `process per trial`: import-path agents run in a fresh process per trial, forked from a worker
@@ -46,10 +50,14 @@ TrialIsolation = Literal[
 - `castbench's own agents`: only castbench's built-in and model-backed agents, a fresh instance
   per trial, whose code keeps nothing between trials;
 - `none: the agent runs outside castbench`: an agent service or A2A agent (it keeps what it likes
-  between trials), or an import-path agent in castbench's own process (`--in-process`, privileged).
+  between trials);
+- `none: the agent runs in castbench's process`: an import-path agent in castbench's own process
+  (`--in-process`, privileged): its module's memory lasts the whole run. (Runs stored before this
+  value existed say `none: the agent runs outside castbench` for these.)
 """
 ISOLATED: frozenset[str] = frozenset({"process per trial", "castbench's own agents"})
 NOT_ISOLATED: Final = "none: the agent runs outside castbench"
+IN_PROCESS: Final = "none: the agent runs in castbench's process"
 
 _TRIALS: dict[str, str] = {
     "inline": "one trial at a time on this thread",

@@ -23,6 +23,7 @@ from castbench.agents.registry import AgentSpec, Role
 from castbench.agents.transports import AgentCall
 from castbench.models.settings import lean_route
 from castbench.records.execution import (
+    IN_PROCESS,
     NOT_ISOLATED,
     ExecutionPlan,
     ExecutorName,
@@ -122,11 +123,10 @@ def plan_execution(
 
 def _isolation(roles: list[tuple[Role, AgentSpec]], calls: dict[Role, AgentCall]) -> TrialIsolation:
     """The run's trial isolation: the weakest of its agents' (`TrialIsolation`)."""
-    if any(
-        calls[role].mode == "service" or (spec.kind == "import" and calls[role].mode != "worker")
-        for role, spec in roles
-    ):
+    if any(calls[role].mode == "service" for role, _ in roles):
         return NOT_ISOLATED
+    if any(spec.kind == "import" and calls[role].mode != "worker" for role, spec in roles):
+        return IN_PROCESS
     if any(call.mode == "worker" for call in calls.values()):
         return "process per trial"
     return "castbench's own agents"

@@ -200,4 +200,6 @@ def test_the_isolation_is_on_the_console_in_the_output_and_in_runs_list(
         "eval", "--domain", "toy", "--policy", f"{AGENTS}:ReportingPolicy", "--trials", "1",
         "--tasks", toy[0], "--db", db, "--in-process",
     )  # fmt: skip
-    assert "trial isolation none: the agent runs outside castbench:" in " ".join(in_process.output.split())
+    assert "trial isolation none: the agent runs in castbench's process:" in " ".join(
+        in_process.output.split()
+    )
