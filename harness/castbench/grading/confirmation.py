@@ -354,6 +354,7 @@ class Records:
     def __init__(self, results: Iterable[str]) -> None:
         self.by_id: dict[str, list[_Record]] = defaultdict(list)
         self.by_key: dict[str, list[_Record]] = defaultdict(list)
+        self._ids: re.Pattern[str] | None = None
         seen: set[tuple[str, str, frozenset[str]]] = set()
         for content in results:
             for record in _result_records(content):
@@ -364,15 +365,38 @@ class Records:
                 self.by_id[record.ident.lower()].append(record)
                 self.by_key[record.key].append(record)
 
+    def _without_ids(self, text: str, kept: str) -> str:
+        """`text` with every id of a record the agent saw, other than `kept`, blanked out."""
+        if self._ids is None:
+            idents = sorted(self.by_id, key=len, reverse=True)
+            self._ids = (
+                re.compile(
+                    r"(?<![a-z0-9])#?(" + "|".join(re.escape(i) for i in idents) + r")(?![a-z0-9])",
+                    re.IGNORECASE,
+                )
+                if idents
+                else None
+            )
+        if self._ids is None:
+            return text
+        return self._ids.sub(lambda m: m.group(0) if m.group(1).lower() == kept else " ", text)
+
     def identified(self, ident: str, texts: Sequence[str]) -> bool:
         """Is the record `ident` named in `texts`: by its id, or by what it holds, in a way no
         other record of its kind the agent saw fits as well, and that no part of the texts
         contradicts (`_contradicted`: "your Visa ending 3275" names no card when the Visa ends in
-        1111 and the card ending 3275 is a Discover)?"""
+        1111 and the card ending 3275 is a Discover)? What describes it is read with the ids of
+        the other records the agent saw left out: another record's id ("RX-164596") describes
+        that record, not this one by the kind word it shares ("rx")."""
         whole = [canonical(text) for text in texts]
         if _states(whole, ident):
             return True
         wanted = ident.lower()
+        if wanted not in self.by_id:
+            return False
+        # what describes it is read with the other records' ids left out: "RX-164596" says "rx"
+        # of RX-164596, not of every prescription ("the RX with no refills left")
+        whole = [canonical(self._without_ids(text, wanted)) for text in texts]
         for record in self.by_id.get(wanted, ()):
             said = _said_of(record, whole)
             if not (said & record.strong or len(said) >= 2):
@@ -386,21 +410,36 @@ class Records:
 
 
 _PIECES = re.compile(r"\n+|(?<=[.!?;])\s+|;")
+_JOINS = re.compile(r"\s+(?:and|plus|as well as|&)\s+", re.IGNORECASE)
+"""Words that join the items of a list as a comma does ("$72.20 from your gift card and $9.80
+from your Discover ending in 3275": two items)."""
 
 
 @lru_cache(maxsize=16384)
 def _pieces(text: str) -> tuple[Text, ...]:
-    """A text cut into its lines, sentences, and the parts of those between commas outside
-    parentheses ("your gift card $72.20, your Visa ending 3275 $9.80" is two parts; "the Office
-    Chair (grey, mesh)" one)."""
+    """A text cut into its lines, sentences, and the items of those: the parts between commas
+    and joining words ("and", "plus") outside parentheses ("your gift card $72.20, your Visa
+    ending 3275 $9.80" and "$72.20 from your gift card and $9.80 from your Visa ending 3275" are
+    two items each; "the Office Chair (grey, mesh)" one)."""
     parts: list[str] = []
     for chunk in _PIECES.split(text):
         depth, start = 0, 0
+        cuts: list[tuple[int, int]] = []
         for position, char in enumerate(chunk):
             depth += (char == "(") - (char == ")")
             if char == "," and depth <= 0:
-                parts.append(chunk[start:position])
-                start = position + 1
+                cuts.append((position, position + 1))
+            elif (
+                depth <= 0
+                and char.isspace()
+                and (join := _JOINS.match(chunk, position)) is not None
+                and (not cuts or cuts[-1][1] <= position)
+            ):
+                cuts.append((position, join.end()))
+        for begin, end in cuts:
+            if begin >= start:
+                parts.append(chunk[start:begin])
+                start = end
         parts.append(chunk[start:])
     return tuple(canonical(part) for part in parts if part.strip())
 

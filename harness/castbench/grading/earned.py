@@ -35,6 +35,7 @@ from pydantic import BaseModel
 from castbench.conversation import AgentTurn, Event, ReplyAction, ToolCallAction, ToolResultTurn
 from castbench.dialogue import asks_anything_else, asks_confirmation
 from castbench.domain.task import EarnedSpec, Lookup, Mention, Rival, ToolCall
+from castbench.grading.confirmation import Records as SeenRecords
 from castbench.grading.outputs import Said, missing_outputs, output_tokens, output_words
 from castbench.grading.ties import Piece, Records, Segment, bare, form, pieces, segments, tied
 
@@ -299,11 +300,22 @@ def _claimed(spec: EarnedSpec, judged: _Replies) -> list[str]:
     ]
 
 
-def offers(spec: EarnedSpec, question: str) -> bool:
-    """Does `question` put the task's change to the user: every offer mention, and no rival?"""
+def offers(spec: EarnedSpec, question: str, results: Sequence[str] = ()) -> bool:
+    """Does `question` put the task's change to the user: every offer mention, and no rival? A
+    mention or rival that is the id of a record the agent saw (`results`, its tool results) is
+    named by the id or by any description unique among the records of its kind it saw ("your
+    order with the Hiking Boot", "your reservation from SFO to SLC on May 20th")."""
     said = Said([question])
-    return all(_stated(mention, [question]) for mention in spec.offer) and not any(
-        said.says(rival) for rival in spec.offer_rivals
+    seen = SeenRecords(results) if results else None
+    return all(
+        _stated(mention, [question]) or _described(mention.any_of, question, seen) for mention in spec.offer
+    ) and not any(said.says(rival) or _described([rival], question, seen) for rival in spec.offer_rivals)
+
+
+def _described(wordings: Sequence[str], question: str, seen: SeenRecords | None) -> bool:
+    """Is one of `wordings`, the id of a record the agent saw, described in `question`?"""
+    return seen is not None and any(
+        wording.lower() in seen.by_id and seen.identified(wording, [question]) for wording in wordings
     )
 
 
@@ -316,15 +328,25 @@ def _looked_up(lookup: Lookup, calls: Sequence[tuple[str, dict[str, Any]]]) -> b
     return any(matches(required, name, arguments) for required in lookup.any_of for name, arguments in calls)
 
 
+_REQUESTS = re.compile(
+    r"\b(please confirm|confirm (yes|whether|if|that)|let me know (if|whether)|yes or no|yes/no"
+    r"|reply (with )?[\"'“]?yes)\b",
+    re.IGNORECASE,
+)
+"""A request for the user's go-ahead that is not written as a question ("Please confirm (yes/no)
+if you'd like me to proceed.", "Let me know if you'd like me to go ahead.")."""
+
+
 def _offer_questions(replies: Sequence[str]) -> list[str]:
-    """Each question to the user; one that asks for the go-ahead ("Shall I proceed?") with the
-    agent's message before it: the change may be described in one message and put in the next."""
+    """Each question to the user (or request for their go-ahead); one that asks for the go-ahead
+    ("Shall I proceed?") with the agent's message before it: the change may be described in one
+    message and put in the next."""
     return [
         f"{replies[position - 1]}\n{reply}"
         if position and asks_confirmation(reply) and not asks_anything_else(reply)
         else reply
         for position, reply in enumerate(replies)
-        if "?" in reply
+        if "?" in reply or _REQUESTS.search(reply)
     ]
 
 
@@ -342,8 +364,9 @@ def check_earned(spec: EarnedSpec, conversation: Sequence[Event]) -> EarnedCheck
         for event in conversation
         if isinstance(event, AgentTurn) and isinstance(event.action, ReplyAction)
     ]
-    judged = _Replies(replies, seen_records(conversation))
-    offered = not spec.offer or any(offers(spec, question) for question in _offer_questions(replies))
+    results = seen_records(conversation)
+    judged = _Replies(replies, results)
+    offered = not spec.offer or any(offers(spec, question, results) for question in _offer_questions(replies))
     return EarnedCheck(
         missing_lookups=[
             lookup.any_of[0].canonical() for lookup in spec.lookups if not _looked_up(lookup, calls)

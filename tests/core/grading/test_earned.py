@@ -98,6 +98,53 @@ def test_an_offer_is_one_question_that_names_the_whole_change() -> None:
     assert check_earned(spec, split).ok
 
 
+def _order(ident: str, status: str, *items: str) -> str:
+    listed = ", ".join(f'{{"item_id": "{n}{ident[-1]}", "name": "{name}"}}' for n, name in enumerate(items))
+    return f'{{"order_id": "{ident}", "status": "{status}", "items": [{listed}]}}'
+
+
+def _read(n: int, content: str) -> list[Event]:
+    action = ToolCallAction(name="get_order", arguments={"order_id": "x"})
+    return [
+        AgentTurn(action=action, call_id=f"r{n}"),
+        ToolResultTurn(call_id=f"r{n}", name="get_order", content=content),
+    ]
+
+
+def test_an_offer_names_its_record_by_any_description_unique_among_those_seen() -> None:
+    """Issue 55: "your order with the Wireless Earbuds" offers the change to #W1 when no other
+    order the agent saw holds Wireless Earbuds; a description that fits another order too, or
+    that names a rival, offers nothing in particular. A request for the go-ahead that is not
+    written as a question ("Please confirm (yes/no) ...") puts the change to the user too."""
+    spec = EarnedSpec(offer=[Mention(any_of=["#W1"]), Mention(any_of=["cancel"])], offer_rivals=["#W2"])
+    seen = [
+        *_read(1, _order("#W1", "pending", "Wireless Earbuds", "Desk Lamp")),
+        *_read(2, _order("#W2", "pending", "Desk Lamp")),
+    ]
+    no = "No, I changed my mind."
+    for question in (
+        "Shall I cancel your order with the Wireless Earbuds?",
+        "I can cancel your pending order with the Wireless Earbuds and the Desk Lamp.\n"
+        "Please confirm (yes/no) if you'd like me to proceed.",
+    ):
+        assert check_earned(spec, [*seen, *_say(question, no)]).ok, question
+    for question in (
+        "Shall I cancel your order with the Desk Lamp?",  # both orders hold one
+        "Shall I cancel your order with the Wireless Earbuds or the one with just the Desk Lamp, #W2?",
+        "I can cancel your order with the Wireless Earbuds.",  # never put to the user
+    ):
+        assert check_earned(spec, [*seen, *_say(question, no)]).missing_offer == ["#W1", "cancel"], question
+    # another record's id is no description of this one by the kind word they share
+    rx = EarnedSpec(offer=[Mention(any_of=["RX-1"]), Mention(any_of=["refill"])], offer_rivals=["RX-2"])
+    prescriptions = _read(
+        3,
+        '{"prescriptions": [{"prescription_id": "RX-1", "medication": "omeprazole", "refills_left": 1},'
+        ' {"prescription_id": "RX-2", "medication": "atorvastatin", "refills_left": 0}]}',
+    )
+    asked = [*prescriptions, *_say("Shall I request a refill of RX-1? Please answer yes or no.", no)]
+    assert check_earned(rx, asked).ok
+
+
 @pytest.fixture
 def refusal(tmp_path: Path) -> Domain:
     read = {"name": "get_counter", "arguments": {"name": "x"}}

@@ -123,6 +123,38 @@ def test_a_payment_method_by_kind_and_last_digits_and_a_date_in_words() -> None:
         assert describes(value, [text], results) is named, text
 
 
+def test_a_split_payment_joined_by_and_names_each_method() -> None:
+    """Two payments listed with "and" are two items, as with a comma: the card's last digits in
+    the second do not contradict the gift card named in the first (issue 55: native airline
+    bookings paid by gift card and card were labelled unconfirmed)."""
+    methods = {
+        "gift_card_7739793": {"source": "gift_card", "id": "gift_card_7739793", "amount": 72.2},
+        "credit_card_4134850": {
+            "source": "credit_card",
+            "id": "credit_card_4134850",
+            "brand": "discover",
+            "last_four": "3275",
+        },
+        "credit_card_5011197": {
+            "source": "credit_card",
+            "id": "credit_card_5011197",
+            "brand": "discover",
+            "last_four": "7868",
+        },
+    }
+    results = [json.dumps({"payment_methods": methods})]
+    for joined in (
+        "$72.20 from your gift card and $9.80 from your Discover ending in 3275",
+        "$72.20 from your gift card plus $9.80 from your Discover ending in 3275",
+        "$72.20 from your gift card, $9.80 from your Discover ending in 3275",
+    ):
+        assert describes("gift_card_7739793", [joined], results), joined
+        assert describes("credit_card_4134850", [joined], results), joined
+        assert not describes("credit_card_5011197", [joined], results), joined
+    # still a contradiction inside one item: the gift card does not end in 3275
+    assert not describes("gift_card_7739793", ["your gift card ending in 3275"], results)
+
+
 # -- as a careful grader reads it (issue 55) ------------------------------------------------------
 NO_YES = "no explicit confirmation from the user for this change"
 CANCEL = next(call for call in TASK.actions if call.name == "cancel_pending_order")
