@@ -5,9 +5,19 @@ from __future__ import annotations
 
 from typing import Literal
 
-__all__ = ["DEFAULT_DB", "DEFAULT_LEASE_S", "DEFAULT_MAX_TRIALS", "GRADING_MODES", "GradingMode"]
+__all__ = [
+    "DEFAULT_DB",
+    "DEFAULT_LEASE_S",
+    "DEFAULT_MAX_TRIALS",
+    "EXPORT_SUFFIX",
+    "GRADING_MODES",
+    "GradingMode",
+]
 
 DEFAULT_DB = "sqlite:///results/castbench.db"
+
+EXPORT_SUFFIX = ".castbench.json.gz"
+"""An exported run's file suffix (`castbench.store.export`), which `castbench export --help` shows."""
 
 DEFAULT_LEASE_S = 60.0
 """How long a silent worker keeps its trials before others take them over."""

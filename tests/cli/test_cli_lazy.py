@@ -43,3 +43,27 @@ def test_listed_help_is_the_start_of_the_commands_own(name: str) -> None:
     entry = COMMANDS[name]
     real = " ".join((load_command(name, entry).help or "").split())
     assert real.startswith(entry.help.removesuffix(" ...")), (name, real)
+
+
+def _every_command() -> list[list[str]]:
+    """Each command, and each subcommand of a group (`runs show`, `leaderboard build`, ...)."""
+    import click
+
+    found: list[list[str]] = []
+    for name, entry in COMMANDS.items():
+        found.append([name])
+        command = load_command(name, entry)
+        if isinstance(command, click.Group):
+            found += [[name, sub] for sub in command.commands]
+    return found
+
+
+@pytest.mark.parametrize("command", _every_command(), ids=" ".join)
+def test_every_command_help_imports_no_heavy_package(
+    command: list[str], repo_env: dict[str, str], tmp_path: Path
+) -> None:
+    """#59: a command's help loads neither the store (sqlalchemy, sqlmodel), numpy, jinja2 nor a
+    model client: each command imports what it runs on when it runs."""
+    result = probe(RUN_COMMAND, [*command, "--help"], repo_env, str(tmp_path))
+    assert "Usage" in result.stdout, result.stdout[-1000:] + result.stderr[-1000:]
+    assert loaded(result) == []

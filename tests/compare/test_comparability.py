@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from castbench.api import evaluate
 from castbench.cli.app import app
-from castbench.compare import comparability_problems
+from castbench.compare.comparability import comparability_problems
 from castbench.report import RunSummary
 from castbench.runner.rollout import Limits
 from tests.compare.stored_runs import SMALL_TASKS, Runs

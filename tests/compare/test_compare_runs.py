@@ -9,7 +9,8 @@ from typer.testing import CliRunner
 
 from castbench.api import evaluate
 from castbench.cli.app import app
-from castbench.compare import comparability_problems, compare_runs
+from castbench.compare.comparability import comparability_problems
+from castbench.compare.runs import compare_runs
 from tests.compare.stored_runs import Runs
 
 cli = CliRunner()

@@ -4,18 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from castbench.compare import (
-    Check,
-    GateError,
-    MetricError,
-    UndecidedPolicy,
-    Verdict,
-    decide,
-    paired_metric,
-    parse_metric,
-    run_gate,
-)
-from castbench.compare.paired import PairedDifference
+from castbench.compare.gate import Check, GateError, Verdict, decide, run_gate
+from castbench.compare.metric import MetricError, parse_metric
+from castbench.compare.paired import PairedDifference, paired_metric
+from castbench.compare.undecided import UndecidedPolicy
 from castbench.metrics import TaskOutcome, summarize_counts
 from castbench.report import DomainReport, RunSummary
 

@@ -8,7 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 from castbench.cli.app import app
-from castbench.compare import Check
+from castbench.compare.gate import Check
 from castbench.compare.metric import parse_metric
 from castbench.compare.plan import estimate_variance, plan_check
 from castbench.metrics import TaskOutcome, summarize_counts

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from castbench.compare import load_summary
+from castbench.compare.sources import load_summary
 from castbench.publish.archive import import_run
 from castbench.records.trial import TrialRecord
 from castbench.store import ResultsStore

@@ -10,8 +10,6 @@ from rich.markup import escape
 
 from castbench.cli.errors import fail
 from castbench.cli.options import DbOption
-from castbench.compare import SourceError, comparability_problems, compare_runs, load_summary
-from castbench.compare.report import comparison_renderables
 from castbench.defaults import DEFAULT_DB
 
 console = Console()
@@ -41,6 +39,11 @@ def compare_command(
 ) -> None:
     """Difference in pass^k per domain on the tasks both runs scored (candidate − baseline),
     tasks that flipped between reliable and unreliable, and critic rates when present."""
+    from castbench.compare.comparability import comparability_problems
+    from castbench.compare.report import comparison_renderables
+    from castbench.compare.runs import compare_runs
+    from castbench.compare.sources import SourceError, load_summary
+
     try:
         base, cand = load_summary(baseline, db), load_summary(candidate, db)
     except SourceError as exc:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -14,29 +14,18 @@ from rich.table import Table
 
 from castbench.cli.errors import fail
 from castbench.cli.options import DbOption, PackOptionFlag, Tau2DataOption
-from castbench.defaults import DEFAULT_DB
-from castbench.places import record_place
-from castbench.publish.archive import import_run
-from castbench.publish.verify import verify_run
-from castbench.store import ResultsStore
-from castbench.store.export import (
-    EXPORT_SUFFIX,
-    ArchiveError,
-    ExportedRun,
-    export_run,
-    format_names,
-    is_export,
-    load_format,
-    read_export,
-    reader_for,
-    write_export,
-)
+from castbench.defaults import DEFAULT_DB, EXPORT_SUFFIX
+
+if TYPE_CHECKING:  # the store and the formats load when a command runs, not for `--help`
+    from castbench.store.export import ExportedRun
 
 console = Console()
 
 
 def _registered(name: str) -> tuple[str, Callable[[ExportedRun, Path], int]]:
     """A format registered under `castbench.formats`: its default suffix and writer."""
+    from castbench.store.export import load_format
+
     run_format = load_format(name)
     return run_format.suffix, run_format.write
 
@@ -63,6 +52,10 @@ def export_command(
     """Write a run (config, meta and every trial record) as one compressed, portable file, or in
     a registered format: an Inspect AI eval log (`--format inspect`, docs/inspect.md) or τ²-bench's
     Results JSON (`--format tau2`)."""
+    from castbench.places import record_place
+    from castbench.store import ResultsStore
+    from castbench.store.export import ArchiveError, export_run, write_export
+
     try:
         suffix, writer = (EXPORT_SUFFIX, write_export) if format == "castbench" else _registered(format)
         exported = export_run(ResultsStore(db, read_only=True), run)
@@ -106,6 +99,10 @@ def import_command(
 ) -> None:
     """Load an exported run into a database, after verifying it; importing it again adds nothing.
     The run is recorded as submitted from FILE (never as run here, whatever the file says)."""
+    from castbench.publish.archive import import_run
+    from castbench.store import ResultsStore
+    from castbench.store.export import ArchiveError, format_names, is_export, read_export, reader_for
+
     try:
         reader = read_export if is_export(file) else reader_for(file)
         if reader is None:
@@ -176,13 +173,16 @@ def verify_command(
     grading mode, and compare with the stored reward, trajectory and labels; check the config
     hash and privilege markers. Exit 1 on any difference; exit 2 when agents that declared no
     privilege acted on identifiers the conversation never revealed (clairvoyant trials)."""
+    from castbench.publish.verify import verify_run
+    from castbench.store import ResultsStore
+    from castbench.store.export import ArchiveError, export_run, is_export, read_export
+
     try:
         path = Path(run)
         store = None if is_export(path) else ResultsStore(db, read_only=True)
         exported: ExportedRun = read_export(path) if store is None else export_run(store, run)
     except ArchiveError as exc:
-        console.print(f"[bold red]error:[/] {exc}")
-        raise typer.Exit(2) from exc
+        fail(exc)
     digests = None if store is None else store.check_digests(exported.run_id)
     report = verify_run(exported.run_id, exported.config, exported.trials, exported.config_hash, digests)
     if not report.verified:

@@ -7,7 +7,7 @@ Exit codes: 0 PASS, 1 FAIL, 2 unusable input, 3 UNDECIDED (the run is too small 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from pydantic import ValidationError
@@ -19,21 +19,12 @@ from castbench.cli.checks import check_writable, validation_line
 from castbench.cli.compare_cmd import ForceOption
 from castbench.cli.errors import fail
 from castbench.cli.options import DbOption
-from castbench.compare import (
-    Check,
-    GateConfig,
-    GateError,
-    SourceError,
-    UndecidedPolicy,
-    comparability_problems,
-    incomplete_runs,
-    load_gate_config,
-    load_summary,
-    run_gate,
-)
-from castbench.compare.gate_report import gate_junit, gate_markdown, gate_panel
-from castbench.compare.plan import CheckPlan, plan_checks
+from castbench.compare.undecided import UndecidedPolicy
 from castbench.defaults import DEFAULT_DB
+
+if TYPE_CHECKING:  # the gate's machinery loads when it runs, not for `--help`
+    from castbench.compare.gate import Check, GateConfig
+    from castbench.compare.plan import CheckPlan
 
 console = Console()
 _CHECKS = "Checks"
@@ -41,6 +32,8 @@ _OUT = "Reports"
 
 
 def _cli_checks(metrics: list[str], drops: list[float], domain: str | None) -> list[Check]:
+    from castbench.compare.gate import Check, GateError
+
     if not metrics:
         if drops:
             raise GateError("--max-drop needs --metric")
@@ -83,6 +76,8 @@ def _settings(
     config: Path | None, metric: list[str] | None, max_drop: list[float] | None, domain: str | None
 ) -> tuple[GateConfig | None, list[Check]]:
     """gate.toml (if given) and its checks followed by those of the command line."""
+    from castbench.compare.gate import load_gate_config
+
     settings = load_gate_config(config) if config else None
     checks = (settings.checks if settings else []) + _cli_checks(metric or [], max_drop or [], domain)
     return settings, checks
@@ -111,6 +106,11 @@ def gate_command(
 ) -> None:
     """PASS, FAIL or UNDECIDED for each check, from the paired bootstrap interval of
     candidate − baseline: FAIL if its upper bound < −max_drop, PASS if its lower bound ≥ −max_drop."""
+    from castbench.compare.comparability import comparability_problems, incomplete_runs
+    from castbench.compare.gate import GateError, run_gate
+    from castbench.compare.gate_report import gate_junit, gate_markdown, gate_panel
+    from castbench.compare.sources import SourceError, load_summary
+
     for option, file in (("--markdown", markdown), ("--junit", junit)):
         if file is not None:
             check_writable(option, file)  # before the work, not after it
@@ -181,13 +181,16 @@ def gate_plan_command(
 ) -> None:
     """How many tasks x trials a candidate run needs for each check to be decided, from the
     baseline's own per-task variance (see `castbench.compare.plan`)."""
+    from castbench.compare.gate import GateError
+    from castbench.compare.plan import plan_checks
+    from castbench.compare.sources import SourceError, load_summary
+
     try:
         settings, checks = _settings(config, metric, max_drop, domain)
         level = confidence or (settings.confidence if settings else None) or 0.95
         plans = plan_checks(load_summary(baseline, db), checks, power=power, confidence=level)
     except (GateError, SourceError, ValueError) as exc:
-        console.print(f"[bold red]gate plan error (exit 2):[/] {escape(str(exc))}")
-        raise typer.Exit(2) from exc
+        fail(exc)
     for plan in plans:
         console.print(_plan_table(plan))
         best = plan.recommended

@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 
 from castbench.cli.errors import fail
-from castbench.publish.board import BoardError, Entry, board_path, load_board
-from castbench.publish.build import build_board
-from castbench.publish.rerun import rerun_entries
-from castbench.store.export import ExportedRun
+
+if TYPE_CHECKING:  # a board's machinery loads when one is built, not for `--help`
+    from castbench.publish.board import Entry
+    from castbench.store.export import ExportedRun
 
 leaderboard_app = typer.Typer(help="Leaderboards built from exported runs.", no_args_is_help=True)
 console = Console()
@@ -47,6 +47,10 @@ def build(
     ] = False,
 ) -> None:
     """Write board.md, board.csv, board.json, index.html, curve.svg and one trajectory page per entry."""
+    from castbench.publish.board import BoardError, board_path, load_board
+    from castbench.publish.build import build_board
+    from castbench.publish.rerun import rerun_entries
+
     path = board_path(board, root)
     try:
         spec = load_board(path)

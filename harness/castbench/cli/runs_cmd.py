@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -15,13 +15,11 @@ from rich.table import Table
 from castbench.cli.errors import fail
 from castbench.cli.options import DbOption
 from castbench.defaults import DEFAULT_DB
-from castbench.records.provenance import Provenance, provenance
-from castbench.records.trial import TrialRecord
-from castbench.report import RunSummary, print_summary, print_trial, summarize_run
-from castbench.report.provenance import print_provenance
-from castbench.report.runs import run_listing
-from castbench.store import ResultsStore
-from castbench.store.leases import workers
+
+if TYPE_CHECKING:  # each command imports what it runs on (`castbench runs --help` loads no store)
+    from castbench.records.trial import TrialRecord
+    from castbench.report import RunSummary
+    from castbench.store import ResultsStore
 
 runs_app = typer.Typer(help="Stored runs.", no_args_is_help=True)
 console = Console()
@@ -35,6 +33,9 @@ def list_runs(
     """Every stored run, one line each: id, when, status, domains, policy, critic and trials
     stored (`--json` adds the user, seed and provenance: where each role's agent ran). Full run
     ids; any unique prefix of one is accepted wherever a run is named."""
+    from castbench.report.runs import run_listing
+    from castbench.store import ResultsStore
+
     runs = run_listing(ResultsStore(db, read_only=True))
     if as_json:
         print(json.dumps(runs, indent=2))
@@ -57,6 +58,8 @@ def runs_table(runs: list[dict[str, Any]], title: str, width: int) -> Table:
     names cut with an ellipsis to share what is left, and the provenance (run here or submitted;
     where each role's agent ran) where the names leave room for it (`runs show` and `--json`
     always have it, and the names whole)."""
+    from castbench.records.provenance import Provenance
+
     names = [(",".join(run["domains"]), run["policy"], run["critic"]) for run in runs]
     fixed = {
         "run": max((len(run["id"]) for run in runs), default=3),
@@ -97,6 +100,8 @@ def runs_table(runs: list[dict[str, Any]], title: str, width: int) -> Table:
 
 def print_workers(store: ResultsStore, run_id: str) -> None:
     """The processes that worked on a run in a shared (Postgres) store, with their progress."""
+    from castbench.store.leases import workers
+
     status = workers(store.engine, run_id)
     if not status:
         return
@@ -133,6 +138,11 @@ def show_run(
 ) -> None:
     """The headline figures, the tasks that failed most, then failures with their state diff (or
     one task's trials in full); `--details` for every table."""
+    from castbench.records.provenance import provenance
+    from castbench.report import print_summary, print_trial, summarize_run
+    from castbench.report.provenance import print_provenance
+    from castbench.store import ResultsStore
+
     store = ResultsStore(db, read_only=True)
     row = store.run(run)
     config = store.config(row.id)
@@ -260,6 +270,7 @@ def why_run(
     grouped by cause with one example each (`castbench runs show RUN --task T --trial I` for it)."""
     from castbench.attribution import attribute
     from castbench.attribution.why import strict_failure, strict_table, why_rows, why_table
+    from castbench.store import ResultsStore
 
     store = ResultsStore(db, read_only=True)
     row = store.run(run)

@@ -12,15 +12,16 @@ from castbench.cli.checks import check_writable
 from castbench.cli.errors import fail
 from castbench.cli.options import DbOption
 from castbench.defaults import DEFAULT_DB
-from castbench.store import ResultsStore, StoreError
-from castbench.store.export import ArchiveError, is_export, read_export
-from castbench.viewer import page_server, render_run_page
 
 console = Console()
 
 
 def _page(run: str, db: str) -> tuple[str, str]:
     """(run id, page) for a run in the store or an exported run file."""
+    from castbench.store import ResultsStore
+    from castbench.store.export import is_export, read_export
+    from castbench.viewer import render_run_page
+
     if is_export(Path(run)):
         exported = read_export(Path(run))
         return exported.run_id, render_run_page(exported.run_id, exported.config, exported.trials)
@@ -42,6 +43,10 @@ def view_command(
 ) -> None:
     """Tasks with their trials as pass/fail marks; click one for its conversation step by step,
     the critic's verdicts, the labels and the final state diff."""
+    from castbench.store import StoreError
+    from castbench.store.export import ArchiveError
+    from castbench.viewer import page_server
+
     if out is not None and not serve:
         check_writable("--out", out)
     try:

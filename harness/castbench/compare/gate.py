@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from castbench.compare.metric import parse_metric
 from castbench.compare.paired import PairedDifference, paired_metric
 from castbench.compare.sources import describe
+from castbench.compare.undecided import UndecidedPolicy
 from castbench.report import DomainReport, RunSummary
 
 __all__ = [
@@ -41,14 +42,6 @@ __all__ = [
     "load_gate_config",
     "run_gate",
 ]
-
-
-class UndecidedPolicy(StrEnum):
-    """What an UNDECIDED result exits with: 3 (its own code), 1 (as a failure) or 0 (as a pass)."""
-
-    UNDECIDED = "undecided"
-    FAIL = "fail"
-    PASS = "pass"
 
 
 OVERALL = "overall"

@@ -35,6 +35,7 @@ from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ValidationError
 
+from castbench.defaults import EXPORT_SUFFIX
 from castbench.places import record_place
 from castbench.records.config import RUN_CONFIG, RunConfig, read_config
 from castbench.records.migrations import RecordShape, RecordVersionError
@@ -55,7 +56,6 @@ __all__ = [
     "write_export",
 ]
 
-EXPORT_SUFFIX = ".castbench.json.gz"
 FORMAT: Final = "castbench-run"
 
 

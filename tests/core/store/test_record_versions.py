@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from castbench.api import evaluate
-from castbench.compare import SourceError, load_summary
+from castbench.compare.sources import SourceError, load_summary
 from castbench.publish.verify import verify_run
 from castbench.records.config import RUN_CONFIG
 from castbench.records.migrations import RecordShape, RecordVersionError
