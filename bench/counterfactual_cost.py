@@ -30,12 +30,12 @@ CRITICS = ("rules", "oracle", "scripted:noisy?false_flag=0.3&miss=0.1&draws=keye
 class _Timed(OtherVerdict):
     """The other verdict, noting when the replay reached the branch point."""
 
-    reached: float = 0.0
+    reached_at: float = 0.0
 
-    def __call__(self, step: int, round_: int, verdict: Verdict) -> Verdict:
+    def before(self, step: int, round_: int, since_view: float, since_start: float) -> Verdict | None:
         if (step, round_) == (self.point.step, self.point.round):
-            self.reached = time.perf_counter()
-        return super().__call__(step, round_, verdict)
+            self.reached_at = time.perf_counter()
+        return super().before(step, round_, since_view, since_start)
 
 
 def main() -> None:
@@ -66,12 +66,12 @@ def main() -> None:
                     copied = time.perf_counter()
                     state.fork()
                     fork_s.append(time.perf_counter() - copied)
-                    timed = _Timed(point)
+                    timed = _Timed(point, config.verification)
                     start = time.perf_counter()
                     run_job(job, config, agents, expected, overrule=timed)
                     end = time.perf_counter()
-                    snapshot_s.append(timed.reached - start)
-                    playout_s.append(end - timed.reached)
+                    snapshot_s.append(timed.reached_at - start)
+                    playout_s.append(end - timed.reached_at)
     trial, snapshot, playout = mean(trial_s), mean(snapshot_s), mean(playout_s)
     branch = snapshot + playout
     grid = f"{args.tasks} tasks x {args.trials} trials x {len(DOMAINS)} domains x {len(CRITICS)} critics"

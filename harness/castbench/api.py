@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import platform
 import subprocess
@@ -10,6 +11,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any, Unpack
 
+from castbench.agents import confine
 from castbench.agents.registry import AgentSpec, Role
 from castbench.agents.traits import parse_traits
 from castbench.domain import Domain, resolve_domains
@@ -307,7 +309,12 @@ def _evaluate_tuned(
             config,
             agents,
             store,
-            meta={**run_metadata(), "time_limits": chosen.time_limits.model_dump(), "origin": _HERE},
+            meta={
+                **run_metadata(),
+                "time_limits": chosen.time_limits.model_dump(),
+                "trial_limits": dataclasses.asdict(confine.limits_from_env()),  # its branches' too
+                "origin": _HERE,
+            },
             concurrency=execution.concurrency,
             fresh=execution.fresh,
             max_cost=chosen.models.max_cost,

@@ -116,13 +116,20 @@ def test_a_rerun_gives_the_same_branches_and_a_pass_branch_is_a_bare_flag() -> N
 
 
 def test_a_branch_plays_the_flagged_action_as_proposed() -> None:
+    """The policy stands by the flagged proposal: it comes back, unrevised, in the step's later
+    rounds (the critic asked as in any trial: to it, a policy that insists) and executes when the
+    rounds run out; the policy never reads the critique."""
     _, trials = _branched("oracle", trials=1)
     flags = [b for t in trials for b in t.branches if b.point.flagged and b.played]
     assert flags
     for branch in flags:
         step = branch.steps[0]
-        assert len(step.proposals) == branch.point.round + 1
-        assert step.action == step.proposals[-1].action  # executed as proposed, no revision
+        flagged = step.proposals[branch.point.round]
+        assert flagged.verdict is not None and flagged.verdict.flags  # the critic's own flag, kept
+        again = step.proposals[branch.point.round + 1 :]
+        assert len(step.proposals) == 3 and again  # the run's 3 rounds, the rest stood by
+        assert all(p.action == flagged.action and p.verdict is not None for p in again)
+        assert step.action == flagged.action  # executed as proposed, no revision
 
 
 def test_the_last_rounds_flag_under_execute_is_not_played() -> None:
@@ -268,3 +275,32 @@ def test_the_command_prints_what_each_verdict_did(tmp_path: Path) -> None:
     plain = ResultsStore(db).run("latest").id
     refused = invoke("counterfactuals", plain, "--db", db)
     assert refused.exit_code == 2 and "error:" in refused.output and "critic" in refused.output
+
+
+def test_branches_are_played_under_the_runs_own_limits(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A branch is bounded and timed as its trial was, whatever `castbench counterfactuals` is
+    given later: a critic reading its limits finds its trial's (issue 56, route 9)."""
+    from castbench.agents import confine
+    from castbench.report.counterfactual import _run_bounds, run_time_limits
+    from castbench.runner.deadline import TimeLimits
+
+    db = sqlite_url(tmp_path / "runs.db")
+    monkeypatch.setenv(confine.LIMITS_ENV, "memory=2G,processes=64")
+    evaluate(
+        policy=POLICY,
+        critic="rules",
+        domains="retail",
+        tasks="retail-test-0001",
+        trials=1,
+        db=db,
+        time_limits=TimeLimits(step_s=77, trial_s=700),
+    )
+    monkeypatch.setenv(confine.LIMITS_ENV, "memory=8G")
+    store = ResultsStore(db)
+    run = store.run("latest").id
+    assert run_time_limits(store, run) == TimeLimits(step_s=77, trial_s=700)
+    with _run_bounds(store, run):
+        assert confine.limits_from_env() == confine.TrialLimits(memory=2 << 30, processes=64)
+    assert confine.limits_from_env() == confine.TrialLimits(memory=8 << 30)

@@ -71,7 +71,9 @@ def attempt(route, arg):
             for _ in range(int(arg)):
                 handle.write(b"x" * (1 << 20))
         return f"wrote {int(arg)} MiB"
-    if route == "threads":
+    if route == "threads":  # the bound on processes, not on memory: one malloc arena, small stacks
+        ctypes.CDLL(None).mallopt(-8, 1)  # M_ARENA_MAX (a thread's arena reserves 64 MiB of 1G)
+        threading.stack_size(256 * 1024)
         started = []
         for _ in range(int(arg)):
             thread = threading.Thread(target=threading.Event().wait, daemon=True)

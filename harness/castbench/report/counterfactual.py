@@ -7,11 +7,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from pydantic import TypeAdapter
 from rich.console import Console
 from rich.table import Table
 
+from castbench.agents import confine
 from castbench.agents.registry import AgentSpec, Role
 from castbench.metrics.counterfactual import CounterfactualSummary, EffectCounts, NetSaved
 from castbench.models.resolve import resolve_agent
@@ -19,10 +23,18 @@ from castbench.records.branches import TrialBranches
 from castbench.records.config import RunConfig
 from castbench.report.digest import code_digest
 from castbench.runner.counterfactual import branch_run
+from castbench.runner.deadline import TimeLimits
 from castbench.runner.rollout import AgentSet
 from castbench.store import ResultsStore
 
-__all__ = ["branches_json", "kept_branches", "print_counterfactuals", "run_agents", "stored_branches"]
+__all__ = [
+    "branches_json",
+    "kept_branches",
+    "print_counterfactuals",
+    "run_agents",
+    "run_time_limits",
+    "stored_branches",
+]
 
 _BRANCHES = TypeAdapter(list[TrialBranches])
 
@@ -53,6 +65,39 @@ def run_agents(config: RunConfig) -> AgentSet:
     )
 
 
+def run_time_limits(store: ResultsStore, run_id: str) -> TimeLimits | None:
+    """The time limits the run's trials were held to (its metadata), for its branches: a branch is
+    played as its trial was (None: a run stored before they were recorded, the defaults)."""
+    recorded = json.loads(store.run(run_id).meta_json).get("time_limits")
+    return None if not isinstance(recorded, dict) else TimeLimits.model_validate(recorded)
+
+
+@contextmanager
+def _run_bounds(store: ResultsStore, run_id: str) -> Iterator[None]:
+    """The per-trial bounds the run's trials had (`--trial-limits`, its metadata), for its branches'
+    worker processes, whatever this process was given: a branch's process is bounded as its
+    trial's was (a critic reading its limits finds the same). Runs stored before they were
+    recorded: this process's."""
+    recorded = json.loads(store.run(run_id).meta_json).get("trial_limits")
+    if not isinstance(recorded, dict):
+        yield
+        return
+    limits = confine.TrialLimits(**{k: int(v) for k, v in recorded.items() if k in _BOUNDS})
+    spec = ",".join(f"{name}={getattr(limits, name)}" for name in _BOUNDS)
+    before = os.environ.get(confine.LIMITS_ENV)
+    os.environ[confine.LIMITS_ENV] = spec
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(confine.LIMITS_ENV, None)
+        else:
+            os.environ[confine.LIMITS_ENV] = before
+
+
+_BOUNDS = ("memory", "file", "processes", "cpu")
+
+
 def _key(store: ResultsStore, run_id: str, config: RunConfig) -> str:
     trials = store.trials_version(run_id)
     parts = [run_id, config.config_hash(), repr(trials), code_digest(tuple(config.domains))]
@@ -72,7 +117,10 @@ def kept_branches(store: ResultsStore, run_id: str, config: RunConfig) -> list[T
     kept = stored_branches(store, run_id, config)
     if kept is not None:
         return kept
-    branches = branch_run(config, run_agents(config), store.trials(run_id))
+    with _run_bounds(store, run_id):
+        branches = branch_run(
+            config, run_agents(config), store.trials(run_id), run_time_limits(store, run_id)
+        )
     store.cache(_key(store, run_id, config), "counterfactuals", _BRANCHES.dump_json(branches).decode())
     return branches
 

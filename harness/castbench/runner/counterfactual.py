@@ -6,13 +6,30 @@ critic's effect with noise. castbench's sandboxes are resettable and its trials 
 trial can be branched at a verdict and the branch the verdict did not take played to its end:
 
 - a **flag**: the action executes as proposed and the loop goes on without that critique (later
-  proposals are verified by the critic as usual);
+  proposals are verified by the critic as usual). The policy stands by the flagged proposal: it
+  comes back, unrevised, in the step's remaining rounds (the critic is asked as a policy that
+  insists would have it asked) and executes when the critic passes it or the rounds run out; the
+  policy never reads the critique. Where no round is left to stand in (a run that blocks an
+  exhausted proposal), the flag is overruled where it stands;
 - a **pass**: the action is flagged instead, with a critique that carries nothing but the flag
-  (`BARE_CRITIQUE`: no failure type, no reason). The labeler's rationale would make a sharper
+  (`BARE_CRITIQUE`: no failure type, no reason). The critic is not asked about that proposal at
+  all (the flag spends the round its own flag would have); should its own verdicts run the step
+  out one round short of a real step's, it is asked once more, on the same proposal, which then
+  goes as an exhausted one does. The labeler's rationale would make a sharper
   critique, but it is privileged (it is computed from the gold actions) and would reach the
   policy: the branch would measure a critic that knows the answer. A pass's branch therefore
   measures what a flag *without a rationale* would have done: a lower bound on what a flag of
   this critic would have been worth, honestly defined for every critic alike.
+
+What the critic sees (issue 56, route 9). A critic that could tell a branch from its trial could
+play trials straight and sink branches (a flag then reads as a trial saved, a pass as nothing
+lost). So a branch is played through the loop every trial runs, with the trial's time limits,
+the same transport, worker pool, sandbox and bounds, and the critic is shown only what a real
+trial could show it: never a verdict of its own overruled while it had rounds left (a flag's
+proposal comes back as an insisting policy's does; a pass is never asked for), never fewer
+verdicts at a step that ran out of rounds, and, for a critic of one's own (an import path), its
+calls up to the branch point when they came in the trial (a policy answering from a cache in the
+replay would otherwise rush them). What stays visible is written in docs/sandbox.md.
 
 A verdict whose opposite would change nothing is not played: a flag in the last round when the
 run executes an exhausted proposal anyway (`on_exhausted=execute`) executes in both branches, and
@@ -34,6 +51,7 @@ same branches.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -42,7 +60,7 @@ from pydantic import BaseModel
 from castbench.conversation import Verdict
 from castbench.domain import Domain, Task, load_domain
 from castbench.records.branches import Branch, BranchPoint, Effect, TrialBranches
-from castbench.records.config import RunConfig
+from castbench.records.config import RunConfig, Verification
 from castbench.records.trial import TrialRecord
 from castbench.runner.deadline import TimeLimits
 from castbench.runner.plan import TrialJob
@@ -100,20 +118,89 @@ def branch_refusal(agents: AgentSet) -> str | None:
 
 
 class OtherVerdict:
-    """Takes the other verdict at the branch point, and keeps the critic's own verdict there so the
-    replay can be checked against the record."""
+    """Takes the other verdict at the branch point through the loop every trial runs (`Overrule`),
+    so that what reaches the critic is what a real trial could show it (see the module's
+    docstring, "What the critic sees"); keeps what the replay did there, for the check against
+    the record.
 
-    def __init__(self, point: BranchPoint) -> None:
+    `record`: the trial as it ran; with `pace`, the replay waits so that each of the critic's calls
+    up to the branch point comes when it came in the trial (within its step), and a flagged
+    proposal the policy stands by comes back after the policy's own revision time."""
+
+    def __init__(
+        self,
+        point: BranchPoint,
+        verification: Verification | None = None,
+        record: TrialRecord | None = None,
+        pace: bool = False,
+    ) -> None:
         self.point = point
+        rules = verification or Verification()
+        self.stand = point.flagged and rules.on_exhausted == "execute" and point.round + 1 < rules.rounds
+        """A flag with rounds left under `execute`: the policy stands by the proposal (it comes
+        back until the critic passes it or the rounds run out, and then it executes), as a
+        policy that insists does in any trial. Otherwise the flag is overruled where it stands."""
+        self.record = record if pace else None
+        self.reached = False
+        """The replay reached the branch point (the same proposal there: checked with the rest)."""
         self.seen: Verdict | None = None
+        """The critic's own verdict at the branch point (a flag's branch asks it; a pass's never)."""
+        self._origin: float | None = None
+        """With `pace`: when the replay's first step's view came, from the trial's start."""
 
-    def __call__(self, step: int, round_: int, verdict: Verdict) -> Verdict:
+    def _recorded(self, step: int, round_: int) -> tuple[float, float] | None:
+        """When, in the trial, step `step`'s view came and the critic was called about its proposal
+        `round_`: seconds from the first step's view (each view came as the step before ended)."""
+        if self.record is None or step >= len(self.record.steps):
+            return None
+        proposals = self.record.steps[step].proposals
+        if round_ >= len(proposals):
+            return None
+        viewed = sum(earlier.timing.total_s for earlier in self.record.steps[:step])
+        called = sum(p.policy_s for p in proposals[: round_ + 1]) + sum(
+            p.critic_s for p in proposals[:round_]
+        )
+        if (step, round_) == (self.point.step, self.point.round) and not self.point.flagged:
+            called += proposals[round_].critic_s  # a pass's branch: when its verdict came out
+        return viewed, viewed + called
+
+    def before(self, step: int, round_: int, since_view: float, since_start: float) -> Verdict | None:
+        here = (step, round_) == (self.point.step, self.point.round)
+        if (step, round_) <= (self.point.step, self.point.round):
+            recorded = self._recorded(step, round_)
+            if recorded is not None:  # the prefix as it ran: each of the critic's calls when it came
+                viewed, called = recorded
+                if self._origin is None:  # the replay's first view, from the trial's start
+                    self._origin = since_start - since_view - viewed
+                wait = self._origin + called - since_start
+                if wait > 0:
+                    time.sleep(wait)
+        if not here:
+            return None
+        self.reached = True
+        if self.point.flagged:
+            return None
+        # a pass's branch: the critic is not asked about this proposal at all, so no call of its
+        # shows a verdict it gave being overruled (the next proposal it sees here is, to it, the
+        # step's first or a revision of its own flag)
+        return Verdict(verdict="invalid", explanation=BARE_CRITIQUE)
+
+    def after(self, step: int, round_: int, verdict: Verdict) -> Verdict:
         if (step, round_) != (self.point.step, self.point.round):
             return verdict
         self.seen = verdict
-        if verdict.flags:
+        if verdict.flags and not self.stand:
             return Verdict(verdict="valid", explanation=PASSED_IN_BRANCH)
-        return Verdict(verdict="invalid", explanation=BARE_CRITIQUE)
+        return verdict
+
+    def stands(self, step: int, round_: int) -> float | None:
+        if not (self.stand and step == self.point.step and round_ >= self.point.round):
+            return None
+        if self.record is None:
+            return 0.0
+        proposals = self.record.steps[step].proposals if step < len(self.record.steps) else []
+        revision = proposals[round_ + 1] if round_ + 1 < len(proposals) else None
+        return revision.policy_s if revision is not None else 0.0
 
 
 def _plain(value: BaseModel | None) -> Any:
@@ -127,7 +214,7 @@ def _divergence(factual: TrialRecord, branch: TrialRecord, overrule: OtherVerdic
     if branch.opening != factual.opening:
         return "user", "its opening message"
     point = overrule.point
-    if overrule.seen is None:  # the verdict was never asked for: the replay went another way
+    if not overrule.reached:  # the replay never came to the verdict: it went another way
         return (
             "policy",
             f"the replay ended at step {len(branch.steps)} ({branch.end_reason}) before the verdict",
@@ -141,12 +228,14 @@ def _divergence(factual: TrialRecord, branch: TrialRecord, overrule: OtherVerdic
             again = replayed.proposals[round_] if round_ < len(replayed.proposals) else None
             if again is None or _plain(again.action) != _plain(proposal.action):
                 return "policy", f"its proposal at step {index}, round {round_}"
-            verdict = overrule.seen if (index, round_) == (point.step, point.round) else again.verdict
-            if _plain(verdict) != _plain(proposal.verdict):
+            if (index, round_) == (point.step, point.round):
+                break  # the verdict at the branch point: checked below, where the critic gave one
+            if _plain(again.verdict) != _plain(proposal.verdict):
                 return "critic", f"its verdict at step {index}, round {round_}"
         if index < point.step and _plain(replayed.observation) != _plain(recorded.observation):
             return "user", f"the answer at step {index}"
-    if _plain(overrule.seen) != _plain(factual.steps[point.step].proposals[point.round].verdict):
+    given = factual.steps[point.step].proposals[point.round].verdict
+    if point.flagged and _plain(overrule.seen) != _plain(given):
         return "critic", f"its verdict at step {point.step}, round {point.round}"
     return None
 
@@ -176,6 +265,14 @@ def plays(point: BranchPoint, config: RunConfig) -> bool:
     return not (last_round and config.verification.on_exhausted == "execute")
 
 
+def paced(agents: AgentSet) -> bool:
+    """Whether a branch's replay keeps the trial's timing for the critic: when the critic is code
+    of one's own (an import path), which could read the replay's pace (a policy whose model
+    answers from a cache in the replay, in seconds in the trial). castbench's own critics read
+    no clock."""
+    return agents.critic is not None and agents.critic.kind == "import"
+
+
 def branch_trial(
     record: TrialRecord,
     config: RunConfig,
@@ -203,7 +300,7 @@ def branch_trial(
             )
             branches.append(unchanged)
             continue
-        overrule = OtherVerdict(point)
+        overrule = OtherVerdict(point, config.verification, record, pace=paced(agents))
         played = run_job(job, config, agents, expected, time_limits, overrule=overrule)
         diverged = _divergence(record, played, overrule)
         if diverged is not None:

@@ -94,8 +94,25 @@ __all__ = [
     "Verification",
 ]
 
-Overrule = Callable[[int, int, Verdict], Verdict]
-"""(step index, round, the critic's verdict) -> the verdict the loop acts on."""
+
+class Overrule(Protocol):
+    """How a counterfactual branch (`castbench.runner.counterfactual`) takes the verdict its trial
+    did not take, through the loop every trial runs: nothing of it reaches an agent but the
+    verdict's consequences (which proposal executes, which critique the policy reads)."""
+
+    def before(self, step: int, round_: int, since_view: float, since_start: float) -> Verdict | None:
+        """Called before the critic is asked about proposal `round_` of step `step`, `since_view`
+        seconds after the step's view was given out and `since_start` after the trial began (it
+        may wait first): a verdict the loop acts on without asking the critic, or None to ask it."""
+
+    def after(self, step: int, round_: int, verdict: Verdict) -> Verdict:
+        """The verdict the loop acts on, given the critic's."""
+
+    def stands(self, step: int, round_: int) -> float | None:
+        """After a flag with rounds left: None to give the policy the critique, as in every
+        trial; else the policy stands by its proposal, which is proposed again (the policy is not
+        asked) after that many seconds."""
+
 
 Labeler = Callable[
     [Domain, Task, Action, Database, Sequence[Event], ConfirmationJudge | None, CallRun | None],
@@ -156,6 +173,11 @@ class _Step:
     critiques: list[Event] = field(default_factory=list)
     fault: str | None = None
     """The fault the harness injected into the executed tool call, if any."""
+    asked: bool = True
+    """The critic gave the verdict of the step's latest proposal."""
+    unasked: int = 0
+    """Verdicts of this step a counterfactual branch gave without asking the critic (it is still
+    asked as many times as in any step that runs out of rounds)."""
     user_stop: bool = False
     """The user ended the conversation in answer to this step's reply."""
 
@@ -192,9 +214,8 @@ class Episode:
         `labelled`: the privileged labeler judges each proposed action (the critic's figures and
         the strict reward read its labels); False for a trial whose plain reward is all that is
         read, as a reference floor's (its record then has no labels and no strict reward).
-        `overrule`: given (step index, round, the critic's verdict), the verdict the loop acts on
-        instead: how a counterfactual branch (`castbench.runner.counterfactual`) takes the
-        verdict the trial did not take; None for every ordinary trial. `reply_judge`: a model
+        `overrule`: how a counterfactual branch (`castbench.runner.counterfactual`) takes the
+        verdict the trial did not take (`Overrule`); None for every ordinary trial. `reply_judge`: a model
         that decides the reply checks when the trial is graded (`castbench.models.reply_judge`),
         after it has ended, and each write's explicit yes inside the privileged labeler: nothing
         it reads or says reaches an agent. `judge`: one already made instead (a verifier's stored
@@ -466,12 +487,15 @@ class Episode:
         self._view_at = _clock()
         return self.view()
 
-    def _advance(self, action: Any, spent: float) -> StepOutcome:
+    def _advance(self, action: Any, spent: float, again: bool = False) -> StepOutcome:
+        """`again`: the same action proposed anew in this step's next round (a branch's policy
+        that stands by a flagged proposal): already checked and charged."""
         # anything but an action (a dict, None) is a bug of the agent's code: agent_error, not a
         # malformed action it would be asked to retry for every step (those are a model's output)
-        if not (self._stored_actions and isinstance(action, _ACTIONS)):
-            self._check("policy", action, _ACTIONS, "action")
-        self._charge("policy", action.usage)
+        if not again:
+            if not (self._stored_actions and isinstance(action, _ACTIONS)):
+                self._check("policy", action, _ACTIONS, "action")
+            self._charge("policy", action.usage)
         step = self._step or _Step(tuple(self.conversation), self._view_at)
         self._step = step
         step.timing.policy_s += spent
@@ -511,10 +535,28 @@ class Episode:
         ):
             verdict = self._verify(step, proposal)
             if verdict.flags and proposal.round + 1 < self.verification.rounds:
+                pause = (
+                    None if self._overrule is None else self._overrule.stands(len(self.steps), proposal.round)
+                )
+                if pause is not None:
+                    if pause > 0:
+                        time.sleep(pause)
+                    return self._advance(action, pause, again=True)
                 critique = CritiqueTurn(verdict=verdict, proposal=action)
                 step.critiques.append(critique)
                 self._view_at = _clock()
                 return StepOutcome(self.view(), critique)
+            if (
+                verdict.flags
+                and step.unasked
+                and step.asked
+                and proposal.round + 1 - step.unasked < self.verification.rounds
+            ):
+                # a branch gave a verdict of this step without asking the critic: the critic has a
+                # round of its own left, which it gives on the same proposal (a policy that
+                # insists), the proposal then going as exhausted ones do
+                time.sleep(proposal.policy_s)
+                return self._advance(action, proposal.policy_s, again=True)
             if verdict.flags and self.verification.on_exhausted == "block":
                 executed = None
         index = len(self.steps)
@@ -556,12 +598,24 @@ class Episode:
         return end
 
     def _verify(self, step: _Step, proposal: Proposal) -> Verdict:
+        index, overrule = len(self.steps), self._overrule
+        now = _clock()
+        given = (
+            None
+            if overrule is None
+            else overrule.before(index, proposal.round, now - step.started, now - self._clock_started)
+        )
         start = _clock()
-        view = CriticView(self.critic_briefing, step.history, proposal.action)
-        verdict = self._guarded("critic", self.critic.verify, view, what="verifying an action")
-        self._check("critic", verdict, Verdict, "verdict")
-        if self._overrule is not None:
-            verdict = self._overrule(len(self.steps), proposal.round, verdict)
+        if given is None:
+            view = CriticView(self.critic_briefing, step.history, proposal.action)
+            verdict = self._guarded("critic", self.critic.verify, view, what="verifying an action")
+            self._check("critic", verdict, Verdict, "verdict")
+            if overrule is not None:
+                verdict = overrule.after(index, proposal.round, verdict)
+        else:
+            verdict = given
+            step.unasked += 1
+        step.asked = given is None
         proposal.critic_s = _clock() - start
         proposal.verdict = verdict
         step.timing.critic_s += proposal.critic_s
