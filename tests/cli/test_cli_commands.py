@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -115,6 +116,34 @@ def test_domains_validate_names_each_broken_task(tmp_path: Path, monkeypatch: py
     assert "task changes-nothing: outcome is 'change' but replaying its actions changes nothing" in output
     assert "task order-dependent: outcome depends on the order of its writes; mark it 'ordered'" in output
     assert "task fine" not in output
+
+
+@pytest.mark.parametrize("published", [False, True])
+def test_domains_validate_fails_a_task_refusing_everything_passes(
+    published: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A task whose gold changes a field its grading ignores: the blanket-refusal floor passes it
+    without a tool call. A problem named with its task id; in a published set (graded as
+    published), listed without failing."""
+    tasks = [
+        toy_task("fine", [add_call("x", 1)]),
+        toy_task("refusable", [add_call("x", 1)], grading={"ignore_fields": ["counters.value"]}),
+    ]
+    domain = build_toy_domain(tmp_path, tasks, name="refusabletoy")
+    register_toy(monkeypatch, dataclasses.replace(domain, requires_earned=not published))
+    result = invoke("domains", "validate", "--domain", "refusabletoy")
+    output = " ".join(result.output.split())
+    said = (
+        "refusabletoy task refusable: refusing everything passes it (scripted:refuse scored 1 with no "
+        "tool call): its grading checks nothing its request needs"
+    )
+    assert said in output and "task fine" not in output, output
+    if published:
+        assert result.exit_code == 0, result.output
+        assert "1 task(s) refusing everything passes, kept as the published set grades them" in output
+    else:
+        assert result.exit_code == 1, result.output
+        assert "refusabletoy 1-0: 1 problem(s)" in output
 
 
 def test_runs_show_says_why_a_refusal_was_not_earned(tmp_path: Path) -> None:

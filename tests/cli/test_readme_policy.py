@@ -4,10 +4,12 @@ evaluates it there (in its worker process, sandboxed as any import-path agent)."
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from castbench.store import ResultsStore
 
@@ -66,3 +68,47 @@ def test_the_critic_example_runs_as_written(tmp_path: Path, repo_env: dict[str, 
         if proposal.verdict is not None
     ]
     assert "valid" in verdicts, output
+
+
+def _critic_snippet() -> str:
+    block = (ROOT / "docs" / "agents.md").read_text().split("<!-- readme-critic -->", 1)[1]
+    found = re.search(r"```python\n(.*?)```", block.split("<!-- /readme-critic -->", 1)[0], re.DOTALL)
+    assert found, "docs/agents.md's critic example is not a python block between its markers"
+    return found.group(1)
+
+
+def test_the_critic_example_rejects_an_unconfirmed_write_and_passes_a_confirmed_one() -> None:
+    """Both of its answers, on the views castbench hands it (built from the retail domain)."""
+    from castbench.agents import CriticView, ReplyAction, ToolCallAction, UserTurn, public_briefing
+    from castbench.domain import load_domain
+
+    code: dict[str, Any] = {}
+    exec(compile(_critic_snippet(), "mycritic.py", "exec"), code)
+    briefing = public_briefing(load_domain("retail"), seed=0, trial_index=0)
+    critic = code["MyCritic"](briefing)
+    write = next(iter(sorted(briefing.write_tools)))
+    cancel = ToolCallAction(name=write, arguments={})
+    asked = (UserTurn(text="Please cancel my order."),)
+    rejected = critic.verify(CriticView(briefing, asked, cancel))
+    assert (rejected.verdict, rejected.failure_type, rejected.flags) == ("invalid", "domain_violation", True)
+    assert write in rejected.explanation
+    confirmed = (*asked, UserTurn(text="Yes, go ahead."))
+    assert critic.verify(CriticView(briefing, confirmed, cancel)).verdict == "valid"
+    assert critic.verify(CriticView(briefing, asked, ReplyAction(text="Which order?"))).verdict == "valid"
+
+
+def test_the_critic_fields_table_names_every_field() -> None:
+    """docs/agents.md documents each field of what a critic is given and returns: a field added
+    to `Briefing`, `CriticView` or `Verdict` fails here until the page says what it holds."""
+    from castbench.agents import Briefing, CriticView, Verdict
+
+    page = (ROOT / "docs" / "agents.md").read_text()
+    section = page.split("<!-- critic-fields -->", 1)[1].split("<!-- /critic-fields -->", 1)[0]
+    for kind, names in (
+        (Briefing, [item.name for item in dataclasses.fields(Briefing)]),
+        (CriticView, [item.name for item in dataclasses.fields(CriticView)]),
+        (Verdict, [*Verdict.model_fields, "flags"]),
+    ):
+        table = section.split(f"| `{kind.__name__}` field |", 1)[1].split("\n\n", 1)[0]
+        documented = re.findall(r"^\| `(\w+)` \|", table, re.MULTILINE)
+        assert documented == names, (kind.__name__, documented, names)

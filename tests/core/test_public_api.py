@@ -15,7 +15,6 @@ import re
 import subprocess
 import sys
 import tomllib
-import warnings
 from pathlib import Path
 from types import ModuleType
 
@@ -220,9 +219,15 @@ def test_the_contract_forbids_every_internal_module_to_the_packs() -> None:
     assert forbidden == {"castbench.agents.*", "castbench.domain.*", *(children - set(PUBLIC))}
 
 
+OLD_PATH_WARNING = (
+    r"castbench\.agents\.conversation is deprecated and will be removed in castbench 0\.2\.0: "
+    r"import from castbench\.agents instead"
+)
+
+
 def test_the_agent_conversation_shim_warns_and_gives_the_public_objects() -> None:
     sys.modules.pop("castbench.agents.conversation", None)
-    with pytest.warns(DeprecationWarning, match=r"import from castbench\.agents instead"):
+    with pytest.warns(DeprecationWarning, match=OLD_PATH_WARNING):
         old = importlib.import_module("castbench.agents.conversation")
     for name in old.__all__:
         assert getattr(old, name) is getattr(castbench.agents, name), name
@@ -239,18 +244,39 @@ def test_an_agent_on_the_old_path_runs_a_trial_with_a_warning(tmp_path: Path) ->
     for module in ("tests.core.old_path_agents", "castbench.agents.conversation"):
         sys.modules.pop(module, None)
     trials: list[TrialRecord] = []
-    with pytest.warns(
-        DeprecationWarning, match=r"castbench\.agents\.conversation is deprecated.*castbench\.agents"
-    ):
+    with pytest.warns(DeprecationWarning, match=OLD_PATH_WARNING):
         evaluate(**options, db=f"sqlite:///{tmp_path / 'in.db'}", in_process=True, on_trial=trials.append)  # type: ignore[arg-type]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
+    # the worker imports the agent: it reports the warning, which is raised again here, at the
+    # agent's import line
+    with pytest.warns(DeprecationWarning, match=OLD_PATH_WARNING) as caught:
         evaluate(**options, db=f"sqlite:///{tmp_path / 'worker.db'}", on_trial=trials.append)  # type: ignore[arg-type]
+    assert [Path(w.filename).name for w in caught if "conversation" in str(w.message)] == [
+        "old_path_agents.py"
+    ]
     assert len(trials) == 2
     for trial in trials:
         assert trial.status == "scored" and trial.end_reason not in ("agent_error", "harness_error"), trial
         actions = [type(step.action).__name__ for step in trial.steps]
         assert actions[:2] == ["ToolCallAction", "ReplyAction"], actions
+
+
+def test_the_old_agent_path_warns_on_the_console_once_per_run(
+    tmp_path: Path, repo_env: dict[str, str]
+) -> None:
+    """Through the CLI, where Python hides a `DeprecationWarning` by default, with the agent in its
+    worker (three trials: three imports of the agent, one line), and with `--in-process`."""
+    task = castbench.domain.load_domain("retail").tasks("test")[0].id
+    for extra, db in (([], "worker.db"), (["--in-process"], "in.db")):
+        command = [
+            str(Path(sys.executable).parent / "castbench"), "eval", "--domain", "retail", "--trials", "3",
+            "--tasks", task, "--policy", "tests.core.old_path_agents:OldPathPolicy",
+            "--db", f"sqlite:///{tmp_path / db}", *extra,
+        ]  # fmt: skip
+        done = subprocess.run(command, env=repo_env, capture_output=True, text=True, cwd=ROOT, timeout=300)
+        assert done.returncode == 0, done.stderr
+        said = [line for line in done.stderr.splitlines() if "DeprecationWarning" in line]
+        assert len(said) == 1, done.stderr
+        assert re.search(OLD_PATH_WARNING, said[0]) and "old_path_agents.py:" in said[0], said
 
 
 def test_the_api_page_names_every_public_name() -> None:

@@ -25,6 +25,7 @@ from urllib.parse import parse_qsl
 from pydantic import BaseModel, ValidationError
 
 from castbench.agents.spec import AgentSpec, AgentSpecError, Role, import_target, protocol_problem
+from castbench.deprecation import forward
 
 __all__ = [
     "AgentSpec",
@@ -249,6 +250,7 @@ def resolve(
             from castbench.agents.transports.worker import probe
 
             found = probe(role, name)
+            forward(found.deprecations)  # what its import warned of, in its worker: shown here
             if not found.privileged:
                 return AgentSpec(role, spec, name, None, params, False, "import", "worker", found.needs)
         factory = import_target(name)

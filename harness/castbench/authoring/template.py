@@ -1,15 +1,16 @@
-"""`castbench domains new NAME`: a new domain pack copied from the template, `examples/domain`.
+"""`castbench domains new NAME`: a new domain pack copied from the template (`template_folder`).
 
 Why a copy of a working domain rather than a skeleton of empty files: a copy passes
 `castbench domains validate` and scores 1.000 with the oracle before its author changes a line,
 so each edit after it can be checked on its own. The template is the lending library of
-`examples/domain` (docs/domains.md walks through it); the copy is renamed where a name must be
-unique among installed domains (the package, the distribution, the entry point, the domain's
-name and its task ids), and keeps the library's content for its author to replace.
+this package's `domain-template/` folder (docs/domains.md walks through it); the copy is renamed
+where a name must be unique among installed domains (the package, the distribution, the entry
+point, the domain's name and its task ids), and keeps the library's content for its author to
+replace.
 
-The template ships in castbench's source checkout, not in its wheel: `castbench domains new`
-reads it from the checkout castbench runs from (`pip install -e .`, as the README installs it),
-or from the folder `template` names.
+The template is package data of `castbench.authoring` (pyproject's `[tool.setuptools.package-data]`):
+it ships in castbench's wheel, so `castbench domains new` works from an installed castbench as from
+a checkout. Its folder name is not a Python name, so no tool reads it as a module of castbench.
 """
 
 from __future__ import annotations
@@ -17,13 +18,15 @@ from __future__ import annotations
 import re
 import shutil
 from dataclasses import dataclass
+from importlib.resources import files
 from pathlib import Path
 
 from castbench.domain import available_domains
-from castbench.version import PACKAGE_ROOT
 
 __all__ = ["TEMPLATE_PACKAGE", "NewDomain", "TemplateError", "new_domain", "template_folder"]
 
+TEMPLATE_FOLDER = "domain-template"
+"""The template's folder in this package (package data)."""
 TEMPLATE_NAME = "library"
 TEMPLATE_PACKAGE = "castbench_library"
 _NAME = re.compile(r"^[a-z][a-z0-9]*(?:[-_][a-z0-9]+)*$")
@@ -47,8 +50,9 @@ class NewDomain:
 
 
 def template_folder() -> Path:
-    """`examples/domain` of the checkout this castbench is imported from."""
-    return PACKAGE_ROOT.resolve().parents[1] / "examples" / "domain"
+    """The template castbench ships: `domain-template/` beside this module, where castbench is
+    installed (a wheel's site-packages or an editable checkout)."""
+    return Path(str(files(__package__ or "castbench.authoring") / TEMPLATE_FOLDER))
 
 
 def new_domain(name: str, out: Path, *, template: Path | None = None) -> NewDomain:
@@ -65,8 +69,8 @@ def new_domain(name: str, out: Path, *, template: Path | None = None) -> NewDoma
     source = template if template is not None else template_folder()
     if not (source / TEMPLATE_PACKAGE / "__init__.py").is_file():
         raise TemplateError(
-            f"no domain template at {source} (it ships in castbench's source checkout, examples/domain): "
-            "run from a checkout (pip install -e .) or pass the template folder"
+            f"no domain template at {source} (castbench ships one as castbench/authoring/{TEMPLATE_FOLDER}): "
+            "pass the folder of a template (--template), or reinstall castbench"
         )
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise TemplateError(f"{out}: exists and is not an empty folder; choose a new one")

@@ -46,6 +46,10 @@ class ValidationReport:
     excluded: list[str] = field(default_factory=list)
     """Tasks the domain itself leaves out of scores as broken (a published task set's), with why:
     reported, not failed."""
+    refused: list[str] = field(default_factory=list)
+    """Tasks of a published set (`Domain.requires_earned` False) that refusing everything passes
+    (`castbench.runner.oracle_check.validated`): reported, not failed, since the set grades them
+    as published. In a domain castbench's rules author, each is a problem instead."""
 
     @property
     def ok(self) -> bool:

@@ -45,6 +45,7 @@ from typer import _click as click  # noqa: E402  typer's own copy of click, the 
 from typer.core import TyperCommand  # noqa: E402
 
 from castbench.cli.errors import CastbenchGroup, fail  # noqa: E402
+from castbench.deprecation import show_on_console  # noqa: E402
 
 __all__ = ["COMMANDS", "PLUGIN_GROUP", "LazyCommand", "app", "main", "plugin_commands"]
 
@@ -324,6 +325,7 @@ def _process_options(argv: list[str]) -> list[str]:
 
 def main() -> None:
     _refuse_outside_code()
+    show_on_console()  # a moved name an agent or script still uses: said once, with the new place
     try:
         sys.argv[1:] = _process_options(sys.argv[1:])
     except typer.Exit as exc:

@@ -10,7 +10,6 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from castbench.authoring.validate import validate_domain
 from castbench.cli.domains_new_cmd import new_domain_command
 from castbench.cli.errors import fail
 from castbench.cli.options import DomainOption, PackOptionFlag, SplitOption, Tau2DataOption
@@ -61,18 +60,28 @@ def validate(
     pack_option: PackOptionFlag = None,  # applied as parsed, before any pack loads
     tau2_data: Tau2DataOption = None,  # deprecated: --pack-option tau2.data=DIR
 ) -> None:
-    """Replay every task's ground truth; exit 1 on any broken task."""
+    """Replay every task's ground truth and play it with the refusing floor; exit 1 on any broken
+    task or any task refusing everything passes."""
+    from castbench.runner.oracle_check import validated
+
     if tasks_file is not None:
         _validate_private(tasks_file)
     failed = False
     for item in resolve_domains(domain):
-        report = validate_domain(item)
+        report = validated(item)
         counts = ", ".join(f"{split} {count}" for split, count in report.counts.items())
         if report.ok:
             console.print(f"[green]✓[/] {escape(f'{report.domain} {report.version}: {counts}')} tasks valid")
             if report.excluded:
                 console.print(f"   [yellow]{len(report.excluded)} broken task(s) excluded from scores:[/]")
                 for line in report.excluded:
+                    console.print(f"   {escape(line)}")
+            if report.refused:
+                console.print(
+                    f"   [yellow]{len(report.refused)} task(s) refusing everything passes, "
+                    "kept as the published set grades them:[/]"
+                )
+                for line in report.refused:
                     console.print(f"   {escape(line)}")
         else:
             failed = True

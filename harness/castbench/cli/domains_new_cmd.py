@@ -19,10 +19,10 @@ def new_domain_command(
         Path | None, typer.Option(help="The folder to write (new or empty); default ./castbench_NAME.")
     ] = None,
     template: Annotated[
-        Path | None, typer.Option(help="A template folder other than the checkout's examples/domain.")
+        Path | None, typer.Option(help="A template folder other than the one castbench ships.")
     ] = None,
 ) -> None:
-    """Copy the domain template (examples/domain, a lending library that validates and that the
+    """Copy the domain template (a lending library that validates and that the
     oracle solves) under a new name, to edit into your own domain (docs/domains.md)."""
     folder = out if out is not None else Path(f"castbench_{name.replace('-', '_')}")
     try:

@@ -1,7 +1,8 @@
-"""The domain template, `examples/domain`: a working domain in under 250 lines that a pack author
-copies. It validates, the oracle scores 1.000 on every task plain and strict, the reference floors
-are computed on it (and none of them passes a task: the look-up task names its rival value, so
-saying every value seen does not answer it), and it imports only what a pack author imports."""
+"""The domain template (castbench/authoring/domain-template, package data): a working domain in
+under 250 lines that a pack author copies. It validates, the oracle scores 1.000 on every task
+plain and strict, the reference floors are computed on it (and none of them passes a task: the
+look-up task names its rival value, so saying every value seen does not answer it), and it
+imports only what a pack author imports."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from castbench.domain import Domain, registry
 from tests.conftest import REPO_ROOT
 from tests.support import invoke, sqlite_url
 
-EXAMPLE = REPO_ROOT / "examples" / "domain"
+EXAMPLE = REPO_ROOT / "harness" / "castbench" / "authoring" / "domain-template"
 LINE_BUDGET = 250
 
 
@@ -39,7 +40,7 @@ def template_files(root: Path) -> list[Path]:
 @pytest.fixture
 def library(monkeypatch: pytest.MonkeyPatch) -> Domain:
     """The template's domain, importable from the checkout (installed or not) and registered for
-    this test only, as `pip install -e examples/domain` would make it available."""
+    this test only, as `pip install -e` of the template would make it available."""
     monkeypatch.syspath_prepend(str(EXAMPLE))
     domain = importlib.import_module("castbench_library").domain
     monkeypatch.setitem(registry._registered, domain.name, domain)
@@ -57,7 +58,7 @@ def test_the_template_is_under_250_lines_and_has_every_part_of_a_pack() -> None:
         "castbench_library/tasks/test.json",
     } <= names
     lines = sum(len(path.read_text().splitlines()) for path in files)
-    assert lines < LINE_BUDGET, f"examples/domain is {lines} lines"
+    assert lines < LINE_BUDGET, f"the template is {lines} lines"
 
 
 def test_its_pyproject_registers_the_domain_under_the_entry_point_group(library: Domain) -> None:

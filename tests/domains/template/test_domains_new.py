@@ -4,7 +4,11 @@ is solved by the oracle, and names nothing of the template's where a name must b
 from __future__ import annotations
 
 import importlib
+import subprocess
+import sys
+import sysconfig
 import tomllib
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -25,8 +29,48 @@ def _register(monkeypatch: pytest.MonkeyPatch, root: Path, package: str) -> Doma
     return domain
 
 
-def test_the_template_is_the_checkouts_example() -> None:
-    assert template_folder() == REPO_ROOT / "examples" / "domain"
+def test_the_template_is_package_data_declared_in_pyproject() -> None:
+    """Found through `importlib.resources` where castbench is installed, and every file of it is
+    declared as package data, so the wheel holds the whole template."""
+    folder = template_folder()
+    assert folder == REPO_ROOT / "harness" / "castbench" / "authoring" / "domain-template"
+    declared = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    patterns = declared["package-data"]["castbench.authoring"]
+    package = folder.parent
+    shipped = {path for pattern in patterns for path in package.glob(pattern)}
+    assert shipped == set(template_files(folder)), sorted(set(template_files(folder)) ^ shipped)
+
+
+def test_domains_new_works_from_an_installed_wheel(tmp_path: Path) -> None:
+    """castbench built as a wheel and run from it alone (not this checkout): `domains new` copies
+    the template the wheel holds, and the new pack imports as its domain."""
+    wheels, site, work = tmp_path / "wheels", tmp_path / "site", tmp_path / "work"
+    build = [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w"]
+    subprocess.run([*build, str(wheels), str(REPO_ROOT)], check=True, capture_output=True, timeout=600)
+    (wheel,) = wheels.glob("castbench-*-py3-none-any.whl")
+    zipfile.ZipFile(wheel).extractall(site)
+    work.mkdir()
+    # no site processing: this checkout's editable install is not on the path; the dependencies
+    # come from the environment's site-packages, as pip would install them
+    code = (
+        "import sys; from castbench.authoring.template import template_folder; print(template_folder())\n"
+        "from castbench.cli.app import main; sys.argv = ['castbench', 'domains', 'new', 'shop']; main()"
+    )
+    env = {"PYTHONPATH": f"{site}:{sysconfig.get_paths()['purelib']}", "COLUMNS": "100"}
+    done = subprocess.run(
+        [sys.executable, "-S", "-c", code], env=env, capture_output=True, text=True, timeout=300, cwd=work
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.splitlines()[0].startswith(str(site))
+    assert "domain shop: package castbench_shop" in done.stdout
+    probe = (
+        "import castbench_shop; print(castbench_shop.domain.name, len(castbench_shop.domain.tasks('test')))"
+    )
+    env["PYTHONPATH"] = f"{work / 'castbench_shop'}:{env['PYTHONPATH']}"
+    shown = subprocess.run(
+        [sys.executable, "-S", "-c", probe], env=env, capture_output=True, text=True, timeout=300, cwd=work
+    )
+    assert shown.stdout.split() == ["shop", "5"], shown.stdout + shown.stderr
 
 
 def test_a_new_domain_validates_and_the_oracle_solves_it(

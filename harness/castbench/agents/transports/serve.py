@@ -63,6 +63,7 @@ from castbench.conversation import (
     Usage,
     Verdict,
 )
+from castbench.deprecation import caught
 from castbench.domain import Observation, ToolCall
 
 STARTUP_S = 120.0
@@ -171,7 +172,8 @@ def _load(hello: dict[str, Any], compiled: Precompiled) -> tuple[Any, dict[str, 
     sys.path[:] = hello["sys_path"]
     sys.meta_path[:0] = [_RefuseDomains(hello["domain_packages"]), compiled]
     try:
-        factory = import_target(hello["target"])
+        with caught() as deprecations:  # reported to castbench, which shows them (once per run)
+            factory = import_target(hello["target"])
     except AgentSpecError as exc:
         return None, {"error": str(exc), "kind": "spec"}
     problem = protocol_problem(hello["role"], hello["target"], factory)
@@ -181,7 +183,8 @@ def _load(hello: dict[str, Any], compiled: Precompiled) -> tuple[Any, dict[str, 
         needs = sandbox.declared_needs(factory, hello["target"])
     except ValueError as exc:
         return None, {"error": f"{hello['role']} {exc}", "kind": "spec"}
-    return factory, {"privileged": bool(getattr(factory, "privileged", False)), "needs": needs.model_dump()}
+    privileged = bool(getattr(factory, "privileged", False))
+    return factory, {"privileged": privileged, "needs": needs.model_dump(), "deprecations": deprecations}
 
 
 class _Trial:

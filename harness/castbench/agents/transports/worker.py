@@ -431,6 +431,8 @@ class Probe(NamedTuple):
     """It asks for privilege (it will run in castbench's process)."""
     needs: SandboxNeeds
     """What it declares it needs beyond the strictest sandbox."""
+    deprecations: tuple[dict[str, Any], ...] = ()
+    """castbench's deprecation warnings its import raised (`castbench.deprecation.caught`)."""
 
 
 def probe(role: str, target: str) -> Probe:
@@ -443,7 +445,11 @@ def probe(role: str, target: str) -> Probe:
         worker = pool.acquire()
     except (AgentError, AgentTimeout) as exc:
         raise AgentSpecError(f"{role} '{target}': its worker process did not start: {exc}") from exc
-    found = Probe(bool(worker.loaded["privileged"]), SandboxNeeds.model_validate(worker.loaded["needs"]))
+    found = Probe(
+        bool(worker.loaded["privileged"]),
+        SandboxNeeds.model_validate(worker.loaded["needs"]),
+        tuple(worker.loaded.get("deprecations", ())),
+    )
     pool.release(worker)
     if found.privileged or not found.needs.empty:  # privileged agents run in castbench's process;
         pool.close()  # the others' trials run in a pool of workers started with their needs
