@@ -51,12 +51,12 @@ from castbench.domain.identity import (
     identity_call,
     identity_facts,
 )
+from castbench.domain.keeping import kept
 from castbench.domain.pack_options import (
     PackOption,
     PackOptionError,
     PackOptions,
 )
-from castbench.domain.keeping import kept
 from castbench.domain.published import (
     first_person,
     schema_arguments_model,
