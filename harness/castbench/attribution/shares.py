@@ -17,7 +17,7 @@ from castbench.attribution.rules import attribute, context, near_miss
 from castbench.attribution.user_faults import user_faults
 from castbench.records.trial import TrialRecord
 
-__all__ = ["AttributionShares", "TrialJudgement", "attribution_shares", "judge_trial"]
+__all__ = ["AttributionShares", "SharesTally", "TrialJudgement", "attribution_shares", "judge_trial"]
 
 
 class AttributionShares(BaseModel):
@@ -69,39 +69,53 @@ def judge_trial(record: TrialRecord) -> TrialJudgement:
     )
 
 
+class SharesTally:
+    """`attribution_shares`, one judged record at a time."""
+
+    def __init__(self) -> None:
+        self.parties: Counter[str] = Counter()
+        self.causes: Counter[str] = Counter()
+        self.near: Counter[str] = Counter()
+        self.trials = self.passed = self.faulty = 0
+
+    def add(self, record: TrialRecord, judgement: TrialJudgement) -> None:
+        self.trials += 1
+        self.passed += record.passed
+        if judgement.party is not None and judgement.cause is not None:
+            self.parties[judgement.party] += 1
+            self.causes[judgement.cause] += 1
+        if judgement.near_miss is not None:
+            self.near[judgement.near_miss] += 1
+        self.faulty += judgement.simulator_fault
+
+    def result(self) -> AttributionShares:
+        parties, causes, near = self.parties, self.causes, self.near
+        not_passed = sum(parties.values())
+        return AttributionShares(
+            trials=self.trials,
+            not_passed=not_passed,
+            by_party=dict(sorted(parties.items())),
+            by_cause=dict(sorted(causes.items(), key=lambda item: (-item[1], item[0]))),
+            passed=self.passed,
+            near_misses=sum(near.values()),
+            near_miss_causes=dict(sorted(near.items())),
+            simulator_fault_trials=self.faulty,
+            party_shares={party: count / not_passed for party, count in sorted(parties.items())},
+            simulator_fault_share=_ratio(self.faulty, self.trials),
+            near_miss_share=_ratio(sum(near.values()), self.passed),
+        )
+
+
 def attribution_shares(
     records: Iterable[TrialRecord], judged: dict[int, TrialJudgement] | None = None
 ) -> AttributionShares:
     """`judged`: judgements already made, by the id of their record (a summary's per-domain and
     pooled reports read the same records: each trial is judged once); new ones are added to it."""
-    parties: Counter[str] = Counter()
-    causes: Counter[str] = Counter()
-    near: Counter[str] = Counter()
-    trials = passed = faulty = 0
+    tally = SharesTally()
     judged = {} if judged is None else judged
     for record in records:
-        trials += 1
-        passed += record.passed
         judgement = judged.get(id(record))
         if judgement is None:
             judgement = judged[id(record)] = judge_trial(record)
-        if judgement.party is not None and judgement.cause is not None:
-            parties[judgement.party] += 1
-            causes[judgement.cause] += 1
-        if judgement.near_miss is not None:
-            near[judgement.near_miss] += 1
-        faulty += judgement.simulator_fault
-    not_passed = sum(parties.values())
-    return AttributionShares(
-        trials=trials,
-        not_passed=not_passed,
-        by_party=dict(sorted(parties.items())),
-        by_cause=dict(sorted(causes.items(), key=lambda item: (-item[1], item[0]))),
-        passed=passed,
-        near_misses=sum(near.values()),
-        near_miss_causes=dict(sorted(near.items())),
-        simulator_fault_trials=faulty,
-        party_shares={party: count / not_passed for party, count in sorted(parties.items())},
-        simulator_fault_share=_ratio(faulty, trials),
-        near_miss_share=_ratio(sum(near.values()), passed),
-    )
+        tally.add(record, judgement)
+    return tally.result()

@@ -36,7 +36,7 @@ from castbench.metrics import (
 from castbench.metrics.critic import FAILURE_TYPES, critic_intervals
 from castbench.records.trial import StepRecord, TrialRecord
 
-__all__ = ["CriticReport", "FlagReactions", "critic_report", "paired_effect"]
+__all__ = ["CriticReport", "CriticTally", "FlagReactions", "critic_report", "paired_effect"]
 
 
 class FlagReactions(BaseModel):
@@ -139,76 +139,91 @@ def _react(step: StepRecord, overall: FlagReactions, by_round: dict[int, FlagRea
                     counts.insisted += same
 
 
-def critic_report(trials: Iterable[TrialRecord]) -> CriticReport | None:
-    records: list[CriticRecord] = []
-    by_task: dict[tuple[str, str], list[CriticRecord]] = {}
-    parse_errors = unreadable = 0
-    reactions = FlagReactions()
-    by_round: dict[int, FlagReactions] = {}
-    valid_rejected = harmed = 0
-    verified_steps = verdicts = blocked = rejections = 0
-    usage = Usage()
-    critic_s = policy_s = 0.0
-    for trial in trials:
-        usage = usage + trial.usage.get("critic", Usage())
+class CriticTally:
+    """`critic_report`, one trial at a time: what it keeps of a trial is one small record per
+    verdict (the confusion cells, by task for the intervals) and counts."""
+
+    def __init__(self) -> None:
+        self.records: list[CriticRecord] = []
+        self.by_task: dict[tuple[str, str], list[CriticRecord]] = {}
+        self.parse_errors = self.unreadable = 0
+        self.reactions = FlagReactions()
+        self.by_round: dict[int, FlagReactions] = {}
+        self.valid_rejected = self.harmed = 0
+        self.verified_steps = self.verdicts = self.blocked = self.rejections = 0
+        self.usage = Usage()
+        self.critic_s = self.policy_s = 0.0
+
+    def add(self, trial: TrialRecord) -> None:
+        self.usage = self.usage + trial.usage.get("critic", Usage())
         for step in trial.steps:
-            policy_s += step.timing.policy_s
-            critic_s += step.timing.critic_s
+            self.policy_s += step.timing.policy_s
+            self.critic_s += step.timing.critic_s
             judged = [p for p in step.proposals if p.verdict is not None]
             if not judged:
                 continue
-            verified_steps += 1
-            verdicts += len(judged)
-            rejections += sum(p.verdict is not None and p.verdict.flags for p in step.proposals[:-1])
-            blocked += step.action is None
+            self.verified_steps += 1
+            self.verdicts += len(judged)
+            self.rejections += sum(p.verdict is not None and p.verdict.flags for p in step.proposals[:-1])
+            self.blocked += step.action is None
             for proposal in judged:
                 assert proposal.verdict is not None
                 label = proposal.label
                 if proposal.verdict.parse_error is not None:
                     from castbench.models.parse import is_unreadable  # the model clients: only here
 
-                    parse_errors += 1
-                    unreadable += is_unreadable(proposal.verdict)
+                    self.parse_errors += 1
+                    self.unreadable += is_unreadable(proposal.verdict)
                 record = CriticRecord(
                     "flag" if proposal.verdict.flags else "pass",
                     label.label if label is not None else "unknown",
                     label.failure_type if label is not None and label.failure_type in FAILURE_TYPES else None,
                 )
-                records.append(record)
-                by_task.setdefault((trial.domain, trial.task_id), []).append(record)
-            _react(step, reactions, by_round)
+                self.records.append(record)
+                self.by_task.setdefault((trial.domain, trial.task_id), []).append(record)
+            _react(step, self.reactions, self.by_round)
             first_rejected = next((p for p in judged if p.verdict is not None and p.verdict.flags), None)
             if (
                 first_rejected is not None
                 and first_rejected.label is not None
                 and first_rejected.label.label == "valid"
             ):
-                valid_rejected += 1
-                harmed += _executed_label(step) == "invalid"
-    if not records:
-        return None
-    metrics = critic_metrics(records)
-    intervals = critic_intervals(list(by_task.values()))
-    return CriticReport(
-        **metrics.model_dump(),
-        resistance_rate=reactions.resistance_rate,
-        insistence_rate=reactions.insistence_rate,
-        correction_rate=reactions.correction_rate,
-        reactions=reactions,
-        reactions_by_round=dict(sorted(by_round.items())),
-        harmful_revision_rate=harmful_revision_rate(harmed, valid_rejected),
-        rounds_mean=verdicts / verified_steps if verified_steps else None,
-        rejections=rejections,
-        blocked_steps=blocked,
-        critic_usage=usage,
-        critic_seconds=critic_s,
-        policy_seconds=policy_s,
-        parse_errors=parse_errors,
-        unreadable=unreadable,
-        mcc_ci=intervals.mcc,
-        false_flag_rate_ci=intervals.false_flag_rate,
-        detection_rate_ci=intervals.detection_rate,
-    )
+                self.valid_rejected += 1
+                self.harmed += _executed_label(step) == "invalid"
+
+    def result(self) -> CriticReport | None:
+        if not self.records:
+            return None
+        metrics = critic_metrics(self.records)
+        intervals = critic_intervals(list(self.by_task.values()))
+        reactions = self.reactions
+        return CriticReport(
+            **metrics.model_dump(),
+            resistance_rate=reactions.resistance_rate,
+            insistence_rate=reactions.insistence_rate,
+            correction_rate=reactions.correction_rate,
+            reactions=reactions,
+            reactions_by_round=dict(sorted(self.by_round.items())),
+            harmful_revision_rate=harmful_revision_rate(self.harmed, self.valid_rejected),
+            rounds_mean=self.verdicts / self.verified_steps if self.verified_steps else None,
+            rejections=self.rejections,
+            blocked_steps=self.blocked,
+            critic_usage=self.usage,
+            critic_seconds=self.critic_s,
+            policy_seconds=self.policy_s,
+            parse_errors=self.parse_errors,
+            unreadable=self.unreadable,
+            mcc_ci=intervals.mcc,
+            false_flag_rate_ci=intervals.false_flag_rate,
+            detection_rate_ci=intervals.detection_rate,
+        )
+
+
+def critic_report(trials: Iterable[TrialRecord]) -> CriticReport | None:
+    tally = CriticTally()
+    for trial in trials:
+        tally.add(trial)
+    return tally.result()
 
 
 def paired_effect(

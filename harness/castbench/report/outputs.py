@@ -20,7 +20,7 @@ from pydantic import BaseModel
 from castbench.conversation import MalformedAction, Usage
 from castbench.records.trial import TrialRecord
 
-__all__ = ["OutputCounts", "output_counts"]
+__all__ = ["OutputCounts", "OutputTally", "output_counts"]
 
 
 class OutputCounts(BaseModel):
@@ -46,34 +46,48 @@ class OutputCounts(BaseModel):
         return value / self.trials if self.trials else 0.0
 
 
-def output_counts(records: Iterable[TrialRecord]) -> OutputCounts:
-    spent, user = Usage(), Usage()
-    actions = malformed = verdicts = unparseable = turns = trials = 0
-    for record in records:
-        trials += 1
+class OutputTally:
+    """`output_counts`, one record at a time (a summary reads a run once, keeping no record)."""
+
+    def __init__(self) -> None:
+        self.spent, self.user = Usage(), Usage()
+        self.actions = self.malformed = self.verdicts = self.unparseable = self.turns = self.trials = 0
+
+    def add(self, record: TrialRecord) -> None:
+        self.trials += 1
         for role, usage in record.usage.items():
-            spent = spent + usage
+            self.spent = self.spent + usage
             if role == "user":
-                user = user + usage
+                self.user = self.user + usage
         for step in record.steps:
-            turns += getattr(step.observation, "role", None) == "user"
+            self.turns += getattr(step.observation, "role", None) == "user"
             for proposal in step.proposals:
-                actions += 1
-                malformed += isinstance(proposal.action, MalformedAction)
+                self.actions += 1
+                self.malformed += isinstance(proposal.action, MalformedAction)
                 if proposal.verdict is not None:
-                    verdicts += 1
-                    unparseable += proposal.verdict.parse_error is not None
-    return OutputCounts(
-        trials=trials,
-        actions=actions,
-        malformed_actions=malformed,
-        verdicts=verdicts,
-        unparseable_verdicts=unparseable,
-        user_turns=turns,
-        unusable_user_turns=user.unusable,
-        failed_calls=spent.failed_calls,
-        tokens_in=spent.input_tokens,
-        tokens_out=spent.output_tokens,
-        model_calls=spent.calls,
-        model_s=spent.latency_s,
-    )
+                    self.verdicts += 1
+                    self.unparseable += proposal.verdict.parse_error is not None
+
+    def result(self) -> OutputCounts:
+        spent = self.spent
+        return OutputCounts(
+            trials=self.trials,
+            actions=self.actions,
+            malformed_actions=self.malformed,
+            verdicts=self.verdicts,
+            unparseable_verdicts=self.unparseable,
+            user_turns=self.turns,
+            unusable_user_turns=self.user.unusable,
+            failed_calls=spent.failed_calls,
+            tokens_in=spent.input_tokens,
+            tokens_out=spent.output_tokens,
+            model_calls=spent.calls,
+            model_s=spent.latency_s,
+        )
+
+
+def output_counts(records: Iterable[TrialRecord]) -> OutputCounts:
+    tally = OutputTally()
+    for record in records:
+        tally.add(record)
+    return tally.result()

@@ -18,7 +18,7 @@ from pydantic import BaseModel, Field
 from castbench.grading.replies import ReplyCheck
 from castbench.records.trial import TrialRecord
 
-__all__ = ["ReplyJudgeAgreement", "reply_judge_agreement", "reply_judge_lines"]
+__all__ = ["ReplyJudgeAgreement", "ReplyJudgeTally", "reply_judge_agreement", "reply_judge_lines"]
 
 
 class ReplyJudgeAgreement(BaseModel):
@@ -51,43 +51,57 @@ def _kappa(both_pass: int, rule_only: int, judge_only: int, both_fail: int) -> f
     return None if chance >= 1 else (observed - chance) / (1 - chance)
 
 
-def reply_judge_agreement(records: Iterable[TrialRecord]) -> ReplyJudgeAgreement | None:
-    """The agreement over every judged check of `records` (scored or not: an unreadable verdict
-    leaves its trial unscored but is counted); None when no record was judged."""
-    cells: Counter[tuple[bool, bool]] = Counter()
-    kinds: dict[str, list[int]] = {}
-    unreadable = trials = 0
-    for record in records:
+class ReplyJudgeTally:
+    """`reply_judge_agreement`, one record at a time."""
+
+    def __init__(self) -> None:
+        self.cells: Counter[tuple[bool, bool]] = Counter()
+        self.kinds: dict[str, list[int]] = {}
+        self.unreadable = self.trials = 0
+
+    def add(self, record: TrialRecord) -> None:
         checks: list[ReplyCheck] = record.grade.reply_checks if record.grade is not None else []
-        trials += bool(checks)
+        self.trials += bool(checks)
         for check in checks:
             if check.judge is None:
                 continue
             if check.judge == "unreadable":
-                unreadable += 1
+                self.unreadable += 1
                 continue
             judge_pass = check.judge == "pass"
-            cells[(check.rule, judge_pass)] += 1
-            tally = kinds.setdefault(check.kind, [0, 0])
+            self.cells[(check.rule, judge_pass)] += 1
+            tally = self.kinds.setdefault(check.kind, [0, 0])
             tally[0] += check.rule == judge_pass
             tally[1] += 1
-    if not trials:
-        return None
-    counts = (cells[(True, True)], cells[(True, False)], cells[(False, True)], cells[(False, False)])
-    total, agreed = sum(counts), counts[0] + counts[3]
-    return ReplyJudgeAgreement(
-        checks=total,
-        agreed=agreed,
-        rule_pass_judge_pass=counts[0],
-        rule_pass_judge_fail=counts[1],
-        rule_fail_judge_pass=counts[2],
-        rule_fail_judge_fail=counts[3],
-        unreadable=unreadable,
-        trials=trials,
-        agreement=agreed / total if total else None,
-        kappa=_kappa(*counts),
-        by_kind=dict(sorted(kinds.items())),
-    )
+
+    def result(self) -> ReplyJudgeAgreement | None:
+        if not self.trials:
+            return None
+        cells = self.cells
+        counts = (cells[(True, True)], cells[(True, False)], cells[(False, True)], cells[(False, False)])
+        total, agreed = sum(counts), counts[0] + counts[3]
+        return ReplyJudgeAgreement(
+            checks=total,
+            agreed=agreed,
+            rule_pass_judge_pass=counts[0],
+            rule_pass_judge_fail=counts[1],
+            rule_fail_judge_pass=counts[2],
+            rule_fail_judge_fail=counts[3],
+            unreadable=self.unreadable,
+            trials=self.trials,
+            agreement=agreed / total if total else None,
+            kappa=_kappa(*counts),
+            by_kind=dict(sorted(self.kinds.items())),
+        )
+
+
+def reply_judge_agreement(records: Iterable[TrialRecord]) -> ReplyJudgeAgreement | None:
+    """The agreement over every judged check of `records` (scored or not: an unreadable verdict
+    leaves its trial unscored but is counted); None when no record was judged."""
+    tally = ReplyJudgeTally()
+    for record in records:
+        tally.add(record)
+    return tally.result()
 
 
 def reply_judge_lines(judge: str, agreement: ReplyJudgeAgreement) -> list[str]:

@@ -12,23 +12,23 @@ estimate from scored trials alone (`pass_hat`) is shown after it.
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Iterable
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field, model_validator
 
-from castbench.attribution.shares import AttributionShares, TrialJudgement, attribution_shares
+from castbench.attribution.shares import AttributionShares, SharesTally, TrialJudgement, judge_trial
 from castbench.conversation import Usage
 from castbench.metrics import ReliabilitySummary, TaskOutcome, summarize_counts
 from castbench.records.config import RunConfig
 from castbench.records.migrations import RecordShape
 from castbench.records.provenance import Provenance
 from castbench.records.trial import TrialRecord
-from castbench.report.critic_report import CriticReport, critic_report, paired_effect
+from castbench.report.critic_report import CriticReport, CriticTally, paired_effect
 from castbench.report.floors import ReferenceFloors
-from castbench.report.outputs import OutputCounts, output_counts
-from castbench.report.reply_judge import ReplyJudgeAgreement, reply_judge_agreement
+from castbench.report.outputs import OutputCounts, OutputTally
+from castbench.report.reply_judge import ReplyJudgeAgreement, ReplyJudgeTally
 from castbench.runner.journal import is_lost
 
 __all__ = [
@@ -160,87 +160,109 @@ RUN_SUMMARY = RecordShape("run summary", (_status_from_tasks,))
 """How a `RunSummary` is kept (`eval --output`, the store's cache): version 2 has a status."""
 
 
-def _outcomes(
-    by_task: dict[str, list[TrialRecord]], tasks: list[str], trials: int
-) -> tuple[dict[str, TaskOutcome], dict[str, TaskOutcome]]:
-    """Per planned task: the estimate from its scored trials (no scored trial: `trials` failures),
-    and the conservative count with every unscored planned trial a failure."""
-    estimate: dict[str, TaskOutcome] = {}
-    conservative: dict[str, TaskOutcome] = {}
-    for task_id in tasks:
-        scored = [r for r in by_task.get(task_id, []) if r.status == "scored"]
-        successes = sum(r.passed for r in scored)
-        estimate[task_id] = TaskOutcome(n=len(scored) or trials, successes=successes)
-        conservative[task_id] = TaskOutcome(n=max(trials, len(scored)), successes=successes)
-    return estimate, conservative
+class _TaskCounts:
+    """What a summary keeps of one task's trials: how many were scored and passed, and the strict
+    verdicts (None for any trial without one: strict pass^k is then undefined)."""
+
+    __slots__ = ("passed", "scored", "strict", "strict_missing")
+
+    def __init__(self) -> None:
+        self.scored = self.passed = self.strict = 0
+        self.strict_missing = False
 
 
-def _report(
-    records: list[TrialRecord],
-    planned: list[str] | None,
-    trials: int,
-    seed: int,
-    prefix_domain: bool,
-    judged: dict[int, TrialJudgement],
-) -> DomainReport | None:
-    by_task: dict[str, list[TrialRecord]] = defaultdict(list)
-    for record in records:
-        key = f"{record.domain}/{record.task_id}" if prefix_domain else record.task_id
-        by_task[key].append(record)
-    tasks = planned if planned is not None else sorted(by_task)
-    if not tasks:
-        return None
-    estimate, conservative = _outcomes(by_task, tasks, trials)
-    scored_counts = {
-        task_id: sum(r.status == "scored" for r in by_task.get(task_id, [])) for task_id in tasks
-    }
-    unscored = sum(max(0, trials - count) for count in scored_counts.values())
-    reliability = summarize_counts(estimate, seed=seed)
-    strict = _strict(by_task, estimate, seed)
-    scored_records = [r for r in records if r.status == "scored"]
-    usage: dict[str, Usage] = {}
-    for record in records:
+class _ReportTally:
+    """One `DomainReport` (a domain's, or the pooled one), one trial at a time: per-task counts and
+    running totals, never the trials themselves (a summary's memory does not grow with the run)."""
+
+    def __init__(self) -> None:
+        self.by_task: dict[str, _TaskCounts] = {}
+        self.usage: dict[str, Usage] = {}
+        self.trials = self.errored = self.retried = self.lost = self.timed_out = 0
+        self.scored_steps = self.scored = self.surface_success = 0
+        self.end_reasons: Counter[str] = Counter()
+        self.failure_categories: Counter[str] = Counter()
+        self.outputs = OutputTally()
+        self.critic = CriticTally()
+        self.shares = SharesTally()
+        self.reply_judge = ReplyJudgeTally()
+
+    def add(self, key: str, record: TrialRecord, judgement: TrialJudgement) -> None:
+        counts = self.by_task.get(key)
+        if counts is None:
+            counts = self.by_task[key] = _TaskCounts()
+        self.trials += 1
+        if record.status == "scored":
+            counts.scored += 1
+            counts.passed += record.passed
+            if record.strict_passed is None:
+                counts.strict_missing = True
+            else:
+                counts.strict += bool(record.strict_passed)
+            self.scored += 1
+            self.scored_steps += len(record.steps)
+            grade = record.grade
+            if not record.passed and grade is not None:
+                if grade.failure_category:
+                    self.failure_categories[grade.failure_category] += 1
+                self.surface_success += grade.surface_success
         for role, spent in record.usage.items():
-            usage[role] = usage.get(role, Usage()) + spent
-    costs = [u.cost for u in usage.values() if u.cost is not None]
-    failed = [r.grade for r in scored_records if not r.passed and r.grade is not None]
-    return DomainReport(
-        **reliability.model_dump(),
-        incomplete_tasks=sorted(task_id for task_id, count in scored_counts.items() if count < trials),
-        missing_tasks=sorted(task_id for task_id, count in scored_counts.items() if count == 0),
-        unscored_trials=unscored,
-        pass_hat_conservative=summarize_counts(conservative, seed=seed).pass_hat if unscored else None,
-        errored_trials=sum(r.status == "error" for r in records),
-        retried_trials=sum(r.attempts > 1 for r in records),
-        lost_trials=sum(any(is_lost(reason) for reason in r.retried_for) for r in records),
-        timed_out_trials=sum(r.end_reason == "timeout" for r in records),
-        steps_mean=sum(len(r.steps) for r in scored_records) / max(1, len(scored_records)),
-        usage=usage,
-        outputs=output_counts(records),
-        cost_per_trial=sum(costs) / len(records) if costs else None,
-        end_reasons=dict(sorted(Counter(r.end_reason for r in records).items())),
-        failure_categories=dict(
-            sorted(Counter(grade.failure_category for grade in failed if grade.failure_category).items())
-        ),
-        surface_success=sum(grade.surface_success for grade in failed),
-        critic=critic_report(records),
-        strict=strict,
-        attribution=attribution_shares(records, judged),
-        reply_judge=reply_judge_agreement(records),
-    )
+            self.usage[role] = self.usage.get(role, Usage()) + spent
+        self.errored += record.status == "error"
+        self.retried += record.attempts > 1
+        self.lost += any(is_lost(reason) for reason in record.retried_for)
+        self.timed_out += record.end_reason == "timeout"
+        self.end_reasons[record.end_reason] += 1
+        self.outputs.add(record)
+        self.critic.add(record)
+        self.shares.add(record, judgement)
+        self.reply_judge.add(record)
 
-
-def _strict(
-    by_task: dict[str, list[TrialRecord]], outcomes: dict[str, TaskOutcome], seed: int
-) -> ReliabilitySummary | None:
-    """The strict pass^k over the tasks of `outcomes`, or None if any trial lacks a strict grade."""
-    strict: dict[str, TaskOutcome] = {}
-    for task_id, outcome in outcomes.items():
-        verdicts = [r.strict_passed for r in by_task[task_id] if r.status == "scored"]
-        if any(verdict is None for verdict in verdicts):
+    def report(self, planned: list[str] | None, trials: int, seed: int) -> DomainReport | None:
+        tasks = planned if planned is not None else sorted(self.by_task)
+        if not tasks:
             return None
-        strict[task_id] = TaskOutcome(n=outcome.n, successes=sum(bool(v) for v in verdicts))
-    return summarize_counts(strict, seed=seed)
+        none = _TaskCounts()
+        estimate: dict[str, TaskOutcome] = {}
+        conservative: dict[str, TaskOutcome] = {}
+        strict: dict[str, TaskOutcome] | None = {}
+        for task_id in tasks:
+            counts = self.by_task.get(task_id, none)
+            # the estimate from its scored trials (none scored: `trials` failures), and the
+            # conservative count with every unscored planned trial a failure
+            estimate[task_id] = TaskOutcome(n=counts.scored or trials, successes=counts.passed)
+            conservative[task_id] = TaskOutcome(n=max(trials, counts.scored), successes=counts.passed)
+            if strict is not None:
+                if counts.strict_missing:
+                    strict = None
+                else:
+                    strict[task_id] = TaskOutcome(n=estimate[task_id].n, successes=counts.strict)
+        scored_counts = {task_id: self.by_task.get(task_id, none).scored for task_id in tasks}
+        unscored = sum(max(0, trials - count) for count in scored_counts.values())
+        reliability = summarize_counts(estimate, seed=seed)
+        costs = [u.cost for u in self.usage.values() if u.cost is not None]
+        return DomainReport(
+            **reliability.model_dump(),
+            incomplete_tasks=sorted(task_id for task_id, count in scored_counts.items() if count < trials),
+            missing_tasks=sorted(task_id for task_id, count in scored_counts.items() if count == 0),
+            unscored_trials=unscored,
+            pass_hat_conservative=summarize_counts(conservative, seed=seed).pass_hat if unscored else None,
+            errored_trials=self.errored,
+            retried_trials=self.retried,
+            lost_trials=self.lost,
+            timed_out_trials=self.timed_out,
+            steps_mean=self.scored_steps / max(1, self.scored),
+            usage=self.usage,
+            outputs=self.outputs.result(),
+            cost_per_trial=sum(costs) / self.trials if costs else None,
+            end_reasons=dict(sorted(self.end_reasons.items())),
+            failure_categories=dict(sorted(self.failure_categories.items())),
+            surface_success=self.surface_success,
+            critic=self.critic.result(),
+            strict=None if strict is None else summarize_counts(strict, seed=seed),
+            attribution=self.shares.result(),
+            reply_judge=self.reply_judge.result(),
+        )
 
 
 def _status(run_status: str | None, overall: DomainReport) -> RunStatus:
@@ -261,17 +283,23 @@ def summarize_run(
     """`run_status` is the store's status of the run, when known. `judged`: attribution
     judgements already made, by the id of their record (`castbench.report.streamed`: made as
     the trials were stored); the others are made here."""
-    records = list(records)
-    by_domain: dict[str, list[TrialRecord]] = defaultdict(list)
-    for record in records:
-        by_domain[record.domain].append(record)
+    tallies = {name: _ReportTally() for name in config.domains}
+    pooled_tally = _ReportTally()
+    judged = {} if judged is None else judged  # made as the trials were stored, by record id
+    for record in records:  # one pass, nothing of a record kept but its counts
+        judgement = judged.get(id(record))
+        if judgement is None:
+            judgement = judge_trial(record)
+        tally = tallies.get(record.domain)
+        if tally is not None:
+            tally.add(record.task_id, record, judgement)
+        pooled_tally.add(f"{record.domain}/{record.task_id}", record, judgement)
     planned = config.planned_tasks or None
     domains: dict[str, DomainReport] = {}
     warnings: list[str] = []
-    judged = {} if judged is None else judged  # each trial judged once, for its domain and the pool
     for name in config.domains:
         tasks = planned.get(name, []) if planned is not None else None
-        report = _report(by_domain.get(name, []), tasks, config.trials, config.seed, False, judged)
+        report = tallies[name].report(tasks, config.trials, config.seed)
         if report is None:
             warnings.append(f"{name}: no task planned or stored")
             continue
@@ -285,7 +313,7 @@ def summarize_run(
                 + (" ..." if len(report.incomplete_tasks) > 5 else "")
             )
     pooled = [f"{name}/{task_id}" for name, ids in planned.items() for task_id in ids] if planned else None
-    overall = _report(records, pooled, config.trials, config.seed, True, judged)
+    overall = pooled_tally.report(pooled, config.trials, config.seed)
     if overall is None:
         raise ValueError(f"run {run_id}: no task planned or stored to summarise")
     return RunSummary(
