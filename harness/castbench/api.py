@@ -337,14 +337,18 @@ def _evaluate_tuned(
         if kept is not None:  # every trial of the run, as stored: no need to read them back
             records.extend(kept)
             return streamed.summarize(records, outcome.run_id, config, row.status)
-        records.extend(store.trials(outcome.run_id))
-        return summarize_run(outcome.run_id, config, records, row.status)
+        if options.baselines.paired and config.critic != "none":  # paired trial by trial below
+            records.extend(store.trials(outcome.run_id))
+            return summarize_run(outcome.run_id, config, records, row.status, judged=streamed.judged)
+        # read back one trial at a time, with the judgements made as they were stored
+        trials = store.iter_trials(outcome.run_id)
+        return summarize_run(outcome.run_id, config, trials, row.status, judged=streamed.judged)
 
     # a complete run resumed reads its summary back rather than reading every trial again
     summary = kept_summary(store, outcome.run_id, config, row.status, summarize)
     if options.baselines.paired and config.critic != "none":
         if not records:
-            summary = summarize()
+            records.extend(store.trials(outcome.run_id))
         alone_config, alone = run(options.replace(critic="none"))
         alone_records = store.trials(alone.run_id)
         alone_summary = summarize_run(

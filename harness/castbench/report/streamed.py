@@ -27,10 +27,18 @@ from castbench.records.trial import TrialRecord
 from castbench.report.summary import RunSummary, summarize_run
 from castbench.store import ResultsStore
 
-__all__ = ["STREAM_MOST", "StreamedSummary"]
+__all__ = ["STREAM_MOST", "StreamedSummary", "TrialKey", "trial_key"]
 
-STREAM_MOST = 20_000
-"""Trials kept in memory at most; a larger run's summary reads its trials back."""
+STREAM_MOST = 2_000
+"""Trials kept in memory at most (about 50 KB each); a larger run's summary reads its trials back,
+one at a time, with the judgements made here (kept for every trial: a few hundred bytes each)."""
+
+TrialKey = tuple[str, str, int]
+"""(domain, task id, trial index): a trial of one run."""
+
+
+def trial_key(record: TrialRecord) -> TrialKey:
+    return (record.domain, record.task_id, record.trial_index)
 
 
 class StreamedSummary:
@@ -38,9 +46,10 @@ class StreamedSummary:
         self.config: RunConfig | None = None
         """The run's config, once known (for the warm-up)."""
         self._records: list[TrialRecord] = []
-        self._judged: dict[int, TrialJudgement] = {}
+        self._judged: dict[TrialKey, TrialJudgement] = {}
         self._most = most
         self._overflowed = False
+        self._seen = 0
         self._lock = threading.Lock()
 
     def add(self, record: TrialRecord) -> None:
@@ -48,15 +57,14 @@ class StreamedSummary:
         cannot judge is left for `summarize_run` to judge, and fail on, as it would have: a
         summary's error must not stop the run's commits."""
         with self._lock:
-            if self._overflowed:
-                return
-            if len(self._records) >= self._most:
-                self._overflowed = True
-                self._records.clear()
-                self._judged.clear()
-                return
-            self._records.append(record)
-            first = len(self._records) == 1
+            self._seen += 1
+            first = self._seen == 1
+            if not self._overflowed:
+                if len(self._records) >= self._most:
+                    self._overflowed = True
+                    self._records.clear()
+                else:
+                    self._records.append(record)
         if first:
             self._warm_up(record)
         try:
@@ -64,7 +72,13 @@ class StreamedSummary:
         except Exception:  # noqa: BLE001 - judged again, and raised, by summarize_run
             return
         with self._lock:
-            self._judged[id(record)] = judgement
+            self._judged[trial_key(record)] = judgement
+
+    @property
+    def judged(self) -> dict[TrialKey, TrialJudgement]:
+        """The judgements made so far, by trial (`summarize_run`'s `judged`)."""
+        with self._lock:
+            return dict(self._judged)
 
     def _warm_up(self, record: TrialRecord) -> None:
         """Summarise the first record alone, while the run still waits on its model: what
@@ -95,6 +109,4 @@ class StreamedSummary:
         self, records: list[TrialRecord], run_id: str, config: RunConfig, run_status: str | None
     ) -> RunSummary:
         """`summarize_run` over `records` (from `records`) with the judgements made as they came."""
-        with self._lock:
-            judged = {key: value for key, value in self._judged.items()}
-        return summarize_run(run_id, config, records, run_status, judged=judged)
+        return summarize_run(run_id, config, records, run_status, judged=self.judged)

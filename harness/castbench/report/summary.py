@@ -13,7 +13,7 @@ estimate from scored trials alone (`pass_hat`) is shown after it.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field, model_validator
@@ -278,16 +278,17 @@ def summarize_run(
     config: RunConfig,
     records: Iterable[TrialRecord],
     run_status: str | None = None,
-    judged: dict[int, TrialJudgement] | None = None,
+    judged: Mapping[tuple[str, str, int], TrialJudgement] | None = None,
 ) -> RunSummary:
     """`run_status` is the store's status of the run, when known. `judged`: attribution
-    judgements already made, by the id of their record (`castbench.report.streamed`: made as
-    the trials were stored); the others are made here."""
+    judgements already made, by (domain, task id, trial index) (`castbench.report.streamed`: made
+    as the trials were stored); the others are made here. `records` are read once, one at a time,
+    and none is kept: the summary's memory does not grow with the run."""
     tallies = {name: _ReportTally() for name in config.domains}
     pooled_tally = _ReportTally()
-    judged = {} if judged is None else judged  # made as the trials were stored, by record id
+    judged = {} if judged is None else judged  # made as the trials were stored
     for record in records:  # one pass, nothing of a record kept but its counts
-        judgement = judged.get(id(record))
+        judgement = judged.get((record.domain, record.task_id, record.trial_index))
         if judgement is None:
             judgement = judge_trial(record)
         tally = tallies.get(record.domain)

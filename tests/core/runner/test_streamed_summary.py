@@ -36,14 +36,20 @@ def _cells(summary: RunSummary) -> dict[str, Any]:
 
 
 def _reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Each read of a run's trials, as a list or one at a time (the summary's read-back)."""
     reads: list[str] = []
-    trials = ResultsStore.trials
+    trials, iter_trials = ResultsStore.trials, ResultsStore.iter_trials
 
     def counted(self: ResultsStore, run_id: str, domains: Any = None) -> list[TrialRecord]:
         reads.append(run_id)
         return trials(self, run_id, domains)
 
+    def counted_one_by_one(self: ResultsStore, run_id: str, *args: Any, **kwargs: Any) -> Any:
+        reads.append(run_id)
+        return iter_trials(self, run_id, *args, **kwargs)
+
     monkeypatch.setattr(ResultsStore, "trials", counted)
+    monkeypatch.setattr(ResultsStore, "iter_trials", counted_one_by_one)
     return reads
 
 
@@ -98,3 +104,32 @@ def test_the_stream_gives_way_past_its_limit_and_to_trials_it_did_not_see(tmp_pa
     config = RunConfig.model_validate(result.summary.config)
     streamed = full.summarize(kept, result.outcome.run_id, config, "complete")
     assert _cells(streamed) == _cells(summarize_run(result.outcome.run_id, config, records, "complete"))
+
+
+def test_a_summary_keeps_no_record_so_its_memory_does_not_grow_with_the_run(tmp_path: Path) -> None:
+    """#59: `summarize_run` reads its records once, one at a time: summarising ten times as many
+    trials (fresh copies, as a store yields them) peaks at about the same memory."""
+    import tracemalloc
+
+    db = f"sqlite:///{tmp_path}/runs.db"
+    result = evaluate(db=db, **OPTIONS)
+    store = ResultsStore(db)
+    records = store.trials(result.outcome.run_id)
+    config = RunConfig.model_validate(result.summary.config)
+    size = len(TrialRecord.model_validate(records[0].model_dump()).model_dump_json())
+
+    def peak(copies: int) -> int:
+        def fresh() -> Any:
+            for _ in range(copies):
+                for record in records:
+                    yield record.model_copy(deep=True)
+
+        tracemalloc.start()
+        summarize_run(result.outcome.run_id, config, fresh(), "complete")
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        return peak
+
+    small, large = peak(2), peak(20)
+    held = 18 * len(records) * size  # what keeping the extra records would take, at least
+    assert large - small < held / 10, (small, large, held)
