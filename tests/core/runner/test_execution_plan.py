@@ -80,6 +80,7 @@ def test_a_model_on_the_lean_client_is_awaited_on_the_loop_only_when_its_trial_i
     assert "litellm's synchronous client" in threads.why
 
 
+@pytest.mark.extra("service")  # an agent service is resolved only with its extra
 def test_an_agent_service_is_a_transport_that_drives_the_episode() -> None:
     service = resolve("policy", "http://127.0.0.1:9/agent")
     plan = plan_execution(replace(_scripted(), policy=service), concurrency=4)

@@ -41,6 +41,7 @@ def _import_spec(transport: str = "worker", privileged: bool = False) -> AgentSp
     return AgentSpec("policy", TEAM, TEAM, None, {}, privileged, "import", transport)  # type: ignore[arg-type]
 
 
+@pytest.mark.extra("service")  # an agent service is resolved only with its extra
 def test_each_kind_of_agent_has_its_placement() -> None:
     config, _ = build_config(domains="retail", policy="oracle", critic="rules", tasks=TASK)
     assert config.placement == {
