@@ -218,3 +218,27 @@ def test_one_rule_given_as_the_reason_states_what_it_implies() -> None:
     assert check.missing_reasons == ["processed"] and check.false_claims == ["delivered"]
     hedged = "Sorry, returns are only possible once it is delivered, or until it is processed."
     assert check_earned(undelivered, [*looked_up, *_say(hedged)]).missing_reasons == ["processed"]
+
+
+def test_a_remark_about_another_record_named_by_what_it_holds_is_true() -> None:
+    """Issue 55: "your Wireless Earbuds order is processed" is said of the one order holding
+    Wireless Earbuds, not of the order the refusal is about; said of the order the refusal is
+    about, or of an item two orders hold, it is still a claim about no one record."""
+    spec = EarnedSpec(reasons=[Mention(any_of=["pending"])], false_claims=[Mention(any_of=["processed"])])
+    seen = [
+        *_read(1, _order("#W1", "pending", "Desk Lamp", "Office Chair")),
+        *_read(2, _order("#W2", "processed", "Wireless Earbuds", "Desk Lamp")),
+    ]
+    refusal = "Sorry, I can't return anything from order #W1: it is still pending."
+    for remark in (
+        "Your Wireless Earbuds order is processed.",
+        "By the way, the order with the Wireless Earbuds is processed.",
+    ):
+        assert check_earned(spec, [*seen, *_say(f"{refusal} {remark}")]).ok, remark
+    for remark in (
+        "Your Office Chair order is processed.",  # that is #W1, which is pending
+        "Your Desk Lamp order is processed.",  # which one? both hold a Desk Lamp
+        "Your Wireless Earbuds are processed.",  # no kind of record named
+    ):
+        check = check_earned(spec, [*seen, *_say(f"{refusal} {remark}")])
+        assert check.false_claims == ["processed"], remark
