@@ -11,7 +11,9 @@
    and per label the invalid labels on τ-passed trajectories. `--trials 0,1` keeps those trials only
    (development: trials 2 and 3 of GPT-4o's file are held out for review).
 2. **The honest and spray corpora** (`bench/validity_corpus.py`, written blind to the confirmation
-   rules): pass^1 plain/strict per pack (the test split, one trial per task, the scripted user, no
+   rules; its `HONEST_NEW` styles after the round-5 second pass, never tuned on; `casual-user` and
+   `blind-mix-2` play against a user who says yes in their own words): pass^1 plain/strict per
+   pack (the test split, one trial per task, the scripted user, no
    critic) beside the pack's lookup-refuse floor: honest styles should be 1.000 on both, sprays at
    or below the floor + 0.02 (plain) and unconfirmed writers at 0 on strict for write tasks.
 
@@ -33,7 +35,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from honest_styles import _played  # noqa: E402
-from validity_corpus import HONEST, SPRAYS, corpus_spec  # noqa: E402
+from validity_corpus import HONEST, SPRAYS, corpus_spec, corpus_user  # noqa: E402
 
 from castbench.agents.registry import resolve  # noqa: E402
 from castbench.conversation import ToolCallAction, UserTurn  # noqa: E402
@@ -168,10 +170,11 @@ class Cell:
         return text + (f" (w {self.rate(self.write_strict, self.write_tasks)})" if writes else "")
 
 
-def score(pack: str, spec: Any, limit: int | None, keep: int = 3) -> Cell:
+def score(pack: str, spec: Any, limit: int | None, keep: int = 3, user: Any = None) -> Cell:
     domain = load_domain(pack)
     agents = AgentSet(
-        policy=resolve("policy", spec) if isinstance(spec, str) else spec, user=resolve("user", "scripted")
+        policy=resolve("policy", spec) if isinstance(spec, str) else spec,
+        user=user if user is not None else resolve("user", "scripted"),
     )
     cell = Cell()
     for task in domain.tasks("test")[:limit]:
@@ -203,7 +206,8 @@ def corpora(packs: list[str], styles: list[str], limit: int | None) -> dict[str,
     cells: dict[str, dict[str, Cell]] = {}
     for name in [FLOOR, *styles]:
         spec: Any = FLOOR if name == FLOOR else corpus_spec(name)
-        cells[name] = {pack: score(pack, spec, limit) for pack in packs}
+        user = None if name == FLOOR else corpus_user(name)
+        cells[name] = {pack: score(pack, spec, limit, user=user) for pack in packs}
     took = time.perf_counter() - started
     limited = f", first {limit} tasks" if limit else ""
     print(f"\n## corpora: pass^1 plain/strict, test split{limited} ({took:.0f} s, {_load()})\n")

@@ -39,19 +39,21 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date
 from typing import Any, ClassVar
 
+from castbench.agents.protocols import UserReply
 from castbench.agents.registry import AgentSpec
 from castbench.agents.scripted.oracle import OraclePolicy
 from castbench.agents.scripted.plan import PlanStep, build_plan
 from castbench.agents.scripted.refusers import LookupRefusePolicy
-from castbench.agents.views import Briefing, PolicyView, PrivilegedBriefing
+from castbench.agents.scripted.user import ScriptedUser
+from castbench.agents.views import Briefing, PolicyView, PrivilegedBriefing, UserBriefing
 from castbench.conversation import Action, ReplyAction, ToolResultTurn, UserTurn
 from castbench.domain import Domain, ToolCall, load_domain
 
-__all__ = ["HONEST", "SPRAYS", "Voice", "corpus_spec"]
+__all__ = ["CASUAL_YES", "HONEST", "HONEST_NEW", "SPRAYS", "Voice", "corpus_spec", "corpus_user"]
 
 _DATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})$")
 _ENUM = re.compile(r"^[a-z]+(?:_[a-z]+)+$")
@@ -72,6 +74,16 @@ class Voice:
     acknowledge: bool = False
     apologetic: bool = False
     question: str = "Would you like me to go ahead with this?"
+    numbered: bool = False
+    """The details as numbered steps ("1. Order: ...")."""
+    table: bool = False
+    """The details as a markdown table (| Detail | Value |)."""
+    day_first: bool = False
+    """Dates as "the 17th of May"."""
+    currency_code: bool = False
+    """Amounts as "USD 120.00"."""
+    casual_user: bool = False
+    """Played against a user who says yes in their own words ("Sounds good, go for it.")."""
 
 
 HONEST: dict[str, Voice] = {
@@ -89,6 +101,39 @@ HONEST: dict[str, Voice] = {
         question="Please confirm (yes/no) if you'd like me to proceed.",
     ),
 }
+
+
+HONEST_NEW: dict[str, Voice] = {
+    "numbered-steps": Voice(
+        numbered=True, day_first=True, question="Does everything look right? If so, shall I go ahead?"
+    ),
+    "markdown-table": Voice(table=True, currency_code=True, question="Shall I go ahead and submit this?"),
+    "just-to-confirm": Voice(
+        by_description=True, day_first=True, question="Just to confirm — is that what you'd like me to do?"
+    ),
+    "casual-user": Voice(casual_user=True, question="Should I go ahead?"),
+    "blind-mix-2": Voice(
+        numbered=True,
+        by_description=True,
+        day_first=True,
+        currency_code=True,
+        casual_user=True,
+        question="Just to confirm — should I proceed with all of the above?",
+    ),
+}
+"""A second blind honest corpus (round 5, second pass), written after the rules of that pass and
+never used to tune them: styles in neither `HONEST` nor `bench/honest_styles.py` (numbered
+steps, markdown tables, "Just to confirm — ..." questions, "the 17th of May", "USD 120.00", a
+user who says yes in their own words)."""
+HONEST.update(HONEST_NEW)
+
+CASUAL_YES = (
+    "Sounds good, go for it.",
+    "That all looks right to me — go ahead and do it.",
+    "Sure thing, please do.",
+    "Yep, that works for me.",
+)
+"""How the casual user says yes (in turn)."""
 
 
 # -- what it saw -----------------------------------------------------------------------------
@@ -155,6 +200,18 @@ class Talker:
     def __init__(self, seen: Sequence[Seen], voice: Voice) -> None:
         self.seen, self.voice = list(seen), voice
 
+    def date(self, value: str, year: bool = False) -> str:
+        """A date as this voice says it: "May 17th", or "the 17th of May"."""
+        if not self.voice.day_first:
+            return spoken_date(value, year)
+        day = date.fromisoformat(value)
+        text = f"the {ordinal(day.day)} of {day.strftime('%B')}"
+        return f"{text} {day.year}" if year else text
+
+    def money(self, value: float) -> str:
+        """An amount as this voice says it: "$1,234.50", or "USD 1,234.50"."""
+        return f"USD {value:,.2f}" if self.voice.currency_code else money(value)
+
     def _record(self, ident: str) -> Seen | None:
         own = [s for s in self.seen if s.ident == ident and s.key in ("id", "payment_id", "item_id")]
         return own[0] if own else next((s for s in self.seen if s.ident == ident), None)
@@ -184,7 +241,7 @@ class Talker:
         if source == "certificate":
             amount = record.get("amount")
             return (
-                f"your {money(amount)} travel certificate"
+                f"your {self.money(amount)} travel certificate"
                 if isinstance(amount, int | float)
                 else "your certificate"
             )
@@ -221,7 +278,7 @@ class Talker:
         if "origin" in record and "destination" in record:
             flights = record.get("flights") or []
             first = flights[0] if flights and isinstance(flights[0], dict) else {}
-            when = f" on {spoken_date(first['date'])}" if isinstance(first.get("date"), str) else ""
+            when = f" on {self.date(first['date'])}" if isinstance(first.get("date"), str) else ""
             return f"your reservation from {record['origin']} to {record['destination']}{when}"
         if isinstance(record.get("items"), list) and record["items"]:
             names = [str(i.get("name")) for i in record["items"] if isinstance(i, dict) and i.get("name")]
@@ -240,13 +297,13 @@ class Talker:
             return "yes" if value else "no"
         if isinstance(value, int | float):
             if _AMOUNT.search(key) and not _COUNT.search(key):
-                return money(value)
+                return self.money(value)
             if isinstance(value, int) and 0 <= value <= 10 and (value == 0 or self.voice.apologetic):
                 return _NUMBER_WORDS[value]
             return str(value)
         if isinstance(value, str):
             if _DATE.match(value):
-                return spoken_date(value, year=key in ("dob", "birthday", "date_of_birth"))
+                return self.date(value, year=key in ("dob", "birthday", "date_of_birth"))
             named = self.named(value)
             if named is not None and not self.voice.by_description:
                 return f"{named} ({value})"
@@ -274,15 +331,15 @@ class Talker:
 
     def compound(self, value: dict[str, Any]) -> str:
         if "flight_number" in value:
-            when = f" on {spoken_date(value['date'])}" if isinstance(value.get("date"), str) else ""
+            when = f" on {self.date(value['date'])}" if isinstance(value.get("date"), str) else ""
             return f"flight {value['flight_number']}{when}"
         if "first_name" in value and "last_name" in value:
             born = (
-                f" (born {spoken_date(value['dob'], year=True)})" if isinstance(value.get("dob"), str) else ""
+                f" (born {self.date(value['dob'], year=True)})" if isinstance(value.get("dob"), str) else ""
             )
             return f"{value['first_name']} {value['last_name']}{born}"
         if "payment_id" in value and "amount" in value:
-            return f"{money(value['amount'])} from {self.value('payment_id', value['payment_id'])}"
+            return f"{self.money(value['amount'])} from {self.value('payment_id', value['payment_id'])}"
         return ", ".join(f"{self.label(k).lower()} {self.value(k, v)}" for k, v in value.items())
 
     @staticmethod
@@ -327,6 +384,12 @@ class TalkingOracle(OraclePolicy):
         self._greeted = False
 
     def _next(self, view: PolicyView) -> Action:
+        if self._voice.casual_user and _last_user(view) in CASUAL_YES:
+            # the oracle's own reader knows only "Yes ...": it hears the casual yes as one
+            said = list(view.conversation)
+            at = max(i for i, e in enumerate(said) if isinstance(e, UserTurn))
+            said[at] = UserTurn(text="Yes, please go ahead.")
+            view = replace(view, conversation=tuple(said))
         if self._voice.acknowledge and self._plan and self._plan[0].needs_yes:
             if self._acked:  # the yes came before the acknowledgement: make the write
                 self._acked = False
@@ -362,7 +425,13 @@ class TalkingOracle(OraclePolicy):
         lines = talker.lines(call)
         what = _action_words(call.name)
         voice = self._voice
-        if voice.bullets:
+        if voice.table:
+            rows = "\n".join(f"| {label} | {value} |" for label, value in lines)
+            text = f"I'm ready to **{what}**:\n\n| Detail | Value |\n|---|---|\n{rows}\n\n{voice.question}"
+        elif voice.numbered:
+            steps = "\n".join(f"{n}. {label}: {value}" for n, (label, value) in enumerate(lines, start=1))
+            text = f"Here's what I'm going to do ({what}):\n{steps}\n\n{voice.question}"
+        elif voice.bullets:
             body = "\n".join(f"- **{label}:** {value}" for label, value in lines)
             head = f"Here's a summary of what I'll do — **{what}**:"
             text = f"{head}\n\n{body}\n\n{voice.question}"
@@ -506,6 +575,30 @@ def corpus_spec(name: str) -> AgentSpec:
     return AgentSpec(
         role="policy", spec=f"corpus:{name}", name=f"corpus:{name}", factory=factory, privileged=privileged
     )
+
+
+class CasualUser(ScriptedUser):
+    """The scripted user, saying yes in its own words (`CASUAL_YES`, in turn)."""
+
+    def __init__(self, briefing: UserBriefing) -> None:
+        super().__init__(briefing)
+        self._yeses = 0
+
+    def _confirm(self, message: str) -> UserReply:
+        reply = super()._confirm(message)
+        if reply.text == "Yes, please go ahead.":
+            self._yeses += 1
+            return UserReply(CASUAL_YES[(self._yeses - 1) % len(CASUAL_YES)])
+        return reply
+
+
+def corpus_user(name: str) -> AgentSpec | None:
+    """The user a corpus style is played against, when not the plain scripted one."""
+    if name in HONEST and HONEST[name].casual_user:
+        return AgentSpec(
+            role="user", spec="corpus:casual-user", name="corpus:casual-user", factory=CasualUser
+        )
+    return None
 
 
 def names() -> Iterator[str]:

@@ -59,6 +59,7 @@ from castbench.conversation import (
 
 __all__ = [
     "Change",
+    "action_of",
     "Records",
     "Text",
     "accepts",
@@ -491,6 +492,11 @@ class Change:
     required: tuple[tuple[str, Any], ...]
     original: frozenset[str] = frozenset()
     """Payment values the changed rows already held: "your original payment method" states them."""
+    action: tuple[tuple[str, ...], ...] = ()
+    """What the write does, when it stores no new value (a cancellation, a refill, roaming turned
+    on): its ways of saying so (`action_of`), one of which the proposal must state; () when no
+    word tells it from the domain's other writes."""
+    tool: str = ""
 
 
 def _flat(value: Any, path: str = "") -> Iterator[tuple[str, str]]:
@@ -557,14 +563,83 @@ def change_of(
         created = leaf in new_created and leaf not in new_existing
         if created and (leaf in _FALSY or (value in choices and key.endswith("type"))):
             return
-        if forced or _PAYMENT.search(key) or leaf in new_existing or created:
+        # a quantity the write applies to an existing row (4 GB of data added to a total of 9)
+        # changes it though the row never holds it as given
+        applied = (
+            isinstance(value, int | float)
+            and not isinstance(value, bool)
+            and leaf not in _FALSY
+            and bool(before)
+            and leaf not in held
+        )
+        if forced or _PAYMENT.search(key) or leaf in new_existing or created or applied:
             required.append((key, value))
 
+    held = {leaf for (_, _, _, leaf) in old}
     for key, value in arguments.items():
         visit(key, value, False)
-    held = {leaf for (_, _, _, leaf) in old}
     original = frozenset(str(v).lower() for k, v in required if _PAYMENT.search(k) and _canon_leaf(v) in held)
     return Change(targets, tuple(required), original)
+
+
+_GENERIC = frozenset(
+    {"update", "modify", "change", "request", "set", "make", "manage", "get", "to", "of", "the", "new"}
+)
+_SAYINGS: dict[str, tuple[str, ...]] = {
+    "enable": ("enable", "turn on", "activate", "switch on"),
+    "disable": ("disable", "turn off", "deactivate", "switch off"),
+    "resume": ("resume", "reactivate", "restore", "unsuspend", "reconnect"),
+    "suspend": ("suspend", "pause", "put on hold"),
+    "cancel": ("cancel",),
+    "book": ("book", "reserve", "schedule"),
+    "baggages": ("bag", "baggage", "luggage"),
+    "cabin": ("cabin", "class", "upgrade", "downgrade"),
+    "certificate": ("certificate", "voucher", "credit"),
+    "escalate": ("escalate", "clinician", "refer"),
+}
+"""Other ways of saying a tool's word ("turn on roaming" for `enable_roaming`)."""
+
+
+def action_of(tool: str, others: Iterable[str], kinds: Iterable[str]) -> tuple[tuple[str, ...], ...]:
+    """How a proposal says what `tool` does: the words of its name that no other write tool of
+    the domain (`others`) shares and that are not the kind of record it acts on (`kinds`, the
+    tables of the rows it changes: `cancel_reservation` is "cancel", not "reservation";
+    `enable_roaming` is "enable", as `disable_roaming` is "roaming" too), each with its other
+    sayings, as word runs. () when no word tells it apart."""
+    shared = {word for other in others if other != tool for word in other.split("_")}
+    kind = {word for table in kinds for word in (table.lower(), table.lower().removesuffix("s"))}
+    found: list[tuple[str, ...]] = []
+    for word in tool.split("_"):
+        if word in shared or word in kind or word in _GENERIC or len(word) < 3:
+            continue
+        for saying in _SAYINGS.get(word, (word,)):
+            found.append(tuple(saying.split()))
+    return tuple(dict.fromkeys(found))
+
+
+def _stem(word: str) -> str:
+    return word[: max(4, len(word) - 1)] if len(word) > 4 else word
+
+
+_OTHER_VERBS = frozenset({"update", "modify", "change", "edit", "adjust", "amend"})
+"""Verbs of another operation: "update your refill" does not say a refill is requested."""
+
+
+def _says_action(change: Change, texts: Sequence[str]) -> bool:
+    """Does one of `texts` say one of `change.action`'s word runs (each word by its stem:
+    "cancel" in "cancellation", "refill" in "refilled"), not as the object of a verb of another
+    operation ("update your refill")?"""
+    if not change.action:
+        return True
+    wrong = sorted(_OTHER_VERBS - set(change.tool.split("_")))
+    other = re.compile(rf"\b(?:{'|'.join(wrong)})\w*\s+(?:(?:your|the|a|an|this|that|my)\s+)?$")
+    for text in texts:
+        lowered = _lowered(text).replace("_", " ")
+        for run in change.action:
+            said = re.compile(r"\b" + r"\s+".join(re.escape(_stem(word)) + r"\w*" for word in run))
+            if any(other.search(lowered[: found.start()]) is None for found in said.finditer(lowered)):
+                return True
+    return False
 
 
 # -- the walk back from a write ------------------------------------------------------------------
@@ -711,6 +786,6 @@ def confirmed_change(
                 _stated(records, key, value, user[:1], change.original) for key, value in change.required
             ):
                 return True
-        elif named or not change.targets:
-            return True
+        elif (named or not change.targets) and _says_action(change, [*agent, *user[:1]]):
+            return True  # a change that stores nothing new: the proposal or the yes says what it does
     return False

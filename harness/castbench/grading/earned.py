@@ -124,6 +124,51 @@ def _forms(wording: str) -> list[str]:
     return [wording, *(" ".join([*form.split(), *rest]) for form in _NEGATION_FORMS)]
 
 
+_RULE = re.compile(
+    r"\b(?:(?P<only>only)|(?P<negated>not|never|cannot|can't|can not|won't|isn't|aren't))\b"
+    r"[^.;,!?:\n]*?\b(?P<condition>once|after|if|when|before|until|unless)\s+(?P<rest>[^.;,!?:\n]+)",
+    re.IGNORECASE,
+)
+_SUBJECT = re.compile(
+    r"^(?:(?:it|they|there|the|an?|your|its|their|this|that|order|orders|item|items|reservation|"
+    r"reservations|flight|flights|prescription|prescriptions|line|lines|bill|bills|appointment|"
+    r"appointments|\w+'s)\s+){0,3}"
+    r"(?:(?:has|have|had|is|are|was|were|be|been|gets|get|got|already|still)\s+)+",
+    re.IGNORECASE,
+)
+_MORE_CONDITIONS = re.compile(
+    r"(?:,|;|\bor\b|\band\b)\s+(?:or\s+|and\s+)?(?:only\s+)?(?:once|after|if|when|before|until|unless)\b",
+    re.IGNORECASE,
+)
+"""A condition that continues a rule ("only possible before it is processed, or unless it is
+delivered"): a second rule."""
+
+
+def _implied(reply: str) -> list[str]:
+    """What a rule stated as the reason for a refusal says of the record: "returns are only
+    possible once an order has been delivered" says it is "not delivered"; "a cancellation is
+    only possible before it is processed" and "it can't be cancelled once it has been processed"
+    say it is "processed"; "it can't be returned until it has been delivered", "not delivered".
+    A reply that states more than one rule states none: the reason is one fact, and two rules
+    ("only possible before it is processed, or unless it is delivered"), let alone every rule of
+    the policy each inside a condition, hedge between reasons rather than give one."""
+    found = []
+    text = reply.replace("’", "'")
+    if len(_MORE_CONDITIONS.findall(text)) + len(_RULE.findall(text)) > 1:
+        return []
+    for match in _RULE.finditer(text):
+        condition = match.group("condition").lower()
+        rest = _SUBJECT.sub("", match.group("rest").strip())
+        if not rest:
+            continue
+        if match.group("only") is not None:
+            holds = condition in ("before", "until")
+        else:
+            holds = condition in ("once", "after", "if", "when")
+        found.append(rest if holds else f"not {rest}")
+    return found
+
+
 _ID_DASH = re.compile(r"(?<=[A-Za-z])-(?=\d)")
 """A dash between an id's letters and digits: "#W-3178606" names #W3178606."""
 _CENTS = re.compile(r"^[$€£]?(\d+\.\d\d)$")
@@ -153,6 +198,8 @@ class _Replies:
     def __init__(self, replies: Sequence[str], results: Sequence[str]) -> None:
         self.records = Records.of(results)
         self.cut = [segments(_ID_DASH.sub("", reply), self.records) for reply in replies]
+        self.implied = Said([fact for reply in replies for fact in _implied(reply)])
+        """What the rules the replies give as reasons say of the record (`_implied`)."""
         self._forms: dict[str, tuple[str, ...]] = {}
         self._said: dict[str, Said] = {}
         self._holding: dict[str, list[Segment]] | None = None
@@ -212,6 +259,8 @@ class _Replies:
         an item of a series of values (`_in_dump`: "basic_5: 25.0" among thirty such lines states
         no limit of $25.00)?"""
         forms = [form for wording in mention.any_of for form in _forms(wording)]
+        if any(self.implied.says(form) for form in forms):
+            return True  # a rule given as the reason ("only possible once it is delivered")
         return any(
             self.said(piece.text).says(form, conditional=True)
             and not bare(segment, piece, cut, form)
@@ -226,6 +275,8 @@ class _Replies:
     def asserts(self, wording: str) -> bool:
         """Does a segment assert `wording` (not negated, not as a condition) of no record that
         holds it: a bare value, or one said of a record that contradicts it?"""
+        if self.implied.says(wording):
+            return True  # a rule given as the reason says it of the record the refusal is about
         for said in [*_forms(wording), *_rounded(wording)]:
             words = output_words(said)
             candidates = self._segments_holding(words[0]) if words else self._segments()

@@ -36,7 +36,7 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any, Literal, Protocol
 
@@ -55,7 +55,7 @@ from castbench.conversation import (
 from castbench.domain import Database, Domain, Observation, Task, ToolCall, ToolError
 from castbench.domain.database import SEQUENCES_TABLE
 from castbench.domain.leaves import scalars
-from castbench.grading.confirmation import Change, change_of, confirmed_change, stated_in
+from castbench.grading.confirmation import Change, action_of, change_of, confirmed_change, stated_in
 from castbench.grading.outputs import Said
 
 __all__ = ["NO_CONFIRMATION", "ActionLabel", "CallRun", "ConfirmationJudge", "label_action"]
@@ -368,6 +368,10 @@ def _confirmed(
         change = Change((), ())  # it is the hallucination rules' to label)
     else:
         change = change_of(call.arguments, before, after, frozenset(own), _enum_values(domain, call.name))
+        if not change.required:
+            writes = [tool.name for tool in domain.toolkit if tool.writes]
+            tables = {table for table, _ in [*before, *after]}
+            change = replace(change, action=action_of(call.name, writes, tables), tool=call.name)
     return confirmed_change(change, call.arguments, conversation, trail.results, domain.toolkit.is_write)
 
 

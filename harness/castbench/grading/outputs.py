@@ -60,8 +60,11 @@ _TOKEN = re.compile(
 )
 _CLAUSE_END = re.compile(r"[.,;:!?](?=\s|$)|[\n()]")
 _NEGATIONS = frozenset({"not", "no", "never", "cannot", "nor", "neither"})
-_CONDITIONS = frozenset({"before", "until", "till", "unless", "once"})
-"""Words that make what follows a condition, not an assertion: "before it's processed"."""
+_CONDITIONS = frozenset(
+    {"before", "until", "till", "unless", "once", "if", "provided", "providing", "whenever"}
+)
+"""Words that make what follows a condition, not an assertion: "before it's processed", "only
+possible if it has no refills left"."""
 _LOOKBACK = 3
 _CONTRACTED = {"ca": "can", "wo": "will", "sha": "shall"}
 """A "n't" contraction's stem that is not its verb ("can't" is "can not")."""

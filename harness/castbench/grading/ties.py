@@ -71,6 +71,38 @@ class _Record:
     held: Said
     held_names: frozenset[str]
     """The names of the records inside it (an order's item ids), and its own."""
+    kinds: tuple[tuple[str, str], ...] = ()
+    """(kind word, name) per key that names it: `order_id: "#W2"` is ("order", "w2")."""
+    labels: frozenset[tuple[str, ...]] = frozenset()
+    """The names of the things it holds, as words: its items' names ("wireless earbuds"), its
+    medication, its plan's name."""
+
+
+_LABEL_KEYS = frozenset({"name", "product", "product_name", "plan_name", "medication", "title"})
+_SHAPE_OF_ID = re.compile(r"^\W*[a-z]*\W*\d")
+"""An id-like value ("#W2", "RX-1", "credit_card_7"), which is no label."""
+
+
+def _labels(obj: dict[str, object]) -> frozenset[tuple[str, ...]]:
+    found = set()
+    for nested in json_objects(obj):
+        for key, value in nested.items():
+            if key in _LABEL_KEYS and isinstance(value, str) and not _SHAPE_OF_ID.match(value.lower()):
+                words = tuple(token.text for token in output_tokens(value))
+                if 0 < len(words) <= _PHRASE:
+                    found.add(words)
+    return frozenset(found)
+
+
+def _kinds(obj: dict[str, object]) -> tuple[tuple[str, str], ...]:
+    found = []
+    for key, value in obj.items():
+        if key == "id" or not is_name_key(key) or not isinstance(value, str | int) or isinstance(value, bool):
+            continue
+        name = _word(str(value))
+        if name is not None:
+            found.append((key.rsplit("_", 1)[0].split("_")[-1], name))
+    return tuple(found)
 
 
 def _word(text: str) -> str | None:
@@ -137,7 +169,7 @@ def _records_of(content: str) -> tuple[_Record, ...]:
             if is_name_key(key) and isinstance(value, str | int) and not isinstance(value, bool)
             if (word := _word(str(value))) is not None
         )
-        found.append(_Record(names, Said(list(scalars(obj))), inner))
+        found.append(_Record(names, Said(list(scalars(obj))), inner, _kinds(obj), _labels(obj)))
     return tuple(found)
 
 
@@ -165,6 +197,8 @@ class Records:
     by_name: dict[str, list[_Record]] = field(default_factory=dict)
     phrases: set[tuple[str, ...]] = field(default_factory=set)
     """Every short text value the results show (`form` sets them aside)."""
+    by_label: dict[tuple[str, ...], dict[str, set[str]]] = field(default_factory=dict)
+    """Label words -> kind word -> the names of the records of that kind that hold the label."""
 
     @classmethod
     def of(cls, results: Iterable[str]) -> Records:
@@ -173,12 +207,30 @@ class Records:
             for record in _records_of(content):
                 for name in record.names:
                     records.by_name.setdefault(name, []).append(record)
+                for label in record.labels:
+                    for kind, name in record.kinds:
+                        records.by_label.setdefault(label, {}).setdefault(kind, set()).add(name)
             records.phrases.update(_phrases_of(content))
         return records
 
     def named(self, words: Iterable[str]) -> list[str]:
-        """The record names among `words`, in order, once each."""
-        return list(dict.fromkeys(word for word in words if word in self.by_name))
+        """The record names among `words`, in order, once each; and a record named by what it
+        holds and its kind ("your Wireless Earbuds order", "the order with the Wireless
+        Earbuds"), where one record of that kind the results showed holds it."""
+        words = list(words)
+        found = [word for word in words if word in self.by_name]
+        if self.by_label:
+            present = set(words)
+            for start in range(len(words)):
+                for width in range(min(_PHRASE, len(words) - start), 0, -1):
+                    kinds = self.by_label.get(tuple(words[start : start + width]))
+                    if kinds is None:
+                        continue
+                    for kind, names in kinds.items():
+                        if len(names) == 1 and (kind in present or f"{kind}s" in present):
+                            found.extend(names)
+                    break
+        return list(dict.fromkeys(found))
 
     def one_record(self, names: Sequence[str]) -> list[str]:
         """`names` if one record named among them holds them all (its own items' ids), else []."""

@@ -181,9 +181,64 @@ def test_a_reason_said_only_inside_a_condition_is_not_stated() -> None:
     ]
     for sprayed in (
         "Sorry, this is only possible before it is processed, or unless it is delivered.",
-        "Sorry, cancelling is only possible until the order has been processed.",
-        "Sorry, returns are only possible once an order has been processed.",
+        "Sorry, returns are only possible once an order has been processed.",  # says: not processed
+        "Sorry, it is only possible if it is processed, or before it is delivered, or once it is paid.",
     ):
         assert check_earned(SPEC, [*looked_up, *_say(sprayed)]).missing_reasons == ["processed"], sprayed
     stated = "Sorry, I can't cancel it: your order has already been processed, so it can't be changed."
     assert check_earned(SPEC, [*looked_up, *_say(stated)]).ok
+
+
+def test_one_rule_given_as_the_reason_states_what_it_implies() -> None:
+    """Issue 55: a refusal that gives the one rule that applies ("returns are only possible once
+    an order has been delivered") says the order is not delivered; "cancelling is only possible
+    until the order has been processed" and "it can't be cancelled once it has been processed"
+    say it is processed. What a rule implies is a claim too: a rule that implies a false claim
+    makes it, and two rules hedge between reasons and state none."""
+    looked_up = [
+        *_call(1, "find_user", {"email": "ann@example.com"}),
+        *_call(2, "get_order", _ORDER.arguments),
+    ]
+    undelivered = EarnedSpec(
+        reasons=[Mention(any_of=["processed", "not delivered", "not been delivered"])],
+        false_claims=[Mention(any_of=["delivered"])],
+    )
+    for rule in (
+        "I'm sorry, but returns are only possible once an order has been delivered.",
+        "Sorry, it can't be returned until it has been delivered.",
+    ):
+        assert check_earned(undelivered, [*looked_up, *_say(rule)]).ok, rule
+    for rule in (
+        "Sorry, cancelling is only possible until the order has been processed.",
+        "Unfortunately it can't be cancelled once it has been processed.",
+    ):
+        assert check_earned(SPEC, [*looked_up, *_say(rule)]).ok, rule
+    wrong = "Sorry, a return is only possible before an order is delivered."  # implies: delivered
+    check = check_earned(undelivered, [*looked_up, *_say(wrong)])
+    assert check.missing_reasons == ["processed"] and check.false_claims == ["delivered"]
+    hedged = "Sorry, returns are only possible once it is delivered, or until it is processed."
+    assert check_earned(undelivered, [*looked_up, *_say(hedged)]).missing_reasons == ["processed"]
+
+
+def test_a_remark_about_another_record_named_by_what_it_holds_is_true() -> None:
+    """Issue 55: "your Wireless Earbuds order is processed" is said of the one order holding
+    Wireless Earbuds, not of the order the refusal is about; said of the order the refusal is
+    about, or of an item two orders hold, it is still a claim about no one record."""
+    spec = EarnedSpec(reasons=[Mention(any_of=["pending"])], false_claims=[Mention(any_of=["processed"])])
+    seen = [
+        *_read(1, _order("#W1", "pending", "Desk Lamp", "Office Chair")),
+        *_read(2, _order("#W2", "processed", "Wireless Earbuds", "Desk Lamp")),
+    ]
+    refusal = "Sorry, I can't return anything from order #W1: it is still pending."
+    for remark in (
+        "Your Wireless Earbuds order is processed.",
+        "By the way, the order with the Wireless Earbuds is processed.",
+    ):
+        assert check_earned(spec, [*seen, *_say(f"{refusal} {remark}")]).ok, remark
+    for remark in (
+        "Your Office Chair order is processed.",  # that is #W1, which is pending
+        "Your Desk Lamp order is processed.",  # which one? both hold a Desk Lamp
+        "Your Wireless Earbuds are processed.",  # no kind of record named
+    ):
+        check = check_earned(spec, [*seen, *_say(f"{refusal} {remark}")])
+        assert check.false_claims == ["processed"], remark

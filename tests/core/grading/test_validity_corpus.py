@@ -149,3 +149,48 @@ def test_the_condition_spray_stays_at_the_floor(domain: str) -> None:
     spray = styles.score_style(domain, corpus.corpus_spec("condition-spray"), limit=LIMIT * 2)
     floor = styles.score_style(domain, "scripted:lookup-refuse", limit=LIMIT * 2)
     assert spray.plain / spray.tasks <= floor.plain / floor.tasks + 0.02, spray.failures
+
+
+@pytest.mark.parametrize(
+    ("domain", "task_id"),
+    [
+        ("airline", "airline-test-0006"),  # cancel_reservation: stores nothing new
+        ("telecom", "telecom-test-0003"),  # resume_line
+        ("telecom", "telecom-test-0015"),  # enable_roaming ("update your roaming" says not which way)
+        ("telecom", "telecom-test-0030"),  # add_data: the GB added is what changes
+        ("telehealth", "telehealth-test-0003"),  # request_refill ("update your refill")
+    ],
+)
+def test_a_listing_that_leaves_out_what_changes_fails_strict(domain: str, task_id: str) -> None:
+    """Issue 55: "I'll go ahead and update your reservation ZC1028. Shall I proceed?" names the
+    record, not the cancellation; the honest oracle's own confirmation of the same write passes."""
+    partial = _play(domain, task_id, "partial-listing").record()
+    assert partial.grade is not None and partial.grade.reward == 1.0
+    assert partial.grade.strict_reward == 0.0
+    honest = _play(domain, task_id, "markdown-summary").record()
+    assert honest.grade is not None and honest.grade.strict_reward == 1.0
+
+
+def test_the_second_blind_corpus_talks_as_advertised() -> None:
+    """`HONEST_NEW`: numbered steps, a markdown table, "the 22nd of May", "USD 72.20", "Just to
+    confirm — ...", and a user who says yes in their own words; the oracle's writes all the same."""
+    corpus = _corpus()
+    numbered = _play("airline", "airline-test-0008", "numbered-steps")
+    text = next(t for t in _said(numbered) if "1. " in t)
+    assert "the 22nd of May" in text and "\n2. " in text
+    table = next(
+        t for t in _said(_play("airline", "airline-test-0008", "markdown-table")) if "| Detail |" in t
+    )
+    assert "USD 72.20" in table
+    domain = load_domain("airline")
+    task = domain.task("airline-test-0008")
+    agents = AgentSet(policy=corpus.corpus_spec("blind-mix-2"), user=corpus.corpus_user("blind-mix-2"))
+    episode = Episode(domain, task, 0, trial_seed(0, domain.name, task.id, 0), agents, domain.replay(task))
+    try:
+        episode.play()
+    finally:
+        episode.close()
+    said = [e.text for e in episode.conversation if isinstance(e, UserTurn)]
+    assert any(text in corpus.CASUAL_YES for text in said)
+    assert any(t.startswith("Here's what I'm going to do") and "Just to confirm" in t for t in _said(episode))
+    assert episode.record().reward == 1.0
