@@ -83,6 +83,60 @@ def _heavy_import_s(module: str) -> float:
     )
 
 
+def _cpu_per_trial(worker: _Worker, trials: int, steps: int, gap: float) -> tuple[float, float]:
+    """CPU seconds per trial: of the worker's template and its trials' processes (reaped by it),
+    and of this process (castbench's side: hand-over, ending, reading how the trial ended)."""
+    before, ours = _cpu_s(worker.process.pid), time.process_time()
+    for _ in range(trials):
+        time.sleep(gap)
+        _one_trial(worker, steps)
+    return (_cpu_s(worker.process.pid) - before) / trials, (time.process_time() - ours) / trials
+
+
+def compare_keeper(args: argparse.Namespace) -> None:
+    """The trial's process as PID 1 of its namespace (no keeper) against a keeper forked first,
+    in interleaved rounds on the same machine: CPU per trial, both sides, and the ratio."""
+    from castbench.agents.transports import worker as workers
+
+    support = sandbox.support()
+    if "PID namespace" not in support.mechanism:
+        print(f"no PID namespace per trial here ({support.mechanism or support.reason}): nothing to compare")
+        return
+    pool = _pool("policy", POLICY, SandboxNeeds())
+    made: dict[bool, _Worker] = {}
+    for keeper in (False, True):
+        workers._KEEPER[0] = keeper
+        made[keeper] = _Worker("policy", POLICY, pool._plan())
+        _one_trial(made[keeper], 2)  # warm up
+    workers._KEEPER[0] = False
+    spent: dict[bool, list[tuple[float, float]]] = {False: [], True: []}
+    loads = [os.getloadavg()[0]]
+    for _ in range(args.keeper_rounds):
+        for keeper in (False, True):
+            spent[keeper].append(_cpu_per_trial(made[keeper], args.trials, args.steps, args.gap_ms / 1000))
+        loads.append(os.getloadavg()[0])
+    for worker in made.values():
+        worker.kill()
+    print(
+        f"{support.mechanism}; {args.keeper_rounds} interleaved rounds x {args.trials} trials each, "
+        f"{args.steps} steps, {args.gap_ms:g} ms between trials; load {min(loads):.1f}-{max(loads):.1f} "
+        f"on {os.cpu_count()} CPUs"
+    )
+    totals = {}
+    for keeper, label in ((True, "keeper forked first (before)"), (False, "trial's process as PID 1 (now)")):
+        worker_s = statistics.mean(w for w, _ in spent[keeper])
+        ours_s = statistics.mean(o for _, o in spent[keeper])
+        totals[keeper] = worker_s + ours_s
+        print(
+            f"  {label:32} CPU per trial: worker and trial {1000 * worker_s:6.2f} ms + castbench "
+            f"{1000 * ours_s:5.2f} ms = {1000 * totals[keeper]:6.2f} ms"
+        )
+    print(
+        f"  now / before: {totals[False] / totals[True]:.2f}; the keeper's CPU per trial "
+        f"{1000 * (totals[True] - totals[False]):+.2f} ms"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -94,7 +148,17 @@ def main() -> None:
     parser.add_argument(
         "--gap-ms", type=float, default=30.0, help="castbench's own work between two trials of a worker"
     )
+    parser.add_argument(
+        "--keeper-rounds",
+        type=int,
+        default=0,
+        help="only compare, in this many interleaved rounds of --trials each, the trial's process as "
+        "PID 1 of its namespace against a keeper forked first (the design before it)",
+    )
     args = parser.parse_args()
+    if args.keeper_rounds:
+        compare_keeper(args)
+        return
     support = sandbox.support()
     print(f"sandbox: {support.mechanism or 'none: ' + support.reason}")
     pool = _pool("policy", POLICY, SandboxNeeds())

@@ -372,16 +372,14 @@ def test_a_trial_cannot_reach_castbench_or_its_template(agents: str, route: str)
         reply = first_reply(f"{agents}:Probe?route={route}&arg={target}")
         assert reply.startswith("DENIED"), f"{route} on {target}: {reply}"
         assert (os.sched_getaffinity(target), os.getpriority(os.PRIO_PROCESS, target)) == before
-    if confine.can_unshare_pid():  # its keeper, PID 1 of its namespace: root, outside its sandbox
-        keeper_route = "kill9" if route == "kill" else route
-        reply = first_reply(f"{agents}:Probe?route={keeper_route}&arg=1")
-        assert reply.startswith("DENIED"), f"{keeper_route} on its keeper: {reply}"
+    if confine.can_unshare_pid():  # PID 1 of its namespace is itself: nothing else to name there
+        assert first_reply(f"{agents}:Probe?route=whoami").startswith("GOT 'pid 1 ")
 
 
 def test_a_trial_is_alone_in_a_pid_namespace_of_its_own_as_a_user_of_its_own(agents: str) -> None:
     reply = first_reply(f"{agents}:Probe?route=whoami")
     if confine.can_unshare_pid():
-        assert reply.startswith("GOT 'pid 2 "), reply  # its keeper (castbench's code) is PID 1
+        assert reply.startswith("GOT 'pid 1 "), reply  # PID 1 of a namespace of its own
         assert "a PID namespace per trial" in sandbox.support().mechanism  # on the run's record
     if os.geteuid() == 0:
         uid = int(reply.split(" uid ")[1].split()[0])
@@ -451,18 +449,20 @@ def test_no_trial_finds_an_earlier_trial_s_output_in_its_memory(agents: str) -> 
 
 
 def test_the_template_never_reads_what_a_trial_leaves() -> None:
-    """Its output (castbench reads it), its exit status, CPU time and stray processes (its keeper
-    learns them and reports to castbench, then exits): the template reads none of them."""
+    """Its output (castbench reads it), its exit status, CPU time and stray processes (castbench
+    reads them from `/proc` where the trial's process is PID 1 of its namespace, its keeper where
+    there is none): the template reads none of them, and reaps with no status to fill."""
     import inspect
 
     from castbench.agents.transports import serve
 
     template = "".join(
-        inspect.getsource(f) for f in (serve._Template, serve._await_keeper, serve._forget_children)
+        inspect.getsource(f)
+        for f in (serve._Template, serve._await_keeper, serve._forget_children, serve._reap_unread)
     )
-    for call in ("os.read(", "wait4(", "_reap_everything(", "_reap_namespace(", "_status("):
+    for call in ("os.read(", "wait4(", "waitpid(", "_reap_everything(", "_reap_namespace(", "_status("):
         assert call not in template, call
-    assert "os.waitpid(keeper, 0)" in template  # the keeper's end, its status unread
+    assert "_libc.waitid(_P_PID if pid else _P_ALL, pid, None, _WEXITED)" in template  # no siginfo
 
 
 # -- scratch trees of a killed castbench -----------------------------------------------------------------

@@ -10,11 +10,15 @@ control pipe), writes its output into an in-memory file castbench reads, gets a 
 folder, takes its bounds and a user id of its own (`castbench.agents.confine`), enters the
 sandbox (the kernel's wall: `castbench.agents.sandbox`), refuses imports of the installed domain
 packages (they hold the tasks' ground truth), imports the agent and serves that trial alone.
-Each trial's process is forked by the trial's keeper, itself forked from the template for that
-trial (PID 1 of the trial's PID namespace where castbench can make one): at the trial's end the
-keeper kills and reaps every process the trial started and reports how it ended to castbench
-directly. The template never reads anything a trial leaves (issue 56): it forks every later
-trial, and its memory is theirs to read.
+Where castbench can make a PID namespace per trial, the template forks each trial's process into
+one of its own, as its PID 1: when it dies, the kernel kills every process it started, and at the
+trial's end castbench (never the template) reads from `/proc` how it ended (its exit status and
+CPU time, from its zombie; the processes it left running) and kills it; the template then reaps
+it with `waitid` and no status to fill. Where there is no namespace, each trial's process is
+forked by the trial's keeper, itself forked from the template for that trial: at the trial's end
+the keeper kills and reaps every process the trial started and reports how it ended to castbench
+directly. Either way the template never reads anything a trial leaves (issue 56): it forks every
+later trial, and its memory is theirs to read.
 
 The import guard stays behind the sandbox: where there is none (another OS, `CASTBENCH_SANDBOX=off`)
 it is all that keeps a careless `import` of a domain package out, and behind it, it turns the
@@ -353,6 +357,11 @@ class _Template:
         self.limits = confine.TrialLimits(**hello.get("limits", {}))
         self.pidns = confine.own_pid_namespace() if hello.get("pidns") else None
         """This process's own PID namespace, to come back to after forking a trial into a new one."""
+        self.direct = self.pidns is not None and not hello.get("keeper")
+        """Each trial's process is PID 1 of its namespace, with no keeper: castbench reads how it
+        ended (`worker._end_directly`). A keeper (`_keeper`) where there is no namespace, or when
+        castbench asks for one (`bench/trial_isolation.py` compares the two)."""
+        _PIDNS_TRIALS[0] = self.direct
         self.forked = 0
         # where the trials' processes find the agent, for looking its modules up: never on this
         # process's own path, so no module of the agent's folder is ever imported here (a later
@@ -392,7 +401,7 @@ class _Template:
             _discard(self._end()[1])
             self._fork()
         assert self.trial is not None and self.trial.socket is not None
-        self.control.send_bytes(encode({"started": self.trial.pid}))
+        self.control.send_bytes(encode({"started": self.trial.pid, "keeper": not self.direct}))
         fds = [self.trial.socket.fileno(), self.trial.output, self.trial.report]
         socket.send_fds(self.control_socket, [b"T"], fds)
         self.trial.socket.close()
@@ -441,12 +450,18 @@ class _Template:
             try:
                 os.close(report_read)
                 os.close(go_write)
-                _keeper(self, theirs.fileno(), write_end, scratch, report_write, go_read)
+                if self.direct:  # PID 1 of its namespace: castbench reads how it ended
+                    _trial_process(self, theirs.fileno(), write_end, scratch, 0)
+                else:
+                    _keeper(self, theirs.fileno(), write_end, scratch, report_write, go_read)
             finally:
                 os._exit(0)
         theirs.close()
         os.close(report_write)
         os.close(go_read)
+        if self.direct:  # no keeper to tell: its pipe closed (castbench ends the trial)
+            os.close(go_write)
+            go_write = -1
         self.trial = _Trial(pid, write_end, scratch, ours, report_read, go_write)
 
     def _end(self) -> tuple[dict[str, Any], str]:
@@ -467,9 +482,10 @@ class _Template:
         for fd in (trial.output, trial.report):  # never handed over: nobody reads them
             if fd >= 0:
                 os.close(fd)
-        with suppress(OSError):
-            os.write(trial.go, b"e")
-        os.close(trial.go)
+        if trial.go >= 0:
+            with suppress(OSError):
+                os.write(trial.go, b"e")
+            os.close(trial.go)
         return trial.pid, trial.scratch
 
     def _probe(self) -> dict[str, Any]:
@@ -491,33 +507,53 @@ class _Template:
             _discard(self._end()[1])
 
 
+_P_ALL, _P_PID = 0, 1
+_WEXITED, _WNOHANG, _WNOWAIT = 4, 1, 0x01000000
+
+
+def _reap_unread(pid: int) -> None:
+    """Reap child `pid` (0: any child) without learning anything of it: `waitid` with no
+    `siginfo` to fill, so its exit status never enters this process's memory."""
+    _libc.waitid(_P_PID if pid else _P_ALL, pid, None, _WEXITED)
+
+
+def _has_children() -> bool:
+    """Whether this process has a child, exited or not (nothing of it read)."""
+    return bool(_libc.waitid(_P_ALL, 0, None, _WEXITED | _WNOHANG | _WNOWAIT) == 0)
+
+
 def _await_keeper(keeper: int) -> None:
-    """Wait for a trial's keeper to exit (once the trial's processes are reaped), its status
-    unread, then for anything a lost keeper left here."""
+    """End the trial's first process, the template's only child of the trial: its keeper (which
+    kills, reaps and reports) or, in a PID namespace, the trial's process itself, PID 1 there
+    (castbench has read its end and killed it; killed here if castbench is gone), whose death
+    ends every process of its namespace. Reaped unread, then anything a lost one left here."""
     if keeper:
-        with suppress(ChildProcessError):
-            os.waitpid(keeper, 0)
+        if _PIDNS_TRIALS[0]:
+            with suppress(ProcessLookupError):
+                os.kill(keeper, signal.SIGKILL)
+        _reap_unread(keeper)
     _forget_children()
 
 
+_PIDNS_TRIALS = [False]
+"""The template forks each trial's process into a PID namespace of its own, with no keeper."""
+
+
 def _forget_children() -> None:
-    """Kill and reap what a lost keeper left here, learning nothing of it: the template forks the
+    """Kill and reap what a lost trial left here, learning nothing of it: the template forks the
     next trial, so it must never hold what a trial could put in it (an exit code, a CPU time, a
     count of processes), however small."""
     while True:
         children = _children()
         if not children:
-            try:
-                if os.waitpid(-1, os.WNOHANG)[0] == 0:
-                    time.sleep(0.0005)
-                continue
-            except ChildProcessError:
+            if not _has_children():
                 return
+            time.sleep(0.0005)  # one is exiting and not yet listed
+            continue
         for pid in children:
             with suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
-            with suppress(ChildProcessError):
-                os.waitpid(pid, 0)
+            _reap_unread(pid)
 
 
 def _keeper(template: _Template, fd: int, output: int, scratch: str, report: int, go: int) -> None:
@@ -638,6 +674,8 @@ def _trial_process(template: _Template, fd: int, output: int, scratch: str, keep
             data = encode(_failure(hello["role"], exc))
         connection.send_bytes(data)
         if message.get("op") == "close":
+            while not keeper:  # PID 1 of its namespace: its exit would end what it left running
+                time.sleep(3600)  # before castbench counted it; castbench kills it
             return
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import atexit
 import dataclasses
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -36,7 +37,7 @@ from castbench.agents.paths import search_path
 from castbench.agents.protocols import UserReply
 from castbench.agents.sandbox import SandboxNeeds
 from castbench.agents.spec import AgentSpec, AgentSpecError
-from castbench.agents.transports.serve import OUTPUT_CAP, STARTUP_S
+from castbench.agents.transports.serve import OUTPUT_CAP, STARTUP_S, _descendants, _status
 from castbench.agents.transports.wire import (
     ACTION,
     EVENTS,
@@ -117,6 +118,47 @@ def _read_output(fd: int) -> tuple[str, int]:
         return "", 0
     return kept.decode(errors="replace"), max(0, size - len(kept))
 
+
+def _stat(pid: int) -> list[str] | None:
+    """`/proc/PID/stat` from its third field (the state) on; None once the process is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rpartition(")")[2].split()
+    except OSError:
+        return None
+
+
+def _end_directly(pid: int, cpu_limit: int) -> dict[str, Any]:
+    """End a trial whose process is PID 1 of its namespace (the template forked it with no keeper),
+    and say how it ended, read here in castbench from `/proc` (as root): the processes it had
+    left running, then the kill (its namespace dies with it) and, from its zombie, which the
+    template reaps unread only after this, its exit status and CPU time. So no process that forks
+    a later trial ever holds any of it."""
+    stat = _stat(pid)
+    if stat is None:
+        return {"stray": 0, "ended": "its process was lost"}
+    exited = stat[0] == "Z"
+    stray = 0 if exited else len(_descendants(pid))
+    with suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + _END_S
+    while stat is not None and stat[0] != "Z" and time.monotonic() < deadline:
+        time.sleep(0.0002)
+        stat = _stat(pid)
+    if stat is None or stat[0] != "Z":
+        return {"stray": stray, "ended": "its process was lost"}
+    status = int(stat[49])  # field 52: the exit status, as `waitpid` reports it
+    cpu = sum(int(value) for value in stat[11:15]) / os.sysconf("SC_CLK_TCK")  # its own and reaped
+    killed = os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
+    said = "killed at the trial's end" if killed else _status(status)
+    if cpu_limit and cpu >= cpu_limit:
+        said = f"{said}: CPU time limit of {cpu_limit} s passed"
+    return {"stray": stray, "ended": said}
+
+
+_KEEPER = [False]
+"""Give each trial a keeper even in a PID namespace of its own (as before the trial's process
+became PID 1 there): for `bench/trial_isolation.py`'s comparison only."""
 
 _ROOT: list[str] = []
 _ROOT_LOCK = threading.Lock()
@@ -205,6 +247,7 @@ class _Worker:
             raise
         self.control_socket = ours
         self.connection = Connection(os.dup(ours.fileno()))
+        self.limits = confine.limits_from_env()
         hello = {
             "role": role,
             "target": target,
@@ -212,9 +255,10 @@ class _Worker:
             "domain_packages": sandbox.protected_packages(),
             "folder": self.folder,
             "sandbox": None if plan is None else {"plan": plan.model_dump()},
-            "limits": dataclasses.asdict(confine.limits_from_env()),
+            "limits": dataclasses.asdict(self.limits),
             "pidns": plan is not None and confine.can_unshare_pid(),
             "user": plan is not None,
+            "keeper": _KEEPER[0],
         }
         self.connection.send_bytes(encode(hello))
         self.loaded = self._control(None, "its start", STARTUP_S, send=False)
@@ -245,7 +289,7 @@ class _Worker:
     def start_trial(self) -> _TrialProcess:
         """Fork a fresh process for one trial, which imports the agent in its sandbox."""
         with self._lock:
-            self._control({"op": "trial"}, "a trial's start", STARTUP_S)
+            started = self._control({"op": "trial"}, "a trial's start", STARTUP_S)
             try:
                 _, fds, _, _ = socket.recv_fds(self.control_socket, 1, 3)
             except OSError as exc:
@@ -256,10 +300,11 @@ class _Worker:
                 os.close(fd)
             self.kill()
             raise AgentError(f"{self.role} worker process did not start a trial")
-        trial = _TrialProcess(self, Connection(fds[0]), fds[1], fds[2])
+        direct = 0 if started.get("keeper", True) else int(started["started"])
+        trial = _TrialProcess(self, Connection(fds[0]), fds[1], fds[2], direct)
         entered = trial.answer("entering its sandbox", STARTUP_S)
         if "error" in entered:  # castbench's own code, before the agent's: what castbench saw
-            self.end_trial(trial.output_fd, trial.report_fd)
+            self.end_trial(trial.output_fd, trial.report_fd, direct)
             os.close(trial.output_fd)
             os.close(trial.report_fd)
             self.kill()
@@ -270,13 +315,15 @@ class _Worker:
             raise AgentError(f"{self.role} could not be loaded for this trial: {loaded['error']}")
         return trial
 
-    def end_trial(self, output: int = -1, report: int = -1) -> AgentOutput:
+    def end_trial(self, output: int = -1, report: int = -1, direct: int = 0) -> AgentOutput:
         """Kill and reap every process of the trial; what it wrote (`output`: its output file)
-        and how it ended (`report`: its keeper's, written before the template answers)."""
+        and how it ended (`report`: its keeper's, written before the template answers; with
+        `direct`, the PID of a trial's process that is PID 1 of its namespace, read here first)."""
+        ended = _end_directly(direct, self.limits.cpu) if direct else None
         with self._lock:
             self._control({"op": "end"}, "the end of a trial", _END_S)
         text, dropped = _read_output(output)
-        ended = _read_report(report)
+        ended = ended or _read_report(report)
         return AgentOutput(text=text, dropped=dropped, stray=ended["stray"], ended=ended["ended"])
 
     @property
@@ -300,8 +347,13 @@ class _Worker:
 class _TrialProcess:
     """One trial's agent process and the pipe to it; ended (its processes killed) exactly once."""
 
-    def __init__(self, worker: _Worker, connection: Connection, output: int, report: int) -> None:
+    def __init__(
+        self, worker: _Worker, connection: Connection, output: int, report: int, direct: int = 0
+    ) -> None:
         self.worker, self.connection, self.output_fd, self.report_fd = worker, connection, output, report
+        self.direct = direct
+        """The PID of the trial's process when it is PID 1 of its namespace (no keeper): castbench
+        reads how it ended and ends it (0: its keeper does)."""
         self.role = worker.role
         self._lock = threading.Lock()
         self.output: AgentOutput | None = None
@@ -361,7 +413,7 @@ class _TrialProcess:
                 with suppress(OSError):
                     self.connection.close()
                 try:
-                    self.output = self.worker.end_trial(self.output_fd, self.report_fd)
+                    self.output = self.worker.end_trial(self.output_fd, self.report_fd, self.direct)
                 except AgentError:
                     self.output = AgentOutput(text="[castbench: the worker process was lost]")
                 finally:
