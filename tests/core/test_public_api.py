@@ -34,6 +34,11 @@ SURFACE: dict[str, list[str]] = {
         "CastbenchGroup", "CriticRecord", "Environment", "EvalOptions", "EvalResult", "ResultsStore",
         "__version__", "critic_intervals", "critic_metrics", "critic_report", "evaluate", "fail",
         "steps_df", "trials_df", "verdicts_df",
+        # the Python function of each command (docs/commands.md), and what they take and raise
+        "ArchiveError", "Check", "GateError", "SourceError", "StoreError", "attribute", "build_board",
+        "builtin_agents", "comparison", "export_run", "gate", "generate_private", "import_run", "load_board",
+        "new_domain", "plan_checks", "profile", "profile_runs", "read_export", "render_run_page",
+        "run_listing", "set_pack_option", "summarize_run", "validate_domain", "verify", "write_export",
     ],
     "castbench.agents": [
         "AGENT_STOP", "Action", "AgentSpec", "AgentSpecError", "AgentTurn", "Briefing", "BuiltinAgent",

@@ -17,7 +17,6 @@ from castbench.cli.options import DbOption, PackOptionFlag, Tau2DataOption
 from castbench.defaults import DEFAULT_DB
 from castbench.places import record_place
 from castbench.publish.archive import import_run
-from castbench.publish.verify import verify_run
 from castbench.store import ResultsStore
 from castbench.store.export import (
     EXPORT_SUFFIX,
@@ -176,15 +175,13 @@ def verify_command(
     grading mode, and compare with the stored reward, trajectory and labels; check the config
     hash and privilege markers. Exit 1 on any difference; exit 2 when agents that declared no
     privilege acted on identifiers the conversation never revealed (clairvoyant trials)."""
+    from castbench.decide import verify
+
     try:
-        path = Path(run)
-        store = None if is_export(path) else ResultsStore(db, read_only=True)
-        exported: ExportedRun = read_export(path) if store is None else export_run(store, run)
+        report = verify(run, db=db)
     except ArchiveError as exc:
         console.print(f"[bold red]error:[/] {exc}")
         raise typer.Exit(2) from exc
-    digests = None if store is None else store.check_digests(exported.run_id)
-    report = verify_run(exported.run_id, exported.config, exported.trials, exported.config_hash, digests)
     if not report.verified:
         console.print(f"[bold red]verification failed:[/] {escape(report.describe())}")
         raise typer.Exit(1)

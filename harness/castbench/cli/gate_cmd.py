@@ -25,11 +25,8 @@ from castbench.compare import (
     GateError,
     SourceError,
     UndecidedPolicy,
-    comparability_problems,
-    incomplete_runs,
     load_gate_config,
     load_summary,
-    run_gate,
 )
 from castbench.compare.gate_report import gate_junit, gate_markdown, gate_panel
 from castbench.compare.plan import CheckPlan, plan_checks
@@ -118,20 +115,9 @@ def gate_command(
         settings, checks = _settings(config, metric, max_drop, domain)
         policy = undecided or (settings.undecided if settings else None) or UndecidedPolicy.UNDECIDED
         level = confidence or (settings.confidence if settings else None) or 0.95
-        base, cand = load_summary(baseline, db), load_summary(candidate, db)
-        if base.run_id == cand.run_id:  # its every difference is 0: it would always PASS
-            raise GateError(
-                f"--baseline and --candidate are the same run ({base.run_id}): a run gated against "
-                "itself always passes; give the release's own run as --candidate"
-            )
-        unfinished = incomplete_runs(base, cand)
-        if unfinished and not force:
-            raise GateError("; ".join(unfinished) + " (re-run it to finish, or --force to gate anyway)")
-        problems = comparability_problems(base, cand)
-        if problems and not force:
-            raise GateError("runs are not comparable: " + "; ".join(problems) + " (--force to gate anyway)")
-        result = run_gate(base, cand, checks, level)
-        result.warnings[:0] = [f"forced: {problem}" for problem in unfinished + problems]
+        from castbench.decide import gate  # what it loads, when it runs
+
+        result = gate(baseline, candidate, checks, confidence=level, db=db, force=force)
     except (GateError, SourceError) as exc:
         fail(exc)
     console.print(gate_panel(result, policy))
