@@ -27,7 +27,7 @@ import castbench.domain
 from castbench.records.trial import TrialRecord
 
 ROOT = Path(__file__).resolve().parents[2]
-PUBLIC = ("castbench", "castbench.agents", "castbench.domain")
+PUBLIC = ("castbench", "castbench.agents", "castbench.domain", "castbench.formats")
 
 SURFACE: dict[str, list[str]] = {
     "castbench": [
@@ -51,13 +51,14 @@ SURFACE: dict[str, list[str]] = {
         "public_briefing", "resolve", "tool_manual", "transcript", "verdict_from_text", "vllm_command",
         "wait_until_ready",
     ],
+    "castbench.formats": ["ArchiveError", "ExportedRun", "RunFormat"],
     "castbench.domain": [
-        "ActionLabel", "AgentSet", "ArchiveError", "Database", "DerivedRules", "DeviceStep", "Domain",
+        "ActionLabel", "AgentSet", "Database", "DerivedRules", "DeviceStep", "Domain",
         "DomainDataError", "DomainRules", "DraftBase", "EarnedSpec", "EndReason", "ExpectedStateError",
-        "ExportedRun", "Fact", "Facts", "Families", "Generator", "GradingSpec", "IDENTITY_PREFIX",
+        "Fact", "Facts", "Families", "Generator", "GradingSpec", "IDENTITY_PREFIX",
         "Limits", "Lookup", "Mention", "Observation", "ObservedCall", "ObservedFacts", "PackOption",
         "PackOptionError", "PackOptions", "Proposal",
-        "Record", "RecordNotFound", "Rival", "Row", "RuleFinding", "RunConfig", "RunFormat",
+        "Record", "RecordNotFound", "Rival", "Row", "RuleFinding", "RunConfig",
         "SEQUENCES_TABLE", "Snapshot", "Split", "StepRecord", "Task", "TaskChecks", "TaskFileError",
         "Tool", "ToolCall", "ToolCrash", "ToolError", "Toolkit", "Trajectory", "TrialRecord",
         "TrueFacts", "UniqueDigits", "UnknownDomainError", "UserScenario", "Verification",
@@ -79,12 +80,14 @@ def facade(name: str) -> ModuleType:
 
 
 def homes(module: ModuleType) -> dict[str, str]:
-    """Each public name of `module` and the module it is read from: the lazy table, and for
-    `castbench.domain` the names its `__init__` imports with the package."""
-    found = dict(module._HOME)
+    """Each public name of `module` and the module it is read from: the lazy table, and the names
+    its `__init__` imports statically (`castbench.domain`'s core, `castbench.formats`)."""
+    found = dict(getattr(module, "_HOME", {}))
     tree = ast.parse(Path(module.__file__ or "").read_text())
     for node in tree.body:
-        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("castbench."):
+        if not isinstance(node, ast.ImportFrom) or node.module == "castbench.deprecation":
+            continue  # castbench's own deprecation helper is no public name
+        if (node.module or "").startswith("castbench."):
             found.update({alias.name: node.module or "" for alias in node.names})
     return found
 
@@ -314,3 +317,19 @@ def test_a_name_patched_where_it_is_defined_is_seen_through_the_public_module(
     assert getattr(module, public) is sentinel
     monkeypatch.undo()
     assert getattr(module, public) is real
+
+
+@pytest.mark.parametrize("name", ["ArchiveError", "ExportedRun", "RunFormat"])
+def test_a_run_format_name_read_from_the_domain_api_warns_and_is_the_same_object(name: str) -> None:
+    """Run formats moved to `castbench.formats`: the old place still gives them until 0.2.0."""
+    import castbench.formats
+
+    with pytest.warns(
+        DeprecationWarning,
+        match=rf"castbench\.domain\.{name} is deprecated and will be removed in castbench 0\.2\.0: "
+        r"import from castbench\.formats instead",
+    ) as caught:
+        old = getattr(castbench.domain, name)
+    assert old is getattr(castbench.formats, name)
+    assert caught[0].filename == __file__  # it points at the code that read the old name
+    assert name not in castbench.domain.__all__

@@ -19,6 +19,7 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Any
 
+from castbench.deprecation import moved
 from castbench.domain.database import Database, Record, RecordNotFound
 from castbench.domain.domain import Domain, DomainDataError, ExpectedStateError, TaskChecks
 from castbench.domain.pack_options import PackOption, PackOptionError, PackOptions
@@ -80,10 +81,16 @@ _HOMES: dict[str, tuple[str, ...]] = {
     "castbench.records.config": ("Limits", "RunConfig", "Verification"),
     "castbench.records.trial": ("EndReason", "Proposal", "StepRecord", "TrialRecord"),
     "castbench.grading.labeler": ("ActionLabel",),
-    # a run file format of the pack's own (`castbench import` / `castbench export --format`)
-    "castbench.store.export": ("ArchiveError", "ExportedRun", "RunFormat"),
 }
 _HOME = {name: module for module, names in _HOMES.items() for name in names}
+
+_MOVED = {
+    "ArchiveError": "castbench.formats",
+    "ExportedRun": "castbench.formats",
+    "RunFormat": "castbench.formats",
+}
+"""Names that moved to another public module: each still resolves here, with a
+`DeprecationWarning` naming its new place, until the removal release (`castbench.deprecation`)."""
 
 __all__ = [
     "PackOption",
@@ -126,6 +133,9 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
+    if name in _MOVED:
+        moved(f"castbench.domain.{name}", _MOVED[name], stacklevel=3)
+        return getattr(import_module(_MOVED[name]), name)
     home = _HOME.get(name)
     if home is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -123,11 +123,6 @@ from castbench.runner.rollout import (
 from castbench.runner.seeds import (
     trial_seed,
 )
-from castbench.store.export import (
-    ArchiveError,
-    ExportedRun,
-    RunFormat,
-)
 
 __all__ = [
     "PackOption",
@@ -205,7 +200,4 @@ __all__ = [
     "StepRecord",
     "TrialRecord",
     "ActionLabel",
-    "ArchiveError",
-    "ExportedRun",
-    "RunFormat",
 ]
