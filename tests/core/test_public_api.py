@@ -43,13 +43,12 @@ SURFACE: dict[str, list[str]] = {
     "castbench.agents": [
         "AGENT_STOP", "Action", "AgentSpec", "AgentSpecError", "AgentTurn", "Briefing", "BuiltinAgent",
         "Completion", "Critic", "CriticView", "CritiqueTurn", "Event", "LLMUser", "MalformedAction",
-        "ModelClient", "ModelSettings", "Policy", "PolicyView", "ReplyAction", "ServeError",
-        "ServeOptions", "ServerDown", "ToolCallAction", "ToolResultTurn", "TrialKey", "Usage",
-        "UserBriefing", "UserReply", "UserSimulator", "UserToolCall", "UserTurn", "Verdict",
-        "action_json", "call_findings", "canonical_action", "configure_model_agent", "critic_messages",
-        "critic_system_prompt", "describe_action", "find_json_object", "policy_messages",
-        "public_briefing", "resolve", "tool_manual", "transcript", "verdict_from_text", "vllm_command",
-        "wait_until_ready",
+        "ModelClient", "ModelSettings", "Policy", "PolicyView", "ReplyAction", "ServerDown",
+        "ToolCallAction", "ToolResultTurn", "TrialKey", "Usage", "UserBriefing", "UserReply",
+        "UserSimulator", "UserToolCall", "UserTurn", "Verdict", "action_json", "call_findings",
+        "canonical_action", "configure_model_agent", "critic_messages", "critic_system_prompt",
+        "describe_action", "find_json_object", "policy_messages", "public_briefing", "resolve",
+        "tool_manual", "transcript", "verdict_from_text",
     ],
     "castbench.formats": ["ArchiveError", "ExportedRun", "RunFormat"],
     "castbench.domain": [
@@ -333,3 +332,18 @@ def test_a_run_format_name_read_from_the_domain_api_warns_and_is_the_same_object
     assert old is getattr(castbench.formats, name)
     assert caught[0].filename == __file__  # it points at the code that read the old name
     assert name not in castbench.domain.__all__
+
+
+@pytest.mark.parametrize("name", ["ServeError", "ServeOptions", "vllm_command", "wait_until_ready"])
+def test_a_vllm_helper_read_from_the_agents_api_warns_and_is_the_plugins(name: str) -> None:
+    """vLLM serving moved to the CAST plugin: the old place still gives it until 0.2.0."""
+    import castbench_cast.vllm
+
+    with pytest.warns(
+        DeprecationWarning,
+        match=rf"castbench\.agents\.{name} is deprecated and will be removed in castbench 0\.2\.0: "
+        r"import from castbench_cast\.vllm instead",
+    ):
+        old = getattr(castbench.agents, name)
+    assert old is getattr(castbench_cast.vllm, name)
+    assert name not in castbench.agents.__all__

@@ -62,14 +62,26 @@ _HOMES: dict[str, tuple[str, ...]] = {
         "transcript",
     ),
     "castbench.models.parse": ("find_json_object", "verdict_from_text"),
-    "castbench.models.serve": ("ServeError", "ServeOptions", "vllm_command", "wait_until_ready"),
 }
 _HOME = {name: module for module, names in _HOMES.items() for name in names}
+
+_MOVED = {
+    name: "castbench_cast.vllm" for name in ("ServeError", "ServeOptions", "vllm_command", "wait_until_ready")
+}
+"""Names that moved out of castbench's core (vLLM serving: the CAST plugin's): each still resolves
+here, with a `DeprecationWarning` naming its new place, until the removal release. Reading one
+loads the plugin's module, the one place this module names a plugin (a deprecation, removed in
+castbench 0.2.0: `castbench.deprecation.REMOVAL`)."""
 
 __all__ = [name for names in _HOMES.values() for name in names]
 
 
 def __getattr__(name: str) -> Any:
+    if name in _MOVED:
+        from castbench.deprecation import moved  # here: `import castbench.agents` loads nothing
+
+        moved(f"castbench.agents.{name}", _MOVED[name], stacklevel=3)
+        return getattr(import_module(_MOVED[name]), name)
     home = _HOME.get(name)
     if home is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
