@@ -347,3 +347,59 @@ def test_a_vllm_helper_read_from_the_agents_api_warns_and_is_the_plugins(name: s
         old = getattr(castbench.agents, name)
     assert old is getattr(castbench_cast.vllm, name)
     assert name not in castbench.agents.__all__
+
+
+def _layer_of(module: str, layers: list[set[str]]) -> int | None:
+    """The index of `module`'s layer in pyproject's contract (0: the top), by its part of castbench."""
+    part = module.split(".")[1] if module.count(".") else None
+    return next((index for index, layer in enumerate(layers) if part in layer), None)
+
+
+def test_no_module_of_the_core_reads_a_name_through_a_public_module_from_above_its_layer() -> None:
+    """The public modules sit on top: a module of the core that imports a name through one of them
+    (`from castbench.domain import Task`) gets a name of its own layer or one below, never one the
+    public module reads from a layer above (`run_trial` from inside the runner's own dependencies):
+    that edge would be a cycle the layers contract cannot see, since it reads the public modules'
+    edges as a facade's (pyproject's `ignore_imports`)."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
+    names = next(c["layers"] for c in config["contracts"] if c["type"] == "layers")
+    layers = [{part.strip() for part in group.split("|")} for group in names]
+    lazy = {name: dict(facade(name)._HOME) for name in ("castbench", "castbench.agents", "castbench.domain")}
+    found = []
+    for path in sorted((ROOT / "harness" / "castbench").rglob("*.py")):
+        relative = path.relative_to(ROOT / "harness").with_suffix("")
+        module = ".".join(relative.parts).removesuffix(".__init__")
+        if module in lazy:
+            continue  # the public modules themselves
+        own = _layer_of(module, layers)
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.ImportFrom) or node.module not in lazy or own is None:
+                continue
+            for alias in node.names:
+                home = lazy[node.module].get(alias.name)
+                if home is not None and (_layer_of(home, layers) or 0) < own:
+                    found.append(f"{module}: {alias.name} from {node.module} (defined in {home})")
+    assert not found, found
+
+
+PLUGIN_LOADING = {
+    "castbench.agents.spec": "an agent named by its import path (`--policy mypkg.agents:MyPolicy`)",
+    "castbench.authoring.private": "a domain pack's task generator (`PACKAGE.generate`)",
+    "castbench.domain.pack_options": "the modules a pack's `castbench.domains` entry points name",
+    "castbench.cli.app": "the CLI's own lazy command table (no plugin: left for the private-package stage)",
+}
+
+
+def test_no_module_of_the_core_imports_by_name_outside_plugin_loading() -> None:
+    """`importlib.import_module` hides an edge from the import contract: the core calls it only
+    where what it imports is named at run time (an agent, a pack), listed above with why."""
+    calling = set()
+    for path in sorted((ROOT / "harness" / "castbench").rglob("*.py")):
+        module = ".".join(path.relative_to(ROOT / "harness").with_suffix("").parts).removesuffix(".__init__")
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call):
+                func = node.func
+                called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+                if called in ("import_module", "__import__"):
+                    calling.add(module)
+    assert calling == set(PLUGIN_LOADING), sorted(calling ^ set(PLUGIN_LOADING))
