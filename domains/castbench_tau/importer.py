@@ -40,17 +40,15 @@ from typing import Any
 from castbench.agents import Action, AgentSpec, ReplyAction, ToolCallAction, UserReply, resolve
 from castbench.domain import (
     AgentSet,
-    ArchiveError,
-    ExportedRun,
     Limits,
     RunConfig,
-    RunFormat,
     TrialRecord,
     Verification,
     load_domain,
     run_trial,
     trial_seed,
 )
+from castbench.formats import ArchiveError, ExportedRun, RunFormat
 from castbench_tau.domain import TauDomain
 from castbench_tau.source import DOMAINS, load_source
 

@@ -22,16 +22,14 @@ from typing import Any
 from castbench.agents import Action, AgentSpec, ReplyAction, ToolCallAction, UserReply
 from castbench.domain import (
     AgentSet,
-    ArchiveError,
     EndReason,
-    ExportedRun,
     Limits,
     RunConfig,
-    RunFormat,
     TrialRecord,
     load_domain,
     run_trial,
 )
+from castbench.formats import ArchiveError, ExportedRun, RunFormat
 from castbench_tau2.domain import Tau2Domain
 from castbench_tau2.results import write_tau2_results
 from castbench_tau2.source import import_tau2

@@ -16,12 +16,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from castbench.domain import ArchiveError, ExportedRun, TrialRecord, load_domain
+from castbench.domain import TrialRecord, load_domain
+from castbench.formats import ArchiveError, ExportedRun
 from castbench_tau2.domain import Tau2Domain
 from castbench_tau2.parity import simulation_run
 from castbench_tau2.source import import_tau2
 
 __all__ = ["tau2_results", "write_tau2_results"]
+
 
 def _domain(exported: ExportedRun) -> Tau2Domain:
     names = list(exported.config.domains)

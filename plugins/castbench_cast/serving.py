@@ -33,8 +33,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal
 
-from castbench.agents import ServeError, ServeOptions, vllm_command, wait_until_ready
 from castbench_cast.context import ContextRule, describe, fit_messages, token_counter
+from castbench_cast.vllm import ServeError, ServeOptions, vllm_command, wait_until_ready
 
 __all__ = ["CheckpointServer", "checkpoint_name"]
 

@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
-from castbench.models.serve import ServeError
 from castbench_cast import serving
 from castbench_cast.context import ContextRule
 from castbench_cast.serving import CheckpointServer
 from castbench_cast.tiny import tiny_tokenizer
+from castbench_cast.vllm import ServeError
 
 
 def _with_tokenizer(model: Path) -> Path:

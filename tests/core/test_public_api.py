@@ -27,32 +27,37 @@ import castbench.domain
 from castbench.records.trial import TrialRecord
 
 ROOT = Path(__file__).resolve().parents[2]
-PUBLIC = ("castbench", "castbench.agents", "castbench.domain")
+PUBLIC = ("castbench", "castbench.agents", "castbench.domain", "castbench.formats")
 
 SURFACE: dict[str, list[str]] = {
     "castbench": [
         "CastbenchGroup", "CriticRecord", "Environment", "EvalOptions", "EvalResult", "ResultsStore",
         "__version__", "critic_intervals", "critic_metrics", "critic_report", "evaluate", "fail",
         "steps_df", "trials_df", "verdicts_df",
+        # the Python function of each command (docs/commands.md), and what they take and raise
+        "ArchiveError", "Check", "GateError", "SourceError", "StoreError", "attribute", "build_board",
+        "builtin_agents", "comparison", "export_run", "gate", "generate_private", "import_run", "load_board",
+        "new_domain", "plan_checks", "profile", "profile_runs", "read_export", "render_run_page",
+        "run_listing", "set_pack_option", "summarize_run", "validate_domain", "verify", "write_export",
     ],
     "castbench.agents": [
         "AGENT_STOP", "Action", "AgentSpec", "AgentSpecError", "AgentTurn", "Briefing", "BuiltinAgent",
         "Completion", "Critic", "CriticView", "CritiqueTurn", "Event", "LLMUser", "MalformedAction",
-        "ModelClient", "ModelSettings", "Policy", "PolicyView", "ReplyAction", "ServeError",
-        "ServeOptions", "ServerDown", "ToolCallAction", "ToolResultTurn", "TrialKey", "Usage",
-        "UserBriefing", "UserReply", "UserSimulator", "UserToolCall", "UserTurn", "Verdict",
-        "action_json", "call_findings", "canonical_action", "configure_model_agent", "critic_messages",
-        "critic_system_prompt", "describe_action", "find_json_object", "policy_messages",
-        "public_briefing", "resolve", "tool_manual", "transcript", "verdict_from_text", "vllm_command",
-        "wait_until_ready",
+        "ModelClient", "ModelSettings", "Policy", "PolicyView", "ReplyAction", "ServerDown",
+        "ToolCallAction", "ToolResultTurn", "TrialKey", "Usage", "UserBriefing", "UserReply",
+        "UserSimulator", "UserToolCall", "UserTurn", "Verdict", "action_json", "call_findings",
+        "canonical_action", "configure_model_agent", "critic_messages", "critic_system_prompt",
+        "describe_action", "find_json_object", "policy_messages", "public_briefing", "resolve",
+        "tool_manual", "transcript", "verdict_from_text",
     ],
+    "castbench.formats": ["ArchiveError", "ExportedRun", "RunFormat"],
     "castbench.domain": [
-        "ActionLabel", "AgentSet", "ArchiveError", "Database", "DerivedRules", "DeviceStep", "Domain",
+        "ActionLabel", "AgentSet", "Database", "DerivedRules", "DeviceStep", "Domain",
         "DomainDataError", "DomainRules", "DraftBase", "EarnedSpec", "EndReason", "ExpectedStateError",
-        "ExportedRun", "Fact", "Facts", "Families", "Generator", "GradingSpec", "IDENTITY_PREFIX",
+        "Fact", "Facts", "Families", "Generator", "GradingSpec", "IDENTITY_PREFIX",
         "Limits", "Lookup", "Mention", "Observation", "ObservedCall", "ObservedFacts", "PackOption",
         "PackOptionError", "PackOptions", "Proposal",
-        "Record", "RecordNotFound", "Rival", "Row", "RuleFinding", "RunConfig", "RunFormat",
+        "Record", "RecordNotFound", "Rival", "Row", "RuleFinding", "RunConfig",
         "SEQUENCES_TABLE", "Snapshot", "Split", "StepRecord", "Task", "TaskChecks", "TaskFileError",
         "Tool", "ToolCall", "ToolCrash", "ToolError", "Toolkit", "Trajectory", "TrialRecord",
         "TrueFacts", "UniqueDigits", "UnknownDomainError", "UserScenario", "Verification",
@@ -74,12 +79,14 @@ def facade(name: str) -> ModuleType:
 
 
 def homes(module: ModuleType) -> dict[str, str]:
-    """Each public name of `module` and the module it is read from: the lazy table, and for
-    `castbench.domain` the names its `__init__` imports with the package."""
-    found = dict(module._HOME)
+    """Each public name of `module` and the module it is read from: the lazy table, and the names
+    its `__init__` imports statically (`castbench.domain`'s core, `castbench.formats`)."""
+    found = dict(getattr(module, "_HOME", {}))
     tree = ast.parse(Path(module.__file__ or "").read_text())
     for node in tree.body:
-        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("castbench."):
+        if not isinstance(node, ast.ImportFrom) or node.module == "castbench.deprecation":
+            continue  # castbench's own deprecation helper is no public name
+        if (node.module or "").startswith("castbench."):
             found.update({alias.name: node.module or "" for alias in node.names})
     return found
 
@@ -309,3 +316,90 @@ def test_a_name_patched_where_it_is_defined_is_seen_through_the_public_module(
     assert getattr(module, public) is sentinel
     monkeypatch.undo()
     assert getattr(module, public) is real
+
+
+@pytest.mark.parametrize("name", ["ArchiveError", "ExportedRun", "RunFormat"])
+def test_a_run_format_name_read_from_the_domain_api_warns_and_is_the_same_object(name: str) -> None:
+    """Run formats moved to `castbench.formats`: the old place still gives them until 0.2.0."""
+    import castbench.formats
+
+    with pytest.warns(
+        DeprecationWarning,
+        match=rf"castbench\.domain\.{name} is deprecated and will be removed in castbench 0\.2\.0: "
+        r"import from castbench\.formats instead",
+    ) as caught:
+        old = getattr(castbench.domain, name)
+    assert old is getattr(castbench.formats, name)
+    assert caught[0].filename == __file__  # it points at the code that read the old name
+    assert name not in castbench.domain.__all__
+
+
+@pytest.mark.parametrize("name", ["ServeError", "ServeOptions", "vllm_command", "wait_until_ready"])
+def test_a_vllm_helper_read_from_the_agents_api_warns_and_is_the_plugins(name: str) -> None:
+    """vLLM serving moved to the CAST plugin: the old place still gives it until 0.2.0."""
+    import castbench_cast.vllm
+
+    with pytest.warns(
+        DeprecationWarning,
+        match=rf"castbench\.agents\.{name} is deprecated and will be removed in castbench 0\.2\.0: "
+        r"import from castbench_cast\.vllm instead",
+    ):
+        old = getattr(castbench.agents, name)
+    assert old is getattr(castbench_cast.vllm, name)
+    assert name not in castbench.agents.__all__
+
+
+def _layer_of(module: str, layers: list[set[str]]) -> int | None:
+    """The index of `module`'s layer in pyproject's contract (0: the top), by its part of castbench."""
+    part = module.split(".")[1] if module.count(".") else None
+    return next((index for index, layer in enumerate(layers) if part in layer), None)
+
+
+def test_no_module_of_the_core_reads_a_name_through_a_public_module_from_above_its_layer() -> None:
+    """The public modules sit on top: a module of the core that imports a name through one of them
+    (`from castbench.domain import Task`) gets a name of its own layer or one below, never one the
+    public module reads from a layer above (`run_trial` from inside the runner's own dependencies):
+    that edge would be a cycle the layers contract cannot see, since it reads the public modules'
+    edges as a facade's (pyproject's `ignore_imports`)."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
+    names = next(c["layers"] for c in config["contracts"] if c["type"] == "layers")
+    layers = [{part.strip() for part in group.split("|")} for group in names]
+    lazy = {name: dict(facade(name)._HOME) for name in ("castbench", "castbench.agents", "castbench.domain")}
+    found = []
+    for path in sorted((ROOT / "harness" / "castbench").rglob("*.py")):
+        relative = path.relative_to(ROOT / "harness").with_suffix("")
+        module = ".".join(relative.parts).removesuffix(".__init__")
+        if module in lazy:
+            continue  # the public modules themselves
+        own = _layer_of(module, layers)
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.ImportFrom) or node.module not in lazy or own is None:
+                continue
+            for alias in node.names:
+                home = lazy[node.module].get(alias.name)
+                if home is not None and (_layer_of(home, layers) or 0) < own:
+                    found.append(f"{module}: {alias.name} from {node.module} (defined in {home})")
+    assert not found, found
+
+
+PLUGIN_LOADING = {
+    "castbench.agents.spec": "an agent named by its import path (`--policy mypkg.agents:MyPolicy`)",
+    "castbench.authoring.private": "a domain pack's task generator (`PACKAGE.generate`)",
+    "castbench.domain.pack_options": "the modules a pack's `castbench.domains` entry points name",
+    "castbench.cli.app": "the CLI's own lazy command table (no plugin: left for the private-package stage)",
+}
+
+
+def test_no_module_of_the_core_imports_by_name_outside_plugin_loading() -> None:
+    """`importlib.import_module` hides an edge from the import contract: the core calls it only
+    where what it imports is named at run time (an agent, a pack), listed above with why."""
+    calling = set()
+    for path in sorted((ROOT / "harness" / "castbench").rglob("*.py")):
+        module = ".".join(path.relative_to(ROOT / "harness").with_suffix("").parts).removesuffix(".__init__")
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call):
+                func = node.func
+                called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+                if called in ("import_module", "__import__"):
+                    calling.add(module)
+    assert calling == set(PLUGIN_LOADING), sorted(calling ^ set(PLUGIN_LOADING))

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from castbench.domain import load_domain
-from castbench.models.serve import wait_until_ready
+from castbench_cast.vllm import wait_until_ready
 from tests.models.fault_server import FaultPlan, FaultServer, Responder
 from tests.models.responder import ScriptedResponder
 

@@ -16,7 +16,8 @@ two to the same names and every name to its module.
 
 from __future__ import annotations
 
-from importlib import import_module
+import sys
+from types import ModuleType
 from typing import Any
 
 # the module each public name is defined in, grouped by that module
@@ -62,20 +63,69 @@ _HOMES: dict[str, tuple[str, ...]] = {
         "transcript",
     ),
     "castbench.models.parse": ("find_json_object", "verdict_from_text"),
-    "castbench.models.serve": ("ServeError", "ServeOptions", "vllm_command", "wait_until_ready"),
 }
 _HOME = {name: module for module, names in _HOMES.items() for name in names}
+
+_MOVED = {
+    name: "castbench_cast.vllm" for name in ("ServeError", "ServeOptions", "vllm_command", "wait_until_ready")
+}
+"""Names that moved out of castbench's core (vLLM serving: the CAST plugin's): each still resolves
+here, with a `DeprecationWarning` naming its new place, until the removal release. Reading one
+loads the plugin's module, the one place this module names a plugin (a deprecation, removed in
+castbench 0.2.0: `castbench.deprecation.REMOVAL`)."""
 
 __all__ = [name for names in _HOMES.values() for name in names]
 
 
 def __getattr__(name: str) -> Any:
+    if name in _MOVED:
+        from castbench.deprecation import moved  # here: `import castbench.agents` loads nothing
+
+        moved(f"castbench.agents.{name}", _MOVED[name], stacklevel=3)
+        return getattr(_module(_MOVED[name]), name)
     home = _HOME.get(name)
     if home is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     # read at each look-up, never kept here: a test that patches the name where it is defined
     # (`monkeypatch.setattr(castbench.api, "evaluate", ...)`) is seen by every later reader
-    return getattr(import_module(home), name)
+    return getattr(_module(home), name)
+
+
+def _module(home: str) -> ModuleType:
+    """The module `home` names, by a plain import statement: the import contract sees each edge
+    (pyproject's `[tool.importlinter]`), and each module loads on first use only."""
+    match home:
+        case "castbench.conversation":
+            import castbench.conversation  # noqa: F401
+        case "castbench.agents.views":
+            import castbench.agents.views  # noqa: F401
+        case "castbench.agents.protocols":
+            import castbench.agents.protocols  # noqa: F401
+        case "castbench.agents.spec":
+            import castbench.agents.spec  # noqa: F401
+        case "castbench.agents.registry":
+            import castbench.agents.registry  # noqa: F401
+        case "castbench.agents.critics.checks":
+            import castbench.agents.critics.checks  # noqa: F401
+        case "castbench.errors":
+            import castbench.errors  # noqa: F401
+        case "castbench.models.agents":
+            import castbench.models.agents  # noqa: F401
+        case "castbench.models.client":
+            import castbench.models.client  # noqa: F401
+        case "castbench.models.settings":
+            import castbench.models.settings  # noqa: F401
+        case "castbench.models.prompts":
+            import castbench.models.prompts  # noqa: F401
+        case "castbench.models.render":
+            import castbench.models.render  # noqa: F401
+        case "castbench.models.parse":
+            import castbench.models.parse  # noqa: F401
+        case "castbench_cast.vllm":
+            import castbench_cast.vllm  # noqa: F401
+        case _:
+            raise AssertionError(f"{home}: a home without its case here")
+    return sys.modules[home]
 
 
 def __dir__() -> list[str]:

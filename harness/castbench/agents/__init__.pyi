@@ -68,12 +68,6 @@ from castbench.models.render import (
     tool_manual,
     transcript,
 )
-from castbench.models.serve import (
-    ServeError,
-    ServeOptions,
-    vllm_command,
-    wait_until_ready,
-)
 from castbench.models.settings import (
     ModelSettings,
     configure_model_agent,
@@ -124,8 +118,4 @@ __all__ = [
     "transcript",
     "find_json_object",
     "verdict_from_text",
-    "ServeError",
-    "ServeOptions",
-    "vllm_command",
-    "wait_until_ready",
 ]

@@ -14,17 +14,22 @@ A spec is one of:
 
 from __future__ import annotations
 
-import importlib
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
 from importlib.metadata import entry_points
 from typing import Any
 from urllib.parse import parse_qsl
 
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
-from castbench.agents.spec import AgentSpec, AgentSpecError, Role, import_target, protocol_problem
+from castbench.agents.spec import (
+    AgentSpec,
+    AgentSpecError,
+    BuiltinAgent,
+    Role,
+    import_target,
+    protocol_problem,
+)
 from castbench.deprecation import forward
 
 __all__ = [
@@ -39,19 +44,6 @@ __all__ = [
     "register",
     "resolve",
 ]
-
-
-@dataclass(frozen=True)
-class BuiltinAgent:
-    role: Role
-    name: str
-    factory: Callable[..., Any]
-    summary: str
-    params: type[BaseModel] | None = None
-    privileged: bool = False
-    model_backed: bool = False
-    """It calls a model (`name?model=provider/model&...`): its parameters are model settings,
-    merged and checked like a model string's."""
 
 
 _BUILTINS: dict[Role, dict[str, BuiltinAgent]] = {"policy": {}, "critic": {}, "user": {}}
@@ -74,8 +66,13 @@ def is_builtin(role: Role, name: str) -> bool:
 
 
 def _load_builtins() -> None:
+    """castbench's own agents, registered by this call on first need (their modules load then:
+    an agent worker, which never resolves a name, loads none of them)."""
     if not _BUILTINS["policy"]:
-        importlib.import_module("castbench.agents.builtin")
+        from castbench.agents.builtin import shipped_agents
+
+        for agent in shipped_agents():
+            register(agent)
 
 
 _PACKS_LOADED: list[bool] = []

@@ -18,15 +18,42 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from pydantic import BaseModel
+
 from castbench.agents.sandbox import SandboxNeeds
 
-__all__ = ["AgentSpec", "AgentSpecError", "Role", "built_problem", "import_target", "protocol_problem"]
+__all__ = [
+    "AgentSpec",
+    "AgentSpecError",
+    "BuiltinAgent",
+    "Role",
+    "built_problem",
+    "import_target",
+    "protocol_problem",
+]
 
 Role = Literal["policy", "critic", "user"]
 
 
 class AgentSpecError(ValueError):
     """A `--policy`/`--critic`/`--user` value that cannot be used; says which and why."""
+
+
+@dataclass(frozen=True)
+class BuiltinAgent:
+    """An agent castbench or a pack ships, by name (`--policy scripted:refuse`): registered with
+    the registry (`castbench.agents.registry.register`; a pack's through the `castbench.agents`
+    entry point group)."""
+
+    role: Role
+    name: str
+    factory: Callable[..., Any]
+    summary: str
+    params: type[BaseModel] | None = None
+    privileged: bool = False
+    model_backed: bool = False
+    """It calls a model (`name?model=provider/model&...`): its parameters are model settings,
+    merged and checked like a model string's."""
 
 
 @dataclass(frozen=True)

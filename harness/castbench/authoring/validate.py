@@ -48,7 +48,7 @@ class ValidationReport:
     reported, not failed."""
     refused: list[str] = field(default_factory=list)
     """Tasks of a published set (`Domain.requires_earned` False) that refusing everything passes
-    (`castbench.runner.oracle_check.validated`): reported, not failed, since the set grades them
+    (`castbench.validate_domain`): reported, not failed, since the set grades them
     as published. In a domain castbench's rules author, each is a problem instead."""
 
     @property
@@ -318,6 +318,8 @@ def _listed_id_problems(state: Any) -> list[str]:
 
 
 def validate_domain(domain: Domain) -> ValidationReport:
+    """Every check of this module on every task of `domain` and on its data (what `castbench
+    domains validate` runs before playing the refusal floor: `castbench.validate_domain`)."""
     report = ValidationReport(domain.name, domain.version)
     try:
         _ = domain.pristine

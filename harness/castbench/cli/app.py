@@ -110,10 +110,6 @@ COMMANDS: dict[str, CommandEntry] = {
         "Replay every stored trial's tool calls in a fresh sandbox, grade it again with the run's ...",
     ),
     "mcp": CommandEntry("castbench.cli.mcp_cmd:mcp_app", "Domain tools over MCP."),
-    "serve": CommandEntry(
-        "castbench.cli.serve_cmd:serve_command",
-        "Serve MODEL with vLLM (tool calling on), wait until it answers, print the --policy string.",
-    ),
 }
 
 

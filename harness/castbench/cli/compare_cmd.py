@@ -39,23 +39,16 @@ def compare_command(
 ) -> None:
     """Difference in pass^k per domain on the tasks both runs scored (candidate − baseline),
     tasks that flipped between reliable and unreliable, and critic rates when present."""
-    from castbench.compare.comparability import comparability_problems
+    from castbench.compare.gate import GateError
     from castbench.compare.report import comparison_renderables
-    from castbench.compare.runs import compare_runs
-    from castbench.compare.sources import SourceError, load_summary
+    from castbench.compare.sources import SourceError
+    from castbench.decide import comparison  # what it loads, when it runs (tests/cli/test_cli_lazy.py)
 
     try:
-        base, cand = load_summary(baseline, db), load_summary(candidate, db)
-    except SourceError as exc:
+        result, problems = comparison(baseline, candidate, db=db, force=force, confidence=confidence)
+    except (SourceError, GateError) as exc:
         fail(exc)
-    problems = comparability_problems(base, cand)
-    if problems and not force:
-        fail("; ".join(problems) + " (--force to compare anyway)", label="refusing to compare")
     for problem in problems:
         console.print(f"[bold yellow]warning (forced):[/] {escape(problem)}")
-    try:
-        comparison = compare_runs(base, cand, confidence=confidence)
-    except ValueError as exc:
-        fail(exc)
-    for renderable in comparison_renderables(comparison):
+    for renderable in comparison_renderables(result):
         console.print(renderable)

@@ -62,13 +62,13 @@ def validate(
 ) -> None:
     """Replay every task's ground truth and play it with the refusing floor; exit 1 on any broken
     task or any task refusing everything passes."""
-    from castbench.runner.oracle_check import validated
+    from castbench.runner.oracle_check import validate_domain
 
     if tasks_file is not None:
         _validate_private(tasks_file)
     failed = False
     for item in resolve_domains(domain):
-        report = validated(item)
+        report = validate_domain(item)
         counts = ", ".join(f"{split} {count}" for split, count in report.counts.items())
         if report.ok:
             console.print(f"[green]✓[/] {escape(f'{report.domain} {report.version}: {counts}')} tasks valid")

@@ -173,18 +173,13 @@ def verify_command(
     grading mode, and compare with the stored reward, trajectory and labels; check the config
     hash and privilege markers. Exit 1 on any difference; exit 2 when agents that declared no
     privilege acted on identifiers the conversation never revealed (clairvoyant trials)."""
-    from castbench.publish.verify import verify_run
-    from castbench.store import ResultsStore
-    from castbench.store.export import ArchiveError, export_run, is_export, read_export
+    from castbench.decide import verify
+    from castbench.store.export import ArchiveError
 
     try:
-        path = Path(run)
-        store = None if is_export(path) else ResultsStore(db, read_only=True)
-        exported: ExportedRun = read_export(path) if store is None else export_run(store, run)
+        report = verify(run, db=db)
     except ArchiveError as exc:
         fail(exc)
-    digests = None if store is None else store.check_digests(exported.run_id)
-    report = verify_run(exported.run_id, exported.config, exported.trials, exported.config_hash, digests)
     if not report.verified:
         console.print(f"[bold red]verification failed:[/] {escape(report.describe())}")
         raise typer.Exit(1)

@@ -106,32 +106,19 @@ def gate_command(
 ) -> None:
     """PASS, FAIL or UNDECIDED for each check, from the paired bootstrap interval of
     candidate − baseline: FAIL if its upper bound < −max_drop, PASS if its lower bound ≥ −max_drop."""
-    from castbench.compare.comparability import comparability_problems, incomplete_runs
-    from castbench.compare.gate import GateError, run_gate
-    from castbench.compare.gate_report import gate_junit, gate_markdown, gate_panel
-    from castbench.compare.sources import SourceError, load_summary
-
     for option, file in (("--markdown", markdown), ("--junit", junit)):
         if file is not None:
             check_writable(option, file)  # before the work, not after it
+    from castbench.compare.gate import GateError
+    from castbench.compare.gate_report import gate_junit, gate_markdown, gate_panel
+    from castbench.compare.sources import SourceError
+    from castbench.decide import gate  # what it loads, when it runs
+
     try:
         settings, checks = _settings(config, metric, max_drop, domain)
         policy = undecided or (settings.undecided if settings else None) or UndecidedPolicy.UNDECIDED
         level = confidence or (settings.confidence if settings else None) or 0.95
-        base, cand = load_summary(baseline, db), load_summary(candidate, db)
-        if base.run_id == cand.run_id:  # its every difference is 0: it would always PASS
-            raise GateError(
-                f"--baseline and --candidate are the same run ({base.run_id}): a run gated against "
-                "itself always passes; give the release's own run as --candidate"
-            )
-        unfinished = incomplete_runs(base, cand)
-        if unfinished and not force:
-            raise GateError("; ".join(unfinished) + " (re-run it to finish, or --force to gate anyway)")
-        problems = comparability_problems(base, cand)
-        if problems and not force:
-            raise GateError("runs are not comparable: " + "; ".join(problems) + " (--force to gate anyway)")
-        result = run_gate(base, cand, checks, level)
-        result.warnings[:0] = [f"forced: {problem}" for problem in unfinished + problems]
+        result = gate(baseline, candidate, checks, confidence=level, db=db, force=force)
     except (GateError, SourceError) as exc:
         fail(exc)
     console.print(gate_panel(result, policy))

@@ -124,11 +124,6 @@ from castbench.runner.rollout import (
 from castbench.runner.seeds import (
     trial_seed,
 )
-from castbench.store.export import (
-    ArchiveError,
-    ExportedRun,
-    RunFormat,
-)
 
 __all__ = [
     "PackOption",
@@ -207,7 +202,4 @@ __all__ = [
     "StepRecord",
     "TrialRecord",
     "ActionLabel",
-    "ArchiveError",
-    "ExportedRun",
-    "RunFormat",
 ]

@@ -9,12 +9,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from castbench.agents.registry import resolve
-from castbench.authoring.validate import ValidationReport, validate_domain
+from castbench.authoring.validate import ValidationReport
+from castbench.authoring.validate import validate_domain as replay_checks
 from castbench.domain import Domain, ExpectedStateError, Task, TaskFileError
 from castbench.runner.rollout import AgentSet, run_trial
 from castbench.runner.seeds import trial_seed
 
-__all__ = ["REFUSAL_FLOOR", "oracle_failures", "refusal_wins", "validated"]
+__all__ = ["REFUSAL_FLOOR", "oracle_failures", "refusal_wins", "validate_domain"]
 
 REFUSAL_FLOOR = "scripted:refuse"
 """The floor policy that refuses everything without a tool call."""
@@ -54,12 +55,12 @@ def refusal_wins(domain: Domain, tasks: Sequence[Task], seed: int = 0) -> list[s
     return problems
 
 
-def validated(domain: Domain) -> ValidationReport:
-    """`castbench domains validate` of one domain: `validate_domain`'s checks of every task, then
-    the blanket-refusal floor on each task they found nothing wrong with. A task it passes is a
-    problem, except in a published set (`Domain.requires_earned` False), whose tasks are graded as
-    published: reported there."""
-    report = validate_domain(domain)
+def validate_domain(domain: Domain) -> ValidationReport:
+    """`castbench domains validate` of one domain: the replay checks of every task and of its data
+    (`castbench.authoring.validate`), then the blanket-refusal floor on each task they found
+    nothing wrong with. A task it passes is a problem, except in a published set
+    (`Domain.requires_earned` False), whose tasks are graded as published: reported there."""
+    report = replay_checks(domain)
     try:
         tasks = [task for split in domain.splits for task in domain.tasks(split)]
     except (TaskFileError, ValueError):

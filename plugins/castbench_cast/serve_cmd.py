@@ -1,4 +1,7 @@
-"""`castbench serve MODEL`: start vLLM's OpenAI-compatible server for a model, ready for castbench."""
+"""`castbench serve MODEL`: start vLLM's OpenAI-compatible server for a model, ready for castbench.
+
+The CAST plugin's command (the `castbench.commands` entry point `serve`), beside the helpers it
+runs (`castbench_cast.vllm`)."""
 
 from __future__ import annotations
 
@@ -11,8 +14,8 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from castbench.cli.errors import fail
-from castbench.models.serve import ServeError, ServeOptions, model_string, vllm_command, wait_until_ready
+from castbench import fail
+from castbench_cast.vllm import ServeError, ServeOptions, model_string, vllm_command, wait_until_ready
 
 console = Console()
 

@@ -1,5 +1,11 @@
 """Serving an open model with vLLM for castbench: the right `vllm serve` command, and the wait
-until it answers.
+until it answers (`castbench serve MODEL`, `castbench_cast.serve_cmd`; the CAST stages' served
+checkpoints, `castbench_cast.serving`).
+
+The CAST plugin owns these helpers (until 0.1.0 they were `castbench.agents`' and
+`castbench.models.serve`'s; `castbench.agents` still gives them, with a `DeprecationWarning`, until
+castbench 0.2.0). This module imports nothing beyond the standard library, so `castbench serve`
+needs no extra.
 
 castbench never imports vLLM (it pins its own torch and transformers); it runs `vllm serve` as a
 process and talks to its OpenAI-compatible API through litellm (`hosted_vllm/...`). Native tool

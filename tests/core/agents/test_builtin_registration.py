@@ -1,0 +1,43 @@
+"""castbench's own agents are registered by an explicit call, not as a side effect of an import:
+`castbench.agents.builtin` lists them, the registry registers them on first need, and the two
+modules import one way only (a static import the contracts see, no `import_module`)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import grimp
+
+from castbench.agents import registry
+from castbench.agents.builtin import shipped_agents
+
+
+def test_importing_the_list_registers_nothing(repo_env: dict[str, str]) -> None:
+    code = (
+        "import castbench.agents.builtin, castbench.agents.registry as r\n"
+        "print(sum(len(agents) for agents in r._BUILTINS.values()))\n"
+        "print(len(r.builtin_agents('policy')) > 0)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=repo_env, capture_output=True, text=True, check=True
+    )
+    assert done.stdout.split() == ["0", "True"]
+
+
+def test_the_registry_holds_every_shipped_agent_once() -> None:
+    shipped = shipped_agents()
+    assert len({(agent.role, agent.name) for agent in shipped}) == len(shipped)
+    for agent in shipped:
+        assert registry.is_builtin(agent.role, agent.name)
+        assert registry._BUILTINS[agent.role][agent.name] == agent
+
+
+def test_the_registry_imports_the_list_and_not_the_other_way() -> None:
+    graph = grimp.build_graph("castbench", include_external_packages=False, cache_dir=None)
+    assert graph.direct_import_exists(
+        importer="castbench.agents.registry", imported="castbench.agents.builtin"
+    )
+    assert not graph.chain_exists(importer="castbench.agents.builtin", imported="castbench.agents.registry")
+    assert "import_module" not in Path(registry.__file__ or "").read_text()
