@@ -23,6 +23,7 @@ from typing import Any
 from castbench.deprecation import moved
 from castbench.domain.database import Database, Record, RecordNotFound
 from castbench.domain.domain import Domain, DomainDataError, ExpectedStateError, TaskChecks
+from castbench.domain.keeping import kept
 from castbench.domain.pack_options import PackOption, PackOptionError, PackOptions
 from castbench.domain.registry import (
     UnknownDomainError,
@@ -56,7 +57,6 @@ _HOMES: dict[str, tuple[str, ...]] = {
     # a published task set's domain: its identity look-ups, its tools' schemas, its derived rules
     "castbench.domain.identity": ("IDENTITY_PREFIX", "identity_call", "identity_facts"),
     "castbench.domain.published": ("first_person", "schema_arguments_model"),
-    "castbench.domain.keeping": ("kept",),
     "castbench.domain.derived_rules": ("DerivedRules",),
     # generating and validating tasks
     "castbench.authoring.generation": (
@@ -130,6 +130,7 @@ __all__ = [
     "register_domain",
     "resolve_domains",
     "write_tool",
+    "kept",
     *_HOME,
 ]
 
