@@ -16,8 +16,8 @@ NEUTRAL = ("castbench.conversation", "castbench.domain", "castbench.defaults", "
 """What both may read: the events, the domain's tools, rules and data, the defaults."""
 LABELER = ("castbench.grading.labeler", "castbench.grading.confirmation")
 ORACLE_CRITIC = "castbench.agents.critics.oracle"
-PUBLIC = ("castbench", "castbench.agents", "castbench.domain")
 """The oracle critic is the labeler handed to the policy (its upper bound), not a critic graded."""
+PUBLIC = ("castbench", "castbench.agents", "castbench.domain")
 
 
 def _module_file(name: str) -> Path | None:
