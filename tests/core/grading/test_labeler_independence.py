@@ -17,6 +17,7 @@ NEUTRAL = ("castbench.conversation", "castbench.domain", "castbench.defaults", "
 LABELER = ("castbench.grading.labeler", "castbench.grading.confirmation")
 ORACLE_CRITIC = "castbench.agents.critics.oracle"
 """The oracle critic is the labeler handed to the policy (its upper bound), not a critic graded."""
+PUBLIC = ("castbench", "castbench.agents", "castbench.domain")
 
 
 def _module_file(name: str) -> Path | None:
@@ -27,12 +28,16 @@ def _module_file(name: str) -> Path | None:
 
 
 def _imports(name: str) -> set[str]:
-    """The castbench modules `name` imports, wherever the import statement stands."""
+    """The castbench modules `name` imports, wherever the import statement stands (a public
+    module's reads on first use aside: a name read through it comes from its home's import)."""
     path = _module_file(name)
     if path is None:
         return set()
     found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text())):
+    tree = ast.parse(path.read_text())
+    if name in PUBLIC:  # what a public module reads on first use (`_module`) is no import of it
+        tree.body = [node for node in tree.body if getattr(node, "name", "") != "_module"]
+    for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("castbench"):
             found.add(node.module)
             found.update(
