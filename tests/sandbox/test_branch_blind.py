@@ -241,7 +241,7 @@ class _CachedPolicy:
         key = (self.seed, len(view.conversation), int(view.critique is not None))
         if key not in self.seen:
             self.seen.add(key)
-            time.sleep(0.08)
+            time.sleep(0.15)
         if len(view.conversation) < 6:
             return ToolCallAction(
                 name="find_user_id_by_email", arguments={"email": f"x{len(view.conversation)}@y.z"}
@@ -286,7 +286,11 @@ def test_a_branch_keeps_its_trials_pace_for_a_critic_of_ones_own() -> None:
     branches = branch_trial(record, config, agents, job, expected).branches
     played = [b for b in branches if b.played]
     assert played and len(_Clocked.calls) == 1 + len(played)
+    checked = 0
     for branch, calls in zip(played, _Clocked.calls[1:], strict=True):
         upto = sum(len(step.proposals) for step in record.steps[: branch.point.step]) + branch.point.round
-        for when, then in zip(calls[:upto], trial_calls[:upto], strict=True):
-            assert when >= 0.8 * then - 0.02, (branch.point, calls, trial_calls)  # unpaced: ~0
+        if upto >= 2:  # the prefix's span, as the critic times it (unpaced: a few ms in all)
+            span, was = calls[upto - 1] - calls[0], trial_calls[upto - 1] - trial_calls[0]
+            assert span >= 0.5 * was, (branch.point, calls, trial_calls)
+            checked += 1
+    assert checked

@@ -71,7 +71,36 @@ from castbench.deprecation import caught
 from castbench.domain import Observation, ToolCall
 
 STARTUP_S = 120.0
-"""How long importing the agent may take (a cold interpreter on a busy machine)."""
+"""How long importing the agent may take by default (a cold interpreter on a busy machine):
+`CASTBENCH_AGENT_START_S` changes it (`start_limit`). An agent whose import takes longer (a module
+that loops or blocks at import) fails to load, named, instead of holding castbench."""
+START_ENV = "CASTBENCH_AGENT_START_S"
+
+
+def start_limit(text: str | None = None) -> float:
+    """Seconds an agent's import may take: `CASTBENCH_AGENT_START_S`, else `STARTUP_S`.
+    `ValueError` naming the variable on a bad value."""
+    text = os.environ.get(START_ENV, "") if text is None else text
+    if not text.strip():
+        return STARTUP_S
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f"{START_ENV}: '{text}' is not a number of seconds") from None
+    if not value > 0 or value == float("inf"):
+        raise ValueError(f"{START_ENV}: '{text}' must be a positive number of seconds")
+    return value
+
+
+def import_overran(role: str, target: str, limit: float) -> str:
+    """What an agent whose import did not finish in time is told."""
+    return (
+        f"{role} '{target}': importing it did not finish within {limit:g} s, so its process was "
+        f"stopped (an agent's module must not loop or block at import; {START_ENV} sets the limit, "
+        f"{STARTUP_S:g} s by default)"
+    )
+
+
 OUTPUT_CAP = 64 * 1024
 """Bytes of an agent's stdout and stderr kept per trial; the rest is counted, not kept."""
 
@@ -495,12 +524,17 @@ class _Template:
         assert self.trial is not None and self.trial.socket is not None
         connection = Connection(self.trial.socket.detach())
         self.trial.socket = None
+        limit = float(self.hello.get("start_s", STARTUP_S))
         try:
-            entered = self._wait(connection, STARTUP_S)
+            entered = self._wait(connection, limit)
             if entered is None or "error" in entered:
                 lost = "the agent's process exited entering its sandbox"
                 return entered or {"error": lost, "kind": "fatal"}
-            loaded = self._wait(connection, STARTUP_S)
+            began = time.monotonic()
+            loaded = self._wait(connection, limit)
+            if loaded is None and time.monotonic() - began >= limit:
+                overran = import_overran(self.hello["role"], self.hello["target"], limit)
+                return {"error": overran, "kind": "spec"}
             return loaded or {"error": "the agent's process exited while importing it", "kind": "spec"}
         finally:
             connection.close()

@@ -37,7 +37,14 @@ from castbench.agents.paths import search_path
 from castbench.agents.protocols import UserReply
 from castbench.agents.sandbox import SandboxNeeds
 from castbench.agents.spec import AgentSpec, AgentSpecError
-from castbench.agents.transports.serve import OUTPUT_CAP, STARTUP_S, _descendants, _status
+from castbench.agents.transports.serve import (
+    OUTPUT_CAP,
+    STARTUP_S,
+    _descendants,
+    _status,
+    import_overran,
+    start_limit,
+)
 from castbench.agents.transports.wire import (
     ACTION,
     EVENTS,
@@ -248,6 +255,10 @@ class _Worker:
         self.control_socket = ours
         self.connection = Connection(os.dup(ours.fileno()))
         self.limits = confine.limits_from_env()
+        self.target = target
+        self.start_s = start_limit()
+        """How long the agent's import may take in a trial's process (the template holds its
+        probe to it too, and answers before castbench's own wait runs out)."""
         hello = {
             "role": role,
             "target": target,
@@ -259,9 +270,10 @@ class _Worker:
             "pidns": plan is not None and confine.can_unshare_pid(),
             "user": plan is not None,
             "keeper": _KEEPER[0],
+            "start_s": self.start_s,
         }
         self.connection.send_bytes(encode(hello))
-        self.loaded = self._control(None, "its start", STARTUP_S, send=False)
+        self.loaded = self._control(None, "its start", 2 * self.start_s + STARTUP_S, send=False)
         if "error" in self.loaded:
             self.kill()
             if self.loaded["kind"] == "fatal":
@@ -302,14 +314,17 @@ class _Worker:
             raise AgentError(f"{self.role} worker process did not start a trial")
         direct = 0 if started.get("keeper", True) else int(started["started"])
         trial = _TrialProcess(self, Connection(fds[0]), fds[1], fds[2], direct)
-        entered = trial.answer("entering its sandbox", STARTUP_S)
+        entered = trial.answer("entering its sandbox", self.start_s)
         if "error" in entered:  # castbench's own code, before the agent's: what castbench saw
             self.end_trial(trial.output_fd, trial.report_fd, direct)
             os.close(trial.output_fd)
             os.close(trial.report_fd)
             self.kill()
             raise FatalInfrastructureError(entered["error"])
-        loaded = trial.answer("its import", STARTUP_S)
+        try:
+            loaded = trial.answer("its import", self.start_s)
+        except AgentTimeout:  # its process was stopped: the agent's failure, said plainly
+            raise AgentError(import_overran(self.role, self.target, self.start_s)) from None
         if "error" in loaded:
             trial.end()
             raise AgentError(f"{self.role} could not be loaded for this trial: {loaded['error']}")
@@ -457,12 +472,12 @@ class _Pool:
             worker.kill()
 
 
-_POOLS: dict[tuple[str, str, tuple[str, ...], SandboxNeeds, confine.TrialLimits], _Pool] = {}
+_POOLS: dict[tuple[str, str, tuple[str, ...], SandboxNeeds, confine.TrialLimits, float], _Pool] = {}
 _POOLS_LOCK = threading.Lock()
 
 
 def _pool(role: str, target: str, needs: SandboxNeeds) -> _Pool:
-    key = (role, target, tuple(search_path()), needs, confine.limits_from_env())
+    key = (role, target, tuple(search_path()), needs, confine.limits_from_env(), start_limit())
     with _POOLS_LOCK:
         if key not in _POOLS:
             _POOLS[key] = _Pool(role, target, needs)
@@ -492,6 +507,10 @@ def probe(role: str, target: str) -> Probe:
     role's protocol; whether it asks for privilege and what it declares it needs. The worker
     stays in the pool for the first trial unless those needs call for a worker started with
     them. Raises `AgentSpecError`."""
+    try:
+        start_limit()
+    except ValueError as exc:
+        raise AgentSpecError(f"{role} '{target}': {exc}") from None
     pool = _pool(role, target, SandboxNeeds())
     try:
         worker = pool.acquire()
