@@ -368,7 +368,7 @@ def _confirmed(
         change = Change((), ())  # it is the hallucination rules' to label)
     else:
         change = change_of(call.arguments, before, after, frozenset(own), _enum_values(domain, call.name))
-        if not change.required:
+        if not change.required and (before or after):  # it changes something, storing nothing new
             writes = [tool.name for tool in domain.toolkit if tool.writes]
             tables = {table for table, _ in [*before, *after]}
             change = replace(change, action=action_of(call.name, writes, tables), tool=call.name)
