@@ -41,7 +41,7 @@ PARTS = {
     "storing trials (ResultsStore.add_trials, grouped commits)": ("store/store.py", "add_trials"),
     "  the summary streamed (StreamedSummary.add, judged as stored)": ("report/streamed.py", "add"),
     "summary (kept_summary: trials read back, summarize_run)": ("report/kept.py", "kept_summary"),
-    "  attribution shares (user faults, causes)": ("attribution/shares.py", "attribution_shares"),
+    "  attribution shares (judge_trial: user faults, causes)": ("attribution/shares.py", "judge_trial"),
     "reference floors (awaited: run or read in their own thread)": ("report/floors.py", "reference_floors"),
     "pydantic validation (validate_python, own time)": ("~", "validate_python' of"),
     "pydantic JSON (validate_json + to_json, own time)": ("~", "_json' of"),

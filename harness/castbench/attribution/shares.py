@@ -8,7 +8,6 @@ team reads "62% hallucination, 20% the user" instead of a thousand transcripts.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
 from typing import NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -17,7 +16,7 @@ from castbench.attribution.rules import attribute, context, near_miss
 from castbench.attribution.user_faults import user_faults
 from castbench.records.trial import TrialRecord
 
-__all__ = ["AttributionShares", "SharesTally", "TrialJudgement", "attribution_shares", "judge_trial"]
+__all__ = ["AttributionShares", "SharesTally", "TrialJudgement", "judge_trial"]
 
 
 class AttributionShares(BaseModel):
@@ -70,7 +69,7 @@ def judge_trial(record: TrialRecord) -> TrialJudgement:
 
 
 class SharesTally:
-    """`attribution_shares`, one judged record at a time."""
+    """The attribution shares of a set of trials, one judged record at a time."""
 
     def __init__(self) -> None:
         self.parties: Counter[str] = Counter()
@@ -104,18 +103,3 @@ class SharesTally:
             simulator_fault_share=_ratio(self.faulty, self.trials),
             near_miss_share=_ratio(sum(near.values()), self.passed),
         )
-
-
-def attribution_shares(
-    records: Iterable[TrialRecord], judged: dict[int, TrialJudgement] | None = None
-) -> AttributionShares:
-    """`judged`: judgements already made, by the id of their record (a summary's per-domain and
-    pooled reports read the same records: each trial is judged once); new ones are added to it."""
-    tally = SharesTally()
-    judged = {} if judged is None else judged
-    for record in records:
-        judgement = judged.get(id(record))
-        if judgement is None:
-            judgement = judged[id(record)] = judge_trial(record)
-        tally.add(record, judgement)
-    return tally.result()

@@ -23,12 +23,13 @@ from pathlib import Path
 from castbench.places import state_dir
 from castbench.version import PACKAGE_ROOT
 
-__all__ = ["kept"]
+__all__ = ["kept", "source_digest"]
 
 
 @cache
-def _source_digest(root: Path) -> str:
-    """The digest of every Python file under `root` (names and contents), once per process."""
+def source_digest(root: Path) -> str:
+    """The digest of every Python file under `root` (names and contents), read once per process:
+    what `kept` keys on, and the kept figures' `castbench.report.digest.code_digest`."""
     hasher = hashlib.sha256()
     for path in sorted(root.rglob("*.py")):
         hasher.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
@@ -40,7 +41,7 @@ def kept(name: str, versions: Iterable[str], compute: Callable[[], str], code: I
     castbench's own source and that of the folders in `code` (the pack's). Best effort: written
     aside and renamed, whole or not at all."""
     hasher = hashlib.sha256(name.encode() + b"\0")
-    for part in (*versions, _source_digest(PACKAGE_ROOT), *(_source_digest(Path(c)) for c in code)):
+    for part in (*versions, source_digest(PACKAGE_ROOT), *(source_digest(Path(c)) for c in code)):
         hasher.update(part.encode() + b"\0")
     path = (
         state_dir()

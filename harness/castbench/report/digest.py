@@ -14,6 +14,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from castbench.domain import load_domain
+from castbench.domain.keeping import source_digest
 from castbench.version import PACKAGE_ROOT
 
 __all__ = ["code_digest"]
@@ -27,8 +28,4 @@ def code_digest(domains: tuple[str, ...]) -> str:
     for name in domains:
         domain = load_domain(name)
         roots |= {domain.root, Path(inspect.getfile(type(domain))).parent}
-    hasher = hashlib.sha256()
-    for root in sorted(roots):
-        for path in sorted(root.rglob("*.py")):
-            hasher.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes())
-    return hasher.hexdigest()
+    return hashlib.sha256("\0".join(source_digest(root) for root in sorted(roots)).encode()).hexdigest()

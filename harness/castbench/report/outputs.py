@@ -13,14 +13,12 @@ read, never passes for one whose agents answered and were wrong. One definition 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
 from pydantic import BaseModel
 
 from castbench.conversation import MalformedAction, Usage
 from castbench.records.trial import TrialRecord
 
-__all__ = ["OutputCounts", "OutputTally", "output_counts"]
+__all__ = ["OutputCounts", "OutputTally"]
 
 
 class OutputCounts(BaseModel):
@@ -47,7 +45,7 @@ class OutputCounts(BaseModel):
 
 
 class OutputTally:
-    """`output_counts`, one record at a time (a summary reads a run once, keeping no record)."""
+    """A run's output counts, one record at a time (a summary reads a run once, keeping no record)."""
 
     def __init__(self) -> None:
         self.spent, self.user = Usage(), Usage()
@@ -84,10 +82,3 @@ class OutputTally:
             model_calls=spent.calls,
             model_s=spent.latency_s,
         )
-
-
-def output_counts(records: Iterable[TrialRecord]) -> OutputCounts:
-    tally = OutputTally()
-    for record in records:
-        tally.add(record)
-    return tally.result()
