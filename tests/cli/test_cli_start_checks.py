@@ -5,6 +5,7 @@ nothing."""
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -86,6 +87,19 @@ def test_a_factory_that_returns_no_agent_says_what_it_returned(tmp_path: Path, w
     (line,) = [line for line in result.output.splitlines() if line.startswith("error:")]
     assert "returned a str, which does not implement the policy protocol" in line
     assert "Traceback" not in result.output
+
+
+def test_runs_why_on_a_factory_that_returns_no_agent_names_the_policy(tmp_path: Path) -> None:
+    """`runs why` explains such a run by what the policy returned, not as a call that never went
+    through."""
+    result = _eval(tmp_path, "--policy", "tests.cli.policy_shapes:returns_text", "--in-process")
+    (run_id,) = re.findall(r"run (r-[0-9a-f]+) stored", result.output)
+    why = invoke("runs", "why", run_id, "--db", sqlite_url(tmp_path / "runs.db"))
+    assert why.exit_code == 0, why.output
+    text = " ".join(why.output.replace("│", " ").split())
+    assert "agent_error" in text
+    assert "returned a str, which does not implement the policy protocol" in text
+    assert "never went through" not in text and "in place of" not in text
 
 
 def _attribution(cause: str, detail: str, source: str = "rules") -> Attribution:
