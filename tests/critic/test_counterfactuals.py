@@ -12,6 +12,7 @@ named; the command prints the figures.
 from __future__ import annotations
 
 import itertools
+import json
 from pathlib import Path
 
 import pytest
@@ -301,6 +302,25 @@ def test_branches_are_played_under_the_runs_own_limits(
     store = ResultsStore(db)
     run = store.run("latest").id
     assert run_time_limits(store, run) == TimeLimits(step_s=77, trial_s=700)
-    with _run_bounds(store, run):
+    with _run_bounds(json.loads(store.run(run).meta_json)):
         assert confine.limits_from_env() == confine.TrialLimits(memory=2 << 30, processes=64)
     assert confine.limits_from_env() == confine.TrialLimits(memory=8 << 30)
+
+    # A board's counterfactual column plays the exported run's branches the same way.
+    from castbench.publish import rows
+    from castbench.publish.board import BoardSpec
+    from castbench.report import counterfactual
+    from castbench.store.export import export_run
+
+    seen: list[tuple[object, object]] = []
+
+    def recording(config, agents, records, time_limits=None):  # type: ignore[no-untyped-def]
+        seen.append((time_limits, confine.limits_from_env()))
+        return []
+
+    monkeypatch.setattr(counterfactual, "branch_run", recording)
+    spec = BoardSpec.model_validate(
+        {"name": "b", "title": "b", "domains": {"retail": 1}, "metrics": ["pass^1"], "counterfactuals": True}
+    )
+    rows._net_saved(spec, export_run(store, run))
+    assert seen == [(TimeLimits(step_s=77, trial_s=700), confine.TrialLimits(memory=2 << 30, processes=64))]

@@ -23,9 +23,9 @@ from castbench.publish.profile import ProfileCells
 from castbench.records.config import RunConfig
 from castbench.records.provenance import AgentPlacement, Provenance, placement_problems, provenance
 from castbench.report import DomainReport, RunSummary, summarize_run
-from castbench.report.counterfactual import run_agents
+from castbench.report.counterfactual import play_branches
 from castbench.report.critic_report import critic_report
-from castbench.runner.counterfactual import NotBranchable, branch_run
+from castbench.runner.counterfactual import NotBranchable
 from castbench.runner.journal import is_lost
 from castbench.store.export import ExportedRun
 
@@ -435,12 +435,13 @@ def _metric_cell(figures: ReliabilitySummary, name: str) -> Cell:
 
 
 def _net_saved(spec: BoardSpec, exported: ExportedRun) -> NetSaved | None:
-    """The row's net trials saved per 100 verdicts, from branches played now (see `BoardSpec`)."""
+    """The row's net trials saved per 100 verdicts, from branches played now (see `BoardSpec`),
+    under the time limits and per-trial bounds the run's trials had (its metadata)."""
     config = exported.config
     if not spec.counterfactuals or config.critic == "none":
         return None
     try:
-        branches = branch_run(config, run_agents(config), exported.trials)
+        branches = play_branches(config, exported.trials, exported.meta)
     except NotBranchable:
         return None
     net = summarize_branches(branches, seed=0).net_all

@@ -8,8 +8,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
+from typing import Any
 
 from pydantic import TypeAdapter
 from rich.console import Console
@@ -21,6 +22,7 @@ from castbench.metrics.counterfactual import CounterfactualSummary, EffectCounts
 from castbench.models.resolve import resolve_agent
 from castbench.records.branches import TrialBranches
 from castbench.records.config import RunConfig
+from castbench.records.trial import TrialRecord
 from castbench.report.digest import code_digest
 from castbench.runner.counterfactual import branch_run
 from castbench.runner.deadline import TimeLimits
@@ -30,6 +32,7 @@ from castbench.store import ResultsStore
 __all__ = [
     "branches_json",
     "kept_branches",
+    "play_branches",
     "print_counterfactuals",
     "run_agents",
     "run_time_limits",
@@ -68,17 +71,22 @@ def run_agents(config: RunConfig) -> AgentSet:
 def run_time_limits(store: ResultsStore, run_id: str) -> TimeLimits | None:
     """The time limits the run's trials were held to (its metadata), for its branches: a branch is
     played as its trial was (None: a run stored before they were recorded, the defaults)."""
-    recorded = json.loads(store.run(run_id).meta_json).get("time_limits")
+    return recorded_time_limits(json.loads(store.run(run_id).meta_json))
+
+
+def recorded_time_limits(meta: Mapping[str, Any]) -> TimeLimits | None:
+    """The time limits a run's metadata records (None: stored before they were recorded)."""
+    recorded = meta.get("time_limits")
     return None if not isinstance(recorded, dict) else TimeLimits.model_validate(recorded)
 
 
 @contextmanager
-def _run_bounds(store: ResultsStore, run_id: str) -> Iterator[None]:
+def _run_bounds(meta: Mapping[str, Any]) -> Iterator[None]:
     """The per-trial bounds the run's trials had (`--trial-limits`, its metadata), for its branches'
     worker processes, whatever this process was given: a branch's process is bounded as its
     trial's was (a critic reading its limits finds the same). Runs stored before they were
     recorded: this process's."""
-    recorded = json.loads(store.run(run_id).meta_json).get("trial_limits")
+    recorded = meta.get("trial_limits")
     if not isinstance(recorded, dict):
         yield
         return
@@ -93,6 +101,16 @@ def _run_bounds(store: ResultsStore, run_id: str) -> Iterator[None]:
             os.environ.pop(confine.LIMITS_ENV, None)
         else:
             os.environ[confine.LIMITS_ENV] = before
+
+
+def play_branches(
+    config: RunConfig, records: Iterable[TrialRecord], meta: Mapping[str, Any]
+) -> list[TrialBranches]:
+    """Every branch of a stored critic run, played as its trials were: the run's agents, under the
+    time limits and per-trial bounds its metadata records (`meta`). `runs counterfactuals` and a
+    board's column both play branches through here."""
+    with _run_bounds(meta):
+        return branch_run(config, run_agents(config), records, recorded_time_limits(meta))
 
 
 _BOUNDS = ("memory", "file", "processes", "cpu")
@@ -117,10 +135,7 @@ def kept_branches(store: ResultsStore, run_id: str, config: RunConfig) -> list[T
     kept = stored_branches(store, run_id, config)
     if kept is not None:
         return kept
-    with _run_bounds(store, run_id):
-        branches = branch_run(
-            config, run_agents(config), store.trials(run_id), run_time_limits(store, run_id)
-        )
+    branches = play_branches(config, store.trials(run_id), json.loads(store.run(run_id).meta_json))
     store.cache(_key(store, run_id, config), "counterfactuals", _BRANCHES.dump_json(branches).decode())
     return branches
 
