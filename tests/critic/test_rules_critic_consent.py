@@ -279,3 +279,70 @@ def test_a_write_with_no_question_answered_is_unconfirmed() -> None:
     assert not looked_up().confirmed("cancel_reservation", reservation_id="AIXC49")
     chat = looked_up().agent("Cancelling AIXC49 (JFK to LAS) now.").user("Okay.")
     assert not chat.confirmed("cancel_reservation", reservation_id="AIXC49")
+
+
+def test_what_the_user_asked_for_earlier_is_not_a_listing() -> None:
+    """The agent must list the change: the user's request before the proposal does not count,
+    their own words in the yes do."""
+    chat = looked_up().user("Please move my DEN to BOS trip's second flight to HAT222 on May 22, Visa 6645.")
+    chat.agent("I'll go ahead and update your reservation NO6JO3. Shall I proceed?").user("Yes.")
+    assert not chat.confirmed("update_reservation_flights", **CHANGE)
+    chat = looked_up().agent("I'll update the DEN to BOS trip's second flight to HAT222 on May 22. Shall I?")
+    assert chat.user("Yes, and use my Visa ending in 6645.").confirmed("update_reservation_flights", **CHANGE)
+
+
+def test_a_write_that_stores_nothing_new_must_say_what_it_does() -> None:
+    result = {"prescription_id": "RX-552465", "medication": "Lisinopril", "refills_left": 2}
+    chat = Transcript().tool("get_prescription", result, prescription_id="RX-552465")
+    vague = chat.agent("I'll go ahead and update your refill RX-552465. Shall I proceed?").user("Yes.")
+    assert not vague.confirmed("request_refill", prescription_id="RX-552465")
+    chat = Transcript().tool("get_prescription", result, prescription_id="RX-552465")
+    clear = chat.agent("I'll request a refill of your Lisinopril (RX-552465). Shall I proceed?").user("Yes.")
+    assert clear.confirmed("request_refill", prescription_id="RX-552465")
+    # a write whose verb is generic stores its value: the value is what must be stated
+    pharmacy = {"pharmacy_id": "PH-018", "name": "Main Street Pharmacy"}
+    chat = Transcript().tool("get_pharmacy", pharmacy, pharmacy_id="PH-018")
+    chat.agent("Update your preferred pharmacy to Main Street Pharmacy?").user("Yes please.")
+    assert chat.confirmed("update_preferred_pharmacy", patient_id="PT-457166", pharmacy_id="PH-018")
+
+
+def test_an_item_variant_by_its_options_and_an_id_in_words() -> None:
+    product = {
+        "name": "Hiking Boots",
+        "product_id": "7363354090",
+        "variants": {
+            "8106223139": {"item_id": "8106223139", "options": {"size": "9", "material": "leather"}},
+            "3613716226": {"item_id": "3613716226", "options": {"size": "8", "material": "synthetic"}},
+            "1615379700": {"item_id": "1615379700", "options": {"size": "10", "material": "synthetic"}},
+        },
+    }
+    order = {"order_id": "#W5199551", "items": [{"item_id": "1615379700", "name": "Hiking Boots"}]}
+    arguments = {
+        "order_id": "#W5199551",
+        "item_ids": ["1615379700"],
+        "new_item_ids": ["3613716226"],
+        "payment_method_id": "credit_card_4421486",
+    }
+
+    def listed(new: str) -> bool:
+        chat = Transcript().tool("get_user_details", USER, user_id="mia_li_3668")
+        chat.tool("get_order_details", order, order_id="#W5199551")
+        chat.tool("get_product_details", product, product_id="7363354090")
+        chat.agent(
+            f"Exchange your Hiking Boots (10, synthetic) for {new}, paid by your Visa ending in 6645. OK?"
+        )
+        return chat.user("Yes.").confirmed("modify_pending_order_items", **arguments)
+
+    assert listed("the size 8 synthetic pair")
+    assert not listed("the synthetic pair")  # size 10 is synthetic too
+    provider = {"provider_id": "dr_garcia_primary", "name": "Dr. Maria Garcia"}
+    chat = Transcript().tool("get_provider", provider, provider_id="dr_garcia_primary")
+    chat.agent("Book dr garcia primary on September 22nd at 14:00 (consultation)?").user("Yes.")
+    assert chat.confirmed(
+        "schedule_appointment",
+        patient_id="mia_li_3668",
+        provider_id="dr_garcia_primary",
+        date="2025-09-22",
+        time="14:00",
+        appointment_type="consultation",
+    )
