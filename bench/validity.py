@@ -37,8 +37,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from honest_styles import _played  # noqa: E402
 from validity_corpus import HONEST, SPRAYS, corpus_spec, corpus_user  # noqa: E402
 
+from castbench.agents.critics.checks import call_findings  # noqa: E402
 from castbench.agents.registry import resolve  # noqa: E402
-from castbench.conversation import ToolCallAction, UserTurn  # noqa: E402
+from castbench.conversation import AgentTurn, ToolCallAction, UserTurn  # noqa: E402
 from castbench.domain import load_domain  # noqa: E402
 from castbench.records.trial import TrialRecord  # noqa: E402
 from castbench.runner.episode import AgentSet  # noqa: E402
@@ -123,6 +124,7 @@ def trajectories(path: Path, trials: list[int] | None, details: int) -> dict[str
     # labels and the critic on τ-passed trajectories
     labels: dict[str, int] = defaultdict(int)
     flags: dict[str, int] = defaultdict(int)
+    flagged: list[str] = []
     for item in replayed:
         if not item.recorded_pass:
             continue
@@ -132,10 +134,36 @@ def trajectories(path: Path, trials: list[int] | None, details: int) -> dict[str
                     labels[f"{proposal.label.failure_type}: {_rule(proposal.label.reason)}"] += 1
                 if proposal.verdict is not None and proposal.verdict.verdict == "invalid":
                     flags[f"{proposal.verdict.failure_type}: {_rule(proposal.verdict.explanation)}"] += 1
+                    label = proposal.label
+                    truth = (
+                        "-"
+                        if label is None
+                        else label.label
+                        + (
+                            f" ({label.failure_type}: {_short(label.reason, 100)})"
+                            if label.label == "invalid"
+                            else ""
+                        )
+                    )
+                    where = f"{item.task_id}#{item.entry.trial} step {step.index}"
+                    flagged.append(
+                        f"{where}: {_write(item.checked, step.index)}\n"
+                        f"      user before it: {_short(user_turn_before(item.checked, step.index))!r}\n"
+                        f"      critic: {_short(proposal.verdict.explanation, 200)}\n"
+                        f"      labeler: {truth}"
+                    )
     for title, counted in (("invalid labels", labels), ("rules-critic flags", flags)):
         print(f"\n### {title} on τ-passed trajectories")
         for key, count in sorted(counted.items(), key=lambda kv: -kv[1]):
             print(f"  {count:4d}  {key}")
+    print(f"\n### every rules-critic flag on a τ-passed trajectory ({len(flagged)})")
+    for line in flagged if details < 0 else flagged[:details]:
+        print(f"  - {line}")
+    confusion = Confusion()
+    for item in replayed:
+        confusion.add_record(item.checked)
+    print("\n### the rules critic against the labeler, every executed tool call of every trajectory")
+    print(f"\n{confusion.line()}")
     return table
 
 
@@ -145,6 +173,51 @@ def _rule(reason: str) -> str:
     for mark in (" (", ": '", ' "'):
         head = head.split(mark)[0]
     return _short(head, 100)
+
+
+@dataclass
+class Confusion:
+    """The rules critic's verdicts against the labeler's labels (positive: invalid), over executed
+    tool calls."""
+
+    tp: int = 0
+    fp: int = 0
+    fn: int = 0
+    tn: int = 0
+
+    def add(self, invalid: bool, flagged: bool) -> None:
+        if invalid:
+            self.tp += flagged
+            self.fn += not flagged
+        else:
+            self.fp += flagged
+            self.tn += not flagged
+
+    def add_record(self, record: TrialRecord) -> None:
+        for step in record.steps:
+            if not isinstance(step.action, ToolCallAction) or not step.proposals:
+                continue
+            proposal = step.proposals[-1]
+            if proposal.label is None or proposal.label.label == "unknown" or proposal.verdict is None:
+                continue
+            self.add(proposal.label.label == "invalid", proposal.verdict.verdict == "invalid")
+
+    def mcc(self) -> float:
+        tp, fp, fn, tn = self.tp, self.fp, self.fn, self.tn
+        denominator = ((tp + fp) * (tp + fn) * (tn + fp) * (tn + fn)) ** 0.5
+        return (tp * tn - fp * fn) / denominator if denominator else 0.0
+
+    def false_flag_rate(self) -> str:
+        return f"{self.fp / (self.fp + self.tn):.3f}" if self.fp + self.tn else "-"
+
+    def detection(self) -> str:
+        return f"{self.tp / (self.tp + self.fn):.3f}" if self.tp + self.fn else "-"
+
+    def line(self) -> str:
+        return (
+            f"TP {self.tp}, FP {self.fp}, FN {self.fn}, TN {self.tn}; MCC {self.mcc():.3f}; "
+            f"false-flag rate {self.false_flag_rate()}, detection {self.detection()}"
+        )
 
 
 @dataclass
@@ -161,6 +234,8 @@ class Cell:
     """The first plain failures."""
     strict_failures: list[str] = field(default_factory=list)
     """The first trials that passed plain and failed strict."""
+    critic: Confusion = field(default_factory=lambda: Confusion())
+    """The rules critic's verdicts on every tool call the agent made, against the labels."""
 
     def rate(self, passed: int, of: int) -> str:
         return f"{passed / of:.3f}" if of else "-"
@@ -178,7 +253,9 @@ def score(pack: str, spec: Any, limit: int | None, keep: int = 3, user: Any = No
     )
     cell = Cell()
     for task in domain.tasks("test")[:limit]:
-        record = _played(domain, task, agents, domain.replay(task)).record()
+        episode = _played(domain, task, agents, domain.replay(task))
+        record = episode.record()
+        _watch(domain, episode.conversation, record, cell.critic)
         grade = record.grade
         writes = any(call.actor == "agent" and domain.toolkit.is_write(call.name) for call in task.actions)
         cell.tasks += 1
@@ -196,6 +273,27 @@ def score(pack: str, spec: Any, limit: int | None, keep: int = 3, user: Any = No
             why += [f"state: {d.table}.{d.key}.{d.field}" for d in grade.diff[:2]]
             failures.append(f"{task.id}: {'; '.join(why)}")
     return cell
+
+
+def _watch(domain: Any, conversation: list[Any], record: TrialRecord, confusion: Confusion) -> None:
+    """The rules critic's verdict on each tool call of a played trial (what it saw: the
+    conversation before the call), against the call's label."""
+    labels = [
+        step.proposals[-1].label
+        for step in record.steps
+        if isinstance(step.action, ToolCallAction) and step.proposals
+    ]
+    calls = [
+        (index, event.action)
+        for index, event in enumerate(conversation)
+        if isinstance(event, AgentTurn) and isinstance(event.action, ToolCallAction)
+    ]
+    if len(labels) != len(calls):
+        return
+    for (index, action), label in zip(calls, labels, strict=True):
+        if label is None or label.label == "unknown":
+            continue
+        confusion.add(label.label == "invalid", bool(call_findings(domain, action, conversation[:index])))
 
 
 UNCONFIRMED = ("unconfirmed-guesser", "partial-listing")
@@ -224,6 +322,13 @@ def corpora(packs: list[str], styles: list[str], limit: int | None) -> dict[str,
             if kind == "spray" and name not in UNCONFIRMED and cell.tasks:
                 text += " OVER" if cell.plain / cell.tasks > floors[pack] + FLOOR_MARGIN else ""
             shown.append(text)
+        print(f"| {name} | {kind} | " + " | ".join(shown) + " |")
+    print("\n### the rules critic on these trials: false-flag rate / detection (against the labels)\n")
+    print("| agent | kind | " + " | ".join(packs) + " |")
+    print("|---|---|" + "---|" * len(packs))
+    for name, row in cells.items():
+        kind = "floor" if name == FLOOR else "honest" if name in HONEST else "spray"
+        shown = [f"{row[pack].critic.false_flag_rate()}/{row[pack].critic.detection()}" for pack in packs]
         print(f"| {name} | {kind} | " + " | ".join(shown) + " |")
     for title, attribute in (("plain", "failures"), ("strict (passed plain)", "strict_failures")):
         print(f"\nhonest styles' first failures, {title}:")

@@ -9,11 +9,13 @@ and `state_findings`, the preconditions on the true state). It runs inside the h
 labels are stored with each proposal and never shown to a policy or critic. Where it cannot
 decide (a reply to the user) it says `unknown`, which is reported apart.
 
-The rules critic decides from the visible conversation with heuristics of its own (a confirmation
-must list every id of the call, every id-like token must have been seen, rules on what tool
-results showed); where those heuristics and this truth disagree the critic gets a false flag or a
-miss, as any other critic would. The only things both read are the domain's tool schemas and rule
-constants, and the neutral phrasebook of `dialogue.py` for what counts as a yes.
+The rules critic decides from the visible conversation with code of its own
+(`agents/critics/consent.py` for the explicit yes, `checks.py` for the rest: every id-like token
+must have been seen, rules on what tool results showed); where its heuristics and this truth
+disagree the critic gets a false flag or a miss, as any other critic would. The only things both
+read are the event types, the domain's tool schemas and rule constants, and the same parsing
+libraries (python-dateutil, price-parser, text2num); the confirmation judgement here is
+`confirmation.py`'s, and neither side imports `castbench.dialogue`.
 
 Decision order for a tool call:
 1. unknown tool -> wrong_tool; arguments the schema rejects -> hallucination (wrong_tool if the

@@ -90,3 +90,26 @@ def test_the_labeler_reaches_no_module_a_critic_decides_with() -> None:
 def test_the_check_would_catch_a_shared_module() -> None:
     """The check itself: a labeler that imported the rules critic's checks would fail it."""
     assert "castbench.agents.critics.checks" in _shared((*LABELER, "castbench.agents.critics.checks"))
+
+
+def _grading_reached(roots: tuple[str, ...]) -> set[str]:
+    """The labeler's modules (and the scripted roles' phrasebook) that `roots` reach."""
+    return {
+        module
+        for module in _closure(roots)
+        if module.startswith("castbench.grading") or module == "castbench.dialogue"
+    }
+
+
+def test_no_critic_reaches_the_labeler_or_the_phrasebook() -> None:
+    """The other direction: the rules critic (its checks and its own reading of a yes,
+    `critics/consent.py`) decides with no code of the labeler's and not with `dialogue.py`."""
+    critics = tuple(sorted(_critic_modules()))
+    assert "castbench.agents.critics.checks" in critics and "castbench.agents.critics.consent" in critics
+    assert not _grading_reached(critics), f"a critic reaches {sorted(_grading_reached(critics))}"
+
+
+def test_the_critic_check_would_catch_an_import_of_grading_code() -> None:
+    assert "castbench.grading.confirmation" in _grading_reached(
+        ("castbench.agents.critics.checks", "castbench.grading.confirmation")
+    )

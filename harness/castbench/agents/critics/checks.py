@@ -1,13 +1,16 @@
-"""Policy checks that need only what the agent could see: the rules critic ships them, and the
-labeler applies the same ones (plus privileged checks) so the two speak the same language.
+"""Policy checks that need only what the agent could see: the rules critic ships them. The
+privileged labeler (`castbench.grading`) decides with code of its own and shares none of this
+(`tests/core/grading/test_labeler_independence.py` holds both directions).
 
-- confirmation (its own reading, not the labeler's): a write needs the user's yes (one opening a
-  clause, "then yes, go ahead", or a go-ahead anywhere; no "no"), with only reads,
-  acknowledgements ("I'm on it." -> "Okay.") and the other writes of the same listing between it
-  and the write, to agent messages since the last earlier write that name the call's ids and
-  amounts (an id also by its last four digits or its record's name, a date in words); the
-  customer's own user id and what the target record already held (a reservation's unchanged
-  segments) need not be named, the payment method always;
+- confirmation (`consent.py`, the critic's own reading, neither the labeler's nor the scripted
+  roles' phrasebook `castbench.dialogue`): a write needs the user's yes anywhere in their answer
+  ("then yes, go ahead"; no refusal), with only tool calls (reads, the other writes of a listed
+  batch) and acknowledgements ("I'm on it." -> "Okay.") between it and the write, to agent
+  messages since the last earlier write that state what the write changes: its target by id or
+  by a description unique among the records the tool results showed, every value it stores anew
+  in any format (dates, amounts, numbers and enums in words; not the customer's own user id, not
+  what the target already held), the payment method always; an amount the user so accepted
+  counts as supported below;
 - authentication: tools other than the domain's auth and public tools need an earlier
   successful auth call;
 - support: every id-like or numeric argument must appear in the policy document, the domain's
@@ -31,17 +34,17 @@ import calendar
 import re
 from collections.abc import Sequence
 from datetime import date
+from decimal import Decimal
 from typing import Any
 
+from castbench.agents.critics.consent import consent, said
 from castbench.conversation import (
     AgentTurn,
     Event,
-    ReplyAction,
     ToolCallAction,
     ToolResultTurn,
     UserTurn,
 )
-from castbench.dialogue import asks_confirmation, is_affirmative
 from castbench.domain import Domain, ObservedCall, RuleFinding, ToolCall, ToolError
 from castbench.domain.leaves import leaves
 
@@ -82,115 +85,9 @@ def _id_tokens(value: Any) -> set[str]:
     return {token for token in found if len(token) >= 2}
 
 
-_CRITIC_YES = re.compile(
-    r"(?:^|[,.;:!?]\s*|\bthen\s+)(yes|yeah|yep|sure|ok|okay|correct|confirmed?|absolutely|of course)"
-    r"\b(?!\s*\d)"
-    r"|\b(go ahead|proceed|please do|sounds good|looks (good|correct|right)|that works|i confirm"
-    r"|(i'll|i will|please|let's) (use|go with|book|cancel|change|upgrade|pay))\b"
-)
-_CRITIC_NO = re.compile(r"^\W*(no|nope|wait|hold on|stop)\b|\b(changed my mind|don't do|do not proceed)\b")
-_ASKS = re.compile(r"\?|\b(please confirm|let me know)\b")
-
-
-def _says_yes(text: str) -> bool:
-    """The rules critic's own reading of a yes: one opening a clause ("then yes, go ahead") or a
-    go-ahead anywhere, and no "no" or change of mind."""
-    lowered = text.lower().replace("\u2019", "'")
-    return not _CRITIC_NO.search(lowered) and (is_affirmative(lowered) or bool(_CRITIC_YES.search(lowered)))
-
-
-def _wanted_tokens(call: ToolCall, conversation: Sequence[Event]) -> set[str]:
-    """The id-like tokens of the call a confirmation must name: not the customer's own user id,
-    and not what the target record already held (the unchanged segments of a reservation that
-    are sent again), the payment method excepted."""
-    wanted: set[str] = set()
-    target = next((v for k, v in call.arguments.items() if k.endswith("_id") and isinstance(v, str)), None)
-    held = ""
-    if target is not None:
-        held = " ".join(
-            e.content.lower()
-            for e in conversation
-            if isinstance(e, ToolResultTurn)
-            and not e.error
-            and target.lower() in e.content.lower()
-            and "payment_methods" not in e.content.lower()
-        )
-    for key, value in call.arguments.items():
-        if key == "user_id":
-            continue
-        tokens = _id_tokens(value)
-        if value is not target and "payment" not in key:
-            tokens = {token for token in tokens if token not in held}
-        wanted |= tokens
-    return wanted
-
-
-def _named_in(token: str, text: str, results: str) -> bool:
-    """Is `token` named in `text`: as itself, as the last four digits of an id ("card ending in
-    3275"), as a date in words, or by the name its record has in the tool results?"""
-    if token in text or token.lstrip("#") in text:
-        return True
-    if any(form in text for form in _forms(token) - {token}):
-        return True
-    digits = re.sub(r"\D", "", token)
-    if len(digits) >= 4 and digits[-4:] in text:
-        return True
-    for match in re.finditer(re.escape(token), results):
-        window = results[max(0, match.start() - 300) : match.end() + 300]
-        names = re.findall(r'"name":\s*"([^"]+)"', window)
-        if any(name.lower() in text for name in names):
-            return True
-    return False
-
-
-def _confirmed(conversation: Sequence[Event], write_tools: frozenset[str], call: ToolCall) -> bool:
-    """Is there a request to confirm *this* change (it names the call's ids and amounts, as the
-    policies ask, save the customer's own id and what the record already held), answered yes,
-    with only reads, acknowledgements and the other writes of the same listing in between?"""
-    results = " ".join(
-        e.content.lower() for e in conversation if isinstance(e, ToolResultTurn) and not e.error
-    )
-    wanted = _wanted_tokens(call, conversation)
-    events = list(conversation)
-    position = len(events) - 1
-    answer: str | None = None
-    while position >= 0:  # past reads, writes after the yes and acknowledgements, to the yes
-        event = events[position]
-        if isinstance(event, UserTurn):
-            before = events[position - 1] if position > 0 else None
-            if not _says_yes(event.text):
-                return False
-            if (
-                isinstance(before, AgentTurn)
-                and isinstance(before.action, ReplyAction)
-                and not _ASKS.search(before.action.text.lower())
-                and not asks_confirmation(before.action.text)
-            ):
-                position -= 2  # "I'm taking care of that now." -> "Okay."
-                continue
-            answer = event.text.lower()
-            break
-        position -= 1
-    if answer is None:
-        return False
-    failed = {e.call_id for e in events[:position] if isinstance(e, ToolResultTurn) and e.error}
-    proposal: list[str] = [answer]
-    for event in reversed(events[:position]):
-        if not isinstance(event, AgentTurn):
-            continue
-        action = event.action
-        if isinstance(action, ToolCallAction) and action.name in write_tools and event.call_id not in failed:
-            break  # the last write before the yes: what came before was for that one
-        if isinstance(action, ReplyAction):
-            proposal.append(action.text.lower())
-        if len(proposal) > 4:
-            break
-    if len(proposal) < 2:
-        return False
-    text = " ".join(proposal)
-    return all(_named_in(token, text, results) for token in wanted)
-
-
+_PROSE_ID = re.compile(r"^#?(?=[\w@.]*[a-z_])(?=[\w@.]*\d)[\w@.]+$|^#?\d{5,}$")
+"""In prose, what names a record: a token of letters and digits without a hyphen (`HAT229`,
+`amelia_sanchez_4739`, `#W2378156`) or a long number; not a date, a figure or "24-hour"."""
 _ISO_DATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})$")
 _CLOCK = re.compile(r"^([01]?\d|2[0-3]):[0-5]\d$")
 _MONTHS = [name.lower() for name in calendar.month_name[1:]]
@@ -254,7 +151,11 @@ class _Support:
     (a truncated id is not supported by the full one); dates may also match as the user said
     them; an order number with or without its leading `#`."""
 
-    def __init__(self, public: str, conversation: Sequence[Event]) -> None:
+    def __init__(
+        self, public: str, conversation: Sequence[Event], accepted: frozenset[Decimal] = frozenset()
+    ) -> None:
+        self.accepted = accepted
+        """Amounts the agent proposed and the user accepted (the agent's own arithmetic, agreed)."""
         parts = [public] + [
             event.text if isinstance(event, UserTurn) else event.content
             for event in conversation
@@ -302,13 +203,19 @@ class _Support:
             forms = {str(value), f"{value:.2f}"}
             if float(value).is_integer():
                 forms.add(str(int(value)))
-            return value == 0 or any(form in self.tokens for form in forms)
+            return (
+                value == 0
+                or any(form in self.tokens for form in forms)
+                or Decimal(str(value)).normalize() in self.accepted
+            )
         if isinstance(value, str):
             if _CLOCK.match(value.strip()):
                 return self.has_time(value.strip())
             if whole and value.strip() and not self.has_whole(value.strip()):
                 return False
-            tokens = (token.strip(".-") for token in _TOKEN.findall(value.lower()))
+            tokens = [token.strip(".-") for token in _TOKEN.findall(value.lower())]
+            if len(value.split()) > 4:  # prose (a summary for a human agent): only the ids in it
+                tokens = [token for token in tokens if _PROSE_ID.match(token)]
             return all(
                 self.has(token)
                 for token in tokens
@@ -333,11 +240,16 @@ def visible_findings(domain: Domain, call: ToolCall, conversation: Sequence[Even
     if needs_auth and not any(seen.name in rules.auth_tools and not seen.error for seen in observed):
         findings.append(RuleFinding("domain_violation", "the user has not been authenticated yet"))
     write_tools = frozenset(tool.name for tool in toolkit if tool.writes)
-    if call.name in write_tools and not _confirmed(conversation, write_tools, call):
-        findings.append(
-            RuleFinding("domain_violation", "no explicit confirmation from the user for this change")
-        )
-    support = _Support(f"{domain.policy} {_catalogue(domain)}", conversation)
+    accepted: frozenset[Decimal] = frozenset()
+    if call.name in write_tools:
+        reading = consent(conversation, write_tools, call)
+        if reading.confirmed:
+            accepted = said(reading.proposal).numbers
+        else:
+            findings.append(
+                RuleFinding("domain_violation", "no explicit confirmation from the user for this change")
+            )
+    support = _Support(f"{domain.policy} {_catalogue(domain)}", conversation, accepted)
     enums = {
         name
         for name, spec in toolkit[call.name].schema["function"]["parameters"].get("properties", {}).items()
