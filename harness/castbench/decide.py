@@ -18,7 +18,7 @@ from castbench.compare.sources import load_summary
 from castbench.defaults import DEFAULT_DB
 from castbench.publish.verify import VerifyReport, verify_run
 from castbench.store import ResultsStore
-from castbench.store.export import ExportedRun, export_run, is_export, read_export
+from castbench.store.export import ExportedRun, is_export, read_export, stream_run
 
 __all__ = ["comparison", "gate", "verify"]
 
@@ -77,6 +77,7 @@ def verify(run: str, *, db: str = DEFAULT_DB) -> VerifyReport:
     `latest` in `db`, or an exported run file. `VerifyReport.verified` says whether it held."""
     path = Path(run)
     store = None if is_export(path) else ResultsStore(db, read_only=True)
-    exported: ExportedRun = read_export(path) if store is None else export_run(store, run)
+    # a stored run's trials are read as they are verified, one at a time (#59)
+    exported: ExportedRun = read_export(path) if store is None else stream_run(store, run)
     digests = None if store is None else store.check_digests(exported.run_id)
     return verify_run(exported.run_id, exported.config, exported.trials, exported.config_hash, digests)

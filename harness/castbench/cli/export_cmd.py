@@ -54,11 +54,12 @@ def export_command(
     Results JSON (`--format tau2`)."""
     from castbench.places import record_place
     from castbench.store import ResultsStore
-    from castbench.store.export import ArchiveError, export_run, write_export
+    from castbench.store.export import ArchiveError, stream_run, write_export
 
     try:
         suffix, writer = (EXPORT_SUFFIX, write_export) if format == "castbench" else _registered(format)
-        exported = export_run(ResultsStore(db, read_only=True), run)
+        # the trials stay in the store: the writer reads them one at a time (#59)
+        exported = stream_run(ResultsStore(db, read_only=True), run)
         target = out or Path("results") / f"{exported.run_id}{suffix}"
         size = writer(exported, target)
         record_place(target)  # whatever its format: no agent's sandbox reaches it

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import io
+import os
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, TextIO
 
 import typer
 from rich.console import Console
@@ -16,22 +18,25 @@ from castbench.defaults import DEFAULT_DB
 console = Console()
 
 
-def _page(run: str, db: str) -> tuple[str, str]:
-    """(run id, page) for a run in the store or an exported run file."""
+def _write_page(run: str, db: str, out: TextIO) -> str:
+    """Write the page of a run in the store or an exported run file to `out`; the run's id. A
+    stored run's trials are read one at a time as the page is written (#59)."""
     from castbench.store import ResultsStore
     from castbench.store.export import is_export, read_export
-    from castbench.viewer import render_run_page
+    from castbench.viewer import render_run_page, write_run_page
 
     if is_export(Path(run)):
         exported = read_export(Path(run))
-        return exported.run_id, render_run_page(exported.run_id, exported.config, exported.trials)
+        out.write(render_run_page(exported.run_id, exported.config, exported.trials))
+        return exported.run_id
     from castbench.report.counterfactual import stored_branches
 
     store = ResultsStore(db, read_only=True)
     row = store.run(run)
     config = store.config(row.id)
     branches = stored_branches(store, row.id, config)  # kept by `castbench counterfactuals RUN`
-    return row.id, render_run_page(row.id, config, store.trials(row.id), branches=branches)
+    write_run_page(out, row.id, config, store.iter_trials(row.id), branches=branches)
+    return row.id
 
 
 def view_command(
@@ -49,11 +54,13 @@ def view_command(
 
     if out is not None and not serve:
         check_writable("--out", out)
-    try:
-        run_id, html = _page(run, db)
-    except (StoreError, ArchiveError) as exc:
-        fail(exc)
     if serve:
+        held = io.StringIO()
+        try:
+            run_id = _write_page(run, db, held)
+        except (StoreError, ArchiveError) as exc:
+            fail(exc)
+        html = held.getvalue()
         try:
             server = page_server(html, port)
         except OSError as exc:  # the port is taken (or not ours to take): the user's to change
@@ -70,7 +77,20 @@ def view_command(
         finally:
             server.server_close()
         return
+    # the page is written beside its place and named once whole: RUN_ID.html needs the id first
+    where = (out or Path("page.html")).parent
+    where.mkdir(parents=True, exist_ok=True)
+    partial = where / f".castbench-view-{os.getpid()}.html.part"
+    whole = False
+    try:
+        with partial.open("w", encoding="utf-8") as page:
+            run_id = _write_page(run, db, page)
+        whole = True
+    except (StoreError, ArchiveError) as exc:
+        fail(exc)
+    finally:
+        if not whole:
+            partial.unlink(missing_ok=True)
     target = out or Path(f"{run_id}.html")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(html, encoding="utf-8")
-    console.print(f"run {run_id}: {target} ({len(html.encode()) / 1024:.0f} KiB)", markup=False)
+    partial.replace(target)
+    console.print(f"run {run_id}: {target} ({target.stat().st_size / 1024:.0f} KiB)", markup=False)

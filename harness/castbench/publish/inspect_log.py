@@ -23,6 +23,10 @@ provenance are the eval's metadata. Needs the `bridges` extra (inspect-ai).
 
 from __future__ import annotations
 
+import shutil
+import tempfile
+import zipfile
+from collections.abc import Iterable, Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -38,7 +42,7 @@ from castbench.conversation import (
 )
 from castbench.records.trial import StepRecord, TrialRecord
 from castbench.report.summary import RunSummary, summarize_run
-from castbench.store.export import ArchiveError, ExportedRun, RunFormat
+from castbench.store.export import ArchiveError, ExportedRun, RunFormat, StoredTrials
 from castbench.version import __version__
 
 if TYPE_CHECKING:
@@ -239,26 +243,58 @@ def _sample(record: TrialRecord, model: str) -> EvalSample:
     )
 
 
-def _results(summary: RunSummary, records: list[TrialRecord]) -> Any:
+class _Tally:
+    """What the log's header takes from every trial, gathered as the trials are read once: the
+    scores' counts and sums, the domains' versions, the tasks and the roles' usage."""
+
+    def __init__(self) -> None:
+        self.total = 0
+        self.scored = 0
+        self.values: dict[str, int] = {}
+        self.sums: dict[str, float] = {}
+        self.numbers: dict[str, int] = {}
+        self.counts: dict[str, dict[str, int]] = {}
+        self.versions: dict[str, str] = {}
+        self.task_ids: set[str] = set()
+        self.role_usage: dict[str, Usage] = {}
+
+    def add(self, record: TrialRecord) -> None:
+        self.total += 1
+        self.versions[record.domain] = record.domain_version
+        self.task_ids.add(f"{record.domain}/{record.task_id}")
+        for role, usage in record.usage.items():
+            self.role_usage[role] = self.role_usage.get(role, Usage()) + usage
+        if record.status != "scored":
+            return
+        self.scored += 1
+        for name, value in trial_scores(record).items():
+            self.values[name] = self.values.get(name, 0) + 1
+            if isinstance(value, float):
+                self.sums[name] = self.sums.get(name, 0.0) + value
+                self.numbers[name] = self.numbers.get(name, 0) + 1
+            else:  # the critic's counts: summed over trials, keyed as the first trial's
+                summed = self.counts.setdefault(name, dict.fromkeys(value, 0))
+                for key in summed:
+                    summed[key] += value[key]
+
+
+def _results(summary: RunSummary, tally: _Tally) -> Any:
     """Each score's mean over scored trials, with castbench's pass^k beside the pass scores."""
     log = _inspect()
-    scored = [trial_scores(record) for record in records if record.status == "scored"]
     overall = summary.overall
     extra: dict[str, dict[int, float]] = {"pass": overall.pass_hat}
     if overall.strict is not None:
         extra["strict_pass"] = overall.strict.pass_hat
     scores = []
     for name in ("reward", "pass", "strict_pass", "critic"):
-        values = [s[name] for s in scored if name in s]
+        values = tally.values.get(name, 0)
         if not values:
             continue
         metrics: dict[str, Any] = {}
-        numbers = [v for v in values if isinstance(v, float)]
-        if numbers:
-            metrics["mean"] = log.EvalMetric(name="mean", value=sum(numbers) / len(numbers))
-        counts = [v for v in values if isinstance(v, dict)]
-        for key in counts[0] if counts else ():  # the critic's counts: summed over trials
-            metrics[key] = log.EvalMetric(name=key, value=sum(v[key] for v in counts))
+        if tally.numbers.get(name):
+            metrics["mean"] = log.EvalMetric(name="mean", value=tally.sums[name] / tally.numbers[name])
+        for key, total in tally.counts.get(name, {}).items():
+            metrics[key] = log.EvalMetric(name=key, value=total)
         for k, value in extra.get(name, {}).items():
             label = f"pass^{k}" if name == "pass" else f"strict pass^{k}"
             metrics[label] = log.EvalMetric(name=label, value=value)
@@ -266,14 +302,14 @@ def _results(summary: RunSummary, records: list[TrialRecord]) -> Any:
             log.EvalScore(
                 name=name,
                 scorer=f"castbench/{name}",
-                scored_samples=len(values),
-                unscored_samples=len(records) - len(values),
+                scored_samples=values,
+                unscored_samples=tally.total - values,
                 metrics=metrics,
             )
         )
     return log.EvalResults(
-        total_samples=len(records),
-        completed_samples=len(scored),
+        total_samples=tally.total,
+        completed_samples=tally.scored,
         scores=scores,
         metadata={"castbench_status": summary.status, "headline": summary.headline.model_dump(mode="json")}
         if summary.headline
@@ -284,28 +320,43 @@ def _results(summary: RunSummary, records: list[TrialRecord]) -> Any:
 _STATUS = {"complete": "success", "failed": "error", "interrupted": "cancelled", "stopped": "cancelled"}
 
 
-def inspect_log(exported: ExportedRun) -> EvalLog:
-    """The run as an Inspect `EvalLog` (samples ordered by domain, task and trial)."""
+def _ordered(exported: ExportedRun) -> Iterable[TrialRecord]:
+    """The trials by domain, task and trial: a stored run's as the store gives them (one at a
+    time, in that order), a list's sorted."""
+    if isinstance(exported.trials, StoredTrials):
+        return exported.trials
+    return sorted(exported.trials, key=lambda r: (r.domain, r.task_id, r.trial_index))
+
+
+def _header(exported: ExportedRun, records: Iterable[TrialRecord]) -> EvalLog:
+    """The log without its samples, from one pass over `records` (in the log's order)."""
     log = _inspect()
     config = exported.config
-    records = sorted(exported.trials, key=lambda r: (r.domain, r.task_id, r.trial_index))
-    summary = summarize_run(exported.run_id, config, records, exported.status)
-    model = f"castbench/{config.policy}"
-    versions = {record.domain: record.domain_version for record in records}
+    tally = _Tally()
+
+    def tallied() -> Iterator[TrialRecord]:
+        for record in records:
+            tally.add(record)
+            yield record
+
+    walked = tallied()
+    summary = summarize_run(exported.run_id, config, walked, exported.status)
+    for _ in walked:  # what the summary left unread, if anything
+        pass
     created = (
         exported.created.isoformat() if isinstance(exported.created, datetime) else str(exported.created)
     )
-    task_ids = sorted({f"{record.domain}/{record.task_id}" for record in records})
+    task_ids = sorted(tally.task_ids)
     spec = log.EvalSpec(
         run_id=exported.run_id,
         created=created,
         task="castbench/" + "+".join(sorted(config.domains)),
         task_id=exported.config_hash[:22],
-        task_version=",".join(f"{d}@{v}" for d, v in sorted(versions.items())),
+        task_version=",".join(f"{d}@{v}" for d, v in sorted(tally.versions.items())),
         task_args={"split": config.split, "critic": config.critic, "user": config.user},
         solver=config.policy,
         dataset=log.EvalDataset(name=config.split, samples=len(task_ids), sample_ids=task_ids),
-        model=model,
+        model=_model(exported),
         config=log.EvalConfig(epochs=config.trials),
         packages={"castbench": __version__},
         metadata={
@@ -316,21 +367,75 @@ def inspect_log(exported: ExportedRun) -> EvalLog:
             "origin": exported.meta.get("origin"),
         },
     )
-    role_usage: dict[str, Usage] = {}
-    for record in records:
-        for role, usage in record.usage.items():
-            role_usage[role] = role_usage.get(role, Usage()) + usage
     return log.EvalLog(  # type: ignore[no-any-return]
         status=_STATUS.get(summary.status, "started"),
         eval=spec,
-        results=_results(summary, records),
+        results=_results(summary, tally),
         stats=log.EvalStats(
             started_at=created,
             completed_at=created,
-            role_usage={role: _usage(usage) for role, usage in role_usage.items()},
+            role_usage={role: _usage(usage) for role, usage in tally.role_usage.items()},
         ),
-        samples=[_sample(record, model) for record in records],
     )
+
+
+def _model(exported: ExportedRun) -> str:
+    return f"castbench/{exported.config.policy}"
+
+
+def inspect_log(exported: ExportedRun) -> EvalLog:
+    """The run as an Inspect `EvalLog` (samples ordered by domain, task and trial), held whole:
+    `write_inspect_log` writes a `.eval` log without holding it."""
+    records = list(_ordered(exported))
+    header = _header(exported, records)
+    model = _model(exported)
+    return header.model_copy(update={"samples": [_sample(record, model) for record in records]})
+
+
+def _write_eval_zip(exported: ExportedRun, target: Path) -> None:
+    """The run's `.eval` log written as Inspect's recorder lays it out (`_journal/start.json`, a
+    member per sample, `summaries.json`, `header.json`, zstd-compressed), one sample at a time:
+    the trials are read twice (the header's figures, then the samples) and neither the records
+    nor the samples are held; the samples' summaries wait in a temporary file (#59). Inspect's
+    own writer holds the log and filters its buffered samples at every sample it is handed
+    (quadratic: 11.3 -> 13.0 ms a trial from 1k to 10k trials)."""
+    from inspect_ai._util.constants import LOG_SCHEMA_VERSION
+    from inspect_ai._util.json import to_json_safe
+    from inspect_ai._util.zipfile import zipfile_compress_kwargs
+    from inspect_ai.log._condense import condense_sample
+    from inspect_ai.log._recorders.eval import (
+        HEADER_JSON,
+        START_JSON,
+        SUMMARIES_JSON,
+        LogStart,
+        _journal_path,
+        _sample_filename,
+    )
+
+    header = _header(exported, _ordered(exported))
+    model = _model(exported)
+    partial = target.with_name(f".{target.name}.part")  # renamed once whole
+    try:
+        with (
+            zipfile.ZipFile(partial, "w", **zipfile_compress_kwargs) as archive,
+            tempfile.TemporaryFile("w+b") as summaries,
+        ):
+            start = LogStart(version=LOG_SCHEMA_VERSION, eval=header.eval, plan=header.plan)
+            archive.writestr(_journal_path(START_JSON), to_json_safe(start, indent=None))
+            first = True
+            for record in _ordered(exported):
+                sample = condense_sample(_sample(record, model))
+                archive.writestr(_sample_filename(sample.id, sample.epoch), to_json_safe(sample, indent=None))
+                summaries.write((b"[" if first else b",") + to_json_safe(sample.summary(), indent=None))
+                first = False
+            summaries.write(b"[]" if first else b"]")
+            summaries.seek(0)
+            with archive.open(SUMMARIES_JSON, "w", force_zip64=True) as member:
+                shutil.copyfileobj(summaries, member, 1 << 20)
+            archive.writestr(HEADER_JSON, to_json_safe(header, indent=None))
+        partial.replace(target)
+    finally:
+        partial.unlink(missing_ok=True)
 
 
 def write_inspect_log(exported: ExportedRun, target: Path) -> int:
@@ -342,7 +447,10 @@ def write_inspect_log(exported: ExportedRun, target: Path) -> int:
         )
     log = _inspect()
     target.parent.mkdir(parents=True, exist_ok=True)
-    log.write_eval_log(inspect_log(exported), str(target))
+    if target.suffix == ".eval":
+        _write_eval_zip(exported, target)
+    else:  # one JSON document: Inspect's writer, over the log held whole
+        log.write_eval_log(inspect_log(exported), str(target))
     return target.stat().st_size
 
 

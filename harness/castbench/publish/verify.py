@@ -29,13 +29,14 @@ its own (exit 2, naming the trials; `import --force` imports such a run marked a
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Literal
 
 from pydantic import BaseModel, Field
 
 from castbench.agents.registry import builtin_agents
 from castbench.domain import Database, Domain, DomainDataError, Task, load_domain
-from castbench.publish.forensics import ForensicsReport, examine_run
+from castbench.publish.forensics import ForensicsReport, examine_trial
 from castbench.records.config import RunConfig
 from castbench.records.provenance import placement_problems
 from castbench.records.trial import TrialRecord
@@ -200,7 +201,7 @@ def _hash_problems(config: RunConfig, config_hash: str | None) -> list[str]:
 def verify_run(
     run_id: str,
     config: RunConfig,
-    trials: list[TrialRecord],
+    trials: Sequence[TrialRecord],
     config_hash: str | None = None,
     digests: DigestCheck | None = None,
 ) -> VerifyReport:
@@ -209,22 +210,40 @@ def verify_run(
     placements, its stored records against `digests` (what castbench kept when it stored them),
     and examine its passing trials for clairvoyance."""
     domains = _Domains()
-    mismatches = [
-        TrialMismatch(domain=r.domain, task_id=r.task_id, trial_index=r.trial_index, problems=problems)
-        for r in trials
-        if (problems := _problems(r, config, domains))
-    ]
-    installed = {name: domains.domain(name) for name in {r.domain for r in trials}}
+    mismatches: list[TrialMismatch] = []
+    passing, clairvoyant = 0, []
+    old_labels = 0
+    count = 0
+    for r in trials:  # one pass, nothing of a trial kept but what is reported (#59)
+        count += 1
+        problems = _problems(r, config, domains)
+        if problems:
+            mismatches.append(
+                TrialMismatch(
+                    domain=r.domain, task_id=r.task_id, trial_index=r.trial_index, problems=problems
+                )
+            )
+        old_labels += _old_labels(config, r)
+        if r.passed:  # `examine_run`'s walk, trial by trial
+            passing += 1
+            domain = domains.domain(r.domain)
+            if domain is not None and (found := examine_trial(domain, r)) is not None:
+                clairvoyant.append(found)
     return VerifyReport(
         run_id=run_id,
-        trials=len(trials),
+        trials=count,
         mismatches=mismatches,
         run_problems=_hash_problems(config, config_hash)
         + _privilege_problems(config)
         + [f"provenance: {problem}" for problem in placement_problems(config)]
         + _digest_problems(digests),
-        forensics=examine_run(run_id, config.privileged, trials, installed),
-        notes=_unchecked_labels(config, trials) + _digest_notes(digests) + _judge_notes(config),
+        forensics=ForensicsReport(
+            run_id=run_id,
+            privileged=sorted(config.privileged),
+            passing_trials=passing,
+            clairvoyant=clairvoyant,
+        ),
+        notes=_unchecked_labels(old_labels) + _digest_notes(digests) + _judge_notes(config),
     )
 
 
@@ -259,16 +278,14 @@ def _digest_notes(digests: DigestCheck | None) -> list[str]:
     ]
 
 
-def _unchecked_labels(config: RunConfig, trials: list[TrialRecord]) -> list[str]:
-    if config.grading is not None:
-        return []
-    old = sum(
-        proposal.label is not None
-        for trial in trials
-        if trial.grade is None or trial.grade.strict_reward is None
-        for step in trial.steps
-        for proposal in step.proposals
-    )
+def _old_labels(config: RunConfig, trial: TrialRecord) -> int:
+    """Labels of a trial recorded before grading modes (not re-derived: an earlier labeler's)."""
+    if config.grading is not None or (trial.grade is not None and trial.grade.strict_reward is not None):
+        return 0
+    return sum(proposal.label is not None for step in trial.steps for proposal in step.proposals)
+
+
+def _unchecked_labels(old: int) -> list[str]:
     if not old:
         return []
     return [f"{old} labels not re-derived: recorded before grading modes, by an earlier labeler"]

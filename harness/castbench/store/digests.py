@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Iterable
 from pathlib import Path
 
 from sqlalchemy.engine import make_url
@@ -106,7 +107,7 @@ class DigestCheck:
         """Records with no digest on this machine."""
 
 
-def check_digests(url: str, run_id: str, stored: list[tuple[str, str, int, str]]) -> DigestCheck:
+def check_digests(url: str, run_id: str, stored: Iterable[tuple[str, str, int, str]]) -> DigestCheck:
     """Compare each stored `(domain, task id, trial index, record JSON)` of `run_id` with the
     digest castbench kept when it stored it."""
     digests: dict[str, str] = {}

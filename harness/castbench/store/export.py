@@ -26,12 +26,16 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
-from collections.abc import Callable, Iterator
+import struct
+import tempfile
+import zlib
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import IO, Any, Final, Literal, Protocol, overload
 
 from pydantic import BaseModel, ValidationError
 
@@ -52,6 +56,8 @@ __all__ = [
     "reader_for",
     "export_run",
     "is_export",
+    "stream_run",
+    "StoredTrials",
     "read_export",
     "write_export",
 ]
@@ -83,7 +89,45 @@ class ExportedRun(BaseModel):
     config_hash: str
     config: RunConfig
     meta: dict[str, Any]
-    trials: list[TrialRecord]
+    trials: Sequence[TrialRecord]
+    """A list, or for a run read by `stream_run` its `StoredTrials`: read from the store each time
+    they are iterated, one at a time."""
+
+
+class StoredTrials(Sequence[TrialRecord]):
+    """A run's trials as the store gives them (by domain, task and trial index), read one at a
+    time each time they are iterated: a writer that walks them once holds one record, not the
+    run (#59). Its length is counted by the database; an index reads up to that trial."""
+
+    def __init__(self, store: ResultsStore, run_id: str) -> None:
+        self.store = store
+        self.run_id = run_id
+        self._count: int | None = None
+
+    def __iter__(self) -> Iterator[TrialRecord]:
+        return self.store.iter_trials(self.run_id)
+
+    def __len__(self) -> int:
+        if self._count is None:
+            self._count = self.store.count_trials(self.run_id)
+        return self._count
+
+    @overload
+    def __getitem__(self, index: int) -> TrialRecord: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[TrialRecord]: ...
+
+    def __getitem__(self, index: int | slice) -> TrialRecord | Sequence[TrialRecord]:
+        if isinstance(index, slice):
+            return list(self)[index]
+        position = index + len(self) if index < 0 else index
+        if not 0 <= position < len(self):
+            raise IndexError(index)
+        for at, record in enumerate(self):
+            if at == position:
+                return record
+        raise IndexError(index)  # the run changed while it was read
 
 
 def is_export(path: Path) -> bool:
@@ -106,43 +150,124 @@ def export_run(store: ResultsStore, ref: str) -> ExportedRun:
     )
 
 
+def stream_run(store: ResultsStore, ref: str) -> ExportedRun:
+    """`export_run` with its trials left in the store (`StoredTrials`): what `castbench export`,
+    `view` and `verify` write or check one trial at a time, so their memory does not grow with
+    the run."""
+    try:
+        row = store.run(ref)
+    except StoreError as exc:
+        raise ArchiveError(str(exc)) from exc
+    return ExportedRun.model_construct(
+        run_id=row.id,
+        created=row.created,
+        status=row.status,
+        config_hash=row.config_hash,
+        config=read_config(row.config_json, f"run {row.id}"),
+        meta=json.loads(row.meta_json),
+        trials=StoredTrials(store, row.id),
+    )
+
+
 def write_export(exported: ExportedRun, path: Path) -> int:
     """Write `exported` to `path`; returns the file's size in bytes. Trials that differ only in
-    their index, seed and durations share one stored body (see the module's docstring)."""
+    their index, seed and durations share one stored body (see the module's docstring). The
+    trials are read once, in order, and each body is compressed into the file as it is met: what
+    is held is a digest per body and a short reference per trial, not the run's text."""
     data = exported.model_dump(mode="json", exclude={"trials"})
     # the config as it was written (by an older castbench, without later fields): its hash holds
     data["config"] = RUN_CONFIG.stamp(exported.config.model_dump(mode="json", exclude_unset=True))
-    bodies: dict[str, str] = {}
-    trials: list[str] = []
-    for record in exported.trials:
-        # records in Python's types: json escapes what Pydantic's JSON mode would change (a lone
-        # surrogate in a key, NaN), so an agent's output reads back as it was (`castbench.lossless`)
-        raw = TRIAL_RECORD.stamp(record.model_dump(mode="python"))
-        index, seed = raw.pop("trial_index"), raw.pop("seed")
-        durations: list[float] = []
-        # keys in the order written (no sorting): tool arguments as the agent gave them, the
-        # conversation as it saw it; the order is still deterministic (model fields, agents' dicts)
-        text = json.dumps(_split_durations(raw, durations), separators=(",", ":"))
-        key = _body_key(text, bodies)
-        bodies.setdefault(key, text)
-        reference = {"body": key, "trial_index": index, "seed": seed, "durations": durations}
-        trials.append(json.dumps(reference, separators=(",", ":")))
     head = json.dumps(_round_durations(data), separators=(",", ":"))
-    shared = ",".join(f'"{key}":{text}' for key, text in bodies.items())
-    text = f'{head[:-1]},"bodies":{{{shared}}},"trials":[{",".join(trials)}]}}'
-    packed = gzip.compress(text.encode(), compresslevel=9, mtime=0)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(packed)
+    partial = path.with_name(f".{path.name}.part")  # renamed once whole: no half-written export
+    # the references come after every body: they wait in a file of their own, not in memory
+    with _replacing(path, partial) as handle, tempfile.TemporaryFile("w+", encoding="ascii") as trials:
+        packer = GzipStream(handle)
+        packer.write(f'{head[:-1]},"bodies":{{')
+        bodies: dict[str, str] = {}  # short key -> the body's whole digest
+        first = True
+        for record in exported.trials:
+            # records in Python's types: json escapes what Pydantic's JSON mode would change (a lone
+            # surrogate in a key, NaN), so an agent's output reads back as it was (`castbench.lossless`)
+            raw = TRIAL_RECORD.stamp(record.model_dump(mode="python"))
+            index, seed = raw.pop("trial_index"), raw.pop("seed")
+            durations: list[float] = []
+            # keys in the order written (no sorting): tool arguments as the agent gave them, the
+            # conversation as it saw it; the order is still deterministic (model fields, agents' dicts)
+            text = json.dumps(_split_durations(raw, durations), separators=(",", ":"))
+            digest = hashlib.sha256(text.encode()).hexdigest()
+            key = _body_key(digest, bodies)
+            if key not in bodies:
+                packer.write(("," if bodies else "") + f'"{key}":{text}')
+                bodies[key] = digest
+            reference = {"body": key, "trial_index": index, "seed": seed, "durations": durations}
+            trials.write(("" if first else ",") + json.dumps(reference, separators=(",", ":")))
+            first = False
+        packer.write('},"trials":[')
+        trials.seek(0)
+        while block := trials.read(1 << 20):
+            packer.write(block)
+        packer.write("]}")
+        size = packer.close()
     record_place(path)
-    return len(packed)
+    return size
 
 
-def _body_key(text: str, bodies: dict[str, str]) -> str:
-    """The key a body is stored under: 16 hex digits of the SHA-256 of its (ASCII) text, 64 bits,
-    so no two bodies of a run meet by chance; the whole digest for a body whose short key another
-    body holds."""
-    digest = hashlib.sha256(text.encode()).hexdigest()
-    return digest[:16] if bodies.get(digest[:16], text) == text else digest
+@contextmanager
+def _replacing(path: Path, partial: Path) -> Iterator[IO[bytes]]:
+    """A file written at `partial` that replaces `path` when the block ends, or is removed when
+    it raises."""
+    try:
+        with partial.open("wb") as handle:
+            yield handle
+        partial.replace(path)
+    finally:
+        partial.unlink(missing_ok=True)
+
+
+_GZIP_HEADER: Final = gzip.compress(b"", compresslevel=9, mtime=0)[:10]
+"""The header `gzip.compress` writes (its OS byte is the Python's): a stream's bytes are its bytes."""
+
+
+class _Sink(Protocol):
+    def write(self, data: bytes, /) -> object: ...
+
+
+class GzipStream:
+    """Text compressed into a binary file as it comes, the bytes `gzip.compress(text, 9, mtime=0)`
+    gives for the whole text (one deflate stream, no file name, no time), without holding it."""
+
+    def __init__(self, out: _Sink) -> None:
+        self.out = out
+        self.crc = 0
+        self.length = 0
+        self.size = 0
+        self._deflate = zlib.compressobj(9, zlib.DEFLATED, -zlib.MAX_WBITS)
+        self._emit(_GZIP_HEADER)
+
+    def _emit(self, data: bytes) -> None:
+        if data:
+            self.out.write(data)
+            self.size += len(data)
+
+    def write(self, text: str) -> None:
+        data = text.encode()
+        self.crc = zlib.crc32(data, self.crc)
+        self.length += len(data)
+        self._emit(self._deflate.compress(data))
+
+    def close(self) -> int:
+        """Ends the stream; the bytes written in all."""
+        self._emit(self._deflate.flush())
+        self._emit(struct.pack("<LL", self.crc, self.length & 0xFFFFFFFF))
+        return self.size
+
+
+def _body_key(digest: str, bodies: dict[str, str]) -> str:
+    """The key a body is stored under: 16 hex digits of the SHA-256 of its (ASCII) text (`digest`),
+    64 bits, so no two bodies of a run meet by chance; the whole digest for a body whose short key
+    another body holds (`bodies`: the whole digest of the body under each key)."""
+    return digest[:16] if bodies.get(digest[:16], digest) == digest else digest
 
 
 def _split_durations(value: Any, durations: list[float]) -> Any:

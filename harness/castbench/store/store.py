@@ -435,13 +435,15 @@ class ResultsStore:
     def check_digests(self, run_id: str) -> DigestCheck:
         """Each stored record of `run_id` against the digest castbench kept outside the store
         when it stored it (`castbench.store.digests`)."""
-        with Session(self.engine) as session:
-            rows = session.exec(
-                select(TrialRow.domain, TrialRow.task_id, TrialRow.trial_index, TrialRow.record_json).where(
-                    TrialRow.run_id == run_id
-                )
-            ).all()
-        return check_digests(self.url, run_id, [(d, t, int(i), j) for d, t, i, j in rows])
+        columns = (TrialRow.domain, TrialRow.task_id, TrialRow.trial_index, TrialRow.record_json)
+        with plain_db_errors(self.url, StoreError), Session(self.engine) as session:
+            # the rows a batch at a time: a run's records are not held to be hashed (#59)
+            rows = (
+                session.connection()
+                .execution_options(yield_per=256)
+                .execute(select(*columns).where(TrialRow.run_id == run_id))
+            )
+            return check_digests(self.url, run_id, ((d, t, int(i), j) for d, t, i, j in rows))
 
     def trials(
         self,

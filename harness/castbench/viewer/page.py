@@ -14,11 +14,13 @@ a user simulator or a tool wrote is ever parsed as HTML.
 
 from __future__ import annotations
 
+import io
 import json
+import tempfile
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from functools import cache
-from typing import Any
+from typing import Any, Final, TextIO
 
 import jinja2
 
@@ -27,9 +29,9 @@ from castbench.records.branches import TrialBranches
 from castbench.records.config import RunConfig
 from castbench.records.trial import TrialRecord
 from castbench.report import RunSummary, summarize_run
-from castbench.viewer.payload import CHUNK_BUDGET, encode_trials, trial_chunks
+from castbench.viewer.payload import CHUNK_BUDGET, StreamedChunk, encode_trials, trial_chunks, trial_payload
 
-__all__ = ["PAGE_LIMIT", "render_run_files", "render_run_page", "template_environment"]
+__all__ = ["PAGE_LIMIT", "render_run_files", "render_run_page", "template_environment", "write_run_page"]
 
 PAGE_LIMIT = 1_000_000
 """Bytes a published HTML page may have (a board's `index.html` and `runs/*.html`): what a
@@ -48,20 +50,22 @@ def template_environment(package: str) -> jinja2.Environment:
     )
 
 
-def _trial(record: TrialRecord, index: int) -> dict[str, Any]:
-    if record.status == "error":
+def _mark(
+    index: int, error: bool, passed: bool, key: str, trial_index: int, category: str | None
+) -> dict[str, Any]:
+    """A trial's mark in the task table: its state, symbol, key and title."""
+    if error:
         state, symbol, outcome = "error", "!", "error"
-    elif record.passed:
+    elif passed:
         state, symbol, outcome = "pass", "✓", "pass"
     else:
         state, symbol, outcome = "fail", "✗", "fail"
-    category = record.grade.failure_category if record.grade else None
     return {
         "index": index,
         "state": state,
         "symbol": symbol,
-        "key": f"{record.domain}/{record.task_id}/{record.trial_index}",
-        "title": f"trial {record.trial_index}: {outcome}" + (f" ({category})" if category else ""),
+        "key": key,
+        "title": f"trial {trial_index}: {outcome}" + (f" ({category})" if category else ""),
     }
 
 
@@ -128,11 +132,62 @@ def render_run_page(
     """The self-contained page of a run, its trials inside it; with `branches` (`castbench
     counterfactuals`), each trial shows, at every critic verdict, the branch with the other
     verdict and what the verdict did."""
+    out = io.StringIO()
+    write_run_page(out, run_id, config, _ordered(records), title, branches)
+    return out.getvalue()
+
+
+def write_run_page(
+    out: TextIO,
+    run_id: str,
+    config: RunConfig,
+    records: Iterable[TrialRecord],
+    title: str | None = None,
+    branches: Sequence[TrialBranches] | None = None,
+) -> int:
+    """`render_run_page` written to `out` as the records come, `records` in the page's order (by
+    domain, task and trial index, as `ResultsStore.iter_trials` gives them) and read once: what is
+    held is a mark and a digest per trial, not the run's records or its page (#59). The
+    characters written."""
     by_trial = {(b.domain, b.task_id, b.trial_index): b for b in branches or ()}
-    ordered = _ordered(records)
-    return _render(
-        run_id, config, ordered, title, [(0, None)], encode_trials(ordered, by_trial), bool(by_trial)
-    )
+    marks = _Marks()
+    with (
+        tempfile.TemporaryFile("w+", encoding="ascii") as data,
+        tempfile.TemporaryFile("w+", encoding="ascii") as refs,
+    ):
+        packer = StreamedChunk(data, refs)
+
+        def walked() -> Iterator[TrialRecord]:
+            for record in records:
+                marks.add(record)
+                packer.add(
+                    trial_payload(record, by_trial.get((record.domain, record.task_id, record.trial_index)))
+                )
+                yield record
+
+        trials = walked()
+        summary = _summary(run_id, config, trials)
+        for _ in trials:  # what the summary left unread, if it stopped early
+            pass
+        packer.finish()
+        written = 0
+        for part in _page(run_id, config, marks, summary, title, [(0, None)], _TRIALS_DATA, bool(by_trial)):
+            head, found, tail = part.partition(_TRIALS_DATA)
+            out.write(head)
+            written += len(head)
+            if found:
+                data.seek(0)
+                while block := data.read(1 << 20):
+                    out.write(block)
+                    written += len(block)
+            out.write(tail)
+            written += len(tail)
+    return written
+
+
+_TRIALS_DATA: Final = "castbenchTrialsData0"
+"""Where the page's trial data goes, in the rendered page (not base64's alphabet alone: the
+data itself is written there as it was compressed)."""
 
 
 def render_run_files(
@@ -148,15 +203,21 @@ def render_run_files(
     the page (`castbenchTrials(number, "...")`), so the page works opened from disk and served."""
     ordered = _ordered(records)
     chunks = trial_chunks(ordered, budget=chunk_budget)
+    marks = _Marks()
+    for record in ordered:
+        marks.add(record)
+    summary = _summary(run_id, config, ordered)
     if not chunks:  # no trials: nothing to load
         return {
-            f"{name}.html": _render(run_id, config, ordered, title, [(0, None)], encode_trials([]), False)
+            f"{name}.html": _render(
+                run_id, config, marks, summary, title, [(0, None)], encode_trials([]), False
+            )
         }
     paths = [f"{name}/trials-{number + 1:03d}.js" for number in range(len(chunks))]
     index: list[tuple[int, str | None]] = [
         (chunk.start, path) for chunk, path in zip(chunks, paths, strict=True)
     ]
-    out = {f"{name}.html": _render(run_id, config, ordered, title, index, None, False)}
+    out = {f"{name}.html": _render(run_id, config, marks, summary, title, index, None, False)}
     for number, (chunk, path) in enumerate(zip(chunks, paths, strict=True)):
         out[path] = f'castbenchTrials({number}, "{chunk.data}");\n'
     return out
@@ -167,35 +228,89 @@ def _ordered(records: Sequence[TrialRecord]) -> list[TrialRecord]:
     return sorted(records, key=lambda r: (r.domain, r.task_id, r.trial_index))
 
 
+class _Marks:
+    """The page's task table, a row of marks per task, kept small: per trial its state, index and
+    failure category; the template's rows are made as it reads them."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.tasks: dict[str, dict[str, _TaskMarks]] = defaultdict(dict)
+
+    def add(self, record: TrialRecord) -> None:
+        tasks = self.tasks[record.domain]
+        task = tasks.get(record.task_id)
+        if task is None:
+            task = tasks[record.task_id] = _TaskMarks(record.domain, record.task_id)
+        category = record.grade.failure_category if record.grade else None
+        task.rows.append((self.count, record.status == "error", record.passed, record.trial_index, category))
+        task.passed += record.passed
+        self.count += 1
+
+    def domains(self) -> list[dict[str, Any]]:
+        return [
+            {
+                "name": domain,
+                "tasks": [
+                    {"task_id": task_id, "trials": marks, "passed": marks.passed}
+                    for task_id, marks in sorted(tasks.items())
+                ],
+            }
+            for domain, tasks in sorted(self.tasks.items())
+        ]
+
+
+class _TaskMarks:
+    """One task's trials as the template iterates them (`_trial`'s dicts, made on the way)."""
+
+    def __init__(self, domain: str, task_id: str) -> None:
+        self.domain = domain
+        self.task_id = task_id
+        self.passed = 0
+        self.rows: list[tuple[int, bool, bool, int, str | None]] = []
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        for index, error, passed, trial_index, category in self.rows:
+            yield _mark(
+                index, error, passed, f"{self.domain}/{self.task_id}/{trial_index}", trial_index, category
+            )
+
+
+def _summary(run_id: str, config: RunConfig, records: Iterable[TrialRecord]) -> dict[str, Any]:
+    try:
+        return _summary_table(summarize_run(run_id, config, records), reported_ks(config.trials))
+    except ValueError:  # no task has all its trials scored: nothing to summarise yet
+        return {"columns": [], "rows": [], "critic": []}
+
+
 def _render(
     run_id: str,
     config: RunConfig,
-    ordered: list[TrialRecord],
+    marks: _Marks,
+    summary: dict[str, Any],
     title: str | None,
     chunks: list[tuple[int, str | None]],
     trials_data: str | None,
     has_branches: bool,
 ) -> str:
-    by_task: dict[str, dict[str, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
-    passed: dict[tuple[str, str], int] = defaultdict(int)
-    for index, record in enumerate(ordered):
-        by_task[record.domain][record.task_id].append(_trial(record, index))
-        passed[record.domain, record.task_id] += record.passed
-    domains = [
-        {
-            "name": domain,
-            "tasks": [
-                {"task_id": task_id, "trials": trials, "passed": passed[domain, task_id]}
-                for task_id, trials in sorted(tasks.items())
-            ],
-        }
-        for domain, tasks in sorted(by_task.items())
-    ]
+    return "".join(_page(run_id, config, marks, summary, title, chunks, trials_data, has_branches))
+
+
+def _page(
+    run_id: str,
+    config: RunConfig,
+    marks: _Marks,
+    summary: dict[str, Any],
+    title: str | None,
+    chunks: list[tuple[int, str | None]],
+    trials_data: str | None,
+    has_branches: bool,
+) -> Iterator[str]:
+    """The page's text in the parts Jinja2 makes it in (each variable's value whole in one)."""
     ks = reported_ks(config.trials)
-    try:
-        summary = _summary_table(summarize_run(run_id, config, ordered), ks)
-    except ValueError:  # no task has all its trials scored: nothing to summarise yet
-        summary = {"columns": [], "rows": [], "critic": []}
+    domains = marks.domains()
     config_items = [
         ("domains", ", ".join(f"{name} {version}" for name, version in sorted(config.domains.items()))),
         ("split", config.split),
@@ -212,7 +327,7 @@ def _render(
     return (
         template_environment("castbench.viewer")
         .get_template("viewer.html.j2")
-        .render(
+        .generate(
             title=title or f"run {run_id}",
             config_items=config_items,
             ks=ks,

@@ -16,17 +16,27 @@ from __future__ import annotations
 
 import base64
 import gzip
+import hashlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TextIO
 
 from castbench.attribution import attribute
 from castbench.records.branches import TrialBranches
 from castbench.records.trial import TrialRecord
 from castbench.report.reasons import trial_reasons
+from castbench.store.export import GzipStream
 
-__all__ = ["CHUNK_BUDGET", "TrialChunk", "decode_trials", "encode_trials", "trial_chunks", "trial_payload"]
+__all__ = [
+    "CHUNK_BUDGET",
+    "StreamedChunk",
+    "TrialChunk",
+    "decode_trials",
+    "encode_trials",
+    "trial_chunks",
+    "trial_payload",
+]
 
 CHUNK_BUDGET = 512_000
 """Characters of JSON in one chunk: compressed and base64-encoded it is at most ~0.7 MB, under
@@ -143,6 +153,62 @@ def encode_trials(
     """All of `records` as one chunk, for a page that carries its trials itself (`castbench view`)."""
     chunks = trial_chunks(records, branches, budget=None)
     return chunks[0].data if chunks else _pack([], [])
+
+
+class _Base64Out:
+    """Bytes written as base64 text to `out`, three bytes at a time: the text `b64encode` gives
+    for all the bytes at once."""
+
+    def __init__(self, out: TextIO) -> None:
+        self.out = out
+        self.pending = b""
+
+    def write(self, data: bytes) -> int:
+        data = self.pending + data
+        whole = len(data) - len(data) % 3
+        self.out.write(base64.b64encode(data[:whole]).decode("ascii"))
+        self.pending = data[whole:]
+        return len(data)
+
+    def close(self) -> None:
+        self.out.write(base64.b64encode(self.pending).decode("ascii"))
+        self.pending = b""
+
+
+class StreamedChunk:
+    """`encode_trials`'s one chunk, written to `out` as each payload is added (in page order),
+    to the same text: each distinct payload's JSON is compressed when first met and then
+    dropped (a digest of it is kept); the references, a few bytes a trial, at the end (#59)."""
+
+    def __init__(self, out: TextIO, refs: TextIO) -> None:
+        """`refs`: a file the references wait in (a temporary file: not memory)."""
+        self._base64 = _Base64Out(out)
+        self._packer = GzipStream(self._base64)
+        self._packer.write('{"bodies":[')
+        self._bodies: dict[bytes, int] = {}
+        self._refs = refs
+        self._first = True
+
+    def add(self, payload: dict[str, Any]) -> None:
+        index, seed = payload.pop("trial_index"), payload.pop("seed")
+        text = json.dumps(payload, separators=(",", ":"))  # as `_Chunker` writes it
+        digest = hashlib.sha256(text.encode()).digest()
+        body = self._bodies.get(digest)
+        if body is None:
+            body = self._bodies[digest] = len(self._bodies)
+            self._packer.write(("," if body else "") + text)
+        ref = json.dumps([body, index, seed], separators=(",", ":"))
+        self._refs.write(("" if self._first else ",") + ref)
+        self._first = False
+
+    def finish(self) -> None:
+        self._packer.write('],"trials":[')
+        self._refs.seek(0)
+        while block := self._refs.read(1 << 20):
+            self._packer.write(block)
+        self._packer.write("]}")
+        self._packer.close()
+        self._base64.close()
 
 
 def decode_trials(data: str) -> list[dict[str, Any]]:
