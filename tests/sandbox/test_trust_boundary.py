@@ -227,7 +227,11 @@ def test_castbench_starts_from_its_own_installation_and_with_agent_folders_given
     tmp_path: Path,
 ) -> None:
     assert _castbench({}).returncode == 0
-    assert _castbench({"PYTHONPATH": str(REPO)}).returncode == 0  # the checkout's root (the test suite's)
+    # the checkout's root (the test suite's) is castbench's own when installed editable from it;
+    # beside a wheel install it is a folder like any other, whose code could run at start-up
+    from_checkout = sandbox._checkout() == str(REPO)
+    at_root = _castbench({"PYTHONPATH": str(REPO)})
+    assert at_root.returncode == (0 if from_checkout else startup.EXIT_CODE), at_root.stderr
     done = _castbench({AGENT_PATH_ENV: str(tmp_path)})
     assert done.returncode == 0, done.stderr
 
@@ -514,10 +518,13 @@ def test_a_trial_castbench_died_in_counts_as_an_attempt_on_resume(
     from tests.support import sqlite_url
 
     state, db = tmp_path / "state", sqlite_url(tmp_path / "runs.db")
-    options = dict(domains="retail", policy="tests.sandbox.hang_agents:Hanger", trials=1, db=db)
+    team = tmp_path / "team"  # the agent in a folder of its own, given through castbench
+    team.mkdir()
+    shutil.copy(Path(__file__).with_name("hang_agents.py"), team / "hang_agents.py")
+    options = dict(domains="retail", policy="hang_agents:Hanger", trials=1, db=db)
     tasks = ["retail-test-0001", "retail-test-0002"]
     code = f"from castbench.api import evaluate; evaluate(tasks={tasks!r}, **{options!r})"
-    env = {**os.environ, "PYTHONPATH": str(REPO), "HANG56": "1", "CASTBENCH_STATE_DIR": str(state)}
+    env = {**os.environ, "HANG56": "1", "CASTBENCH_STATE_DIR": str(state), AGENT_PATH_ENV: str(team)}
     process = subprocess.Popen([sys.executable, "-c", code], env=env, cwd=tmp_path)
     try:
         deadline = time.monotonic() + 120
@@ -533,6 +540,7 @@ def test_a_trial_castbench_died_in_counts_as_an_attempt_on_resume(
         process.send_signal(signal.SIGKILL)  # castbench dies mid-trial, nothing stored for it
         process.wait()
     monkeypatch.setenv("CASTBENCH_STATE_DIR", str(state))
+    monkeypatch.setenv(AGENT_PATH_ENV, str(team))
     result = evaluate(tasks=tasks, **options)  # the docs' advice: run the same command again
     records = {record.task_id: record for record in ResultsStore(db).trials(result.outcome.run_id)}
     assert records["retail-test-0001"].attempts == 2
