@@ -135,7 +135,7 @@ def table(rows: list[dict[str, object]]) -> str:
                 line += f"{'':>12}{'':>8}{'':>6}"
                 continue
             row = found
-            mark = "!" if row["exit"] not in (0, 2, 3) else ""  # verify's 2: clairvoyant; gate's 3
+            mark = "!" if row["exit"] not in (0, 2) else ""  # verify's 2: clairvoyant trials
             line += f"{float(str(row['rss_mib'])):>11.0f}{mark or ' '}{float(str(row['cpu_s'])):>8.1f}"
             line += f"{float(str(row['load'])):>6.1f}"
             peaks.append(float(str(row["rss_mib"])))
