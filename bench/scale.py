@@ -96,7 +96,7 @@ def build(folder: Path, size: int) -> tuple[str, str, str]:
     return db, runs[0], runs[1]
 
 
-def measure(args: list[str], db: str) -> dict[str, float]:
+def measure(args: list[str], db: str) -> dict[str, object]:
     """Peak RSS (MiB), CPU seconds and exit status of one `castbench` subprocess."""
     env = {**os.environ, "CASTBENCH_DB": db, "COLUMNS": "120", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
     code = "import sys; sys.argv[0] = 'castbench'; from castbench.cli.app import main; main()"
@@ -130,11 +130,12 @@ def table(rows: list[dict[str, object]]) -> str:
         line = f"{name:<22}"
         peaks = []
         for size in sizes:
-            row = latest.get((name, size))
-            if row is None:
+            found = latest.get((name, size))
+            if found is None:
                 line += f"{'':>12}{'':>8}{'':>6}"
                 continue
-            mark = "!" if row["exit"] not in (0, 2, 3) else ""  # verify's 2: clairvoyant; gate's 3
+            row = found
+            mark = "!" if row["exit"] not in (0, 2) else ""  # verify's 2: clairvoyant trials
             line += f"{float(str(row['rss_mib'])):>11.0f}{mark or ' '}{float(str(row['cpu_s'])):>8.1f}"
             line += f"{float(str(row['load'])):>6.1f}"
             peaks.append(float(str(row["rss_mib"])))
