@@ -50,8 +50,8 @@ DEFAULT = {
     "samples": 1,
     "test_trials": 1,
     "steps": 100,
-    "verdict_weight": 0.0,
-    "no_balance": True,
+    "verdict_weight": 5.0,
+    "no_balance": False,
 }
 """The default size: both critics (verdict only, rationale first) trained and judged on both
 splits in about 10 minutes on 2 shared cores (docs/training.md has the measured walls)."""
@@ -223,13 +223,13 @@ def main(argv: list[str] | None = None) -> int:
         "--no-balance",
         action="store_true",
         default=DEFAULT["no_balance"],
-        help="train on the verdicts as collected (the default size)",
+        help="train on the verdicts as collected",
     )
     balance.add_argument(
         "--balance",
         dest="no_balance",
         action="store_false",
-        help="repeat the rarer verdict's examples to equal counts (--full)",
+        help="repeat the rarer verdict's examples to equal counts (the default)",
     )
     parser.add_argument("--lr", type=float, default=6e-3)
     parser.add_argument("--hidden", type=int, default=64)
