@@ -1,17 +1,22 @@
-"""Does CAST critic training work on a CPU? `python bench/cast_learning.py [--small] [--out DIR]`.
+"""Does CAST critic training work on a CPU? `python bench/cast_learning.py [--full] [--out DIR]`.
 
 Trains the tiny stand-in critic (a Qwen3-architecture model built from a config, no download)
-through the CAST plugin's stages on the labeler's annotations of retail train tasks (balanced
-verdicts, the verdict first, a verdict term in the loss), with `--holdout-families` task families
-kept out of training altogether, then serves it as the critic in `castbench eval` on held-out
-retail test tasks twice: tasks of the families it trained on (`in-distribution`) and tasks of the
-families it never saw (`held-out families`). Beside it, on the very same calls, the baselines of
-`castbench_cast.baselines`: the majority verdict per tool and per (previous action, tool), the
-rules critic, and a bag-of-words logistic regression on exactly the critic's input (transcript,
-proposed action and last line as separate vocabularies), all learned from the same annotations,
-each with a 95% interval resampling tasks. It prints the versions it ran on, a table per split,
-`beats_baselines` (the trained critic's MCC interval wholly above both majority lookups') and
-`beats_bow` (wholly above the bag of words'), in words, then a JSON line.
+twice through the CAST plugin's stages on the labeler's annotations of retail train tasks, with
+`--holdout-families` task families kept out of training altogether: `verdict only` (it answers
+the verdict and failure type) and `rationale + verdict` (the paper's order: the check that
+decided and its particulars, then the verdict and failure type), the same data, steps, seed and
+prompt window; the loss is the target's tokens plus `--verdict-weight` x the verdict word's.
+Each is served as the critic in `castbench eval` on held-out retail test tasks twice: tasks of
+the families it trained on (`in-distribution`) and tasks of the families it never saw
+(`held-out families`), the very same calls for both critics (checked by a digest of the judged
+calls). Beside them, on those calls, the baselines of `castbench_cast.baselines`: the majority
+verdict per tool and per (previous action, tool), the rules critic, and a bag-of-words logistic
+regression on exactly the critic's input (transcript, proposed action and last line as separate
+vocabularies), all learned from the same annotations, each with a 95% interval resampling
+tasks. It prints the versions it ran on, what the rationales trained on are (how many different
+ones per verdict, how many hold a verdict word), a table per split, per critic
+`beats_baselines` (its MCC interval wholly above both majority lookups') and `beats_bow`
+(wholly above the bag of words'), `what the rationale adds`, in words, then a JSON line.
 
 Reproducible: every stochastic piece is seeded (`--seed`: the teacher's trajectories, the
 balance, the held-out families, torch's initialisation and data order), torch runs on
@@ -19,10 +24,12 @@ balance, the held-out families, torch's initialisation and data order), torch ru
 single-threaded, and the served checkpoint's port is chosen free at serve time and is not part
 of any run's identity (two instances run side by side on one host). The `train` extra pins the
 packages that move the numbers (torch, transformers, trl, peft, datasets, accelerate,
-tokenizers). `--small` is the configuration for the reproducibility check (11 minutes on 2
-cores); the defaults take tens of minutes. `--base` also serves the untrained base (it cannot
-answer: every verdict unreadable). With `--policy`, CAST and RFT policies are trained too and
-compared with their untrained base on held-out tasks (key `policy`). Needs the `train` extra.
+tokenizers). The default size finishes in about 10 minutes on 2 shared cores (docs/training.md
+has the measured walls of two instances side by side); `--full` is the earlier, larger size
+(tens of minutes per critic). `--base` also serves the untrained base (it cannot answer: every
+verdict unreadable). With `--policy`, CAST and RFT policies are trained too (the first critic in
+the teacher's loop) and compared with their untrained base on held-out tasks (key `policy`).
+Needs the `train` extra.
 """
 
 from __future__ import annotations
@@ -50,8 +57,8 @@ DEFAULT = {
     "samples": 1,
     "test_trials": 1,
     "steps": 100,
-    "verdict_weight": 5.0,
-    "no_balance": False,
+    "verdict_weight": 0.0,
+    "no_balance": True,
 }
 """The default size: both critics (verdict only, rationale first) trained and judged on both
 splits in about 10 minutes on 2 shared cores (docs/training.md has the measured walls)."""
@@ -223,13 +230,13 @@ def main(argv: list[str] | None = None) -> int:
         "--no-balance",
         action="store_true",
         default=DEFAULT["no_balance"],
-        help="train on the verdicts as collected",
+        help="train on the verdicts as collected (the default)",
     )
     balance.add_argument(
         "--balance",
         dest="no_balance",
         action="store_false",
-        help="repeat the rarer verdict's examples to equal counts (the default)",
+        help="repeat the rarer verdict's examples to equal counts (--full)",
     )
     parser.add_argument("--lr", type=float, default=6e-3)
     parser.add_argument("--hidden", type=int, default=64)
