@@ -185,6 +185,17 @@ def prepare(args: argparse.Namespace) -> int:
 def preflight(args: argparse.Namespace) -> dict[str, Any]:
     """Everything the run needs, checked in seconds; one `error:` line on the first missing."""
     found: dict[str, Any] = {"python": sys.version.split()[0]}
+    # the carried data first: a missing file is refused before torch is imported (seconds)
+    for name in ("train.jsonl", "held_out.jsonl", "plan.json"):
+        path = args.data / name
+        if not path.is_file() or path.stat().st_size == 0:
+            fail(
+                f"preflight: {path} missing: run `python bench/cast_gpu_check.py prepare --data {args.data}` "
+                "on a machine with the train extra, and carry the folder"
+            )
+    held = [json.loads(line) for line in (args.data / "held_out.jsonl").read_text().splitlines()]
+    if not {row["split"] for row in held} >= {SPLITS[0]}:
+        fail(f"preflight: {args.data / 'held_out.jsonl'} holds no in-distribution calls")
     for module in ("torch", "transformers", "tokenizers", "numpy"):
         try:
             found[module] = __import__(module).__version__
@@ -204,16 +215,6 @@ def preflight(args: argparse.Namespace) -> dict[str, Any]:
         found["gpu_free_gib"] = round(free / 2**30, 1)
         if not args.shrink and free < 40 * 2**30:
             fail(f"preflight: {free / 2**30:.1f} GiB free on the GPU, the LoRA step needs about 40")
-    for name in ("train.jsonl", "held_out.jsonl", "plan.json"):
-        path = args.data / name
-        if not path.is_file() or path.stat().st_size == 0:
-            fail(
-                f"preflight: {path} missing: run `python bench/cast_gpu_check.py prepare --data {args.data}` "
-                "on a machine with the train extra, and carry the folder"
-            )
-    held = [json.loads(line) for line in (args.data / "held_out.jsonl").read_text().splitlines()]
-    if not {row["split"] for row in held} >= {SPLITS[0]}:
-        fail(f"preflight: {args.data / 'held_out.jsonl'} holds no in-distribution calls")
     sys.path.insert(0, str(ROOT / "plugins"))
     try:
         from castbench_cast.tiny import tiny_model, tiny_tokenizer  # noqa: F401  (torch + transformers only)

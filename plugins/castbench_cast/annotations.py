@@ -141,8 +141,17 @@ def finding(label: ActionLabel, action: ToolCallAction) -> tuple[str, str]:
     elif check == "supported read":
         detail = f"{tool} reads what the conversation supports"
     else:
-        detail = f"{tool}: {label.reason}"
+        detail = f"{tool}: {_VERDICT_WORD.sub(_neutral, label.reason)}"
     return check, detail
+
+
+_VERDICT_WORD = re.compile(r"\b(in)?valid\b", re.IGNORECASE)
+
+
+def _neutral(match: re.Match[str]) -> str:
+    """A verdict word in a finding's text, said without the label's word ("invalid arguments":
+    "malformed arguments"): a rationale states what is wrong, it does not carry the label."""
+    return "malformed" if match.group(1) else "well-formed"
 
 
 def labeler_annotation(record: TrialRecord, moment: Moment) -> Annotation:

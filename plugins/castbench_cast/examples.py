@@ -5,8 +5,9 @@ Inputs are rendered by castbench's own model agents' functions from a `public_br
 from the domain alone: no task can reach it) and the visible events of the trial, so a trained
 model reads in `castbench eval` exactly what it read in training:
 - critic: `critic_messages` (policy document, tools, conversation, proposed action) -> the
-  annotation as JSON, the verdict first (a greedy answer commits to it before anything else),
-  then the failure type and the structured rationale (the check that decided, its particulars);
+  annotation as JSON (`critic_target`): the verdict first (a greedy answer commits to it before
+  anything else), then the failure type and the structured rationale (the check that decided,
+  its particulars); or, `rationale-first`, the rationale before the verdict, the paper's order;
   `balanced` repeats examples of the rarer verdict (seeded) until both verdicts are as many, so a
   critic cannot do well by leaning to the majority verdict;
 - policy: `policy_messages` in the prompted style (tools in the system prompt, one JSON action
@@ -38,7 +39,15 @@ from castbench.domain import TrialRecord, load_domain
 from castbench_cast.annotations import Annotation, AnnotationError, Key, annotated_moments
 from castbench_cast.trajectories import moments
 
-__all__ = ["POLICY_STYLE", "Examples", "balanced", "critic_examples", "policy_examples", "write_examples"]
+__all__ = [
+    "POLICY_STYLE",
+    "Examples",
+    "balanced",
+    "critic_examples",
+    "critic_target",
+    "policy_examples",
+    "write_examples",
+]
 
 POLICY_STYLE = "prompted"
 """The trained policy is served as a plain chat model: `--policy openai/NAME?style=prompted`."""
@@ -61,8 +70,8 @@ class Examples:
 def critic_examples(
     records: Iterable[TrialRecord], annotations: dict[Key, Annotation], target: str = "annotation"
 ) -> Examples:
-    """One example per annotated proposal; `target` "verdict" leaves the rationale out of the
-    answer (see `CriticDataStage`)."""
+    """One example per annotated proposal; `target` orders the answer or leaves the rationale
+    out of it (`critic_target`, `CriticDataStage`)."""
     examples = Examples()
     systems: dict[str, str] = {}
     for record, moment in annotated_moments(records):
@@ -79,16 +88,29 @@ def critic_examples(
         if record.domain not in systems:
             briefing = public_briefing(load_domain(record.domain), record.seed, record.trial_index)
             systems[record.domain] = critic_system_prompt(briefing)
-        # the binary decision first: greedy decoding is not split over three failure types
-        answer: dict[str, str] = {"verdict": annotation.verdict, "failure_type": annotation.failure_type}
-        if target == "annotation":
-            if annotation.check is not None:
-                answer["check"] = annotation.check
-            answer["explanation"] = annotation.explanation
+        answer = critic_target(annotation, target)
         messages = critic_messages(systems[record.domain], moment.history, moment.proposal.action)
         messages.append({"role": "assistant", "content": json.dumps(answer)})
         examples.add(messages, verdict=annotation.verdict, failure_type=annotation.failure_type)
     return examples
+
+
+def critic_target(annotation: Annotation, target: str) -> dict[str, str]:
+    """The critic's answer for `annotation` (`CriticDataStage.target`): `verdict` the verdict and
+    failure type; `annotation` those, then the rationale (the check that decided, its
+    particulars); `rationale-first` the rationale, then the verdict and failure type (the
+    paper's order). The verdict comes before the failure type: greedy decoding is not split
+    over three failure types."""
+    decision = {"verdict": annotation.verdict, "failure_type": annotation.failure_type}
+    if target == "verdict":
+        return decision
+    rationale = {} if annotation.check is None else {"check": annotation.check}
+    rationale["explanation"] = annotation.explanation
+    if target == "rationale-first":
+        return {**rationale, **decision}
+    if target == "annotation":
+        return {**decision, **rationale}
+    raise ValueError(f"critic target {target!r}: annotation, verdict or rationale-first")
 
 
 def balanced(examples: Examples, seed: int) -> Examples:

@@ -44,6 +44,7 @@ __all__ = [
     "Learning",
     "PolicyFigures",
     "beats",
+    "calls_digest",
     "PolicyLearning",
     "critic_learning",
     "held_out_figures",
@@ -82,6 +83,24 @@ class SplitFigures(BaseModel):
     baselines: list[BaselineFigures]
     beats_baselines: bool
     beats_bow: bool
+    calls_digest: str = ""
+    """sha256 (16 hex digits) of the judged calls' keys (task, trial, step, round) and actions:
+    two critics whose digests agree were judged on the very same calls."""
+
+
+def calls_digest(records: Any) -> str:
+    """The digest of `SplitFigures.calls_digest` over the judged calls of `records`."""
+    import hashlib
+
+    from castbench.agents import action_json
+    from castbench_cast.annotations import moment_key
+    from castbench_cast.baselines import judged_calls
+
+    keys = sorted(
+        (*moment_key(record, moment), action_json(moment.proposal.action))
+        for record, moment in judged_calls(records)
+    )
+    return hashlib.sha256(repr(keys).encode()).hexdigest()[:16]
 
 
 class Learning(BaseModel):
@@ -262,7 +281,8 @@ def critic_learning(
         figures = held_out_figures(
             checkpoint, recipe.store_url, tasks, teacher, test_trials, seed + 1, max_tokens
         )
-        rows = baseline_figures(store.trials(figures.run_id), lookup, bow=bow)
+        judged = store.trials(figures.run_id)
+        rows = baseline_figures(judged, lookup, bow=bow)
         families = sorted(
             {task.family for task in load_domain("retail").tasks("test") if task.id in set(tasks)}
         )
@@ -275,6 +295,7 @@ def critic_learning(
                 baselines=rows,
                 beats_baselines=beats(rows[0], [b for b in rows if b.name in BASELINES[:2]]),
                 beats_bow=beats(rows[0], [b for b in rows if b.name == BOW]),
+                calls_digest=calls_digest(judged),
             )
         )
     first = splits[0]

@@ -83,12 +83,14 @@ class AnnotateStage(_Table):
 
 
 class CriticDataStage(_Table):
-    target: Literal["annotation", "verdict"] = "annotation"
-    """The critic's target: the whole annotation (verdict, failure type, then the structured
-    rationale: the check that decided and its particulars; the paper's rationale and verdict) or
-    the verdict and failure type alone (a short answer). The verdict always comes first: a weak
-    model answering greedily after a rationale, or after the failure type, would write "none"
-    whenever its probability of invalid is spread over three failure types."""
+    target: Literal["annotation", "verdict", "rationale-first"] = "annotation"
+    """The critic's target: the whole annotation with the verdict first (verdict, failure type,
+    then the structured rationale: the check that decided and its particulars), the verdict and
+    failure type alone (a short answer), or the paper's order, `rationale-first` (the check and
+    its particulars, then the verdict and failure type: the answer reasons before it decides).
+    `annotation` puts the verdict first because a weak model answering greedily after a
+    rationale commits to whatever its rationale drifted to; `bench/cast_learning.py` measures
+    the verdict-only critic beside the rationale-first one on the same held-out calls."""
     balance: bool = True
     """Repeat examples of the rarer verdict until both verdicts are as many (seeded by `seed`)."""
     seed: int = 0

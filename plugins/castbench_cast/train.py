@@ -125,14 +125,30 @@ def save_base(data: Path, out: Path, settings: TrainStage) -> Path:
     return out
 
 
-def _verdict_spans(labels: Any, words: list[list[int]]) -> list[tuple[int, int, int]]:
-    """(row, start, end) of the first verdict word among each row's target tokens."""
+def _find(values: list[int], word: list[int], first: int, last: int) -> int | None:
+    """Where `word` first occurs in `values[first:last + 1]`."""
+    return next(
+        (start for start in range(first, last - len(word) + 2) if values[start : start + len(word)] == word),
+        None,
+    )
+
+
+def _verdict_spans(
+    labels: Any, words: list[list[int]], key: list[int] | None = None
+) -> list[tuple[int, int, int]]:
+    """(row, start, end) of the verdict word among each row's target tokens: the first one after
+    the `key` word (`verdict`) when the target holds it, so a rationale written before the
+    verdict (`rationale-first`) that says "invalid arguments" is not taken for the verdict;
+    else the first verdict word."""
     spans = []
     for row, values in enumerate(labels.tolist()):
         positions = [i for i, token in enumerate(values) if token != -100]
         if not positions:
             continue
         first, last = positions[0], positions[-1]
+        at = _find(values, key, first, last) if key else None
+        if at is not None:
+            first = at + len(key or [])
         found = min(
             (
                 (start, start + len(word))
@@ -155,6 +171,7 @@ def verdict_loss(tokenizer: Any, weight: float, accumulation: int) -> Callable[.
     import torch.nn.functional as functional
 
     words = [tokenizer.encode(word, add_special_tokens=False) for word in ("invalid", "valid")]
+    key = tokenizer.encode("verdict", add_special_tokens=False)
 
     def compute(outputs: Any, labels: Any, num_items_in_batch: Any = None) -> Any:
         logits = outputs.logits[:, :-1, :].float()
@@ -164,7 +181,7 @@ def verdict_loss(tokenizer: Any, weight: float, accumulation: int) -> Callable[.
         ).view(targets.shape)
         counted = (targets != -100).sum() if num_items_in_batch is None else num_items_in_batch
         loss = per_token.sum() / max(int(counted), 1)
-        spans = _verdict_spans(targets, words)
+        spans = _verdict_spans(targets, words, key)
         if weight and spans:
             verdict = sum(per_token[row, start:end].mean() for row, start, end in spans) / len(spans)
             loss = loss + weight * verdict / (accumulation if num_items_in_batch is not None else 1)

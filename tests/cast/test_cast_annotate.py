@@ -211,3 +211,51 @@ def test_llm_annotation_runs_actions_at_once_and_resumes_after_an_outage(
     llm = read_annotations(recipe.stage_dir("annotate") / "annotations-llm.jsonl")
     assert len(llm) == actions and all(llm[key] == annotation for key, annotation in kept.items())
     assert not journal.exists()
+
+
+class EchoingModel(AnnotatorModel):
+    """The worst annotator for leakage: the tool call checker copies the ground truth it was
+    given into its finding, and the orchestrator copies the findings into its explanation."""
+
+    def __call__(self, body: dict[str, Any]) -> dict[str, Any]:
+        answer = super().__call__(body)
+        system, user = (message["content"] for message in body["messages"])
+        found = json.loads(answer["content"])
+        if system == PROMPTS["tool call checker"]:
+            found["explanation"] = "GT-ECHO " + user.split("# Ground truth\n")[1].split("\n\n")[0]
+        elif system == PROMPTS["orchestrator"]:
+            found["explanation"] = "echo: " + user.split("# Findings\n")[1]
+        return {"content": json.dumps(found)}
+
+
+def test_the_ground_truth_reaches_two_labelling_roles_and_never_the_critics_input(
+    recipe_file: Callable[[str], Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue #57: the annotator may see the ground truth, as CAST's does, in 2 of its 6 roles
+    (the tool extractor and the tool call checker); what they find reaches the orchestrator and
+    so the annotation (the critic's target), never the critic's input, which is built from the
+    public briefing and the visible events alone."""
+    model = EchoingModel()
+    monkeypatch.setenv("CAST_TEST_KEY", "any")
+    with FaultServer(model, FaultPlan()) as server:
+        spec = f"openai/annotator?api_base={server.base_url}&api_key_env=CAST_TEST_KEY"
+        extra = f'[annotate]\nuse = "llm"\nllm = "{spec}"\n[critic_data]\ntarget = "rationale-first"\n'
+        pipeline = Pipeline(load_recipe(recipe_file(extra)), log=lambda line: None)
+        pipeline.collect()
+        pipeline.annotate()
+        pipeline.critic_data()
+    seeing = {
+        agent for agent, prompts in model.prompts.items() if any("# Ground truth" in p for p in prompts)
+    }
+    assert seeing == {"tool extractor", "tool call checker"}
+    rows = [json.loads(line)["messages"] for line in (pipeline.folder("critic-data") / "train.jsonl").open()]
+    assert rows
+    echoed = [row for row in rows if "GT-ECHO" in row[-1]["content"]]
+    assert echoed  # the ground truth did reach targets, through the orchestrator
+    tasks = {t.id: t for t in load_domain("retail").tasks("train")}
+    gold = {call.name for task in tasks.values() for call in task.actions}
+    named = {found for row in echoed for found in re.findall(r"GT-ECHO - (\w+)\(", row[-1]["content"])}
+    assert named and named <= gold  # the gold calls themselves, as the annotator was given them
+    for row in rows:
+        for message in row[:-1]:
+            assert "GT-ECHO" not in message["content"] and "# Ground truth" not in message["content"]

@@ -5,6 +5,7 @@ term (issue #45)."""
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 
 import pytest
@@ -142,3 +143,47 @@ context = 512
     info = pipeline.manifest("train-critic").info
     assert info["steps"] == 2 and info["train_loss"] > 0
     assert (pipeline.folder("train-critic") / "model" / "config.json").exists()
+
+
+def test_the_papers_order_puts_the_rationale_before_the_verdict(pipeline: Pipeline) -> None:
+    records, annotations = _annotated(pipeline)
+    first = critic_examples(records, annotations, target="rationale-first")
+    verdict_first = critic_examples(records, annotations, target="annotation")
+    targets = [json.loads(row[-1]["content"]) for row in first.rows]
+    assert targets and all(list(t) == ["check", "explanation", "verdict", "failure_type"] for t in targets)
+    # the same answers, only their order differs; the inputs are the same messages
+    assert targets == [json.loads(row[-1]["content"]) for row in verdict_first.rows]
+    assert [row[:-1] for row in first.rows] == [row[:-1] for row in verdict_first.rows]
+    with pytest.raises(ValueError, match="critic target 'reasons'"):
+        critic_examples(records, annotations, target="reasons")
+
+
+def test_a_rationale_states_what_is_wrong_without_the_labels_word() -> None:
+    call = ToolCallAction(name="modify_user_address", arguments={"user_id": 3})
+    for reason in ("Error: invalid arguments for modify_user_address: user_id: not a string", "a VALID id"):
+        label = ActionLabel(label="invalid", failure_type="hallucination", reason=reason)
+        _, detail = finding(label, call)
+        assert not re.search(r"\b(in)?valid\b", detail, re.IGNORECASE), detail
+    assert (
+        "malformed arguments"
+        in finding(
+            ActionLabel(label="invalid", failure_type="hallucination", reason="invalid arguments for x"), call
+        )[1]
+    )
+
+
+def test_the_verdict_term_finds_the_verdict_after_a_rationale_that_says_invalid() -> None:
+    torch = pytest.importorskip("torch")
+    from castbench_cast.tiny import tiny_tokenizer
+    from castbench_cast.train import _verdict_spans
+
+    text = '{"check": "argument format", "explanation": "invalid arguments", "verdict": "valid"}'
+    tokenizer = tiny_tokenizer([text] * 20 + ['"invalid"'] * 5, 300)
+    ids = tokenizer.encode(text)
+    labels = torch.tensor([ids])
+    words = [tokenizer.encode(word, add_special_tokens=False) for word in ("invalid", "valid")]
+    key = tokenizer.encode("verdict", add_special_tokens=False)
+    [(_, start, end)] = _verdict_spans(labels, words, key)
+    assert tokenizer.decode(ids[start:end]) == "valid" and start > len(ids) // 2
+    [(_, start, end)] = _verdict_spans(labels, words)  # without the key: the rationale's word
+    assert tokenizer.decode(ids[start:end]) == "invalid"

@@ -62,6 +62,14 @@ row, (trials its verdicts saved - trials they cost) per 100 verdicts, each verdi
 against a branch with the other verdict played to the end, with its task-bootstrap interval
 (docs/counterfactuals.md).
 
+The CAST paper's critic columns. `paper_columns = true` adds, for each critic row, the four
+confusion shares of all labelled verdicts (flag ∧ valid, pass ∧ valid, flag ∧ invalid,
+pass ∧ invalid: they sum to 100%), and resistance and correction as the paper defines them
+(resistance: rejections the policy kept its action through or insisted against, over every
+rejection it answered; correction: corrected over the true flags it answered, a last-round flag
+not being one it could correct), beside castbench's variants, each named (resistance over false
+flags only; correction over every true flag, the board's "correction rate").
+
 Reliability profile (`castbench.publish.profile`, docs/profile.md). `profile = { tool_faults = 0.2 }`
 (also `fault_kinds`, `user`, `env` kinds and `seed`; by default every kind) adds profile columns:
 disagreement, trajectory similarity, violations and unconfirmed changes per trial, Brier score
@@ -218,6 +226,8 @@ class BoardSpec(_Strict):
     """Reliability-profile columns (see the module's docstring)."""
     tasks_file: str | None = None
     """A private split's file: the board ranks runs of that split alone (see the module's docstring)."""
+    paper_columns: bool = False
+    """The CAST paper's critic columns beside castbench's (see the module's docstring)."""
     counterfactuals: bool = False
     """A column of net trials saved per 100 critic verdicts, from branches the build plays at every
     verdict of each critic row's trials (`castbench.runner.counterfactual`): each trial costs its

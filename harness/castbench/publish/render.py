@@ -67,6 +67,11 @@ class Board(BaseModel):
         return sorted(self.domains) if len(self.domains) > 1 else []
 
     @property
+    def has_paper_columns(self) -> bool:
+        """A critic row carries the CAST paper's columns (`paper_columns`)."""
+        return any(row.critic_figures is not None and row.critic_figures.paper for row in self.rows)
+
+    @property
     def has_counterfactuals(self) -> bool:
         return any(row.net_saved is not None for row in self.rows)
 
@@ -174,12 +179,39 @@ def critic_lines(row: BoardRow) -> list[tuple[str, str, str]]:
     figures = row.critic_figures
     if figures is None:
         return []
-    return [
+    lines = [
         ("flags", _rate(figures.flag_rate), ""),
         ("false flags", _rate(figures.false_flag_rate), _interval(figures.false_flag_rate_ci)),
         ("detection", _rate(figures.detection_rate), _interval(figures.detection_rate_ci)),
         ("correction", _rate(figures.correction_rate), ""),
     ]
+    paper = figures.paper
+    if paper is not None:
+        lines += [(label, _rate(getattr(paper, name)), "") for name, label in PAPER_COLUMNS]
+    return lines
+
+
+PAPER_COLUMNS = (
+    ("flag_valid", "flag ∧ valid"),
+    ("pass_valid", "pass ∧ valid"),
+    ("flag_invalid", "flag ∧ invalid"),
+    ("pass_invalid", "pass ∧ invalid"),
+    ("resistance", "resistance (paper)"),
+    ("correction", "correction (paper)"),
+    ("resistance_castbench", "resistance (castbench: false flags)"),
+)
+"""The CAST paper's critic columns (`PaperCells`' fields, their labels): the confusion shares of
+all labelled verdicts, and resistance and correction as the paper defines them beside
+castbench's resistance; castbench's correction is the board's "correction rate"."""
+
+
+PAPER_NOTE = (
+    "The CAST paper's critic columns: the four confusion shares are of all labelled verdicts (they "
+    "sum to 1); resistance (paper) is the rejections the policy kept its action through or insisted "
+    "against, over every rejection it answered; correction (paper) is the corrected flags over the true "
+    "flags it answered (a last-round flag cannot be corrected). castbench's variants beside them: "
+    "resistance over false flags only, correction over every true flag (the correction rate)."
+)
 
 
 def _provenance(row: BoardRow) -> str:
@@ -226,6 +258,8 @@ def board_csv(board: Board) -> str:
     header += ["malformed_actions", "proposed_actions", "rank_note"]
     header += ["flag_rate", "false_flag_rate low", "false_flag_rate high"]
     header += ["detection_rate low", "detection_rate high", "correction_rate"]
+    if board.has_paper_columns:
+        header += [name for name, _ in PAPER_COLUMNS]
     if board.has_counterfactuals:
         header += ["net_saved_per_100_verdicts", "net_saved low", "net_saved high"]
     writer.writerow(header)
@@ -268,6 +302,12 @@ def board_csv(board: Board) -> str:
                 critic and critic.correction_rate,
             )
         ]
+        if board.has_paper_columns:
+            paper = critic.paper if critic is not None else None
+            values += [
+                "" if paper is None or getattr(paper, name) is None else f"{getattr(paper, name):.4f}"
+                for name, _ in PAPER_COLUMNS
+            ]
         if board.has_counterfactuals:
             net = row.net_saved
             values += ["" if net is None or value is None else f"{value:.2f}" for value in _net_parts(net)]
@@ -297,6 +337,9 @@ def board_markdown(board: Board) -> str:
     header.append("malformed actions")
     if board.has_critic:
         header += ["flag rate", "false-flag rate", "detection rate", "correction rate", "unreadable verdicts"]
+    if board.has_paper_columns:
+        header[header.index("correction rate")] = "correction rate (castbench: all true flags)"
+        header += [label for _, label in PAPER_COLUMNS]
     if board.has_counterfactuals:
         header.append("net saved / 100 verdicts")
     header += ["cost / trial", "failures blamed on", "trajectories"]
@@ -331,6 +374,8 @@ def board_markdown(board: Board) -> str:
             }
             cells += [shown.get(label, "–") for label in ("flags", "false flags", "detection", "correction")]
             cells.append("–" if row.critic_parse_errors is None else str(row.critic_parse_errors))
+        if board.has_paper_columns:
+            cells += [shown.get(label, "–") if board.has_critic else "–" for _, label in PAPER_COLUMNS]
         if board.has_counterfactuals:
             cells.append(_net(row.net_saved))
         cells += [_cost(row.cost_per_trial), _md(_blamed(row)), f"[view]({row.viewer})"]
@@ -342,6 +387,8 @@ def board_markdown(board: Board) -> str:
         lines += [f"- #{row.rank} {_md(row.name)}: {_md(row.rank_note)}" for row in notes]
         lines.append("")
     lines += [STRICT_NOTE, ""]
+    if board.has_paper_columns:
+        lines += [PAPER_NOTE, ""]
     if any(row.privileged for row in board.rows):
         lines += [
             f"{PRIVILEGED_MARK} privileged: the policy or critic read the ground truth, "

@@ -40,6 +40,34 @@ class Cell(BaseModel):
     high: float
 
 
+class PaperCells(BaseModel):
+    """The CAST paper's critic figures of a row (a board with `paper_columns`): the confusion
+    shares of all labelled verdicts, and resistance and correction as the paper defines them,
+    with castbench's resistance (over false flags only) beside them."""
+
+    flag_valid: float | None
+    pass_valid: float | None
+    flag_invalid: float | None
+    pass_invalid: float | None
+    resistance: float | None
+    """The paper's: rejections kept or insisted against, over every rejection the policy answered."""
+    correction: float | None
+    """The paper's: corrected, over the true flags the policy answered (a last-round flag cannot
+    be corrected)."""
+    resistance_castbench: float | None
+    """castbench's `resistance_rate`: a valid action kept, over the false flags answered."""
+
+
+def paper_reactions(reactions: Any) -> tuple[float | None, float | None]:
+    """(resistance, correction) as the CAST paper defines them, from a critic report's
+    `FlagReactions` counts (see `PaperCells`)."""
+    answered = reactions.false_flags_answered + reactions.true_flags_answered
+    resisted = reactions.kept + reactions.insisted
+    resistance = resisted / answered if answered else None
+    answered_true = reactions.true_flags_answered
+    return resistance, (reactions.corrected / answered_true if answered_true else None)
+
+
 class CriticCells(BaseModel):
     """A critic row's figures over the board's domains (`castbench.report.critic_report`), each
     rate None where it is undefined, each interval None where too few resamples define it."""
@@ -50,6 +78,9 @@ class CriticCells(BaseModel):
     detection_rate: float | None
     detection_rate_ci: tuple[float, float] | None
     correction_rate: float | None
+    """castbench's: corrected over every true flag, the last round's included."""
+    paper: PaperCells | None = Field(None, exclude_if=lambda value: value is None)
+    """The paper's columns, on a board with `paper_columns` (None: not asked for)."""
 
 
 class BoardRow(BaseModel):
@@ -369,7 +400,7 @@ def entry_row(
         curve_low=[_round(figures.ci95[k][0]) for k in sorted(figures.pass_hat)],
         curve_high=[_round(figures.ci95[k][1]) for k in sorted(figures.pass_hat)],
         strict=_strict_cells(spec, pooled, board_trials),
-        critic_figures=_critic_cells(board_trials)
+        critic_figures=_critic_cells(board_trials, spec.paper_columns)
         if false_flag is not None or detection is not None
         else None,
         false_flag_rate=None if false_flag is None else _round(false_flag),
@@ -404,7 +435,7 @@ def _strict_cells(spec: BoardSpec, pooled: dict[str, TaskOutcome], trials: list[
     return {name: _metric_cell(figures, name) for name in names}
 
 
-def _critic_cells(trials: list[Any]) -> CriticCells | None:
+def _critic_cells(trials: list[Any], paper: bool = False) -> CriticCells | None:
     report = critic_report(trials)
     if report is None:
         return None
@@ -422,6 +453,25 @@ def _critic_cells(trials: list[Any]) -> CriticCells | None:
         detection_rate=rate(report.detection_rate),
         detection_rate_ci=interval(report.detection_rate_ci),
         correction_rate=rate(report.correction_rate),
+        paper=_paper_cells(report) if paper else None,
+    )
+
+
+def _paper_cells(report: Any) -> PaperCells:
+    shares = report.confusion
+    resistance, correction = paper_reactions(report.reactions)
+
+    def rate(value: float | None) -> float | None:
+        return None if value is None else _round(value)
+
+    return PaperCells(
+        flag_valid=rate(shares and shares.flag_valid),
+        pass_valid=rate(shares and shares.pass_valid),
+        flag_invalid=rate(shares and shares.flag_invalid),
+        pass_invalid=rate(shares and shares.pass_invalid),
+        resistance=rate(resistance),
+        correction=rate(correction),
+        resistance_castbench=rate(report.resistance_rate),
     )
 
 
