@@ -101,7 +101,7 @@ def critic_target(annotation: Annotation, target: str) -> dict[str, str]:
     particulars); `rationale-first` the rationale, then the verdict and failure type (the
     paper's order). The verdict comes before the failure type: greedy decoding is not split
     over three failure types."""
-    decision = {"verdict": annotation.verdict, "failure_type": annotation.failure_type}
+    decision: dict[str, str] = {"verdict": annotation.verdict, "failure_type": annotation.failure_type}
     if target == "verdict":
         return decision
     rationale = {} if annotation.check is None else {"check": annotation.check}
