@@ -386,7 +386,6 @@ PLUGIN_LOADING = {
     "castbench.agents.spec": "an agent named by its import path (`--policy mypkg.agents:MyPolicy`)",
     "castbench.authoring.private": "a domain pack's task generator (`PACKAGE.generate`)",
     "castbench.domain.pack_options": "the modules a pack's `castbench.domains` entry points name",
-    "castbench.cli.app": "the CLI's own lazy command table (no plugin: left for the private-package stage)",
 }
 
 
