@@ -39,7 +39,14 @@ from castbench.conversation import ToolCallAction, ToolResultTurn, UserTurn
 from castbench.domain import Domain
 from castbench.records.trial import TrialRecord
 
-__all__ = ["ClairvoyantTrial", "ForensicsReport", "examine_run", "examine_trial", "identifier_index"]
+__all__ = [
+    "ClairvoyantTrial",
+    "ForensicsReport",
+    "ForensicsTally",
+    "examine_run",
+    "examine_trial",
+    "identifier_index",
+]
 
 _SHOWN = 5
 _TOKEN = re.compile(r"[\w@.+#-]+")
@@ -260,18 +267,38 @@ def examine_trial(domain: Domain, record: TrialRecord) -> ClairvoyantTrial | Non
     return None
 
 
+class ForensicsTally:
+    """Passing trials examined one at a time (`add`), for a reader that walks a run once
+    (`verify`); `report` gives what `examine_run` gives."""
+
+    def __init__(self) -> None:
+        self.passing = 0
+        self.clairvoyant: list[ClairvoyantTrial] = []
+
+    def add(self, record: TrialRecord, domain: Domain | None) -> None:
+        """One trial (`domain`: the installed domain, None when it is not installed: its trials
+        cannot be examined, and `verify` already refuses them)."""
+        if not record.passed:
+            return
+        self.passing += 1
+        if domain is not None and (found := examine_trial(domain, record)) is not None:
+            self.clairvoyant.append(found)
+
+    def report(self, run_id: str, privileged: Iterable[str]) -> ForensicsReport:
+        return ForensicsReport(
+            run_id=run_id,
+            privileged=sorted(privileged),
+            passing_trials=self.passing,
+            clairvoyant=self.clairvoyant,
+        )
+
+
 def examine_run(
-    run_id: str, privileged: list[str], trials: list[TrialRecord], domains: dict[str, Domain | None]
+    run_id: str, privileged: list[str], trials: Iterable[TrialRecord], domains: dict[str, Domain | None]
 ) -> ForensicsReport:
     """Every passing trial of a run examined (`domains`: name -> the installed domain, None when it
     is not installed: its trials cannot be examined, and `verify` already refuses them)."""
-    passing = [record for record in trials if record.passed]
-    found = [
-        clairvoyant
-        for record in passing
-        if (domain := domains.get(record.domain)) is not None
-        and (clairvoyant := examine_trial(domain, record)) is not None
-    ]
-    return ForensicsReport(
-        run_id=run_id, privileged=sorted(privileged), passing_trials=len(passing), clairvoyant=found
-    )
+    tally = ForensicsTally()
+    for record in trials:
+        tally.add(record, domains.get(record.domain))
+    return tally.report(run_id, privileged)

@@ -36,7 +36,7 @@ from pydantic import BaseModel, Field
 
 from castbench.agents.registry import builtin_agents
 from castbench.domain import Database, Domain, DomainDataError, Task, load_domain
-from castbench.publish.forensics import ForensicsReport, examine_trial
+from castbench.publish.forensics import ForensicsReport, ForensicsTally
 from castbench.records.config import RunConfig
 from castbench.records.provenance import placement_problems
 from castbench.records.trial import TrialRecord
@@ -211,7 +211,7 @@ def verify_run(
     and examine its passing trials for clairvoyance."""
     domains = _Domains()
     mismatches: list[TrialMismatch] = []
-    passing, clairvoyant = 0, []
+    forensics = ForensicsTally()
     old_labels = 0
     count = 0
     for r in trials:  # one pass, nothing of a trial kept but what is reported (#59)
@@ -224,11 +224,8 @@ def verify_run(
                 )
             )
         old_labels += _old_labels(config, r)
-        if r.passed:  # `examine_run`'s walk, trial by trial
-            passing += 1
-            domain = domains.domain(r.domain)
-            if domain is not None and (found := examine_trial(domain, r)) is not None:
-                clairvoyant.append(found)
+        if r.passed:
+            forensics.add(r, domains.domain(r.domain))
     return VerifyReport(
         run_id=run_id,
         trials=count,
@@ -237,12 +234,7 @@ def verify_run(
         + _privilege_problems(config)
         + [f"provenance: {problem}" for problem in placement_problems(config)]
         + _digest_problems(digests),
-        forensics=ForensicsReport(
-            run_id=run_id,
-            privileged=sorted(config.privileged),
-            passing_trials=passing,
-            clairvoyant=clairvoyant,
-        ),
+        forensics=forensics.report(run_id, config.privileged),
         notes=_unchecked_labels(old_labels) + _digest_notes(digests) + _judge_notes(config),
     )
 
