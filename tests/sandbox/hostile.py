@@ -195,11 +195,11 @@ def _channel(how, mine):
             if _libc.syscall(number[0], b"user", b"team56", mine, len(mine), ring) < 0:
                 raise OSError(ctypes.get_errno(), "add_key")
         return b""
-    if how == "netlink":  # a message to whoever listens on a well-known port id
+    if how == "netlink":  # a port id any process may message (a trial running at the same time)
         with socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 2) as sock:  # NETLINK_USERSOCK
             sock.bind((0, 0))
-            sock.sendto(mine, (0x5656, 0))
-        return b""
+            sock.sendto(mine, sock.getsockname())  # to itself: the channel is open
+            return sock.recv(64)[16:]
     if how == "memfd":  # memory no address-space bound counts
         return b"%d" % os.memfd_create("team56")
     raise ValueError(how)

@@ -131,8 +131,9 @@ def test_each_hostile_agent_scores_at_or_below_the_floor(
 ) -> None:
     summary = scores[pack, policy]
     figures = summary.domains[pack]  # type: ignore[attr-defined]
-    assert figures.pass_hat[1] <= _floor(summary, pack) + 0.02, (policy, figures.pass_hat)
-    assert figures.pass_hat[TRIALS] <= _floor(summary, pack) + 0.02
+    headline = summary.headline.pass_hat  # type: ignore[attr-defined]  # unscored trials as failures
+    assert headline[1] <= _floor(summary, pack) + 0.02, (policy, headline)  # (a crasher's run stops)
+    assert headline[TRIALS] <= _floor(summary, pack) + 0.02
     assert figures.end_reasons.get("harness_error", 0) == 0, figures.end_reasons  # no re-roll
     assert getattr(figures, "lost_trials", 0) == 0
     assert os.getpriority(os.PRIO_PROCESS, os.getpid()) == 0  # castbench not reniced
