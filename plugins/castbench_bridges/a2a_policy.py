@@ -18,7 +18,7 @@ conversation goes on (`TASK_STATES`; the stop marker in a reply's text ends it t
 The agent's card is read when the spec is resolved, before the first trial: an agent that is not
 there fails the command in one line, and the card (as served) is among the spec's parameters, so
 it is part of the run's identity (a redeployed agent with another card starts a new run) and
-shown by its provenance. Failures are an agent service's (`castbench.service.agent_http`, whose
+shown by its provenance. Failures are an agent service's (`castbench_bridges.agent_http`, whose
 session this one extends: the same time limits, breaker and outcomes): a JSON-RPC error, a task
 that fails, is rejected or canceled, a state A2A does not define, an answer with no text end
 the trial as `agent_error`; a late answer as `timeout`; an agent that went away leaves the trial
@@ -39,7 +39,7 @@ from castbench.agents.registry import AgentSpec, AgentSpecError, Role
 from castbench.agents.transports.wire import briefing_to_wire
 from castbench.conversation import ReplyAction
 from castbench.runner.episode import Episode
-from castbench.service.agent_session import AgentSession, ServiceFailed
+from castbench_bridges.agent_session import AgentSession, ServiceFailed
 
 __all__ = ["A2A_PREFIX", "CARD_PATH", "TASK_STATES", "A2ASession", "a2a_spec", "read_card"]
 

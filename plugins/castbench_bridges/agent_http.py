@@ -26,9 +26,9 @@ from typing import Any
 from castbench.agents.registry import AgentSpec
 from castbench.conversation import CritiqueTurn, UserTurn
 from castbench.runner.episode import Episode, EpisodeOver
-from castbench.service.agent_session import PROTOCOL, AgentSession, ServiceFailed, shared_client
-from castbench.service.mcp_host import McpHost
-from castbench.service.mcp_trial import McpTrial, critique_text, verdict_json
+from castbench_bridges.agent_session import PROTOCOL, AgentSession, ServiceFailed, shared_client
+from castbench_bridges.mcp_host import McpHost
+from castbench_bridges.mcp_trial import McpTrial, critique_text, verdict_json
 
 __all__ = ["PROTOCOL", "drive_service", "shared_host"]
 
@@ -48,7 +48,7 @@ def shared_host() -> McpHost:
 def _session(episode: Episode, spec: AgentSpec) -> AgentSession:
     """The trial's session with the agent: castbench's agent protocol, or A2A (`a2a+http://`)."""
     if spec.transport == "a2a":
-        from castbench.service.a2a_policy import A2ASession  # a2a-sdk: only for A2A agents
+        from castbench_bridges.a2a_policy import A2ASession  # a2a-sdk: only for A2A agents
 
         return A2ASession(episode, spec)
     return AgentSession(episode, spec, shared_client())

@@ -1,9 +1,9 @@
 """One trial's session with an agent service, in castbench's agent protocol (`PROTOCOL`; the
-routes are in `castbench.service.agent_http`): the HTTP exchange and how each way it fails ends the
+routes are in `castbench_bridges.agent_http`): the HTTP exchange and how each way it fails ends the
 trial (`ServiceFailed`: `agent_error`, `timeout`, or `infra_error` for a service that is not there).
 
-A module of its own, below both drivers of a session: `castbench.service.agent_http` runs a trial
-with one, and `castbench.service.a2a_policy` (A2A agents, `a2a+http://`) subclasses it, while the
+A module of its own, below both drivers of a session: `castbench_bridges.agent_http` runs a trial
+with one, and `castbench_bridges.a2a_policy` (A2A agents, `a2a+http://`) subclasses it, while the
 agent-service driver picks the A2A session for an A2A agent.
 """
 

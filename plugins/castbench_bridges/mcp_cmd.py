@@ -50,8 +50,8 @@ def serve(
         import anyio
 
         from castbench.environment import Environment
-        from castbench.service.mcp_host import McpHost, serve_stdio
-        from castbench.service.mcp_trial import McpTrial
+        from castbench_bridges.mcp_host import McpHost, serve_stdio
+        from castbench_bridges.mcp_trial import McpTrial
     except ImportError as exc:
         fail(f"castbench mcp needs the service extra (pip install 'castbench[service]'): {exc}")
     try:

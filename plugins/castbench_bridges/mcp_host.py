@@ -20,8 +20,8 @@ import uvicorn
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
-from castbench.service.mcp_http import TRIAL_SCOPE_KEY, McpEndpoint
-from castbench.service.mcp_trial import McpTrial
+from castbench_bridges.mcp_http import TRIAL_SCOPE_KEY, McpEndpoint
+from castbench_bridges.mcp_trial import McpTrial
 
 __all__ = ["McpHost", "build_server", "serve_stdio"]
 

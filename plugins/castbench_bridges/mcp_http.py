@@ -38,7 +38,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from starlette.requests import Request
 from starlette.types import Message, Receive, Scope, Send
 
-from castbench.service.mcp_trial import McpTrial
+from castbench_bridges.mcp_trial import McpTrial
 
 __all__ = ["TRIAL_SCOPE_KEY", "McpEndpoint"]
 

@@ -1,7 +1,7 @@
 """castbench's domains as an OpenEnv environment, so trainers that speak OpenEnv (`openenv-core`:
 WebSocket sessions, `reset` / `step` / `state`) train on the same episodes `eval` grades.
 
-    uvicorn castbench.service.openenv_server:app --port 8000      # or: app = create_app(critic="rules")
+    uvicorn castbench_bridges.openenv_server:app --port 8000      # or: app = create_app(critic="rules")
 
 A session's `reset(domain=..., task=..., trial=..., seed=...)` starts that trial (`seed`: the run
 seed, as `eval --seed`); `step({"kind": "tool_call", "name": ..., "arguments": {...}})` or
