@@ -9,7 +9,7 @@
     leaderboards/<board>/runs/<entry>/trials-NNN.js   the trajectories, a chunk of trials each,
                                               loaded when one of their trials is opened
 
-No HTML page is larger than `castbench.viewer.PAGE_LIMIT` (1 MB): a board whose run page would be
+No HTML page is larger than `castbench_boards.viewer.PAGE_LIMIT` (1 MB): a board whose run page would be
 is refused, naming the page, rather than published at a size browsers and git histories carry
 badly; the trajectories are in chunk files of at most ~0.7 MB (a single trial larger than that
 is a chunk alone).
@@ -29,13 +29,13 @@ from pathlib import Path
 
 from castbench.compare.comparability import setting_differences
 from castbench.publish.board import BoardError, BoardSpec, Entry, use_private_split
-from castbench.publish.curve import curve_svg
-from castbench.publish.profile import profile_cells
-from castbench.publish.render import Board, Excluded, board_csv, board_html, board_json, board_markdown
-from castbench.publish.rows import BoardRow, entry_row, rank_rows
 from castbench.publish.verify import verify_run
 from castbench.store.export import EXPORT_SUFFIX, ArchiveError, ExportedRun, read_export
-from castbench.viewer import PAGE_LIMIT, render_run_files
+from castbench_boards.curve import curve_svg
+from castbench_boards.profile import profile_cells
+from castbench_boards.render import Board, Excluded, board_csv, board_html, board_json, board_markdown
+from castbench_boards.rows import BoardRow, entry_row, rank_rows
+from castbench_boards.viewer import PAGE_LIMIT, render_run_files
 
 __all__ = ["build_board", "collect_rows"]
 

@@ -48,8 +48,8 @@ def build(
 ) -> None:
     """Write board.md, board.csv, board.json, index.html, curve.svg and one trajectory page per entry."""
     from castbench.publish.board import BoardError, board_path, load_board
-    from castbench.publish.build import build_board
-    from castbench.publish.rerun import rerun_entries
+    from castbench_boards.build import build_board
+    from castbench_boards.rerun import rerun_entries
 
     path = board_path(board, root)
     try:

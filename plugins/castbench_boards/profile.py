@@ -42,7 +42,7 @@ class ProfileCells(BaseModel):
 
 
 class ProfiledRow(Protocol):
-    """What the profile table reads of a board row (`castbench.publish.rows.BoardRow`): its name and
+    """What the profile table reads of a board row (`castbench_boards.rows.BoardRow`): its name and
     its profile cells. A protocol rather than the row itself, since the row holds these cells: the
     rows import this module, and this module imports no row."""
 

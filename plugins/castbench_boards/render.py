@@ -17,9 +17,9 @@ from pydantic import BaseModel, Field
 
 from castbench.metrics.counterfactual import NetSaved
 from castbench.publish.board import BoardMetric
-from castbench.publish.profile import profile_markdown
-from castbench.publish.rows import BoardRow, Cell
-from castbench.viewer.page import template_environment
+from castbench_boards.profile import profile_markdown
+from castbench_boards.rows import BoardRow, Cell
+from castbench_boards.viewer.page import template_environment
 
 __all__ = [
     "Board",
@@ -408,7 +408,7 @@ def board_markdown(board: Board) -> str:
 
 def board_html(board: Board, curve: str) -> str:
     return (
-        template_environment("castbench.publish")
+        template_environment("castbench_boards")
         .get_template("board.html.j2")
         .render(
             board=board,

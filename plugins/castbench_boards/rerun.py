@@ -16,9 +16,9 @@ from typing import Any
 
 from castbench.api import evaluate
 from castbench.publish.board import BoardError, BoardSpec, Entry, use_private_split
-from castbench.publish.profile import write_entry_profile
 from castbench.store import ResultsStore
 from castbench.store.export import ExportedRun, export_run, read_export, write_export
+from castbench_boards.profile import write_entry_profile
 
 __all__ = ["rerun_entries"]
 

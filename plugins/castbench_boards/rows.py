@@ -19,7 +19,6 @@ from castbench.compare.paired import paired_metric
 from castbench.metrics import ReliabilitySummary, TaskOutcome, summarize_counts
 from castbench.metrics.counterfactual import NetSaved, summarize_branches
 from castbench.publish.board import BoardError, BoardSpec, Entry, slug
-from castbench.publish.profile import ProfileCells
 from castbench.records.config import RunConfig
 from castbench.records.provenance import AgentPlacement, Provenance, placement_problems, provenance
 from castbench.report import DomainReport, RunSummary, summarize_run
@@ -28,6 +27,7 @@ from castbench.report.critic_report import critic_report
 from castbench.runner.counterfactual import NotBranchable
 from castbench.runner.journal import is_lost
 from castbench.store.export import ExportedRun
+from castbench_boards.profile import ProfileCells
 
 __all__ = ["BoardRow", "Cell", "CriticCells", "eligibility_problems", "entry_row", "rank_rows"]
 
@@ -135,7 +135,7 @@ class BoardRow(BaseModel):
     proposed_actions: int = 0
     cost_per_trial: float | None
     profile: ProfileCells | None = None
-    """Reliability-profile columns, on a board with `profile` (`castbench.publish.profile`)."""
+    """Reliability-profile columns, on a board with `profile` (`castbench_boards.profile`)."""
     failures_blamed: dict[str, float] | None = None
     """Shares of the trials that did not pass blamed on the agent, the simulated user and the
     harness (`castbench.attribution`), over the board's domains; None: every trial passed."""

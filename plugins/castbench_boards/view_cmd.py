@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 import os
 from pathlib import Path
-from typing import Annotated, TextIO
+from typing import Annotated, Any, TextIO
 
 import typer
 from rich.console import Console
@@ -23,7 +23,7 @@ def _write_page(run: str, db: str, out: TextIO) -> str:
     stored run's trials are read one at a time as the page is written (#59)."""
     from castbench.store import ResultsStore
     from castbench.store.export import is_export, read_export
-    from castbench.viewer import render_run_page, write_run_page
+    from castbench_boards.viewer import render_run_page, write_run_page
 
     if is_export(Path(run)):
         exported = read_export(Path(run))
@@ -50,7 +50,7 @@ def view_command(
     the critic's verdicts, the labels and the final state diff."""
     from castbench.store import StoreError
     from castbench.store.export import ArchiveError
-    from castbench.viewer import page_server
+    from castbench_boards.viewer import page_server
 
     if out is not None and not serve:
         check_writable("--out", out)
@@ -94,3 +94,18 @@ def view_command(
     target = out or Path(f"{run_id}.html")
     partial.replace(target)
     console.print(f"run {run_id}: {target} ({target.stat().st_size / 1024:.0f} KiB)", markup=False)
+
+
+def _view() -> Any:
+    """`view_command` as the CLI lists it: its help cut short in `castbench --help`, as before."""
+    single = typer.Typer(pretty_exceptions_enable=False, rich_markup_mode="rich")
+    single.command(
+        "view",
+        short_help="Tasks with their trials as pass/fail marks; click one for its conversation step by "
+        "step, ...",
+    )(view_command)
+    return typer.main.get_command(single)
+
+
+view = _view()
+"""The command the `castbench.commands` entry point names (`castbench view`)."""

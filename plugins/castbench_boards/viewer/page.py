@@ -3,7 +3,7 @@ conversation step by step with the critic's verdicts, the labels and the final s
 
 `render_run_page` writes one self-contained page (`castbench view`), its trials inside it.
 `render_run_files` writes a page for a folder that is published (a board's `runs/`): the page
-holds the task table and loads a trial's chunk of trajectories (`castbench.viewer.payload`) from
+holds the task table and loads a trial's chunk of trajectories (`castbench_boards.viewer.payload`) from
 a file beside it when the trial is opened, so no file is larger than `PAGE_LIMIT` however long
 the run's conversations are (a floor agent's run was one 7.7 MB page).
 
@@ -29,7 +29,13 @@ from castbench.records.branches import TrialBranches
 from castbench.records.config import RunConfig
 from castbench.records.trial import TrialRecord
 from castbench.report import RunSummary, summarize_run
-from castbench.viewer.payload import CHUNK_BUDGET, StreamedChunk, encode_trials, trial_chunks, trial_payload
+from castbench_boards.viewer.payload import (
+    CHUNK_BUDGET,
+    StreamedChunk,
+    encode_trials,
+    trial_chunks,
+    trial_payload,
+)
 
 __all__ = ["PAGE_LIMIT", "render_run_files", "render_run_page", "template_environment", "write_run_page"]
 
@@ -325,7 +331,7 @@ def _page(
     if config.extra.get("traits"):
         config_items.append(("traits", str(config.extra["traits"])))
     return (
-        template_environment("castbench.viewer")
+        template_environment("castbench_boards.viewer")
         .get_template("viewer.html.j2")
         .generate(
             title=title or f"run {run_id}",

@@ -40,7 +40,7 @@ __all__ = [
 
 CHUNK_BUDGET = 512_000
 """Characters of JSON in one chunk: compressed and base64-encoded it is at most ~0.7 MB, under
-a board page's limit (`castbench.viewer.page.PAGE_LIMIT`) even for text gzip cannot shrink."""
+a board page's limit (`castbench_boards.viewer.page.PAGE_LIMIT`) even for text gzip cannot shrink."""
 
 _EXCLUDE: Any = {
     "usage": True,
