@@ -244,3 +244,18 @@ def test_the_boards_public_names_without_their_extra_name_the_pip_command(
     )
     result = probe(code, [], repo_env, str(tmp_path))
     assert "pip install 'castbench[boards]'" in result.stdout, result.stdout + result.stderr
+
+
+def test_the_satellites_templates_are_package_data() -> None:
+    """The boards' and the viewer's templates go into the wheel: each matches a package-data
+    pattern of its package (pyproject's `[tool.setuptools.package-data]`, `"*"` for every one)."""
+    from fnmatch import fnmatch
+
+    patterns = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["*"]
+    templates = sorted((ROOT / "plugins").glob("castbench_*/**/templates/*.j2"))
+    assert {path.name for path in templates} >= {"board.html.j2", "viewer.html.j2"}
+    for path in templates:
+        package = path.parent.parent  # the package folder holding templates/
+        assert (package / "__init__.py").is_file(), path
+        relative = str(path.relative_to(package))
+        assert any(fnmatch(relative, pattern) for pattern in patterns), relative
