@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 # Every extra of pyproject.toml but `vllm` (a GPU serving stack no test needs): the full run tests
 # every pack, bridge and backend (tests/cli/test_check_script.py holds this list to pyproject's).
-FULL_EXTRAS = ["test", "llamacpp", "postgres", "tau", "tau2", "ray", "train", "service", "bridges"]
+FULL_EXTRAS = ["test", "llamacpp", "postgres", "tau", "tau2", "ray", "train", "service", "bridges", "boards"]
 LEAN_EXTRAS = ["test"]
 # The tests that need no extra and are not marked slow (tests/conftest.py marks them `core`).
 LEAN_SELECTION = ["-m", "core"]

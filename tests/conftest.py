@@ -168,7 +168,8 @@ def _command_modules_loaded() -> None:
     and rich fixes a console's width from COLUMNS when the console is made (at that import). Tests
     run many commands in one process, each with its own COLUMNS (CliRunner's env): loading every
     command module up front keeps each console's width following the invocation's COLUMNS."""
-    from castbench.cli.app import COMMANDS
+    from castbench.cli.app import COMMANDS, plugin_commands
 
     for entry in COMMANDS.values():
         importlib.import_module(entry.target.split(":")[0])
+    plugin_commands()  # the satellites' and plugins' command modules (`castbench.commands`)

@@ -32,7 +32,6 @@ if TYPE_CHECKING:  # the public names' types (each is read on first use, below)
     from castbench.options import EvalOptions  # noqa: F401
     from castbench.publish.archive import import_run  # noqa: F401
     from castbench.publish.board import load_board  # noqa: F401
-    from castbench.publish.build import build_board  # noqa: F401
     from castbench.report.critic_report import critic_report  # noqa: F401
     from castbench.report.runs import run_listing  # noqa: F401
     from castbench.report.summary import summarize_run  # noqa: F401
@@ -40,7 +39,8 @@ if TYPE_CHECKING:  # the public names' types (each is read on first use, below)
     from castbench.store.export import ArchiveError, export_run, read_export, write_export  # noqa: F401
     from castbench.store.store import ResultsStore, StoreError  # noqa: F401
     from castbench.version import __version__  # noqa: F401
-    from castbench.viewer.page import render_run_page  # noqa: F401
+    from castbench_boards.build import build_board  # noqa: F401
+    from castbench_boards.viewer.page import render_run_page  # noqa: F401
 
 # the module each public name is defined in, grouped by that module
 _HOMES: dict[str, tuple[str, ...]] = {
@@ -71,10 +71,12 @@ _HOMES: dict[str, tuple[str, ...]] = {
     "castbench.report.runs": ("run_listing",),
     "castbench.report.summary": ("summarize_run",),
     "castbench.attribution.rules": ("attribute",),
-    # `leaderboard build`, `view`
+    # `leaderboard build`, `view`: a board's file is the core's (`eval --suite` reads it too);
+    # building one and a run's page are the boards satellite's (plugins/castbench_boards, the
+    # `boards` extra), the one place the core names it
     "castbench.publish.board": ("load_board",),
-    "castbench.publish.build": ("build_board",),
-    "castbench.viewer.page": ("render_run_page",),
+    "castbench_boards.build": ("build_board",),
+    "castbench_boards.viewer.page": ("render_run_page",),
     # `domains validate`, `domains new`, `tasks generate`, `--pack-option`
     "castbench.runner.oracle_check": ("validate_domain",),
     "castbench.authoring.template": ("new_domain",),
@@ -139,10 +141,10 @@ def _module(home: str) -> ModuleType:
             import castbench.attribution.rules  # noqa: F401
         case "castbench.publish.board":
             import castbench.publish.board  # noqa: F401
-        case "castbench.publish.build":
-            import castbench.publish.build  # noqa: F401
-        case "castbench.viewer.page":
-            import castbench.viewer.page  # noqa: F401
+        case "castbench_boards.build":
+            import castbench_boards.build  # noqa: F401
+        case "castbench_boards.viewer.page":
+            import castbench_boards.viewer.page  # noqa: F401
         case "castbench.runner.oracle_check":
             import castbench.runner.oracle_check  # noqa: F401
         case "castbench.authoring.template":

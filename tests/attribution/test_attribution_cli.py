@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from castbench.attribution.judge import LLMJudge, agreement
-from castbench.publish.render import board_markdown
 from castbench.store import ResultsStore
-from castbench.viewer.payload import trial_payload
+from castbench_boards.render import board_markdown
+from castbench_boards.viewer.payload import trial_payload
 from tests.models.fault_server import FaultServer
 from tests.support import invoke, sqlite_url
 
@@ -156,8 +156,8 @@ def test_viewer_payload_marks_the_decisive_step(runs: tuple[str, Path]) -> None:
 
 
 def test_board_shows_whose_fault_the_failures_were() -> None:
-    from castbench.publish.render import Board
-    from castbench.publish.rows import BoardRow
+    from castbench_boards.render import Board
+    from castbench_boards.rows import BoardRow
 
     row = BoardRow(
         name="x", slug="x", note="", run_id="r-1", policy="p", critic="none", user="scripted", traits=None,

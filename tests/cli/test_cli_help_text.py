@@ -12,6 +12,8 @@ from typer.testing import CliRunner
 from castbench.cli.app import app
 
 CLI = Path(__file__).resolve().parents[2] / "harness" / "castbench" / "cli"
+# the satellites' commands (plugins/castbench_*/*_cmd.py), which the CLI lists beside its own
+SATELLITE_COMMANDS = Path(__file__).resolve().parents[2] / "plugins"
 
 
 @pytest.mark.parametrize(
@@ -36,10 +38,11 @@ def test_help_shows_extras_and_defaults(command: list[str], shown: list[str]) ->
 
 
 def test_no_help_string_has_an_unescaped_bracket() -> None:
-    """Every `help=` string in the CLI escapes its `[` (Rich would read it as a style tag)."""
+    """Every `help=` string in the CLI (and the satellites' commands) escapes its `[` (Rich would
+    read it as a style tag)."""
     unescaped = [
         f"{path.name}: {match.group(0)[:60]}"
-        for path in sorted(CLI.glob("*.py"))
+        for path in sorted([*CLI.glob("*.py"), *SATELLITE_COMMANDS.glob("castbench_*/*_cmd.py")])
         for match in re.finditer(r"help=f?\"[^\"]*\"", path.read_text())
         if re.search(r"(?<!\\\\)\[", re.sub(r"\{[^}]*\}", "", match.group(0)))  # f-string fields aside
     ]

@@ -13,13 +13,13 @@ import pytest
 
 import castbench
 from castbench.api import build_config
-from castbench.cli import mcp_cmd
 from castbench.cli.eval_cmd import eval_command
 from castbench.cli.eval_flags import options_of
 from castbench.cli.profile_cmd import profile_command
 from castbench.environment import Environment
 from castbench.options import DEFAULTS, EvalFields, EvalOptions, OptionsError
 from castbench.records.config import Limits, Verification
+from castbench_bridges import mcp_cmd
 from tests.support import invoke, sqlite_url
 
 TASK = "retail-test-0001"

@@ -307,10 +307,10 @@ def test_branches_are_played_under_the_runs_own_limits(
     assert confine.limits_from_env() == confine.TrialLimits(memory=8 << 30)
 
     # A board's counterfactual column plays the exported run's branches the same way.
-    from castbench.publish import rows
     from castbench.publish.board import BoardSpec
     from castbench.report import counterfactual
     from castbench.store.export import export_run
+    from castbench_boards import rows
 
     seen: list[tuple[object, object]] = []
 

@@ -99,8 +99,8 @@ def test_report_carries_intervals() -> None:
 
 def test_boards_show_unreadable_verdicts() -> None:
     from castbench.publish.board import BoardMetric
-    from castbench.publish.render import Board, board_markdown
-    from castbench.publish.rows import BoardRow, Cell
+    from castbench_boards.render import Board, board_markdown
+    from castbench_boards.rows import BoardRow, Cell
 
     row = BoardRow(
         rank=1, name="x", slug="x", note="", run_id="r-1", policy="p", critic="c", user="scripted",

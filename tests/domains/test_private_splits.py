@@ -29,10 +29,10 @@ from castbench.domain import TaskFileError, load_domain
 from castbench.domain import private as private_module
 from castbench.domain.private import TASKS_FILES_ENV, PrivateSplit, digest_tasks, read_split, split_name
 from castbench.publish.board import BoardError, load_board
-from castbench.publish.build import build_board
-from castbench.publish.rerun import rerun_entries
 from castbench.store import ResultsStore
 from castbench.store.export import export_run, write_export
+from castbench_boards.build import build_board
+from castbench_boards.rerun import rerun_entries
 from tests.support import invoke, sqlite_url
 
 DOMAIN = "telehealth"

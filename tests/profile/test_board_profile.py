@@ -11,10 +11,10 @@ import pytest
 
 from castbench.api import evaluate
 from castbench.publish.board import load_board
-from castbench.publish.build import build_board
-from castbench.publish.profile import write_entry_profile
 from castbench.records.perturbations import Perturbations
 from castbench.store import ResultsStore
+from castbench_boards.build import build_board
+from castbench_boards.profile import write_entry_profile
 from tests.publish.exports import Exports, exports  # noqa: F401 (the fixture)
 from tests.publish.test_publish_provenance import HEADER
 from tests.support import sqlite_url

@@ -217,7 +217,7 @@ def test_the_profile_command_is_the_apis_profile(tmp_path: Path) -> None:
 
 
 def test_runs_show_and_the_viewer_show_injected_faults(tmp_path: Path) -> None:
-    from castbench.viewer.payload import trial_payload
+    from castbench_boards.viewer.payload import trial_payload
 
     db = sqlite_url(tmp_path / "f.db")
     faults = Perturbations(tool_faults=1.0, fault_kinds=["rate_limit"])

@@ -12,7 +12,7 @@ from typing import Any
 from castbench.api import evaluate
 from castbench.store import ResultsStore
 from castbench.store.export import export_run, read_export, write_export
-from castbench.viewer.payload import decode_trials, encode_trials
+from castbench_boards.viewer.payload import decode_trials, encode_trials
 from tests.support import sqlite_url
 
 TASK = "retail-test-0004"

@@ -9,9 +9,9 @@ from pathlib import Path
 
 from castbench.api import evaluate
 from castbench.publish.board import load_board
-from castbench.publish.build import build_board
 from castbench.store import ResultsStore
 from castbench.store.export import export_run, write_export
+from castbench_boards.build import build_board
 from tests.support import sqlite_url
 
 

@@ -14,11 +14,11 @@ from castbench.api import evaluate
 from castbench.compare.comparability import comparability_number, comparability_problems
 from castbench.domain import resolve_domains
 from castbench.publish.board import BoardSpec, load_board
-from castbench.publish.rows import eligibility_problems
 from castbench.records.provenance import AgentPlacement, Provenance, RunOrigin, provenance
 from castbench.report import summarize_run
 from castbench.store import ResultsStore
 from castbench.store.export import ExportedRun, export_run
+from castbench_boards.rows import eligibility_problems
 from tests.support import sqlite_url
 
 TEAM = "tests.core.fixtures_agents:TeamPolicy"
@@ -61,7 +61,7 @@ def test_boards_require_isolated_trials_where_they_say_so(tmp_path: Path) -> Non
 
 
 def test_rows_outside_castbench_are_refused_where_the_board_says_so(tmp_path: Path) -> None:
-    from castbench.publish.rows import _isolation_problems
+    from castbench_boards.rows import _isolation_problems
 
     service = Provenance(
         origin=RunOrigin(kind="run"),

@@ -20,13 +20,13 @@ from castbench.api import evaluate
 from castbench.conversation import ReplyAction, ToolCallAction, ToolResultTurn, UserTurn
 from castbench.domain import load_domain
 from castbench.publish.board import BoardError, BoardSpec, Entry
-from castbench.publish.build import build_board
 from castbench.publish.forensics import examine_run, examine_trial
 from castbench.publish.verify import verify_run
 from castbench.records.provenance import AgentPlacement, placement_problems
 from castbench.records.trial import Proposal, StepRecord, TrialRecord
 from castbench.store import ResultsStore
 from castbench.store.export import ExportedRun, export_run, read_export, write_export
+from castbench_boards.build import build_board
 from tests.support import DOMAINS, invoke, sqlite_url
 
 REPO = Path(__file__).resolve().parents[2]

@@ -13,12 +13,12 @@ from typer.testing import CliRunner
 from castbench.cli.app import app
 from castbench.publish import build
 from castbench.publish.board import BoardError, BoardMetric, BoardSpec, Entry, load_board
-from castbench.publish.build import build_board
-from castbench.publish.curve import curve_svg
-from castbench.publish.render import Board, board_markdown
-from castbench.publish.rows import BoardRow, Cell, rank_rows
 from castbench.store.export import read_export
-from castbench.viewer import PAGE_LIMIT
+from castbench_boards.build import build_board
+from castbench_boards.curve import curve_svg
+from castbench_boards.render import Board, board_markdown
+from castbench_boards.rows import BoardRow, Cell, rank_rows
+from castbench_boards.viewer import PAGE_LIMIT
 from tests.publish.exports import Exports
 
 REPO = Path(__file__).resolve().parents[2]

@@ -19,12 +19,12 @@ from castbench.compare.comparability import comparability_number
 from castbench.domain import resolve_domains
 from castbench.metrics import TaskOutcome, summarize_counts
 from castbench.publish.board import load_board
-from castbench.publish.build import build_board
-from castbench.publish.curve import curve_svg
-from castbench.publish.render import Board, board_html, id_parts, short_id
-from castbench.publish.rows import BoardRow, Cell, rank_rows
 from castbench.store import ResultsStore
 from castbench.store.export import export_run, write_export
+from castbench_boards.build import build_board
+from castbench_boards.curve import curve_svg
+from castbench_boards.render import Board, board_html, id_parts, short_id
+from castbench_boards.rows import BoardRow, Cell, rank_rows
 from tests.publish.exports import Exports
 from tests.support import sqlite_url
 from tests.viewer.browser import BrowserPage

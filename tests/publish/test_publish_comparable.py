@@ -11,9 +11,9 @@ from typer.testing import CliRunner
 from castbench.api import evaluate
 from castbench.cli.app import app
 from castbench.publish.board import BoardError, load_board
-from castbench.publish.build import build_board
 from castbench.store import ResultsStore
 from castbench.store.export import export_run, write_export
+from castbench_boards.build import build_board
 from tests.publish.exports import Exports
 
 BOARD = (

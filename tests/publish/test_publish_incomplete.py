@@ -10,8 +10,8 @@ from typer.testing import CliRunner
 
 from castbench.cli.app import app
 from castbench.publish.board import BoardError, load_board
-from castbench.publish.build import build_board
 from castbench.store.export import read_export, write_export
+from castbench_boards.build import build_board
 from tests.publish.exports import Exports
 
 DROPPED = "retail-test-0002"

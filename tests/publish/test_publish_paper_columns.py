@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from castbench.publish.board import load_board
-from castbench.publish.render import PAPER_COLUMNS
-from castbench.publish.rows import _critic_cells, paper_reactions
 from castbench.report.critic_report import FlagReactions, critic_report
 from castbench.store.export import read_export
+from castbench_boards.render import PAPER_COLUMNS
+from castbench_boards.rows import _critic_cells, paper_reactions
 
 REPO = Path(__file__).resolve().parents[2]
 RUN = REPO / "results" / "cast-paper" / "noisy-p-0-3-rules-critic.castbench.json.gz"

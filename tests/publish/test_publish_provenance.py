@@ -13,9 +13,9 @@ import pytest
 from castbench.compare.comparability import comparability_number
 from castbench.domain import resolve_domains
 from castbench.publish.board import BoardError, BoardSpec, load_board
-from castbench.publish.build import build_board
 from castbench.records.provenance import AgentPlacement
 from castbench.store.export import ExportedRun, read_export, write_export
+from castbench_boards.build import build_board
 from tests.publish.exports import Exports
 
 TEAM = "tests.core.fixtures_agents:TeamPolicy"

@@ -13,10 +13,10 @@ from castbench.conversation import ToolResultTurn
 from castbench.domain import resolve_domains
 from castbench.publish.archive import import_run
 from castbench.publish.board import BoardError, BoardSpec, Entry
-from castbench.publish.build import build_board, collect_rows
 from castbench.publish.verify import verify_run
 from castbench.store import ResultsStore
 from castbench.store.export import ArchiveError, ExportedRun, read_export, write_export
+from castbench_boards.build import build_board, collect_rows
 from tests.publish.exports import Exports
 from tests.support import invoke, sqlite_url
 

@@ -1,6 +1,7 @@
 """The optional products stand beside the core as packages of their own (docs/architecture.md,
-"The core and its satellites"): castbench_ray (the Ray executor) and castbench_bridges (MCP,
-agent services, A2A, OpenEnv, Inspect logs), found through entry points.
+"The core and its satellites"): castbench_ray (the Ray executor), castbench_bridges (MCP, agent
+services, A2A, OpenEnv, Inspect logs) and castbench_boards (boards and the run viewer), found
+through entry points.
 The core names none of them (the import contract), and each old module path still imports for one
 release, warning where its code went."""
 
@@ -21,7 +22,7 @@ import pytest
 from tests.cli.import_probe import RUN_COMMAND, loaded, probe
 
 ROOT = Path(__file__).resolve().parents[2]
-SATELLITES = ("castbench_ray", "castbench_bridges")
+SATELLITES = ("castbench_ray", "castbench_bridges", "castbench_boards")
 
 # each old module path and the module it now gives
 MOVED = {
@@ -33,6 +34,22 @@ MOVED = {
     "castbench.service.openenv_server": "castbench_bridges.openenv_server",
     "castbench.publish.inspect_log": "castbench_bridges.inspect_log",
     "castbench.cli.mcp_cmd": "castbench_bridges.mcp_cmd",
+    **{
+        f"castbench.publish.{name}": f"castbench_boards.{name}"
+        for name in ("build", "curve", "profile", "render", "rerun", "rows")
+    },
+    **{
+        f"castbench.viewer.{name}": f"castbench_boards.viewer.{name}" for name in ("page", "payload", "serve")
+    },
+    "castbench.cli.leaderboard_cmd": "castbench_boards.leaderboard_cmd",
+    "castbench.cli.view_cmd": "castbench_boards.view_cmd",
+}
+# old packages whose names warn when read (`castbench.viewer.render_run_page`)
+OLD_PACKAGES = {"castbench.viewer": "castbench_boards.viewer"}
+# the public names of `castbench` read from a satellite (public since 0.1.0: docs/api.md)
+PUBLIC_FROM_SATELLITES = {
+    "build_board": "castbench_boards.build",
+    "render_run_page": "castbench_boards.viewer.page",
 }
 
 # what each satellite registers, by entry-point group and name
@@ -42,9 +59,15 @@ ENTRY_POINTS = [
     ("castbench.drivers", "service", "castbench_bridges.agent_http:drive_service"),
     ("castbench.transports", "a2a", "castbench_bridges.a2a_policy:a2a_spec"),
     ("castbench.formats", "inspect", "castbench_bridges.inspect_log:INSPECT"),
+    ("castbench.commands", "leaderboard", "castbench_boards.leaderboard_cmd:leaderboard_app"),
+    ("castbench.commands", "view", "castbench_boards.view_cmd:view"),
 ]
 # the satellites' commands and the start of their help (`castbench --help` lists them as before)
-COMMANDS = {"mcp": "Domain tools over MCP."}
+COMMANDS = {
+    "mcp": "Domain tools over MCP.",
+    "leaderboard": "Leaderboards built from exported runs.",
+    "view": "Tasks with their trials as pass/fail marks;",
+}
 
 
 @pytest.mark.parametrize(("old", "new"), sorted(MOVED.items()))
@@ -62,15 +85,40 @@ def test_an_old_module_path_warns_and_gives_the_moved_module(old: str, new: str)
 
 def test_the_core_imports_no_satellite() -> None:
     """Beside the contract (`lint-imports`): in grimp's graph of the core, no module but a
-    deprecation shim imports a satellite."""
+    deprecation shim imports a satellite, and the public module only what it reads from one."""
     graph = grimp.build_graph("castbench", *SATELLITES, include_external_packages=False, cache_dir=None)
     found = {
         f"{module} -> {imported}"
         for module in graph.find_descendants("castbench") | {"castbench"}
         for imported in graph.find_modules_directly_imported_by(module)
-        if imported.split(".")[0] in SATELLITES and module not in MOVED
+        if imported.split(".")[0] in SATELLITES and module not in {*MOVED, *OLD_PACKAGES}
     }
-    assert not found, sorted(found)
+    facade = {f"castbench -> {home}" for home in PUBLIC_FROM_SATELLITES.values()}
+    assert found == facade, sorted(found ^ facade)
+
+
+@pytest.mark.parametrize(("name", "home"), sorted(PUBLIC_FROM_SATELLITES.items()))
+def test_a_public_name_from_a_satellite_is_the_satellites_object(name: str, home: str) -> None:
+    import castbench
+    import castbench_boards
+
+    assert getattr(castbench, name) is getattr(importlib.import_module(home), name)
+    assert getattr(castbench, name) is getattr(castbench_boards, name)
+
+
+@pytest.mark.parametrize("name", ["PAGE_LIMIT", "page_server", "render_run_files", "render_run_page"])
+def test_a_name_read_from_the_old_viewer_package_warns_and_is_the_moved_one(name: str) -> None:
+    import castbench.viewer
+    import castbench_boards.viewer
+
+    with pytest.warns(
+        DeprecationWarning,
+        match=rf"castbench\.viewer\.{name} is deprecated and will be removed in castbench 0\.2\.0: "
+        r"import from castbench_boards\.viewer instead",
+    ) as caught:
+        old = getattr(castbench.viewer, name)
+    assert old is getattr(castbench_boards.viewer, name)
+    assert caught[0].filename == __file__
 
 
 def test_every_satellite_is_in_the_static_checks() -> None:
@@ -166,3 +214,48 @@ def test_an_executor_without_its_satellite_names_the_pip_command(monkeypatch: py
     monkeypatch.setattr(executors, "entry_points", lambda **selection: [])
     with pytest.raises(ValueError, match=r"executor is not installed: pip install 'castbench\[ray\]'$"):
         executors._installed("ray")
+
+
+HIDE_JINJA2 = "import sys\nsys.modules['jinja2'] = None\n"
+"""jinja2 made unimportable in the probe's interpreter: as where the `boards` extra is missing."""
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["leaderboard", "build", "tiny"], ["view", "latest"]],
+    ids=["leaderboard", "view"],
+)
+def test_a_boards_command_without_its_extra_names_the_pip_command(
+    args: list[str], repo_env: dict[str, str], tmp_path: Path
+) -> None:
+    result = probe(HIDE_JINJA2 + RUN_COMMAND, args, repo_env, str(tmp_path))
+    errors = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(errors) == 1, result.stderr
+    assert errors[0].startswith(f"error: 'castbench {args[0]}' cannot be loaded"), errors
+    assert errors[0].endswith("pip install 'castbench[boards]')"), errors
+
+
+def test_the_boards_public_names_without_their_extra_name_the_pip_command(
+    repo_env: dict[str, str], tmp_path: Path
+) -> None:
+    code = (
+        HIDE_JINJA2
+        + "import castbench\ntry:\n    castbench.build_board\nexcept ImportError as exc:\n    print(exc)\n"
+    )
+    result = probe(code, [], repo_env, str(tmp_path))
+    assert "pip install 'castbench[boards]'" in result.stdout, result.stdout + result.stderr
+
+
+def test_the_satellites_templates_are_package_data() -> None:
+    """The boards' and the viewer's templates go into the wheel: each matches a package-data
+    pattern of its package (pyproject's `[tool.setuptools.package-data]`, `"*"` for every one)."""
+    from fnmatch import fnmatch
+
+    patterns = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["*"]
+    templates = sorted((ROOT / "plugins").glob("castbench_*/**/templates/*.j2"))
+    assert {path.name for path in templates} >= {"board.html.j2", "viewer.html.j2"}
+    for path in templates:
+        package = path.parent.parent  # the package folder holding templates/
+        assert (package / "__init__.py").is_file(), path
+        relative = str(path.relative_to(package))
+        assert any(fnmatch(relative, pattern) for pattern in patterns), relative

@@ -12,7 +12,7 @@ from castbench.records.trial import TrialRecord
 from castbench.runner.counterfactual import branch_trial
 from castbench.runner.plan import plan_trials
 from castbench.runner.work import ExpectedStates, run_job
-from castbench.viewer import render_run_page
+from castbench_boards.viewer import render_run_page
 from tests.viewer.browser import BrowserPage
 
 

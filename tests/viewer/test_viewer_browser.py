@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from castbench.viewer import page_server, render_run_page
+from castbench_boards.viewer import page_server, render_run_page
 from tests.viewer.browser import BrowserPage
 from tests.viewer.hostile import SCRIPT, HostileRun
 

@@ -12,8 +12,8 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from castbench.records.trial import TrialRecord
-from castbench.viewer import render_run_files
-from castbench.viewer.payload import decode_trials, trial_chunks, trial_payload
+from castbench_boards.viewer import render_run_files
+from castbench_boards.viewer.payload import decode_trials, trial_chunks, trial_payload
 from tests.viewer.browser import BrowserPage
 from tests.viewer.hostile import SCRIPT, HostileRun
 

@@ -13,7 +13,7 @@ import pytest
 
 from castbench import evaluate
 from castbench.store import ResultsStore
-from castbench.viewer.payload import decode_trials
+from castbench_boards.viewer.payload import decode_trials
 from tests.support import invoke, sqlite_url
 from tests.viewer.browser import BrowserPage
 

@@ -14,8 +14,8 @@ from typer.testing import CliRunner
 from castbench.cli.app import app
 from castbench.store import ResultsStore
 from castbench.store.export import export_run, write_export
-from castbench.viewer import page_server, render_run_page
-from castbench.viewer.payload import decode_trials
+from castbench_boards.viewer import page_server, render_run_page
+from castbench_boards.viewer.payload import decode_trials
 from tests.viewer.hostile import EVIL, IMAGE, SCRIPT, HostileRun
 
 cli = CliRunner()

@@ -11,7 +11,7 @@ from castbench.attribution import attribute
 from castbench.records.trial import TrialRecord
 from castbench.report.reasons import trial_reasons
 from castbench.store import ResultsStore
-from castbench.viewer.payload import trial_payload
+from castbench_boards.viewer.payload import trial_payload
 from tests.support import invoke
 
 

@@ -90,13 +90,6 @@ COMMANDS: dict[str, CommandEntry] = {
         "castbench.cli.gate_cmd:gate_plan_command",
         "How many tasks x trials a candidate run needs for each check to be decided, from the ...",
     ),
-    "leaderboard": CommandEntry(
-        "castbench.cli.leaderboard_cmd:leaderboard_app", "Leaderboards built from exported runs."
-    ),
-    "view": CommandEntry(
-        "castbench.cli.view_cmd:view_command",
-        "Tasks with their trials as pass/fail marks; click one for its conversation step by step, ...",
-    ),
     "export": CommandEntry(
         "castbench.cli.export_cmd:export_command",
         "Write a run (config, meta and every trial record) as one compressed, portable file, or in ...",
@@ -136,14 +129,10 @@ def _command_module(module: str) -> ModuleType:
             import castbench.cli.export_cmd  # noqa: F401
         case "castbench.cli.gate_cmd":
             import castbench.cli.gate_cmd  # noqa: F401
-        case "castbench.cli.leaderboard_cmd":
-            import castbench.cli.leaderboard_cmd  # noqa: F401
         case "castbench.cli.profile_cmd":
             import castbench.cli.profile_cmd  # noqa: F401
         case "castbench.cli.runs_cmd":
             import castbench.cli.runs_cmd  # noqa: F401
-        case "castbench.cli.view_cmd":
-            import castbench.cli.view_cmd  # noqa: F401
         case _:
             raise KeyError(f"no castbench command module {module!r}")
     return sys.modules[module]

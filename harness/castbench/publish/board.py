@@ -70,7 +70,7 @@ rejection it answered; correction: corrected over the true flags it answered, a 
 not being one it could correct), beside castbench's variants, each named (resistance over false
 flags only; correction over every true flag, the board's "correction rate").
 
-Reliability profile (`castbench.publish.profile`, docs/profile.md). `profile = { tool_faults = 0.2 }`
+Reliability profile (`castbench_boards.profile`, docs/profile.md). `profile = { tool_faults = 0.2 }`
 (also `fault_kinds`, `user`, `env` kinds and `seed`; by default every kind) adds profile columns:
 disagreement, trajectory similarity, violations and unconfirmed changes per trial, Brier score
 from each entry's run, and robustness (pass^1 under faults, user and environment perturbations

@@ -20,11 +20,11 @@ from castbench.cli.app import app
 from castbench.conversation import ReplyAction
 from castbench.domain import load_domain
 from castbench.publish.board import load_board
-from castbench.publish.rows import eligibility_problems
 from castbench.report import summarize_run
 from castbench.runner.rollout import AgentSet, TimeLimits, run_trial
 from castbench.store import ResultsStore
 from castbench.store.export import export_run
+from castbench_boards.rows import eligibility_problems
 from tests.support import process_ended
 
 HOSTILE = "tests.core.agents.hostile_agents"

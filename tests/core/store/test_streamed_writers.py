@@ -26,8 +26,8 @@ from castbench.store.export import (
     stream_run,
     write_export,
 )
-from castbench.viewer import render_run_page, write_run_page
-from castbench.viewer.payload import decode_trials
+from castbench_boards.viewer import render_run_page, write_run_page
+from castbench_boards.viewer.payload import decode_trials
 
 OPTIONS: dict[str, Any] = {
     "domains": "retail",
