@@ -78,11 +78,17 @@ def entries(few: bool = False) -> list[tuple[str, str, str]]:
         ("floor: refuse", "scripted:refuse", "floor"),
         ("floor: lookup-refuse", "scripted:lookup-refuse", "floor"),
     ]
-    for route, (_, policies) in ROUTES.items():
+    for route, (kind, policies) in ROUTES.items():
         if route.startswith("2."):  # a namespace package merging with task data: refused up front
             continue
         for policy in policies[:1] if few else policies:
-            rows.append((policy.replace("?how=", " ").lower(), f"{MODULE}:{policy}", route.split(" ", 1)[0]))
+            rows.append(
+                (
+                    policy.replace("?how=", " ").lower(),
+                    f"{MODULE}:{policy}",
+                    f"{route.split(' ', 1)[0]} {kind}",
+                )
+            )
     return rows
 
 

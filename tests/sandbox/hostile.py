@@ -298,6 +298,40 @@ class Injector(Cheater):
 
     def propose(self, view):
         return ReplyAction(text=REFUSAL + INJECTIONS[self.options["how"]])
+
+
+# -- route 8: bounds, reached by other means than the route tests' ------------------------------------
+
+
+def _hog(how, amount):
+    import mmap, subprocess
+
+    if how == "mmap":  # anonymous memory, touched page by page
+        area = mmap.mmap(-1, amount << 20, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+        for at in range(0, len(area), 4096):
+            area[at] = 1
+        return f"mapped {amount} MiB"
+    if how == "spawn":  # processes through exec, not fork
+        children = [subprocess.Popen(["sleep", "30"]) for _ in range(amount)]
+        return f"spawned {len(children)}"
+    if how == "fallocate":  # disk reserved, not written
+        fd = os.open("reserved.bin", os.O_CREAT | os.O_WRONLY)
+        os.posix_fallocate(fd, 0, amount << 20)
+        return f"reserved {amount} MiB"
+    raise ValueError(how)
+
+
+class Hog:
+    """Replies GOT <what it took> or DENIED <why>."""
+
+    def __init__(self, briefing, how="mmap", amount=0):
+        self.how, self.amount = how, int(amount)
+
+    def propose(self, view):
+        try:
+            return ReplyAction(text=f"GOT {_hog(self.how, self.amount)}")
+        except Exception as exc:
+            return ReplyAction(text=f"DENIED {exc!r}")
 '''
 
 INJECTION_NAMES = ("vertical-tab", "form-feed-checks", "record-separator", "closing-quote", "crlf-section")

@@ -251,3 +251,21 @@ def test_replies_written_to_address_the_judge_gain_nothing_on_the_pack(
         fooled = score(f"{MODULE}:Injector?how=vertical-tab")
     if pack == "tau-retail":  # (retail's information tasks also ask for the look-ups: no reply alone passes)
         assert fooled > honest, (fooled, honest)
+
+
+# -- route 8's class: bounds reached by other means --------------------------------------------------------
+
+
+@pytest.mark.parametrize("pack", PACKS)
+@pytest.mark.parametrize(
+    ("how", "amount"), [("mmap", 1500), ("spawn", 64), ("fallocate", 16)], ids=["mmap", "spawn", "fallocate"]
+)
+def test_a_trial_past_a_bound_by_another_means_fails_as_the_agent(
+    team: Path, pack: str, how: str, amount: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from castbench.agents import confine
+
+    monkeypatch.setenv(confine.LIMITS_ENV, "memory=1G,file=4M,processes=24,cpu=5")
+    reply = first_reply(f"{MODULE}:Hog?how={how}&amount={amount}", pack)
+    assert reply.startswith("DENIED"), reply
+    assert first_reply(f"{MODULE}:Hog?how={how}&amount={amount // 8}", pack).startswith("GOT")  # within
