@@ -99,7 +99,7 @@ def _ms(values: list[float]) -> float:
 
 def _store_s(store: ResultsStore, run_id: str, records: list[TrialRecord], digest: bool) -> list[float]:
     took = []
-    patch = nullcontext() if digest else mock.patch.object(store_module, "record_digest", lambda *args: None)
+    patch = nullcontext() if digest else mock.patch.object(store_module, "record_digests", lambda *args: None)
     with patch:
         for record in records:
             start = time.perf_counter()
