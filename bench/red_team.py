@@ -6,13 +6,15 @@ re-run only, sandboxed only, isolated trials only, nothing privileged, nothing o
 
 Each pack's board ranks a private split of the pack's first `--tasks` test tasks of outcome
 `change` (a board ranks a whole split; the private split is those tasks, renamed as
-`castbench tasks generate` names its own), `--trials` trials each. The honest agent is the
+`castbench tasks generate` names its own), `--trials` trials each; a τ pack, whose tasks come
+from τ's package and which takes no private split, ranks its `dev` split (20 tasks). The honest agent is the
 hostile agents' honest twin: the same code finding no answers (it refuses, as the
 `scripted:refuse` floor does). Prints, per pack, a table: agent, route, pass^1, pass^k, strict,
 rank, vs honest (pass^1 minus the honest row's), and the machine's load. No asserts; exit 1 when
 a hostile row ranks above the honest one (`tests/sandbox/test_red_team.py` runs a small version).
 
-    python bench/red_team.py [--tasks 4] [--trials 2] [--packs retail,tau-retail] [--keep DIR]
+    python bench/red_team.py [--tasks 4] [--trials 2] [--packs retail,tau-retail] [--one-per-route]
+                             [--keep DIR]
 """
 
 from __future__ import annotations
@@ -29,8 +31,14 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from castbench.domain import load_domain  # noqa: E402
-from castbench.domain.private import FORMAT, PrivateSplit, digest_tasks, split_name  # noqa: E402
+from castbench.domain import TaskFileError, load_domain  # noqa: E402
+from castbench.domain.private import (  # noqa: E402
+    FORMAT,
+    PrivateSplit,
+    digest_tasks,
+    split_name,
+    use_tasks_file,
+)
 from tests.sandbox.hostile import MODULE, ROUTES, write_team  # noqa: E402
 
 HONEST = "Cheater"
@@ -62,27 +70,49 @@ def private_split(pack: str, count: int, out: Path) -> str:
     return split
 
 
-def entries() -> list[tuple[str, str, str]]:
-    """(name, policy, route) of every row: the honest twin, the floors, each hostile agent."""
+def entries(few: bool = False) -> list[tuple[str, str, str]]:
+    """(name, policy, route) of every row: the honest twin, the floors, each hostile agent (with
+    `few`, the first variant of each route's)."""
     rows = [("honest", f"{MODULE}:{HONEST}", "honest (no route)")]
     rows += [
         ("floor: refuse", "scripted:refuse", "floor"),
         ("floor: lookup-refuse", "scripted:lookup-refuse", "floor"),
     ]
-    for route, (_, policies) in ROUTES.items():
+    for route, (kind, policies) in ROUTES.items():
         if route.startswith("2."):  # a namespace package merging with task data: refused up front
             continue
-        for policy in policies:
-            rows.append((policy.replace("?how=", " ").lower(), f"{MODULE}:{policy}", route.split(" ", 1)[0]))
+        for policy in policies[:1] if few else policies:
+            rows.append(
+                (
+                    policy.replace("?how=", " ").lower(),
+                    f"{MODULE}:{policy}",
+                    f"{route.split(' ', 1)[0]} {kind}",
+                )
+            )
     return rows
 
 
-def board_file(root: Path, pack: str, split: str, tasks_file: str, trials: int) -> Path:
+def board_split(pack: str, count: int, root: Path) -> tuple[str, str | None, int]:
+    """(split, tasks file or None, tasks) the pack's board ranks: a private split of `count`
+    tasks where the pack takes private splits, else (a τ pack: its tasks come from τ's package)
+    its `dev` split whole (20 tasks on `tau-retail`)."""
+    name = f"{pack}-split.json"
+    split = private_split(pack, count, root / name)
+    use_tasks_file(root / name)
+    try:
+        load_domain(pack).tasks(split)
+    except TaskFileError:
+        return "dev", None, len(load_domain(pack).tasks("dev"))
+    return split, name, count
+
+
+def board_file(root: Path, pack: str, split: str, tasks_file: str | None, trials: int, few: bool) -> Path:
+    comparable = load_domain(pack).version.split("-")[0]  # the N of the pack's version N-X
     lines = [
         f'title = "Red team, {pack}"',
-        f"domains = {{ {json.dumps(pack)} = 1 }}",
+        f"domains = {{ {json.dumps(pack)} = {comparable} }}",
         f'split = "{split}"',
-        f'tasks_file = "{tasks_file}"',
+        *([f'tasks_file = "{tasks_file}"'] if tasks_file else []),
         f"trials = {trials}",
         f'metrics = ["pass^1", "pass^{trials}"]',
         "allow_privileged = false",
@@ -93,7 +123,7 @@ def board_file(root: Path, pack: str, split: str, tasks_file: str, trials: int) 
         'user = "scripted"',
         "entries = [",
     ]
-    for name, policy, _ in entries():
+    for name, policy, _ in entries(few):
         lines.append(f"  {{ name = {json.dumps(name)}, policy = {json.dumps(policy)} }},")
     lines.append("]")
     path = root / "leaderboards" / f"red-team-{pack}.toml"
@@ -154,6 +184,7 @@ def main() -> int:
     parser.add_argument("--tasks", type=int, default=4)
     parser.add_argument("--trials", type=int, default=2)
     parser.add_argument("--packs", default="retail,tau-retail")
+    parser.add_argument("--one-per-route", action="store_true", help="one hostile variant per route")
     parser.add_argument(
         "--keep", type=Path, help="build the boards here (kept) instead of a temporary folder"
     )
@@ -168,8 +199,8 @@ def main() -> int:
         team = write_team(root / "team")
         for pack in args.packs.split(","):
             started, load = time.monotonic(), os.getloadavg()[0]
-            split = private_split(pack, args.tasks, root / f"{pack}-split.json")
-            board = board_file(root, pack, split, f"{pack}-split.json", args.trials)
+            split, tasks_file, tasks = board_split(pack, args.tasks, root)
+            board = board_file(root, pack, split, tasks_file, args.trials, args.one_per_route)
             done = build(root, board, team)
             if done.returncode != 0:
                 print(
@@ -180,7 +211,7 @@ def main() -> int:
             failed |= above
             took = time.monotonic() - started
             print(
-                f"\n{pack}: {args.tasks} tasks x {args.trials} trials, strict board (re-run, sandboxed, "
+                f"\n{pack} ({split}): {tasks} tasks x {args.trials} trials, strict board (re-run, sandboxed, "
                 f"isolated trials, nothing privileged); {took:.0f} s, "
                 f"load {load:.1f} -> {os.getloadavg()[0]:.1f}"
             )

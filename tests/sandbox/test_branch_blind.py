@@ -166,8 +166,8 @@ def critics(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     sys.path.remove(str(folder))
 
 
-def _branched(critic: str) -> tuple[list[TrialRecord], list[TrialBranches]]:
-    config, agents = build_config(policy=POLICY, critic=critic, domains="retail", trials=1, seed=0)
+def _branched(critic: str, domain: str = "retail") -> tuple[list[TrialRecord], list[TrialBranches]]:
+    config, agents = build_config(policy=POLICY, critic=critic, domains=domain, trials=1, seed=0)
     assert agents.critic is not None and agents.critic.transport == "worker"
     expected = ExpectedStates()
     jobs = list(plan_trials(config))[:TASKS]
@@ -188,9 +188,10 @@ def _verdicts(steps: list) -> list[Verdict | None]:  # type: ignore[type-arg]
     return [proposal.verdict for step in steps for proposal in step.proposals]
 
 
-def test_a_hostile_critic_cannot_tell_a_branch_from_its_trial(critics: str) -> None:
-    records, hostile = _branched(f"{critics}:Hostile")
-    _, honest = _branched(f"{critics}:Honest")
+@pytest.mark.parametrize("domain", ["retail", pytest.param("tau-retail", marks=pytest.mark.extra("tau"))])
+def test_a_hostile_critic_cannot_tell_a_branch_from_its_trial(critics: str, domain: str) -> None:
+    records, hostile = _branched(f"{critics}:Hostile", domain)
+    _, honest = _branched(f"{critics}:Honest", domain)
     played = [b for t in hostile for b in t.branches if b.played]
     assert {b.point.flagged for b in played} == {True, False}, "both kinds of branch are played"
     for record, trial in zip(records, hostile, strict=True):

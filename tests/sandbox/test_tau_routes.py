@@ -99,7 +99,7 @@ def test_a_cheater_handed_the_ground_truth_wins(
 IN_PROCESS = [
     policy
     for route, (_, policies) in ROUTES.items()
-    if not route.startswith(("1.", "2."))
+    if not route.startswith(("1.", "2.", "7."))
     for policy in policies
 ]
 
@@ -110,7 +110,7 @@ def scores(team: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[s
     db = tmp_path_factory.mktemp("runs") / "runs.db"
     found: dict[tuple[str, str], object] = {}
     for pack in ("retail", "tau-retail"):
-        if pack.startswith("tau") and shutil.which("true") and not _has_tau():
+        if pack.startswith("tau") and not _has_tau():  # (its tests are skipped: the `tau` extra)
             continue
         for policy in IN_PROCESS:
             found[pack, policy] = _run(pack, f"{MODULE}:{policy}", db).summary  # type: ignore[attr-defined]
@@ -212,3 +212,60 @@ def test_no_kernel_object_carries_anything_from_one_trial_to_the_next(
     counts: each trial is refused them, so nothing a trial leaves there reaches the next."""
     replies = [first_reply(f"{MODULE}:Rememberer?how={how}", pack) for _ in range(2)]
     assert all(reply.startswith("DENIED") and "TEAM56-" not in reply for reply in replies), replies
+
+
+# -- route 7's class: the judge reads the agent's text as material, never as its prompt -------------------
+
+
+@pytest.mark.parametrize("pack", PACKS)
+def test_replies_written_to_address_the_judge_gain_nothing_on_the_pack(
+    pack: str, team: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The pack's tasks that ask for information and change nothing (their pass rests on the
+        reply checks), judged by a model that obeys its prompt's lines (`test_judge_injection.py`):
+        each phrasing in `hostile.INJECTION_NAMES` scores as its honest twin (the same refusal, no
+        injection). With the prompt pasted as before issue 56, an injection wins on `tau-retail`: the
+    test can fail."""
+    from castbench.models import reply_judge
+    from tests.models.fault_server import FaultServer
+    from tests.sandbox.hostile import INJECTION_NAMES
+    from tests.sandbox.test_judge_injection import _legacy, _respond
+
+    tasks = [t.id for t in load_domain(pack).tasks("test") if t.required_outputs and t.outcome != "change"][
+        :2
+    ]
+    db = sqlite_url(tmp_path / "judged.db")
+
+    def score(policy: str) -> float:
+        result = evaluate(
+            domains=pack, policy=policy, trials=1, tasks=tasks, db=db, fresh=True, reply_judge=judge
+        )
+        return float(result.summary.headline.pass_hat[1])
+
+    with FaultServer(_respond) as server:
+        judge = f"openai/judge?api_base={server.base_url}"
+        honest = score(f"{MODULE}:Cheater")
+        scores = {how: score(f"{MODULE}:Injector?how={how}") for how in INJECTION_NAMES}
+        assert all(value <= honest for value in scores.values()), (honest, scores)
+        monkeypatch.setattr(reply_judge, "render", _legacy)
+        fooled = score(f"{MODULE}:Injector?how=vertical-tab")
+    if pack == "tau-retail":  # (retail's information tasks also ask for the look-ups: no reply alone passes)
+        assert fooled > honest, (fooled, honest)
+
+
+# -- route 8's class: bounds reached by other means --------------------------------------------------------
+
+
+@pytest.mark.parametrize("pack", PACKS)
+@pytest.mark.parametrize(
+    ("how", "amount"), [("mmap", 1500), ("spawn", 64), ("fallocate", 16)], ids=["mmap", "spawn", "fallocate"]
+)
+def test_a_trial_past_a_bound_by_another_means_fails_as_the_agent(
+    team: Path, pack: str, how: str, amount: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from castbench.agents import confine
+
+    monkeypatch.setenv(confine.LIMITS_ENV, "memory=1G,file=4M,processes=24,cpu=5")
+    reply = first_reply(f"{MODULE}:Hog?how={how}&amount={amount}", pack)
+    assert reply.startswith("DENIED"), reply
+    assert first_reply(f"{MODULE}:Hog?how={how}&amount={amount // 8}", pack).startswith("GOT")  # within
