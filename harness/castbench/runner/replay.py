@@ -48,9 +48,10 @@ from castbench.records.execution import ExecutionPlan
 from castbench.records.perturbations import Perturbations
 from castbench.records.trial import ActionLabel, Proposal, StepRecord, TrialRecord
 from castbench.runner.deadline import TimeLimits
-from castbench.runner.episode import AgentSet, Episode, Labeler
+from castbench.runner.episode import AgentSet, Episode
 from castbench.runner.execution import plan_execution
 from castbench.runner.seeds import trial_seed
+from castbench.runner.spec import Labeler, TrialRuntime, TrialSpec
 
 __all__ = ["replay_trial"]
 
@@ -396,51 +397,37 @@ def replay_trial(
     seed = trial_seed(run_seed, record.domain, record.task_id, record.trial_index)
     if record.seed != seed:
         problems.append(f"seed {record.seed} is not the run's seed for this trial ({seed})")
-    if record.domain_version != domain.version:
-        problems.append(f"recorded on domain version {record.domain_version}, installed {domain.version}")
-        return None, problems
-    if record.status != "scored":
-        if record.reward is not None:
-            problems.append(f"an unscored trial with reward {record.reward}")
-        return None, problems
-    if record.end_reason == "timeout":  # an abandoned agent's trial is scored 0 without a grade
-        if record.reward != 0.0 or record.grade is not None:
-            problems.append(f"a timed-out trial with reward {record.reward}")
-        return None, problems
-    if record.end_reason == "agent_error" and record.grade is None:  # its output could not be stored
-        if record.reward != 0.0:
-            problems.append(f"an agent's failure stored without a grade, with reward {record.reward}")
+    if not _replayable(record, domain, problems):
         return None, problems
     strict = record.grade is not None and record.grade.strict_reward is not None
     labels = labels or strict
     cursor = _Cursor(record)
     agents, live_user, live_critic = _agents(user, critic, labels, cursor)
-    active = perturbations if perturbations is not None and perturbations.active else None
-    if active is not None and not live_user:  # a recorded user's words are stored as the agent heard them
-        active = active.model_copy(update={"user": []})
-        active = active if active.active else None
-    stored_judge = None
-    if judged:
-        stored_judge = _StoredJudge(StoredVerdicts(record.grade.reply_checks if record.grade else []), cursor)
-    episode = Episode(
+    spec = TrialSpec(
         domain,
         task,
         record.trial_index,
         record.seed,
         agents,
         expected,
-        limits,
-        verification,
+        limits or Limits(),
+        verification or Verification(),
         traits or None,
-        _UNTIMED,
-        grading=grading,
-        perturbations=active,
+        grading,
+        _perturbations(perturbations, live_user),
+        labels,
+    )
+    stored_judge = None
+    if judged:
+        stored_judge = _StoredJudge(StoredVerdicts(record.grade.reply_checks if record.grade else []), cursor)
+    runtime = TrialRuntime(
         plan=_plan(agents.critic is not None),
-        labelled=labels,
+        time_limits=_UNTIMED,
         judge=stored_judge,
         labeler=_labeler(cursor, strict),
         stored_actions=True,
     )
+    episode = Episode(spec, runtime)
     try:
         left = _drive(episode, record, cursor)
     finally:
@@ -456,22 +443,64 @@ def replay_trial(
             problems.append("a scored trial without a grade")
         return None, problems
     if judged and record.grade is not None:
-        kept = {(c.kind, c.subject): c.rule for c in record.grade.reply_checks}
-        problems += [
-            f"reply check {c.kind} {c.subject!r}: stored rules' verdict {kept[(c.kind, c.subject)]}, "
-            f"re-graded {c.rule}"
-            for c in grade.reply_checks
-            if (c.kind, c.subject) in kept and kept[(c.kind, c.subject)] != c.rule
-        ]
+        problems += _judge_differences(record.grade, grade)
+    return grade, problems + _grade_differences(record, grade, strict)
+
+
+def _replayable(record: TrialRecord, domain: Domain, problems: list[str]) -> bool:
+    """Whether the loop can take `record` again: a scored trial of the installed domain version
+    that ended with a grade. One that cannot is checked for what its ending implies (noted in
+    `problems`): an unscored trial has no reward, a timed-out one or an agent's failure stored
+    without a grade scores 0."""
+    if record.domain_version != domain.version:
+        problems.append(f"recorded on domain version {record.domain_version}, installed {domain.version}")
+        return False
+    if record.status != "scored":
+        if record.reward is not None:
+            problems.append(f"an unscored trial with reward {record.reward}")
+        return False
+    if record.end_reason == "timeout":  # an abandoned agent's trial is scored 0 without a grade
+        if record.reward != 0.0 or record.grade is not None:
+            problems.append(f"a timed-out trial with reward {record.reward}")
+        return False
+    if record.end_reason == "agent_error" and record.grade is None:  # its output could not be stored
+        if record.reward != 0.0:
+            problems.append(f"an agent's failure stored without a grade, with reward {record.reward}")
+        return False
+    return True
+
+
+def _perturbations(perturbations: Perturbations | None, live_user: bool) -> Perturbations | None:
+    """The run's perturbations as the replay applies them (None when none is active): a recorded
+    user's words are stored as the agent heard them, so they are not reworded again."""
+    active = perturbations if perturbations is not None and perturbations.active else None
+    if active is not None and not live_user:
+        active = active.model_copy(update={"user": []})
+        active = active if active.active else None
+    return active
+
+
+def _judge_differences(stored: Grade, regraded: Grade) -> list[str]:
+    """A judged trial's reply checks whose rules' verdict (kept beside the judge's) changed."""
+    kept = {(c.kind, c.subject): c.rule for c in stored.reply_checks}
+    return [
+        f"reply check {c.kind} {c.subject!r}: stored rules' verdict {kept[(c.kind, c.subject)]}, "
+        f"re-graded {c.rule}"
+        for c in regraded.reply_checks
+        if (c.kind, c.subject) in kept and kept[(c.kind, c.subject)] != c.rule
+    ]
+
+
+def _grade_differences(record: TrialRecord, grade: Grade, strict: bool) -> list[str]:
+    """The stored reward, grade and strict reward against the replay's grade."""
+    problems: list[str] = []
     if record.reward != grade.reward:
         problems.append(f"stored reward {record.reward}, re-graded {grade.reward}")
     if record.grade is None:
         problems.append("a scored trial without a grade")
-    else:
-        if record.grade.reward != grade.reward:
-            problems.append(f"stored grade says reward {record.grade.reward}, re-graded {grade.reward}")
-        if strict and record.grade.strict_reward != grade.strict_reward:
-            problems.append(
-                f"stored strict reward {record.grade.strict_reward}, re-graded {grade.strict_reward}"
-            )
-    return grade, problems
+        return problems
+    if record.grade.reward != grade.reward:
+        problems.append(f"stored grade says reward {record.grade.reward}, re-graded {grade.reward}")
+    if strict and record.grade.strict_reward != grade.strict_reward:
+        problems.append(f"stored strict reward {record.grade.strict_reward}, re-graded {grade.strict_reward}")
+    return problems
