@@ -63,7 +63,7 @@ from castbench.conversation import (
 )
 from castbench.domain import Database, Domain, Task, ToolCall, ToolCrash
 from castbench.errors import AgentError, AgentTimeout, FatalInfrastructureError, InfrastructureError
-from castbench.grading import grade_trial
+from castbench.grading import Grade, grade_trial
 from castbench.grading.labeler import CallRun, ConfirmationJudge, label_action
 from castbench.grading.replies import ReplyCheck, confirmation_check
 from castbench.models import loop
@@ -71,6 +71,7 @@ from castbench.records.config import Limits, Verification
 from castbench.records.trial import (
     CLEAN_ENDS,
     UNFINISHED_ENDS,
+    ActionLabel,
     EndReason,
     Proposal,
     StepRecord,
@@ -310,40 +311,13 @@ class Episode:
         with self._lock:
             if not self.done:
                 self._finish("max_steps", None, True)
-        user_usage = getattr(self.user, "usage", None)
-        if isinstance(user_usage, Usage):
-            self.usage["user"] = user_usage
-        usage = dict(self.usage)
-        for role, agent in (("policy", self.policy), ("critic", self.critic)):
-            failed = getattr(agent, "failed_usage", None)  # a model's calls that got no answer
-            if isinstance(failed, Usage) and failed.calls:
-                usage[role] = usage.get(role, Usage()) + failed
+        usage = self._usage()
         scored = self.scored and self.end_reason not in ("infra_error", "harness_error")
         assert self.end_reason is not None
         grade = None
         judge = self._reply_judge() if scored and self.end_reason != "timeout" else None
         if scored and self.end_reason != "timeout":  # an abandoned agent may still be at work: no grade
-            grade = grade_trial(
-                self.spec.task,
-                self.db,
-                self.spec.expected,
-                self.replies,
-                ended_cleanly=self.end_reason in CLEAN_ENDS,
-                made_write=self.made_write,
-                saw_tool_error=self.saw_tool_error,
-                finished=self.end_reason not in UNFINISHED_ENDS,
-                mode=self.spec.grading,
-                policy_breaks=policy_breaks(self.steps) if self.spec.labelled else None,
-                conversation=self.conversation,
-                checks=self.spec.domain.task_checks(self.spec.task, self.db, self.conversation),
-                judge=judge,
-                confirmations=[
-                    check
-                    for step in self.steps
-                    for proposal in step.proposals
-                    if (check := self._confirmations.get((step.index, proposal.round))) is not None
-                ],
-            )
+            grade = self._grade(judge)
         end_reason, error = self.end_reason, self.error
         if self._judge is not None and self._judge.usage.calls:  # explicit yeses asked mid-trial too
             usage["reply_judge"] = self._judge.usage
@@ -368,6 +342,43 @@ class Episode:
             agent_output=dict(self.agent_output),
             error=error,
             duration_s=_clock() - self._clock_started,
+        )
+
+    def _usage(self) -> dict[str, Usage]:
+        """What each role's agent spent, a model's calls that got no answer included."""
+        user_usage = getattr(self.user, "usage", None)
+        if isinstance(user_usage, Usage):
+            self.usage["user"] = user_usage
+        usage = dict(self.usage)
+        for role, agent in (("policy", self.policy), ("critic", self.critic)):
+            failed = getattr(agent, "failed_usage", None)  # a model's calls that got no answer
+            if isinstance(failed, Usage) and failed.calls:
+                usage[role] = usage.get(role, Usage()) + failed
+        return usage
+
+    def _grade(self, judge: TrialJudge | None) -> Grade:
+        """The ended trial's grade, by the grader every run uses."""
+        spec, end_reason = self.spec, self.end_reason
+        return grade_trial(
+            spec.task,
+            self.db,
+            spec.expected,
+            self.replies,
+            ended_cleanly=end_reason in CLEAN_ENDS,
+            made_write=self.made_write,
+            saw_tool_error=self.saw_tool_error,
+            finished=end_reason not in UNFINISHED_ENDS,
+            mode=spec.grading,
+            policy_breaks=policy_breaks(self.steps) if spec.labelled else None,
+            conversation=self.conversation,
+            checks=spec.domain.task_checks(spec.task, self.db, self.conversation),
+            judge=judge,
+            confirmations=[
+                check
+                for step in self.steps
+                for proposal in step.proposals
+                if (check := self._confirmations.get((step.index, proposal.round))) is not None
+            ],
         )
 
     def _reply_judge(self) -> TrialJudge | None:
@@ -448,29 +459,8 @@ class Episode:
         step = self._step or _Step(tuple(self.conversation), self._view_at)
         self._step = step
         step.timing.policy_s += spent
-        # the privileged truth judges the critic and, for the strict reward, the executed action;
-        # a tool call it runs on a copy of the state is the execution too, if nothing comes between
-        run = (
-            CallRun(self.spec.domain, action.name, action.arguments, self.db)
-            if self.spec.labelled
-            and self._perturber is None
-            and isinstance(action, ToolCallAction)
-            and isinstance(action.arguments, dict)
-            else None
-        )
-        label = (
-            self._labeler(
-                self.spec.domain,
-                self.spec.task,
-                action,
-                self.db,
-                step.history,
-                self._confirmation(len(step.proposals)),
-                run,
-            )
-            if self.spec.labelled
-            else None
-        )
+        run = self._call_run(action)
+        label = self._label(action, step, run) if self.spec.labelled else None
         # the step's records are built from values already checked (the action by `_check`, the
         # rest the harness's own): constructed, not validated again, at every step
         proposal = Proposal.model_construct(
@@ -483,33 +473,64 @@ class Episode:
             action, self.spec.verification.scope, self.policy_briefing.write_tools
         ):
             verdict = self._verify(step, proposal)
-            if verdict.flags and proposal.round + 1 < self.spec.verification.rounds:
-                pause = (
-                    None
-                    if self.runtime.overrule is None
-                    else self.runtime.overrule.stands(len(self.steps), proposal.round)
-                )
-                if pause is not None:
-                    if pause > 0:
-                        time.sleep(pause)
-                    return self._advance(action, pause, again=True)
-                critique = CritiqueTurn(verdict=verdict, proposal=action)
-                step.critiques.append(critique)
-                self._view_at = _clock()
-                return StepOutcome(self.view(), critique)
-            if (
-                verdict.flags
-                and step.unasked
-                and step.asked
-                and proposal.round + 1 - step.unasked < self.spec.verification.rounds
-            ):
-                # a branch gave a verdict of this step without asking the critic: the critic has a
-                # round of its own left, which it gives on the same proposal (a policy that
-                # insists), the proposal then going as exhausted ones do
-                time.sleep(proposal.policy_s)
-                return self._advance(action, proposal.policy_s, again=True)
-            if verdict.flags and self.spec.verification.on_exhausted == "block":
-                executed = None
+            if verdict.flags:
+                revised = self._flagged(action, step, proposal, verdict)
+                if revised is not None:
+                    return revised
+                if self.spec.verification.on_exhausted == "block":
+                    executed = None
+        return self._conclude(step, action, executed, run)
+
+    def _call_run(self, action: Action) -> CallRun | None:
+        """The privileged truth judges the critic and, for the strict reward, the executed action;
+        a tool call it runs on a copy of the state is the execution too, if nothing comes between
+        (none under perturbations, whose faults answer instead of the tool)."""
+        if (
+            self.spec.labelled
+            and self._perturber is None
+            and isinstance(action, ToolCallAction)
+            and isinstance(action.arguments, dict)
+        ):
+            return CallRun(self.spec.domain, action.name, action.arguments, self.db)
+        return None
+
+    def _label(self, action: Action, step: _Step, run: CallRun | None) -> ActionLabel | None:
+        """The labeler's truth about the proposal, on the state and conversation it meets."""
+        spec = self.spec
+        confirm = self._confirmation(len(step.proposals))
+        return self._labeler(spec.domain, spec.task, action, self.db, step.history, confirm, run)
+
+    def _flagged(
+        self, action: Action, step: _Step, proposal: Proposal, verdict: Verdict
+    ) -> StepOutcome | None:
+        """A flagged proposal with rounds left: the policy's revision view ending in the critique
+        (or, on a branch whose policy stands by it, the same proposal again); None when the
+        rounds ran out, the proposal then going as the run's `on_exhausted` says."""
+        rounds = self.spec.verification.rounds
+        if proposal.round + 1 < rounds:
+            overrule = self.runtime.overrule
+            pause = None if overrule is None else overrule.stands(len(self.steps), proposal.round)
+            if pause is not None:
+                if pause > 0:
+                    time.sleep(pause)
+                return self._advance(action, pause, again=True)
+            critique = CritiqueTurn(verdict=verdict, proposal=action)
+            step.critiques.append(critique)
+            self._view_at = _clock()
+            return StepOutcome(self.view(), critique)
+        if step.unasked and step.asked and proposal.round + 1 - step.unasked < rounds:
+            # a branch gave a verdict of this step without asking the critic: the critic has a
+            # round of its own left, which it gives on the same proposal (a policy that
+            # insists), the proposal then going as exhausted ones do
+            time.sleep(proposal.policy_s)
+            return self._advance(action, proposal.policy_s, again=True)
+        return None
+
+    def _conclude(
+        self, step: _Step, action: Action, executed: Action | None, run: CallRun | None
+    ) -> StepOutcome:
+        """The step's outcome: its action executed (or the critic's block answered), the step
+        recorded, the trial ended if a limit or the action ends it; the policy's next view."""
         index = len(self.steps)
         end: EndReason | None = None
         if executed is None:

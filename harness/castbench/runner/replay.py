@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from castbench.agents.protocols import UserReply
 from castbench.agents.registry import AgentSpec, AgentSpecError, Role, builtin_agents, resolve
@@ -282,45 +282,68 @@ def _compare_steps(
     record: TrialRecord, played: list[StepRecord], cursor: _Cursor, labels: bool, live: tuple[bool, bool]
 ) -> list[str]:
     """Every difference between the record's steps and the replay's, in order, each naming its step."""
-    live_user, live_critic = live
     problems: list[str] = []
+    for stored, step in zip(record.steps, played, strict=False):
+        problems += cursor.problems.get(stored.index, [])
+        problems += _step_differences(stored, step, labels, live)
+    problems += [p for k, noted in cursor.problems.items() if k >= len(played) for p in noted]
+    return problems
+
+
+def _step_differences(
+    stored: StepRecord, step: StepRecord, labels: bool, live: tuple[bool, bool]
+) -> list[str]:
+    """How the replay's step differs from the stored one: its proposals' labels (and, with the
+    run's own critic, verdicts), its action, and what the action got back (a tool's result or
+    injected fault; with the run's own user, the reply)."""
+    live_user, live_critic = live
+    k = stored.index
+    problems = _proposal_differences(stored, step, labels, live_critic)
+    differ = _differ(problems)
+    if not _same(stored.action, step.action):
+        differ(f"step {k} action", _shown(stored.action), _shown(step.action))
+    elif isinstance(step.action, ToolCallAction):
+        turn = stored.observation if isinstance(stored.observation, ToolResultTurn) else None
+        got = step.observation
+        assert isinstance(got, ToolResultTurn)
+        differ(f"step {k} injected fault", stored.fault, step.fault)
+        if step.fault is not None:  # a fault's answer, as the harness wrote it
+            want: tuple[object, bool] | None = (turn.content, turn.error) if turn else None
+            differ(f"step {k} {step.action.name} fault", want, (got.content, got.error))
+        elif turn is None or (turn.content, turn.error) != (got.content, got.error):
+            differ(f"step {k} {step.action.name} result", _result(turn), _result(got))
+    elif step.action is not None and step.action.kind == "reply" and live_user:
+        kept_text = stored.observation.text if isinstance(stored.observation, UserTurn) else None
+        text = step.observation.text if isinstance(step.observation, UserTurn) else None
+        differ(f"step {k} user reply", kept_text, text)
+        differ(f"step {k} user stop", stored.user_stop, step.user_stop)
+    return problems
+
+
+def _proposal_differences(stored: StepRecord, step: StepRecord, labels: bool, live_critic: bool) -> list[str]:
+    """Each proposal's label derived again (where the record labelled it), and its verdict given
+    again by the run's own critic, against the stored ones."""
+    problems: list[str] = []
+    differ = _differ(problems)
+    for kept, again in zip(stored.proposals, step.proposals, strict=False):
+        where = f"step {stored.index} proposal {kept.round}"
+        if labels and kept.label is not None:
+            differ(f"{where} label", _decision(kept.label), _decision(again.label))
+        elif labels and kept.verdict is not None:
+            problems.append(f"{where} label: a critic's verdict without the labeler's label")
+        if live_critic and (kept.verdict is not None or again.verdict is not None):
+            differ(f"{where} verdict", _judged(kept.verdict), _judged(again.verdict))
+    return problems
+
+
+def _differ(problems: list[str]) -> Callable[[str, object, object], None]:
+    """A check that notes in `problems` a value the replay stored otherwise."""
 
     def differ(what: str, stored: object, replayed: object) -> None:
         if stored != replayed:
             problems.append(f"{what}: stored {_short(stored)}, replayed {_short(replayed)}")
 
-    for stored, step in zip(record.steps, played, strict=False):
-        k = stored.index
-        problems += cursor.problems.get(k, [])
-        for kept, again in zip(stored.proposals, step.proposals, strict=False):
-            where = f"step {k} proposal {kept.round}"
-            if labels and kept.label is not None:
-                differ(f"{where} label", _decision(kept.label), _decision(again.label))
-            elif labels and kept.verdict is not None:
-                problems.append(f"{where} label: a critic's verdict without the labeler's label")
-            if live_critic and (kept.verdict is not None or again.verdict is not None):
-                differ(f"{where} verdict", _judged(kept.verdict), _judged(again.verdict))
-        if not _same(stored.action, step.action):
-            differ(f"step {k} action", _shown(stored.action), _shown(step.action))
-            continue
-        if isinstance(step.action, ToolCallAction):
-            turn = stored.observation if isinstance(stored.observation, ToolResultTurn) else None
-            got = step.observation
-            assert isinstance(got, ToolResultTurn)
-            differ(f"step {k} injected fault", stored.fault, step.fault)
-            if step.fault is not None:  # a fault's answer, as the harness wrote it
-                want: tuple[object, bool] | None = (turn.content, turn.error) if turn else None
-                differ(f"step {k} {step.action.name} fault", want, (got.content, got.error))
-            else:
-                if turn is None or (turn.content, turn.error) != (got.content, got.error):
-                    differ(f"step {k} {step.action.name} result", _result(turn), _result(got))
-        elif step.action is not None and step.action.kind == "reply" and live_user:
-            kept_text = stored.observation.text if isinstance(stored.observation, UserTurn) else None
-            text = step.observation.text if isinstance(step.observation, UserTurn) else None
-            differ(f"step {k} user reply", kept_text, text)
-            differ(f"step {k} user stop", stored.user_stop, step.user_stop)
-    problems += [p for k, noted in cursor.problems.items() if k >= len(played) for p in noted]
-    return problems
+    return differ
 
 
 def _same(stored: Action | None, replayed: Action | None) -> bool:
