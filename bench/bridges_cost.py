@@ -61,9 +61,9 @@ def install_cost() -> None:
 
 def a2a_cost(tasks: int, trials: int) -> None:
     from castbench.api import evaluate
-    from castbench.publish.inspect_log import write_inspect_log
     from castbench.store import ResultsStore
     from castbench.store.export import export_run
+    from castbench_bridges.inspect_log import write_inspect_log
 
     ids = [f"retail-test-{n:04d}" for n in range(1, tasks + 1)]
     agent = subprocess.Popen(

@@ -16,14 +16,21 @@ Two steps:
    seconds on anything missing (imports, CUDA, memory, the data), then
    (A) the tiny critic (a Qwen3-architecture model built from a config, tokenizer trained on the
    train texts) trained on `--device` with a `--window`-token input (1,536 by default) on the
-   annotations: target the whole annotation, verdict first, then failure type and rationale;
-   loss = mean target token loss + `--verdict-weight` x the verdict word's token loss. It is
-   evaluated on the same held-out calls as the baselines, the verdict read as the likelier of
-   "valid" / "invalid" after `{"verdict": "` (a forced choice: never unreadable), and the table
-   prints MCC, false-flag rate and detection with 95% intervals resampling tasks, per split,
-   with `beats_bow` in words. The input is the critic's user message (conversation and proposed
-   action); the system prompt (policy and tools, the same for every call) is left out and the
-   oldest tokens go first when it is longer than the window.
+   annotations, once per `--targets` order with the same data, steps and seed: `verdict` (the
+   verdict and failure type alone) and `rationale-first` (the paper's order: the check and its
+   explanation, then the verdict and failure type); loss = mean target token loss +
+   `--verdict-weight` x the token loss of the verdict word after the `verdict` key. Each is
+   evaluated on the same held-out calls as the baselines: the verdict-only critic's verdict is
+   the likelier of "valid" / "invalid" after `{"verdict": "` (a forced choice); the
+   rationale-first critic writes its rationale greedily (at most `--rationale-tokens`) until it
+   writes the `"verdict": "` key, and its verdict is then the same forced choice (a rationale
+   that never reaches the key within the limit counts as a pass, and is counted as
+   `unreadable`). The table prints MCC, false-flag rate and detection with 95% intervals
+   resampling tasks, per split, with `beats_bow` in words for each trained critic and what the
+   rationale adds (the rationale-first critic's MCC interval against the verdict-only one's).
+   The input is the critic's user message (conversation and proposed action); the system
+   prompt (policy and tools, the same for every call) is left out and the oldest tokens go
+   first when it is longer than the window.
    (B) one LoRA step (rank 16 on the 7 projections of every layer, hand-rolled: no peft) of a
    model with Qwen3-8B's published shape, built from its config with random weights in bf16,
    at `--lora-tokens` (8,192) tokens with gradient checkpointing, printing measured peak memory
@@ -224,8 +231,27 @@ def preflight(args: argparse.Namespace) -> dict[str, Any]:
     return found
 
 
-def _verdict_word(target: str) -> str:
-    return json.loads(target)["verdict"]
+TRAINED = {
+    "verdict": "trained critic, verdict only",
+    "rationale-first": "trained critic, rationale + verdict",
+}
+"""The critics the run trains (`--targets`), by target order, and their rows in the table."""
+KEY = '"verdict": "'
+
+
+def reorder(target: str, order: str) -> str:
+    """The annotation `target` (JSON: verdict, failure type, then the rationale's check and
+    explanation) in the order `order` trains: `verdict` the verdict and failure type alone,
+    `rationale-first` the rationale, then the verdict and failure type (the paper's order)."""
+    annotation = json.loads(target)
+    decision = {"verdict": annotation["verdict"], "failure_type": annotation["failure_type"]}
+    if order == "verdict":
+        return json.dumps(decision)
+    rationale = {key: value for key, value in annotation.items() if key not in decision}
+    if order == "rationale-first":
+        return json.dumps({**rationale, **decision})
+    fail(f"--targets {order!r}: verdict or rationale-first")
+    raise AssertionError
 
 
 def _encode(tokenizer: Any, user: str, target: str | None, window: int) -> tuple[list[int], int]:
@@ -241,31 +267,48 @@ def _encode(tokenizer: Any, user: str, target: str | None, window: int) -> tuple
     return prompt + answer, len(prompt)
 
 
-def critic_step(args: argparse.Namespace) -> dict[str, Any]:
+def _find(tokens: list[int], word: list[int], start: int) -> int | None:
+    return next(
+        (i for i in range(start, len(tokens) - len(word) + 1) if tokens[i : i + len(word)] == word), None
+    )
+
+
+def verdict_span(
+    tokens: list[int], start: int, words: dict[str, list[int]], key: list[int]
+) -> tuple[int, int] | None:
+    """Where the verdict word is among the target's tokens (from `start`): the first `valid` /
+    `invalid` after the `verdict` key, so that a rationale written before the verdict that says
+    "invalid arguments" is never taken for it."""
+    at = _find(tokens, key, start)
+    first = start if at is None else at + len(key)
+    found = [(i, i + len(w)) for w in words.values() if (i := _find(tokens, w, first)) is not None]
+    return min(found) if found else None
+
+
+def train_critic(
+    args: argparse.Namespace, order: str, tokenizer: Any, examples: list[tuple[str, str]]
+) -> Any:
+    """The tiny critic trained on `examples` in the target order `order`; (model, figures)."""
     import torch
     import torch.nn.functional as functional
 
-    from castbench_cast.tiny import tiny_model, tiny_tokenizer
+    from castbench_cast.tiny import tiny_model
 
     torch.manual_seed(args.seed)
-    random.seed(args.seed)
     device = torch.device(args.device)
-    rows = [json.loads(line)["messages"] for line in (args.data / "train.jsonl").read_text().splitlines()]
-    examples = [(row[-2]["content"], row[-1]["content"]) for row in rows]
-    held = [json.loads(line) for line in (args.data / "held_out.jsonl").read_text().splitlines()]
-    tokenizer = tiny_tokenizer([text for pair in examples for text in pair], args.vocab)
     shape = argparse.Namespace(hidden=args.hidden, layers=args.layers, heads=4, context=args.window + 64)
     model = tiny_model(tokenizer, shape, args.seed).to(device)
-    encoded = [_encode(tokenizer, user, target, args.window) for user, target in examples]
+    encoded = [_encode(tokenizer, user, reorder(target, order), args.window) for user, target in examples]
     words = {word: tokenizer.encode(word, add_special_tokens=False) for word in ("valid", "invalid")}
+    key = tokenizer.encode("verdict", add_special_tokens=False)
     optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr)
     pad = tokenizer.pad_token_id
-    order = random.Random(args.seed)
+    draw = random.Random(args.seed)  # the same batches for every order
     started = time.perf_counter()
     losses = []
     model.train()
     for _ in range(args.steps):
-        batch = [encoded[order.randrange(len(encoded))] for _ in range(args.batch)]
+        batch = [encoded[draw.randrange(len(encoded))] for _ in range(args.batch)]
         length = max(len(ids) for ids, _ in batch)
         ids = torch.full((len(batch), length), pad, dtype=torch.long)
         labels = torch.full((len(batch), length), -100, dtype=torch.long)
@@ -275,14 +318,9 @@ def critic_step(args: argparse.Namespace) -> dict[str, Any]:
             ids[row, : len(tokens)] = torch.tensor(tokens)
             labels[row, start : len(tokens)] = torch.tensor(tokens[start:])
             mask[row, : len(tokens)] = 1
-            for word in ("invalid", "valid"):  # the first verdict word among the target's tokens
-                w = words[word]
-                found = next(
-                    (i for i in range(start, len(tokens) - len(w) + 1) if tokens[i : i + len(w)] == w), None
-                )
-                if found is not None:
-                    verdict_at.append((row, found, found + len(w)))
-                    break
+            span = verdict_span(tokens, start, words, key)
+            if span is not None:
+                verdict_at.append((row, *span))
         ids, labels, mask = ids.to(device), labels.to(device), mask.to(device)
         with torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda"):
             logits = model(input_ids=ids, attention_mask=mask).logits[:, :-1].float()
@@ -299,28 +337,91 @@ def critic_step(args: argparse.Namespace) -> dict[str, Any]:
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
         losses.append(loss.item())
-    train_s = time.perf_counter() - started
     model.eval()
-    prefix = '{"verdict": "'
-    verdicts = []
-    with torch.no_grad():
-        for row in held:
-            prompt, _ = _encode(tokenizer, row["input"], None, args.window - 16)
-            prompt = prompt + tokenizer.encode(prefix, add_special_tokens=False)
-            scores = {}
-            for word, w in words.items():
-                ids = torch.tensor([prompt + w], device=device)
-                logp = torch.log_softmax(model(input_ids=ids).logits[0, :-1].float(), dim=-1)
-                scores[word] = sum(float(logp[len(prompt) - 1 + i, t]) for i, t in enumerate(w))
-            verdicts.append("flag" if scores["invalid"] > scores["valid"] else "pass")
-    return {
-        "verdicts": verdicts,
-        "held": held,
-        "train_s": round(train_s, 1),
+    return model, {
+        "train_s": round(time.perf_counter() - started, 1),
         "examples": len(examples),
         "loss_first": round(losses[0], 3),
         "loss_last": round(sum(losses[-10:]) / min(10, len(losses)), 3),
     }
+
+
+def judge(
+    args: argparse.Namespace, order: str, model: Any, tokenizer: Any, held: list[dict[str, Any]]
+) -> Any:
+    """The critic's verdict on each held-out call ("flag" / "pass") and how many it left
+    unreadable (a rationale that never reached the verdict key within `--rationale-tokens`)."""
+    import torch
+
+    device = torch.device(args.device)
+    words = {word: tokenizer.encode(word, add_special_tokens=False) for word in ("valid", "invalid")}
+    end = tokenizer.convert_tokens_to_ids("<|im_end|>")
+    verdicts, unreadable = [], 0
+    with torch.no_grad():
+        for row in held:
+            prompt, _ = _encode(tokenizer, row["input"], None, args.window - args.rationale_tokens - 16)
+            if order == "verdict":
+                prefix = "{" + KEY
+            else:  # the rationale, greedily, up to the verdict key
+                written: list[int] = []
+                out = model(input_ids=torch.tensor([prompt], device=device), use_cache=True)
+                prefix = None
+                for _ in range(args.rationale_tokens):
+                    token = int(out.logits[0, -1].argmax())
+                    if token == end:
+                        break
+                    written.append(token)
+                    text = tokenizer.decode(written)
+                    if KEY in text:
+                        prefix = text[: text.index(KEY) + len(KEY)]
+                        break
+                    out = model(
+                        input_ids=torch.tensor([[token]], device=device),
+                        past_key_values=out.past_key_values,
+                        use_cache=True,
+                    )
+                if prefix is None:
+                    unreadable += 1
+                    verdicts.append("pass")
+                    continue
+            head = prompt + tokenizer.encode(prefix, add_special_tokens=False)
+            scores = {}
+            for word, w in words.items():
+                ids = torch.tensor([head + w], device=device)
+                logp = torch.log_softmax(model(input_ids=ids).logits[0, :-1].float(), dim=-1)
+                scores[word] = sum(float(logp[len(head) - 1 + i, t]) for i, t in enumerate(w))
+            verdicts.append("flag" if scores["invalid"] > scores["valid"] else "pass")
+    return verdicts, unreadable
+
+
+def critic_step(args: argparse.Namespace) -> dict[str, Any]:
+    """Each `--targets` order trained with the same tokenizer, data, steps and seed, and judged on
+    the same held-out calls."""
+    from castbench_cast.tiny import tiny_tokenizer
+
+    random.seed(args.seed)
+    rows = [json.loads(line)["messages"] for line in (args.data / "train.jsonl").read_text().splitlines()]
+    examples = [(row[-2]["content"], row[-1]["content"]) for row in rows]
+    held = [json.loads(line) for line in (args.data / "held_out.jsonl").read_text().splitlines()]
+    texts = [
+        text for user, target in examples for text in (user, *(reorder(target, o) for o in args.targets))
+    ]
+    tokenizer = tiny_tokenizer(texts, args.vocab)
+    critics: dict[str, list[str]] = {}
+    trained: dict[str, Any] = {}
+    for order in args.targets:
+        model, figures = train_critic(args, order, tokenizer, examples)
+        verdicts, unreadable = judge(args, order, model, tokenizer, held)
+        critics[TRAINED[order]] = verdicts
+        trained[TRAINED[order]] = {**figures, "unreadable": unreadable}
+        print(
+            f"{TRAINED[order]}: {figures['examples']} examples, "
+            f"{args.steps} steps in {figures['train_s']} s, "
+            f"loss {figures['loss_first']} -> {figures['loss_last']}, window {args.window} tokens, "
+            f"{unreadable} of {len(held)} held-out calls unreadable",
+            flush=True,
+        )
+    return {"critics": critics, "held": held, "trained": trained}
 
 
 def _confusion(pairs: list[tuple[str, str]]) -> dict[str, float | None]:
@@ -369,14 +470,14 @@ def _cell(value: float | None, interval: tuple[float, float] | None) -> str:
 
 
 def table(result: dict[str, Any], seed: int) -> dict[str, Any]:
-    held, verdicts = result["held"], result["verdicts"]
+    held, trained = result["held"], result["critics"]
     out: dict[str, Any] = {}
     for split in SPLITS:
         index = [i for i, row in enumerate(held) if row["split"] == split]
         if not index:
             continue
         rows = [held[i] for i in index]
-        critics = {"trained critic (tiny, this device)": [verdicts[i] for i in index]}
+        critics = {name: [verdicts[i] for i in index] for name, verdicts in trained.items()}
         for name in rows[0]["baselines"]:
             critics[name] = [row["baselines"][name] for row in rows]
         measured = {name: figures(rows, chosen, seed) for name, chosen in critics.items()}
@@ -388,11 +489,29 @@ def table(result: dict[str, Any], seed: int) -> dict[str, Any]:
                 f"{_cell(item['false_flag'], item['ci']['false_flag']):24} "
                 f"{_cell(item['detection'], None):>9}"
             )
-        trained = measured["trained critic (tiny, this device)"]["ci"]["mcc"]
         bow = measured.get("bag of words", {}).get("ci", {}).get("mcc")
-        beats_bow = bool(trained and bow and trained[0] > bow[1])
-        print(f"beats_bow (MCC interval wholly above the bag of words'): {beats_bow}")
-        out[split] = {"figures": measured, "beats_bow": beats_bow}
+        beats_bow = {}
+        for name in trained:
+            interval = measured[name]["ci"]["mcc"]
+            beats_bow[name] = bool(interval and bow and interval[0] > bow[1])
+            print(f"beats_bow, {name} (MCC interval wholly above the bag of words'): {beats_bow[name]}")
+        adds = None
+        if set(TRAINED.values()) <= set(trained):
+            first = measured[TRAINED["rationale-first"]]["ci"]["mcc"]
+            only = measured[TRAINED["verdict"]]["ci"]["mcc"]
+            adds = (
+                "unmeasurable (an MCC undefined)"
+                if not (first and only)
+                else "better"
+                if first[0] > only[1]
+                else "worse"
+                if first[1] < only[0]
+                else "no credible difference"
+            )
+            print(
+                f"what the rationale adds (MCC interval wholly above / below the verdict-only one's): {adds}"
+            )
+        out[split] = {"figures": measured, "beats_bow": beats_bow, "rationale_adds": adds}
     return out
 
 
@@ -494,16 +613,13 @@ def run(args: argparse.Namespace) -> int:
     torch.use_deterministic_algorithms(True, warn_only=True)
     if args.shrink:
         args.steps, args.window, args.hidden, args.batch = min(args.steps, 20), 256, 32, 4
+        args.rationale_tokens = min(args.rationale_tokens, 24)
     critic = critic_step(args)
-    print(
-        f"critic: {critic['examples']} examples, {args.steps} steps in {critic['train_s']} s, "
-        f"loss {critic['loss_first']} -> {critic['loss_last']}, window {args.window} tokens"
-    )
     splits = table(critic, args.seed)
     lora = lora_step(args)
     payload = {
         "preflight": found,
-        "critic": {k: v for k, v in critic.items() if k not in ("held", "verdicts")},
+        "critic": critic["trained"],
         "splits": splits,
         "lora": lora,
         "wall_s": round(time.perf_counter() - started, 1),
@@ -538,11 +654,27 @@ def main(argv: list[str] | None = None) -> int:
     go.add_argument("--vocab", type=int, default=4000)
     go.add_argument("--lr", type=float, default=1e-3)
     go.add_argument("--verdict-weight", type=float, default=1.0)
+    go.add_argument(
+        "--targets",
+        default="verdict,rationale-first",
+        help="the critics to train, by target order: verdict (verdict and failure type), rationale-first "
+        "(the paper's: check and explanation, then verdict and failure type)",
+    )
+    go.add_argument(
+        "--rationale-tokens",
+        type=int,
+        default=160,
+        help="the longest rationale a rationale-first critic writes",
+    )
     go.add_argument("--lora-tokens", type=int, default=8192)
     go.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     if args.command == "prepare":
         return prepare(args)
+    args.targets = [order.strip() for order in args.targets.split(",") if order.strip()]
+    for order in args.targets:
+        if order not in TRAINED:
+            fail(f"--targets {order!r}: verdict or rationale-first")
     if not args.data.is_dir():
         fail(f"--data {args.data}: no such folder (run prepare first)")
     return run(args)

@@ -47,31 +47,39 @@ COMMANDS = {
     "export inspect": ["export", "{run}", "--format", "inspect", "--out", "{out}/run.eval"],
     "export inspect json": ["export", "{run}", "--format", "inspect", "--out", "{out}/run.json"],
     "verify": ["verify", "{run}"],
+    "export tau2": ["export", "{run}", "--format", "tau2", "--out", "{out}/results.json"],
 }
-"""`export --format tau2` writes τ²'s Results for runs of a tau2-* pack only: not in this retail
-bench (its writer reads the trials as the others do)."""
+PACKS = {"export tau2": "tau2-airline"}
+"""Commands measured on runs of another pack than retail: `export --format tau2` writes τ²'s
+Results for runs of a tau2-* pack only (the `tau2` extra)."""
+BASE_TASKS = {
+    "retail": TASKS,
+    "tau2-airline": [f"tau2-airline-{n}" for n in (2, 6, 8, 13, 16, 18, 19, 22, 24, 25, 26, 29, 30, 31, 32)],
+}
 
 
-def _base(folder: Path) -> tuple[str, str]:
+def _base(folder: Path, pack: str) -> tuple[str, str]:
     """(db URL, run id) of the small real run the sizes are copied from."""
     from castbench.api import evaluate
 
-    db = f"sqlite:///{folder / 'base.db'}"
-    result = evaluate(db=db, domains="retail", tasks=TASKS, trials=BASE_TRIALS, policy="scripted:noisy")
+    db = f"sqlite:///{folder / ('base.db' if pack == 'retail' else f'base-{pack}.db')}"
+    tasks = BASE_TASKS[pack]
+    result = evaluate(db=db, domains=pack, tasks=tasks, trials=BASE_TRIALS, policy="scripted:noisy")
     return db, result.outcome.run_id
 
 
-def build(folder: Path, size: int) -> tuple[str, str, str]:
+def build(folder: Path, size: int, pack: str = "retail") -> tuple[str, str, str]:
     """(db URL, run, other run) of `size` trials each, in `folder / f"{size}.db"` (made once)."""
     from castbench.runner.seeds import trial_seed
     from castbench.store import ResultsStore
 
-    db = f"sqlite:///{folder / f'{size}.db'}"
-    marker = folder / f"{size}.json"
+    name = str(size) if pack == "retail" else f"{pack}-{size}"
+    db = f"sqlite:///{folder / f'{name}.db'}"
+    marker = folder / f"{name}.json"
     if marker.exists():
         made = json.loads(marker.read_text())
         return db, made["run"], made["other"]
-    base_db, base_run = _base(folder)
+    base_db, base_run = _base(folder, pack)
     base = ResultsStore(base_db)
     config, records = base.config(base_run), base.trials(base_run)
     copies = -(-size // len(records))
@@ -165,12 +173,12 @@ def main() -> None:
             if label not in SIZES:
                 sys.exit(f"error: --sizes: unknown size {label!r}: one of {', '.join(SIZES)}")
             size = SIZES[label]
-            db, run, other = build(options.dir, size)
             out = options.dir / f"out-{size}"
             out.mkdir(exist_ok=True)
             for name, template in COMMANDS.items():
                 if only and name not in only:
                     continue
+                db, run, other = build(options.dir, size, PACKS.get(name, "retail"))
                 args = [part.format(run=run, other=other, out=out) for part in template]
                 load = os.getloadavg()[0]
                 row = {"command": name, "size": size, "load": load, **measure(args, db)}

@@ -49,9 +49,9 @@ from castbench.conversation import ToolCallAction  # noqa: E402
 from castbench.domain import load_domain  # noqa: E402
 from castbench.runner.episode import AgentSet, Episode, Limits  # noqa: E402
 from castbench.runner.spec import TrialSpec  # noqa: E402
-from castbench.service.mcp_host import McpHost  # noqa: E402
-from castbench.service.mcp_trial import McpTrial  # noqa: E402
 from castbench.store import ResultsStore  # noqa: E402
+from castbench_bridges.mcp_host import McpHost  # noqa: E402
+from castbench_bridges.mcp_trial import McpTrial  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 TASK = "retail-test-0002"

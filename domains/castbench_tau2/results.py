@@ -13,6 +13,8 @@ it skips.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -65,21 +67,13 @@ def _reward_info(domain: Tau2Domain, record: TrialRecord) -> Any:
     )
 
 
-def tau2_results(exported: ExportedRun) -> Any:
-    """The run as τ²'s `Results` object."""
-    domain = _domain(exported)
+def _info(domain: Tau2Domain, exported: ExportedRun) -> Any:
     simulation = import_tau2("tau2.data_model.simulation")
     environment = import_tau2("tau2.registry").registry.get_env_constructor(
         domain.name.removeprefix("tau2-")
     )()
     config = exported.config
-    scored = [record for record in exported.trials if record.status == "scored"]
-    task_ids = list(dict.fromkeys(record.task_id for record in scored))
-    runs = []
-    for record in scored:
-        run = simulation_run(domain, record, f"{exported.run_id}/{record.task_id}/{record.trial_index}")
-        runs.append(run.model_copy(update={"reward_info": _reward_info(domain, record)}))
-    info = simulation.Info(
+    return simulation.Info(
         git_commit="",
         num_trials=config.trials,
         # the run's limits in τ²'s terms: castbench's N agent actions are τ²'s 2N+1 messages at
@@ -93,10 +87,30 @@ def tau2_results(exported: ExportedRun) -> Any:
         environment_info=environment.get_info(),
         seed=config.seed,
     )
+
+
+def _simulations(domain: Tau2Domain, exported: ExportedRun) -> Iterator[Any]:
+    """The run's scored trials as τ²'s `SimulationRun`s, one at a time (the run's trials are read
+    from the store as they are iterated: nothing holds them all)."""
+    for record in exported.trials:
+        if record.status != "scored":
+            continue
+        run = simulation_run(domain, record, f"{exported.run_id}/{record.task_id}/{record.trial_index}")
+        yield run.model_copy(update={"reward_info": _reward_info(domain, record)})
+
+
+def _task_ids(exported: ExportedRun) -> list[str]:
+    return list(dict.fromkeys(record.task_id for record in exported.trials if record.status == "scored"))
+
+
+def tau2_results(exported: ExportedRun) -> Any:
+    """The run as τ²'s `Results` object (held whole: `write_tau2_results` streams instead)."""
+    domain = _domain(exported)
+    simulation = import_tau2("tau2.data_model.simulation")
     return simulation.Results(
-        info=info,
-        tasks=[domain.raw_task(task_id) for task_id in task_ids],
-        simulations=runs,
+        info=_info(domain, exported),
+        tasks=[domain.raw_task(task_id) for task_id in _task_ids(exported)],
+        simulations=list(_simulations(domain, exported)),
     )
 
 
@@ -110,9 +124,40 @@ def _model_of(spec: str) -> str | None:
     return None
 
 
+def _nested(text: str, depth: int) -> str:
+    """`text` (a value dumped with indent 4) as it stands `depth` levels deep in an indent-4 dump."""
+    return text.replace("\n", "\n" + " " * (4 * depth))
+
+
+def _array(handle: Any, items: Iterable[Any], last: bool) -> None:
+    wrote = False
+    for item in items:
+        handle.write((",\n" if wrote else "[\n") + " " * 8 + _nested(item.model_dump_json(indent=4), 2))
+        wrote = True
+    handle.write(("\n    ]" if wrote else "[]") + ("\n" if last else ",\n"))
+
+
 def write_tau2_results(exported: ExportedRun, target: Path) -> int:
-    """Write the run as τ²'s `Results` JSON; returns the file's size in bytes."""
-    results = tau2_results(exported)
+    """Write the run as τ²'s `Results` JSON, byte for byte what `Results.save` writes (pydantic's
+    indent-4 dump), but one simulation at a time: the run's trials are read from the store as
+    they are written, so memory does not grow with the run (`tests/tau2/test_tau2_export.py`
+    checks the bytes against `Results.save`). Returns the file's size in bytes."""
+    domain = _domain(exported)
+    simulation = import_tau2("tau2.data_model.simulation")
+    # the fields in the model's order, with Results' own timestamp (a default factory)
+    head = simulation.Results(info=_info(domain, exported), tasks=[], simulations=[])
+    fields = list(type(head).model_fields)
+    assert fields == ["timestamp", "info", "tasks", "simulations"], fields
     target.parent.mkdir(parents=True, exist_ok=True)
-    results.save(target)
+    part = target.with_name(target.name + ".part")
+    with part.open("w") as handle:
+        handle.write("{\n")
+        handle.write(f'    "timestamp": {json.dumps(head.timestamp)},\n')
+        handle.write('    "info": ' + _nested(head.info.model_dump_json(indent=4), 1) + ",\n")
+        handle.write('    "tasks": ')
+        _array(handle, (domain.raw_task(task_id) for task_id in _task_ids(exported)), last=False)
+        handle.write('    "simulations": ')
+        _array(handle, _simulations(domain, exported), last=True)
+        handle.write("}")
+    part.replace(target)
     return target.stat().st_size

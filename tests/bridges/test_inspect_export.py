@@ -19,10 +19,10 @@ from typer.testing import CliRunner
 from castbench.api import evaluate
 from castbench.cli.app import app
 from castbench.conversation import ToolCallAction
-from castbench.publish.inspect_log import inspect_log
 from castbench.report.summary import RunSummary
 from castbench.store import ResultsStore
 from castbench.store.export import export_run
+from castbench_bridges.inspect_log import inspect_log
 from tests.support import sqlite_url
 
 # inspect_ai is imported by the test that reads its log, not here: every pytest-xdist worker

@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 
 from castbench.api import evaluate
-from castbench.publish.inspect_log import inspect_log, write_inspect_log
 from castbench.records.trial import TrialRecord
 from castbench.store import ResultsStore
 from castbench.store.export import export_run, stream_run
+from castbench_bridges.inspect_log import inspect_log, write_inspect_log
 from tests.core.store.test_streamed_writers import grown
 
 OPTIONS: dict[str, Any] = {

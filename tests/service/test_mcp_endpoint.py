@@ -23,9 +23,9 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_MODERN_VERSION
 
 from castbench.conversation import ToolCallAction  # noqa: E402
 from castbench.runner.episode import Episode  # noqa: E402
-from castbench.service.mcp_host import McpHost, build_server  # noqa: E402
-from castbench.service.mcp_http import McpEndpoint  # noqa: E402
-from castbench.service.mcp_trial import McpTrial  # noqa: E402
+from castbench_bridges.mcp_host import McpHost, build_server  # noqa: E402
+from castbench_bridges.mcp_http import McpEndpoint  # noqa: E402
+from castbench_bridges.mcp_trial import McpTrial  # noqa: E402
 from tests.service import gated  # noqa: E402
 
 TASK = "retail-test-0002"

@@ -16,7 +16,7 @@ pytestmark = pytest.mark.extra("service")
 
 from castbench.records.trial import TrialRecord  # noqa: E402
 from castbench.runner.episode import Episode  # noqa: E402
-from castbench.service.mcp_trial import McpTrial  # noqa: E402
+from castbench_bridges.mcp_trial import McpTrial  # noqa: E402
 from tests.support import invoke  # noqa: E402
 
 

@@ -22,8 +22,8 @@ from castbench.domain import Domain  # noqa: E402
 from castbench.grading.state_diff import state_diff  # noqa: E402
 from castbench.records.trial import TrialRecord  # noqa: E402
 from castbench.runner.episode import Episode, Verification  # noqa: E402
-from castbench.service.mcp_host import McpHost  # noqa: E402
-from castbench.service.mcp_trial import McpTrial  # noqa: E402
+from castbench_bridges.mcp_host import McpHost  # noqa: E402
+from castbench_bridges.mcp_trial import McpTrial  # noqa: E402
 
 SESSIONS = 32
 

@@ -28,7 +28,7 @@ TASK = "retail-test-0008"  # lookup-refuse earns this refusal: reward 1.0
 def openenv_url() -> Iterator[str]:
     import uvicorn
 
-    from castbench.service.openenv_server import create_app
+    from castbench_bridges.openenv_server import create_app
 
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))

@@ -10,7 +10,7 @@ from typing import Any
 
 import httpx
 
-from castbench.service.agent_session import AgentSession
+from castbench_bridges.agent_session import AgentSession
 
 
 def test_a_lone_surrogate_reaches_the_service_as_its_escape() -> None:

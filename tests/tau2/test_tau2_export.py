@@ -3,12 +3,18 @@ models load and its own evaluator re-grades to the rewards castbench gave."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from castbench.api import evaluate
 from castbench.store import ResultsStore
 from castbench_tau2.source import import_tau2
 from tests.support import invoke, sqlite_url
+
+
+def _untimed(path: Path) -> bytes:
+    """The file's bytes but its timestamps (τ²'s models stamp each object when it is made)."""
+    return re.sub(rb'"timestamp": "[^"]*"', b'"timestamp": ""', path.read_bytes())
 
 
 def test_exported_run_loads_in_tau2_and_regrades_equal(tmp_path: Path) -> None:
@@ -41,6 +47,25 @@ def test_exported_run_loads_in_tau2_and_regrades_equal(tmp_path: Path) -> None:
         assert regraded.reward == run.reward_info.reward, run.id
         rewards.append(run.reward_info.reward)
     assert 0.0 in rewards and 1.0 in rewards
+
+    # streamed, one simulation at a time, to the very bytes `Results.save` writes of the whole
+    from castbench.store.export import stream_run
+    from castbench_tau2.results import tau2_results, write_tau2_results
+
+    streamed = stream_run(ResultsStore(db, read_only=True), result.outcome.run_id)
+    whole = tau2_results(streamed)
+    saved = tmp_path / "saved.json"
+    whole.save(saved)
+    assert _untimed(saved) == _untimed(target)
+    # a run with nothing scored: empty lists written as pydantic writes them
+    none_scored = streamed.model_copy(update={"trials": []})
+    write_tau2_results(none_scored, target)
+    empty = simulation.Results(
+        info=whole.info, tasks=[], simulations=[], timestamp=simulation.Results.load(target).timestamp
+    )
+    empty.save(saved)
+    assert _untimed(saved) == _untimed(target)
+    write_tau2_results(streamed, target)
 
     # back into castbench: re-played and re-graded, not taken on trust; an ending τ² does not grade
     # (max_steps, too_many_errors) scores 0 whatever reward the file claims, and keeps its reason

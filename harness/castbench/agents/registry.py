@@ -5,11 +5,11 @@ A spec is one of:
 - an import path to a team's own class or factory: `mypkg.agents:MyPolicy?temperature=0.2`;
 - a litellm model string (anything with a `/`): `openai/gpt-4o-mini`, `hosted_vllm/Qwen/Qwen3-8B`;
 - an agent service (policy only): `http://HOST:PORT/PATH` speaks castbench's agent protocol
-  (`castbench.service.agent_http`), and `http://HOST:PORT/v1/chat/completions?model=NAME` the
+  (`castbench_bridges.agent_http`), and `http://HOST:PORT/v1/chat/completions?model=NAME` the
   OpenAI chat-completions shape with tools (castbench executes its tool calls).
 - an A2A agent (policy only): `a2a+http://HOST:PORT` (its card at `/.well-known/agent-card.json`),
   castbench playing the customer over A2A and serving the tools over MCP
-  (`castbench.service.a2a_policy`).
+  (`castbench_bridges.a2a_policy`).
 """
 
 from __future__ import annotations
@@ -169,7 +169,7 @@ def _service(
 
 
 _SERVICE_MODULES = ("mcp", "httpx", "uvicorn")
-"""What driving an agent service imports (`castbench.service`): the `service` extra's."""
+"""What driving an agent service imports (`castbench_bridges`): the `service` extra's."""
 
 
 def _absent(module: str) -> bool:
@@ -194,7 +194,7 @@ def _check_syntax(role: Role, spec: str, name: str) -> None:
 def _by_transport(scheme: str, role: Role, spec: str, url: str) -> AgentSpec:
     """An agent reached through another protocol (`a2a+http://...`): the protocol's code registers
     how to reach one under the entry-point group `castbench.transports` (A2A's: the `bridges`
-    extra, `castbench.service.a2a_policy`), so the registry imports no transport."""
+    extra, `castbench_bridges.a2a_policy`), so the registry imports no transport."""
     found = entry_points(group="castbench.transports", name=scheme)
     if not found:
         raise AgentSpecError(

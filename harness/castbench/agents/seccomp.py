@@ -7,7 +7,10 @@ protocol of a new socket are plain numbers. So the filter allows, per new socket
 - `AF_INET`/`AF_INET6` stream sockets of TCP (protocol 0 or 6), whose `connect`/`bind` Landlock
   filters by port, and datagram sockets of UDP only when the agent declared a UDP port (then to
   every port: nothing in the kernel narrows UDP by port);
-- `AF_NETLINK` (the C library asks the kernel for its interface addresses when it resolves a name);
+- `AF_NETLINK` of `NETLINK_ROUTE` (the C library asks the kernel for its interface addresses when
+  it resolves a name), and no other netlink protocol: `NETLINK_USERSOCK` lets any two processes
+  message each other (two trials running at once), `NETLINK_SOCK_DIAG` lists every socket of the
+  machine, their owners and ports;
 and refuses every other family with `EACCES`: `AF_UNIX` (the pathname sockets of a Postgres or a
 Ray on the same machine: Landlock ABI 6 scopes abstract sockets, not pathname ones), `AF_PACKET`,
 raw sockets, SCTP and MPTCP (Landlock's TCP rules do not cover them). `socketpair()` stays
@@ -15,7 +18,15 @@ allowed: a pair reaches nobody but its two ends (asyncio makes one for its loop)
 
 It also refuses `io_uring_setup` (an io_uring submits socket operations the filter never sees),
 `name_to_handle_at` and `open_by_handle_at` (files by handle, not by path: Landlock refuses the
-open, measured; the handle alone still tells a file's identity), and every system call made
+open, measured; the handle alone still tells a file's identity), System V IPC (shared memory,
+message queues and semaphores: objects of the machine's IPC namespace, named by a number and no
+path, that outlive the process that made them, so one trial could leave a message the next one
+reads; issue 56, route 4's class) and the kernel's keyrings (`add_key`, `request_key`,
+`keyctl`: a user's keyring outlives its processes, and a trial's user id, `UID_BASE` + its PID,
+comes back once PIDs wrap; Docker's default profile refuses them for the same reason), and
+`memfd_create` (a file in memory that is no address space: `RLIMIT_AS` never counts it and
+`RLIMIT_FSIZE` bounds each one, not how many, so a trial could hold any amount of the machine's
+memory; route 8's class), and every system call made
 under another architecture's numbering (`int 0x80` from a 64-bit process, the x32 ABI), whose
 numbers the filter would misread.
 
@@ -64,9 +75,21 @@ class _Arch:
 
 
 _ARCHES = {
-    # refused: io_uring_setup, name_to_handle_at, open_by_handle_at
-    "x86_64": _Arch(0xC000003E, 41, (425, 303, 304), x32=True),
-    "aarch64": _Arch(0xC00000B7, 198, (425, 264, 265), x32=False),
+    # refused: io_uring_setup, name_to_handle_at, open_by_handle_at; System V IPC (shmget, shmat,
+    # shmctl, shmdt, semget, semop, semctl, semtimedop, msgget, msgsnd, msgrcv, msgctl); the
+    # kernel's keyrings (add_key, request_key, keyctl); memfd_create
+    "x86_64": _Arch(
+        0xC000003E,
+        41,
+        (425, 303, 304, 29, 30, 31, 67, 64, 65, 66, 220, 68, 69, 70, 71, 248, 249, 250, 319),
+        x32=True,
+    ),
+    "aarch64": _Arch(
+        0xC00000B7,
+        198,
+        (425, 264, 265, *range(186, 198), 217, 218, 219, 279),
+        x32=False,
+    ),
 }
 
 
@@ -108,8 +131,11 @@ def program(udp: bool) -> list[bytes]:
     emit(_RET_K, k=_RET_ALLOW)  # any other call
     # socket(family, type, protocol)
     emit(_LD_W_ABS, k=_arg(0))
-    emit(_JMP_JEQ_K, 0, 1, socket.AF_NETLINK)
+    emit(_JMP_JEQ_K, 0, 4, socket.AF_NETLINK)
+    emit(_LD_W_ABS, k=_arg(2))  # NETLINK_ROUTE only: no NETLINK_USERSOCK between processes, no sock_diag
+    emit(_JMP_JEQ_K, 0, 1, 0)
     emit(_RET_K, k=_RET_ALLOW)
+    emit(_RET_K, k=deny)
     emit(_JMP_JEQ_K, 2, 0, socket.AF_INET)
     emit(_JMP_JEQ_K, 1, 0, socket.AF_INET6)
     emit(_RET_K, k=deny)  # AF_UNIX, AF_PACKET, every other family

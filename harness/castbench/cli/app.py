@@ -109,7 +109,6 @@ COMMANDS: dict[str, CommandEntry] = {
         "castbench.cli.export_cmd:verify_command",
         "Replay every stored trial's tool calls in a fresh sandbox, grade it again with the run's ...",
     ),
-    "mcp": CommandEntry("castbench.cli.mcp_cmd:mcp_app", "Domain tools over MCP."),
 }
 
 
@@ -139,8 +138,6 @@ def _command_module(module: str) -> ModuleType:
             import castbench.cli.gate_cmd  # noqa: F401
         case "castbench.cli.leaderboard_cmd":
             import castbench.cli.leaderboard_cmd  # noqa: F401
-        case "castbench.cli.mcp_cmd":
-            import castbench.cli.mcp_cmd  # noqa: F401
         case "castbench.cli.profile_cmd":
             import castbench.cli.profile_cmd  # noqa: F401
         case "castbench.cli.runs_cmd":

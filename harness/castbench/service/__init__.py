@@ -1,7 +1,3 @@
-"""Agents outside castbench: domain tools over MCP, agents behind an HTTP endpoint, trainers
-over OpenEnv.
-
-Needs the `service` extra (`pip install 'castbench[service]'`: `mcp`, `openenv-core`). Every
-trial served here is an `Episode` (`castbench.runner.episode`), so its records, labels and
-grade are those of an in-process run.
-"""
+"""Deprecated: agents outside castbench (MCP, agent services, OpenEnv) moved to the bridges
+satellite, `castbench_bridges` (docs/architecture.md). Each module here warns and gives the moved
+one, until castbench 0.2.0 (`castbench.deprecation.REMOVAL`)."""

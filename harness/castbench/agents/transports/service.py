@@ -2,7 +2,7 @@
 its policy and calls in, so instead of opening an agent the runner calls, its transport drives
 the trial's episode with the actions that arrive (tool calls over MCP, replies over HTTP or A2A).
 
-The driving code lives with the service (`castbench.service.agent_http`, which needs the
+The driving code lives with the service (`castbench_bridges.agent_http`, which needs the
 `service` extra) and is found through the entry-point group `castbench.drivers`, by the spec's
 kind, so the agents layer imports none of it.
 """

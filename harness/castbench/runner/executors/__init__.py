@@ -5,12 +5,15 @@ is one input of).
 
 - `local` (default): threads in this process (`--concurrency` trials at once).
 - `ray`: tasks on a Ray cluster (`--executor ray [--ray-address ADDR]`), each trial rebuilt and
-  run on a worker, its record sent back; a trial lost with its node is run again elsewhere.
+  run on a worker, its record sent back; a trial lost with its node is run again elsewhere. It is
+  a satellite package (`castbench_ray`, the `ray` extra), found through the `castbench.executors`
+  entry point: the core names no satellite.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Generator, Iterable
+from importlib.metadata import entry_points
 from importlib.util import find_spec
 from typing import Protocol
 
@@ -23,6 +26,10 @@ from castbench.runner.work import TrialWork
 __all__ = ["EXECUTORS", "Executor", "make_executor"]
 
 EXECUTORS = ("local", "ray")
+
+PLUGIN_GROUP = "castbench.executors"
+"""The entry points of the executors outside the core (`ray = "castbench_ray:RayExecutor [ray]"`):
+each names a class built with the run's `ray_address` (`address=`)."""
 
 
 class Executor(Protocol):
@@ -54,7 +61,15 @@ def make_executor(name: str = "local", ray_address: str | None = None) -> Execut
     if name == "ray":
         if find_spec("ray") is None:
             raise ValueError("--executor ray needs Ray: pip install 'castbench[ray]'")
-        from castbench.runner.executors.ray import RayExecutor
-
-        return RayExecutor(address=ray_address)
+        return _installed(name)(address=ray_address)
     raise ValueError(f"--executor: unknown executor '{name}' (choose from {', '.join(EXECUTORS)})")
+
+
+def _installed(name: str) -> Callable[..., Executor]:
+    """The executor class the installed `castbench.executors` entry point `name` gives."""
+    for point in entry_points(group=PLUGIN_GROUP, name=name):
+        made: Callable[..., Executor] = point.load()
+        return made
+    raise ValueError(
+        f"--executor {name}: castbench's {name} executor is not installed: pip install 'castbench[{name}]'"
+    )

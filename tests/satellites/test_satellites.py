@@ -1,0 +1,168 @@
+"""The optional products stand beside the core as packages of their own (docs/architecture.md,
+"The core and its satellites"): castbench_ray (the Ray executor) and castbench_bridges (MCP,
+agent services, A2A, OpenEnv, Inspect logs), found through entry points.
+The core names none of them (the import contract), and each old module path still imports for one
+release, warning where its code went."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import re
+import subprocess
+import sys
+import tomllib
+from importlib.metadata import entry_points
+from pathlib import Path
+
+import grimp
+import pytest
+
+from tests.cli.import_probe import RUN_COMMAND, loaded, probe
+
+ROOT = Path(__file__).resolve().parents[2]
+SATELLITES = ("castbench_ray", "castbench_bridges")
+
+# each old module path and the module it now gives
+MOVED = {
+    "castbench.runner.executors.ray": "castbench_ray.executor",
+    **{
+        f"castbench.service.{name}": f"castbench_bridges.{name}"
+        for name in ("a2a_policy", "agent_http", "agent_session", "mcp_host", "mcp_http", "mcp_trial")
+    },
+    "castbench.service.openenv_server": "castbench_bridges.openenv_server",
+    "castbench.publish.inspect_log": "castbench_bridges.inspect_log",
+    "castbench.cli.mcp_cmd": "castbench_bridges.mcp_cmd",
+}
+
+# what each satellite registers, by entry-point group and name
+ENTRY_POINTS = [
+    ("castbench.executors", "ray", "castbench_ray:RayExecutor"),
+    ("castbench.commands", "mcp", "castbench_bridges.mcp_cmd:mcp_app"),
+    ("castbench.drivers", "service", "castbench_bridges.agent_http:drive_service"),
+    ("castbench.transports", "a2a", "castbench_bridges.a2a_policy:a2a_spec"),
+    ("castbench.formats", "inspect", "castbench_bridges.inspect_log:INSPECT"),
+]
+# the satellites' commands and the start of their help (`castbench --help` lists them as before)
+COMMANDS = {"mcp": "Domain tools over MCP."}
+
+
+@pytest.mark.parametrize(("old", "new"), sorted(MOVED.items()))
+def test_an_old_module_path_warns_and_gives_the_moved_module(old: str, new: str) -> None:
+    sys.modules.pop(old, None)
+    with pytest.warns(
+        DeprecationWarning,
+        match=re.escape(old) + r" is deprecated and will be removed in castbench 0\.2\.0: "
+        rf"import from {re.escape(new.split('.')[0])}",
+    ) as caught:
+        __import__(old)  # as an import statement does (`import_module` would be the warning's place)
+    assert sys.modules[old] is importlib.import_module(new)
+    assert caught[0].filename == __file__  # it points at the code that imported the old path
+
+
+def test_the_core_imports_no_satellite() -> None:
+    """Beside the contract (`lint-imports`): in grimp's graph of the core, no module but a
+    deprecation shim imports a satellite."""
+    graph = grimp.build_graph("castbench", *SATELLITES, include_external_packages=False, cache_dir=None)
+    found = {
+        f"{module} -> {imported}"
+        for module in graph.find_descendants("castbench") | {"castbench"}
+        for imported in graph.find_modules_directly_imported_by(module)
+        if imported.split(".")[0] in SATELLITES and module not in MOVED
+    }
+    assert not found, sorted(found)
+
+
+def test_every_satellite_is_in_the_static_checks() -> None:
+    """ruff's first-party packages, mypy's packages, the import contract's roots and its rule
+    that the core names none of them."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]
+    linter = config["importlinter"]
+    forbidding = next(c for c in linter["contracts"] if c["name"].startswith("the core names no"))
+    for name in SATELLITES:
+        assert name in config["ruff"]["lint"]["isort"]["known-first-party"]
+        assert name in config["mypy"]["packages"]
+        assert name in linter["root_packages"]
+        assert name in forbidding["forbidden_modules"]
+        assert (ROOT / "plugins" / name / "__init__.py").is_file()
+
+
+@pytest.mark.parametrize(("group", "name", "target"), ENTRY_POINTS)
+def test_each_satellite_comes_in_through_an_entry_point(group: str, name: str, target: str) -> None:
+    (point,) = entry_points(group=group, name=name)
+    assert point.value.split(" [")[0] == target
+    assert target.split(".")[0].split(":")[0] in SATELLITES
+
+
+def test_the_ray_executor_comes_from_its_entry_point() -> None:
+    import castbench_ray
+
+    (point,) = entry_points(group="castbench.executors", name="ray")
+    assert point.load() is castbench_ray.RayExecutor
+    assert point.extras == ["ray"]
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_a_satellites_command_is_listed_with_its_help(name: str, repo_env: dict[str, str]) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", RUN_COMMAND, json.dumps(["--help"])],
+        env=repo_env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    listed = [line for line in done.stdout.splitlines() if f" {name} " in line]
+    assert listed and COMMANDS[name] in listed[0], done.stdout
+
+
+def _satellite_commands() -> list[list[str]]:
+    import click
+
+    from castbench.cli.app import plugin_commands
+
+    loaded = plugin_commands().loaded
+    found: list[list[str]] = []
+    for name in sorted(COMMANDS):
+        found.append([name])
+        command = loaded[name]
+        if isinstance(command, click.Group):
+            found += [[name, sub] for sub in command.commands]
+    return found
+
+
+@pytest.mark.parametrize("command", _satellite_commands(), ids=" ".join)
+def test_a_satellites_command_help_imports_no_heavy_package(
+    command: list[str], repo_env: dict[str, str], tmp_path: Path
+) -> None:
+    """As castbench's own commands (tests/cli/test_cli_lazy.py): help loads no store, numpy,
+    jinja2 or model client."""
+    result = probe(RUN_COMMAND, [*command, "--help"], repo_env, str(tmp_path))
+    assert "Usage" in result.stdout, result.stdout[-1000:] + result.stderr[-1000:]
+    assert loaded(result) == []
+
+
+def test_mcp_without_the_service_extra_names_the_pip_command(
+    repo_env: dict[str, str], tmp_path: Path
+) -> None:
+    """One `error:` line naming the pip command, with the extra's package made unimportable."""
+    hide = "import sys\nsys.modules['mcp'] = None\n"
+    args = ["mcp", "serve", "--domain", "retail", "--task", "retail-test-0001"]
+    result = probe(hide + RUN_COMMAND, args, repo_env, str(tmp_path))
+    errors = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(errors) == 1, result.stderr
+    assert errors[0].startswith(
+        "error: castbench mcp needs the service extra (pip install 'castbench[service]')"
+    )
+
+
+def test_executor_ray_without_ray_names_the_pip_command(monkeypatch: pytest.MonkeyPatch) -> None:
+    from castbench.runner import executors
+
+    monkeypatch.setattr(executors, "find_spec", lambda name: None)
+    with pytest.raises(ValueError, match=r"^--executor ray needs Ray: pip install 'castbench\[ray\]'$"):
+        executors.make_executor("ray")
+
+
+def test_an_executor_without_its_satellite_names_the_pip_command(monkeypatch: pytest.MonkeyPatch) -> None:
+    from castbench.runner import executors
+
+    monkeypatch.setattr(executors, "entry_points", lambda **selection: [])
+    with pytest.raises(ValueError, match=r"executor is not installed: pip install 'castbench\[ray\]'$"):
+        executors._installed("ray")
