@@ -51,6 +51,7 @@ from castbench.domain.leaves import listed_argument
 from castbench.grading import grade_trial
 from castbench.runner.episode import AgentSet, Episode
 from castbench.runner.seeds import trial_seed
+from castbench.runner.spec import TrialSpec
 
 __all__ = ["HONEST_STYLES", "SPRAYS", "HonestPolicy", "Score", "score_style"]
 
@@ -627,7 +628,7 @@ class Score:
 
 def _played(domain: Domain, task: Task, agents: AgentSet, expected: Database, seed: int = 0) -> Episode:
     """One trial of `task`, played to its end in this process (the policy can be asked after)."""
-    episode = Episode(domain, task, 0, trial_seed(seed, domain.name, task.id, 0), agents, expected)
+    episode = Episode(TrialSpec(domain, task, 0, trial_seed(seed, domain.name, task.id, 0), agents, expected))
     try:
         episode.play()
     finally:

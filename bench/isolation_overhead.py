@@ -34,7 +34,7 @@ from castbench.conversation import (  # noqa: E402
 from castbench.domain import Domain, load_domain  # noqa: E402
 from castbench.records.trial import TrialRecord  # noqa: E402
 from castbench.runner.execution import plan_execution  # noqa: E402
-from castbench.runner.rollout import AgentSet, run_trial  # noqa: E402
+from castbench.runner.rollout import AgentSet, TrialSpec, run_trial  # noqa: E402
 
 POLICY = "isolation_overhead:LookupPolicy"
 """This module, as the worker imports it (the script's folder is first on `sys.path`)."""
@@ -56,7 +56,7 @@ def _conversations(domain: Domain, count: int) -> list[tuple[Briefing, list[tupl
     agents = AgentSet(policy=resolve("policy", "oracle"), user=resolve("user", "scripted"))
     found = []
     for index, task in enumerate(domain.tasks("test")[:count]):
-        record = run_trial(domain, task, 0, index, agents, domain.replay(task))
+        record = run_trial(TrialSpec(domain, task, 0, index, agents, domain.replay(task)))
         found.append((briefing_for(domain, task, index, 0, privileged=False), _prefixes(record)))
     return found
 

@@ -48,6 +48,7 @@ from castbench.api import evaluate  # noqa: E402
 from castbench.conversation import ToolCallAction  # noqa: E402
 from castbench.domain import load_domain  # noqa: E402
 from castbench.runner.episode import AgentSet, Episode, Limits  # noqa: E402
+from castbench.runner.spec import TrialSpec  # noqa: E402
 from castbench.store import ResultsStore  # noqa: E402
 from castbench_bridges.mcp_host import McpHost  # noqa: E402
 from castbench_bridges.mcp_trial import McpTrial  # noqa: E402
@@ -61,7 +62,7 @@ def _episode() -> Episode:
     retail = load_domain("retail")
     task = retail.task(TASK)
     agents = AgentSet(None, resolve("user", "scripted"))
-    episode = Episode(retail, task, 0, 0, agents, retail.replay(task), Limits(max_steps=10**6))
+    episode = Episode(TrialSpec(retail, task, 0, 0, agents, retail.replay(task), Limits(max_steps=10**6)))
     episode.reset()
     return episode
 

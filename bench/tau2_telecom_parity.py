@@ -29,7 +29,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from castbench.agents.registry import resolve  # noqa: E402
 from castbench.domain import load_domain  # noqa: E402
-from castbench.runner.rollout import AgentSet, Limits, run_trial  # noqa: E402
+from castbench.runner.rollout import AgentSet, Limits, TrialSpec, run_trial  # noqa: E402
 from castbench_tau2.parity import Tau2Reference  # noqa: E402
 from castbench_tau2.telecom_domain import Tau2TelecomDomain  # noqa: E402
 
@@ -52,9 +52,8 @@ def run(split: str, seeds: int, noise: float, shard: tuple[int, int] = (0, 1)) -
     for task in tasks:
         expected = domain.replay(task)
         for label, seed, policy in policies:
-            record = run_trial(
-                domain, task, 0, seed, AgentSet(policy=policy, user=user), expected, Limits(), grading="tau"
-            )
+            agents = AgentSet(policy=policy, user=user)
+            record = run_trial(TrialSpec(domain, task, 0, seed, agents, expected, Limits(), grading="tau"))
             ours = record.reward
             try:
                 theirs: float | str = reference.reward(record)

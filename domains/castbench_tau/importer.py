@@ -43,6 +43,7 @@ from castbench.domain import (
     Limits,
     RunConfig,
     TrialRecord,
+    TrialSpec,
     Verification,
     load_domain,
     run_trial,
@@ -301,7 +302,7 @@ def _play(
     )
     graded = entry.ended_by != "limit"
     limits = Limits(max_steps=max(1, len(actions) + (1 if graded else 0)))
-    return run_trial(
+    spec = TrialSpec(
         domain,
         domain.task(task_id),
         entry.trial,
@@ -309,9 +310,10 @@ def _play(
         agents,
         expected,
         limits,
-        verification=_WATCH if critic is not None else None,
+        _WATCH if critic is not None else Verification(),
         grading=grading,  # type: ignore[arg-type]
     )
+    return run_trial(spec)
 
 
 _WATCH = Verification(rounds=1, on_exhausted="execute", scope="tool_calls")

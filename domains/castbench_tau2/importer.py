@@ -26,6 +26,7 @@ from castbench.domain import (
     Limits,
     RunConfig,
     TrialRecord,
+    TrialSpec,
     load_domain,
     run_trial,
 )
@@ -94,7 +95,7 @@ def _trial(domain: Tau2Domain, simulation: Any, index: int, expected: Any) -> Tr
     )
     limits = Limits(max_steps=max(1, len(actions) + (1 if graded else 0)))
     seed = simulation.seed or 0
-    record = run_trial(domain, task, index, seed, agents, expected, limits, grading="tau")
+    record = run_trial(TrialSpec(domain, task, index, seed, agents, expected, limits, grading="tau"))
     if not graded and reason in _UNGRADED_ENDS and record.end_reason == "max_steps":
         record = record.model_copy(update={"end_reason": _UNGRADED_ENDS[reason]})
     return record

@@ -30,6 +30,7 @@ from castbench.options import EvalFields, EvalOptions
 from castbench.records.trial import ActionLabel, TrialRecord
 from castbench.runner.episode import AgentSet, Episode, EpisodeOver
 from castbench.runner.seeds import trial_seed
+from castbench.runner.spec import TrialRuntime, TrialSpec
 
 __all__ = ["EnvStep", "Environment", "EpisodeOver"]
 
@@ -91,7 +92,7 @@ class Environment:
         key = (pack.name, found.id)
         if key not in self._expected:
             self._expected[key] = pack.replay(found)
-        self.episode = Episode(
+        spec = TrialSpec(
             pack,
             found,
             trial,
@@ -100,10 +101,10 @@ class Environment:
             self._expected[key],
             self.options.limits_for([pack]),
             self.verification,
-            time_limits=self.time_limits,
             grading=self.grading,
             reply_judge=self.reply_judge,
         )
+        self.episode = Episode(spec, TrialRuntime(time_limits=self.time_limits))
         return self.episode.reset()
 
     def step(self, action: Any) -> EnvStep:

@@ -21,6 +21,7 @@ from castbench.records.config import RunConfig
 from castbench.records.trial import TrialRecord
 from castbench.runner.episode import AgentSet, Episode
 from castbench.runner.seeds import trial_seed
+from castbench.runner.spec import TrialSpec
 from castbench.store import ResultsStore
 from tests.support import invoke, sqlite_url
 
@@ -49,9 +50,8 @@ def unconfirmed() -> list[TrialRecord]:
     for task in domain.tasks("test")[:8]:
         if not any(c.actor == "agent" and domain.toolkit.is_write(c.name) for c in task.actions):
             continue
-        episode = Episode(
-            domain, task, 0, trial_seed(0, domain.name, task.id, 0), agents, domain.replay(task)
-        )
+        seed = trial_seed(0, domain.name, task.id, 0)
+        episode = Episode(TrialSpec(domain, task, 0, seed, agents, domain.replay(task)))
         try:
             episode.play()
         finally:

@@ -33,7 +33,7 @@ from castbench.domain import Domain, DomainRules, Task, load_domain
 from castbench.grading.labeler import label_action
 from castbench.records.trial import ActionLabel
 from castbench.runner import episode
-from castbench.runner.rollout import AgentSet, Verification, run_trial
+from castbench.runner.rollout import AgentSet, TrialSpec, run_trial
 from castbench_retail.rules import RetailRules
 from tests.critic.builders import Chat, call
 from tests.critic.recording import RecordingCritic
@@ -361,9 +361,7 @@ def test_the_rules_critic_never_touches_the_task(retail: Domain, monkeypatch: py
     flags = verdicts = 0
     for task in tasks:
         for index in range(2):
-            record = run_trial(
-                retail, task, index, 1000 + index, agents, expected[task.id], None, Verification()
-            )
+            record = run_trial(TrialSpec(retail, task, index, 1000 + index, agents, expected[task.id]))
             assert record.end_reason == "user_stop" and record.error is None, record.error
             for step in record.steps:
                 for proposal in step.proposals:

@@ -17,7 +17,7 @@ from castbench.api import evaluate
 from castbench.conversation import ReplyAction, ToolCallAction, ToolResultTurn
 from castbench.domain import Domain
 from castbench.records.trial import TrialRecord
-from castbench.runner.rollout import AgentSet, Verification, run_trial
+from castbench.runner.rollout import AgentSet, TrialSpec, Verification, run_trial
 from castbench.store import ResultsStore
 from tests.critic.recording import RecordingOraclePolicy, RejectAllCritic
 from tests.support import sqlite_url
@@ -41,7 +41,7 @@ def trial(
     )
     RecordingOraclePolicy.instances.clear()
     RejectAllCritic.calls = 0
-    return run_trial(retail, task, 0, 7, agents, retail.replay(task), None, verification)
+    return run_trial(TrialSpec(retail, task, 0, 7, agents, retail.replay(task), verification=verification))
 
 
 def verdict_rounds(record: TrialRecord) -> list[list[int]]:

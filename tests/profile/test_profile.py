@@ -21,7 +21,7 @@ from castbench.domain import Domain
 from castbench.metrics.profile import predictability, reliability_profile
 from castbench.records.perturbations import Perturbations, TrialPerturber
 from castbench.records.trial import StepRecord, TrialRecord
-from castbench.runner.rollout import AgentSet, run_trial
+from castbench.runner.rollout import AgentSet, TrialSpec, run_trial
 from castbench.store import ResultsStore
 from tests.support import invoke, sqlite_url
 
@@ -33,7 +33,9 @@ PLAIN = "oracle"
 def trial(retail: Domain, perturbations: Perturbations, policy: str = PLAIN, seed: int = 7) -> TrialRecord:
     task = retail.task("retail-test-0002")
     agents = AgentSet(policy=resolve("policy", policy, in_process=True), user=resolve("user", "scripted"))
-    return run_trial(retail, task, 0, seed, agents, retail.replay(task), perturbations=perturbations)
+    return run_trial(
+        TrialSpec(retail, task, 0, seed, agents, retail.replay(task), perturbations=perturbations)
+    )
 
 
 def test_faults_are_recorded_on_the_step_and_nothing_executes(retail: Domain) -> None:

@@ -9,6 +9,7 @@ import pytest
 from castbench.agents.registry import resolve
 from castbench.domain import Domain
 from castbench.runner.episode import AgentSet, Episode, Limits
+from castbench.runner.spec import TrialSpec
 
 
 @pytest.fixture
@@ -23,7 +24,8 @@ def open_episode(retail: Domain) -> Callable[..., Episode]:
             resolve("user", "scripted"),
             None if critic is None else resolve("critic", critic, in_process=True),
         )
-        episode = Episode(retail, task, 0, 1, agents, retail.replay(task), Limits(max_steps=200), **settings)  # type: ignore[arg-type]
+        spec = TrialSpec(retail, task, 0, 1, agents, retail.replay(task), Limits(max_steps=200), **settings)  # type: ignore[arg-type]
+        episode = Episode(spec)
         assert episode.reset() is not None
         return episode
 

@@ -12,7 +12,7 @@ from castbench.agents.registry import resolve
 from castbench.conversation import UserTurn
 from castbench.domain import load_domain
 from castbench.runner.parity import castbench_trial, gold_trajectory
-from castbench.runner.rollout import AgentSet, Limits, run_trial
+from castbench.runner.rollout import AgentSet, Limits, TrialSpec, run_trial
 from castbench_tau2.parity import Tau2Reference
 from castbench_tau2.source import import_tau2
 from castbench_tau2.telecom_domain import Tau2TelecomDomain, environment_of
@@ -40,7 +40,7 @@ def _task(telecom: Tau2TelecomDomain, raw_id: str):  # type: ignore[no-untyped-d
 def _oracle(telecom: Tau2TelecomDomain, raw_id: str, policy: str = "oracle", seed: int = 0):  # type: ignore[no-untyped-def]
     task = _task(telecom, raw_id)
     agents = AgentSet(policy=resolve("policy", policy), user=resolve("user", "scripted"))
-    return run_trial(telecom, task, 0, seed, agents, telecom.replay(task), Limits(), grading="tau")
+    return run_trial(TrialSpec(telecom, task, 0, seed, agents, telecom.replay(task), Limits(), grading="tau"))
 
 
 def test_the_splits_the_package_ships(telecom: Tau2TelecomDomain) -> None:

@@ -24,6 +24,7 @@ from castbench.domain import Domain, load_domain
 from castbench.records.trial import TrialRecord
 from castbench.runner.episode import AgentSet, Episode
 from castbench.runner.seeds import trial_seed
+from castbench.runner.spec import TrialSpec
 
 __all__ = ["Agreement", "MISBEHAVING_USERS", "noisy_agreement", "user_blame"]
 
@@ -51,9 +52,8 @@ def _trials(
     for task in domain.tasks(split)[:limit]:
         expected = domain.replay(task)
         for index in range(trials):
-            episode = Episode(
-                domain, task, index, trial_seed(seed, domain.name, task.id, index), agents, expected
-            )
+            seeded = trial_seed(seed, domain.name, task.id, index)
+            episode = Episode(TrialSpec(domain, task, index, seeded, agents, expected))
             try:
                 episode.play()
             finally:
@@ -89,9 +89,8 @@ def noisy_agreement(
             attribution = attribute(record)
             if attribution is None:
                 continue
-            injected = {
-                (item.step, _EXPECTED_CAUSE.get(item.kind, item.kind)) for item in episode.policy.injected
-            }
+            mistakes = getattr(episode.policy, "injected", ())  # the noisy policy's record of them
+            injected = {(item.step, _EXPECTED_CAUSE.get(item.kind, item.kind)) for item in mistakes}
             kinds = {cause for _, cause in injected}
             agreed = (attribution.step, attribution.cause) in injected or (
                 attribution.cause == "missing_state_change" and "missing_state_change" in kinds

@@ -145,73 +145,108 @@ def _swapped(call: ToolCall, intended: ToolCall, before: Sequence[StepRecord]) -
 def decisive_call(
     steps: Sequence[StepRecord], task: Task | None, writes: Callable[[str], bool]
 ) -> DecisiveCall | None:
+    """The trial's decisive call (see the module's docstring): the first executed tool call, in
+    the order of `steps`, that put the trial off course for good, with its cause, the rule that
+    found it and a line of detail; None when no call did (the trial failed otherwise: a reply, a
+    missing change the agent never tried). `task`: the trial's task, whose ground truth the walk
+    reads (None, a domain not installed: the labeler's verdicts alone). `writes`: whether a tool
+    name is a write of the domain's."""
     if task is None:
         return _without_task(steps, writes)
-    truth = [(c, c.canonical()) for c in task.actions if c.actor == "agent"]
-    canon = {key for _, key in truth}
-    declined = {c.canonical() for c in task.declined_actions}
-    executed = _Executed(steps)
-    done: set[str] = set()  # the calls that went through before the step
-    for position, step in enumerate(steps):
-        call, key, label = executed.calls[position], executed.keys[position], label_of(step)
+    walk = _Walk(steps, task, writes)
+    for position in range(len(steps)):
+        found = walk.at(position)
+        if found is not None:
+            return found
+    return None
+
+
+class _Walk:
+    """The walk over a trial's executed calls against its task's ground truth: what is due, what
+    went through so far, and the rules that make a call decisive."""
+
+    def __init__(self, steps: Sequence[StepRecord], task: Task, writes: Callable[[str], bool]) -> None:
+        self.steps, self.writes = steps, writes
+        self.truth = [(c, c.canonical()) for c in task.actions if c.actor == "agent"]
+        self.canon = {key for _, key in self.truth}
+        self.declined = {c.canonical() for c in task.declined_actions}
+        self.executed = _Executed(steps)
+        self.done: set[str] = set()
+        """The calls that went through before the step walked."""
+
+    def at(self, position: int) -> DecisiveCall | None:
+        """The step at `position`, decisive or not (None)."""
+        executed, step = self.executed, self.steps[position]
+        call, key = executed.calls[position], executed.keys[position]
         previous = executed.keys[position - 1] if position else None
         if previous is not None and executed.went[position - 1]:
-            done.add(previous)
+            self.done.add(previous)
         if call is None or key is None or isinstance(step.action, ReplyAction):
-            continue
-        pending = [(c, k) for c, k in truth if k not in done]
+            return None
+        label = label_of(step)
+        pending = [(c, k) for c, k in self.truth if k not in self.done]
         due = pending[0][0] if pending else None
-        if key in canon:
-            if (
-                due is not None
-                and due.name != call.name
-                and not writes(due.name)
-                and not executed.through(due.canonical())
-                and not executed.tried_after(due.name, position)
-            ):
-                return DecisiveCall(
-                    step.index, "wrong_tool", "skipped_check", f"called {call.name} before {due.name}"
-                )
-            if _invalid(label) and failed(step) and not executed.through_after(key, position):
-                return DecisiveCall(
-                    step.index,
-                    _label_cause(label),
-                    "first_unrecovered_invalid_action",
-                    label.reason if label else "",
-                )
-            continue
-        if key in declined:
-            if not failed(step):
-                return DecisiveCall(
-                    step.index, _label_cause(label), "declined_change_made", label.reason if label else ""
-                )
-            continue
+        if key in self.canon:
+            return self._ground_truth_call(position, step, call, key, label, due)
+        if key in self.declined:
+            if failed(step):
+                return None
+            reason = label.reason if label else ""
+            return DecisiveCall(step.index, _label_cause(label), "declined_change_made", reason)
+        return self._stand_in(position, step, call, label, pending, due)
+
+    def _ground_truth_call(
+        self,
+        position: int,
+        step: StepRecord,
+        call: ToolCall,
+        key: str,
+        label: ActionLabel | None,
+        due: ToolCall | None,
+    ) -> DecisiveCall | None:
+        """A call of the ground truth: decisive when it skipped a check still due (another
+        tool's read that never goes through, nor is tried again), or when the labeler calls it
+        invalid and it failed, never going through after."""
+        executed = self.executed
+        if (
+            due is not None
+            and due.name != call.name
+            and not self.writes(due.name)
+            and not executed.through(due.canonical())
+            and not executed.tried_after(due.name, position)
+        ):
+            return DecisiveCall(
+                step.index, "wrong_tool", "skipped_check", f"called {call.name} before {due.name}"
+            )
+        if _invalid(label) and failed(step) and not executed.through_after(key, position):
+            reason = label.reason if label else ""
+            return DecisiveCall(step.index, _label_cause(label), "first_unrecovered_invalid_action", reason)
+        return None
+
+    def _stand_in(
+        self,
+        position: int,
+        step: StepRecord,
+        call: ToolCall,
+        label: ActionLabel | None,
+        pending: list[tuple[ToolCall, str]],
+        due: ToolCall | None,
+    ) -> DecisiveCall | None:
+        """A call outside the ground truth, standing for the pending call it was meant as: decisive
+        when that call never goes through after it (and, for another tool's, that tool is not
+        tried again); with nothing pending, when it is an invalid write that went through."""
         same = [c for c, _ in pending if c.name == call.name and (_shares(call, c) or c is due)]
-        missing = [c for c, k in pending if not executed.through(k)]
-        intended = same[0] if same else (missing[0] if missing else None)
+        intended = same[0] if same else next((c for c, k in pending if not self.executed.through(k)), None)
         if intended is None:
-            if _invalid(label) and not failed(step) and writes(call.name):
+            if _invalid(label) and not failed(step) and self.writes(call.name):
                 assert label is not None
                 return DecisiveCall(step.index, _label_cause(label), "unwarranted_change", label.reason)
-            continue
-        if executed.through_after(intended.canonical(), position):
-            continue
-        if intended.name != call.name and executed.tried_after(intended.name, position):
-            continue
-        if label is not None and label.failure_type == "wrong_tool":
-            cause: Cause = "wrong_tool"
-        elif intended.name != call.name:
-            cause = "wrong_tool"
-        elif (
-            _invalid(label)
-            and label is not None
-            and label.failure_type == "domain_violation"
-            and label.reason.startswith(UNCONFIRMED)
-            and not _swapped(call, intended, steps[:position])
-        ):
-            cause = "domain_violation"  # a change made with no explicit yes: the policy broken
-        else:
-            cause = "hallucination"
+            return None
+        if self.executed.through_after(intended.canonical(), position):
+            return None
+        if intended.name != call.name and self.executed.tried_after(intended.name, position):
+            return None
+        cause = _stand_in_cause(call, intended, label, lambda: self.steps[:position])
         detail = label.reason if _invalid(label) and label is not None else "a call in place of"
         return DecisiveCall(
             step.index,
@@ -219,4 +254,27 @@ def decisive_call(
             "stands_for_missing_call",
             f"{detail}; {intended.canonical()} never went through",
         )
-    return None
+
+
+def _stand_in_cause(
+    call: ToolCall,
+    intended: ToolCall,
+    label: ActionLabel | None,
+    before: Callable[[], Sequence[StepRecord]],
+) -> Cause:
+    """Why a call stood for `intended`: the labeler's `wrong_tool`, or another tool's call;
+    a change with no explicit yes (the labeler's `domain_violation`), unless the agent's last
+    message named a value the call replaced; else `hallucination`. `before`: the steps before it."""
+    if label is not None and label.failure_type == "wrong_tool":
+        return "wrong_tool"
+    if intended.name != call.name:
+        return "wrong_tool"
+    if (
+        _invalid(label)
+        and label is not None
+        and label.failure_type == "domain_violation"
+        and label.reason.startswith(UNCONFIRMED)
+        and not _swapped(call, intended, before())
+    ):
+        return "domain_violation"  # a change made with no explicit yes: the policy broken
+    return "hallucination"

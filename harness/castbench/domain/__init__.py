@@ -78,6 +78,8 @@ _HOMES: dict[str, tuple[str, ...]] = {
     "castbench.runner.parity": ("Trajectory",),
     # running a trial, and the records of runs and trials it writes (what an importer builds)
     "castbench.runner.rollout": ("run_trial",),
+    "castbench.runner.spec": ("TrialRuntime", "TrialSpec"),
+    "castbench.runner.deadline": ("TimeLimits",),
     "castbench.runner.seeds": ("trial_seed",),
     "castbench.runner.execution": ("AgentSet",),
     "castbench.records.config": ("Limits", "RunConfig", "Verification"),
@@ -177,6 +179,10 @@ def _module(home: str) -> ModuleType:
             import castbench.runner.parity  # noqa: F401
         case "castbench.runner.rollout":
             import castbench.runner.rollout  # noqa: F401
+        case "castbench.runner.spec":
+            import castbench.runner.spec  # noqa: F401
+        case "castbench.runner.deadline":
+            import castbench.runner.deadline  # noqa: F401
         case "castbench.runner.seeds":
             import castbench.runner.seeds  # noqa: F401
         case "castbench.runner.execution":

@@ -112,6 +112,9 @@ from castbench.records.trial import (
     StepRecord,
     TrialRecord,
 )
+from castbench.runner.deadline import (
+    TimeLimits,
+)
 from castbench.runner.execution import (
     AgentSet,
 )
@@ -123,6 +126,10 @@ from castbench.runner.rollout import (
 )
 from castbench.runner.seeds import (
     trial_seed,
+)
+from castbench.runner.spec import (
+    TrialRuntime,
+    TrialSpec,
 )
 
 __all__ = [
@@ -192,6 +199,9 @@ __all__ = [
     "state_diff",
     "Trajectory",
     "run_trial",
+    "TrialRuntime",
+    "TrialSpec",
+    "TimeLimits",
     "trial_seed",
     "AgentSet",
     "Limits",

@@ -134,107 +134,154 @@ def run_eval(
     store.set_status(run_id, "running")
     work = TrialWork(config, agents, plan, time_limits or TimeLimits(), max_attempts)
     halt = Halt()
-
-    ran, spent = 0, 0.0
-    watch = BrokenAgentWatch()
-
-    def stop_starting() -> bool:
-        return watch.stop or (max_cost is not None and spent >= max_cost)
-
-    active: list[Generator[TrialRecord, None, None]] = []
-
-    def journaled(jobs: Iterable[TrialJob]) -> Iterator[TrialJob]:
-        for job in jobs:
-            journal.started(_key(job))
-            yield job
-
-    def kept_record(record: TrialRecord) -> None:
-        journal.stored(record)
-        if on_stored is not None:
-            on_stored(record)
-
-    commits = None if plan.shared else Commits(store, run_id, _unwritable, kept_record)
-
-    def keep(
-        results: Generator[TrialRecord, None, None], stored: Callable[[TrialRecord], None] | None
-    ) -> None:
-        nonlocal ran, spent
-        active[:] = [results]
-        for record in results:
-            record = journal.charge(record)
-            if commits is not None:
-                commits.add(record)
-            else:
-                kept = _store(store, run_id, record)
-                if kept is not None:
-                    kept_record(kept)
-            if stored is not None:
-                stored(record)
-            ran += 1
-            spent += _cost(record)
-            watch.see(record)
-            if on_trial is not None:
-                on_trial(record)
-
-    unfinished = False
+    keeper = _Keeper(store, run_id, journal, plan, max_cost, on_trial, on_stored)
     try:
-        with _held(store, run_id), tuned_for_a_run():
-            if plan.shared:
-                with SharedPlan(store, run_id, list(todo), _key, lease_s) as leases:
-                    while True:
-                        keep(
-                            executor.results(
-                                journaled(leases.claimed()), work, plan.concurrency, stop_starting, halt
-                            ),
-                            leases.finish,
-                        )
-                        unfinished = not leases.settled()
-                        if not unfinished or stop_starting():
-                            break
-                        leases.wait()
-            else:
-                keep(executor.results(journaled(todo), work, plan.concurrency, stop_starting, halt), None)
-                unfinished = ran < total - already
-            if commits is not None:
-                commits.close()
+        unfinished = keeper.run(executor, work, todo, halt, lease_s, total - already)
     except (KeyboardInterrupt, Cancelled):
         with second_interrupt_exits():
-            halt.set()
-            for results in active:
-                results.close()
-            _close_quietly(commits)  # the trials finished so far are stored
-            journal.abandon()  # castbench stopped them itself: replayed, not charged
-            journal.close()
-            store.set_status(run_id, "interrupted")
-        raise RunInterrupted(run_id, already + ran, total) from None
+            keeper.interrupted(halt)
+        raise RunInterrupted(run_id, already + keeper.ran, total) from None
     except FatalInfrastructureError as exc:
-        _close_quietly(commits)
-        if isinstance(exc.stopped, TrialRecord):  # on the record: a re-run's retry shows as one
-            stopped_record = _store(store, run_id, journal.charge(exc.stopped))
-            if stopped_record is not None:
-                journal.stored(stopped_record)
-        journal.abandon()
-        journal.close()
-        store.set_status(run_id, "failed")
+        keeper.failed(exc)
         raise
     except BaseException:
-        _close_quietly(commits)
+        _close_quietly(keeper.commits)
         store.set_status(run_id, "failed")
         raise
     journal.abandon()  # a cost limit or a broken agent stopped the rest: castbench's decision
     journal.close()
-    stopped = None
-    if unfinished:
-        not_run = total - already - ran
-        stopped = f"cost limit reached: ${spent:.4f} spent of ${max_cost}; {not_run} trial(s) not run"
-        if watch.stop:
-            stopped = f"the agent failed its first {ran} trials the same way; {not_run} trial(s) not run"
+    stopped = keeper.stopped(total - already - keeper.ran) if unfinished else None
     unscored = total - min(total, len(store.scored_keys(run_id)))  # other workers' trials count too
     store.set_status(run_id, "stopped" if stopped else "incomplete" if unscored else "complete")
     superseded_id, changes = superseded or (None, [])
     return EvalOutcome(
-        run_id, resumed, already, ran, total, stopped, unscored, superseded_id, tuple(changes), watch.broken
+        run_id,
+        resumed,
+        already,
+        keeper.ran,
+        total,
+        stopped,
+        unscored,
+        superseded_id,
+        tuple(changes),
+        keeper.watch.broken,
     )
+
+
+class _Keeper:
+    """This invocation's side of a run: it hands the executor the trials to start (each
+    journaled as started), keeps each record as it comes back (committed, charged, watched for a
+    broken agent, reported), and counts what ran and what it cost."""
+
+    def __init__(
+        self,
+        store: ResultsStore,
+        run_id: str,
+        journal: Journal,
+        plan: ExecutionPlan,
+        max_cost: float | None,
+        on_trial: Callable[[TrialRecord], None] | None,
+        on_stored: Callable[[TrialRecord], None] | None,
+    ) -> None:
+        self.store, self.run_id, self.journal, self.plan = store, run_id, journal, plan
+        self.max_cost, self.on_trial, self.on_stored = max_cost, on_trial, on_stored
+        self.ran, self.spent = 0, 0.0
+        self.watch = BrokenAgentWatch()
+        self.active: list[Generator[TrialRecord, None, None]] = []
+        self.commits = None if plan.shared else Commits(store, run_id, _unwritable, self.kept_record)
+
+    def stop_starting(self) -> bool:
+        return self.watch.stop or (self.max_cost is not None and self.spent >= self.max_cost)
+
+    def run(
+        self,
+        executor: Executor,
+        work: TrialWork,
+        todo: Iterable[TrialJob],
+        halt: Halt,
+        lease_s: float,
+        to_run: int,
+    ) -> bool:
+        """Run the trials `todo` holds (on a shared store, the ones this process claims); True
+        when some were left unrun (this invocation stopped starting them)."""
+        concurrency = self.plan.concurrency
+        unfinished = False
+        with _held(self.store, self.run_id), tuned_for_a_run():
+            if self.plan.shared:
+                with SharedPlan(self.store, self.run_id, list(todo), _key, lease_s) as leases:
+                    while True:
+                        jobs = self.journaled(leases.claimed())
+                        self.keep(
+                            executor.results(jobs, work, concurrency, self.stop_starting, halt), leases.finish
+                        )
+                        unfinished = not leases.settled()
+                        if not unfinished or self.stop_starting():
+                            break
+                        leases.wait()
+            else:
+                jobs = self.journaled(todo)
+                self.keep(executor.results(jobs, work, concurrency, self.stop_starting, halt), None)
+                unfinished = self.ran < to_run
+            if self.commits is not None:
+                self.commits.close()
+        return unfinished
+
+    def journaled(self, jobs: Iterable[TrialJob]) -> Iterator[TrialJob]:
+        for job in jobs:
+            self.journal.started(_key(job))
+            yield job
+
+    def kept_record(self, record: TrialRecord) -> None:
+        self.journal.stored(record)
+        if self.on_stored is not None:
+            self.on_stored(record)
+
+    def keep(
+        self, results: Generator[TrialRecord, None, None], stored: Callable[[TrialRecord], None] | None
+    ) -> None:
+        self.active[:] = [results]
+        for record in results:
+            record = self.journal.charge(record)
+            if self.commits is not None:
+                self.commits.add(record)
+            else:
+                kept = _store(self.store, self.run_id, record)
+                if kept is not None:
+                    self.kept_record(kept)
+            if stored is not None:
+                stored(record)
+            self.ran += 1
+            self.spent += _cost(record)
+            self.watch.see(record)
+            if self.on_trial is not None:
+                self.on_trial(record)
+
+    def interrupted(self, halt: Halt) -> None:
+        """Ctrl-C: the trials in flight stop, those finished so far are stored."""
+        halt.set()
+        for results in self.active:
+            results.close()
+        _close_quietly(self.commits)  # the trials finished so far are stored
+        self.journal.abandon()  # castbench stopped them itself: replayed, not charged
+        self.journal.close()
+        self.store.set_status(self.run_id, "interrupted")
+
+    def failed(self, exc: FatalInfrastructureError) -> None:
+        """A fatal provider error ends the run: the trial it stopped is stored on the record."""
+        _close_quietly(self.commits)
+        if isinstance(exc.stopped, TrialRecord):  # on the record: a re-run's retry shows as one
+            stopped_record = _store(self.store, self.run_id, self.journal.charge(exc.stopped))
+            if stopped_record is not None:
+                self.journal.stored(stopped_record)
+        self.journal.abandon()
+        self.journal.close()
+        self.store.set_status(self.run_id, "failed")
+
+    def stopped(self, not_run: int) -> str:
+        """Why this invocation stopped starting trials, `not_run` of them left."""
+        if self.watch.stop:
+            return f"the agent failed its first {self.ran} trials the same way; {not_run} trial(s) not run"
+        return f"cost limit reached: ${self.spent:.4f} spent of ${self.max_cost}; {not_run} trial(s) not run"
 
 
 @contextmanager

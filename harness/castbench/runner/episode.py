@@ -1,7 +1,10 @@
 """One trial as a state machine: every driver of castbench (the eval engine with a policy it holds,
 the MCP server whose tool calls come from an outside agent, the agent-service adapter, the
 trainers' `Environment`, `verify`'s replay of a stored trial) runs its trials through an
-`Episode`, so records, labels and grades come out the same whoever proposes the actions.
+`Episode`, so records, labels and grades come out the same whoever proposes the actions. Each is
+built from a `TrialSpec` (what the trial is: domain, task, seed, agents, expected state, limits,
+critic loop, traits, grading, perturbations) and a `TrialRuntime` (how it is played here: the
+execution plan, time limits, stop flag, a branch's or a verifier's hooks), `castbench.runner.spec`.
 
     reset()        the user opens; the policy's first view
     step(action)   one proposal: the critic verifies it (a rejection with rounds left gives the
@@ -38,9 +41,9 @@ import traceback
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple, Protocol
+from typing import Any, NamedTuple
 
-from castbench.agents.protocols import UserReply, output_problem
+from castbench.agents.protocols import Critic, Policy, UserReply, UserSimulator, output_problem
 from castbench.agents.registry import AgentSpec, Role
 from castbench.agents.transports import CallMode, Transport, connect
 from castbench.agents.views import Briefing, CriticView, PolicyView, briefing_for, user_briefing_for
@@ -60,14 +63,11 @@ from castbench.conversation import (
 )
 from castbench.domain import Database, Domain, Task, ToolCall, ToolCrash
 from castbench.errors import AgentError, AgentTimeout, FatalInfrastructureError, InfrastructureError
-from castbench.grading import GradingMode, grade_trial
+from castbench.grading import Grade, grade_trial
 from castbench.grading.labeler import CallRun, ConfirmationJudge, label_action
-from castbench.grading.replies import ReplyCheck, ReplyJudge, confirmation_check
+from castbench.grading.replies import ReplyCheck, confirmation_check
 from castbench.models import loop
-from castbench.models.settings import ModelSettings
 from castbench.records.config import Limits, Verification
-from castbench.records.execution import ExecutionPlan
-from castbench.records.perturbations import Perturbations
 from castbench.records.trial import (
     CLEAN_ENDS,
     UNFINISHED_ENDS,
@@ -79,8 +79,9 @@ from castbench.records.trial import (
     TrialRecord,
     policy_breaks,
 )
-from castbench.runner.deadline import AgentThread, Cancelled, Halt, TimeLimits
+from castbench.runner.deadline import AgentThread, Cancelled
 from castbench.runner.execution import AgentSet, plan_execution
+from castbench.runner.spec import DEFAULT_RUNTIME, Labeler, Overrule, TrialJudge, TrialRuntime, TrialSpec
 
 __all__ = [
     "AgentSet",
@@ -91,44 +92,10 @@ __all__ = [
     "Overrule",
     "StepOutcome",
     "TrialJudge",
+    "TrialRuntime",
+    "TrialSpec",
     "Verification",
 ]
-
-
-class Overrule(Protocol):
-    """How a counterfactual branch (`castbench.runner.counterfactual`) takes the verdict its trial
-    did not take, through the loop every trial runs: nothing of it reaches an agent but the
-    verdict's consequences (which proposal executes, which critique the policy reads)."""
-
-    def before(self, step: int, round_: int, since_view: float, since_start: float) -> Verdict | None:
-        """Called before the critic is asked about proposal `round_` of step `step`, `since_view`
-        seconds after the step's view was given out and `since_start` after the trial began (it
-        may wait first): a verdict the loop acts on without asking the critic, or None to ask it."""
-
-    def after(self, step: int, round_: int, verdict: Verdict) -> Verdict:
-        """The verdict the loop acts on, given the critic's."""
-
-    def stands(self, step: int, round_: int) -> float | None:
-        """After a flag with rounds left: None to give the policy the critique, as in every
-        trial; else the policy stands by its proposal, which is proposed again (the policy is not
-        asked) after that many seconds."""
-
-
-Labeler = Callable[
-    [Domain, Task, Action, Database, Sequence[Event], ConfirmationJudge | None, CallRun | None],
-    ActionLabel | None,
-]
-"""(domain, task, the proposal, the state it meets, the conversation before it, the judge of its
-explicit yes, the call's run on a copy of the state that the loop may adopt) -> its label:
-`castbench.grading.labeler.label_action`'s signature, None for a proposal left unlabelled."""
-
-
-class TrialJudge(ReplyJudge, Protocol):
-    """A trial's reply judge: castbench's model judge (`ModelReplyJudge`), or the stored verdicts
-    a verifier re-grades a judged run with (`castbench.runner.replay`)."""
-
-    settings: ModelSettings
-    usage: Usage
 
 
 _clock = time.perf_counter
@@ -186,62 +153,22 @@ class Episode:
     """One trial over its own sandbox, simulated user and optional critic. Thread-safe: an MCP
     server's tool calls and a service driver's replies may arrive on different threads."""
 
-    def __init__(
-        self,
-        domain: Domain,
-        task: Task,
-        trial_index: int,
-        seed: int,
-        agents: AgentSet,
-        expected: Database,
-        limits: Limits | None = None,
-        verification: Verification | None = None,
-        traits: dict[str, str] | None = None,
-        time_limits: TimeLimits | None = None,
-        stop: Halt | None = None,
-        grading: GradingMode = "castbench",
-        perturbations: Perturbations | None = None,
-        plan: ExecutionPlan | None = None,
-        *,
-        labelled: bool = True,
-        overrule: Overrule | None = None,
-        reply_judge: ModelSettings | None = None,
-        judge: TrialJudge | None = None,
-        labeler: Labeler | None = None,
-        stored_actions: bool = False,
-    ) -> None:
-        """`plan`: the run's execution plan (by default one trial at a time, on this thread).
-        `labelled`: the privileged labeler judges each proposed action (the critic's figures and
-        the strict reward read its labels); False for a trial whose plain reward is all that is
-        read, as a reference floor's (its record then has no labels and no strict reward).
-        `overrule`: how a counterfactual branch (`castbench.runner.counterfactual`) takes the
-        verdict the trial did not take (`Overrule`); None for every ordinary trial. `reply_judge`: a model
-        that decides the reply checks when the trial is graded (`castbench.models.reply_judge`),
-        after it has ended, and each write's explicit yes inside the privileged labeler: nothing
-        it reads or says reaches an agent. `judge`: one already made instead (a verifier's stored
-        verdicts). `labeler`: what labels each proposal when `labelled` (castbench's labeler; a
-        verifier's derives the labels its record holds, through the same loop). `stored_actions`:
-        the actions stepped were read back from a store (a verifier's replay), so each was found
-        storable when it was stored: only its type is checked, it is not serialized again."""
-        self.labelled = labelled
-        self.reply_judge = reply_judge
-        self._judge: TrialJudge | None = judge
+    def __init__(self, spec: TrialSpec, runtime: TrialRuntime = DEFAULT_RUNTIME) -> None:
+        """The trial `spec` describes (`castbench.runner.spec.TrialSpec`), played as `runtime`
+        says (`TrialRuntime`: the run's execution plan, by default one trial at a time on this
+        thread; the agents' time limits; the run's stop flag; a branch's or a verifier's hooks)."""
+        self.spec, self.runtime = spec, runtime
+        domain, task, agents, seed = spec.domain, spec.task, spec.agents, spec.seed
+        self._judge: TrialJudge | None = runtime.judge
         # the module's labeler, looked up per episode (a test stubs `episode.label_action`)
-        self._labeler = label_action if labeler is None else labeler
-        self._stored_actions = stored_actions
+        self._labeler: Labeler = label_action if runtime.labeler is None else runtime.labeler
         self._confirmations: dict[tuple[int, int], ReplyCheck] = {}
         """With a reply judge: each proposed write's confirmation check, by (step, round)."""
-        self._overrule = overrule
-        self.domain, self.task, self.agents = domain, task, agents
+        perturbations = spec.perturbations
         self._perturber = perturbations.perturber(seed) if perturbations is not None else None
         """Faults and perturbations the harness injects; None (one check per call) when off."""
-        self.plan = plan or plan_execution(agents)
+        self.plan = runtime.plan or plan_execution(agents)
         self._modes: dict[str, CallMode] = {role: call.mode for role, call in self.plan.calls.items()}
-        self.trial_index, self.seed, self.expected = trial_index, seed, expected
-        self.limits = limits or Limits()
-        self.verification = verification or Verification()
-        self.traits, self.grading = traits, grading
-        self.time_limits = time_limits or TimeLimits()
         self.db = domain.initial_database(task)
         self.conversation: list[Event] = []
         self.user_calls: list[UserToolCall] = []
@@ -268,19 +195,37 @@ class Episode:
         self._clock_started = _clock()
         self.started = self.step_started = time.monotonic()
         self._view_at = self._clock_started
-        self.agent_thread = AgentThread(f"agents-{task.id}-{trial_index}", stop)
+        self.agent_thread = AgentThread(f"agents-{task.id}-{spec.trial_index}", runtime.stop)
         privileged = agents.policy is not None and agents.policy.privileged
         self.policy_briefing: Briefing = briefing_for(
-            domain, task, seed, trial_index, privileged, self._state
+            domain, task, seed, spec.trial_index, privileged, self._state
         )
-        self.critic_briefing: Any = None
+        self.critic_briefing: Briefing | None = None
         if agents.critic is not None and agents.critic.kind != "none":
             self.critic_briefing = briefing_for(
-                domain, task, seed, trial_index, agents.critic.privileged, self._state
+                domain, task, seed, spec.trial_index, agents.critic.privileged, self._state
             )
-        self.policy: Any = None
-        self.critic: Any = None
-        self.user: Any = None
+        self.policy: Policy | None = None
+        """The policy this episode holds (None until `reset`, and for one driven from outside)."""
+        self.critic: Critic | None = None
+        self.user: UserSimulator | None = None
+
+    # what the spec says, read through the episode (drivers and tests read these)
+    @property
+    def domain(self) -> Domain:
+        return self.spec.domain
+
+    @property
+    def task(self) -> Task:
+        return self.spec.task
+
+    @property
+    def limits(self) -> Limits:
+        return self.spec.limits
+
+    @property
+    def expected(self) -> Database:
+        return self.spec.expected
 
     @property
     def done(self) -> bool:
@@ -293,6 +238,7 @@ class Episode:
         already ended, an agent failing to start)."""
         with self._lock, self._ending():
             self._create_agents()
+            assert self.user is not None  # a user that failed to open ended the trial above
             opening = self._guarded("user", self.user.open, what="opening")
             self._check("user", opening, str, "opening")
             self.opening = opening if self._perturber is None else self._perturber.user_text(0, opening)
@@ -321,7 +267,9 @@ class Episode:
         the last view was given out: an outside agent's thinking and its transport)."""
         with self._lock:
             if self.done:
-                raise EpisodeOver(f"trial {self.task.id}#{self.trial_index} is over ({self.end_reason})")
+                raise EpisodeOver(
+                    f"trial {self.spec.task.id}#{self.spec.trial_index} is over ({self.end_reason})"
+                )
             spent = _clock() - self._view_at if policy_s is None else policy_s
             with self._ending():
                 return self._advance(action, spent)
@@ -363,40 +311,13 @@ class Episode:
         with self._lock:
             if not self.done:
                 self._finish("max_steps", None, True)
-        user_usage = getattr(self.user, "usage", None)
-        if isinstance(user_usage, Usage):
-            self.usage["user"] = user_usage
-        usage = dict(self.usage)
-        for role, agent in (("policy", self.policy), ("critic", self.critic)):
-            failed = getattr(agent, "failed_usage", None)  # a model's calls that got no answer
-            if isinstance(failed, Usage) and failed.calls:
-                usage[role] = usage.get(role, Usage()) + failed
+        usage = self._usage()
         scored = self.scored and self.end_reason not in ("infra_error", "harness_error")
         assert self.end_reason is not None
         grade = None
         judge = self._reply_judge() if scored and self.end_reason != "timeout" else None
         if scored and self.end_reason != "timeout":  # an abandoned agent may still be at work: no grade
-            grade = grade_trial(
-                self.task,
-                self.db,
-                self.expected,
-                self.replies,
-                ended_cleanly=self.end_reason in CLEAN_ENDS,
-                made_write=self.made_write,
-                saw_tool_error=self.saw_tool_error,
-                finished=self.end_reason not in UNFINISHED_ENDS,
-                mode=self.grading,
-                policy_breaks=policy_breaks(self.steps) if self.labelled else None,
-                conversation=self.conversation,
-                checks=self.domain.task_checks(self.task, self.db, self.conversation),
-                judge=judge,
-                confirmations=[
-                    check
-                    for step in self.steps
-                    for proposal in step.proposals
-                    if (check := self._confirmations.get((step.index, proposal.round))) is not None
-                ],
-            )
+            grade = self._grade(judge)
         end_reason, error = self.end_reason, self.error
         if self._judge is not None and self._judge.usage.calls:  # explicit yeses asked mid-trial too
             usage["reply_judge"] = self._judge.usage
@@ -406,11 +327,11 @@ class Episode:
                 scored, end_reason = False, "infra_error"
                 error = f"reply judge {judge.settings.model}: {unread[0].judge_reason}"
         return TrialRecord(
-            domain=self.domain.name,
-            domain_version=self.domain.version,
-            task_id=self.task.id,
-            trial_index=self.trial_index,
-            seed=self.seed,
+            domain=self.spec.domain.name,
+            domain_version=self.spec.domain.version,
+            task_id=self.spec.task.id,
+            trial_index=self.spec.trial_index,
+            seed=self.spec.seed,
             status="scored" if scored else "error",
             reward=(grade.reward if grade is not None else 0.0) if scored else None,
             end_reason=end_reason,
@@ -423,13 +344,52 @@ class Episode:
             duration_s=_clock() - self._clock_started,
         )
 
+    def _usage(self) -> dict[str, Usage]:
+        """What each role's agent spent, a model's calls that got no answer included."""
+        user_usage = getattr(self.user, "usage", None)
+        if isinstance(user_usage, Usage):
+            self.usage["user"] = user_usage
+        usage = dict(self.usage)
+        for role, agent in (("policy", self.policy), ("critic", self.critic)):
+            failed = getattr(agent, "failed_usage", None)  # a model's calls that got no answer
+            if isinstance(failed, Usage) and failed.calls:
+                usage[role] = usage.get(role, Usage()) + failed
+        return usage
+
+    def _grade(self, judge: TrialJudge | None) -> Grade:
+        """The ended trial's grade, by the grader every run uses."""
+        spec, end_reason = self.spec, self.end_reason
+        return grade_trial(
+            spec.task,
+            self.db,
+            spec.expected,
+            self.replies,
+            ended_cleanly=end_reason in CLEAN_ENDS,
+            made_write=self.made_write,
+            saw_tool_error=self.saw_tool_error,
+            finished=end_reason not in UNFINISHED_ENDS,
+            mode=spec.grading,
+            policy_breaks=policy_breaks(self.steps) if spec.labelled else None,
+            conversation=self.conversation,
+            checks=spec.domain.task_checks(spec.task, self.db, self.conversation),
+            judge=judge,
+            confirmations=[
+                check
+                for step in self.steps
+                for proposal in step.proposals
+                if (check := self._confirmations.get((step.index, proposal.round))) is not None
+            ],
+        )
+
     def _reply_judge(self) -> TrialJudge | None:
         """The trial's reply judge (one per trial: its usage is the trial's), None without one."""
-        if self._judge is None and self.reply_judge is not None:
+        if self._judge is None and self.spec.reply_judge is not None:
             from castbench.models.client import TrialKey  # judged runs' only (the model client)
             from castbench.models.reply_judge import ModelReplyJudge
 
-            self._judge = ModelReplyJudge(self.reply_judge, TrialKey(self.seed, self.trial_index))
+            self._judge = ModelReplyJudge(
+                self.spec.reply_judge, TrialKey(self.spec.seed, self.spec.trial_index)
+            )
         return self._judge
 
     def _confirmation(self, round: int) -> ConfirmationJudge | None:
@@ -493,35 +453,14 @@ class Episode:
         # anything but an action (a dict, None) is a bug of the agent's code: agent_error, not a
         # malformed action it would be asked to retry for every step (those are a model's output)
         if not again:
-            if not (self._stored_actions and isinstance(action, _ACTIONS)):
+            if not (self.runtime.stored_actions and isinstance(action, _ACTIONS)):
                 self._check("policy", action, _ACTIONS, "action")
             self._charge("policy", action.usage)
         step = self._step or _Step(tuple(self.conversation), self._view_at)
         self._step = step
         step.timing.policy_s += spent
-        # the privileged truth judges the critic and, for the strict reward, the executed action;
-        # a tool call it runs on a copy of the state is the execution too, if nothing comes between
-        run = (
-            CallRun(self.domain, action.name, action.arguments, self.db)
-            if self.labelled
-            and self._perturber is None
-            and isinstance(action, ToolCallAction)
-            and isinstance(action.arguments, dict)
-            else None
-        )
-        label = (
-            self._labeler(
-                self.domain,
-                self.task,
-                action,
-                self.db,
-                step.history,
-                self._confirmation(len(step.proposals)),
-                run,
-            )
-            if self.labelled
-            else None
-        )
+        run = self._call_run(action)
+        label = self._label(action, step, run) if self.spec.labelled else None
         # the step's records are built from values already checked (the action by `_check`, the
         # rest the harness's own): constructed, not validated again, at every step
         proposal = Proposal.model_construct(
@@ -531,34 +470,67 @@ class Episode:
         self.last_proposal = proposal
         executed: Action | None = action
         if self.critic is not None and _in_scope(
-            action, self.verification.scope, self.policy_briefing.write_tools
+            action, self.spec.verification.scope, self.policy_briefing.write_tools
         ):
             verdict = self._verify(step, proposal)
-            if verdict.flags and proposal.round + 1 < self.verification.rounds:
-                pause = (
-                    None if self._overrule is None else self._overrule.stands(len(self.steps), proposal.round)
-                )
-                if pause is not None:
-                    if pause > 0:
-                        time.sleep(pause)
-                    return self._advance(action, pause, again=True)
-                critique = CritiqueTurn(verdict=verdict, proposal=action)
-                step.critiques.append(critique)
-                self._view_at = _clock()
-                return StepOutcome(self.view(), critique)
-            if (
-                verdict.flags
-                and step.unasked
-                and step.asked
-                and proposal.round + 1 - step.unasked < self.verification.rounds
-            ):
-                # a branch gave a verdict of this step without asking the critic: the critic has a
-                # round of its own left, which it gives on the same proposal (a policy that
-                # insists), the proposal then going as exhausted ones do
-                time.sleep(proposal.policy_s)
-                return self._advance(action, proposal.policy_s, again=True)
-            if verdict.flags and self.verification.on_exhausted == "block":
-                executed = None
+            if verdict.flags:
+                revised = self._flagged(action, step, proposal, verdict)
+                if revised is not None:
+                    return revised
+                if self.spec.verification.on_exhausted == "block":
+                    executed = None
+        return self._conclude(step, action, executed, run)
+
+    def _call_run(self, action: Action) -> CallRun | None:
+        """The privileged truth judges the critic and, for the strict reward, the executed action;
+        a tool call it runs on a copy of the state is the execution too, if nothing comes between
+        (none under perturbations, whose faults answer instead of the tool)."""
+        if (
+            self.spec.labelled
+            and self._perturber is None
+            and isinstance(action, ToolCallAction)
+            and isinstance(action.arguments, dict)
+        ):
+            return CallRun(self.spec.domain, action.name, action.arguments, self.db)
+        return None
+
+    def _label(self, action: Action, step: _Step, run: CallRun | None) -> ActionLabel | None:
+        """The labeler's truth about the proposal, on the state and conversation it meets."""
+        spec = self.spec
+        confirm = self._confirmation(len(step.proposals))
+        return self._labeler(spec.domain, spec.task, action, self.db, step.history, confirm, run)
+
+    def _flagged(
+        self, action: Action, step: _Step, proposal: Proposal, verdict: Verdict
+    ) -> StepOutcome | None:
+        """A flagged proposal with rounds left: the policy's revision view ending in the critique
+        (or, on a branch whose policy stands by it, the same proposal again); None when the
+        rounds ran out, the proposal then going as the run's `on_exhausted` says."""
+        rounds = self.spec.verification.rounds
+        if proposal.round + 1 < rounds:
+            overrule = self.runtime.overrule
+            pause = None if overrule is None else overrule.stands(len(self.steps), proposal.round)
+            if pause is not None:
+                if pause > 0:
+                    time.sleep(pause)
+                return self._advance(action, pause, again=True)
+            critique = CritiqueTurn(verdict=verdict, proposal=action)
+            step.critiques.append(critique)
+            self._view_at = _clock()
+            return StepOutcome(self.view(), critique)
+        if step.unasked and step.asked and proposal.round + 1 - step.unasked < rounds:
+            # a branch gave a verdict of this step without asking the critic: the critic has a
+            # round of its own left, which it gives on the same proposal (a policy that
+            # insists), the proposal then going as exhausted ones do
+            time.sleep(proposal.policy_s)
+            return self._advance(action, proposal.policy_s, again=True)
+        return None
+
+    def _conclude(
+        self, step: _Step, action: Action, executed: Action | None, run: CallRun | None
+    ) -> StepOutcome:
+        """The step's outcome: its action executed (or the critic's block answered), the step
+        recorded, the trial ended if a limit or the action ends it; the policy's next view."""
         index = len(self.steps)
         end: EndReason | None = None
         if executed is None:
@@ -588,7 +560,7 @@ class Episode:
         `max_messages` (τ² counts the user's opening and two messages per action, and its limit
         overrides a user who left at the message that reaches it), then `max_tool_errors`;
         `max_steps` (agent actions) ends a trial nothing else ended."""
-        limits, taken = self.limits, len(self.steps)
+        limits, taken = self.spec.limits, len(self.steps)
         if limits.max_messages is not None and 2 * taken + 1 >= limits.max_messages:
             end = "max_steps" if end in (None, "user_stop", "agent_stop") else end
         if limits.max_tool_errors is not None and self.tool_errors >= limits.max_tool_errors:
@@ -598,7 +570,7 @@ class Episode:
         return end
 
     def _verify(self, step: _Step, proposal: Proposal) -> Verdict:
-        index, overrule = len(self.steps), self._overrule
+        index, overrule = len(self.steps), self.runtime.overrule
         now = _clock()
         given = (
             None
@@ -607,6 +579,7 @@ class Episode:
         )
         start = _clock()
         if given is None:
+            assert self.critic is not None and self.critic_briefing is not None  # `_advance` asks
             view = CriticView(self.critic_briefing, step.history, proposal.action)
             verdict = self._guarded("critic", self.critic.verify, view, what="verifying an action")
             self._check("critic", verdict, Verdict, "verdict")
@@ -630,10 +603,14 @@ class Episode:
         call_id, timing = f"call_{step_index}", step.timing
         if isinstance(action, ReplyAction):
             self.replies.append(action.text)
-            if self.limits.max_messages is not None and 2 * (step_index + 1) >= self.limits.max_messages:
+            if (
+                self.spec.limits.max_messages is not None
+                and 2 * (step_index + 1) >= self.spec.limits.max_messages
+            ):
                 self.conversation.append(AgentTurn(action=action))  # τ² ends before the user answers
                 return None, "max_steps"
             start = _clock()
+            assert self.user is not None  # opened by `reset`
             reply = self._guarded("user", self.user.reply, action.said, what="replying")
             self._check("user", reply, UserReply, "reply")
             self._check("user", reply.text, str, "reply text")
@@ -665,7 +642,7 @@ class Episode:
             twin, observation = run.outcome
             self.db.adopt(twin)
         else:
-            observation = self.domain.toolkit.call(self.db, action.name, action.arguments)
+            observation = self.spec.domain.toolkit.call(self.db, action.name, action.arguments)
         result = ToolResultTurn.model_construct(
             call_id=call_id, name=action.name, content=observation.content, error=observation.error
         )
@@ -683,7 +660,7 @@ class Episode:
             content, error = self._perturber.fault_output(step.fault)
             result = ToolResultTurn(call_id=call_id, name=action.name, content=content, error=error)
             return self._executed(action, result, False, wrote=False)
-        observation = self.domain.toolkit.call(self.db, action.name, action.arguments)
+        observation = self.spec.domain.toolkit.call(self.db, action.name, action.arguments)
         content = self._perturber.tool_output(step_index, observation.content)
         result = ToolResultTurn(call_id=call_id, name=action.name, content=content, error=observation.error)
         return self._executed(action, result, observation.ends_conversation)
@@ -694,7 +671,7 @@ class Episode:
         if result.error:
             self.saw_tool_error = True
             self.tool_errors += 1
-        elif wrote and self.domain.toolkit.is_write(action.name):
+        elif wrote and self.spec.domain.toolkit.is_write(action.name):
             self.made_write = True
         self.conversation += [AgentTurn.model_construct(action=action, call_id=result.call_id), result]
         return result, ("transfer" if ends else None)
@@ -718,14 +695,14 @@ class Episode:
         """Agents are built inside the trial: a constructor that raises or hangs is that trial's
         failure, like any other agent code."""
         user_briefing = user_briefing_for(
-            self.domain, self.task, self.seed, self.db, self.traits, self.user_calls
+            self.spec.domain, self.spec.task, self.spec.seed, self.db, self.spec.traits, self.user_calls
         )
-        self.user = self._open("user", self.agents.user, user_briefing)
-        if self.agents.policy is not None:
-            self.policy = self._open("policy", self.agents.policy, self.policy_briefing)
+        self.user = self._open("user", self.spec.agents.user, user_briefing)
+        if self.spec.agents.policy is not None:
+            self.policy = self._open("policy", self.spec.agents.policy, self.policy_briefing)
         if self.critic_briefing is not None:
-            assert self.agents.critic is not None
-            self.critic = self._open("critic", self.agents.critic, self.critic_briefing)
+            assert self.spec.agents.critic is not None
+            self.critic = self._open("critic", self.spec.agents.critic, self.critic_briefing)
 
     def _open(self, role: Role, spec: AgentSpec, briefing: Any) -> Any:
         """The role's agent for this trial, through its transport. A worker agent is held to the
@@ -751,7 +728,7 @@ class Episode:
         return self._nearer_limit(self.step_started)
 
     def _nearer_limit(self, step_from: float) -> tuple[float | None, str]:
-        step_s, trial_s = self.time_limits.step_s, self.time_limits.trial_s
+        step_s, trial_s = self.runtime.time_limits.step_s, self.runtime.time_limits.trial_s
         step = None if step_s is None else step_from + step_s
         trial = None if trial_s is None else self.started + trial_s
         if step is not None and (trial is None or step <= trial):
@@ -808,7 +785,11 @@ class Episode:
         must not score the trial 0 as the agent's timeout (`ModelClient.overran`). Only
         castbench's own model agents are asked (a `model` spec in this process): an agent's own
         code cannot pass its slowness off as the server's."""
-        spec = {"policy": self.agents.policy, "critic": self.agents.critic, "user": self.agents.user}[role]
+        spec = {
+            "policy": self.spec.agents.policy,
+            "critic": self.spec.agents.critic,
+            "user": self.spec.agents.user,
+        }[role]
         if spec is None or spec.kind != "model" or spec.transport != "in-process":
             return None
         client = getattr(getattr(fn, "__self__", None), "client", None)
@@ -825,7 +806,7 @@ class Episode:
     def _fail(self, role: str, message: str) -> None:
         if role != "user":
             raise _TrialEnd("agent_error", message)
-        builtin = self.agents.user.kind == "builtin"
+        builtin = self.spec.agents.user.kind == "builtin"
         raise _TrialEnd("harness_error" if builtin else "agent_error", message, scored=False)
 
     def _check(self, role: str, value: Any, expected: type | tuple[type, ...], what: str) -> None:

@@ -12,7 +12,7 @@ from castbench.agents.registry import resolve
 from castbench.authoring.validate import ValidationReport
 from castbench.authoring.validate import validate_domain as replay_checks
 from castbench.domain import Domain, ExpectedStateError, Task, TaskFileError
-from castbench.runner.rollout import AgentSet, run_trial
+from castbench.runner.rollout import AgentSet, TrialSpec, run_trial
 from castbench.runner.seeds import trial_seed
 
 __all__ = ["REFUSAL_FLOOR", "oracle_failures", "refusal_wins", "validate_domain"]
@@ -26,9 +26,8 @@ def oracle_failures(domain: Domain, tasks: Sequence[Task], seed: int = 0) -> lis
     agents = AgentSet(policy=resolve("policy", "oracle"), user=resolve("user", "scripted"))
     problems = []
     for task in tasks:
-        record = run_trial(
-            domain, task, 0, trial_seed(seed, domain.name, task.id, 0), agents, domain.replay(task)
-        )
+        seeded = trial_seed(seed, domain.name, task.id, 0)
+        record = run_trial(TrialSpec(domain, task, 0, seeded, agents, domain.replay(task)))
         if not record.passed:
             problems.append(
                 f"{domain.name} task {task.id}: the oracle scored {record.reward} ({record.end_reason})"
@@ -46,7 +45,9 @@ def refusal_wins(domain: Domain, tasks: Sequence[Task], seed: int = 0) -> list[s
             expected = domain.replay(task)
         except ExpectedStateError:
             continue
-        record = run_trial(domain, task, 0, trial_seed(seed, domain.name, task.id, 0), agents, expected)
+        record = run_trial(
+            TrialSpec(domain, task, 0, trial_seed(seed, domain.name, task.id, 0), agents, expected)
+        )
         if record.passed:
             problems.append(
                 f"{domain.name} task {task.id}: refusing everything passes it ({REFUSAL_FLOOR} scored "

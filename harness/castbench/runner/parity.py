@@ -26,7 +26,7 @@ from castbench.conversation import Action, ReplyAction, ToolCallAction, ToolResu
 from castbench.dialogue import ANYTHING_ELSE, asks_anything_else
 from castbench.domain import Database, Domain, Task
 from castbench.records.trial import TrialRecord
-from castbench.runner.rollout import AgentSet, Limits, run_trial
+from castbench.runner.rollout import AgentSet, Limits, TrialSpec, run_trial
 
 __all__ = [
     "Step",
@@ -110,7 +110,7 @@ def castbench_trial(
         user=AgentSpec("user", "replay", "replay", _ReplayUser),
     )
     limits = limits or Limits(max_steps=len(trajectory) + 5)
-    return run_trial(domain, task, 0, 0, agents, expected, limits, grading="tau")
+    return run_trial(TrialSpec(domain, task, 0, 0, agents, expected, limits, grading="tau"))
 
 
 def tool_outputs(record: TrialRecord) -> list[str]:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from castbench.agents.protocols import UserReply
 from castbench.agents.registry import AgentSpec, AgentSpecError, Role, builtin_agents, resolve
@@ -48,9 +48,10 @@ from castbench.records.execution import ExecutionPlan
 from castbench.records.perturbations import Perturbations
 from castbench.records.trial import ActionLabel, Proposal, StepRecord, TrialRecord
 from castbench.runner.deadline import TimeLimits
-from castbench.runner.episode import AgentSet, Episode, Labeler
+from castbench.runner.episode import AgentSet, Episode
 from castbench.runner.execution import plan_execution
 from castbench.runner.seeds import trial_seed
+from castbench.runner.spec import Labeler, TrialRuntime, TrialSpec
 
 __all__ = ["replay_trial"]
 
@@ -281,45 +282,68 @@ def _compare_steps(
     record: TrialRecord, played: list[StepRecord], cursor: _Cursor, labels: bool, live: tuple[bool, bool]
 ) -> list[str]:
     """Every difference between the record's steps and the replay's, in order, each naming its step."""
-    live_user, live_critic = live
     problems: list[str] = []
+    for stored, step in zip(record.steps, played, strict=False):
+        problems += cursor.problems.get(stored.index, [])
+        problems += _step_differences(stored, step, labels, live)
+    problems += [p for k, noted in cursor.problems.items() if k >= len(played) for p in noted]
+    return problems
+
+
+def _step_differences(
+    stored: StepRecord, step: StepRecord, labels: bool, live: tuple[bool, bool]
+) -> list[str]:
+    """How the replay's step differs from the stored one: its proposals' labels (and, with the
+    run's own critic, verdicts), its action, and what the action got back (a tool's result or
+    injected fault; with the run's own user, the reply)."""
+    live_user, live_critic = live
+    k = stored.index
+    problems = _proposal_differences(stored, step, labels, live_critic)
+    differ = _differ(problems)
+    if not _same(stored.action, step.action):
+        differ(f"step {k} action", _shown(stored.action), _shown(step.action))
+    elif isinstance(step.action, ToolCallAction):
+        turn = stored.observation if isinstance(stored.observation, ToolResultTurn) else None
+        got = step.observation
+        assert isinstance(got, ToolResultTurn)
+        differ(f"step {k} injected fault", stored.fault, step.fault)
+        if step.fault is not None:  # a fault's answer, as the harness wrote it
+            want: tuple[object, bool] | None = (turn.content, turn.error) if turn else None
+            differ(f"step {k} {step.action.name} fault", want, (got.content, got.error))
+        elif turn is None or (turn.content, turn.error) != (got.content, got.error):
+            differ(f"step {k} {step.action.name} result", _result(turn), _result(got))
+    elif step.action is not None and step.action.kind == "reply" and live_user:
+        kept_text = stored.observation.text if isinstance(stored.observation, UserTurn) else None
+        text = step.observation.text if isinstance(step.observation, UserTurn) else None
+        differ(f"step {k} user reply", kept_text, text)
+        differ(f"step {k} user stop", stored.user_stop, step.user_stop)
+    return problems
+
+
+def _proposal_differences(stored: StepRecord, step: StepRecord, labels: bool, live_critic: bool) -> list[str]:
+    """Each proposal's label derived again (where the record labelled it), and its verdict given
+    again by the run's own critic, against the stored ones."""
+    problems: list[str] = []
+    differ = _differ(problems)
+    for kept, again in zip(stored.proposals, step.proposals, strict=False):
+        where = f"step {stored.index} proposal {kept.round}"
+        if labels and kept.label is not None:
+            differ(f"{where} label", _decision(kept.label), _decision(again.label))
+        elif labels and kept.verdict is not None:
+            problems.append(f"{where} label: a critic's verdict without the labeler's label")
+        if live_critic and (kept.verdict is not None or again.verdict is not None):
+            differ(f"{where} verdict", _judged(kept.verdict), _judged(again.verdict))
+    return problems
+
+
+def _differ(problems: list[str]) -> Callable[[str, object, object], None]:
+    """A check that notes in `problems` a value the replay stored otherwise."""
 
     def differ(what: str, stored: object, replayed: object) -> None:
         if stored != replayed:
             problems.append(f"{what}: stored {_short(stored)}, replayed {_short(replayed)}")
 
-    for stored, step in zip(record.steps, played, strict=False):
-        k = stored.index
-        problems += cursor.problems.get(k, [])
-        for kept, again in zip(stored.proposals, step.proposals, strict=False):
-            where = f"step {k} proposal {kept.round}"
-            if labels and kept.label is not None:
-                differ(f"{where} label", _decision(kept.label), _decision(again.label))
-            elif labels and kept.verdict is not None:
-                problems.append(f"{where} label: a critic's verdict without the labeler's label")
-            if live_critic and (kept.verdict is not None or again.verdict is not None):
-                differ(f"{where} verdict", _judged(kept.verdict), _judged(again.verdict))
-        if not _same(stored.action, step.action):
-            differ(f"step {k} action", _shown(stored.action), _shown(step.action))
-            continue
-        if isinstance(step.action, ToolCallAction):
-            turn = stored.observation if isinstance(stored.observation, ToolResultTurn) else None
-            got = step.observation
-            assert isinstance(got, ToolResultTurn)
-            differ(f"step {k} injected fault", stored.fault, step.fault)
-            if step.fault is not None:  # a fault's answer, as the harness wrote it
-                want: tuple[object, bool] | None = (turn.content, turn.error) if turn else None
-                differ(f"step {k} {step.action.name} fault", want, (got.content, got.error))
-            else:
-                if turn is None or (turn.content, turn.error) != (got.content, got.error):
-                    differ(f"step {k} {step.action.name} result", _result(turn), _result(got))
-        elif step.action is not None and step.action.kind == "reply" and live_user:
-            kept_text = stored.observation.text if isinstance(stored.observation, UserTurn) else None
-            text = step.observation.text if isinstance(step.observation, UserTurn) else None
-            differ(f"step {k} user reply", kept_text, text)
-            differ(f"step {k} user stop", stored.user_stop, step.user_stop)
-    problems += [p for k, noted in cursor.problems.items() if k >= len(played) for p in noted]
-    return problems
+    return differ
 
 
 def _same(stored: Action | None, replayed: Action | None) -> bool:
@@ -396,51 +420,37 @@ def replay_trial(
     seed = trial_seed(run_seed, record.domain, record.task_id, record.trial_index)
     if record.seed != seed:
         problems.append(f"seed {record.seed} is not the run's seed for this trial ({seed})")
-    if record.domain_version != domain.version:
-        problems.append(f"recorded on domain version {record.domain_version}, installed {domain.version}")
-        return None, problems
-    if record.status != "scored":
-        if record.reward is not None:
-            problems.append(f"an unscored trial with reward {record.reward}")
-        return None, problems
-    if record.end_reason == "timeout":  # an abandoned agent's trial is scored 0 without a grade
-        if record.reward != 0.0 or record.grade is not None:
-            problems.append(f"a timed-out trial with reward {record.reward}")
-        return None, problems
-    if record.end_reason == "agent_error" and record.grade is None:  # its output could not be stored
-        if record.reward != 0.0:
-            problems.append(f"an agent's failure stored without a grade, with reward {record.reward}")
+    if not _replayable(record, domain, problems):
         return None, problems
     strict = record.grade is not None and record.grade.strict_reward is not None
     labels = labels or strict
     cursor = _Cursor(record)
     agents, live_user, live_critic = _agents(user, critic, labels, cursor)
-    active = perturbations if perturbations is not None and perturbations.active else None
-    if active is not None and not live_user:  # a recorded user's words are stored as the agent heard them
-        active = active.model_copy(update={"user": []})
-        active = active if active.active else None
-    stored_judge = None
-    if judged:
-        stored_judge = _StoredJudge(StoredVerdicts(record.grade.reply_checks if record.grade else []), cursor)
-    episode = Episode(
+    spec = TrialSpec(
         domain,
         task,
         record.trial_index,
         record.seed,
         agents,
         expected,
-        limits,
-        verification,
+        limits or Limits(),
+        verification or Verification(),
         traits or None,
-        _UNTIMED,
-        grading=grading,
-        perturbations=active,
+        grading,
+        _perturbations(perturbations, live_user),
+        labels,
+    )
+    stored_judge = None
+    if judged:
+        stored_judge = _StoredJudge(StoredVerdicts(record.grade.reply_checks if record.grade else []), cursor)
+    runtime = TrialRuntime(
         plan=_plan(agents.critic is not None),
-        labelled=labels,
+        time_limits=_UNTIMED,
         judge=stored_judge,
         labeler=_labeler(cursor, strict),
         stored_actions=True,
     )
+    episode = Episode(spec, runtime)
     try:
         left = _drive(episode, record, cursor)
     finally:
@@ -456,22 +466,64 @@ def replay_trial(
             problems.append("a scored trial without a grade")
         return None, problems
     if judged and record.grade is not None:
-        kept = {(c.kind, c.subject): c.rule for c in record.grade.reply_checks}
-        problems += [
-            f"reply check {c.kind} {c.subject!r}: stored rules' verdict {kept[(c.kind, c.subject)]}, "
-            f"re-graded {c.rule}"
-            for c in grade.reply_checks
-            if (c.kind, c.subject) in kept and kept[(c.kind, c.subject)] != c.rule
-        ]
+        problems += _judge_differences(record.grade, grade)
+    return grade, problems + _grade_differences(record, grade, strict)
+
+
+def _replayable(record: TrialRecord, domain: Domain, problems: list[str]) -> bool:
+    """Whether the loop can take `record` again: a scored trial of the installed domain version
+    that ended with a grade. One that cannot is checked for what its ending implies (noted in
+    `problems`): an unscored trial has no reward, a timed-out one or an agent's failure stored
+    without a grade scores 0."""
+    if record.domain_version != domain.version:
+        problems.append(f"recorded on domain version {record.domain_version}, installed {domain.version}")
+        return False
+    if record.status != "scored":
+        if record.reward is not None:
+            problems.append(f"an unscored trial with reward {record.reward}")
+        return False
+    if record.end_reason == "timeout":  # an abandoned agent's trial is scored 0 without a grade
+        if record.reward != 0.0 or record.grade is not None:
+            problems.append(f"a timed-out trial with reward {record.reward}")
+        return False
+    if record.end_reason == "agent_error" and record.grade is None:  # its output could not be stored
+        if record.reward != 0.0:
+            problems.append(f"an agent's failure stored without a grade, with reward {record.reward}")
+        return False
+    return True
+
+
+def _perturbations(perturbations: Perturbations | None, live_user: bool) -> Perturbations | None:
+    """The run's perturbations as the replay applies them (None when none is active): a recorded
+    user's words are stored as the agent heard them, so they are not reworded again."""
+    active = perturbations if perturbations is not None and perturbations.active else None
+    if active is not None and not live_user:
+        active = active.model_copy(update={"user": []})
+        active = active if active.active else None
+    return active
+
+
+def _judge_differences(stored: Grade, regraded: Grade) -> list[str]:
+    """A judged trial's reply checks whose rules' verdict (kept beside the judge's) changed."""
+    kept = {(c.kind, c.subject): c.rule for c in stored.reply_checks}
+    return [
+        f"reply check {c.kind} {c.subject!r}: stored rules' verdict {kept[(c.kind, c.subject)]}, "
+        f"re-graded {c.rule}"
+        for c in regraded.reply_checks
+        if (c.kind, c.subject) in kept and kept[(c.kind, c.subject)] != c.rule
+    ]
+
+
+def _grade_differences(record: TrialRecord, grade: Grade, strict: bool) -> list[str]:
+    """The stored reward, grade and strict reward against the replay's grade."""
+    problems: list[str] = []
     if record.reward != grade.reward:
         problems.append(f"stored reward {record.reward}, re-graded {grade.reward}")
     if record.grade is None:
         problems.append("a scored trial without a grade")
-    else:
-        if record.grade.reward != grade.reward:
-            problems.append(f"stored grade says reward {record.grade.reward}, re-graded {grade.reward}")
-        if strict and record.grade.strict_reward != grade.strict_reward:
-            problems.append(
-                f"stored strict reward {record.grade.strict_reward}, re-graded {grade.strict_reward}"
-            )
-    return grade, problems
+        return problems
+    if record.grade.reward != grade.reward:
+        problems.append(f"stored grade says reward {record.grade.reward}, re-graded {grade.reward}")
+    if strict and record.grade.strict_reward != grade.strict_reward:
+        problems.append(f"stored strict reward {record.grade.strict_reward}, re-graded {grade.strict_reward}")
+    return problems

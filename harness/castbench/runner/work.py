@@ -21,11 +21,11 @@ from castbench.records.config import RunConfig
 from castbench.records.execution import ExecutionPlan
 from castbench.records.trial import TrialRecord
 from castbench.runner.deadline import Cancelled, Halt, TimeLimits
-from castbench.runner.episode import Overrule
 from castbench.runner.plan import TrialJob
 from castbench.runner.rollout import AgentSet, run_trial
+from castbench.runner.spec import Overrule, TrialRuntime, TrialSpec
 
-__all__ = ["ExpectedStates", "TrialWork", "failed_record", "run_job"]
+__all__ = ["ExpectedStates", "TrialWork", "failed_record", "run_job", "trial_spec"]
 
 
 class ExpectedStates:
@@ -62,6 +62,28 @@ def failed_record(
     )
 
 
+def trial_spec(
+    job: TrialJob, config: RunConfig, agents: AgentSet, expected: ExpectedStates, *, labelled: bool = True
+) -> TrialSpec:
+    """The trial `job` of the run `config` describes: its limits, verification, traits, grading,
+    perturbations and reply judge are the run's."""
+    return TrialSpec(
+        job.domain,
+        job.task,
+        job.trial_index,
+        job.seed,
+        agents,
+        expected.get(job.domain, job.task),
+        config.limits,
+        config.verification,
+        config.traits,
+        grading=config.grading_mode,
+        perturbations=config.perturbations if config.perturbations.active else None,
+        labelled=labelled,
+        reply_judge=ModelSettings.model_validate(config.reply_judge) if config.reply_judge else None,
+    )
+
+
 def run_job(
     job: TrialJob,
     config: RunConfig,
@@ -74,27 +96,11 @@ def run_job(
     labelled: bool = True,
     overrule: Overrule | None = None,
 ) -> TrialRecord:
-    """One trial of the grid, once, under the run's limits, verification and traits, executed as
-    its `plan` says (`labelled` and `overrule`: as `Episode` takes them)."""
-    return run_trial(
-        job.domain,
-        job.task,
-        job.trial_index,
-        job.seed,
-        agents,
-        expected.get(job.domain, job.task),
-        config.limits,
-        config.verification,
-        config.traits,
-        time_limits,
-        stop,
-        grading=config.grading_mode,
-        perturbations=config.perturbations if config.perturbations.active else None,
-        plan=plan,
-        labelled=labelled,
-        overrule=overrule,
-        reply_judge=ModelSettings.model_validate(config.reply_judge) if config.reply_judge else None,
-    )
+    """One trial of the grid, once, under the run's limits, verification and traits (`trial_spec`),
+    executed as its `plan` says (`labelled` and `overrule`: as `TrialSpec` and `TrialRuntime`
+    take them)."""
+    runtime = TrialRuntime(plan, time_limits or TimeLimits(), stop, overrule)
+    return run_trial(trial_spec(job, config, agents, expected, labelled=labelled), runtime)
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from castbench.conversation import ReplyAction
 from castbench.domain import load_domain
 from castbench.publish.board import load_board
 from castbench.report import summarize_run
-from castbench.runner.rollout import AgentSet, TimeLimits, run_trial
+from castbench.runner.rollout import AgentSet, TimeLimits, TrialRuntime, TrialSpec, run_trial
 from castbench.store import ResultsStore
 from castbench.store.export import export_run
 from castbench_boards.rows import eligibility_problems
@@ -57,7 +57,9 @@ def _trial(policy: str, step_timeout: float | None = None, task_index: int = 0):
     task = retail.tasks("test")[task_index]
     agents = AgentSet(policy=resolve("policy", policy), user=resolve("user", "scripted"))
     limits = TimeLimits(step_s=step_timeout)
-    return run_trial(retail, task, 0, 1, agents, retail.replay(task), time_limits=limits)
+    return run_trial(
+        TrialSpec(retail, task, 0, 1, agents, retail.replay(task)), TrialRuntime(time_limits=limits)
+    )
 
 
 def test_a_worker_past_the_step_time_limit_is_stopped_and_the_trial_times_out() -> None:

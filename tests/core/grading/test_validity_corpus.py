@@ -19,6 +19,7 @@ from castbench.conversation import AgentTurn, ReplyAction, ToolCallAction, UserT
 from castbench.domain import load_domain
 from castbench.runner.episode import AgentSet, Episode
 from castbench.runner.seeds import trial_seed
+from castbench.runner.spec import TrialSpec
 
 BENCH = Path(__file__).resolve().parents[3] / "bench"
 LIMIT = 12
@@ -43,7 +44,9 @@ def _play(domain_name: str, task_id: str, agent: str) -> Episode:
     domain = load_domain(domain_name)
     task = domain.task(task_id)
     agents = AgentSet(policy=_corpus().corpus_spec(agent), user=resolve("user", "scripted"))
-    episode = Episode(domain, task, 0, trial_seed(0, domain.name, task.id, 0), agents, domain.replay(task))
+    episode = Episode(
+        TrialSpec(domain, task, 0, trial_seed(0, domain.name, task.id, 0), agents, domain.replay(task))
+    )
     try:
         episode.play()
     finally:
@@ -185,7 +188,9 @@ def test_the_second_blind_corpus_talks_as_advertised() -> None:
     domain = load_domain("airline")
     task = domain.task("airline-test-0008")
     agents = AgentSet(policy=corpus.corpus_spec("blind-mix-2"), user=corpus.corpus_user("blind-mix-2"))
-    episode = Episode(domain, task, 0, trial_seed(0, domain.name, task.id, 0), agents, domain.replay(task))
+    episode = Episode(
+        TrialSpec(domain, task, 0, trial_seed(0, domain.name, task.id, 0), agents, domain.replay(task))
+    )
     try:
         episode.play()
     finally:

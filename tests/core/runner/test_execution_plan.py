@@ -27,6 +27,7 @@ from castbench.runner.episode import Episode
 from castbench.runner.execution import AgentSet, plan_execution
 from castbench.runner.executors.local import LocalExecutor
 from castbench.runner.rollout import run_trial
+from castbench.runner.spec import TrialRuntime, TrialSpec
 from castbench.store import ResultsStore
 from tests.support import invoke, sqlite_url
 
@@ -144,16 +145,18 @@ def test_the_episode_calls_each_agent_as_the_plan_says(retail: Domain) -> None:
     noting = replace(oracle, factory=lambda briefing, **params: _Noting(oracle.create(briefing), threads))
     agents = AgentSet(noting, resolve("user", "scripted"))
     task = retail.task("retail-test-0001")
-    inline = run_trial(retail, task, 0, 1, agents, retail.replay(task))
+    inline = run_trial(TrialSpec(retail, task, 0, 1, agents, retail.replay(task)))
     assert inline.reward == 1.0 and set(threads) == {threading.current_thread().name}
     plan = plan_execution(agents)
     forced = plan.model_copy(
         update={"calls": {**plan.calls, "policy": AgentCall(mode="agent-thread", why="test")}}
     )
     threads.clear()
-    on_thread = run_trial(retail, task, 0, 1, agents, retail.replay(task), plan=forced)
+    on_thread = run_trial(
+        TrialSpec(retail, task, 0, 1, agents, retail.replay(task)), TrialRuntime(plan=forced)
+    )
     assert on_thread.reward == 1.0 and {name.split("-")[0] for name in threads} == {"agents"}
-    episode = Episode(retail, task, 0, 1, agents, retail.replay(task), plan=forced)
+    episode = Episode(TrialSpec(retail, task, 0, 1, agents, retail.replay(task)), TrialRuntime(plan=forced))
     assert episode.never_blocks("user") and not episode.never_blocks("policy")
 
 

@@ -9,13 +9,15 @@ from castbench.conversation import ReplyAction, UserTurn
 from castbench.domain import Domain
 from castbench.runner.deadline import TimeLimits
 from castbench.runner.episode import AgentSet, Episode, Limits
+from castbench.runner.spec import TrialRuntime, TrialSpec
 
 
 def test_the_scripted_user_is_never_timed_out_by_the_policys_step(retail: Domain) -> None:
     task = retail.task("retail-test-0002")
     agents = AgentSet(None, resolve("user", "scripted"), None)
     limits = TimeLimits(step_s=1.0, trial_s=None)
-    episode = Episode(retail, task, 0, 1, agents, retail.replay(task), Limits(), time_limits=limits)
+    spec = TrialSpec(retail, task, 0, 1, agents, retail.replay(task), Limits())
+    episode = Episode(spec, TrialRuntime(time_limits=limits))
     assert episode.reset() is not None
     episode.step_started -= 30  # the policy spent its whole step (and more) on this reply
     outcome = episode.step(ReplyAction(text="Could you tell me your order id?"), policy_s=0.9)
