@@ -12,6 +12,7 @@ from castbench.agents.registry import resolve
 from castbench.conversation import ReplyAction
 from castbench.domain import load_domain
 from castbench.runner.rollout import AgentSet, run_trial
+from castbench.runner.spec import TrialSpec
 
 __all__ = ["PROBE", "Banner", "first_reply", "kernel_support"]
 
@@ -67,7 +68,7 @@ def first_reply(policy: str, domain: str = "retail") -> str:
     loaded = load_domain(domain)
     task = loaded.tasks("test")[0]
     agents = AgentSet(policy=resolve("policy", policy), user=resolve("user", "scripted"))
-    record = run_trial(loaded, task, 0, 1, agents, loaded.replay(task))
+    record = run_trial(TrialSpec(loaded, task, 0, 1, agents, loaded.replay(task)))
     replies = [step.action.text for step in record.steps if isinstance(step.action, ReplyAction)]
     assert replies, record.error
     return replies[0]

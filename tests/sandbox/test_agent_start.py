@@ -20,6 +20,7 @@ from castbench.agents.spec import AgentSpecError
 from castbench.agents.transports import serve
 from castbench.domain import load_domain
 from castbench.runner.rollout import AgentSet, run_trial
+from castbench.runner.spec import TrialSpec
 from tests.sandbox.probing import kernel_support
 
 pytestmark = pytest.mark.skipif(
@@ -75,9 +76,8 @@ def test_a_trial_whose_import_loops_fails_as_the_agent_s_error(folder: Path) -> 
     domain = load_domain("retail")
     task = domain.tasks("test")[0]
     began = time.monotonic()
-    record = run_trial(
-        domain, task, 0, 1, AgentSet(policy=spec, user=resolve("user", "scripted")), domain.replay(task)
-    )
+    agents = AgentSet(policy=spec, user=resolve("user", "scripted"))
+    record = run_trial(TrialSpec(domain, task, 0, 1, agents, domain.replay(task)))
     assert time.monotonic() - began < 30
     assert record.end_reason == "agent_error" and record.status == "scored", record
     assert "importing it did not finish within 2 s" in (record.error or ""), record.error

@@ -11,9 +11,9 @@ import pytest
 
 from castbench.agents.sandbox import SandboxNeeds, declared_needs
 from castbench.publish.board import load_board
-from castbench.publish.rows import _declaration_problems
 from castbench.records.provenance import AgentPlacement, Provenance, RunOrigin
 from castbench.report.provenance import provenance_lines
+from castbench_boards.rows import _declaration_problems
 
 TEAM = "team.agent:Policy"
 

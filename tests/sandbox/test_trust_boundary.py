@@ -423,13 +423,13 @@ def test_a_trial_within_its_bounds_works(agents: str) -> None:
 def test_a_trial_past_its_cpu_time_ends_as_the_agent_s_failure(agents: str) -> None:
     from castbench.domain import load_domain
     from castbench.runner.rollout import AgentSet, run_trial
+    from castbench.runner.spec import TrialSpec
 
     loaded = load_domain("retail")
     task = loaded.tasks("test")[0]
     policy = resolve("policy", f"{agents}:Probe?route=burn")
-    record = run_trial(
-        loaded, task, 0, 1, AgentSet(policy=policy, user=resolve("user", "scripted")), loaded.replay(task)
-    )
+    agents = AgentSet(policy=policy, user=resolve("user", "scripted"))
+    record = run_trial(TrialSpec(loaded, task, 0, 1, agents, loaded.replay(task)))
     assert record.end_reason == "agent_error", record.end_reason
     assert "CPU time limit" in (record.error or ""), record.error  # SIGXCPU, or the hard kill
 
