@@ -438,6 +438,49 @@ def _write_eval_zip(exported: ExportedRun, target: Path) -> None:
         partial.unlink(missing_ok=True)
 
 
+def _sample_key(sample: EvalSample) -> tuple[int, str]:
+    """Where Inspect's JSON recorder puts a sample (`sort_samples`): by epoch, then id."""
+    return sample.epoch, sample.id if isinstance(sample.id, str) else str(sample.id).zfill(20)
+
+
+def _write_json(exported: ExportedRun, target: Path) -> None:
+    """The run's `.json` log, the bytes Inspect's JSON recorder writes of the log held whole
+    (`to_json_safe` at indent 2, samples by epoch and id), written without holding it: the header
+    once, then each sample, serialised as its trial is read, waits in a temporary file with its
+    place in Inspect's order; the samples are then copied out in that order (#59). What stays in
+    memory is a (key, offset, length) per sample."""
+    from inspect_ai._util.json import to_json_safe
+
+    header = _header(exported, _ordered(exported))
+    model = _model(exported)
+    # the header with no samples, split where Inspect's dump writes the top-level "samples" key
+    # (a line of its own at indent 2: no string of a JSON dump holds a raw line break)
+    marker = b'\n  "samples": []'
+    head = to_json_safe(header.model_copy(update={"samples": []}))
+    assert head.count(marker) == 1, "Inspect's log layout changed: no top-level samples key"
+    before, after = head.split(marker)
+    partial = target.with_name(f".{target.name}.part")  # renamed once whole
+    try:
+        with tempfile.TemporaryFile("w+b") as spooled, partial.open("wb") as out:
+            places: list[tuple[tuple[int, str], int, int]] = []
+            for record in _ordered(exported):
+                sample = _sample(record, model)
+                dumped = to_json_safe(sample).replace(b"\n", b"\n    ")
+                places.append((_sample_key(sample), spooled.tell(), len(dumped)))
+                spooled.write(dumped)
+            places.sort(key=lambda place: place[0])
+            out.write(before + b'\n  "samples": [' if places else before + marker)
+            for index, (_, offset, length) in enumerate(places):
+                spooled.seek(offset)
+                out.write((b"\n    " if index == 0 else b",\n    ") + spooled.read(length))
+            if places:
+                out.write(b"\n  ]")
+            out.write(after)
+        partial.replace(target)
+    finally:
+        partial.unlink(missing_ok=True)
+
+
 def write_inspect_log(exported: ExportedRun, target: Path) -> int:
     """Write the run's Inspect log to `target` (`.eval` or `.json`, as Inspect picks by suffix);
     its size in bytes."""
@@ -445,12 +488,12 @@ def write_inspect_log(exported: ExportedRun, target: Path) -> int:
         raise ArchiveError(
             f"an Inspect log is a .eval or .json file, not '{target.name}' (--out log.eval or log.json)"
         )
-    log = _inspect()
+    _inspect()  # one error line, naming the extra, where inspect_ai is missing
     target.parent.mkdir(parents=True, exist_ok=True)
     if target.suffix == ".eval":
         _write_eval_zip(exported, target)
-    else:  # one JSON document: Inspect's writer, over the log held whole
-        log.write_eval_log(inspect_log(exported), str(target))
+    else:
+        _write_json(exported, target)
     return target.stat().st_size
 
 

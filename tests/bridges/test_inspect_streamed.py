@@ -89,3 +89,38 @@ def test_an_eval_log_of_ten_times_the_trials_holds_no_sample(
     # what stays is the zip's directory: an entry per sample (Python's `ZipInfo`, ~1.5 KB), and no
     # sample or record; holding the samples took several times the records
     assert high - low < held / 4, (low, high, held)
+
+
+def test_a_streamed_json_log_is_the_text_inspect_writes_of_the_log_held_whole(
+    base: tuple[str, str], tmp_path: Path
+) -> None:
+    from inspect_ai.log import read_eval_log, write_eval_log
+
+    db, run_id = base
+    store = ResultsStore(db, read_only=True)
+    target = tmp_path / "run.json"
+    write_inspect_log(stream_run(store, run_id), target)
+    whole = tmp_path / "whole.json"  # Inspect's own writer, over the log held whole
+    log = inspect_log(export_run(store, run_id))
+    write_eval_log(log, str(whole))
+    # the same text but for the ids Inspect draws at random: made equal, then compared as bytes
+    streamed = read_eval_log(str(target))
+    assert streamed.samples is not None and len(streamed.samples) == 10
+    order = [(sample.epoch, str(sample.id)) for sample in streamed.samples]
+    assert order == sorted(order)  # Inspect's order: by epoch, then id
+    ids = _random_ids(whole.read_bytes())
+    assert ids and len(ids) == len(_random_ids(target.read_bytes()))
+    assert _ids_blanked(target.read_bytes()) == _ids_blanked(whole.read_bytes())
+    assert not list(tmp_path.glob(".*.part"))
+
+
+def _random_ids(text: bytes) -> list[bytes]:
+    import re
+
+    return re.findall(rb'"(?:id|eval_id|uuid)": "[^"]*"', text)
+
+
+def _ids_blanked(text: bytes) -> bytes:
+    import re
+
+    return re.sub(rb'"(id|eval_id|uuid)": "[^"]*"', rb'"\1": ""', text)
