@@ -61,6 +61,7 @@ UID_BASE = 0x60000000
 
 _CLONE_NEWPID = 0x20000000
 _PR_SET_KEEPCAPS = 8
+_PR_SET_PDEATHSIG, _PR_GET_PDEATHSIG = 1, 2
 _CAP_DAC_OVERRIDE, _CAP_DAC_READ_SEARCH = 1, 2
 _CAP_SYS_ADMIN = 21
 _LINUX_CAPABILITY_VERSION_3 = 0x20080522
@@ -181,10 +182,16 @@ def host_pid() -> int:
 
 def become_trial_user(pid: int) -> int | None:
     """As root: take the user id `UID_BASE + pid` (and its group), keeping only the capabilities
-    to read and write files whatever their mode. Returns the id taken (None: not root, kept)."""
+    to read and write files whatever their mode. Returns the id taken (None: not root, kept).
+
+    The signal the process gets when its parent dies (`PR_SET_PDEATHSIG`) is armed again after:
+    the kernel clears it when the effective user id changes (prctl(2)), and a trial's process
+    whose template dies would otherwise run on as an orphan until its CPU limit."""
     if os.geteuid() != 0 or not sys.platform.startswith("linux"):
         return None
     uid = UID_BASE + pid
+    armed = ctypes.c_int(0)
+    _check(_libc.prctl(_PR_GET_PDEATHSIG, ctypes.byref(armed), 0, 0, 0), "prctl(PR_GET_PDEATHSIG)")
     _check(_libc.prctl(_PR_SET_KEEPCAPS, 1, 0, 0, 0), "prctl(PR_SET_KEEPCAPS)")
     os.setgroups([])
     os.setresgid(uid, uid, uid)
@@ -195,6 +202,8 @@ def become_trial_user(pid: int) -> int | None:
     _check(_libc.capset(header, data), "capset")
     with suppress(OSError):
         _check(_libc.prctl(_PR_SET_KEEPCAPS, 0, 0, 0, 0), "prctl(PR_SET_KEEPCAPS)")
+    if armed.value:
+        _check(_libc.prctl(_PR_SET_PDEATHSIG, armed.value, 0, 0, 0), "prctl(PR_SET_PDEATHSIG)")
     return uid
 
 
