@@ -58,3 +58,14 @@ def without_durations(value: Any) -> Any:
     if isinstance(value, list):
         return [without_durations(item) for item in value]
     return value
+
+
+def ctrl_c_delivered() -> None:
+    """`preexec_fn` for a child a test sends Ctrl-C to: delivered as a terminal delivers it. A test
+    run started in the background by a non-interactive shell (`.ci/run &`) has SIGINT ignored, and a
+    child inherits an ignored or blocked signal across exec: Python then leaves it ignored, and the
+    command never sees the Ctrl-C (it ran on and exited 0)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})

@@ -16,7 +16,7 @@ import pytest
 
 from castbench.cli.errors import shown_path
 from tests.cli.test_cli_bad_input import one_error_line
-from tests.support import invoke, sqlite_url
+from tests.support import ctrl_c_delivered, invoke, sqlite_url
 
 TASK = "retail-test-0001"
 
@@ -162,6 +162,7 @@ def test_ctrl_c_while_the_command_line_loads_is_one_line_and_130(tmp_path: Path)
             command,
             stderr=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
+            preexec_fn=ctrl_c_delivered,
         )
         time.sleep(delay)
         process.send_signal(signal.SIGINT)

@@ -15,7 +15,7 @@ from typer.testing import Result
 from castbench.cli.errors import EXIT_CODES
 from castbench.models.costs import price_known
 from castbench.runner.execution import worker_cap
-from tests.support import invoke
+from tests.support import ctrl_c_delivered, invoke
 
 TASK = "retail-test-0001"
 
@@ -187,7 +187,9 @@ def test_a_double_ctrl_c_exits_130_without_a_traceback(tmp_path: Path) -> None:
 
     castbench = str(Path(sys.executable).parent / "castbench")
     command = [castbench, "eval", "--domain", "retail", "--trials", "8", "--db", str(tmp_path / "r.db")]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    process = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, preexec_fn=ctrl_c_delivered
+    )
     assert process.stdout is not None
     seen = []
     for line in process.stdout:  # the trials are under way once the run's provenance is out
