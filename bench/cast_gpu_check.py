@@ -53,7 +53,7 @@ import random
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 ROOT = Path(__file__).resolve().parents[1]
 QWEN3_8B = {
@@ -85,7 +85,7 @@ SPLITS = ("in-distribution", "held-out families")
 _ABSENT = ("pydantic", "sqlmodel", "trl", "datasets", "peft", "vllm", "castbench")
 
 
-def fail(message: str) -> None:
+def fail(message: str) -> NoReturn:
     print(f"error: {message}", file=sys.stderr)
     raise SystemExit(2)
 
@@ -251,7 +251,6 @@ def reorder(target: str, order: str) -> str:
     if order == "rationale-first":
         return json.dumps({**rationale, **decision})
     fail(f"--targets {order!r}: verdict or rationale-first")
-    raise AssertionError
 
 
 def _encode(tokenizer: Any, user: str, target: str | None, window: int) -> tuple[list[int], int]:
