@@ -301,7 +301,7 @@ def _evaluate_tuned(
         _check_servers(config, agents)
         warn_max_cost_gaps(agents.roles(), chosen.models.max_cost)
         start_reference_floors(config, store)  # while the trials run
-        plan = plan_execution(agents, executor.name, execution.concurrency, store.shared)
+        plan = plan_execution(agents, executor.name, execution.concurrency, store.shared, execution.workers)
         if on_config is not None:
             meta = {"origin": _origin(store, config, execution.fresh).model_dump(), "execution": plan}
             on_config(config, provenance(config, meta))

@@ -328,6 +328,18 @@ class ExecutionOptions(_Group):
         int, Field(ge=1), Flag("Trials run at once (and model calls in flight per server).", RUN)
     ] = 1
     """Trials at once (and model calls in flight per server)."""
+    workers: Annotated[
+        int | None,
+        Field(ge=1),
+        Flag(
+            "Processes of this machine that run the trials, --concurrency split between them "
+            "(default: one per 64 trials in flight on the model loop, up to one per core; 1: this "
+            "process only).",
+            RUN,
+            envvar="CASTBENCH_WORKERS",
+        ),
+    ] = None
+    """Processes the local executor spreads the trials over; None: the execution plan chooses."""
     executor: Annotated[
         str,
         Flag(
@@ -615,6 +627,7 @@ class EvalFields(TypedDict, total=False):
     max_cost: float | None
     db: str
     concurrency: int
+    workers: int | None
     executor: str
     ray_address: str | None
     lease_s: float

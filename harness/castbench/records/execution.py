@@ -81,6 +81,9 @@ class ExecutionPlan(BaseModel):
     Ray worker with its batch."""
     why: str
     """Why the trials run where they do (one line)."""
+    processes: int = 1
+    """Processes of this machine the local executor spreads the trials over, each with its
+    share of `concurrency` in flight (`castbench.runner.executors.processes`); 1: this process."""
     shared: bool = False
     """The run's trials are split with other processes through leases on a shared store (Postgres)."""
     calls: dict[Role, AgentCall]
@@ -114,6 +117,8 @@ class ExecutionPlan(BaseModel):
         trials = _TRIALS[self.trials] + (f", {self.concurrency} at once" if self.trials != "inline" else "")
         if self.trials == "ray":
             trials += f" (each worker's batch: {_TRIALS[self.pool]})"
+        if self.processes > 1:
+            trials += f" over {self.processes} processes"
         if self.shared:
             trials += ", split with other processes through leases on the shared store"
         roles = "; ".join(f"{role} {call.mode}" for role, call in self.calls.items())

@@ -11,7 +11,14 @@ From the run's agents and its options (executor, concurrency, a shared store or 
 - where trials run. One at a time inline (`--concurrency 1`); when no agent can block a thread,
   as greenlets on the model loop, where hundreds of model-bound trials in flight cost one thread
   (a thread each spent most of the process's CPU switching threads under the GIL); otherwise a
-  thread per trial. Ray runs batches on its workers, each the same way as a local pool.
+  thread per trial. Ray runs batches on its workers, each the same way as a local pool;
+- in how many processes (`processes`): one interpreter drives about a thousand model calls a
+  second at most (about 1 ms of CPU each, under the GIL), so a local run with more than
+  `PER_PROCESS` trials in flight on the model loop spreads them over ceil(C / `PER_PROCESS`)
+  processes, one per core at most (`castbench.runner.executors.processes`; this process stays
+  the store's only writer). `--workers N` asks for N (1: this process only), for trials on
+  threads too. Agents in worker processes or behind a service keep one process: their own
+  processes and connections are the run's (`worker_cap`, the service's transport).
 """
 
 from __future__ import annotations
@@ -32,7 +39,12 @@ from castbench.records.execution import (
     TrialMode,
 )
 
-__all__ = ["AgentSet", "plan_execution"]
+__all__ = ["PER_PROCESS", "AgentSet", "plan_execution"]
+
+PER_PROCESS = 64
+"""Trials in flight one process keeps when the plan picks the processes: at 64 against a server
+answering in 0.5 s a process makes 512 model calls a second, about half a core
+(`bench/whole_command_latency.py`, docs/scale.md)."""
 
 
 @dataclass(frozen=True)
@@ -86,9 +98,14 @@ def _call(spec: AgentSpec, on_loop: bool) -> AgentCall:
 
 
 def plan_execution(
-    agents: AgentSet, executor: ExecutorName = "local", concurrency: int = 1, shared: bool = False
+    agents: AgentSet,
+    executor: ExecutorName = "local",
+    concurrency: int = 1,
+    shared: bool = False,
+    workers: int | None = None,
 ) -> ExecutionPlan:
-    """The execution of a run of `agents` with these options (see the module's docstring)."""
+    """The execution of a run of `agents` with these options (see the module's docstring);
+    `workers`: the processes asked for (`--workers`), None to let the plan choose."""
     roles = agents.roles()
     blocking = [(role, why) for role, spec in roles if (why := _blocks(spec)) is not None]
     pool: PoolMode = "threads" if blocking else "loop"
@@ -109,16 +126,44 @@ def plan_execution(
     if executor == "local" and concurrency > cap and any(call.mode == "worker" for call in calls.values()):
         why += f"; --concurrency {concurrency} capped at {cap} for worker processes"
         concurrency = cap
+    processes, more = _processes(trials, calls, executor, concurrency, workers)
     return ExecutionPlan(
         executor=executor,
         concurrency=concurrency,
         trials=trials,
         pool=pool,
-        why=why,
+        why=why + more,
+        processes=processes,
         shared=shared,
         calls=calls,
         trial_isolation=_isolation(roles, calls),
     )
+
+
+def _processes(
+    trials: TrialMode,
+    calls: dict[Role, AgentCall],
+    executor: ExecutorName,
+    concurrency: int,
+    workers: int | None,
+) -> tuple[int, str]:
+    """How many processes run the trials, and what the plan's `why` says of it."""
+    if executor != "local" or trials == "inline" or workers == 1:
+        return 1, ""
+    kept = next((call.mode for call in calls.values() if call.mode in ("worker", "service")), None)
+    if kept is not None:
+        note = f"; --workers {workers} not used: {kept} agents keep one process" if workers else ""
+        return 1, note
+    cores = default_processes()
+    if workers is not None:
+        count = min(workers, concurrency)
+        return (count, f"; {count} processes (--workers {workers})") if count > 1 else (1, "")
+    if trials != "loop":
+        return 1, ""
+    count = min(cores, -(-concurrency // PER_PROCESS))
+    if count <= 1:
+        return 1, ""
+    return count, f"; {count} processes: more than {PER_PROCESS} trials in flight, {cores} cores"
 
 
 def _isolation(roles: list[tuple[Role, AgentSpec]], calls: dict[Role, AgentCall]) -> TrialIsolation:
@@ -137,3 +182,11 @@ def worker_cap() -> int:
     (a worker mostly waits on its model), at least 8. `--concurrency 100000` with a worker agent
     ran 37 times slower than 8, every process starting at once."""
     return max(8, 4 * (os.cpu_count() or 1))
+
+
+def default_processes() -> int:
+    """The cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1

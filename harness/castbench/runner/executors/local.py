@@ -22,6 +22,7 @@ from castbench.models.loop import LoopCalls
 from castbench.records.execution import ExecutorName
 from castbench.records.trial import TrialRecord
 from castbench.runner.deadline import Halt
+from castbench.runner.executors.processes import run_in_processes
 from castbench.runner.plan import TrialJob
 from castbench.runner.work import ExpectedStates, TrialWork
 
@@ -60,6 +61,9 @@ class LocalExecutor:
         def run(job: TrialJob) -> TrialRecord:
             return work.run(job, self.expected, halt)
 
+        if work.plan.processes > 1:
+            yield from run_in_processes(jobs, work, concurrency, work.plan.processes, budget_spent, halt)
+            return
         if work.plan.trials == "inline":
             for job in jobs:
                 if budget_spent():
