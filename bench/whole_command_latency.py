@@ -3,6 +3,7 @@
     python bench/whole_command_latency.py                    # C=128, 256, 512: 8 trial-rounds each
     python bench/whole_command_latency.py --levels 128 --latency 0.5 --tasks 128 --trials 8
     python bench/whole_command_latency.py --rounds 0         # 128 tasks x 8 trials at every level
+    python bench/whole_command_latency.py --workers 1,auto   # one process, then the plan's choice
 
 A loopback OpenAI-compatible server (`bench/model_path.py`'s, in its own process) answers every
 chat request after `--latency` seconds and notes when the first request came and the last answer
@@ -82,11 +83,15 @@ def _stats(port: int) -> dict[str, float]:
         return dict(json.loads(answer.read()))
 
 
-def whole_command(port: int, concurrency: int, tasks: int, trials: int, db: str) -> dict[str, float]:
+def whole_command(
+    port: int, concurrency: int, tasks: int, trials: int, db: str, workers: str = "auto"
+) -> dict[str, float]:
     ids = ",".join(f"retail-train-{index:04d}" for index in range(1, tasks + 1))
     policy = f"openai/bench?api_base=http://127.0.0.1:{port}/v1"
     args = ["eval", "--domain", "retail", "--split", "train", "--tasks", ids, "--trials", str(trials)]
     args += ["--max-steps", str(STEPS), "--concurrency", str(concurrency), "--policy", policy, "--db", db]
+    if workers != "auto":
+        args += ["--workers", workers]
     _stats(port)  # reset
     started = time.time()
     done = subprocess.run(
@@ -116,6 +121,12 @@ def main() -> int:
     )
     parser.add_argument("--tasks", type=int, default=128, help="retail train tasks")
     parser.add_argument("--trials", type=int, default=8)
+    parser.add_argument(
+        "--workers",
+        default="auto",
+        help="processes per run, comma-separated, each level run with each in turn: e.g. 1,auto "
+        "(one process, then the execution plan's choice); auto: the plan's",
+    )
     parser.add_argument("--serve", type=int, help=argparse.SUPPRESS)
     options = parser.parse_args()
     if options.serve:
@@ -134,23 +145,25 @@ def main() -> int:
             f"{options.tasks} retail train tasks, {workload}, {STEPS} steps each"
         )
         print(
-            f"{'C':>4} {'trials':>7} {'calls':>6} {'ideal s':>8} {'start s':>8} {'trials s':>9} "
-            f"{'share':>6} {'after s':>8} {'whole':>6}"
+            f"{'C':>4} {'workers':>7} {'trials':>7} {'calls':>6} {'ideal s':>8} {'start s':>8} "
+            f"{'trials s':>9} {'share':>6} {'after s':>8} {'whole':>6} {'load':>5}"
         )
         with tempfile.TemporaryDirectory(prefix="castbench-latency-") as scratch:
             for concurrency in [int(level) for level in options.levels.split(",")]:
                 per_task = max(options.trials, -(-options.rounds * concurrency // options.tasks))
                 trials = options.tasks * per_task
-                db = str(Path(scratch) / f"c{concurrency}.db")
-                r = whole_command(port, concurrency, options.tasks, per_task, db)
-                ideal = -(-trials // concurrency) * STEPS * options.latency
-                trial_share = ideal / r["trials_s"]
-                whole_share = ideal / (r["trials_s"] + r["after_s"])
-                met &= whole_share >= 0.9
-                print(
-                    f"{concurrency:4d} {trials:7d} {r['calls']:6.0f} {ideal:8.1f} {r['startup_s']:8.2f} "
-                    f"{r['trials_s']:9.2f} {trial_share:6.0%} {r['after_s']:8.2f} {whole_share:6.0%}"
-                )
+                for workers in options.workers.split(","):
+                    db = str(Path(scratch) / f"c{concurrency}-w{workers}.db")
+                    r = whole_command(port, concurrency, options.tasks, per_task, db, workers)
+                    ideal = -(-trials // concurrency) * STEPS * options.latency
+                    trial_share = ideal / r["trials_s"]
+                    whole_share = ideal / (r["trials_s"] + r["after_s"])
+                    met &= whole_share >= 0.9
+                    print(
+                        f"{concurrency:4d} {workers:>7} {trials:7d} {r['calls']:6.0f} {ideal:8.1f} "
+                        f"{r['startup_s']:8.2f} {r['trials_s']:9.2f} {trial_share:6.0%} {r['after_s']:8.2f} "
+                        f"{whole_share:6.0%} {os.getloadavg()[0]:5.1f}"
+                    )
         print(f"load now {os.getloadavg()[0]:.1f}")
         print("(start s: process start to the first model request, subtracted; share: the trial phase,")
         print(" first request to last answer; after s: last answer to the process's exit; whole: ideal")

@@ -5,6 +5,7 @@ writer, a child that dies leaving recorded failures, Ctrl-C as with one process.
 from __future__ import annotations
 
 import os
+import pickle
 import re
 import signal
 import subprocess
@@ -18,11 +19,12 @@ import castbench.runner.execution as execution
 from castbench.agents.registry import AgentSpec, resolve
 from castbench.api import build_config
 from castbench.domain import load_domain
+from castbench.models.resolve import ModelOptions, resolve_agent
 from castbench.options import EvalOptions
 from castbench.records.config import RunConfig
 from castbench.runner.deadline import Halt, TimeLimits
 from castbench.runner.execution import PER_PROCESS, AgentSet, plan_execution
-from castbench.runner.executors.processes import run_in_processes, shares
+from castbench.runner.executors.processes import child_payloads, run_in_processes, shares
 from castbench.runner.plan import plan_trials
 from castbench.runner.work import TrialWork
 from castbench.store import ResultsStore
@@ -121,7 +123,9 @@ def test_a_child_that_dies_leaves_its_trials_as_recorded_failures(tmp_path: Path
     jobs = list(plan_trials(config))
     import multiprocessing
 
-    results = run_in_processes(iter(jobs), _work(config, agents, 4, 2), 4, 2, lambda: False, Halt())
+    payloads = child_payloads(_work(config, agents, 4, 2), 4, 2)
+    assert not isinstance(payloads, str)
+    results = run_in_processes(iter(jobs), payloads, lambda: False, Halt())
     got = [next(results)]
     (victim, *_) = multiprocessing.active_children()
     os.kill(victim.pid, signal.SIGKILL)  # type: ignore[arg-type]
@@ -174,3 +178,26 @@ def test_ctrl_c_stops_every_process_and_the_run_resumes(tmp_path: Path, repo_env
     records = store.trials(row.id)
     assert len(records) == 16 and len({(r.task_id, r.trial_index) for r in records}) == 16
     assert sum(r.end_reason == "timeout" for r in records) == 4  # the hung trials, resumed with a limit
+
+
+def test_model_agents_travel_and_a_closure_keeps_the_run_in_one_process(tmp_path: Path) -> None:
+    """A model agent's factory is rebuilt in the child; a factory that cannot be pickled (a
+    closure) leaves the run in this process with a warning, never a failed run."""
+    policy, _ = resolve_agent(
+        "policy", "openai/p?api_base=http://127.0.0.1:9/v1", options=ModelOptions(concurrency=8)
+    )
+    options = EvalOptions.of(domains="retail", split="test", trials=1, policy="oracle")
+    config, agents = build_config(options)
+    work = _work(config, AgentSet(policy, agents.user), 8, 2)
+    payloads = child_payloads(work, 8, 2)
+    assert not isinstance(payloads, str) and [share for share, _ in payloads] == [4, 4]
+    shipped = pickle.loads(payloads[0][1]).agents.policy
+    assert shipped.params["max_concurrency"] == 4  # the server's limit, split like --concurrency
+    assert callable(shipped.factory) and shipped.factory is not policy.factory  # a closure does not pickle
+
+    def closure(*args: object, **kwargs: object) -> object:
+        raise AssertionError("never built")
+
+    odd = AgentSpec("policy", "odd", "odd", closure, {}, kind="import", transport="in-process")
+    why = child_payloads(_work(config, AgentSet(odd, agents.user), 8, 2), 8, 2)
+    assert isinstance(why, str) and "local object" in why

@@ -7,26 +7,29 @@ Either way this thread hands out the jobs and yields the records, so the caller 
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import threading
 from collections.abc import Callable, Generator, Iterable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from itertools import islice
 from queue import SimpleQueue
 from typing import ClassVar
 
-from castbench.models.loop import LoopCalls
 from castbench.records.execution import ExecutorName
 from castbench.records.trial import TrialRecord
 from castbench.runner.deadline import Halt
-from castbench.runner.executors.processes import run_in_processes
+from castbench.runner.executors.pools import trial_pool
+from castbench.runner.executors.processes import child_payloads, run_in_processes
 from castbench.runner.plan import TrialJob
 from castbench.runner.work import ExpectedStates, TrialWork
 
 __all__ = ["LocalExecutor", "second_interrupt_exits"]
+
+log = logging.getLogger(__name__)
 
 
 @contextmanager
@@ -62,8 +65,11 @@ class LocalExecutor:
             return work.run(job, self.expected, halt)
 
         if work.plan.processes > 1:
-            yield from run_in_processes(jobs, work, concurrency, work.plan.processes, budget_spent, halt)
-            return
+            payloads = child_payloads(work, concurrency, work.plan.processes)
+            if not isinstance(payloads, str):
+                yield from run_in_processes(jobs, payloads, budget_spent, halt)
+                return
+            log.warning("warning: the trials run in this process only: %s", payloads)
         if work.plan.trials == "inline":
             for job in jobs:
                 if budget_spent():
@@ -71,7 +77,7 @@ class LocalExecutor:
                 yield run(job)
             return
         concurrency = max(1, concurrency)
-        pool = LoopCalls(concurrency) if work.plan.pool == "loop" else _Threads(concurrency)
+        pool = trial_pool(work.plan.pool, concurrency)
         finished: SimpleQueue[Future[TrialRecord]] = SimpleQueue()
         in_flight = 0
 
@@ -101,13 +107,3 @@ class LocalExecutor:
                 pool.shutdown(cancel=True)
             raise
         pool.shutdown()
-
-
-class _Threads(ThreadPoolExecutor):
-    """A thread per trial in flight, shut down as `LoopCalls` is."""
-
-    def __init__(self, concurrency: int) -> None:
-        super().__init__(max_workers=concurrency, thread_name_prefix="trial")
-
-    def shutdown(self, cancel: bool = False) -> None:  # type: ignore[override]
-        super().shutdown(wait=True, cancel_futures=cancel)

@@ -30,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import multiprocessing
+import pickle
 import signal
 import threading
 import traceback
@@ -41,18 +42,19 @@ from multiprocessing.connection import Connection, wait
 from queue import SimpleQueue
 from typing import Any
 
-from castbench.agents.registry import AgentSpec
+from castbench.agents.registry import AgentSpec, Role
 from castbench.domain import Domain, load_domain
 from castbench.errors import FatalInfrastructureError
-from castbench.models.loop import LoopCalls
+from castbench.models.resolve import model_factory
 from castbench.records.trial import TrialRecord
 from castbench.runner.collector import tuned_for_a_run
 from castbench.runner.deadline import Cancelled, Halt
+from castbench.runner.executors.pools import trial_pool
 from castbench.runner.plan import TrialJob
 from castbench.runner.rollout import AgentSet
 from castbench.runner.work import ExpectedStates, TrialWork, failed_record
 
-__all__ = ["STOP_S", "TrialKey", "run_in_processes", "shares"]
+__all__ = ["STOP_S", "TrialKey", "child_payloads", "run_in_processes", "shares"]
 
 log = logging.getLogger(__name__)
 
@@ -82,24 +84,46 @@ def shares(concurrency: int, processes: int) -> list[int]:
     return [base + (1 if index < extra else 0) for index in range(count)]
 
 
-def _scaled(spec: AgentSpec | None, share: int, concurrency: int) -> AgentSpec | None:
-    """`spec` with its model's `max_concurrency` cut to this child's part of it."""
-    if spec is None or "max_concurrency" not in spec.params:
-        return spec
-    limit = int(spec.params["max_concurrency"])
-    part = max(1, -(-limit * share // max(1, concurrency)))
-    return replace(spec, params={**spec.params, "max_concurrency": part})
+@dataclass(frozen=True)
+class _ModelAgent:
+    """A model agent's factory as it travels to a child (`model_factory`'s is a closure)."""
+
+    role: Role
+
+    def __call__(self, briefing: Any, **params: Any) -> Any:
+        return model_factory(self.role)(briefing, **params)
 
 
-def _child_work(work: TrialWork, share: int) -> TrialWork:
-    concurrency = work.plan.concurrency
+def _portable(spec: AgentSpec | None, share: int, concurrency: int) -> AgentSpec | None:
+    """`spec` as a child gets it: its model's `max_concurrency` cut to the child's part of it,
+    a model agent's factory one that pickles."""
+    if spec is None:
+        return None
+    params = spec.params
+    if "max_concurrency" in params:
+        limit = int(params["max_concurrency"])
+        params = {**params, "max_concurrency": max(1, -(-limit * share // max(1, concurrency)))}
+    factory = _ModelAgent(spec.role) if spec.factory is model_factory(spec.role) else spec.factory
+    return replace(spec, params=params, factory=factory)
+
+
+def child_payloads(work: TrialWork, concurrency: int, processes: int) -> list[tuple[int, bytes]] | str:
+    """Each child's share of `concurrency` and its `TrialWork`, pickled; or why the run's work
+    cannot travel to another process (an agent factory that does not pickle: a closure or a
+    class defined inside a function), in one line."""
     agents = work.agents
-    scaled = AgentSet(
-        _scaled(agents.policy, share, concurrency),
-        _scaled(agents.user, share, concurrency) or agents.user,
-        _scaled(agents.critic, share, concurrency),
-    )
-    return replace(work, agents=scaled)
+    payloads = []
+    for share in shares(concurrency, processes):
+        portable = AgentSet(
+            _portable(agents.policy, share, concurrency),
+            _portable(agents.user, share, concurrency) or agents.user,
+            _portable(agents.critic, share, concurrency),
+        )
+        try:
+            payloads.append((share, pickle.dumps(replace(work, agents=portable))))
+        except (pickle.PicklingError, AttributeError, TypeError) as exc:
+            return (str(exc).splitlines() or [type(exc).__name__])[0]
+    return payloads
 
 
 # ---------------------------------------------------------------------------------------- the child
@@ -120,10 +144,11 @@ def _job(work: TrialWork, key: TrialKey) -> TrialJob:
     return TrialJob(domain, domain.task(key.task_id), key.trial_index, key.seed)
 
 
-def serve_trials(conn: Connection, work: TrialWork, share: int) -> None:
+def serve_trials(conn: Connection, payload: bytes, share: int) -> None:
     """A child's life: trials from `conn` run `share` at once, their records sent back in the
     batches they finish in, until this process is told to stop (None) and its trials are done."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent owns Ctrl-C
+    work: TrialWork = pickle.loads(payload)
     events: SimpleQueue[Any] = SimpleQueue()
     halt = Halt()
 
@@ -140,7 +165,7 @@ def serve_trials(conn: Connection, work: TrialWork, share: int) -> None:
 
     threading.Thread(target=read, name="trial-keys", daemon=True).start()
     expected = ExpectedStates()
-    pool: Any = LoopCalls(share) if work.plan.pool == "loop" else _threads(share)
+    pool = trial_pool(work.plan.pool, share)
     in_flight, ending = 0, False
     with tuned_for_a_run():
         while not (ending and in_flight == 0):
@@ -176,17 +201,11 @@ def _finished(future: Future[TrialRecord]) -> TrialRecord | None:
         return None
 
 
-def _threads(share: int) -> Any:
-    from castbench.runner.executors.local import _Threads
-
-    return _Threads(share)
-
-
-def child_main(conn: Connection, work: TrialWork, share: int) -> None:
+def child_main(conn: Connection, payload: bytes, share: int) -> None:
     """The child process's entry: any error ends it with one message to the parent, the
     record of a trial a fatal provider error stopped included."""
     try:
-        serve_trials(conn, work, share)
+        serve_trials(conn, payload, share)
     except FatalInfrastructureError as exc:
         _send_quietly(conn, ("fatal", str(exc), exc.stopped))
     except BaseException as exc:  # noqa: BLE001 - told to the parent, which ends the run
@@ -228,13 +247,12 @@ def _job_key(job: TrialJob) -> tuple[str, str, int]:
 
 def run_in_processes(
     jobs: Iterable[TrialJob],
-    work: TrialWork,
-    concurrency: int,
-    processes: int,
+    payloads: list[tuple[int, bytes]],
     budget_spent: Callable[[], bool],
     halt: Halt,
 ) -> Generator[TrialRecord, None, None]:
-    """The `Executor.results` of a local run spread over `processes` children (see the module)."""
+    """The `Executor.results` of a local run spread over children, one per payload
+    (`child_payloads`; see the module)."""
     context = multiprocessing.get_context("spawn")
     children: list[_Child] = []
     queue: Iterator[TrialJob] = iter(jobs)
@@ -258,11 +276,9 @@ def run_in_processes(
             child.tell_stop()
 
     try:
-        for share in shares(concurrency, processes):
+        for share, payload in payloads:
             ours, theirs = context.Pipe()
-            process = context.Process(
-                target=child_main, args=(theirs, _child_work(work, share), share), name="castbench-trials"
-            )
+            process = context.Process(target=child_main, args=(theirs, payload, share), name="cb-trials")
             process.daemon = True
             process.start()
             theirs.close()
