@@ -30,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import multiprocessing
+import os
 import pickle
 import signal
 import threading
@@ -203,9 +204,13 @@ def _finished(future: Future[TrialRecord]) -> TrialRecord | None:
 
 def child_main(conn: Connection, payload: bytes, share: int) -> None:
     """The child process's entry: any error ends it with one message to the parent, the
-    record of a trial a fatal provider error stopped included."""
+    record of a trial a fatal provider error stopped included. Done, it exits at once: the
+    interpreter's teardown would walk the heap of every trial it ran (a second or more, in the
+    parent's wait), and it holds nothing to flush (its records went through `conn`)."""
     try:
         serve_trials(conn, payload, share)
+        conn.close()
+        os._exit(0)
     except FatalInfrastructureError as exc:
         _send_quietly(conn, ("fatal", str(exc), exc.stopped))
     except BaseException as exc:  # noqa: BLE001 - told to the parent, which ends the run
