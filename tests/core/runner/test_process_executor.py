@@ -1,4 +1,4 @@
-"""A run's trials over several processes (`castbench.runner.executors.processes`): chosen by the
+"""A run's trials over several processes (`castbench._run.executors.processes`): chosen by the
 execution plan, the same run as in one process (ids, records, tables), this process the only store
 writer, a child that dies leaving recorded failures, Ctrl-C as with one process."""
 
@@ -16,19 +16,19 @@ from typing import Any
 
 import pytest
 
-import castbench.runner.execution as execution
-from castbench.agents.registry import AgentSpec, resolve
-from castbench.api import build_config
+import castbench._trial.execution as execution
+from castbench._agents.models.resolve import ModelOptions, resolve_agent
+from castbench._agents.registry import AgentSpec, resolve
+from castbench._records.config import RunConfig
+from castbench._records.store import ResultsStore
+from castbench._run.api import build_config
+from castbench._run.executors.processes import child_payloads, run_in_processes, shares
+from castbench._run.options import EvalOptions
+from castbench._run.plan import plan_trials
+from castbench._run.work import TrialWork
+from castbench._trial.deadline import Halt, TimeLimits
+from castbench._trial.execution import PER_PROCESS, AgentSet, plan_execution
 from castbench.domain import load_domain
-from castbench.models.resolve import ModelOptions, resolve_agent
-from castbench.options import EvalOptions
-from castbench.records.config import RunConfig
-from castbench.runner.deadline import Halt, TimeLimits
-from castbench.runner.execution import PER_PROCESS, AgentSet, plan_execution
-from castbench.runner.executors.processes import child_payloads, run_in_processes, shares
-from castbench.runner.plan import plan_trials
-from castbench.runner.work import TrialWork
-from castbench.store import ResultsStore
 from tests.support import ctrl_c_delivered, invoke, sqlite_url, without_durations
 
 _LEAN = {"model": "openai/p", "api_base": "http://127.0.0.1:9/v1"}
