@@ -13,15 +13,86 @@ it on the console, and a worker forwards one raised while it imported an agent
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import sys
 from collections.abc import Sequence
 from importlib.abc import Loader, MetaPathFinder
 from importlib.machinery import ModuleSpec
 from types import ModuleType
 
-from castbench._legacy_table import OLD_PATHS
-
 __all__ = ["install"]
+
+
+_TRIAL = ("episode", "rollout", "replay", "deadline", "spec", "execution", "seeds")
+_BASE = (
+    "conversation",
+    "dialogue",
+    "lossless",
+    "errors",
+    "defaults",
+    "wakeup",
+    "places",
+    "version",
+    "deprecation",
+)
+
+_MOVES: tuple[tuple[str, str], ...] = (
+    # what went to a satellite, and the agent types' old module (public in castbench.agents)
+    ("castbench.agents.conversation", "castbench._base.conversation"),
+    ("castbench.cli.leaderboard_cmd", "castbench_boards.leaderboard_cmd"),
+    ("castbench.cli.view_cmd", "castbench_boards.view_cmd"),
+    ("castbench.cli.mcp_cmd", "castbench_bridges.mcp_cmd"),
+    *(
+        (f"castbench.publish.{name}", f"castbench_boards.{name}")
+        for name in ("build", "curve", "profile", "render", "rerun", "rows")
+    ),
+    ("castbench.publish.inspect_log", "castbench_bridges.inspect_log"),
+    ("castbench.runner.executors.ray", "castbench_ray.executor"),
+    ("castbench.service", "castbench_bridges"),
+    ("castbench.viewer", "castbench_boards.viewer"),
+    # the internals, by noun
+    ("castbench.cli", "castbench._cli"),
+    ("castbench.api", "castbench._run.api"),
+    ("castbench.environment", "castbench._run.environment"),
+    ("castbench.options", "castbench._run.options"),
+    ("castbench.report.floors", "castbench._run.floors"),
+    ("castbench.report.counterfactual", "castbench._run.counterfactual_report"),
+    ("castbench.runner.journal", "castbench._records.journal"),
+    *((f"castbench.runner.{name}", f"castbench._trial.{name}") for name in _TRIAL),
+    ("castbench.runner", "castbench._run"),
+    ("castbench.decide", "castbench._results.decide"),
+    ("castbench.frames", "castbench._results.frames"),
+    ("castbench.compare", "castbench._results.compare"),
+    ("castbench.publish", "castbench._results.publish"),
+    ("castbench.report", "castbench._results.report"),
+    ("castbench.attribution", "castbench._results.attribution"),
+    ("castbench.records", "castbench._records"),
+    ("castbench.store", "castbench._records.store"),
+    ("castbench.metrics", "castbench._records.metrics"),
+    ("castbench.authoring", "castbench._authoring"),
+    ("castbench.models", "castbench._agents.models"),
+    ("castbench.agents.", "castbench._agents."),  # the package itself is public
+    ("castbench.grading", "castbench._grading"),
+    ("castbench.domain.", "castbench._domain."),  # the package itself is public
+    *((f"castbench.{name}", f"castbench._base.{name}") for name in _BASE),
+)
+"""castbench 0.1.0's module paths: (old prefix, new prefix), the first that matches a path wins. A
+prefix that ends in a dot matches the modules below a package, never the package."""
+
+
+_SHOWN = {"castbench._base.conversation": "castbench.agents"}
+"""A moved module whose names are public: the deprecation names the public module."""
+
+
+def new_place(old: str) -> str | None:
+    """Where the module castbench 0.1.0 had at `old` is now (None: `old` is no old path)."""
+    for before, after in _MOVES:
+        if before.endswith("."):
+            if old.startswith(before):
+                return after + old[len(before) :]
+        elif old == before or old.startswith(before + "."):
+            return after + old[len(before) :]
+    return None
 
 
 class _Alias(Loader):
@@ -30,8 +101,8 @@ class _Alias(Loader):
     `castbench.runner.replay` is `castbench._trial.replay`, `castbench.runner.engine`
     `castbench._run.engine`)."""
 
-    def __init__(self, old: str, new: str, shown: str, package: bool) -> None:
-        self.old, self.new, self.shown, self.package = old, new, shown, package
+    def __init__(self, old: str, new: str, package: bool) -> None:
+        self.old, self.new, self.package = old, new, package
         self.spec: ModuleSpec | None = None
 
     def create_module(self, spec: ModuleSpec) -> ModuleType:
@@ -39,7 +110,7 @@ class _Alias(Loader):
 
         # importing the new place by its name: the table is the old paths' (plugin-style loading)
         module = importlib.import_module(self.new)
-        moved(self.old, _place(self.shown), stacklevel=_caller_level())
+        moved(self.old, _place(_SHOWN.get(self.new, self.new)), stacklevel=_caller_level())
         if not self.package:
             self.spec = module.__spec__
             return module
@@ -56,7 +127,8 @@ def _namespace(old: str, new: ModuleType) -> ModuleType:
 
     def __getattr__(name: str) -> object:
         child = f"{old}.{name}"
-        if child in OLD_PATHS:
+        moved_to = new_place(child)
+        if moved_to is not None and _exists(moved_to):
             return importlib.import_module(child)
         return getattr(new, name)
 
@@ -69,14 +141,24 @@ class _OldPaths(MetaPathFinder):
     def find_spec(
         self, fullname: str, path: Sequence[str] | None = None, target: ModuleType | None = None
     ) -> ModuleSpec | None:
-        found = OLD_PATHS.get(fullname)
+        if not fullname.startswith("castbench.") or "._" in fullname:
+            return None
+        new = new_place(fullname)
+        if new is None:
+            return None
+        found = _exists(new)
         if found is None:
             return None
-        new, shown = found
-        # a package (it has submodules the table names) keeps a search path, so that its
-        # children's old paths reach this finder
-        is_package = any(other.startswith(fullname + ".") for other in OLD_PATHS)
-        return ModuleSpec(fullname, _Alias(fullname, new, shown, is_package), is_package=is_package)
+        # a package keeps a search path, so that its children's old paths reach this finder
+        package = found.submodule_search_locations is not None
+        return ModuleSpec(fullname, _Alias(fullname, new, package), is_package=package)
+
+
+def _exists(name: str) -> ModuleSpec | None:
+    try:
+        return importlib.util.find_spec(name)
+    except ImportError:  # its package is not there either
+        return None
 
 
 def _place(shown: str) -> str:

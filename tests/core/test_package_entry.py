@@ -21,4 +21,4 @@ def test_importing_castbench_loads_no_evaluation_machinery(repo_env: dict[str, s
         [sys.executable, "-c", probe], env=repo_env, capture_output=True, text=True, check=True
     )
     # the public modules' helpers only: how a name loads on first use, and the old paths' finder
-    assert loaded.stdout.strip() == str(["castbench._legacy", "castbench._legacy_table", "castbench._public"])
+    assert loaded.stdout.strip() == str(["castbench._legacy", "castbench._public"])

@@ -189,7 +189,6 @@ def test_the_agents_api_imports_none_of_castbench(repo_env: dict[str, str]) -> N
     assert loaded_by("import castbench.agents", repo_env) == [
         "castbench",
         "castbench._legacy",
-        "castbench._legacy_table",
         "castbench._public",
         "castbench.agents",
     ]
