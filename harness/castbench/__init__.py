@@ -18,8 +18,6 @@ if TYPE_CHECKING:  # the public names' types (each is read on first use, below)
     from castbench.agents.registry import builtin_agents  # noqa: F401
     from castbench.api import EvalResult, evaluate, profile, profile_runs  # noqa: F401
     from castbench.attribution.rules import attribute  # noqa: F401
-    from castbench.authoring.private import generate_private  # noqa: F401
-    from castbench.authoring.template import new_domain  # noqa: F401
     from castbench.cli.errors import CastbenchGroup, fail  # noqa: F401
     from castbench.compare.gate import Check, GateError  # noqa: F401
     from castbench.compare.plan import plan_checks  # noqa: F401
@@ -39,6 +37,8 @@ if TYPE_CHECKING:  # the public names' types (each is read on first use, below)
     from castbench.store.export import ArchiveError, export_run, read_export, write_export  # noqa: F401
     from castbench.store.store import ResultsStore, StoreError  # noqa: F401
     from castbench.version import __version__  # noqa: F401
+    from castbench_authoring.private import generate_private  # noqa: F401
+    from castbench_authoring.template import new_domain  # noqa: F401
     from castbench_boards.build import build_board  # noqa: F401
     from castbench_boards.viewer.page import render_run_page  # noqa: F401
 
@@ -77,10 +77,11 @@ _HOMES: dict[str, tuple[str, ...]] = {
     "castbench.publish.board": ("load_board",),
     "castbench_boards.build": ("build_board",),
     "castbench_boards.viewer.page": ("render_run_page",),
-    # `domains validate`, `domains new`, `tasks generate`, `--pack-option`
+    # `domains validate`, `domains new`, `tasks generate`, `--pack-option` (the two between are
+    # the authoring satellite's, plugins/castbench_authoring, which ships in castbench's wheel)
     "castbench.runner.oracle_check": ("validate_domain",),
-    "castbench.authoring.template": ("new_domain",),
-    "castbench.authoring.private": ("generate_private",),
+    "castbench_authoring.template": ("new_domain",),
+    "castbench_authoring.private": ("generate_private",),
     "castbench.domain.pack_options": ("set_pack_option",),
     # `policies list`, `critics list`, `users list`
     "castbench.agents.registry": ("builtin_agents",),
@@ -147,10 +148,10 @@ def _module(home: str) -> ModuleType:
             import castbench_boards.viewer.page  # noqa: F401
         case "castbench.runner.oracle_check":
             import castbench.runner.oracle_check  # noqa: F401
-        case "castbench.authoring.template":
-            import castbench.authoring.template  # noqa: F401
-        case "castbench.authoring.private":
-            import castbench.authoring.private  # noqa: F401
+        case "castbench_authoring.template":
+            import castbench_authoring.template  # noqa: F401
+        case "castbench_authoring.private":
+            import castbench_authoring.private  # noqa: F401
         case "castbench.domain.pack_options":
             import castbench.domain.pack_options  # noqa: F401
         case "castbench.agents.registry":

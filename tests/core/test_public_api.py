@@ -385,7 +385,6 @@ def test_no_module_of_the_core_reads_a_name_through_a_public_module_from_above_i
 
 PLUGIN_LOADING = {
     "castbench.agents.spec": "an agent named by its import path (`--policy mypkg.agents:MyPolicy`)",
-    "castbench.authoring.private": "a domain pack's task generator (`PACKAGE.generate`)",
     "castbench.domain.pack_options": "the modules a pack's `castbench.domains` entry points name",
 }
 

@@ -58,8 +58,8 @@ _HOMES: dict[str, tuple[str, ...]] = {
     "castbench.domain.identity": ("IDENTITY_PREFIX", "identity_call", "identity_facts"),
     "castbench.domain.published": ("first_person", "schema_arguments_model"),
     "castbench.domain.derived_rules": ("DerivedRules",),
-    # generating and validating tasks
-    "castbench.authoring.generation": (
+    # generating and validating tasks (generating: the authoring satellite's, plugins/castbench_authoring)
+    "castbench_authoring.generation": (
         "DraftBase",
         "Families",
         "Generator",
@@ -71,7 +71,7 @@ _HOMES: dict[str, tuple[str, ...]] = {
         "spoken_list",
         "task_from_draft",
     ),
-    "castbench.authoring.claims": ("published_earned_spec",),
+    "castbench_authoring.claims": ("published_earned_spec",),
     "castbench.authoring.validate": ("validate_task",),
     # grading a trial, and replaying a published trajectory
     "castbench.grading.state_diff": ("state_diff",),
@@ -167,10 +167,10 @@ def _module(home: str) -> ModuleType:
             import castbench.domain.published  # noqa: F401
         case "castbench.domain.derived_rules":
             import castbench.domain.derived_rules  # noqa: F401
-        case "castbench.authoring.generation":
-            import castbench.authoring.generation  # noqa: F401
-        case "castbench.authoring.claims":
-            import castbench.authoring.claims  # noqa: F401
+        case "castbench_authoring.generation":
+            import castbench_authoring.generation  # noqa: F401
+        case "castbench_authoring.claims":
+            import castbench_authoring.claims  # noqa: F401
         case "castbench.authoring.validate":
             import castbench.authoring.validate  # noqa: F401
         case "castbench.grading.state_diff":

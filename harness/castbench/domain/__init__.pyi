@@ -2,21 +2,6 @@
 use (its docstring says why): imported as `__init__.py` lists them. Keep the two
 together (tests/core/test_public_api.py)."""
 
-from castbench.authoring.claims import (
-    published_earned_spec,
-)
-from castbench.authoring.generation import (
-    DraftBase,
-    Families,
-    Generator,
-    Split,
-    UniqueDigits,
-    confirm_answer,
-    customer_pools,
-    mention,
-    spoken_list,
-    task_from_draft,
-)
 from castbench.authoring.validate import (
     validate_task,
 )
@@ -130,6 +115,21 @@ from castbench.runner.seeds import (
 from castbench.runner.spec import (
     TrialRuntime,
     TrialSpec,
+)
+from castbench_authoring.claims import (
+    published_earned_spec,
+)
+from castbench_authoring.generation import (
+    DraftBase,
+    Families,
+    Generator,
+    Split,
+    UniqueDigits,
+    confirm_answer,
+    customer_pools,
+    mention,
+    spoken_list,
+    task_from_draft,
 )
 
 __all__ = [

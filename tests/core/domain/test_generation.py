@@ -13,17 +13,6 @@ import pytest
 
 import castbench_retail
 import castbench_telecom
-from castbench.authoring.generation import (
-    DraftBase,
-    GenerationError,
-    Generator,
-    confirm_answer,
-    customer_pools,
-    dump_state,
-    dump_tasks,
-    spoken_list,
-    write_generated,
-)
 from castbench.authoring.validate import validate_task
 from castbench.domain import (
     Database,
@@ -38,6 +27,17 @@ from castbench.domain import (
     read_tool,
 )
 from castbench.domain.task import Rival, load_tasks
+from castbench_authoring.generation import (
+    DraftBase,
+    GenerationError,
+    Generator,
+    confirm_answer,
+    customer_pools,
+    dump_state,
+    dump_tasks,
+    spoken_list,
+    write_generated,
+)
 from castbench_retail.generate import GENERATOR as RETAIL
 
 

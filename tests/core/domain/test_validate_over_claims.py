@@ -7,11 +7,11 @@ from __future__ import annotations
 import pytest
 
 from castbench.authoring import validate
-from castbench.authoring.generation import mention
 from castbench.authoring.validate import validate_domain, validate_task
 from castbench.domain import Domain, Task, load_domain
 from castbench.domain.leaves import listed_argument
 from castbench.domain.task import Rival
+from castbench_authoring.generation import mention
 
 
 def _first(domain: Domain, family: str) -> Task:
