@@ -3,8 +3,8 @@ log, which the attribution never reads) and users made to misbehave on purpose."
 
 from __future__ import annotations
 
+from bench.attribution_accuracy import MISBEHAVING_USERS, _trials, noisy_agreement, user_blame
 from castbench.attribution import attribute, near_miss, user_faults
-from castbench.attribution.accuracy import MISBEHAVING_USERS, _trials, noisy_agreement, user_blame
 from castbench.attribution.rules import context
 from castbench.conversation import ReplyAction, UserTurn
 from castbench.domain import load_domain
