@@ -23,14 +23,14 @@ from collections.abc import Iterable, Iterator
 
 from pydantic import BaseModel, Field
 
-from castbench.agents.registry import resolve
-from castbench.attribution.model import Attribution
-from castbench.attribution.rules import attribute
+from castbench._agents.registry import resolve
+from castbench._records.trial import TrialRecord
+from castbench._results.attribution.model import Attribution
+from castbench._results.attribution.rules import attribute
+from castbench._trial.episode import AgentSet, Episode
+from castbench._trial.seeds import trial_seed
+from castbench._trial.spec import TrialSpec
 from castbench.domain import Domain, load_domain
-from castbench.records.trial import TrialRecord
-from castbench.runner.episode import AgentSet, Episode
-from castbench.runner.seeds import trial_seed
-from castbench.runner.spec import TrialSpec
 
 MISBEHAVING_USERS = ("scripted:leaky", "scripted:contradicting", "scripted:quitter")
 _EXPECTED_CAUSE = {"skipped_instruction": "missing_state_change"}

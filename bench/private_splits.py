@@ -38,9 +38,9 @@ from collections import Counter
 from pathlib import Path
 
 from castbench import evaluate
+from castbench._domain.private import use_tasks_file
+from castbench._results.report.summary import DomainReport
 from castbench.domain import load_domain
-from castbench.domain.private import use_tasks_file
-from castbench.report.summary import DomainReport
 from castbench_authoring.private import generate_private, private_problems, write_private
 
 BASELINES = {

@@ -106,7 +106,7 @@ class TauDomain(Domain):
         )
 
     def _identity_facts(self, raw: Any) -> list[Fact]:
-        """What the task's customer says when asked who they are (`castbench.domain.identity`)."""
+        """What the task's customer says when asked who they are (`castbench._domain.identity`)."""
         finders = [
             (tool.name, tuple(tool.schema["function"]["parameters"].get("required", [])))
             for tool in self.toolkit

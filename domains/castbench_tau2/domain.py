@@ -141,7 +141,7 @@ class Tau2Domain(Domain):
         return published_earned_spec(self.toolkit, self.fresh_database(), task, _NO_FACT)
 
     def _identity_facts(self, raw: Any) -> list[Fact]:
-        """What the task's customer says when asked who they are (`castbench.domain.identity`):
+        """What the task's customer says when asked who they are (`castbench._domain.identity`):
         the customer is whom the gold's first successful identity look-up finds, else the first
         `user_id` the gold names, else the owner of the first record it names (`_owner`)."""
         actions = gold_calls(raw)

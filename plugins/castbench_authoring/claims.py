@@ -3,7 +3,7 @@
 A task-blind agent that reads every record it can reach and repeats every value states the
 customer's other orders' totals, their other reservations' flights and ids. An agent answering
 the task has no reason to: those values are claims about records the user did not ask about, and
-a reply that makes them fails the earned check (`castbench.grading.earned`) like a false reason.
+a reply that makes them fails the earned check (`castbench._grading.earned`) like a false reason.
 This module finds them for any task set whose tools look records up by id (castbench's generated
 domains and the τ packs alike): starting from what the ground truth's reads return, it follows
 every id they name (under `<x>_id`, or listed under `<x>s` or `<x>_ids`: `listed_argument`)
@@ -20,7 +20,7 @@ not (a product's other variants' prices too); an asked-for amount, also the amou
 in the other records the ground truth reads (the customer's other bills beside the one they
 owe), less the values its calls are made with (the bills a `calculate` sums): `amount_rivals`.
 A reply may name them, each said of its own record, but must give the asked-for one as the
-answer (`castbench.grading.earned`): a list of every bill's amount says none is what is owed.
+answer (`castbench._grading.earned`): a list of every bill's amount says none is what is owed.
 
 A published task set with no such rules of its own (the τ and τ² packs) gets its `no_change`
 tasks' earned specs from the same machinery: `published_earned_spec`.
@@ -33,14 +33,14 @@ import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from castbench.authoring.validate import shown_values
-from castbench.domain.database import Database
-from castbench.domain.identity import IDENTITY_PREFIX
-from castbench.domain.leaves import is_name_key, leaves, listed_argument
-from castbench.domain.task import EarnedSpec, Lookup, Mention, Rival, Task, ToolCall
-from castbench.domain.tools import Toolkit
-from castbench.grading.outputs import Said
-from castbench.grading.ties import json_objects, result_objects
+from castbench._authoring.validate import shown_values
+from castbench._domain.database import Database
+from castbench._domain.identity import IDENTITY_PREFIX
+from castbench._domain.leaves import is_name_key, leaves, listed_argument
+from castbench._domain.task import EarnedSpec, Lookup, Mention, Rival, Task, ToolCall
+from castbench._domain.tools import Toolkit
+from castbench._grading.outputs import Said
+from castbench._grading.ties import json_objects, result_objects
 
 __all__ = [
     "ReadAmount",

@@ -52,7 +52,7 @@ def generate_tasks_command(
 ) -> None:
     """Draw a private test split nobody has seen from the domain's own families, in the test
     split's mix; it is named by the digest of its tasks (`eval --tasks-file`, docs/counterfactuals.md)."""
-    from castbench.cli.checks import check_writable
+    from castbench._cli.checks import check_writable
     from castbench.domain import load_domain
     from castbench_authoring.generation import GenerationError
     from castbench_authoring.private import generate_private, write_private

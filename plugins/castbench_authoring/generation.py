@@ -25,10 +25,10 @@ from pathlib import Path
 from random import Random
 from typing import Any, Generic, Literal, Protocol, TypeVar
 
-from castbench.authoring.validate import check_generated_task, shown_values
-from castbench.domain.database import Record, Snapshot
-from castbench.domain.domain import Domain
-from castbench.domain.task import (
+from castbench._authoring.validate import check_generated_task, shown_values
+from castbench._domain.database import Record, Snapshot
+from castbench._domain.domain import Domain
+from castbench._domain.task import (
     DeviceStep,
     EarnedSpec,
     Fact,
@@ -40,8 +40,8 @@ from castbench.domain.task import (
     ToolCall,
     UserScenario,
 )
-from castbench.grading.earned import claimed
-from castbench.grading.outputs import Said
+from castbench._grading.earned import claimed
+from castbench._grading.outputs import Said
 from castbench_authoring.claims import amount_rivals, read_amounts, unread_record_claims, unread_values
 
 __all__ = [
@@ -331,7 +331,7 @@ def with_false_claims(
     wording that is not the task's reason, not an allowed claim and not said by `context`
     (`gold_context`: a status its own record shows is not false). A family's false claim the
     context says is dropped too, so what the ground truth shows can always be repeated. "Says"
-    is also the grader's reading (`castbench.grading.earned.claimed`, which `validate_task`
+    is also the grader's reading (`castbench._grading.earned.claimed`, which `validate_task`
     checks the task with): an amount rounded to one decimal is the same claim there ('8.0' for
     7.99, which an '8mm' in a tool result says), so a wording the context asserts that way is
     dropped too, and no drawn task fails its own check."""

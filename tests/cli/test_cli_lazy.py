@@ -1,4 +1,4 @@
-"""Start-up: commands import only what they need (`castbench/cli/app.py`)."""
+"""Start-up: commands import only what they need (`castbench/_cli/app.py`)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from castbench.cli.app import COMMANDS, load_command
+from castbench._cli.app import COMMANDS, load_command
 from tests.cli.import_probe import RUN_COMMAND, loaded, probe
 from tests.support import sqlite_url
 
@@ -24,7 +24,7 @@ def test_help_imports_no_heavy_package(args: list[str], repo_env: dict[str, str]
 
 def test_eval_help_imports_no_domain_grading_or_engine(repo_env: dict[str, str], tmp_path: Path) -> None:
     """Not heavy packages, but castbench's own modules a run needs (about 0.15 s of imports)."""
-    run_modules = ("castbench.api", "castbench.domain", "castbench.grading", "castbench.runner.executors")
+    run_modules = ("castbench._run.api", "castbench.domain", "castbench._grading", "castbench._run.executors")
     result = probe(RUN_COMMAND, ["eval", "--help"], repo_env, str(tmp_path), modules=run_modules)
     assert "--grading" in result.stdout
     assert loaded(result) == []
@@ -32,7 +32,7 @@ def test_eval_help_imports_no_domain_grading_or_engine(repo_env: dict[str, str],
 
 def test_oracle_eval_loads_the_store_and_nothing_else_heavy(repo_env: dict[str, str], tmp_path: Path) -> None:
     """No model client, templates, Ray or Postgres driver; not numpy either: a summary whose tasks
-    all agree needs no resampling (`castbench.metrics.intervals`)."""
+    all agree needs no resampling (`castbench._records.metrics.intervals`)."""
     args = ["eval", "--domain", "retail", "--policy", "oracle", "--trials", "1"]
     args += ["--tasks", "retail-test-0001", "--db", sqlite_url(tmp_path / "r.db")]
     assert _loaded(args, repo_env, tmp_path) == {"sqlalchemy", "sqlmodel"}  # it did run and store

@@ -16,13 +16,13 @@ from pathlib import Path
 import pytest
 
 from castbench import evaluate
-from castbench.api import build_config
+from castbench._domain.private import TASKS_FILES_ENV, PrivateSplit, digest_tasks, read_split, split_name
+from castbench._records.store import ResultsStore
+from castbench._records.store.export import export_run, write_export
+from castbench._results.publish.board import BoardError, load_board
+from castbench._run.api import build_config
 from castbench.domain import TaskFileError, load_domain
 from castbench.domain import private as private_module
-from castbench.domain.private import TASKS_FILES_ENV, PrivateSplit, digest_tasks, read_split, split_name
-from castbench.publish.board import BoardError, load_board
-from castbench.store import ResultsStore
-from castbench.store.export import export_run, write_export
 from castbench_authoring.private import (
     domain_generator,
     duplicates,

@@ -13,7 +13,8 @@ import pytest
 
 import castbench_retail
 import castbench_telecom
-from castbench.authoring.validate import validate_task
+from castbench._authoring.validate import validate_task
+from castbench._domain.task import Rival, load_tasks
 from castbench.domain import (
     Database,
     DeviceStep,
@@ -26,7 +27,6 @@ from castbench.domain import (
     Toolkit,
     read_tool,
 )
-from castbench.domain.task import Rival, load_tasks
 from castbench_authoring.generation import (
     DraftBase,
     GenerationError,

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from castbench.authoring import validate
-from castbench.authoring.validate import validate_domain, validate_task
+from castbench._authoring import validate
+from castbench._authoring.validate import validate_domain, validate_task
+from castbench._domain.leaves import listed_argument
+from castbench._domain.task import Rival
 from castbench.domain import Domain, Task, load_domain
-from castbench.domain.leaves import listed_argument
-from castbench.domain.task import Rival
 from castbench_authoring.generation import mention
 
 

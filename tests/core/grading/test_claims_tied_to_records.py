@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import json
 
-from castbench.conversation import AgentTurn, Event, ReplyAction, ToolCallAction, ToolResultTurn
-from castbench.domain.task import EarnedSpec, Rival, ToolCall
-from castbench.grading.earned import check_earned
-from castbench.grading.outputs import Said
+from castbench._base.conversation import AgentTurn, Event, ReplyAction, ToolCallAction, ToolResultTurn
+from castbench._domain.task import EarnedSpec, Rival, ToolCall
+from castbench._grading.earned import check_earned
+from castbench._grading.outputs import Said
 from castbench_authoring.generation import mention
 
 LOOKUP = ToolCall(name="get_order_details", arguments={"order_id": "#W100"})

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from castbench.api import evaluate
+from castbench._run.api import evaluate
 from castbench.domain import Domain, registry
 from castbench_authoring.template import template_folder
 from tests.conftest import REPO_ROOT
@@ -54,7 +54,7 @@ def test_domains_new_works_from_an_installed_wheel(tmp_path: Path) -> None:
     # come from the environment's site-packages, as pip would install them
     code = (
         "import sys; from castbench_authoring.template import template_folder; print(template_folder())\n"
-        "from castbench.cli.app import main; sys.argv = ['castbench', 'domains', 'new', 'shop']; main()"
+        "from castbench._cli.app import main; sys.argv = ['castbench', 'domains', 'new', 'shop']; main()"
     )
     env = {"PYTHONPATH": f"{site}:{sysconfig.get_paths()['purelib']}", "COLUMNS": "100"}
     done = subprocess.run(
