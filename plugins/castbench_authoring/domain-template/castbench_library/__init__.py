@@ -7,7 +7,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
-from castbench.domain import Domain, DomainRules, Toolkit
+from castbench._domain.domain import Domain
+from castbench._domain.rules import DomainRules
+from castbench._domain.tools import Toolkit
 
 from .records import Book, Loan, Member
 from .tools import TOOLS
