@@ -68,8 +68,11 @@ if TYPE_CHECKING:
 
     # `domains validate`, `domains new`, `tasks generate`, `--pack-option`
     from castbench._run.oracle_check import validate_domain
-    from castbench._authoring.template import new_domain
-    from castbench._authoring.private import generate_private
+
+    # (`domains new` and `tasks generate` are the authoring satellite's, plugins/castbench_authoring,
+    # which ships in castbench's wheel)
+    from castbench_authoring.template import new_domain
+    from castbench_authoring.private import generate_private
     from castbench._domain.pack_options import set_pack_option
 
     # `policies list`, `critics list`, `users list`

@@ -377,7 +377,6 @@ def test_a_vllm_helper_read_from_the_agents_api_warns_and_is_the_plugins(name: s
 
 PLUGIN_LOADING = {
     "castbench._agents.spec": "an agent named by its import path (`--policy mypkg.agents:MyPolicy`)",
-    "castbench._authoring.private": "a domain pack's task generator (`PACKAGE.generate`)",
     "castbench._domain.pack_options": "the modules a pack's `castbench.domains` entry points name",
     "castbench._legacy": "castbench 0.1.0's module paths, each the module at its new place (until 0.2.0)",
     "castbench._public": "a public name's import statement, run when the name is first read",

@@ -22,7 +22,7 @@ import pytest
 from tests.cli.import_probe import RUN_COMMAND, loaded, probe
 
 ROOT = Path(__file__).resolve().parents[2]
-SATELLITES = ("castbench_ray", "castbench_bridges", "castbench_boards")
+SATELLITES = ("castbench_ray", "castbench_bridges", "castbench_boards", "castbench_authoring")
 
 # each old module path and the module it now gives
 MOVED = {
@@ -50,6 +50,14 @@ OLD_PACKAGES = {"castbench.viewer": "castbench_boards.viewer"}
 PUBLIC_FROM_SATELLITES = {
     "build_board": "castbench_boards.build",
     "render_run_page": "castbench_boards.viewer.page",
+    "new_domain": "castbench_authoring.template",
+    "generate_private": "castbench_authoring.private",
+}
+# `castbench.domain`'s names read from a satellite (a pack's generator declares its tasks with them)
+DOMAIN_FROM_SATELLITES = {
+    "Generator": "castbench_authoring.generation",
+    "mention": "castbench_authoring.generation",
+    "published_earned_spec": "castbench_authoring.claims",
 }
 
 # what each satellite registers, by entry-point group and name
@@ -61,6 +69,8 @@ ENTRY_POINTS = [
     ("castbench.formats", "inspect", "castbench_bridges.inspect_log:INSPECT"),
     ("castbench.commands", "leaderboard", "castbench_boards.leaderboard_cmd:leaderboard_app"),
     ("castbench.commands", "view", "castbench_boards.view_cmd:view"),
+    ("castbench.commands", "domains.new", "castbench_authoring.commands:new_domain_command"),
+    ("castbench.commands", "tasks.generate", "castbench_authoring.commands:generate_tasks_command"),
 ]
 # the satellites' commands and the start of their help (`castbench --help` lists them as before)
 COMMANDS = {
@@ -93,7 +103,9 @@ def test_the_core_imports_no_satellite() -> None:
         for imported in graph.find_modules_directly_imported_by(module)
         if imported.split(".")[0] in SATELLITES and module not in {*MOVED, *OLD_PACKAGES}
     }
-    facade = {f"castbench -> {home}" for home in PUBLIC_FROM_SATELLITES.values()}
+    facade = {f"castbench -> {home}" for home in PUBLIC_FROM_SATELLITES.values()} | {
+        f"castbench.domain -> {home}" for home in DOMAIN_FROM_SATELLITES.values()
+    }
     assert found == facade, sorted(found ^ facade)
 
 
@@ -103,7 +115,26 @@ def test_a_public_name_from_a_satellite_is_the_satellites_object(name: str, home
     import castbench_boards
 
     assert getattr(castbench, name) is getattr(importlib.import_module(home), name)
-    assert getattr(castbench, name) is getattr(castbench_boards, name)
+    if home.startswith("castbench_boards."):
+        assert getattr(castbench, name) is getattr(castbench_boards, name)
+
+
+@pytest.mark.parametrize(("name", "home"), sorted(DOMAIN_FROM_SATELLITES.items()))
+def test_a_domain_name_from_a_satellite_is_the_satellites_object(name: str, home: str) -> None:
+    import castbench.domain
+
+    assert getattr(castbench.domain, name) is getattr(importlib.import_module(home), name)
+
+
+def test_a_subcommand_entry_point_joins_its_group_and_is_no_command_of_its_own() -> None:
+    """`domains.new` and `tasks.generate` (castbench_authoring) are subcommands of the core's
+    groups, listed by their help; `castbench --help` lists no `domains.new`."""
+    from tests.support import invoke
+
+    top = invoke("--help")
+    assert "domains.new" not in top.output and "tasks.generate" not in top.output
+    assert "Copy the domain template" in invoke("domains", "--help").output
+    assert "Draw a private test split" in invoke("tasks", "--help").output
 
 
 @pytest.mark.parametrize("name", ["PAGE_LIMIT", "page_server", "render_run_files", "render_run_page"])

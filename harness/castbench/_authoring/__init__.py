@@ -1,5 +1,6 @@
-"""Tools for domain authors: drawing task splits from a generator, the claims a task's records
-rule out, and validating a domain (every gold solvable, graded passing, nothing unknowable).
+"""Checking a domain's tasks (`domains validate`, `--tasks-file`): every gold solvable, graded
+passing, nothing unknowable. Generating tasks, their claims and the `domains new` template are the
+castbench_authoring satellite's (plugins/), which uses this.
 
-They sit above grading and the scripted agents, which they use; the domain model below knows
-nothing of them."""
+It sits above grading and the scripted agents, which it uses; the domain model below knows
+nothing of it."""

@@ -14,13 +14,17 @@ tools show is one of the task's false claims, the outputs stated together name n
 rivals, and the declined change as the oracle offers it names no offer rival. Per domain: every
 list of record ids in the seed state (`bill_ids: [...]`, `orders: [...]`) must be read as the
 name field its records have (`castbench._domain.leaves.listed_argument`), or the false claims
-derived from the records it lists (`castbench._authoring.claims`) silently miss them.
+derived from the records it lists (`castbench_authoring.claims`) silently miss them.
+
+A private split (`castbench tasks generate`, the castbench_authoring satellite) is checked here too
+(`domains validate --tasks-file`): each task as a generated one (`check_generated_task`), and none
+the copy of a public task (`duplicates`).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,13 +32,24 @@ from castbench._agents.scripted.plan import describe_call
 from castbench._base.dialogue import confirmation_request, device_instruction
 from castbench._domain.domain import Domain, ExpectedStateError
 from castbench._domain.leaves import is_name_key, listed_argument
-from castbench._domain.task import Task, TaskFileError
+from castbench._domain.private import PrivateSplit
+from castbench._domain.task import Task, TaskFileError, ToolCall
 from castbench._domain.tools import Tool, ToolError
 from castbench._grading.earned import claimed, matches, offers
 from castbench._grading.outputs import missing_outputs
 from castbench._grading.state_diff import state_diff
 
-__all__ = ["ValidationReport", "shown_values", "validate_domain", "validate_task"]
+__all__ = [
+    "ValidationReport",
+    "check_generated_task",
+    "duplicates",
+    "ground_truth",
+    "private_problems",
+    "shown_values",
+    "task_truth",
+    "validate_domain",
+    "validate_task",
+]
 
 
 @dataclass
@@ -338,3 +353,72 @@ def validate_domain(domain: Domain) -> ValidationReport:
     except (TaskFileError, ValueError) as exc:
         report.problems.append(str(exc))
     return report
+
+
+def check_generated_task(domain: Domain, task: Task) -> list[str]:
+    """Problems of a freshly generated task, each naming it; `domain` holds the generated state.
+
+    `validate_task` (ground truth replays, change iff the outcome says so, unordered writes
+    commute, declined and device steps consistent) plus two things a generator can promise about
+    its own tasks: a declined action would have succeeded (else declining it tests nothing), and
+    every required output appears in what the ground truth's tools said (else no agent can know it).
+    """
+    problems = validate_task(domain, task)
+    if problems:
+        return problems
+    where = f"{domain.name} task {task.id}"
+    if task.declined_actions:
+        try:
+            domain.replay(task.model_copy(update={"actions": [*task.actions, *task.declined_actions]}))
+        except ExpectedStateError as exc:
+            problems.append(f"{where}: a declined action would fail anyway ({exc})")
+    if task.required_outputs:
+        db = domain.fresh_database()
+        said = " ".join(
+            domain.toolkit_for(call.actor).call(db, call.name, call.arguments).content
+            for call in task.actions
+        )
+        problems.extend(
+            f"{where}: required output {output!r} is never shown by its tools"
+            for output in task.required_outputs
+            if output not in said
+        )
+    return problems
+
+
+def ground_truth(
+    actions: Iterable[ToolCall], declined: Iterable[ToolCall], outputs: Iterable[str], outcome: str
+) -> str:
+    """A task's ground truth (its calls, declined calls, outputs and outcome) as one string."""
+    calls = [[call.model_dump(mode="json") for call in group] for group in (actions, declined)]
+    return json.dumps([*calls, list(outputs), outcome], sort_keys=True)
+
+
+def task_truth(task: Task) -> str:
+    return ground_truth(task.actions, task.declined_actions, task.required_outputs, task.outcome)
+
+
+def duplicates(domain: Domain, tasks: Sequence[Task]) -> list[str]:
+    """Tasks whose ground truth is a public task's, each naming that task."""
+    public = {task_truth(task): task.id for split in ("test", "train") for task in domain.tasks(split)}
+    return [
+        f"{domain.name} task {task.id}: duplicates public task {public[task_truth(task)]}"
+        for task in tasks
+        if task_truth(task) in public
+    ]
+
+
+def private_problems(domain: Domain, split: PrivateSplit) -> list[str]:
+    """What is wrong with a private split of `domain`: its domain or version differ, a task fails
+    the generator's checks (every gold replays, changes the state iff its outcome says so, ...),
+    or duplicates a public task. The oracle's score is checked by `domains validate`."""
+    if split.domain != domain.name:
+        return [f"the split is of domain {split.domain}, not {domain.name}"]
+    problems: list[str] = []
+    if split.domain_version != domain.version:
+        problems.append(
+            f"the split was drawn on {domain.name} {split.domain_version}; installed: {domain.version}"
+        )
+    for task in split.tasks:
+        problems.extend(check_generated_task(domain, task))
+    return problems + duplicates(domain, split.tasks)

@@ -183,8 +183,8 @@ def plugin_commands() -> PluginCommands:
     loaded: dict[str, click.Command] = {}
     missing: dict[str, str] = {}
     for point in entry_points(group=PLUGIN_GROUP):
-        if point.name in COMMANDS or point.name in loaded:
-            continue
+        if point.name in COMMANDS or point.name in loaded or "." in point.name:
+            continue  # `GROUP.NAME`: a subcommand of a built-in group, which adds it (`domains_cmd`)
         try:
             loaded[point.name] = _as_command(point.name, point.load())
         except ImportError as exc:

@@ -1,7 +1,10 @@
-"""`castbench domains list|validate|new` and `castbench tasks list|show|generate`."""
+"""`castbench domains list|validate` and `castbench tasks list|show`; a satellite adds subcommands to
+the two groups through the `castbench.commands` entry point, named `GROUP.NAME` (`domains.new` and
+`tasks.generate`: castbench_authoring)."""
 
 from __future__ import annotations
 
+from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Annotated
 
@@ -10,7 +13,6 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from castbench._cli.domains_new_cmd import new_domain_command
 from castbench._cli.errors import fail
 from castbench._cli.options import DomainOption, PackOptionFlag, SplitOption, Tau2DataOption
 from castbench._domain.domain import Domain
@@ -95,7 +97,7 @@ def validate(
 
 
 def _validate_private(path: Path) -> None:
-    from castbench._authoring.private import private_problems
+    from castbench._authoring.validate import private_problems
     from castbench._domain.private import use_tasks_file
     from castbench._domain.task import TaskFileError
     from castbench._run.oracle_check import oracle_failures
@@ -117,35 +119,6 @@ def _validate_private(path: Path) -> None:
     checks = "every gold replays, the oracle scores 1.0, no task duplicates a public one"
     console.print(f"[green]✓[/] {escape(what)}: {checks}")
     raise typer.Exit(0)
-
-
-domains_app.command("new")(new_domain_command)
-
-
-@tasks_app.command("generate")
-def generate_tasks(
-    domain: Annotated[str, typer.Option("--domain", "-d", help="One castbench domain (it has a generator).")],
-    seed: Annotated[
-        int, typer.Option(help="The private seed: keep it to yourself; the file never holds it.")
-    ],
-    count: Annotated[int, typer.Option(help="Tasks to draw, in the test split's family mix.")],
-    out: Annotated[Path, typer.Option(help="Where to write the split (JSON).")],
-) -> None:
-    """Draw a private test split nobody has seen from the domain's own families, in the test
-    split's mix; it is named by the digest of its tasks (`eval --tasks-file`, docs/counterfactuals.md)."""
-    from castbench._authoring.generation import GenerationError
-    from castbench._authoring.private import generate_private, write_private
-    from castbench._cli.checks import check_writable
-
-    check_writable("--out", out)
-    try:
-        split = generate_private(load_domain(domain), seed, count)
-    except (GenerationError, KeyError, ValueError) as exc:
-        fail(exc)
-    write_private(split, out)
-    mix = ", ".join(f"{family} {number}" for family, number in split.families.items() if number)
-    console.print(f"{split.domain}: {len(split.tasks)} tasks -> {out} (split {split.split})", markup=False)
-    console.print(f"digest {split.digest}; families: {mix}", markup=False)
 
 
 @tasks_app.command("list")
@@ -192,3 +165,18 @@ def show_task(
                     console.print_json(task.model_dump_json())
                     return
     fail(f"no task '{task_id}' in domain(s) {domain} (see `castbench tasks list`)")
+
+
+def _add_plugin_commands() -> None:
+    """The subcommands installed satellites add to `domains` and `tasks` (`castbench.commands`
+    entry points named `domains.NAME`, `tasks.NAME`); a built-in subcommand's name is never taken."""
+    groups = {"domains": domains_app, "tasks": tasks_app}
+    for point in entry_points(group="castbench.commands"):
+        group, _, name = point.name.partition(".")
+        if name and group in groups:
+            taken = {command.name for command in groups[group].registered_commands}
+            if name not in taken:
+                groups[group].command(name)(point.load())
+
+
+_add_plugin_commands()

@@ -1,5 +1,5 @@
 """Private task splits: test tasks nobody has seen, drawn from a domain's own families by
-`castbench tasks generate` (`castbench._authoring.private`) from a seed whoever publishes a board
+`castbench tasks generate` (`castbench_authoring.private`) from a seed whoever publishes a board
 keeps to themselves.
 
 A split is one file, named by the digest of its tasks: the digest (never the seed) names the

@@ -53,8 +53,8 @@ if TYPE_CHECKING:
     from castbench._domain.published import first_person, schema_arguments_model
     from castbench._domain.derived_rules import DerivedRules
 
-    # generating and validating tasks
-    from castbench._authoring.generation import (
+    # generating tasks (the authoring satellite's, plugins/castbench_authoring) and validating them
+    from castbench_authoring.generation import (
         DraftBase,
         Families,
         Generator,
@@ -66,7 +66,7 @@ if TYPE_CHECKING:
         spoken_list,
         task_from_draft,
     )
-    from castbench._authoring.claims import published_earned_spec
+    from castbench_authoring.claims import published_earned_spec
     from castbench._authoring.validate import validate_task
 
     # grading a trial, and replaying a published trajectory

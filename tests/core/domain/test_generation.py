@@ -13,17 +13,6 @@ import pytest
 
 import castbench_retail
 import castbench_telecom
-from castbench._authoring.generation import (
-    DraftBase,
-    GenerationError,
-    Generator,
-    confirm_answer,
-    customer_pools,
-    dump_state,
-    dump_tasks,
-    spoken_list,
-    write_generated,
-)
 from castbench._authoring.validate import validate_task
 from castbench._domain.task import Rival, load_tasks
 from castbench.domain import (
@@ -37,6 +26,17 @@ from castbench.domain import (
     ToolCall,
     Toolkit,
     read_tool,
+)
+from castbench_authoring.generation import (
+    DraftBase,
+    GenerationError,
+    Generator,
+    confirm_answer,
+    customer_pools,
+    dump_state,
+    dump_tasks,
+    spoken_list,
+    write_generated,
 )
 from castbench_retail.generate import GENERATOR as RETAIL
 

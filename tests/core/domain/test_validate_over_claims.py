@@ -7,11 +7,11 @@ from __future__ import annotations
 import pytest
 
 from castbench._authoring import validate
-from castbench._authoring.generation import mention
 from castbench._authoring.validate import validate_domain, validate_task
 from castbench._domain.leaves import listed_argument
 from castbench._domain.task import Rival
 from castbench.domain import Domain, Task, load_domain
+from castbench_authoring.generation import mention
 
 
 def _first(domain: Domain, family: str) -> Task:

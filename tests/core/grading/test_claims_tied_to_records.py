@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import json
 
-from castbench._authoring.generation import mention
 from castbench._base.conversation import AgentTurn, Event, ReplyAction, ToolCallAction, ToolResultTurn
 from castbench._domain.task import EarnedSpec, Rival, ToolCall
 from castbench._grading.earned import check_earned
 from castbench._grading.outputs import Said
+from castbench_authoring.generation import mention
 
 LOOKUP = ToolCall(name="get_order_details", arguments={"order_id": "#W100"})
 ORDERS = {

@@ -1,4 +1,4 @@
-"""The domain template (castbench/_authoring/domain-template, package data): a working domain in
+"""The domain template (castbench_authoring/domain-template, package data): a working domain in
 under 250 lines that a pack author copies. It validates, the oracle scores 1.000 on every task
 plain and strict, the reference floors are computed on it (and none of them passes a task: the
 look-up task names its rival value, so saying every value seen does not answer it), and it
@@ -21,7 +21,7 @@ from castbench.domain import Domain, registry
 from tests.conftest import REPO_ROOT
 from tests.support import invoke, sqlite_url
 
-EXAMPLE = REPO_ROOT / "harness" / "castbench" / "_authoring" / "domain-template"
+EXAMPLE = REPO_ROOT / "plugins" / "castbench_authoring" / "domain-template"
 LINE_BUDGET = 250
 
 

@@ -77,17 +77,6 @@ def observed_calls(conversation: Sequence[Event]) -> list[ObservedCall]:
     return calls
 
 
-def _id_tokens(value: Any) -> set[str]:
-    """The id-like or numeric tokens of an argument value, lowercased."""
-    found: set[str] = set()
-    for item in leaves(value):
-        if isinstance(item, str):
-            found.update(token.strip(".-") for token in _TOKEN.findall(item.lower()))
-        elif isinstance(item, int | float) and not isinstance(item, bool):
-            found.add(str(item))
-    return {token for token in found if len(token) >= 2}
-
-
 _PROSE_ID = re.compile(r"^#?(?=[\w@.]*[a-z_])(?=[\w@.]*\d)[\w@.]+$|^#?\d{5,}$")
 """In prose, what names a record: a token of letters and digits without a hyphen (`HAT229`,
 `amelia_sanchez_4739`, `#W2378156`) or a long number; not a date, a figure or "24-hour"."""

@@ -237,14 +237,17 @@ class ModelClient:
                 return _from_cache(hit, time.perf_counter() - started)
         describe = f"{self.role} model {self.settings.model}"
         server = self.settings.server
+        price: Callable[[int, int], float | None]  # of the answer's input and output tokens
         if self._lean:
             lean = breaker.counted(server, self._lean_attempt(request))
             answer, retries = call_with_retries(lean, self._policy, describe)
-            completion = _from_json(self.settings, answer, retries, time.perf_counter() - started)
+            price = functools.partial(_price, self.settings)
         else:
             through_litellm = breaker.counted(server, self._litellm_attempt(request))
             response, retries = call_with_retries(through_litellm, self._policy, describe)
-            completion = _completion(response, _cost(response), retries, time.perf_counter() - started)
+            answer, cost = response.model_dump(), _cost(response)
+            price = lambda *_tokens: cost  # noqa: E731  litellm's price of this response
+        completion = _from_json(answer, price, retries, time.perf_counter() - started)
         completion = capped(completion, self.settings.max_answer_chars)
         if self._cache is not None and key is not None:
             self._cache.put(key, _to_cache(completion))
@@ -270,8 +273,11 @@ def capped(completion: Completion, limit: int) -> Completion:
     return Completion(text, calls, completion.finish_reason, completion.usage)
 
 
-def _from_json(settings: ModelSettings, answer: dict[str, Any], retries: int, latency_s: float) -> Completion:
-    """A Completion from the decoded JSON of an OpenAI-compatible answer."""
+def _from_json(
+    answer: dict[str, Any], price: Callable[[int, int], float | None], retries: int, latency_s: float
+) -> Completion:
+    """A Completion from an OpenAI-compatible answer as JSON (the lean client's, or litellm's
+    response dumped), priced by `price(input_tokens, output_tokens)`."""
     choice = answer["choices"][0]
     message = choice.get("message") or {}
     calls = tuple(
@@ -287,31 +293,12 @@ def _from_json(settings: ModelSettings, answer: dict[str, Any], retries: int, la
     usage = Usage(
         input_tokens=input_tokens,
         output_tokens=output_tokens,
-        cost=_price(settings, input_tokens, output_tokens),
+        cost=price(input_tokens, output_tokens),
         latency_s=latency_s,
         calls=1,
         retries=retries,
     )
     return Completion(message.get("content") or "", calls, choice.get("finish_reason"), usage)
-
-
-def _completion(response: Any, cost: float | None, retries: int, latency_s: float) -> Completion:
-    choice = response.choices[0]
-    message = choice.message
-    calls = tuple(
-        RawToolCall(call.id or f"call_{index}", call.function.name or "", call.function.arguments or "")
-        for index, call in enumerate(getattr(message, "tool_calls", None) or [])
-    )
-    tokens = getattr(response, "usage", None)
-    usage = Usage(
-        input_tokens=getattr(tokens, "prompt_tokens", 0) or 0,
-        output_tokens=getattr(tokens, "completion_tokens", 0) or 0,
-        cost=cost,
-        latency_s=latency_s,
-        calls=1,
-        retries=retries,
-    )
-    return Completion(message.content or "", calls, choice.finish_reason, usage)
 
 
 def _to_cache(completion: Completion) -> dict[str, Any]:

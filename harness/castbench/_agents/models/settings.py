@@ -271,16 +271,3 @@ def configure_model_agent(
             concurrency,
         )
     return replace(agent, params={**params, **runtime}), settings.recorded()
-
-
-def awaits_on_loop(spec: AgentSpec | None) -> bool:
-    """Whether its calls may run on castbench's event loop (`castbench._agents.models.loop`): a
-    scripted built-in never waits, and a model agent whose server the lean client reaches
-    waits by awaiting the loop. Anything else (code of one's own, another process, litellm's
-    synchronous client) may block a thread, so its trials run on threads. Worked out once per
-    spec: every trial's episode asks."""
-    if spec is None or spec.kind == "builtin":
-        return True
-    if spec.kind != "model" or spec.transport != "in-process":
-        return False
-    return lean_route(str(spec.params.get("model", "")), spec.params.get("api_base"))

@@ -161,17 +161,32 @@ def attribute(
     if task is None and lookup:
         task = context(record.domain, record.task_id)[1]
     if record.status == "error":
-        if record.end_reason in _UNSCORED:
-            cause: Cause = _UNSCORED[record.end_reason]  # type: ignore[assignment]
-            detail = "the harness or its infrastructure failed"
-        else:
-            cause, detail = "user_error", "the simulated user failed"
-        last = record.steps[-1].index if record.steps else None
-        return _attribution(
-            record, last, cause, _evidence(record, "unscored", [], (record.error or detail)[:200])
-        )
+        return _unscored(record)
     if faults is None:
         faults = user_faults(record, task)
+    found = _first_fault(record, task, faults)
+    if found is None:
+        found = _stalled_by_user(record, faults)
+    if found is None:
+        found = _ended_early(record)
+    return found if found is not None else _by_grade(record)
+
+
+def _unscored(record: TrialRecord) -> Attribution:
+    """An errored trial: the harness's, its infrastructure's or the simulated user's failure."""
+    if record.end_reason in _UNSCORED:
+        cause: Cause = _UNSCORED[record.end_reason]  # type: ignore[assignment]
+        detail = "the harness or its infrastructure failed"
+    else:
+        cause, detail = "user_error", "the simulated user failed"
+    last = record.steps[-1].index if record.steps else None
+    return _attribution(
+        record, last, cause, _evidence(record, "unscored", [], (record.error or detail)[:200])
+    )
+
+
+def _first_fault(record: TrialRecord, task: Task | None, faults: Sequence[UserFault]) -> Attribution | None:
+    """The earlier of the user's first decisive fault and the agent's first fault."""
     agent = _agent_fault(record, task)
     user = _first(faults, decisive=True)
     if user is not None and (agent is None or (user.step if user.step is not None else -1) < agent.step):
@@ -183,28 +198,44 @@ def attribute(
         return _attribution(
             record, agent.step, agent.cause, _evidence(record, agent.rule, [agent.step], agent.detail)
         )
+    return None
+
+
+def _stalled_by_user(record: TrialRecord, faults: Sequence[UserFault]) -> Attribution | None:
+    """A trial that stalled (a change missing, unfinished, out of steps) after a user's weak fault."""
     category = _graded_category(record)
     weak = _first(faults, decisive=False)
     stalled = category in ("missing_state_change", "did_not_finish") or record.end_reason == "max_steps"
-    if weak is not None and stalled:
-        steps = [weak.step] if weak.step is not None else []
-        return _attribution(
-            record, weak.step, weak.cause, _evidence(record, "simulator_fault", steps, weak.detail)
-        )
+    if weak is None or not stalled:
+        return None
+    steps = [weak.step] if weak.step is not None else []
+    return _attribution(
+        record, weak.step, weak.cause, _evidence(record, "simulator_fault", steps, weak.detail)
+    )
+
+
+def _ended_early(record: TrialRecord) -> Attribution | None:
+    """A trial that ended on unusable output, an agent error, a timeout or the step limit."""
     final = record.steps[-1] if record.steps else None
     if final is not None and isinstance(final.action, MalformedAction):
         rule = _evidence(record, "ended_on_unusable_output", [final.index], final.action.reason)
         return _attribution(record, final.index, "malformed_output", rule)
     if record.end_reason in ("agent_error", "timeout", "max_steps"):
-        cause = "ran_out_of_steps" if record.end_reason == "max_steps" else record.end_reason  # type: ignore[assignment]
+        cause: Cause = "ran_out_of_steps" if record.end_reason == "max_steps" else record.end_reason  # type: ignore[assignment]
         last = record.steps[-1].index if record.steps else None
         detail = record.error or _unfinished(record)
         return _attribution(record, last, cause, _evidence(record, "end_reason", [], detail[:200]))
-    cause = _CATEGORY.get(category or "", "incomplete_reply")
+    return None
+
+
+def _by_grade(record: TrialRecord) -> Attribution:
+    """The grade's failure category, shown at the step it points to."""
+    cause = _CATEGORY.get(_graded_category(record) or "", "incomplete_reply")
     step = _category_step(record, cause)
     steps = [step] if step is not None else []
-    evidence = _evidence(record, "grade_category", steps, _graded(record, step))
-    return _attribution(record, step, cause, evidence)
+    return _attribution(
+        record, step, cause, _evidence(record, "grade_category", steps, _graded(record, step))
+    )
 
 
 def _unfinished(record: TrialRecord) -> str:

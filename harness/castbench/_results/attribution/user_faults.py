@@ -27,7 +27,7 @@ from functools import lru_cache
 
 from castbench._base.conversation import AgentTurn, Event, ReplyAction, UserTurn
 from castbench._base.dialogue import asks_anything_else, asks_confirmation, is_negative
-from castbench._domain.task import Task
+from castbench._domain.task import Task, ToolCall
 from castbench._grading.outputs import missing_outputs
 from castbench._records.trial import TrialRecord
 from castbench._results.attribution.model import UserFault
@@ -137,10 +137,16 @@ def _stated_value(fact_statement: str, value: str, text: str) -> str | None:
 
 
 def _contradictions(task: Task, turns: Sequence[Turn]) -> list[UserFault]:
-    scenario = task.scenario
+    faults = _contradicted_facts(task, turns)
+    declined = _declined_change(task, turns) if task.scenario.confirm else None
+    return faults if declined is None else [*faults, declined]
+
+
+def _contradicted_facts(task: Task, turns: Sequence[Turn]) -> list[UserFault]:
+    """Each fact the user stated wrongly and never put right (its first wrong statement)."""
     faults: list[UserFault] = []
     users = [(step, event) for step, event in turns[1:] if isinstance(event, UserTurn)]
-    for fact in scenario.facts:
+    for fact in task.scenario.facts:
         wrong = None
         for step, turn in users:
             said = _stated_value(fact.statement, fact.value, turn.text)
@@ -157,31 +163,33 @@ def _contradictions(task: Task, turns: Sequence[Turn]) -> list[UserFault]:
                     decisive=True,
                 )
             )
-    if scenario.confirm:
-        writes = [c for c in task.actions if c.actor == "agent"]
-        previous: str | None = None
-        for step, event in turns[1:]:
-            text = _agent_text(event)
-            if text is not None:
-                previous = text
-            elif (
-                isinstance(event, UserTurn)
-                and previous
-                and asks_confirmation(previous)
-                and is_negative(event.text)
-            ):
-                values = [[v for v in map(str, call.arguments.values()) if v.strip()] for call in writes]
-                if any(v and not missing_outputs(v, [previous]) for v in values):
-                    faults.append(
-                        UserFault(
-                            step=step,
-                            cause="contradicted_facts",
-                            detail="declined a change its scenario accepts",
-                            decisive=True,
-                        )
-                    )
-                    break
     return faults
+
+
+def _declined_change(task: Task, turns: Sequence[Turn]) -> UserFault | None:
+    """The first time a user whose scenario accepts the change said no to the agent's request to
+    confirm it (a request naming one of the change's values)."""
+    writes = [c for c in task.actions if c.actor == "agent"]
+    previous: str | None = None
+    for step, event in turns[1:]:
+        text = _agent_text(event)
+        if text is not None:
+            previous = text
+        elif isinstance(event, UserTurn) and previous and _declines(previous, event.text, writes):
+            return UserFault(
+                step=step,
+                cause="contradicted_facts",
+                detail="declined a change its scenario accepts",
+                decisive=True,
+            )
+    return None
+
+
+def _declines(request: str, answer: str, writes: Sequence[ToolCall]) -> bool:
+    if not (asks_confirmation(request) and is_negative(answer)):
+        return False
+    values = [[v for v in map(str, call.arguments.values()) if v.strip()] for call in writes]
+    return any(v and not missing_outputs(v, [request]) for v in values)
 
 
 def _repeats(agent_text: str, earlier: Sequence[str], task: Task | None, stated: str) -> bool:

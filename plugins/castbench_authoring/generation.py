@@ -25,10 +25,9 @@ from pathlib import Path
 from random import Random
 from typing import Any, Generic, Literal, Protocol, TypeVar
 
-from castbench._authoring.claims import amount_rivals, read_amounts, unread_record_claims, unread_values
-from castbench._authoring.validate import shown_values, validate_task
+from castbench._authoring.validate import check_generated_task, shown_values
 from castbench._domain.database import Record, Snapshot
-from castbench._domain.domain import Domain, ExpectedStateError
+from castbench._domain.domain import Domain
 from castbench._domain.task import (
     DeviceStep,
     EarnedSpec,
@@ -43,6 +42,7 @@ from castbench._domain.task import (
 )
 from castbench._grading.earned import claimed
 from castbench._grading.outputs import Said
+from castbench_authoring.claims import amount_rivals, read_amounts, unread_record_claims, unread_values
 
 __all__ = [
     "UniqueDigits",
@@ -377,37 +377,6 @@ def customer_pools(
     return pools
 
 
-def check_generated_task(domain: Domain, task: Task) -> list[str]:
-    """Problems of a freshly generated task, each naming it; `domain` holds the generated state.
-
-    `validate_task` (ground truth replays, change iff the outcome says so, unordered writes
-    commute, declined and device steps consistent) plus two things a generator can promise about
-    its own tasks: a declined action would have succeeded (else declining it tests nothing), and
-    every required output appears in what the ground truth's tools said (else no agent can know it).
-    """
-    problems = validate_task(domain, task)
-    if problems:
-        return problems
-    where = f"{domain.name} task {task.id}"
-    if task.declined_actions:
-        try:
-            domain.replay(task.model_copy(update={"actions": [*task.actions, *task.declined_actions]}))
-        except ExpectedStateError as exc:
-            problems.append(f"{where}: a declined action would fail anyway ({exc})")
-    if task.required_outputs:
-        db = domain.fresh_database()
-        said = " ".join(
-            domain.toolkit_for(call.actor).call(db, call.name, call.arguments).content
-            for call in task.actions
-        )
-        problems.extend(
-            f"{where}: required output {output!r} is never shown by its tools"
-            for output in task.required_outputs
-            if output not in said
-        )
-    return problems
-
-
 def dump_state(state: Snapshot) -> str:
     """One row per line: small, and diffs of the seed data stay readable."""
     tables = []
@@ -520,7 +489,7 @@ class Generator(Generic[W, P, D]):
         """Every task with the false claims it must not make (`with_false_claims`): the domain's
         refusal reasons, over all splits (`claim_catalogue`; `others`: tasks of splits drawn
         before, a private split's public ones), that do not hold for it, and the amounts and ids
-        of the records its ground truth leads to but does not read (`castbench._authoring.claims`)."""
+        of the records its ground truth leads to but does not read (`castbench_authoring.claims`)."""
         domain = self.domain.with_state(json.loads(json.dumps(state)))
         catalogue = claim_catalogue([*others, *(task for pairs in drawn.values() for task, _ in pairs)])
         splits: dict[str, list[Task]] = {}

@@ -8,7 +8,7 @@ where a name must be unique among installed domains (the package, the distributi
 point, the domain's name and its task ids), and keeps the library's content for its author to
 replace.
 
-The template is package data of `castbench._authoring` (pyproject's `[tool.setuptools.package-data]`):
+The template is package data of `castbench_authoring` (pyproject's `[tool.setuptools.package-data]`):
 it ships in castbench's wheel, so `castbench domains new` works from an installed castbench as from
 a checkout. Its folder name is not a Python name, so no tool reads it as a module of castbench.
 """
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
 
-from castbench._domain.registry import available_domains
+from castbench.domain import available_domains
 
 __all__ = ["TEMPLATE_PACKAGE", "NewDomain", "TemplateError", "new_domain", "template_folder"]
 
@@ -52,7 +52,7 @@ class NewDomain:
 def template_folder() -> Path:
     """The template castbench ships: `domain-template/` beside this module, where castbench is
     installed (a wheel's site-packages or an editable checkout)."""
-    return Path(str(files(__package__ or "castbench._authoring") / TEMPLATE_FOLDER))
+    return Path(str(files(__package__ or "castbench_authoring") / TEMPLATE_FOLDER))
 
 
 def new_domain(name: str, out: Path, *, template: Path | None = None) -> NewDomain:
@@ -69,8 +69,7 @@ def new_domain(name: str, out: Path, *, template: Path | None = None) -> NewDoma
     source = template if template is not None else template_folder()
     if not (source / TEMPLATE_PACKAGE / "__init__.py").is_file():
         raise TemplateError(
-            f"no domain template at {source} "
-            f"(castbench ships one as castbench/_authoring/{TEMPLATE_FOLDER}): "
+            f"no domain template at {source} (castbench ships one as castbench_authoring/{TEMPLATE_FOLDER}): "
             "pass the folder of a template (--template), or reinstall castbench"
         )
     if out.exists() and (not out.is_dir() or any(out.iterdir())):

@@ -1,6 +1,6 @@
 """Drawing and checking private splits (`castbench tasks generate`, `domains validate --tasks-file`).
 
-A private split is drawn by the domain's own generator (`castbench._authoring.generation`) from the
+A private split is drawn by the domain's own generator (`castbench_authoring.generation`) from the
 same world as the public splits (the state under data/ is the world of the generator's default
 seed, so the split runs on the domain as installed) and from the test split's customer pool, in
 the test split's family mix scaled to the count asked for (largest remainders), with the
@@ -8,22 +8,23 @@ generator's stream re-seeded from the private seed once the world and pools are 
 refusal wordings are catalogued over the public splits too, so what a reply must not claim is
 worked out as for a public task. A draft whose ground truth is a public task's (the same calls,
 declined calls, outputs and outcome) is drawn again: no private task duplicates a public one.
-Every task is checked as a generated public one is before the file is written.
+Every task is checked as a generated public one is before the file is written; a split's file is
+checked by the core (`domains validate --tasks-file`, `castbench._authoring.validate.private_problems`).
 """
 
 from __future__ import annotations
 
 import importlib
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from random import Random
 from typing import Any
 
-from castbench._authoring.generation import GenerationError, Generator, check_generated_task, dump_state
-from castbench._domain.domain import Domain
+from castbench._authoring.validate import duplicates, ground_truth, private_problems, task_truth
 from castbench._domain.private import PrivateSplit, digest_tasks, split_name
-from castbench._domain.task import Task, ToolCall
+from castbench.domain import Domain
+from castbench_authoring.generation import GenerationError, Generator, dump_state
 
 __all__ = [
     "domain_generator",
@@ -65,20 +66,6 @@ def family_mix(test_counts: Mapping[str, int], count: int) -> dict[str, int]:
     return mix
 
 
-def _calls(calls: Iterable[ToolCall]) -> list[Any]:
-    return [call.model_dump(mode="json") for call in calls]
-
-
-def _ground_truth(
-    actions: Iterable[ToolCall], declined: Iterable[ToolCall], outputs: Iterable[str], outcome: str
-) -> str:
-    return json.dumps([_calls(actions), _calls(declined), list(outputs), outcome], sort_keys=True)
-
-
-def _task_truth(task: Task) -> str:
-    return _ground_truth(task.actions, task.declined_actions, task.required_outputs, task.outcome)
-
-
 def generate_private(domain: Domain, seed: int, count: int) -> PrivateSplit:
     """A fresh, checked private split of `count` tasks of `domain` from `seed`."""
     generator = domain_generator(domain)
@@ -93,11 +80,11 @@ def generate_private(domain: Domain, seed: int, count: int) -> PrivateSplit:
     pools = generator.pools(world, rng)
     rng.seed(f"castbench-private:{domain.name}:{seed}")  # the pools draw from this stream
     public = [task for split in ("test", "train") for task in domain.tasks(split)]
-    seen = {_task_truth(task) for task in public}
+    seen = {task_truth(task) for task in public}
     mix = family_mix({family: test for family, (_, test, _) in generator.families.items()}, count)
 
     def public_copy(draft: Any) -> bool:
-        truth = _ground_truth(draft.actions, draft.declined_actions, draft.required_outputs, draft.outcome)
+        truth = ground_truth(draft.actions, draft.declined_actions, draft.required_outputs, draft.outcome)
         if truth in seen:
             return True
         seen.add(truth)  # nor twice within the split
@@ -122,29 +109,3 @@ def write_private(split: PrivateSplit, out: Path) -> None:
     document = split.model_dump(mode="json", exclude={"tasks"})
     document["tasks"] = [task.model_dump(mode="json", exclude_defaults=True) for task in split.tasks]
     out.write_text(json.dumps(document, indent=1, ensure_ascii=False) + "\n")
-
-
-def duplicates(domain: Domain, tasks: Sequence[Task]) -> list[str]:
-    """Tasks whose ground truth is a public task's, each naming that task."""
-    public = {_task_truth(task): task.id for split in ("test", "train") for task in domain.tasks(split)}
-    return [
-        f"{domain.name} task {task.id}: duplicates public task {public[_task_truth(task)]}"
-        for task in tasks
-        if _task_truth(task) in public
-    ]
-
-
-def private_problems(domain: Domain, split: PrivateSplit) -> list[str]:
-    """What is wrong with a private split of `domain`: its domain or version differ, a task fails
-    the generator's checks (every gold replays, changes the state iff its outcome says so, ...),
-    or duplicates a public task. The oracle's score is checked by `domains validate`."""
-    if split.domain != domain.name:
-        return [f"the split is of domain {split.domain}, not {domain.name}"]
-    problems: list[str] = []
-    if split.domain_version != domain.version:
-        problems.append(
-            f"the split was drawn on {domain.name} {split.domain_version}; installed: {domain.version}"
-        )
-    for task in split.tasks:
-        problems.extend(check_generated_task(domain, task))
-    return problems + duplicates(domain, split.tasks)
