@@ -33,18 +33,17 @@ from concurrent.futures import Future
 from contextlib import suppress
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
-from castbench.agents.registry import resolve
 from castbench.metrics.passk import pass_hat_k, reported_ks
 from castbench.places import state_dir
 from castbench.records.config import RunConfig
 from castbench.report.digest import code_digest
-from castbench.runner.plan import plan_trials
-from castbench.runner.rollout import AgentSet
-from castbench.runner.work import ExpectedStates, run_job
-from castbench.store import ResultsStore
+
+if TYPE_CHECKING:  # the engine loads when floors are played, not when kept ones are read (#59)
+    from castbench.store import ResultsStore
 
 __all__ = ["FLOOR_POLICIES", "ReferenceFloors", "reference_floors", "start_reference_floors"]
 
@@ -71,6 +70,11 @@ def _pass_hat(counts: list[tuple[int, int]], trials: int) -> dict[int, float]:
 
 @lru_cache(maxsize=32)
 def _floors(canonical: str) -> ReferenceFloors:
+    from castbench.agents.registry import resolve
+    from castbench.runner.plan import plan_trials
+    from castbench.runner.rollout import AgentSet
+    from castbench.runner.work import ExpectedStates, run_job
+
     config = RunConfig.model_validate_json(canonical)
     repeats = 1 if not config.traits else config.trials
     jobs = [job for job in plan_trials(config) if job.trial_index < repeats]

@@ -13,7 +13,6 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 
 from pydantic import ValidationError
-from sqlalchemy.exc import SQLAlchemyError
 
 from castbench import lossless
 from castbench.defaults import DEFAULT_LEASE_S
@@ -34,7 +33,7 @@ from castbench.runner.plan import TrialJob, plan_trials, planned_trials
 from castbench.runner.rollout import AgentSet
 from castbench.runner.shared import SharedPlan
 from castbench.runner.work import TrialWork
-from castbench.store import HEARTBEAT_S, ResultsStore
+from castbench.store import HEARTBEAT_S, ResultsStore, StoreError
 
 __all__ = ["EvalOutcome", "run_eval", "superseded_run"]
 
@@ -293,7 +292,7 @@ def _held(store: ResultsStore, run_id: str) -> Iterator[None]:
 
     def renew() -> None:
         while not done.wait(HEARTBEAT_S):
-            with suppress(SQLAlchemyError):  # a missed beat only makes the run look stale sooner
+            with suppress(StoreError):  # a missed beat only makes the run look stale sooner
                 store.heartbeat(run_id)
 
     threading.Thread(target=renew, name=f"lease-{run_id}", daemon=True).start()
