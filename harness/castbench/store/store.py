@@ -28,13 +28,13 @@ from castbench.defaults import DEFAULT_DB
 from castbench.places import record_place, record_port
 from castbench.records.config import RUN_CONFIG, RunConfig, read_config
 from castbench.records.migrations import RecordVersionError
-from castbench.records.trial import TRIAL_RECORD, TrialRecord
 from castbench.store.access import read_only_engine, readable_schema_problem, sqlite_file
 from castbench.store.connect import db_url, plain_db_errors
 
 if TYPE_CHECKING:  # SQLAlchemy loads with an engine (Postgres, in memory, read-only, a new schema)
     from sqlalchemy.engine import Engine
 
+    from castbench.records.trial import TrialRecord  # with the grading: when trials are read or written
     from castbench.store.digests import DigestCheck
     from castbench.store.tables import RunRow
 
@@ -72,6 +72,12 @@ _INSERT_OR_SKIP = _INSERT + " ON CONFLICT DO NOTHING"
 """The hot path of a run, one statement per trial (SQLite and Postgres)."""
 
 
+def _record_json(record: TrialRecord) -> str:
+    from castbench.records.trial import TRIAL_RECORD
+
+    return TRIAL_RECORD.dumps(record)
+
+
 def _columns(run_id: str, record: TrialRecord) -> dict[str, Any]:
     """A trial's row: the columns the store queries, plus the whole record as JSON, written
     losslessly (`castbench.lossless`): whatever an agent produced reads back as it was. The
@@ -86,7 +92,7 @@ def _columns(run_id: str, record: TrialRecord) -> dict[str, Any]:
         "reward": record.reward,
         "end_reason": record.end_reason,
         "n_steps": len(record.steps),
-        "record_json": TRIAL_RECORD.dumps(record),
+        "record_json": _record_json(record),
     }
 
 
@@ -195,6 +201,83 @@ def _add_missing_columns(engine: Engine) -> None:
                     connection.exec_driver_sql(f"ALTER TABLE {table} ADD COLUMN{guard} {name} {kind}")
 
 
+_SCHEMA = (
+    """CREATE TABLE run (
+\tid VARCHAR NOT NULL, 
+\tcreated DATETIME NOT NULL, 
+\tconfig_hash VARCHAR NOT NULL, 
+\tconfig_json VARCHAR NOT NULL, 
+\tmeta_json VARCHAR NOT NULL, 
+\tstatus VARCHAR NOT NULL, 
+\tupdated DATETIME, 
+\tPRIMARY KEY (id)
+)""",
+    "CREATE INDEX ix_run_config_hash ON run (config_hash)",
+    """CREATE TABLE cache (
+\t"key" VARCHAR NOT NULL, 
+\tkind VARCHAR NOT NULL, 
+\tvalue_json VARCHAR NOT NULL, 
+\tcreated DATETIME NOT NULL, 
+\tPRIMARY KEY ("key")
+)""",
+    """CREATE TABLE trial (
+\tid INTEGER NOT NULL, 
+\trun_id VARCHAR NOT NULL, 
+\tdomain VARCHAR NOT NULL, 
+\ttask_id VARCHAR NOT NULL, 
+\ttrial_index INTEGER NOT NULL, 
+\tseed BIGINT NOT NULL, 
+\tstatus VARCHAR NOT NULL, 
+\treward FLOAT, 
+\tend_reason VARCHAR NOT NULL, 
+\tn_steps INTEGER NOT NULL, 
+\trecord_json VARCHAR NOT NULL, 
+\tPRIMARY KEY (id), 
+\tUNIQUE (run_id, domain, task_id, trial_index), 
+\tFOREIGN KEY(run_id) REFERENCES run (id)
+)""",
+    "CREATE INDEX ix_trial_run_id ON trial (run_id)",
+    """CREATE TABLE worker (
+\tid VARCHAR NOT NULL, 
+\trun_id VARCHAR NOT NULL, 
+\thost VARCHAR NOT NULL, 
+\tpid INTEGER NOT NULL, 
+\tstarted DATETIME NOT NULL, 
+\theartbeat DATETIME NOT NULL, 
+\tfinished DATETIME, 
+\ttrials_done INTEGER NOT NULL, 
+\tlease_s FLOAT NOT NULL, 
+\tPRIMARY KEY (id), 
+\tFOREIGN KEY(run_id) REFERENCES run (id)
+)""",
+    "CREATE INDEX ix_worker_run_id ON worker (run_id)",
+    """CREATE TABLE claim (
+\trun_id VARCHAR NOT NULL, 
+\tdomain VARCHAR NOT NULL, 
+\ttask_id VARCHAR NOT NULL, 
+\ttrial_index INTEGER NOT NULL, 
+\tworker_id VARCHAR NOT NULL, 
+\tstate VARCHAR NOT NULL, 
+\tlease_until DATETIME NOT NULL, 
+\tfinished_at DATETIME, 
+\tPRIMARY KEY (run_id, domain, task_id, trial_index), 
+\tFOREIGN KEY(run_id) REFERENCES run (id)
+)""",
+    "CREATE INDEX ix_claim_worker_id ON claim (worker_id)",
+    """CREATE TABLE run_lease (
+\trun_id VARCHAR NOT NULL, 
+\thost VARCHAR NOT NULL, 
+\tpid INTEGER NOT NULL, 
+\theartbeat DATETIME NOT NULL, 
+\tPRIMARY KEY (run_id), 
+\tFOREIGN KEY(run_id) REFERENCES run (id)
+)""",
+)
+"""The schema SQLAlchemy creates in SQLite from `castbench.store.tables`, statement for statement
+(`tests/core/store/test_native_sqlite.py` compares the two): a new file is made without loading
+SQLAlchemy. (The lines end as SQLAlchemy ends them, with a space before the newline.)"""
+
+
 def _sql_time(when: datetime) -> str:
     """A time as SQLAlchemy writes it in SQLite (UTC, no zone): both read each other's rows."""
     return when.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
@@ -239,6 +322,23 @@ class _SqliteFile:
             have = {row[1] for row in connection.execute(f"PRAGMA table_info({table})")}
             if not columns.keys() <= have:
                 return False
+        return True
+
+    def create(self) -> bool:
+        """Create the schema in a file that holds no table (a new one); False, creating nothing,
+        when it holds any (an older castbench's, or another program's: SQLAlchemy adds to it)."""
+        connection = self.connection()
+        connection.execute("BEGIN IMMEDIATE")  # another process making the same file waits
+        try:
+            if connection.execute("SELECT 1 FROM sqlite_master WHERE type = 'table'").fetchone() is not None:
+                connection.execute("ROLLBACK")
+                return self.current()
+            for statement in _SCHEMA:
+                connection.execute(statement)
+        except BaseException:
+            connection.execute("ROLLBACK")
+            raise
+        connection.execute("COMMIT")
         return True
 
     @contextmanager
@@ -308,7 +408,7 @@ class ResultsStore:
                 folder.mkdir(parents=True, exist_ok=True)
             if file is not None and not file.query and not in_memory_url(url):
                 self._file = _SqliteFile(str(file.path))
-            if self._file is None or not self._file.current():
+            if self._file is None or not (self._file.current() or self._file.create()):
                 self._schema(self.engine)
         _remember(url)  # a SQLite file exists now
 
@@ -820,6 +920,8 @@ class ResultsStore:
             query += " AND trial_index = :trial_index"
             values["trial_index"] = trial_index
         query += " ORDER BY domain, task_id, trial_index"
+        from castbench.records.trial import TRIAL_RECORD, TrialRecord
+
         read, unreadable = 0, []
         with plain_db_errors(self.url, StoreError), self._rows(query, values, batch) as rows:
             for domain, task, index, record_json in rows:
