@@ -343,8 +343,11 @@ class _SqliteFile:
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
+        """A write transaction that holds the write lock from its start: a writer that read first
+        and then found another's commit in between would fail at once, where this one waits its
+        turn (the busy timeout)."""
         connection = self.connection()
-        connection.execute("BEGIN")
+        connection.execute("BEGIN IMMEDIATE")
         try:
             yield connection
         except BaseException:
