@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from castbench.attribution.accuracy import Agreement, noisy_agreement, user_blame
+from castbench._results.attribution.accuracy import Agreement, noisy_agreement, user_blame
 
 DOMAINS = ("airline", "retail", "telecom", "telehealth")
 

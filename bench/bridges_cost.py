@@ -60,9 +60,9 @@ def install_cost() -> None:
 
 
 def a2a_cost(tasks: int, trials: int) -> None:
-    from castbench.api import evaluate
-    from castbench.store import ResultsStore
-    from castbench.store.export import export_run
+    from castbench._records.store import ResultsStore
+    from castbench._records.store.export import export_run
+    from castbench._run.api import evaluate
     from castbench_bridges.inspect_log import write_inspect_log
 
     ids = [f"retail-test-{n:04d}" for n in range(1, tasks + 1)]

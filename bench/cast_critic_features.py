@@ -42,7 +42,7 @@ _FACTS = ("authed", "missing")
 
 
 def _features(domain: Any, moment: Any) -> dict[str, float]:
-    from castbench.conversation import AgentTurn, ToolCallAction, ToolResultTurn, UserTurn
+    from castbench._base.conversation import AgentTurn, ToolCallAction, ToolResultTurn, UserTurn
     from castbench_cast.baselines import previous_action
 
     action = moment.proposal.action
@@ -127,8 +127,8 @@ def _majority(train: list[Row], test: list[Row], prefix: str) -> list[bool]:
 
 
 def _score(test: list[Row], flags: list[bool]) -> dict[str, Any]:
-    from castbench.metrics import CriticRecord, critic_metrics
-    from castbench.metrics.critic import critic_intervals
+    from castbench._records.metrics import CriticRecord, critic_metrics
+    from castbench._records.metrics.critic import critic_intervals
 
     by_task: dict[str, list[CriticRecord]] = {}
     for (task, _, label), flag in zip(test, flags, strict=True):
@@ -144,8 +144,8 @@ def _score(test: list[Row], flags: list[bool]) -> dict[str, Any]:
 def _far_identification(test_records: list[Any], chars: int) -> float:
     """Among held-out calls made after a user was identified, the share whose identification
     lies more than `chars` characters back in the critic's transcript."""
-    from castbench.conversation import ToolResultTurn
-    from castbench.models.prompts import critic_messages
+    from castbench._agents.models.prompts import critic_messages
+    from castbench._base.conversation import ToolResultTurn
     from castbench_cast.annotations import annotated_moments
 
     distances = []
@@ -162,9 +162,9 @@ def _far_identification(test_records: list[Any], chars: int) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from castbench.api import evaluate
+    from castbench._records.store import ResultsStore
+    from castbench._run.api import evaluate
     from castbench.domain import load_domain
-    from castbench.store import ResultsStore
     from castbench_cast.annotations import annotated_moments
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

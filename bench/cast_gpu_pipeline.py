@@ -235,9 +235,9 @@ def _torch_peak_gib() -> float | None:
 
 
 def _eval(recipe: Any, policy: Path, critic: Path | None, args: argparse.Namespace) -> dict[str, Any]:
-    from castbench.api import evaluate
+    from castbench._run.api import evaluate
+    from castbench._trial.rollout import Verification
     from castbench.domain import load_domain
-    from castbench.runner.rollout import Verification
     from castbench_cast.serving import CheckpointServer
 
     tasks = [task.id for task in load_domain("retail").tasks("test")[: args.eval_tasks]]

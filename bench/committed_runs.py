@@ -18,9 +18,9 @@ from pathlib import Path
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from castbench.publish.board import load_board  # noqa: E402
-from castbench.publish.verify import verify_run  # noqa: E402
-from castbench.store.export import read_export  # noqa: E402
+from castbench._records.store.export import read_export  # noqa: E402
+from castbench._results.publish.board import load_board  # noqa: E402
+from castbench._results.publish.verify import verify_run  # noqa: E402
 from castbench_boards.build import build_board  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]

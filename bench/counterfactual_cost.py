@@ -17,11 +17,11 @@ import argparse
 import time
 from statistics import mean
 
-from castbench.api import build_config
-from castbench.conversation import Verdict
-from castbench.runner.counterfactual import OtherVerdict, branch_points, plays
-from castbench.runner.plan import plan_trials
-from castbench.runner.work import ExpectedStates, run_job
+from castbench._base.conversation import Verdict
+from castbench._run.api import build_config
+from castbench._run.counterfactual import OtherVerdict, branch_points, plays
+from castbench._run.plan import plan_trials
+from castbench._run.work import ExpectedStates, run_job
 
 DOMAINS = ("retail", "airline", "telecom", "telehealth")
 CRITICS = ("rules", "oracle", "scripted:noisy?false_flag=0.3&miss=0.1&draws=keyed")

@@ -1,7 +1,7 @@
 """The CPU budget CI holds: `python bench/cpu_budget.py [--check | --write-reference]`.
 
 castbench's CPU per trial (the oracle and the noisy scripted policy on a fixed set of retail test
-tasks, the whole `castbench.api.evaluate` call with its summary, a fresh SQLite store each time)
+tasks, the whole `castbench._run.api.evaluate` call with its summary, a fresh SQLite store each time)
 as a ratio to the CPU of a fixed reference workload measured in the same process, interleaved
 with it round by round. The reference is plain Python of the same nature as a trial's work
 (pydantic validation and dumps, JSON round trips, dicts, lists, strings, an in-memory SQLite
@@ -14,7 +14,7 @@ speed, a neighbour's cache pressure). The figure is the median of the per-round 
   exit 1 when one exceeds the reference x 1.15 (`--tolerance`), printing both;
 - `--write-reference`: measure and rewrite the reference with this machine's description;
 - `--slow-down PCT`: a deliberately slowed build, inside this process only: castbench's
-  evaluation (`castbench.api.evaluate`, the public entry point this script calls, looked up at
+  evaluation (`castbench._run.api.evaluate`, the public entry point this script calls, looked up at
   each call) spends PCT% more CPU than it took (pure-Python busy work after it).
   `tests/core/test_cpu_budget.py` shows the check failing at +30% and passing at +0%.
 
@@ -142,7 +142,7 @@ def reference_cpu() -> float:
 # -- castbench's workload --------------------------------------------------------------------
 def castbench_run(policy: str, scratch: Path, name: str) -> tuple[float, float]:
     """CPU seconds and wall seconds of one whole evaluation (fresh store) per trial."""
-    import castbench.api as api  # looked up at each call: `--slow-down` replaces `api.evaluate`
+    import castbench._run.api as api  # looked up at each call: `--slow-down` replaces `api.evaluate`
 
     gc.collect()
     cpu, wall = time.process_time(), time.perf_counter()
@@ -164,7 +164,7 @@ def castbench_run(policy: str, scratch: Path, name: str) -> tuple[float, float]:
 def slow_down(percent: float) -> None:
     """A deliberately slowed build, in this process only: each evaluation spends `percent`% more
     CPU than it took, as a build whose every run grew by that much would."""
-    import castbench.api as api
+    import castbench._run.api as api
 
     original: Callable[..., Any] = api.evaluate
 

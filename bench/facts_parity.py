@@ -1,6 +1,6 @@
 """Do a domain's rules judge exactly as they did at an earlier revision?
 
-Porting a domain's rules onto the shared facts (`castbench.domain.facts`) must change no
+Porting a domain's rules onto the shared facts (`castbench._domain.facts`) must change no
 decision: this prints, per domain, how many labeler labels, rules-critic findings and domain rule
 findings (what the agent saw, and the true state) it compared with those of `--before` (a git
 revision; its `harness/` and `domains/` are run in a child process) and how many differ.
@@ -37,8 +37,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from castbench.agents.critics.checks import call_findings, observed_calls
-from castbench.conversation import (
+from castbench._agents.critics.checks import call_findings, observed_calls
+from castbench._base.conversation import (
     AgentTurn,
     Event,
     MalformedAction,
@@ -47,9 +47,9 @@ from castbench.conversation import (
     ToolResultTurn,
     UserTurn,
 )
+from castbench._grading.labeler import label_action
+from castbench._records.store.export import read_export
 from castbench.domain import Database, Domain, ToolCall, load_domain
-from castbench.grading.labeler import label_action
-from castbench.store.export import read_export
 
 ROOT = Path(__file__).resolve().parent.parent
 Case = list[Any]

@@ -23,11 +23,11 @@ import time
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from castbench.api import evaluate  # noqa: E402
+from castbench._agents.models.serve import ServeOptions, model_string, vllm_command, wait_until_ready  # noqa: E402
+from castbench._records.store import ResultsStore  # noqa: E402
+from castbench._run.api import evaluate  # noqa: E402
+from castbench._trial.rollout import Limits  # noqa: E402
 from castbench.domain import load_domain  # noqa: E402
-from castbench.models.serve import ServeOptions, model_string, vllm_command, wait_until_ready  # noqa: E402
-from castbench.runner.rollout import Limits  # noqa: E402
-from castbench.store import ResultsStore  # noqa: E402
 
 
 def _free_port() -> int:

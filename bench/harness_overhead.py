@@ -32,13 +32,13 @@ from typing import Any
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from castbench.api import build_config  # noqa: E402
+from castbench._grading import grade_trial  # noqa: E402
+from castbench._records.store import ResultsStore  # noqa: E402
+from castbench._records.trial import TrialRecord  # noqa: E402
+from castbench._run.api import build_config  # noqa: E402
+from castbench._run.engine import run_eval  # noqa: E402
+from castbench._trial.replay import replay_trial  # noqa: E402
 from castbench.domain import Database, Domain, Task, load_domain  # noqa: E402
-from castbench.grading import grade_trial  # noqa: E402
-from castbench.records.trial import TrialRecord  # noqa: E402
-from castbench.runner.engine import run_eval  # noqa: E402
-from castbench.runner.replay import replay_trial  # noqa: E402
-from castbench.store import ResultsStore  # noqa: E402
 
 TRIALS = 8
 CONCURRENCY = 64

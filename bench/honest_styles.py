@@ -38,20 +38,27 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Any, ClassVar
 
-from castbench.agents.registry import AgentSpec, resolve
-from castbench.agents.scripted.oracle import OraclePolicy
-from castbench.agents.scripted.plan import PlanStep
-from castbench.agents.scripted.refusers import records
-from castbench.agents.scripted.spray import LookupSprayPolicy
-from castbench.agents.views import Briefing, PolicyView, PrivilegedBriefing
-from castbench.conversation import Action, AgentTurn, ReplyAction, ToolCallAction, ToolResultTurn, UserTurn
-from castbench.dialogue import ANYTHING_ELSE, is_affirmative
+from castbench._agents.registry import AgentSpec, resolve
+from castbench._agents.scripted.oracle import OraclePolicy
+from castbench._agents.scripted.plan import PlanStep
+from castbench._agents.scripted.refusers import records
+from castbench._agents.scripted.spray import LookupSprayPolicy
+from castbench._agents.views import Briefing, PolicyView, PrivilegedBriefing
+from castbench._base.conversation import (
+    Action,
+    AgentTurn,
+    ReplyAction,
+    ToolCallAction,
+    ToolResultTurn,
+    UserTurn,
+)
+from castbench._base.dialogue import ANYTHING_ELSE, is_affirmative
+from castbench._domain.leaves import listed_argument
+from castbench._grading import grade_trial
+from castbench._trial.episode import AgentSet, Episode
+from castbench._trial.seeds import trial_seed
+from castbench._trial.spec import TrialSpec
 from castbench.domain import Database, Domain, Task, ToolCall, load_domain
-from castbench.domain.leaves import listed_argument
-from castbench.grading import grade_trial
-from castbench.runner.episode import AgentSet, Episode
-from castbench.runner.seeds import trial_seed
-from castbench.runner.spec import TrialSpec
 
 __all__ = ["HONEST_STYLES", "SPRAYS", "HonestPolicy", "Score", "score_style"]
 
@@ -686,9 +693,9 @@ def score_style(
 
 
 def skipped_write_causes(domains: Sequence[str], limit: int | None = None) -> dict[str, dict[str, int]]:
-    """Per domain, the causes `runs why` (`castbench.attribution.rules.attribute`) gives the
+    """Per domain, the causes `runs why` (`castbench._results.attribution.rules.attribute`) gives the
     trials of the oracle that leaves out the last write of each task with a write."""
-    from castbench.attribution.rules import attribute
+    from castbench._results.attribution.rules import attribute
 
     spec = _honest_spec("skip-last-write", Style(skip_last_write=True))
     agents = AgentSet(policy=spec, user=resolve("user", "scripted"))

@@ -20,10 +20,10 @@ from typing import Any
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from castbench.agents.registry import resolve  # noqa: E402
-from castbench.agents.transports import connect  # noqa: E402
-from castbench.agents.views import Briefing, PolicyView, briefing_for  # noqa: E402
-from castbench.conversation import (  # noqa: E402
+from castbench._agents.registry import resolve  # noqa: E402
+from castbench._agents.transports import connect  # noqa: E402
+from castbench._agents.views import Briefing, PolicyView, briefing_for  # noqa: E402
+from castbench._base.conversation import (  # noqa: E402
     Action,
     AgentTurn,
     Event,
@@ -31,10 +31,10 @@ from castbench.conversation import (  # noqa: E402
     ToolCallAction,
     UserTurn,
 )
+from castbench._records.trial import TrialRecord  # noqa: E402
+from castbench._trial.execution import plan_execution  # noqa: E402
+from castbench._trial.rollout import AgentSet, TrialSpec, run_trial  # noqa: E402
 from castbench.domain import Domain, load_domain  # noqa: E402
-from castbench.records.trial import TrialRecord  # noqa: E402
-from castbench.runner.execution import plan_execution  # noqa: E402
-from castbench.runner.rollout import AgentSet, TrialSpec, run_trial  # noqa: E402
 
 POLICY = "isolation_overhead:LookupPolicy"
 """This module, as the worker imports it (the script's folder is first on `sys.path`)."""

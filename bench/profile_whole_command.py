@@ -33,16 +33,19 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 PARTS = {
     "start-up: imports": ("<frozen importlib._bootstrap>", "_find_and_load"),
-    "trials (run_trial: agent, user, tools, labeler, grading)": ("runner/rollout.py", "run_trial"),
-    "  the labeler on every action (label_action)": ("grading/labeler.py", "label_action"),
-    "  tool calls (Toolkit.call)": ("domain/tools.py", "call"),
-    "  grading a trial (grade_trial)": ("grading/grade.py", "grade_trial"),
-    "storing trials (ResultsStore.add_trial, one commit each)": ("store/store.py", "add_trial"),
-    "storing trials (ResultsStore.add_trials, grouped commits)": ("store/store.py", "add_trials"),
-    "  the summary streamed (StreamedSummary.add, judged as stored)": ("report/streamed.py", "add"),
-    "summary (kept_summary: trials read back, summarize_run)": ("report/kept.py", "kept_summary"),
-    "  attribution shares (judge_trial: user faults, causes)": ("attribution/shares.py", "judge_trial"),
-    "reference floors (awaited: run or read in their own thread)": ("report/floors.py", "reference_floors"),
+    "trials (run_trial: agent, user, tools, labeler, grading)": ("_trial/rollout.py", "run_trial"),
+    "  the labeler on every action (label_action)": ("_grading/labeler.py", "label_action"),
+    "  tool calls (Toolkit.call)": ("_domain/tools.py", "call"),
+    "  grading a trial (grade_trial)": ("_grading/grade.py", "grade_trial"),
+    "storing trials (ResultsStore.add_trial, one commit each)": ("_records/store/store.py", "add_trial"),
+    "storing trials (ResultsStore.add_trials, grouped commits)": ("_records/store/store.py", "add_trials"),
+    "  the summary streamed (StreamedSummary.add, judged as stored)": ("_results/report/streamed.py", "add"),
+    "summary (kept_summary: trials read back, summarize_run)": ("_results/report/kept.py", "kept_summary"),
+    "  attribution shares (judge_trial: user faults, causes)": (
+        "_results/attribution/shares.py",
+        "judge_trial",
+    ),
+    "reference floors (awaited: run or read in their own thread)": ("_run/floors.py", "reference_floors"),
     "pydantic validation (validate_python, own time)": ("~", "validate_python' of"),
     "pydantic JSON (validate_json + to_json, own time)": ("~", "_json' of"),
 }
@@ -112,7 +115,7 @@ def main() -> int:
         started = time.process_time()
         profile.enable()
         try:
-            from castbench.cli.app import main as castbench_main
+            from castbench._cli.app import main as castbench_main
 
             castbench_main()
         except SystemExit as exc:

@@ -29,11 +29,11 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 import ray  # noqa: E402
 from ray.cluster_utils import Cluster  # noqa: E402
 
-from castbench.api import build_config  # noqa: E402
-from castbench.records.trial import TrialRecord  # noqa: E402
-from castbench.runner.engine import run_eval  # noqa: E402
-from castbench.runner.executors import make_executor  # noqa: E402
-from castbench.store import ResultsStore  # noqa: E402
+from castbench._records.store import ResultsStore  # noqa: E402
+from castbench._records.trial import TrialRecord  # noqa: E402
+from castbench._run.api import build_config  # noqa: E402
+from castbench._run.engine import run_eval  # noqa: E402
+from castbench._run.executors import make_executor  # noqa: E402
 from tests.support import without_durations  # noqa: E402
 
 

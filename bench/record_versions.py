@@ -15,9 +15,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from castbench import lossless
-from castbench.records.trial import TRIAL_RECORD, TrialRecord
-from castbench.store.export import read_export
+from castbench._base import lossless
+from castbench._records.store.export import read_export
+from castbench._records.trial import TRIAL_RECORD, TrialRecord
 
 _DEFAULT = Path(__file__).resolve().parents[1] / "results/scripted-baselines/noisy-p-0-3.castbench.json.gz"
 

@@ -31,14 +31,14 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from castbench.domain import TaskFileError, load_domain  # noqa: E402
-from castbench.domain.private import (  # noqa: E402
+from castbench._domain.private import (  # noqa: E402
     FORMAT,
     PrivateSplit,
     digest_tasks,
     split_name,
     use_tasks_file,
 )
+from castbench.domain import TaskFileError, load_domain  # noqa: E402
 from tests.sandbox.hostile import MODULE, ROUTES, write_team  # noqa: E402
 
 HONEST = "Cheater"
@@ -135,7 +135,7 @@ def board_file(root: Path, pack: str, split: str, tasks_file: str | None, trials
 def build(root: Path, board: Path, team: Path) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHONPATH", "CASTBENCH_"))}
     env["CASTBENCH_AGENT_PATH"] = str(team)  # the agents given through castbench, never its path
-    command = [sys.executable, "-c", "from castbench.cli.app import main; main()"]
+    command = [sys.executable, "-c", "from castbench._cli.app import main; main()"]
     command += ["leaderboard", "build", str(board), "--root", str(root), "--rerun"]
     return subprocess.run(command, env=env, capture_output=True, text=True, cwd=root, timeout=3600)
 

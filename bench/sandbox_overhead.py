@@ -1,4 +1,4 @@
-"""What the OS sandbox (`castbench.agents.sandbox`) adds to an import-path agent's worker: per
+"""What the OS sandbox (`castbench._agents.sandbox`) adds to an import-path agent's worker: per
 step (one `propose` on a real, growing conversation) and per worker start (interpreter, imports,
 entering the sandbox, importing the agent), sandboxed against `CASTBENCH_SANDBOX=off`, measured
 in one run with the two sides interleaved so that both see the same machine load.
@@ -26,9 +26,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from isolation_overhead import POLICY, _conversations, _ms, _time_steps  # noqa: E402
 
+from castbench._agents.registry import resolve  # noqa: E402
+from castbench._agents.transports import worker as workers  # noqa: E402
 from castbench.agents import sandbox  # noqa: E402
-from castbench.agents.registry import resolve  # noqa: E402
-from castbench.agents.transports import worker as workers  # noqa: E402
 from castbench.domain import load_domain  # noqa: E402
 
 SIDES = ("sandboxed", "off")

@@ -60,7 +60,7 @@ BASE_TASKS = {
 
 def _base(folder: Path, pack: str) -> tuple[str, str]:
     """(db URL, run id) of the small real run the sizes are copied from."""
-    from castbench.api import evaluate
+    from castbench._run.api import evaluate
 
     db = f"sqlite:///{folder / ('base.db' if pack == 'retail' else f'base-{pack}.db')}"
     tasks = BASE_TASKS[pack]
@@ -70,8 +70,8 @@ def _base(folder: Path, pack: str) -> tuple[str, str]:
 
 def build(folder: Path, size: int, pack: str = "retail") -> tuple[str, str, str]:
     """(db URL, run, other run) of `size` trials each, in `folder / f"{size}.db"` (made once)."""
-    from castbench.runner.seeds import trial_seed
-    from castbench.store import ResultsStore
+    from castbench._records.store import ResultsStore
+    from castbench._trial.seeds import trial_seed
 
     name = str(size) if pack == "retail" else f"{pack}-{size}"
     db = f"sqlite:///{folder / f'{name}.db'}"
@@ -107,7 +107,7 @@ def build(folder: Path, size: int, pack: str = "retail") -> tuple[str, str, str]
 def measure(args: list[str], db: str) -> dict[str, object]:
     """Peak RSS (MiB), CPU seconds and exit status of one `castbench` subprocess."""
     env = {**os.environ, "CASTBENCH_DB": db, "COLUMNS": "120", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
-    code = "import sys; sys.argv[0] = 'castbench'; from castbench.cli.app import main; main()"
+    code = "import sys; sys.argv[0] = 'castbench'; from castbench._cli.app import main; main()"
     started = time.perf_counter()
     process = subprocess.Popen(
         [sys.executable, "-c", code, *args], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE

@@ -43,13 +43,13 @@ from mcp import Client  # noqa: E402
 from mcp.client.stdio import StdioServerParameters  # noqa: E402
 from mcp_types.version import LATEST_MODERN_VERSION  # noqa: E402
 
-from castbench.agents.registry import resolve  # noqa: E402
-from castbench.api import evaluate  # noqa: E402
-from castbench.conversation import ToolCallAction  # noqa: E402
+from castbench._agents.registry import resolve  # noqa: E402
+from castbench._base.conversation import ToolCallAction  # noqa: E402
+from castbench._records.store import ResultsStore  # noqa: E402
+from castbench._run.api import evaluate  # noqa: E402
+from castbench._trial.episode import AgentSet, Episode, Limits  # noqa: E402
+from castbench._trial.spec import TrialSpec  # noqa: E402
 from castbench.domain import load_domain  # noqa: E402
-from castbench.runner.episode import AgentSet, Episode, Limits  # noqa: E402
-from castbench.runner.spec import TrialSpec  # noqa: E402
-from castbench.store import ResultsStore  # noqa: E402
 from castbench_bridges.mcp_host import McpHost  # noqa: E402
 from castbench_bridges.mcp_trial import McpTrial  # noqa: E402
 
@@ -131,7 +131,7 @@ _PER_TRIAL = 35
 async def _stdio_client(calls: int) -> tuple[list[float], float]:
     """The `mcp` SDK's client over stdio to `castbench mcp serve` (the server a child of this
     process, one per `_PER_TRIAL` calls): call times and this process's CPU over them."""
-    serve = "from castbench.cli.app import main; main()"
+    serve = "from castbench._cli.app import main; main()"
     times: list[float] = []
     cpu = 0.0
     while len(times) < calls:

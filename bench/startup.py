@@ -35,7 +35,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from castbench.cli.app import COMMANDS  # noqa: E402
+from castbench._cli.app import COMMANDS  # noqa: E402
 from tests.cli.import_probe import RUN_COMMAND, loaded, probe  # noqa: E402
 
 _EAGER = "".join(sorted({f"import {entry.target.split(':')[0]}\n" for entry in COMMANDS.values()}))

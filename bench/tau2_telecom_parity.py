@@ -27,9 +27,9 @@ import time
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from castbench.agents.registry import resolve  # noqa: E402
+from castbench._agents.registry import resolve  # noqa: E402
+from castbench._trial.rollout import AgentSet, Limits, TrialSpec, run_trial  # noqa: E402
 from castbench.domain import load_domain  # noqa: E402
-from castbench.runner.rollout import AgentSet, Limits, TrialSpec, run_trial  # noqa: E402
 from castbench_tau2.parity import Tau2Reference  # noqa: E402
 from castbench_tau2.telecom_domain import Tau2TelecomDomain  # noqa: E402
 

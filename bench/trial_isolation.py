@@ -1,4 +1,4 @@
-"""What a fresh agent process per trial costs (`castbench.agents.transports.serve`), measured in
+"""What a fresh agent process per trial costs (`castbench._agents.transports.serve`), measured in
 one run against the alternative of a fresh worker (a new interpreter) per trial:
 
     python bench/trial_isolation.py [--trials 200] [--fresh-workers 10] [--steps 20]
@@ -32,12 +32,12 @@ import subprocess
 import sys
 import time
 
+from castbench._agents.sandbox import SandboxNeeds
+from castbench._agents.transports.wire import EVENTS, briefing_to_wire
+from castbench._agents.transports.worker import _pool, _Worker
+from castbench._agents.views import Briefing
+from castbench._base.conversation import UserTurn
 from castbench.agents import sandbox
-from castbench.agents.sandbox import SandboxNeeds
-from castbench.agents.transports.wire import EVENTS, briefing_to_wire
-from castbench.agents.transports.worker import _pool, _Worker
-from castbench.agents.views import Briefing
-from castbench.conversation import UserTurn
 
 POLICY = "trial_isolation_agent:EchoPolicy"
 """The script's folder is first on `sys.path`: the worker imports it from there."""
@@ -96,7 +96,7 @@ def _cpu_per_trial(worker: _Worker, trials: int, steps: int, gap: float) -> tupl
 def compare_keeper(args: argparse.Namespace) -> None:
     """The trial's process as PID 1 of its namespace (no keeper) against a keeper forked first,
     in interleaved rounds on the same machine: CPU per trial, both sides, and the ratio."""
-    from castbench.agents.transports import worker as workers
+    from castbench._agents.transports import worker as workers
 
     support = sandbox.support()
     if "PID namespace" not in support.mechanism:

@@ -4,8 +4,8 @@ it costs what the import system does, not a library's start-up."""
 
 from __future__ import annotations
 
-from castbench.agents.views import Briefing, PolicyView
-from castbench.conversation import Action, ReplyAction
+from castbench._agents.views import Briefing, PolicyView
+from castbench._base.conversation import Action, ReplyAction
 
 
 class EchoPolicy:

@@ -1,8 +1,8 @@
 """What the second pass of the trust boundary (issues 38 and 44) costs, measured in one run:
 
-- storing a trial with its digest kept outside the store (`castbench.store.digests`) against
+- storing a trial with its digest kept outside the store (`castbench._records.store.digests`) against
   storing it without (the digest call replaced by a no-op), interleaved, per trial;
-- working out a worker's sandbox plan (`castbench.agents.sandbox.plan`) once more with the same
+- working out a worker's sandbox plan (`castbench._agents.sandbox.plan`) once more with the same
   inputs (what every worker start after the first pays: the record of results places is read
   again only when it changed), with `--places` recorded places on the record;
 - the first plan of an agent that declares `sandbox_read = ("/",)` (every folder below `/`
@@ -16,7 +16,7 @@ and what the third pass (issue 56) adds, per trial unless said:
 - in the trial's process: its limits (`setrlimit` x4) and its user id (`setresuid`, `capset`);
 - its output file in memory (`memfd_create`, read by castbench: one `pread`);
 - the journal of started and stored trials (two appends);
-- per castbench start: the start-up check (`castbench.agents.startup.outside_code`);
+- per castbench start: the start-up check (`castbench._agents.startup.outside_code`);
 - per agent and run: the content check of an agent package for task data (and the first index
   of the protected packages' files by size);
 - per reply judged: quoting a reply for the judge's prompt;
@@ -42,12 +42,12 @@ from contextlib import nullcontext
 from pathlib import Path
 from unittest import mock
 
-from castbench import places
+from castbench._base import places
+from castbench._records.store import ResultsStore
+from castbench._records.store import store as store_module
+from castbench._records.trial import TrialRecord
+from castbench._run.api import evaluate
 from castbench.agents import sandbox, seccomp
-from castbench.api import evaluate
-from castbench.records.trial import TrialRecord
-from castbench.store import ResultsStore
-from castbench.store import store as store_module
 
 _SECCOMP = """
 import ctypes, time
@@ -62,8 +62,8 @@ print(time.perf_counter() - start)
 
 _STARTUP = """
 import time
-import castbench.cli.app
-from castbench.agents.startup import outside_code
+import castbench._cli.app
+from castbench._agents.startup import outside_code
 start = time.perf_counter()
 outside_code()
 print(time.perf_counter() - start)
@@ -144,9 +144,9 @@ def _fork_ms(rounds: int, namespace: bool, confine_child: bool) -> tuple[list[fl
 
 
 def third_pass(args: argparse.Namespace) -> None:
+    from castbench._agents.models.reply_judge import quoted
+    from castbench._records.journal import Journal
     from castbench.agents import confine
-    from castbench.models.reply_judge import quoted
-    from castbench.runner.journal import Journal
 
     print(f"-- issue 56 (the third pass), {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}")
     if confine.can_unshare_pid():

@@ -37,12 +37,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from honest_styles import _played  # noqa: E402
 from validity_corpus import HONEST, SPRAYS, corpus_spec, corpus_user  # noqa: E402
 
-from castbench.agents.critics.checks import call_findings  # noqa: E402
-from castbench.agents.registry import resolve  # noqa: E402
-from castbench.conversation import AgentTurn, ToolCallAction, UserTurn  # noqa: E402
+from castbench._agents.critics.checks import call_findings  # noqa: E402
+from castbench._agents.registry import resolve  # noqa: E402
+from castbench._base.conversation import AgentTurn, ToolCallAction, UserTurn  # noqa: E402
+from castbench._records.trial import TrialRecord  # noqa: E402
+from castbench._trial.episode import AgentSet  # noqa: E402
 from castbench.domain import load_domain  # noqa: E402
-from castbench.records.trial import TrialRecord  # noqa: E402
-from castbench.runner.episode import AgentSet  # noqa: E402
 
 BASE_PACKS = ("retail", "airline", "telecom", "telehealth")
 TAU_PACKS = ("tau-retail", "tau-airline", "tau-telecom", "tau-telehealth")

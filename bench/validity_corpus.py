@@ -43,14 +43,14 @@ from dataclasses import dataclass, replace
 from datetime import date
 from typing import Any, ClassVar
 
-from castbench.agents.protocols import UserReply
-from castbench.agents.registry import AgentSpec
-from castbench.agents.scripted.oracle import OraclePolicy
-from castbench.agents.scripted.plan import PlanStep, build_plan
-from castbench.agents.scripted.refusers import LookupRefusePolicy
-from castbench.agents.scripted.user import ScriptedUser
-from castbench.agents.views import Briefing, PolicyView, PrivilegedBriefing, UserBriefing
-from castbench.conversation import Action, ReplyAction, ToolResultTurn, UserTurn
+from castbench._agents.protocols import UserReply
+from castbench._agents.registry import AgentSpec
+from castbench._agents.scripted.oracle import OraclePolicy
+from castbench._agents.scripted.plan import PlanStep, build_plan
+from castbench._agents.scripted.refusers import LookupRefusePolicy
+from castbench._agents.scripted.user import ScriptedUser
+from castbench._agents.views import Briefing, PolicyView, PrivilegedBriefing, UserBriefing
+from castbench._base.conversation import Action, ReplyAction, ToolResultTurn, UserTurn
 from castbench.domain import Domain, ToolCall, load_domain
 
 __all__ = ["CASUAL_YES", "HONEST", "HONEST_NEW", "SPRAYS", "Voice", "corpus_spec", "corpus_user"]

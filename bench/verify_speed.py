@@ -1,5 +1,5 @@
 """What `castbench verify` pays per trial: committed runs re-executed, re-graded and re-labelled
-as `verify` and `leaderboard build` do (`castbench.publish.verify.verify_run`).
+as `verify` and `leaderboard build` do (`castbench._results.publish.verify.verify_run`).
 
     python bench/verify_speed.py                      # 200 trials of each run below
     python bench/verify_speed.py --trials 50 --runs scripted-baselines/oracle
@@ -20,8 +20,8 @@ from pathlib import Path
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from castbench.publish.verify import verify_run  # noqa: E402
-from castbench.store.export import read_export  # noqa: E402
+from castbench._records.store.export import read_export  # noqa: E402
+from castbench._results.publish.verify import verify_run  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 RUNS = (

@@ -164,11 +164,11 @@ def repo_env() -> dict[str, str]:
 
 @pytest.fixture(scope="session", autouse=True)
 def _command_modules_loaded() -> None:
-    """`castbench` imports a command's module when the command first runs (`castbench.cli.app`),
+    """`castbench` imports a command's module when the command first runs (`castbench._cli.app`),
     and rich fixes a console's width from COLUMNS when the console is made (at that import). Tests
     run many commands in one process, each with its own COLUMNS (CliRunner's env): loading every
     command module up front keeps each console's width following the invocation's COLUMNS."""
-    from castbench.cli.app import COMMANDS, plugin_commands
+    from castbench._cli.app import COMMANDS, plugin_commands
 
     for entry in COMMANDS.values():
         importlib.import_module(entry.target.split(":")[0])

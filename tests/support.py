@@ -26,7 +26,7 @@ def invoke(*args: str, env: dict[str, str | None] | None = None, width: int = 20
     """`castbench ARGS` in process, as a user types it: a terminal `width` columns wide (by default
     wide enough for unwrapped tables) and no `CASTBENCH_DB` from the caller's environment unless
     `env` sets it."""
-    from castbench.cli.app import app
+    from castbench._cli.app import app
 
     return CliRunner().invoke(
         app, list(args), env={"COLUMNS": str(width), "CASTBENCH_DB": None, **(env or {})}

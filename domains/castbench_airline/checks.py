@@ -1,7 +1,7 @@
 """The airline policy's checkable rules, written once and used three ways.
 
 Each check looks at what is *known* through a `Knowledge` and returns the problems it finds; what
-is not known is not judged. A `Knowledge` reads the harness's facts (`castbench.domain.facts`):
+is not known is not judged. A `Knowledge` reads the harness's facts (`castbench._domain.facts`):
 the tools run the checks on the true state (`TrueFacts`) and refuse on the first problem; the
 privileged labeler does the same through `rules.state_findings`; the deployed rules critic runs
 them on what earlier tool results showed the agent (`ObservedFacts`).

@@ -2,7 +2,7 @@
 
     python -m castbench_airline.generate --seed 20260515 [--out DIR]
 
-Only the airline parts are declared here; `castbench.authoring.generation` draws the splits (up to
+Only the airline parts are declared here; `castbench._authoring.generation` draws the splits (up to
 300 tries per family), replays every task's ground truth through the real tools and stops on a
 broken one (an error, a state change that does not match its outcome, unordered writes that do
 not commute) before anything is written. Test tasks draw from 80 customers, train from the rest.

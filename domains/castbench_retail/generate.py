@@ -2,7 +2,7 @@
 
     python -m castbench_retail.generate --seed 20261129 [--out DIR]
 
-Only the retail parts are declared here; `castbench.authoring.generation` draws the splits, replays
+Only the retail parts are declared here; `castbench._authoring.generation` draws the splits, replays
 every task's ground truth through the real tools and stops on a broken one before anything is
 written. Test tasks draw from 150 customers, train tasks from the rest.
 """

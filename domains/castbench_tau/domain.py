@@ -8,7 +8,7 @@ Differences from castbench's generated domains, each for parity with τ:
 - a `no_change` task is earned (castbench grading; `--grading tau` keeps τ's rule) by making the
   gold's successful look-ups, any identity look-up standing for another, without stating what
   the records those look-ups lead to but do not read say (their amounts and ids: false claims,
-  see `castbench.authoring.claims`), and an amount τ asks for not amid their amounts (see
+  see `castbench._authoring.claims`), and an amount τ asks for not amid their amounts (see
   `earned_spec`);
 - tasks whose gold is broken (a tool τ does not have, a write τ's tool answers with an error, a
   replay that changes nothing although the gold writes, a write outside the schema that τ accepts
@@ -98,7 +98,7 @@ class TauDomain(Domain):
         return gold_findings(self, task, self._source.terminate_tools)
 
     def earned_spec(self, task: Task) -> EarnedSpec | None:
-        """How a `no_change` task is earned (`castbench.authoring.claims.published_earned_spec`):
+        """How a `no_change` task is earned (`castbench._authoring.claims.published_earned_spec`):
         the gold's successful look-ups (not `think`, `calculate` or a transfer), no value of the
         records they lead to but do not read, the asked-for amount given as the answer."""
         return published_earned_spec(
@@ -106,7 +106,7 @@ class TauDomain(Domain):
         )
 
     def _identity_facts(self, raw: Any) -> list[Fact]:
-        """What the task's customer says when asked who they are (`castbench.domain.identity`)."""
+        """What the task's customer says when asked who they are (`castbench._domain.identity`)."""
         finders = [
             (tool.name, tuple(tool.schema["function"]["parameters"].get("required", [])))
             for tool in self.toolkit

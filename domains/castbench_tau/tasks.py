@@ -9,7 +9,7 @@ What castbench needs beyond τ's `instruction`, `actions` and `outputs` is deriv
 - `family` names the write tools the gold uses (`read_only` when it uses none);
 - the scripted user's opening is the instruction in the first person, and the facts it gives
   when asked are the arguments of an identity look-up that finds the task's customer (an email,
-  or a name and a zip code: see `castbench.domain.identity`), worked out by the domain and passed in;
+  or a name and a zip code: see `castbench._domain.identity`), worked out by the domain and passed in;
 - the LLM users get the instruction verbatim (τ's own user prompt is built from it).
 """
 
@@ -29,7 +29,7 @@ def _family(actions: list[ToolCall], toolkit: Toolkit) -> str:
 
 def convert_task(raw: Any, domain: str, split: str, index: int, toolkit: Toolkit, facts: list[Fact]) -> Task:
     """One τ `Task` (user_id, instruction, actions, outputs) as a castbench `Task`; `facts` are
-    the customer's identity facts (`castbench.domain.identity`)."""
+    the customer's identity facts (`castbench._domain.identity`)."""
     actions = [ToolCall(name=action.name, arguments=dict(action.kwargs)) for action in raw.actions]
     writes = any(toolkit.is_write(call.name) for call in actions)
     return Task(

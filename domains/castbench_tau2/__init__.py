@@ -33,7 +33,7 @@ PACK_OPTIONS = PackOptions(
         ),
     ),
 )
-"""The τ² packs' options (`castbench.domain.pack_options`): `tau2.data`, read when a pack loads."""
+"""The τ² packs' options (`castbench._domain.pack_options`): `tau2.data`, read when a pack loads."""
 
 
 @cache

@@ -7,7 +7,7 @@ Differences from castbench's generated domains, each for parity with τ²:
   pristine state, an action that raises passing silently (τ² logs it and goes on);
 - the policy a model reads is τ²'s `policy.md` verbatim, nothing added;
 - a `no_change` task is earned (castbench grading; `--grading tau` keeps τ²'s rule) as castbench's
-  τ packs earn theirs (`castbench.authoring.claims.published_earned_spec`): the gold's successful
+  τ packs earn theirs (`castbench._authoring.claims.published_earned_spec`): the gold's successful
   look-ups, any identity look-up standing for another, no amount or id of the records they lead
   to but do not read (false claims), and an asked-for amount given as the answer, not amid the
   amounts of its kind in the other records read (rivals);
@@ -141,7 +141,7 @@ class Tau2Domain(Domain):
         return published_earned_spec(self.toolkit, self.fresh_database(), task, _NO_FACT)
 
     def _identity_facts(self, raw: Any) -> list[Fact]:
-        """What the task's customer says when asked who they are (`castbench.domain.identity`):
+        """What the task's customer says when asked who they are (`castbench._domain.identity`):
         the customer is whom the gold's first successful identity look-up finds, else the first
         `user_id` the gold names, else the owner of the first record it names (`_owner`)."""
         actions = gold_calls(raw)

@@ -7,7 +7,7 @@
 - `outcome` is `change` when the gold calls a tool τ² types `WRITE`, else `no_change`;
 - the scripted user's opening is the `reason_for_call` in the first person, and the facts it
   gives when asked are those of an identity look-up that finds the task's customer
-  (`castbench.domain.identity`), worked out by the domain and passed in;
+  (`castbench._domain.identity`), worked out by the domain and passed in;
 - the LLM users get τ²'s own rendering of the whole user scenario (`str(task.user_scenario)`,
   what τ²'s user simulator reads).
 """

@@ -2,7 +2,7 @@
 
     python -m castbench_telecom.generate --seed 20260515 [--out DIR]
 
-Only the telecom parts are declared here; `castbench.authoring.generation` draws the splits, replays
+Only the telecom parts are declared here; `castbench._authoring.generation` draws the splits, replays
 every task's ground truth (agent and customer actions alike) through the real tools and stops on
 a broken one before anything is written. Test tasks draw from 100 customers, train from the rest.
 """

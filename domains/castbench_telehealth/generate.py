@@ -2,7 +2,7 @@
 
     python -m castbench_telehealth.generate --seed 20260515 [--out DIR]
 
-Only the telehealth parts are declared here; `castbench.authoring.generation` draws the splits,
+Only the telehealth parts are declared here; `castbench._authoring.generation` draws the splits,
 replays every task's ground truth through the real tools and stops on a broken one before
 anything is written.
 """

@@ -1,7 +1,7 @@
 """The telehealth policy as executable rules, for the rules critic and the labeler.
 
 One set of checks runs on two views of the world, both read from the harness's facts
-(`castbench.domain.facts`): what the agent has *seen* so far (`ObservedFacts`, built from earlier
+(`castbench._domain.facts`): what the agent has *seen* so far (`ObservedFacts`, built from earlier
 tool results only, which record a result holds being its tool's metadata: the deployed critic's
 view) and the true state (`TrueFacts`: the privileged labeler's view). A view answers `None` when
 it does not know, and a check only fires on what its view knows. Which check a proposed call

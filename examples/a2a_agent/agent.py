@@ -149,7 +149,7 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=9999, help="0: any free port")
     parser.add_argument(
         "--decider",
-        default="castbench.agents.scripted.refusers:LookupRefusePolicy",
+        default="castbench._agents.scripted.refusers:LookupRefusePolicy",
         help="module:Class deciding each action from the public briefing and the conversation",
     )
     args = parser.parse_args()

@@ -215,7 +215,7 @@ def main() -> None:
     parser.add_argument("--path", default="/agent")
     parser.add_argument(
         "--decider",
-        default="castbench.agents.scripted.refusers:LookupRefusePolicy",
+        default="castbench._agents.scripted.refusers:LookupRefusePolicy",
         help="module:Class deciding each action from the public briefing and the conversation",
     )
     args = parser.parse_args()

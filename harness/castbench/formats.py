@@ -10,6 +10,6 @@ These names were in `castbench.domain` until 0.1.0; there they still resolve, wi
 
 from __future__ import annotations
 
-from castbench.store.export import ArchiveError, ExportedRun, RunFormat
+from castbench._records.store.export import ArchiveError, ExportedRun, RunFormat
 
 __all__ = ["ArchiveError", "ExportedRun", "RunFormat"]

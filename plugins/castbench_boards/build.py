@@ -16,10 +16,10 @@ is a chunk alone).
 
 Everything is derived from the exports the board lists, so a committed board can be checked
 against its committed runs by building again and comparing bytes. Each export is verified first
-(every trial re-executed and re-graded, `publish/verify.py`): one that does not verify is an
+(every trial re-executed and re-graded, `_results/publish/verify.py`): one that does not verify is an
 error for a declared entry, and excluded, with the reason, from a board of discovered runs.
 Rows re-created by this build (`--rerun`) are marked `re-run`; every other row is `submitted`,
-whatever its file claims (see `publish/board.py` for `require_rerun` and `allow_unsandboxed`).
+whatever its file claims (see `_results/publish/board.py` for `require_rerun` and `allow_unsandboxed`).
 """
 
 from __future__ import annotations
@@ -27,10 +27,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from castbench.compare.comparability import setting_differences
-from castbench.publish.board import BoardError, BoardSpec, Entry, use_private_split
-from castbench.publish.verify import verify_run
-from castbench.store.export import EXPORT_SUFFIX, ArchiveError, ExportedRun, read_export
+from castbench._records.store.export import EXPORT_SUFFIX, ArchiveError, ExportedRun, read_export
+from castbench._results.compare.comparability import setting_differences
+from castbench._results.publish.board import BoardError, BoardSpec, Entry, use_private_split
+from castbench._results.publish.verify import verify_run
 from castbench_boards.curve import curve_svg
 from castbench_boards.profile import profile_cells
 from castbench_boards.render import Board, Excluded, board_csv, board_html, board_json, board_markdown

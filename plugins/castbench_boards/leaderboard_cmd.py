@@ -10,11 +10,11 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from castbench.cli.errors import fail
+from castbench._cli.errors import fail
 
 if TYPE_CHECKING:  # a board's machinery loads when one is built, not for `--help`
-    from castbench.publish.board import Entry
-    from castbench.store.export import ExportedRun
+    from castbench._records.store.export import ExportedRun
+    from castbench._results.publish.board import Entry
 
 leaderboard_app = typer.Typer(help="Leaderboards built from exported runs.", no_args_is_help=True)
 console = Console()
@@ -47,7 +47,7 @@ def build(
     ] = False,
 ) -> None:
     """Write board.md, board.csv, board.json, index.html, curve.svg and one trajectory page per entry."""
-    from castbench.publish.board import BoardError, board_path, load_board
+    from castbench._results.publish.board import BoardError, board_path, load_board
     from castbench_boards.build import build_board
     from castbench_boards.rerun import rerun_entries
 

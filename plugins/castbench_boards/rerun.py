@@ -14,10 +14,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from castbench.api import evaluate
-from castbench.publish.board import BoardError, BoardSpec, Entry, use_private_split
-from castbench.store import ResultsStore
-from castbench.store.export import ExportedRun, export_run, read_export, write_export
+from castbench._records.store import ResultsStore
+from castbench._records.store.export import ExportedRun, export_run, read_export, write_export
+from castbench._results.publish.board import BoardError, BoardSpec, Entry, use_private_split
+from castbench._run.api import evaluate
 from castbench_boards.profile import write_entry_profile
 
 __all__ = ["rerun_entries"]

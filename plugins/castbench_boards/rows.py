@@ -12,21 +12,21 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, PrivateAttr
 
-from castbench.agents.registry import Role
-from castbench.compare.comparability import comparability_number
-from castbench.compare.metric import parse_metric
-from castbench.compare.paired import paired_metric
-from castbench.metrics import ReliabilitySummary, TaskOutcome, summarize_counts
-from castbench.metrics.counterfactual import NetSaved, summarize_branches
-from castbench.publish.board import BoardError, BoardSpec, Entry, slug
-from castbench.records.config import RunConfig
-from castbench.records.provenance import AgentPlacement, Provenance, placement_problems, provenance
-from castbench.report import DomainReport, RunSummary, summarize_run
-from castbench.report.counterfactual import play_branches
-from castbench.report.critic_report import critic_report
-from castbench.runner.counterfactual import NotBranchable
-from castbench.runner.journal import is_lost
-from castbench.store.export import ExportedRun
+from castbench._agents.registry import Role
+from castbench._records.config import RunConfig
+from castbench._records.journal import is_lost
+from castbench._records.metrics import ReliabilitySummary, TaskOutcome, summarize_counts
+from castbench._records.metrics.counterfactual import NetSaved, summarize_branches
+from castbench._records.provenance import AgentPlacement, Provenance, placement_problems, provenance
+from castbench._records.store.export import ExportedRun
+from castbench._results.compare.comparability import comparability_number
+from castbench._results.compare.metric import parse_metric
+from castbench._results.compare.paired import paired_metric
+from castbench._results.publish.board import BoardError, BoardSpec, Entry, slug
+from castbench._results.report import DomainReport, RunSummary, summarize_run
+from castbench._results.report.critic_report import critic_report
+from castbench._run.counterfactual import NotBranchable
+from castbench._run.counterfactual_report import play_branches
 from castbench_boards.profile import ProfileCells
 
 __all__ = ["BoardRow", "Cell", "CriticCells", "eligibility_problems", "entry_row", "rank_rows"]
@@ -69,7 +69,7 @@ def paper_reactions(reactions: Any) -> tuple[float | None, float | None]:
 
 
 class CriticCells(BaseModel):
-    """A critic row's figures over the board's domains (`castbench.report.critic_report`), each
+    """A critic row's figures over the board's domains (`castbench._results.report.critic_report`), each
     rate None where it is undefined, each interval None where too few resamples define it."""
 
     flag_rate: float | None
@@ -103,10 +103,10 @@ class BoardRow(BaseModel):
     source: str = ""
     """The export the row's figures come from (relative to the board's folder)."""
     agents: dict[str, AgentPlacement] = Field(default_factory=dict)
-    """Role -> where its agent ran (`castbench.records.provenance`; derived from the specs for an
+    """Role -> where its agent ran (`castbench._records.provenance`; derived from the specs for an
     export stored before placements were recorded)."""
     trial_isolation: str = ""
-    """What kept the run's trials independent (`castbench.records.execution.TrialIsolation`)."""
+    """What kept the run's trials independent (`castbench._records.execution.TrialIsolation`)."""
     outside_castbench: list[str] = Field(default_factory=list)
     """Roles whose agent ran outside castbench's sandbox (agent services, A2A agents)."""
     tasks: int
@@ -131,14 +131,14 @@ class BoardRow(BaseModel):
     critic_parse_errors: int | None = None
     """Critic verdicts that could not be read (counted as passes; None: no critic)."""
     malformed_actions: int = 0
-    """Proposed actions with no usable tool call or reply (`castbench.report.outputs`)."""
+    """Proposed actions with no usable tool call or reply (`castbench._results.report.outputs`)."""
     proposed_actions: int = 0
     cost_per_trial: float | None
     profile: ProfileCells | None = None
     """Reliability-profile columns, on a board with `profile` (`castbench_boards.profile`)."""
     failures_blamed: dict[str, float] | None = None
     """Shares of the trials that did not pass blamed on the agent, the simulated user and the
-    harness (`castbench.attribution`), over the board's domains; None: every trial passed."""
+    harness (`castbench._results.attribution`), over the board's domains; None: every trial passed."""
     net_saved: NetSaved | None = Field(None, exclude_if=lambda value: value is None)
     """Net trials saved per 100 critic verdicts, on a board with `counterfactuals` (None: no such
     column, no critic, or agents that cannot be branched)."""
@@ -521,7 +521,7 @@ def rank_rows(spec: BoardSpec, rows: list[BoardRow]) -> list[BoardRow]:
 
 def _not_credibly_below(key: str, above: BoardRow, below: BoardRow) -> str:
     """The note for `below` when its figure is not credibly lower than `above`'s: the gate's paired
-    test (`castbench.compare.paired`) where both runs share tasks and seeds, overlapping 95%
+    test (`castbench._results.compare.paired`) where both runs share tasks and seeds, overlapping 95%
     intervals otherwise; empty when the difference is credible."""
     shown = f"#{above.rank} {above.name}"
     upper, lower = above._figures, below._figures

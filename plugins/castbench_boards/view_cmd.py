@@ -10,10 +10,10 @@ from typing import Annotated, Any, TextIO
 import typer
 from rich.console import Console
 
-from castbench.cli.checks import check_writable
-from castbench.cli.errors import fail
-from castbench.cli.options import DbOption
-from castbench.defaults import DEFAULT_DB
+from castbench._base.defaults import DEFAULT_DB
+from castbench._cli.checks import check_writable
+from castbench._cli.errors import fail
+from castbench._cli.options import DbOption
 
 console = Console()
 
@@ -21,15 +21,15 @@ console = Console()
 def _write_page(run: str, db: str, out: TextIO) -> str:
     """Write the page of a run in the store or an exported run file to `out`; the run's id. A
     stored run's trials are read one at a time as the page is written (#59)."""
-    from castbench.store import ResultsStore
-    from castbench.store.export import is_export, read_export
+    from castbench._records.store import ResultsStore
+    from castbench._records.store.export import is_export, read_export
     from castbench_boards.viewer import render_run_page, write_run_page
 
     if is_export(Path(run)):
         exported = read_export(Path(run))
         out.write(render_run_page(exported.run_id, exported.config, exported.trials))
         return exported.run_id
-    from castbench.report.counterfactual import stored_branches
+    from castbench._run.counterfactual_report import stored_branches
 
     store = ResultsStore(db, read_only=True)
     row = store.run(run)
@@ -48,8 +48,8 @@ def view_command(
 ) -> None:
     """Tasks with their trials as pass/fail marks; click one for its conversation step by step,
     the critic's verdicts, the labels and the final state diff."""
-    from castbench.store import StoreError
-    from castbench.store.export import ArchiveError
+    from castbench._records.store import StoreError
+    from castbench._records.store.export import ArchiveError
     from castbench_boards.viewer import page_server
 
     if out is not None and not serve:

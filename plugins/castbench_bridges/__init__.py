@@ -9,6 +9,6 @@
 
 castbench's core names none of this: it comes in through the entry points the core reads
 (`castbench.commands`, `castbench.drivers`, `castbench.transports`, `castbench.formats`). Every
-trial served here is an `Episode` (`castbench.runner.episode`), so its records, labels and grade
+trial served here is an `Episode` (`castbench._trial.episode`), so its records, labels and grade
 are those of an in-process run.
 """

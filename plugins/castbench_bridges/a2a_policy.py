@@ -35,10 +35,10 @@ from typing import Any
 
 import httpx
 
-from castbench.agents.registry import AgentSpec, AgentSpecError, Role
-from castbench.agents.transports.wire import briefing_to_wire
-from castbench.conversation import ReplyAction
-from castbench.runner.episode import Episode
+from castbench._agents.registry import AgentSpec, AgentSpecError, Role
+from castbench._agents.transports.wire import briefing_to_wire
+from castbench._base.conversation import ReplyAction
+from castbench._trial.episode import Episode
 from castbench_bridges.agent_session import AgentSession, ServiceFailed
 
 __all__ = ["A2A_PREFIX", "CARD_PATH", "TASK_STATES", "A2ASession", "a2a_spec", "read_card"]

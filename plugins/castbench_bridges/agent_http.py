@@ -14,7 +14,7 @@ protocol's) ends its trial as `agent_error`; overrunning the step or trial time 
 `timeout`, as for any agent; the run goes on. A service that is not there is no answer of the
 agent's: a connection refused or dropped leaves the trial unscored (`infra_error`, retried, then
 resumable), and each service has a circuit breaker like a model server's
-(`castbench.models.breaker`): checked before the first trial (`check_service`), and after
+(`castbench._agents.models.breaker`): checked before the first trial (`check_service`), and after
 `THRESHOLD` connection failures in a row the run stops with `ServerDown`, finished trials kept.
 """
 
@@ -23,9 +23,9 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from castbench.agents.registry import AgentSpec
-from castbench.conversation import CritiqueTurn, UserTurn
-from castbench.runner.episode import Episode, EpisodeOver
+from castbench._agents.registry import AgentSpec
+from castbench._base.conversation import CritiqueTurn, UserTurn
+from castbench._trial.episode import Episode, EpisodeOver
 from castbench_bridges.agent_session import PROTOCOL, AgentSession, ServiceFailed, shared_client
 from castbench_bridges.mcp_host import McpHost
 from castbench_bridges.mcp_trial import McpTrial, critique_text, verdict_json

@@ -19,11 +19,11 @@ from typing import Any
 
 import httpx
 
-from castbench.agents.registry import AgentSpec
-from castbench.agents.transports.wire import briefing_to_wire
-from castbench.conversation import ReplyAction
-from castbench.models.breaker import SERVICE_HINT, SERVICE_LABEL, counted, is_connection_failure
-from castbench.runner.episode import Episode
+from castbench._agents.models.breaker import SERVICE_HINT, SERVICE_LABEL, counted, is_connection_failure
+from castbench._agents.registry import AgentSpec
+from castbench._agents.transports.wire import briefing_to_wire
+from castbench._base.conversation import ReplyAction
+from castbench._trial.episode import Episode
 
 __all__ = ["PROTOCOL", "AgentSession", "ServiceFailed", "shared_client"]
 

@@ -31,7 +31,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from castbench.conversation import (
+from castbench._base.conversation import (
     MalformedAction,
     ReplyAction,
     ToolCallAction,
@@ -40,10 +40,10 @@ from castbench.conversation import (
     UserTurn,
     Verdict,
 )
-from castbench.records.trial import StepRecord, TrialRecord
-from castbench.report.summary import RunSummary, summarize_run
-from castbench.store.export import ArchiveError, ExportedRun, RunFormat, StoredTrials
-from castbench.version import __version__
+from castbench._base.version import __version__
+from castbench._records.store.export import ArchiveError, ExportedRun, RunFormat, StoredTrials
+from castbench._records.trial import StepRecord, TrialRecord
+from castbench._results.report.summary import RunSummary, summarize_run
 
 if TYPE_CHECKING:
     from inspect_ai.log import EvalLog, EvalSample

@@ -16,10 +16,10 @@ from typing import Annotated, Literal
 
 import typer
 
-from castbench import lossless
-from castbench.cli.checks import check_writable
-from castbench.cli.errors import fail
-from castbench.options import DEFAULTS
+from castbench._base import lossless
+from castbench._cli.checks import check_writable
+from castbench._cli.errors import fail
+from castbench._run.options import DEFAULTS
 
 mcp_app = typer.Typer(help="Domain tools over MCP.", no_args_is_help=True)
 
@@ -49,7 +49,7 @@ def serve(
     try:
         import anyio
 
-        from castbench.environment import Environment
+        from castbench._run.environment import Environment
         from castbench_bridges.mcp_host import McpHost, serve_stdio
         from castbench_bridges.mcp_trial import McpTrial
     except ImportError as exc:

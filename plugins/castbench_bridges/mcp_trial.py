@@ -23,8 +23,8 @@ from typing import Any
 import anyio
 import mcp_types as types
 
-from castbench.conversation import CritiqueTurn, ReplyAction, ToolCallAction, UserTurn, Verdict
-from castbench.runner.episode import Episode, StepOutcome
+from castbench._base.conversation import CritiqueTurn, ReplyAction, ToolCallAction, UserTurn, Verdict
+from castbench._trial.episode import Episode, StepOutcome
 
 __all__ = ["RESPOND_TOOL", "McpTrial", "critique_text", "verdict_json"]
 

@@ -19,10 +19,10 @@ from openenv.core.env_server import Environment as OpenEnvEnvironment
 from openenv.core.env_server.types import State
 from pydantic import Field
 
-from castbench.agents.transports.wire import EVENTS
-from castbench.agents.views import PolicyView
-from castbench.conversation import CritiqueTurn, ReplyAction, ToolCallAction
-from castbench.environment import Environment
+from castbench._agents.transports.wire import EVENTS
+from castbench._agents.views import PolicyView
+from castbench._base.conversation import CritiqueTurn, ReplyAction, ToolCallAction
+from castbench._run.environment import Environment
 
 __all__ = ["CastbenchAction", "CastbenchObservation", "CastbenchOpenEnv", "app", "create_app"]
 

@@ -2,7 +2,7 @@
 of a collected run, by the privileged labeler or the LLM pipeline, and how far the two agree.
 
 The labeler's annotation is the label the rollout engine stored with each proposal
-(`castbench.grading.labeler`: deterministic, from the ground truth and the true state at that
+(`castbench._grading.labeler`: deterministic, from the ground truth and the true state at that
 moment), turned into a structured rationale a critic can learn to write: which check decided
 (`check`: authentication, confirmation, record status, arguments, unrevealed value, ...) and the
 finding's particulars (the missing argument names, the value nothing revealed, the record's

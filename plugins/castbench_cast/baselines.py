@@ -9,7 +9,7 @@ interval (95%, resampling tasks):
   majority);
 - `majority per (previous action, tool)`: the same, keyed by the agent's previous action too
   (a tool name, `reply`, or `start`): it knows whether the call follows a look-up or a question;
-- `rules critic`: castbench's model-free rules (`castbench.agents.critics.checks`) on the visible
+- `rules critic`: castbench's model-free rules (`castbench._agents.critics.checks`) on the visible
   conversation, no training at all;
 - `bag of words`: a logistic regression on the words of exactly the critic's input (the user
   message `critic_messages` builds: the conversation's transcript, the proposed action, and the

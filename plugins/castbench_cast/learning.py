@@ -53,7 +53,7 @@ __all__ = [
 
 
 class CriticFigures(BaseModel):
-    """One critic on the held-out tasks (from `castbench.report.critic_report`)."""
+    """One critic on the held-out tasks (from `castbench._results.report.critic_report`)."""
 
     checkpoint: str
     run_id: str

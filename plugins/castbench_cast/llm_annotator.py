@@ -8,7 +8,7 @@
 6. the orchestrator: the final `{verdict, failure_type, explanation}` from the three findings.
 
 Unlike a deployed critic, the annotator may see the ground truth (the task's actions): it labels
-training data, it is not judged. Calls go through castbench's model client (`castbench.models`:
+training data, it is not judged. Calls go through castbench's model client (`castbench._agents.models`:
 litellm for hosted providers, the lean client for OpenAI-compatible servers), with its retries.
 A checker or orchestrator answer that cannot be read is kept as the annotation's `parse_error`.
 

@@ -1,7 +1,7 @@
 """A stored trial as the agents saw it: for every proposal, the visible conversation before it
 and the critiques of the same step that came before it.
 
-It rebuilds what the rollout engine showed (`castbench.runner.episode`): the opening, then for
+It rebuilds what the rollout engine showed (`castbench._trial.episode`): the opening, then for
 each step the executed action (or the rejected one a critic blocked) and its observation. A
 deployed critic saw the conversation and the proposal; the policy also saw the critiques of the
 step's earlier rounds. Nothing privileged is in these events: labels and grades stay on the

@@ -3,7 +3,7 @@ until it answers (`castbench serve MODEL`, `castbench_cast.serve_cmd`; the CAST 
 checkpoints, `castbench_cast.serving`).
 
 The CAST plugin owns these helpers (until 0.1.0 they were `castbench.agents`' and
-`castbench.models.serve`'s; `castbench.agents` still gives them, with a `DeprecationWarning`, until
+`castbench._agents.models.serve`'s; `castbench.agents` still gives them, with a `DeprecationWarning`, until
 castbench 0.2.0). This module imports nothing beyond the standard library, so `castbench serve`
 needs no extra.
 

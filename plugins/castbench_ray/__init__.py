@@ -2,7 +2,7 @@
 `castbench eval --executor ray [--ray-address ADDR]`): a run's trials as Ray tasks on a cluster.
 
 castbench's core names no satellite: `--executor ray` finds this package through the
-`castbench.executors` entry point (`castbench.runner.executors.make_executor`), and Ray is
+`castbench.executors` entry point (`castbench._run.executors.make_executor`), and Ray is
 imported only when a run starts on it (docs/scale.md).
 """
 

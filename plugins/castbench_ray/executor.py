@@ -26,16 +26,16 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any, ClassVar
 
-from castbench import lossless
+from castbench._base import lossless
+from castbench._base.errors import FatalInfrastructureError
+from castbench._records.execution import ExecutorName
+from castbench._records.provenance import require_recorded_sandbox
+from castbench._records.trial import TrialRecord
+from castbench._run.executors.local import LocalExecutor
+from castbench._run.plan import TrialJob
+from castbench._run.work import ExpectedStates, TrialWork, failed_record
+from castbench._trial.deadline import Halt
 from castbench.domain import Domain, load_domain
-from castbench.errors import FatalInfrastructureError
-from castbench.records.execution import ExecutorName
-from castbench.records.provenance import require_recorded_sandbox
-from castbench.records.trial import TrialRecord
-from castbench.runner.deadline import Halt
-from castbench.runner.executors.local import LocalExecutor
-from castbench.runner.plan import TrialJob
-from castbench.runner.work import ExpectedStates, TrialWork, failed_record
 
 __all__ = ["RayExecutor", "TrialKey"]
 

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from castbench.attribution.judge import LLMJudge, agreement
-from castbench.store import ResultsStore
+from castbench._records.store import ResultsStore
+from castbench._results.attribution.judge import LLMJudge, agreement
 from castbench_boards.render import board_markdown
 from castbench_boards.viewer.payload import trial_payload
 from tests.models.fault_server import FaultServer
@@ -130,7 +130,7 @@ def test_llm_judge_and_its_agreement_with_the_rules(
 
 
 def test_agreement_counts_party_cause_and_step(runs: tuple[str, Path], judge_server: FaultServer) -> None:
-    from castbench.attribution import attribute
+    from castbench._results.attribution import attribute
 
     store = ResultsStore(runs[0])
     records = [r for r in store.trials(_run_ids(runs[0])["scripted:quitter"]) if not r.passed]

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from castbench.dialogue import asks_confirmation
+from castbench._base.dialogue import asks_confirmation
 from castbench.domain import load_domain
 from tests.models.fault_server import FaultServer
 from tests.models.responder import ScriptedResponder, unique_openings

@@ -3,12 +3,12 @@ log, which the attribution never reads) and users made to misbehave on purpose."
 
 from __future__ import annotations
 
-from castbench.attribution import attribute, near_miss, user_faults
-from castbench.attribution.accuracy import MISBEHAVING_USERS, _trials, noisy_agreement, user_blame
-from castbench.attribution.rules import context
-from castbench.conversation import ReplyAction, UserTurn
+from castbench._base.conversation import ReplyAction, UserTurn
+from castbench._records.trial import ActionLabel, Proposal, StepRecord, TrialRecord
+from castbench._results.attribution import attribute, near_miss, user_faults
+from castbench._results.attribution.accuracy import MISBEHAVING_USERS, _trials, noisy_agreement, user_blame
+from castbench._results.attribution.rules import context
 from castbench.domain import load_domain
-from castbench.records.trial import ActionLabel, Proposal, StepRecord, TrialRecord
 
 DOMAINS = ("airline", "retail", "telecom", "telehealth")
 

@@ -13,16 +13,16 @@ from types import ModuleType
 
 import pytest
 
-from castbench.agents.registry import resolve
-from castbench.attribution.why import STRICT_RULE, strict_failure, user_turn_before
-from castbench.conversation import ToolCallAction
+from castbench._agents.registry import resolve
+from castbench._base.conversation import ToolCallAction
+from castbench._records.config import RunConfig
+from castbench._records.store import ResultsStore
+from castbench._records.trial import TrialRecord
+from castbench._results.attribution.why import STRICT_RULE, strict_failure, user_turn_before
+from castbench._trial.episode import AgentSet, Episode
+from castbench._trial.seeds import trial_seed
+from castbench._trial.spec import TrialSpec
 from castbench.domain import load_domain
-from castbench.records.config import RunConfig
-from castbench.records.trial import TrialRecord
-from castbench.runner.episode import AgentSet, Episode
-from castbench.runner.seeds import trial_seed
-from castbench.runner.spec import TrialSpec
-from castbench.store import ResultsStore
 from tests.support import invoke, sqlite_url
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"

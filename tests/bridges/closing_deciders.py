@@ -4,10 +4,10 @@ repository root on `PYTHONPATH`). They see only the public briefing and the conv
 
 from __future__ import annotations
 
-from castbench.agents.scripted.refusers import LookupRefusePolicy
-from castbench.agents.views import PolicyView
-from castbench.conversation import Action, ReplyAction
-from castbench.dialogue import ANYTHING_ELSE
+from castbench._agents.scripted.refusers import LookupRefusePolicy
+from castbench._agents.views import PolicyView
+from castbench._base.conversation import Action, ReplyAction
+from castbench._base.dialogue import ANYTHING_ELSE
 
 __all__ = ["ClosingLookupRefuse"]
 

@@ -21,16 +21,16 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from castbench.agents.registry import AgentSpecError, resolve
-from castbench.api import evaluate
-from castbench.cli.app import app
-from castbench.conversation import ReplyAction, UserTurn
-from castbench.errors import ServerDown
-from castbench.records.identity import agent_fingerprint
-from castbench.records.provenance import SandboxState, placement_of
-from castbench.runner.deadline import TimeLimits
-from castbench.runner.episode import Limits, Verification
-from castbench.store import ResultsStore
+from castbench._agents.registry import AgentSpecError, resolve
+from castbench._base.conversation import ReplyAction, UserTurn
+from castbench._base.errors import ServerDown
+from castbench._cli.app import app
+from castbench._records.identity import agent_fingerprint
+from castbench._records.provenance import SandboxState, placement_of
+from castbench._records.store import ResultsStore
+from castbench._run.api import evaluate
+from castbench._trial.deadline import TimeLimits
+from castbench._trial.episode import Limits, Verification
 from tests.support import sqlite_url
 
 pytestmark = pytest.mark.extra("bridges")  # A2A and MCP

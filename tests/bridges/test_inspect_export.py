@@ -16,12 +16,12 @@ import httpx
 import pytest
 from typer.testing import CliRunner
 
-from castbench.api import evaluate
-from castbench.cli.app import app
-from castbench.conversation import ToolCallAction
-from castbench.report.summary import RunSummary
-from castbench.store import ResultsStore
-from castbench.store.export import export_run
+from castbench._base.conversation import ToolCallAction
+from castbench._cli.app import app
+from castbench._records.store import ResultsStore
+from castbench._records.store.export import export_run
+from castbench._results.report.summary import RunSummary
+from castbench._run.api import evaluate
 from castbench_bridges.inspect_log import inspect_log
 from tests.support import sqlite_url
 

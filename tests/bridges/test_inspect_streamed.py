@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from castbench.api import evaluate
-from castbench.records.trial import TrialRecord
-from castbench.store import ResultsStore
-from castbench.store.export import export_run, stream_run
+from castbench._records.store import ResultsStore
+from castbench._records.store.export import export_run, stream_run
+from castbench._records.trial import TrialRecord
+from castbench._run.api import evaluate
 from castbench_bridges.inspect_log import inspect_log, write_inspect_log
 from tests.core.store.test_streamed_writers import grown
 

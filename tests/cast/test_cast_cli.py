@@ -42,7 +42,7 @@ importlib.util.find_spec = lambda name, *a: None if name == "trl" else _real(nam
 def _castbench(
     args: list[str], env: dict[str, str], cwd: Path, prelude: str = ""
 ) -> subprocess.CompletedProcess[str]:
-    code = f"{prelude}\nfrom castbench.cli.app import main\nsys.argv = ['castbench', *{args!r}]\nmain()\n"
+    code = f"{prelude}\nfrom castbench._cli.app import main\nsys.argv = ['castbench', *{args!r}]\nmain()\n"
     return subprocess.run(
         [sys.executable, "-c", "import sys\n" + code],
         capture_output=True,

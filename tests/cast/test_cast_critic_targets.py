@@ -10,8 +10,8 @@ from collections import Counter
 
 import pytest
 
-from castbench.conversation import ToolCallAction
-from castbench.records.trial import ActionLabel
+from castbench._base.conversation import ToolCallAction
+from castbench._records.trial import ActionLabel
 from castbench_cast.annotations import annotated_moments, finding, labeler_annotation
 from castbench_cast.examples import balanced, critic_examples
 from castbench_cast.pipeline import Pipeline

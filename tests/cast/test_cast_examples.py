@@ -6,12 +6,12 @@ import json
 
 import pytest
 
-from castbench.api import evaluate
-from castbench.conversation import CritiqueTurn
+from castbench._agents.models.prompts import critic_messages, critic_system_prompt
+from castbench._agents.models.render import action_json, policy_messages
+from castbench._base.conversation import CritiqueTurn
+from castbench._records.store import ResultsStore
+from castbench._run.api import evaluate
 from castbench.domain import Domain
-from castbench.models.prompts import critic_messages, critic_system_prompt
-from castbench.models.render import action_json, policy_messages
-from castbench.store import ResultsStore
 from castbench_cast.annotations import annotated_moments, labeler_annotation
 from castbench_cast.examples import POLICY_STYLE, critic_examples, policy_examples
 from castbench_cast.pipeline import Pipeline

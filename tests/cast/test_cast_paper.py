@@ -58,7 +58,7 @@ def test_grid_checkpoints_are_served_with_shares_that_fit_one_gpu(
     it was trained to write."""
     from types import SimpleNamespace
 
-    import castbench.api
+    import castbench._run.api
     from castbench_cast import paper as paper_module
     from castbench_cast import serving
     from castbench_cast.context import ContextRule
@@ -80,7 +80,7 @@ def test_grid_checkpoints_are_served_with_shares_that_fit_one_gpu(
         outcome=SimpleNamespace(run_id="r-1"),
     )
     monkeypatch.setattr(serving, "CheckpointServer", Recorder)
-    monkeypatch.setattr(castbench.api, "evaluate", lambda **options: result)
+    monkeypatch.setattr(castbench._run.api, "evaluate", lambda **options: result)
     recipe = load_recipe(RECIPES / "paper.toml").model_copy(update={"out": tmp_path})
     for name in ("train-policy", "train-critic"):
         (tmp_path / name / "model").mkdir(parents=True)
@@ -165,7 +165,7 @@ def test_resistance_and_correction_follow_the_papers_definitions_beside_castbenc
     """The paper's resistance is over every rejection the policy answered; its correction over the
     true flags the policy answered (a last-round flag cannot be corrected). castbench's own
     variants count false flags only, and every true flag."""
-    from castbench.report.critic_report import FlagReactions
+    from castbench._results.report.critic_report import FlagReactions
     from castbench_cast.paper import paper_reactions
 
     reactions = FlagReactions(

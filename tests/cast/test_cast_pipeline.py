@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from castbench.api import evaluate
-from castbench.conversation import ToolCallAction
-from castbench.store import ResultsStore
+from castbench._base.conversation import ToolCallAction
+from castbench._records.store import ResultsStore
+from castbench._run.api import evaluate
 from castbench_cast.manifest import MANIFEST, Manifest, completed
 from castbench_cast.pipeline import STAGES, Pipeline, with_temperature
 from castbench_cast.recipe import load_recipe

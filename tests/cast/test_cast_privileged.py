@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from castbench.domain.domain import Domain
-from castbench.records.trial import TrialRecord
+from castbench._domain.domain import Domain
+from castbench._records.trial import TrialRecord
 from castbench_cast.annotations import annotated_moments, labeler_annotation
 from castbench_cast.examples import critic_examples, policy_examples, write_examples
 from castbench_cast.pipeline import Pipeline

@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
-from castbench.agents.views import public_briefing
-from castbench.conversation import ToolCallAction, UserTurn
+from castbench._agents.models.prompts import critic_messages, critic_system_prompt
+from castbench._agents.models.render import describe_action
+from castbench._agents.views import public_briefing
+from castbench._base.conversation import ToolCallAction, UserTurn
 from castbench.domain import load_domain
-from castbench.models.prompts import critic_messages, critic_system_prompt
-from castbench.models.render import describe_action
 from castbench_cast import serving
 from castbench_cast.context import ContextRule, fit_messages, token_counter
 from castbench_cast.examples import policy_examples

@@ -194,7 +194,7 @@ def test_a_prompt_that_cannot_fit_is_an_infrastructure_failure_not_the_agents_ze
     """A policy document longer than the served context cannot be fitted: refused with a status
     castbench's client takes as an infrastructure failure (the trial is not scored), never a 400
     (a rejected request: the agent's 0), and nothing is sent to vLLM."""
-    from castbench.models.retry import classify
+    from castbench._agents.models.retry import classify
 
     model = _checkpoint(tmp_path)
     ContextRule(max_length=128, max_completion=32).save(model)
@@ -235,7 +235,7 @@ def test_a_served_checkpoints_port_is_not_part_of_the_runs_identity() -> None:
     """Two runs of one checkpoint served on different free ports are the same run (resume
     matches); a different checkpoint, or a run whose role string holds its api_base (how runs
     were stored before), still differs by what it names."""
-    from castbench.records.config import RunConfig
+    from castbench._records.config import RunConfig
 
     def config(
         port: int, model: str = "openai/cast-train-critic-731dbf558b", critic: str | None = None

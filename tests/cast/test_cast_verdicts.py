@@ -3,8 +3,13 @@
 
 from __future__ import annotations
 
-from castbench.conversation import Verdict
-from castbench.models.parse import action_from_text, find_json_object, is_unreadable, verdict_from_text
+from castbench._agents.models.parse import (
+    action_from_text,
+    find_json_object,
+    is_unreadable,
+    verdict_from_text,
+)
+from castbench._base.conversation import Verdict
 
 
 def test_json_inside_a_think_block_is_not_the_answer() -> None:
@@ -38,9 +43,9 @@ def test_unreadable_is_no_verdict_at_all_not_an_answer_read_in_part() -> None:
 
 
 def test_the_critic_report_counts_unreadable_verdicts_apart_from_flags(db_url: str) -> None:
-    from castbench.api import evaluate
-    from castbench.report.critic_report import critic_report
-    from castbench.store import ResultsStore
+    from castbench._records.store import ResultsStore
+    from castbench._results.report.critic_report import critic_report
+    from castbench._run.api import evaluate
 
     result = evaluate(
         db=db_url,

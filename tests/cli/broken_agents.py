@@ -3,8 +3,8 @@ ends `agent_error` for one reason (run from the repository root)."""
 
 from __future__ import annotations
 
-from castbench.agents.views import Briefing, PolicyView
-from castbench.conversation import Action, ReplyAction
+from castbench._agents.views import Briefing, PolicyView
+from castbench._base.conversation import Action, ReplyAction
 
 __all__ = ["NoBriefingPolicy", "NoViewPolicy", "StrictPolicy"]
 

@@ -18,7 +18,7 @@ HEAVY = (
 
 RUN_COMMAND = """
 import json, sys
-from castbench.cli.app import main
+from castbench._cli.app import main
 sys.argv = ["castbench", *json.loads(sys.argv[1])]
 try:
     main()

@@ -70,7 +70,7 @@ def test_the_documented_wheel_builds_and_runs_an_evaluation(tmp_path: Path) -> N
     dependencies = sysconfig.get_paths()["purelib"]
     code = (
         "import sys, castbench; print(castbench.__file__)\n"
-        "from castbench.cli.app import main\n"
+        "from castbench._cli.app import main\n"
         f"sys.argv = ['castbench', 'eval', '--domain', 'retail', '--tasks', 'retail-test-0001', "
         f"'--trials', '1', '--db', {str(tmp_path / 'r.db')!r}]\n"
         "main()\n"

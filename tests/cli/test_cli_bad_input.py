@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from typer.testing import Result
 
-from castbench.store import ResultsStore
+from castbench._records.store import ResultsStore
 from tests.support import invoke, sqlite_url
 
 TASK = "retail-test-0001"
@@ -96,7 +96,7 @@ def _eval_raising(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, error: Except
     def evaluate(**_: object) -> None:
         raise error
 
-    monkeypatch.setattr("castbench.api.evaluate", evaluate)
+    monkeypatch.setattr("castbench._run.api.evaluate", evaluate)
     monkeypatch.delenv("CASTBENCH_TRACEBACK", raising=False)
     return _eval(sqlite_url(tmp_path / "runs.db"))
 
@@ -127,14 +127,14 @@ def test_a_second_eval_of_the_same_run_on_one_sqlite_file_is_warned(tmp_path: Pa
     import sys
 
     db = sqlite_url(tmp_path / "runs.db")
-    from castbench.api import build_config
+    from castbench._run.api import build_config
 
     digest = build_config(domains="retail", tasks=[TASK], trials=1)[0].config_hash()
     holder = subprocess.Popen(
         [
             sys.executable,
             "-c",
-            "import sys, time; from castbench.cli.checks import sqlite_run_taken as taken; "
+            "import sys, time; from castbench._cli.checks import sqlite_run_taken as taken; "
             "assert not taken(sys.argv[1], sys.argv[2]); print('held', flush=True); time.sleep(60)",
             db,
             digest,

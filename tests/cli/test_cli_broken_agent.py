@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from castbench.store import ResultsStore
+from castbench._records.store import ResultsStore
 from tests.support import invoke
 
 TRIALS = "4"  # x 30 retail test tasks: 120 planned trials

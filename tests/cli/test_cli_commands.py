@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from castbench._records.store import ResultsStore
 from castbench.domain import load_domain
-from castbench.store import ResultsStore
 from tests.core.toy import add_call, build_toy_domain, register_toy, toy_task
 from tests.support import invoke, sqlite_url
 

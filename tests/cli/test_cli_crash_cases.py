@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from castbench.cli.errors import shown_path
+from castbench._cli.errors import shown_path
 from tests.cli.test_cli_bad_input import one_error_line
 from tests.support import ctrl_c_delivered, invoke, sqlite_url
 
@@ -68,7 +68,7 @@ def test_view_out_at_a_folder_is_refused_before_the_page_is_built(stored: str, t
 def test_gate_junit_at_a_folder_is_refused_before_the_gate_runs(stored: str, tmp_path: Path) -> None:
     folder = tmp_path / "junit"
     folder.mkdir()
-    from castbench.store import ResultsStore
+    from castbench._records.store import ResultsStore
 
     first, second = (row.id for row in ResultsStore(stored, read_only=True).runs())
     result = invoke(
@@ -192,12 +192,12 @@ def test_the_headline_shows_the_critic_within_80_columns(tmp_path: Path) -> None
 
 
 def test_the_headline_shows_what_models_spent_and_broke(tmp_path: Path) -> None:
-    from castbench.report.tables import headline_extras
-    from castbench.store import ResultsStore
+    from castbench._records.store import ResultsStore
+    from castbench._results.report.tables import headline_extras
 
     db = sqlite_url(tmp_path / "m.db")
     assert invoke("eval", "--domain", "retail", "--tasks", TASK, "--trials", "1", "--db", db).exit_code == 0
-    from castbench.report.summary import summarize_run
+    from castbench._results.report.summary import summarize_run
 
     store = ResultsStore(db, read_only=True)
     row = next(iter(store.runs()))
@@ -235,7 +235,7 @@ def test_eval_counterfactuals_are_in_the_output_json(tmp_path: Path) -> None:
 def test_runs_list_at_80_columns_keeps_what_tells_two_builds_apart() -> None:
     from rich.console import Console
 
-    from castbench.cli.runs_cmd import middle_cut, runs_table
+    from castbench._cli.runs_cmd import middle_cut, runs_table
 
     assert middle_cut("cancelbot:CancelBotVersionOne", 14).endswith("One")
     assert middle_cut("cancelbot:CancelBotVersionTwo", 14).endswith("Two")

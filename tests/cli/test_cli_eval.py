@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from typer.testing import Result
 
-from castbench import api
-from castbench.options import EvalOptions
+from castbench._run import api
+from castbench._run.options import EvalOptions
 from tests.support import invoke, sqlite_url
 
 TASKS = "retail-test-0001,retail-test-0006,retail-test-0010"
@@ -21,7 +21,7 @@ def _first_line_and_options(
     monkeypatch: pytest.MonkeyPatch, *args: str, env: dict[str, str | None] | None = None
 ) -> tuple[str, dict[str, Any], Result]:
     """What `castbench eval ...` prints first and what it would run (the run itself is stubbed:
-    the command imports `castbench.api.evaluate` when it runs)."""
+    the command imports `castbench._run.api.evaluate` when it runs)."""
     received: dict[str, Any] = {}
 
     def stop(options: EvalOptions, **hooks: Any) -> None:

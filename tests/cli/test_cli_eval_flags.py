@@ -13,12 +13,12 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from castbench.cli.eval_cmd import eval_command
-from castbench.cli.eval_flags import eval_flags, flag_named, parameter_name
-from castbench.cli.profile_cmd import profile_command
+from castbench._cli.eval_cmd import eval_command
+from castbench._cli.eval_flags import eval_flags, flag_named, parameter_name
+from castbench._cli.profile_cmd import profile_command
+from castbench._domain.pack_options import PackOption, PackOptionError, PackOptions, set_pack_option
+from castbench._run.options import OFF_THE_COMMAND_LINE, EvalOptions, command_line_flags
 from castbench.domain import pack_options
-from castbench.domain.pack_options import PackOption, PackOptionError, PackOptions, set_pack_option
-from castbench.options import OFF_THE_COMMAND_LINE, EvalOptions, command_line_flags
 from tests.support import invoke
 
 EVAL_OWN = {

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from typer.testing import Result
 
-from castbench.cli.errors import EXIT_CODES
-from castbench.models.costs import price_known
-from castbench.runner.execution import worker_cap
+from castbench._agents.models.costs import price_known
+from castbench._cli.errors import EXIT_CODES
+from castbench._trial.execution import worker_cap
 from tests.support import ctrl_c_delivered, invoke
 
 TASK = "retail-test-0001"
@@ -108,7 +108,7 @@ def test_output_dash_writes_the_summary_to_stdout(tmp_path: Path, monkeypatch: p
     monkeypatch.chdir(tmp_path)
     from typer.testing import CliRunner
 
-    from castbench.cli.app import app
+    from castbench._cli.app import app
 
     args = ["eval", "--domain", "retail", "--tasks", TASK, "--trials", "1", "--db", "r.db", "--output", "-"]
     result = CliRunner().invoke(app, args, env={"COLUMNS": "100", "CASTBENCH_DB": None})

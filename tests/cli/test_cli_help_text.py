@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from castbench.cli.app import app
+from castbench._cli.app import app
 
 CLI = Path(__file__).resolve().parents[2] / "harness" / "castbench" / "cli"
 # the satellites' commands (plugins/castbench_*/*_cmd.py), which the CLI lists beside its own
@@ -50,8 +50,8 @@ def test_no_help_string_has_an_unescaped_bracket() -> None:
 
 
 def test_no_eval_flag_help_has_an_unescaped_bracket() -> None:
-    """The same of eval's flags, whose help is declared beside their fields (`castbench.options`)."""
-    from castbench.options import command_line_flags
+    """The same of eval's flags, whose help is declared beside their fields (`castbench._run.options`)."""
+    from castbench._run.options import command_line_flags
 
     unescaped = [flag.name for flag in command_line_flags() if re.search(r"(?<!\\)\[", flag.flag.help)]
     assert unescaped == []

@@ -115,7 +115,7 @@ def test_a_second_ctrl_c_while_winding_down_exits_at_once(
         textwrap.dedent(
             """
             import time
-            from castbench.runner.executors.local import second_interrupt_exits
+            from castbench._run.executors.local import second_interrupt_exits
             with second_interrupt_exits():
                 print("winding down", flush=True)
                 time.sleep(5)

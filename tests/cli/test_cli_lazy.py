@@ -1,4 +1,4 @@
-"""Start-up: commands import only what they need (`castbench/cli/app.py`)."""
+"""Start-up: commands import only what they need (`castbench/_cli/app.py`)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from castbench.cli.app import COMMANDS, load_command
+from castbench._cli.app import COMMANDS, load_command
 from tests.cli.import_probe import RUN_COMMAND, loaded, probe
 from tests.support import sqlite_url
 
@@ -24,7 +24,7 @@ def test_help_imports_no_heavy_package(args: list[str], repo_env: dict[str, str]
 
 def test_eval_help_imports_no_domain_grading_or_engine(repo_env: dict[str, str], tmp_path: Path) -> None:
     """Not heavy packages, but castbench's own modules a run needs (about 0.15 s of imports)."""
-    run_modules = ("castbench.api", "castbench.domain", "castbench.grading", "castbench.runner.executors")
+    run_modules = ("castbench._run.api", "castbench.domain", "castbench._grading", "castbench._run.executors")
     result = probe(RUN_COMMAND, ["eval", "--help"], repo_env, str(tmp_path), modules=run_modules)
     assert "--grading" in result.stdout
     assert loaded(result) == []
@@ -32,7 +32,7 @@ def test_eval_help_imports_no_domain_grading_or_engine(repo_env: dict[str, str],
 
 def test_oracle_eval_loads_nothing_heavy(repo_env: dict[str, str], tmp_path: Path) -> None:
     """No model client, templates, Ray or Postgres driver; not numpy either: a summary whose tasks
-    all agree needs no resampling (`castbench.metrics.intervals`); not SQLAlchemy or SQLModel:
+    all agree needs no resampling (`castbench._records.metrics.intervals`); not SQLAlchemy or SQLModel:
     a new SQLite store is made and written with `sqlite3` (#59)."""
     args = ["eval", "--domain", "retail", "--policy", "oracle", "--trials", "1"]
     args += ["--tasks", "retail-test-0001", "--db", sqlite_url(tmp_path / "r.db")]
@@ -66,7 +66,12 @@ def test_reading_commands_and_a_resume_load_no_heavy_package(
     runs = sorted(line.split()[0] for line in listed.stdout.splitlines() if line.startswith("r-"))
     assert len(runs) == 2, listed.stdout[-2000:] + listed.stderr[-2000:]
     assert loaded(listed) == []
-    own = ("castbench.grading", "castbench.report.summary", "castbench.runner.engine", "castbench.api")
+    own = (
+        "castbench._grading",
+        "castbench._results.report.summary",
+        "castbench._run.engine",
+        "castbench._run.api",
+    )
     listed_again = probe(RUN_COMMAND, ["runs", "list", "--db", db], repo_env, str(tmp_path), modules=own)
     assert loaded(listed_again) == []  # a listing reads rows: no record, grade or summary (#59)
     shown = probe(RUN_COMMAND, ["runs", "show", runs[0], "--db", db], repo_env, str(tmp_path))

@@ -85,9 +85,9 @@ def test_provenance_wraps_between_words_on_a_terminal_and_stays_whole_in_a_file(
     from rich.console import Console
     from rich.text import Text
 
-    from castbench.api import build_config
-    from castbench.records.provenance import provenance as provenance_of
-    from castbench.report.provenance import print_provenance, provenance_lines
+    from castbench._records.provenance import provenance as provenance_of
+    from castbench._results.report.provenance import print_provenance, provenance_lines
+    from castbench._run.api import build_config
 
     provenance = provenance_of(build_config(policy="scripted:noisy", critic="rules")[0], {})
     whole = [Text.from_markup(line).plain for line in provenance_lines(provenance)]

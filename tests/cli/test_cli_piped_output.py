@@ -27,9 +27,17 @@ def _piped(args: list[str], repo_env: dict[str, str], cwd: Path) -> str:
 def test_piped_eval_prints_intervals_and_domains_whole(tmp_path: Path, repo_env: dict[str, str]) -> None:
     out = _piped(
         [
-            "eval", "--domain", "all", "--tasks",
+            "eval",
+            "--domain",
+            "all",
+            "--tasks",
             "retail-test-0001,telehealth-test-0001,airline-test-0001,telecom-test-0001",
-            "--policy", "scripted:noisy", "--trials", "2", "--db", sqlite_url(tmp_path / "r.db"),
+            "--policy",
+            "scripted:noisy",
+            "--trials",
+            "2",
+            "--db",
+            sqlite_url(tmp_path / "r.db"),
         ],
         repo_env,
         tmp_path,

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from castbench.store.export import read_export, write_export
+from castbench._records.store.export import read_export, write_export
 from tests.support import invoke, sqlite_url
 
 TASK = "retail-test-0001"
@@ -66,11 +66,11 @@ def test_a_privileged_import_path_policy_is_marked_on_the_console(tmp_path: Path
 def test_an_unsandboxed_worker_is_said_once_and_recorded(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Where workers cannot be sandboxed (what `castbench.agents.sandbox.support()` answers on
+    """Where workers cannot be sandboxed (what `castbench._agents.sandbox.support()` answers on
     another OS, or under CASTBENCH_SANDBOX=off), `eval` says so in one line."""
     reason = "no sandbox on plan9 (castbench uses Landlock)"
     monkeypatch.setattr(
-        "castbench.agents.sandbox.support",
+        "castbench._agents.sandbox.support",
         lambda: SimpleNamespace(available=False, mechanism="", reason=reason),
     )
     output, summary = _eval(tmp_path, "--policy", TEAM)

@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
-from castbench.compare.comparability import setting_differences
+from castbench._records.config import read_config
+from castbench._records.store import ResultsStore
+from castbench._results.compare.comparability import setting_differences
+from castbench._results.publish.verify import verify_run
 from castbench.domain import load_domain
-from castbench.publish.verify import verify_run
-from castbench.records.config import read_config
-from castbench.store import ResultsStore
 from tests.models.fault_server import FaultPlan, FaultServer
 from tests.support import invoke, sqlite_url
 

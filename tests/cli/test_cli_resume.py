@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
+from castbench._records.store import ResultsStore
+from castbench._records.trial import TrialRecord
+from castbench._results.report import RunSummary
 from castbench.domain import load_domain
-from castbench.records.trial import TrialRecord
-from castbench.report import RunSummary
-from castbench.store import ResultsStore
 from tests.metrics.reference import recompute
 from tests.support import invoke, sqlite_url
 

@@ -12,8 +12,8 @@ import pytest
 from typer.testing import CliRunner
 
 import castbench
-from castbench.cli.app import app
-from castbench.records.perturbations import Perturbations
+from castbench._cli.app import app
+from castbench._records.perturbations import Perturbations
 
 TASKS = ["retail-test-0001", "retail-test-0002"]
 
@@ -51,10 +51,10 @@ def test_the_cli_and_the_api_agree_on_the_run_id(
     assert found, shown.output
     api: dict[str, Any] = dict(options)
     if "limits" in api:
-        api["limits"] = castbench.runner.rollout.Limits(max_steps=api["limits"])
+        api["limits"] = castbench._trial.rollout.Limits(max_steps=api["limits"])
     if "verification" in api:
         rounds, exhausted, scope = api["verification"]
-        api["verification"] = castbench.runner.rollout.Verification(
+        api["verification"] = castbench._trial.rollout.Verification(
             rounds=rounds, on_exhausted=exhausted, scope=scope
         )
     if "perturbations" in api:

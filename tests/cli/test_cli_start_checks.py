@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from castbench.agents.registry import AgentSpecError, resolve
-from castbench.attribution.judge import UNREADABLE, agreement
-from castbench.attribution.model import Attribution, Evidence
-from castbench.cli.runs_cmd import judge_line
+from castbench._agents.registry import AgentSpecError, resolve
+from castbench._cli.runs_cmd import judge_line
+from castbench._results.attribution.judge import UNREADABLE, agreement
+from castbench._results.attribution.model import Attribution, Evidence
 from tests.cli.test_cli_bad_input import one_error_line
 from tests.support import invoke, sqlite_url
 

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 import castbench
-from castbench.conversation import ReplyAction, ToolCallAction
-from castbench.environment import Environment
-from castbench.store import ResultsStore
+from castbench._base.conversation import ReplyAction, ToolCallAction
+from castbench._records.store import ResultsStore
+from castbench._run.environment import Environment
 
 ROOT = Path(__file__).resolve().parents[2]
 TASK = "retail-test-0008"

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from castbench.store import ResultsStore
+from castbench._records.store import ResultsStore
 
 ROOT = Path(__file__).resolve().parents[2]
 

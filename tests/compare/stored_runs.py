@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from castbench.api import evaluate
-from castbench.report import RunSummary
-from castbench.report.summary import RUN_SUMMARY
+from castbench._results.report import RunSummary
+from castbench._results.report.summary import RUN_SUMMARY
+from castbench._run.api import evaluate
 from tests.support import sqlite_url
 
 SMALL_TASKS = ["retail-test-0001", "retail-test-0002", "retail-test-0003"]

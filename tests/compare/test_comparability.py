@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from castbench.api import evaluate
-from castbench.cli.app import app
-from castbench.compare.comparability import comparability_problems
-from castbench.report import RunSummary
-from castbench.runner.rollout import Limits
+from castbench._cli.app import app
+from castbench._results.compare.comparability import comparability_problems
+from castbench._results.report import RunSummary
+from castbench._run.api import evaluate
+from castbench._trial.rollout import Limits
 from tests.compare.stored_runs import SMALL_TASKS, Runs
 
 cli = CliRunner()

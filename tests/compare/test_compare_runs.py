@@ -7,10 +7,10 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from castbench.api import evaluate
-from castbench.cli.app import app
-from castbench.compare.comparability import comparability_problems
-from castbench.compare.runs import compare_runs
+from castbench._cli.app import app
+from castbench._results.compare.comparability import comparability_problems
+from castbench._results.compare.runs import compare_runs
+from castbench._run.api import evaluate
 from tests.compare.stored_runs import Runs
 
 cli = CliRunner()

@@ -8,7 +8,7 @@ from xml.etree import ElementTree
 
 from typer.testing import CliRunner
 
-from castbench.cli.app import app
+from castbench._cli.app import app
 from tests.compare.stored_runs import Runs
 
 cli = CliRunner()

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from castbench.compare.gate import Check, GateError, Verdict, decide, run_gate
-from castbench.compare.metric import MetricError, parse_metric
-from castbench.compare.paired import PairedDifference, paired_metric
-from castbench.compare.undecided import UndecidedPolicy
-from castbench.metrics import TaskOutcome, summarize_counts
-from castbench.report import DomainReport, RunSummary
+from castbench._records.metrics import TaskOutcome, summarize_counts
+from castbench._results.compare.gate import Check, GateError, Verdict, decide, run_gate
+from castbench._results.compare.metric import MetricError, parse_metric
+from castbench._results.compare.paired import PairedDifference, paired_metric
+from castbench._results.compare.undecided import UndecidedPolicy
+from castbench._results.report import DomainReport, RunSummary
 
 
 def _paired(low: float, high: float) -> PairedDifference:

@@ -7,11 +7,11 @@ from math import comb
 import pytest
 from typer.testing import CliRunner
 
-from castbench.cli.app import app
-from castbench.compare.gate import Check
-from castbench.compare.metric import parse_metric
-from castbench.compare.plan import estimate_variance, plan_check
-from castbench.metrics import TaskOutcome, summarize_counts
+from castbench._cli.app import app
+from castbench._records.metrics import TaskOutcome, summarize_counts
+from castbench._results.compare.gate import Check
+from castbench._results.compare.metric import parse_metric
+from castbench._results.compare.plan import estimate_variance, plan_check
 from tests.compare.stored_runs import Runs
 
 

@@ -8,10 +8,10 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from castbench.cli.app import app
-from castbench.report import summarize_run
-from castbench.report.summary import RUN_SUMMARY, RunSummary
-from castbench.store import ResultsStore
+from castbench._cli.app import app
+from castbench._records.store import ResultsStore
+from castbench._results.report import summarize_run
+from castbench._results.report.summary import RUN_SUMMARY, RunSummary
 from tests.compare.stored_runs import Runs
 
 cli = CliRunner()

@@ -3,10 +3,10 @@
 
 from __future__ import annotations
 
-from castbench.agents.scripted.oracle import OraclePolicy
-from castbench.agents.views import PolicyView
-from castbench.conversation import AGENT_STOP, Action, ReplyAction
-from castbench.dialogue import ANYTHING_ELSE
+from castbench._agents.scripted.oracle import OraclePolicy
+from castbench._agents.views import PolicyView
+from castbench._base.conversation import AGENT_STOP, Action, ReplyAction
+from castbench._base.dialogue import ANYTHING_ELSE
 
 __all__ = ["ClosingOracle", "MarkerOracle"]
 

@@ -8,11 +8,11 @@ import re
 import time
 from typing import Any, ClassVar
 
-from castbench.agents.protocols import UserReply
-from castbench.agents.scripted.noisy import NoisyPolicy
-from castbench.agents.scripted.user import ScriptedUser
-from castbench.agents.views import Briefing, CriticView, PolicyView, UserBriefing
-from castbench.conversation import (
+from castbench._agents.protocols import UserReply
+from castbench._agents.scripted.noisy import NoisyPolicy
+from castbench._agents.scripted.user import ScriptedUser
+from castbench._agents.views import Briefing, CriticView, PolicyView, UserBriefing
+from castbench._base.conversation import (
     Action,
     AgentTurn,
     ReplyAction,
@@ -21,7 +21,7 @@ from castbench.conversation import (
     UserTurn,
     Verdict,
 )
-from castbench.dialogue import ANYTHING_ELSE
+from castbench._base.dialogue import ANYTHING_ELSE
 
 __all__ = [
     "LiarPolicy",

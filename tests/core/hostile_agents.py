@@ -8,10 +8,10 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from castbench.agents.protocols import UserReply
-from castbench.agents.scripted.user import ScriptedUser
-from castbench.agents.views import Briefing, CriticView, PolicyView, UserBriefing
-from castbench.conversation import Action, ReplyAction, ToolCallAction, Verdict
+from castbench._agents.protocols import UserReply
+from castbench._agents.scripted.user import ScriptedUser
+from castbench._agents.views import Briefing, CriticView, PolicyView, UserBriefing
+from castbench._base.conversation import Action, ReplyAction, ToolCallAction, Verdict
 from tests.core.fixtures_agents import TeamPolicy
 
 __all__ = ["HostileCritic", "HostilePolicy", "HostileUser"]

@@ -9,9 +9,9 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from castbench.agents.views import Briefing, PolicyView
-from castbench.conversation import Action, ReplyAction, ToolCallAction
-from castbench.dialogue import ANYTHING_ELSE
+from castbench._agents.views import Briefing, PolicyView
+from castbench._base.conversation import Action, ReplyAction, ToolCallAction
+from castbench._base.dialogue import ANYTHING_ELSE
 
 __all__ = ["POISONS", "FuzzPolicy", "PoisonPolicy"]
 

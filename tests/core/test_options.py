@@ -1,4 +1,4 @@
-"""One options model (`castbench.options.EvalOptions`) behind every way in: `castbench eval` (and
+"""One options model (`castbench._run.options.EvalOptions`) behind every way in: `castbench eval` (and
 `profile`), `castbench.evaluate`, `castbench mcp serve` and the `Environment` take their defaults
 from it, check values through it (a bad one named as the caller gave it), and the same options
 give the same run however they are passed."""
@@ -12,13 +12,13 @@ from typing import Any
 import pytest
 
 import castbench
-from castbench.api import build_config
-from castbench.cli.eval_cmd import eval_command
-from castbench.cli.eval_flags import options_of
-from castbench.cli.profile_cmd import profile_command
-from castbench.environment import Environment
-from castbench.options import DEFAULTS, EvalFields, EvalOptions, OptionsError
-from castbench.records.config import Limits, Verification
+from castbench._cli.eval_cmd import eval_command
+from castbench._cli.eval_flags import options_of
+from castbench._cli.profile_cmd import profile_command
+from castbench._records.config import Limits, Verification
+from castbench._run.api import build_config
+from castbench._run.environment import Environment
+from castbench._run.options import DEFAULTS, EvalFields, EvalOptions, OptionsError
 from castbench_bridges import mcp_cmd
 from tests.support import invoke, sqlite_url
 

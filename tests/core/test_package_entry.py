@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 import castbench
-from castbench import api
+from castbench._run import api
 
 
 def test_castbench_evaluate_is_the_api_entry_point() -> None:

@@ -24,7 +24,7 @@ import pytest
 import castbench
 import castbench.agents
 import castbench.domain
-from castbench.records.trial import TrialRecord
+from castbench._records.trial import TrialRecord
 
 ROOT = Path(__file__).resolve().parents[2]
 PUBLIC = ("castbench", "castbench.agents", "castbench.domain", "castbench.formats")
@@ -85,7 +85,7 @@ def homes(module: ModuleType) -> dict[str, str]:
     found = dict(getattr(module, "_HOME", {}))
     tree = ast.parse(Path(module.__file__ or "").read_text())
     for node in tree.body:
-        if not isinstance(node, ast.ImportFrom) or node.module == "castbench.deprecation":
+        if not isinstance(node, ast.ImportFrom) or node.module == "castbench._base.deprecation":
             continue  # castbench's own deprecation helper is no public name
         if (node.module or "").startswith("castbench."):
             found.update({alias.name: node.module or "" for alias in node.names})
@@ -176,7 +176,7 @@ def test_the_domain_api_loads_nothing_above_its_layer(repo_env: dict[str, str]) 
     record names load when a pack first reads them."""
     above = layers_above("domain")
     loaded = loaded_by("import castbench.domain", repo_env)
-    assert "castbench.domain.task" in loaded
+    assert "castbench._domain.task" in loaded
     assert [m for m in loaded if m.count(".") and m.split(".")[1] in above] == []
 
 
@@ -244,7 +244,7 @@ def test_the_agent_conversation_shim_warns_and_gives_the_public_objects() -> Non
 def test_an_agent_on_the_old_path_runs_a_trial_with_a_warning(tmp_path: Path) -> None:
     """In castbench's process (`in_process`, where the warning can be caught), then in a worker
     of its own, as every import-path agent runs."""
-    from castbench.api import evaluate
+    from castbench._run.api import evaluate
 
     agent = "tests.core.old_path_agents:OldPathPolicy"
     task = castbench.domain.load_domain("retail").tasks("test")[0].id
@@ -299,16 +299,16 @@ def test_the_api_page_names_every_public_name() -> None:
 @pytest.mark.parametrize(
     ("name", "public", "home"),
     [
-        ("castbench", "evaluate", "castbench.api"),
-        ("castbench.agents", "ModelClient", "castbench.models.client"),
-        ("castbench.domain", "run_trial", "castbench.runner.rollout"),
+        ("castbench", "evaluate", "castbench._run.api"),
+        ("castbench.agents", "ModelClient", "castbench._agents.models.client"),
+        ("castbench.domain", "run_trial", "castbench._trial.rollout"),
     ],
 )
 def test_a_name_patched_where_it_is_defined_is_seen_through_the_public_module(
     name: str, public: str, home: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A public module keeps no copy of what it reads: a test that patches a name in its own module
-    (as tests/cast patches `castbench.api.evaluate`) reaches code that imports it publicly, and
+    (as tests/cast patches `castbench._run.api.evaluate`) reaches code that imports it publicly, and
     the patch undone leaves the real object there again."""
     module, defining = facade(name), importlib.import_module(home)
     real = getattr(module, public)
@@ -384,9 +384,9 @@ def test_no_module_of_the_core_reads_a_name_through_a_public_module_from_above_i
 
 
 PLUGIN_LOADING = {
-    "castbench.agents.spec": "an agent named by its import path (`--policy mypkg.agents:MyPolicy`)",
-    "castbench.authoring.private": "a domain pack's task generator (`PACKAGE.generate`)",
-    "castbench.domain.pack_options": "the modules a pack's `castbench.domains` entry points name",
+    "castbench._agents.spec": "an agent named by its import path (`--policy mypkg.agents:MyPolicy`)",
+    "castbench._authoring.private": "a domain pack's task generator (`PACKAGE.generate`)",
+    "castbench._domain.pack_options": "the modules a pack's `castbench.domains` entry points name",
 }
 
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from castbench.agents.scripted.plan import describe_call
-from castbench.conversation import (
+from castbench._agents.scripted.plan import describe_call
+from castbench._base.conversation import (
     AgentTurn,
     Event,
     ReplyAction,
@@ -17,7 +17,7 @@ from castbench.conversation import (
     ToolResultTurn,
     UserTurn,
 )
-from castbench.dialogue import confirmation_request
+from castbench._base.dialogue import confirmation_request
 from castbench.domain import Database, Domain, Task, ToolCall
 
 __all__ = ["Chat", "call"]

@@ -10,9 +10,9 @@ from __future__ import annotations
 import re
 from typing import Any, ClassVar
 
-from castbench.agents.scripted.oracle import OraclePolicy
-from castbench.agents.views import Briefing, CriticView, PolicyView
-from castbench.conversation import (
+from castbench._agents.scripted.oracle import OraclePolicy
+from castbench._agents.views import Briefing, CriticView, PolicyView
+from castbench._base.conversation import (
     Action,
     ReplyAction,
     ToolCallAction,
@@ -20,7 +20,7 @@ from castbench.conversation import (
     UserTurn,
     Verdict,
 )
-from castbench.dialogue import ANYTHING_ELSE
+from castbench._base.dialogue import ANYTHING_ELSE
 
 __all__ = [
     "ApproveAllCritic",

@@ -16,11 +16,11 @@ from typing import Any
 
 import pytest
 
-from castbench.api import EvalResult, evaluate
-from castbench.conversation import ReplyAction, ToolCallAction
+from castbench._base.conversation import ReplyAction, ToolCallAction
+from castbench._records.store import ResultsStore
+from castbench._records.trial import TrialRecord
+from castbench._run.api import EvalResult, evaluate
 from castbench.domain import load_domain
-from castbench.records.trial import TrialRecord
-from castbench.store import ResultsStore
 from tests.support import invoke, sqlite_url
 
 pytestmark = pytest.mark.slow  # the full retail split x 8 trials, five critics

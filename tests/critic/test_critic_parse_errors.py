@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import json
 
-from castbench.conversation import ToolCallAction, Verdict
-from castbench.metrics.critic import CriticRecord, critic_intervals
-from castbench.models.parse import verdict_from_text
-from castbench.records.trial import ActionLabel, Proposal, StepRecord, TrialRecord
-from castbench.report.critic_report import critic_report
+from castbench._agents.models.parse import verdict_from_text
+from castbench._base.conversation import ToolCallAction, Verdict
+from castbench._records.metrics.critic import CriticRecord, critic_intervals
+from castbench._records.trial import ActionLabel, Proposal, StepRecord, TrialRecord
+from castbench._results.report.critic_report import critic_report
 
 
 def _trial(task: str, verdicts: list[tuple[Verdict, str]]) -> TrialRecord:
@@ -60,9 +60,9 @@ def test_unreadable_verdicts_are_counted_and_recorded_as_passes() -> None:
 def test_critic_table_shows_unreadable_verdicts() -> None:
     from rich.console import Console
 
-    from castbench.records.config import RunConfig
-    from castbench.report.summary import summarize_run
-    from castbench.report.tables import critic_table
+    from castbench._records.config import RunConfig
+    from castbench._results.report.summary import summarize_run
+    from castbench._results.report.tables import critic_table
 
     garbage = verdict_from_text("the the the")
     config = RunConfig(domains={"retail": "1-0"}, policy="p", critic="c", trials=1)
@@ -98,7 +98,7 @@ def test_report_carries_intervals() -> None:
 
 
 def test_boards_show_unreadable_verdicts() -> None:
-    from castbench.publish.board import BoardMetric
+    from castbench._results.publish.board import BoardMetric
     from castbench_boards.render import Board, board_markdown
     from castbench_boards.rows import BoardRow, Cell
 

@@ -27,12 +27,12 @@ from typing import Any
 
 import pytest
 
-from castbench.conversation import Action, ReplyAction, ToolCallAction, Usage, Verdict
-from castbench.metrics import critic_metrics
-from castbench.records.config import RunConfig
-from castbench.records.trial import ActionLabel, Proposal, StepRecord, StepTiming, TrialRecord
-from castbench.report.critic_report import critic_report, paired_effect
-from castbench.report.summary import pair_with_baseline, summarize_run
+from castbench._base.conversation import Action, ReplyAction, ToolCallAction, Usage, Verdict
+from castbench._records.config import RunConfig
+from castbench._records.metrics import critic_metrics
+from castbench._records.trial import ActionLabel, Proposal, StepRecord, StepTiming, TrialRecord
+from castbench._results.report.critic_report import critic_report, paired_effect
+from castbench._results.report.summary import pair_with_baseline, summarize_run
 
 FLAG, PASS = "flag", "pass"
 

@@ -10,12 +10,12 @@ Tasks used (retail test split):
 
 from __future__ import annotations
 
-from castbench.api import evaluate
-from castbench.conversation import MalformedAction, ReplyAction, ToolCallAction
+from castbench._base.conversation import MalformedAction, ReplyAction, ToolCallAction
+from castbench._grading.labeler import label_action
+from castbench._records.trial import ActionLabel
+from castbench._run.api import evaluate
+from castbench._trial.rollout import Verification
 from castbench.domain import Domain, load_domain
-from castbench.grading.labeler import label_action
-from castbench.records.trial import ActionLabel
-from castbench.runner.rollout import Verification
 from tests.critic.builders import NO, Chat, call
 from tests.support import sqlite_url
 
@@ -156,9 +156,7 @@ def test_arguments_that_are_not_json_and_malformed_output(retail: Domain) -> Non
     chat = cancel_chat(retail)
     raw = ToolCallAction(name="cancel_pending_order", arguments='{"order_id": "#W3002897", reason')
     assert_label(label(chat, raw), "invalid", "hallucination", "not a JSON object")
-    assert_label(
-        label(chat, MalformedAction(raw="<tool>??", reason="unparseable")), "invalid", "malformed"
-    )
+    assert_label(label(chat, MalformedAction(raw="<tool>??", reason="unparseable")), "invalid", "malformed")
 
 
 # -- support: ids must come from the conversation -----------------------------------------------
@@ -258,7 +256,7 @@ def test_reply_is_unknown(retail: Domain) -> None:
 
 
 def test_every_oracle_proposal_on_the_retail_test_split_is_valid_or_unknown(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from castbench.store import ResultsStore
+    from castbench._records.store import ResultsStore
 
     db = sqlite_url(tmp_path / "oracle.db")
     # a critic that passes everything leaves the trials as they are and has every proposal labelled

@@ -17,11 +17,10 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, TypeAdapter
 
-from castbench.agents.critics.rules import RulesCritic
-from castbench.agents.registry import resolve
-from castbench.agents.views import Briefing, CriticView, PrivilegedBriefing, briefing_for
-from castbench.api import evaluate
-from castbench.conversation import (
+from castbench._agents.critics.rules import RulesCritic
+from castbench._agents.registry import resolve
+from castbench._agents.views import Briefing, CriticView, PrivilegedBriefing, briefing_for
+from castbench._base.conversation import (
     Event,
     MalformedAction,
     ReplyAction,
@@ -29,11 +28,12 @@ from castbench.conversation import (
     ToolResultTurn,
     UserTurn,
 )
+from castbench._grading.labeler import label_action
+from castbench._records.trial import ActionLabel
+from castbench._run.api import evaluate
+from castbench._trial import episode
+from castbench._trial.rollout import AgentSet, TrialSpec, run_trial
 from castbench.domain import Domain, DomainRules, Task, load_domain
-from castbench.grading.labeler import label_action
-from castbench.records.trial import ActionLabel
-from castbench.runner import episode
-from castbench.runner.rollout import AgentSet, TrialSpec, run_trial
 from castbench_retail.rules import RetailRules
 from tests.critic.builders import Chat, call
 from tests.critic.recording import RecordingCritic
@@ -373,13 +373,17 @@ def test_the_rules_critic_never_touches_the_task(retail: Domain, monkeypatch: py
 
 def test_the_rules_critic_module_does_not_load_the_labeler() -> None:
     code = (
-        "import sys, json; import castbench.agents.critics.rules; "
+        "import sys, json; import castbench._agents.critics.rules; "
         "print(json.dumps(sorted(m for m in sys.modules if m.startswith('castbench'))))"
     )
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO_ROOT
     )
     loaded = json.loads(out.stdout)
-    assert "castbench.agents.critics.rules" in loaded
-    for privileged in ("castbench.grading.labeler", "castbench.agents.critics.oracle", "castbench.grading"):
+    assert "castbench._agents.critics.rules" in loaded
+    for privileged in (
+        "castbench._grading.labeler",
+        "castbench._agents.critics.oracle",
+        "castbench._grading",
+    ):
         assert privileged not in loaded

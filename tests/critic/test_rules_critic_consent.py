@@ -12,8 +12,15 @@ from typing import Any
 
 import pytest
 
-from castbench.agents.critics.consent import accepts, consent
-from castbench.conversation import AgentTurn, Event, ReplyAction, ToolCallAction, ToolResultTurn, UserTurn
+from castbench._agents.critics.consent import accepts, consent
+from castbench._base.conversation import (
+    AgentTurn,
+    Event,
+    ReplyAction,
+    ToolCallAction,
+    ToolResultTurn,
+    UserTurn,
+)
 from castbench.domain import ToolCall
 
 WRITES = frozenset(

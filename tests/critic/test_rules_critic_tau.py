@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from castbench.api import evaluate
+from castbench._run.api import evaluate
 from tests.support import sqlite_url
 
 pytestmark = pytest.mark.extra("tau")

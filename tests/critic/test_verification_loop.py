@@ -12,13 +12,13 @@ from typing import Any
 
 import pytest
 
-from castbench.agents.registry import resolve
-from castbench.api import evaluate
-from castbench.conversation import ReplyAction, ToolCallAction, ToolResultTurn
+from castbench._agents.registry import resolve
+from castbench._base.conversation import ReplyAction, ToolCallAction, ToolResultTurn
+from castbench._records.store import ResultsStore
+from castbench._records.trial import TrialRecord
+from castbench._run.api import evaluate
+from castbench._trial.rollout import AgentSet, TrialSpec, Verification, run_trial
 from castbench.domain import Domain
-from castbench.records.trial import TrialRecord
-from castbench.runner.rollout import AgentSet, TrialSpec, Verification, run_trial
-from castbench.store import ResultsStore
 from tests.critic.recording import RecordingOraclePolicy, RejectAllCritic
 from tests.support import sqlite_url
 

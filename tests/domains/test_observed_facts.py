@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
+from castbench._domain.database import Database
+from castbench._domain.facts import ObservedFacts, TrueFacts
 from castbench.domain import ObservedCall, ToolCall, Toolkit, load_domain, read_tool, write_tool
-from castbench.domain.database import Database
-from castbench.domain.facts import ObservedFacts, TrueFacts
 from castbench_airline.rules import AirlineRules
 from castbench_airline.schema import Flight, Reservation
 from castbench_retail.rules import RetailRules

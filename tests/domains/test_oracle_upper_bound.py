@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from castbench.api import evaluate
+from castbench._run.api import evaluate
 from castbench.domain import load_domain
 from tests.support import DOMAINS, sqlite_url
 

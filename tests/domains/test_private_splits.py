@@ -16,8 +16,7 @@ from pathlib import Path
 import pytest
 
 from castbench import evaluate
-from castbench.api import build_config
-from castbench.authoring.private import (
+from castbench._authoring.private import (
     domain_generator,
     duplicates,
     family_mix,
@@ -25,12 +24,13 @@ from castbench.authoring.private import (
     private_problems,
     write_private,
 )
+from castbench._domain.private import TASKS_FILES_ENV, PrivateSplit, digest_tasks, read_split, split_name
+from castbench._records.store import ResultsStore
+from castbench._records.store.export import export_run, write_export
+from castbench._results.publish.board import BoardError, load_board
+from castbench._run.api import build_config
 from castbench.domain import TaskFileError, load_domain
 from castbench.domain import private as private_module
-from castbench.domain.private import TASKS_FILES_ENV, PrivateSplit, digest_tasks, read_split, split_name
-from castbench.publish.board import BoardError, load_board
-from castbench.store import ResultsStore
-from castbench.store.export import export_run, write_export
 from castbench_boards.build import build_board
 from castbench_boards.rerun import rerun_entries
 from tests.support import invoke, sqlite_url

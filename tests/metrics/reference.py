@@ -1,6 +1,6 @@
 """Reliability figures recomputed from stored trial rewards with the tests' own code.
 
-Nothing here comes from `castbench.metrics` or `castbench.report`: a task's count is read off the
+Nothing here comes from `castbench._records.metrics` or `castbench._results.report`: a task's count is read off the
 trial records (status, reward), pass^k and pass@k come straight from their definitions with
 `math.comb`. Tests compare a summary against this, so a bug in the harness's estimator, its
 grouping of trials into tasks or its pooling of domains shows as a difference.
@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from math import comb
 from typing import NamedTuple
 
-from castbench.records.trial import TrialRecord
+from castbench._records.trial import TrialRecord
 
 __all__ = ["Figures", "recompute"]
 

@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from castbench.metrics import (
+from castbench._records.metrics import (
     ConfusionCounts,
     CriticRecord,
     correction_rate,

@@ -7,7 +7,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from castbench.metrics import Difference, Interval, bootstrap_ci, mean_and_interval, paired_bootstrap_diff
+from castbench._records.metrics import (
+    Difference,
+    Interval,
+    bootstrap_ci,
+    mean_and_interval,
+    paired_bootstrap_diff,
+)
 
 per_task = st.lists(st.integers(0, 8).map(lambda c: c / 8), min_size=1, max_size=60)
 
@@ -62,7 +68,7 @@ def test_equal_values_need_no_numpy(tmp_path: Path) -> None:
     one with differing tasks resamples them with it."""
     code = (
         "import sys\n"
-        "from castbench.metrics import summarize\n"
+        "from castbench._records.metrics import summarize\n"
         "summary = summarize({'a': [True, True], 'b': [True, True]})\n"
         "assert summary.ci95 == {1: (1.0, 1.0), 2: (1.0, 1.0)}, summary\n"
         "print('numpy' in sys.modules)\n"

@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from castbench.metrics import pass_at_k, pass_at_k_tasks, pass_hat_k, pass_hat_k_tasks
+from castbench._records.metrics import pass_at_k, pass_at_k_tasks, pass_hat_k, pass_hat_k_tasks
 
 
 @st.composite

@@ -4,8 +4,8 @@ and its interval for every k."""
 
 from __future__ import annotations
 
-from castbench.metrics.passk import reported_ks
-from castbench.metrics.summary import TaskOutcome, summarize_counts
+from castbench._records.metrics.passk import reported_ks
+from castbench._records.metrics.summary import TaskOutcome, summarize_counts
 
 
 def test_the_reported_ks_are_bounded_and_keep_the_ends() -> None:

@@ -2,7 +2,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from castbench.metrics import (
+from castbench._records.metrics import (
     ReliabilitySummary,
     TaskOutcome,
     overall,

@@ -13,12 +13,12 @@ import threading
 import time
 from typing import Any
 
-from castbench.agents.scripted.oracle import OraclePolicy
-from castbench.agents.scripted.user import ScriptedUser
-from castbench.agents.views import PolicyView, PrivilegedBriefing, UserBriefing, briefing_for
-from castbench.conversation import AgentTurn, Event, ReplyAction, ToolCallAction, UserTurn
+from castbench._agents.models.render import REPLY, TOOL_RESULT_PREFIX
+from castbench._agents.scripted.oracle import OraclePolicy
+from castbench._agents.scripted.user import ScriptedUser
+from castbench._agents.views import PolicyView, PrivilegedBriefing, UserBriefing, briefing_for
+from castbench._base.conversation import AgentTurn, Event, ReplyAction, ToolCallAction, UserTurn
 from castbench.domain import Domain, Task
-from castbench.models.render import REPLY, TOOL_RESULT_PREFIX
 
 __all__ = ["InFlight", "ScriptedResponder", "unique_openings"]
 

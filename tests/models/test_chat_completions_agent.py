@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from castbench.api import evaluate
+from castbench._records.store import ResultsStore
+from castbench._run.api import evaluate
 from castbench.domain import Domain
-from castbench.store import ResultsStore
 from tests.models.fault_server import FaultServer
 from tests.models.responder import unique_openings
 from tests.support import sqlite_url

@@ -18,10 +18,10 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from castbench.cli.app import app
-from castbench.conversation import MalformedAction
+from castbench._base.conversation import MalformedAction
+from castbench._cli.app import app
+from castbench._records.store import ResultsStore
 from castbench.domain import Domain
-from castbench.store import ResultsStore
 from tests.models.fault_server import FaultServer
 from tests.support import sqlite_url
 

@@ -1,7 +1,7 @@
 """Native tool calling on llama.cpp: refused before the first trial, never run blind.
 
 llama-cpp-python's `chatml` format leaves the tools out of the prompt, and its
-`chatml-function-calling` format drops tool results; `castbench.models.toolcheck` measures both
+`chatml-function-calling` format drops tool results; `castbench._agents.models.toolcheck` measures both
 on the real server (SmolLM2-135M-Instruct on 127.0.0.1) and stops the run with one `error:` line
 saying what to use. Servers that keep both, and servers that are not llama.cpp, are left alone.
 """
@@ -18,11 +18,11 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from castbench.agents.registry import AgentSpecError
-from castbench.cli.app import app
-from castbench.models.settings import ModelSettings
-from castbench.models.toolcheck import check_native_tools
-from castbench.store import ResultsStore
+from castbench._agents.models.settings import ModelSettings
+from castbench._agents.models.toolcheck import check_native_tools
+from castbench._agents.registry import AgentSpecError
+from castbench._cli.app import app
+from castbench._records.store import ResultsStore
 from tests.models.conftest import serve_smollm2
 from tests.support import sqlite_url
 

@@ -1,4 +1,4 @@
-"""The model loop's bridge between synchronous code and awaits (`castbench.models.loop`): calls run
+"""The model loop's bridge between synchronous code and awaits (`castbench._agents.models.loop`): calls run
 as greenlets wait together, a deadline or a cancellation reaches the code where it waits, and code
 that blocks is moved off the loop."""
 
@@ -11,7 +11,7 @@ from concurrent.futures import CancelledError
 
 import pytest
 
-from castbench.models import loop
+from castbench._agents.models import loop
 
 
 def test_calls_on_the_loop_wait_together_on_one_thread() -> None:

@@ -13,16 +13,16 @@ from typing import Any
 
 import pytest
 
-from castbench.api import build_config, evaluate
+from castbench._agents.models.loop import shared_loop
+from castbench._base.errors import RunInterrupted
+from castbench._records.store import ResultsStore
+from castbench._records.trial import TrialRecord
+from castbench._run.api import build_config, evaluate
+from castbench._run.collector import YOUNG_THRESHOLD
+from castbench._trial.deadline import TimeLimits
+from castbench._trial.execution import plan_execution
+from castbench._trial.rollout import Limits
 from castbench.domain import Domain
-from castbench.errors import RunInterrupted
-from castbench.models.loop import shared_loop
-from castbench.records.trial import TrialRecord
-from castbench.runner.collector import YOUNG_THRESHOLD
-from castbench.runner.deadline import TimeLimits
-from castbench.runner.execution import plan_execution
-from castbench.runner.rollout import Limits
-from castbench.store import ResultsStore
 from tests.models.fault_server import FaultServer
 from tests.models.responder import InFlight, unique_openings
 from tests.support import sqlite_url

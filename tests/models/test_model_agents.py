@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from castbench.agents.views import Briefing, CriticView, PolicyView, UserBriefing, briefing_for
-from castbench.conversation import ReplyAction, ToolCallAction, UserTurn
+from castbench._agents.models.agents import LLMCritic, LLMPolicy, LLMUser, for_role
+from castbench._agents.views import Briefing, CriticView, PolicyView, UserBriefing, briefing_for
+from castbench._base.conversation import ReplyAction, ToolCallAction, UserTurn
 from castbench.domain import Domain, Observation, Task, ToolCall
-from castbench.models.agents import LLMCritic, LLMPolicy, LLMUser, for_role
 from tests.models.fault_server import FaultServer
 
 

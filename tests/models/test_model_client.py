@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from castbench.models.client import ModelClient, TrialKey
-from castbench.models.settings import ModelSettings
+from castbench._agents.models.client import ModelClient, TrialKey
+from castbench._agents.models.settings import ModelSettings
 from tests.models.conftest import litellm_path_key as _key
 from tests.models.fault_server import FaultServer
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from castbench.conversation import MalformedAction, ToolCallAction, Usage
-from castbench.errors import FatalInfrastructureError
-from castbench.models.client import Completion, ModelClient, RawToolCall, TrialKey, capped
-from castbench.models.parse import action_from_text, verdict_from_text
-from castbench.models.prompts import action_schema
-from castbench.models.settings import HOSTED_TIMEOUT_S, LOCAL_TIMEOUT_S, ModelSettings
+from castbench._agents.models.client import Completion, ModelClient, RawToolCall, TrialKey, capped
+from castbench._agents.models.parse import action_from_text, verdict_from_text
+from castbench._agents.models.prompts import action_schema
+from castbench._agents.models.settings import HOSTED_TIMEOUT_S, LOCAL_TIMEOUT_S, ModelSettings
+from castbench._base.conversation import MalformedAction, ToolCallAction, Usage
+from castbench._base.errors import FatalInfrastructureError
 from tests.models.conftest import litellm_path_key
 from tests.models.fault_server import FaultPlan, FaultServer
 

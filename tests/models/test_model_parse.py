@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from castbench.conversation import MalformedAction, ReplyAction, ToolCallAction
-from castbench.models.client import RawToolCall
-from castbench.models.parse import (
+from castbench._agents.models.client import RawToolCall
+from castbench._agents.models.parse import (
     action_from_text,
     action_from_tool_calls,
     find_json_object,
     verdict_from_text,
 )
+from castbench._base.conversation import MalformedAction, ReplyAction, ToolCallAction
 
 
 def _call(name: str, arguments: str) -> RawToolCall:

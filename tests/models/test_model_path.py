@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from castbench.api import build_config
+from castbench._run.api import build_config
 from castbench.domain import Domain
 from tests.models.fault_server import FaultServer
 from tests.models.responder import InFlight, unique_openings
@@ -31,7 +31,7 @@ def test_the_default_limit_is_the_runs_concurrency_and_is_not_recorded() -> None
 
 def test_a_smaller_limit_set_by_hand_is_kept_and_noted(caplog: pytest.LogCaptureFixture) -> None:
     spec = "openai/x?api_base=http://127.0.0.1:9/v1&max_concurrency=4"
-    with caplog.at_level(logging.WARNING, logger="castbench.models"):
+    with caplog.at_level(logging.WARNING, logger="castbench._agents.models"):
         _, agents = build_config(domains="retail", policy=spec, concurrency=32)
     assert agents.policy.params["max_concurrency"] == 4
     assert "policy model openai/x: max_concurrency=4 holds its calls in flight below --concurrency 32" in (
@@ -61,7 +61,7 @@ def test_an_openai_compatible_run_never_imports_litellm(
     server = fault_server(lambda body: {"content": "One moment, please."})
     task = unique_openings(retail.tasks("test"))[0].id
     probe = (
-        "import sys\nfrom castbench.cli.app import main\n"
+        "import sys\nfrom castbench._cli.app import main\n"
         f"sys.argv = ['castbench', 'eval', '--domain', 'retail', '--tasks', '{task}', '--trials', '2',"
         f" '--max-steps', '2', '--policy', 'hosted_vllm/p', '--api-base', '{server.base_url}',"
         f" '--db', 'sqlite:///{tmp_path / 'r.db'}']\n"

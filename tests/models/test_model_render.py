@@ -8,8 +8,10 @@ from typing import Any
 
 import pytest
 
-from castbench.agents.views import Briefing, briefing_for
-from castbench.conversation import (
+from castbench._agents.models.parse import action_from_text
+from castbench._agents.models.render import action_json, policy_messages, tool_manual, transcript
+from castbench._agents.views import Briefing, briefing_for
+from castbench._base.conversation import (
     AgentTurn,
     CritiqueTurn,
     Event,
@@ -21,8 +23,6 @@ from castbench.conversation import (
     Verdict,
 )
 from castbench.domain import Domain
-from castbench.models.parse import action_from_text
-from castbench.models.render import action_json, policy_messages, tool_manual, transcript
 
 REJECTION = Verdict(
     verdict="invalid",

@@ -11,10 +11,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from castbench.errors import FatalInfrastructureError, InfrastructureError, ProviderRejection
-from castbench.models.client import ModelClient, TrialKey
-from castbench.models.retry import RetryPolicy, call_with_retries, classify, retry_after_s
-from castbench.models.settings import ModelSettings
+from castbench._agents.models.client import ModelClient, TrialKey
+from castbench._agents.models.retry import RetryPolicy, call_with_retries, classify, retry_after_s
+from castbench._agents.models.settings import ModelSettings
+from castbench._base.errors import FatalInfrastructureError, InfrastructureError, ProviderRejection
 from tests.models.conftest import litellm_path_key as _key
 from tests.models.fault_server import FaultServer
 

@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from castbench.agents.registry import AgentSpecError
-from castbench.api import build_config
-from castbench.cli.app import app
-from castbench.models.settings import ModelSettings, load_models_config
-from castbench.store import ResultsStore
+from castbench._agents.models.settings import ModelSettings, load_models_config
+from castbench._agents.registry import AgentSpecError
+from castbench._cli.app import app
+from castbench._records.store import ResultsStore
+from castbench._run.api import build_config
 
 LOCAL = "http://127.0.0.1:9/v1"
 

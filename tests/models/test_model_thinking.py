@@ -17,13 +17,18 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from castbench.agents.registry import AgentSpecError
-from castbench.cli.app import app
-from castbench.conversation import ReplyAction, ToolCallAction
+from castbench._agents.models.parse import (
+    action_from_text,
+    action_from_tool_calls,
+    split_thinking,
+    verdict_from_text,
+)
+from castbench._agents.models.settings import model_settings
+from castbench._agents.registry import AgentSpecError
+from castbench._base.conversation import ReplyAction, ToolCallAction
+from castbench._cli.app import app
+from castbench._records.store import ResultsStore
 from castbench.domain import Domain
-from castbench.models.parse import action_from_text, action_from_tool_calls, split_thinking, verdict_from_text
-from castbench.models.settings import model_settings
-from castbench.store import ResultsStore
 from tests.models.fault_server import FaultServer
 from tests.models.responder import ScriptedResponder, unique_openings
 from tests.support import sqlite_url

@@ -15,11 +15,11 @@ from typing import Any
 
 from typer.testing import CliRunner, Result
 
-from castbench.cli.app import app
+from castbench._agents.models import client  # noqa: F401  (litellm imported up front: not timed below)
+from castbench._agents.models.breaker import THRESHOLD
+from castbench._agents.models.retry import RetryPolicy
+from castbench._cli.app import app
 from castbench.domain import Domain
-from castbench.models import client  # noqa: F401  (litellm imported up front: not timed below)
-from castbench.models.breaker import THRESHOLD
-from castbench.models.retry import RetryPolicy
 from tests.models.fault_server import FaultServer
 from tests.models.responder import ScriptedResponder, unique_openings
 

@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from castbench.cli.app import app
+from castbench._cli.app import app
+from castbench._records.store import ResultsStore
+from castbench._records.trial import TrialRecord
 from castbench.domain import Domain
-from castbench.records.trial import TrialRecord
-from castbench.store import ResultsStore
 from tests.models.fault_server import FaultServer
 from tests.support import sqlite_url
 

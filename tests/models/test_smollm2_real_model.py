@@ -14,13 +14,13 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from castbench.agents.protocols import UserReply
-from castbench.agents.views import Briefing, CriticView, UserBriefing
-from castbench.cli.app import app
-from castbench.conversation import MalformedAction, ReplyAction, ToolCallAction, UserTurn, Verdict
+from castbench._agents.models.agents import LLMCritic, LLMUser
+from castbench._agents.protocols import UserReply
+from castbench._agents.views import Briefing, CriticView, UserBriefing
+from castbench._base.conversation import MalformedAction, ReplyAction, ToolCallAction, UserTurn, Verdict
+from castbench._cli.app import app
+from castbench._records.store import ResultsStore
 from castbench.domain import Domain
-from castbench.models.agents import LLMCritic, LLMUser
-from castbench.store import ResultsStore
 from tests.support import sqlite_url
 
 pytestmark = pytest.mark.model

@@ -9,7 +9,7 @@ from collections.abc import Callable
 import pytest
 from typer.testing import CliRunner
 
-from castbench.cli.app import app
+from castbench._cli.app import app
 from castbench_cast import serve_cmd
 from castbench_cast.vllm import ServeError, wait_until_ready
 from tests.models.fault_server import FaultServer

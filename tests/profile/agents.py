@@ -4,9 +4,9 @@ confidence on every reply. They differ from the oracle only where the test looks
 
 from __future__ import annotations
 
-from castbench.agents.scripted.oracle import OraclePolicy
-from castbench.agents.views import PolicyView
-from castbench.conversation import Action, AgentTurn, ReplyAction, ToolCallAction, ToolResultTurn
+from castbench._agents.scripted.oracle import OraclePolicy
+from castbench._agents.views import PolicyView
+from castbench._base.conversation import Action, AgentTurn, ReplyAction, ToolCallAction, ToolResultTurn
 
 _TRANSIENT = ("transient", "timed out", "rate limit", "<<truncated")
 

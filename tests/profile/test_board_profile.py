@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from castbench.api import evaluate
-from castbench.publish.board import load_board
-from castbench.records.perturbations import Perturbations
-from castbench.store import ResultsStore
+from castbench._records.perturbations import Perturbations
+from castbench._records.store import ResultsStore
+from castbench._results.publish.board import load_board
+from castbench._run.api import evaluate
 from castbench_boards.build import build_board
 from castbench_boards.profile import write_entry_profile
 from tests.publish.exports import Exports, exports  # noqa: F401 (the fixture)

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from castbench.api import evaluate
-from castbench.store import ResultsStore
-from castbench.store.export import export_run, write_export
+from castbench._records.store import ResultsStore
+from castbench._records.store.export import export_run, write_export
+from castbench._run.api import evaluate
 from tests.support import sqlite_url
 
 

@@ -9,9 +9,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from castbench.api import evaluate
-from castbench.store import ResultsStore
-from castbench.store.export import export_run, read_export, write_export
+from castbench._records.store import ResultsStore
+from castbench._records.store.export import export_run, read_export, write_export
+from castbench._run.api import evaluate
 from castbench_boards.viewer.payload import decode_trials, encode_trials
 from tests.support import sqlite_url
 

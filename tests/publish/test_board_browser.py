@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from castbench.publish.board import load_board
+from castbench._results.publish.board import load_board
 from tests.viewer.browser import BrowserPage
 
 BOARD = Path(__file__).resolve().parents[2] / "leaderboards" / "scripted-baselines"

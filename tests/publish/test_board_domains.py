@@ -7,10 +7,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from castbench.api import evaluate
-from castbench.publish.board import load_board
-from castbench.store import ResultsStore
-from castbench.store.export import export_run, write_export
+from castbench._records.store import ResultsStore
+from castbench._records.store.export import export_run, write_export
+from castbench._results.publish.board import load_board
+from castbench._run.api import evaluate
 from castbench_boards.build import build_board
 from tests.support import sqlite_url
 

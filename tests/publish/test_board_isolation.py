@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from castbench.api import evaluate
-from castbench.compare.comparability import comparability_number, comparability_problems
+from castbench._records.provenance import AgentPlacement, Provenance, RunOrigin, provenance
+from castbench._records.store import ResultsStore
+from castbench._records.store.export import ExportedRun, export_run
+from castbench._results.compare.comparability import comparability_number, comparability_problems
+from castbench._results.publish.board import BoardSpec, load_board
+from castbench._results.report import summarize_run
+from castbench._run.api import evaluate
 from castbench.domain import resolve_domains
-from castbench.publish.board import BoardSpec, load_board
-from castbench.records.provenance import AgentPlacement, Provenance, RunOrigin, provenance
-from castbench.report import summarize_run
-from castbench.store import ResultsStore
-from castbench.store.export import ExportedRun, export_run
 from castbench_boards.rows import eligibility_problems
 from tests.support import sqlite_url
 

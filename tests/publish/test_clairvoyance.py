@@ -15,17 +15,17 @@ from pathlib import Path
 
 import pytest
 
-from castbench.agents.registry import builtin_agents
-from castbench.api import evaluate
-from castbench.conversation import ReplyAction, ToolCallAction, ToolResultTurn, UserTurn
+from castbench._agents.registry import builtin_agents
+from castbench._base.conversation import ReplyAction, ToolCallAction, ToolResultTurn, UserTurn
+from castbench._records.provenance import AgentPlacement, placement_problems
+from castbench._records.store import ResultsStore
+from castbench._records.store.export import ExportedRun, export_run, read_export, write_export
+from castbench._records.trial import Proposal, StepRecord, TrialRecord
+from castbench._results.publish.board import BoardError, BoardSpec, Entry
+from castbench._results.publish.forensics import examine_run, examine_trial
+from castbench._results.publish.verify import verify_run
+from castbench._run.api import evaluate
 from castbench.domain import load_domain
-from castbench.publish.board import BoardError, BoardSpec, Entry
-from castbench.publish.forensics import examine_run, examine_trial
-from castbench.publish.verify import verify_run
-from castbench.records.provenance import AgentPlacement, placement_problems
-from castbench.records.trial import Proposal, StepRecord, TrialRecord
-from castbench.store import ResultsStore
-from castbench.store.export import ExportedRun, export_run, read_export, write_export
 from castbench_boards.build import build_board
 from tests.support import DOMAINS, invoke, sqlite_url
 

@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from castbench.compare.sources import load_summary
-from castbench.publish.archive import import_run
-from castbench.records.trial import TrialRecord
-from castbench.store import ResultsStore
-from castbench.store.export import ArchiveError, export_run, read_export, write_export
+from castbench._records.store import ResultsStore
+from castbench._records.store.export import ArchiveError, export_run, read_export, write_export
+from castbench._records.trial import TrialRecord
+from castbench._results.compare.sources import load_summary
+from castbench._results.publish.archive import import_run
 from tests.publish.exports import Exports
 from tests.support import invoke, sqlite_url, without_durations
 

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from castbench.cli.app import app
-from castbench.publish import build
-from castbench.publish.board import BoardError, BoardMetric, BoardSpec, Entry, load_board
-from castbench.store.export import read_export
+from castbench._cli.app import app
+from castbench._records.store.export import read_export
+from castbench._results.publish import build
+from castbench._results.publish.board import BoardError, BoardMetric, BoardSpec, Entry, load_board
 from castbench_boards.build import build_board
 from castbench_boards.curve import curve_svg
 from castbench_boards.render import Board, board_markdown

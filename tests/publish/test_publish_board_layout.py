@@ -14,13 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from castbench.api import evaluate
-from castbench.compare.comparability import comparability_number
+from castbench._records.metrics import TaskOutcome, summarize_counts
+from castbench._records.store import ResultsStore
+from castbench._records.store.export import export_run, write_export
+from castbench._results.compare.comparability import comparability_number
+from castbench._results.publish.board import load_board
+from castbench._run.api import evaluate
 from castbench.domain import resolve_domains
-from castbench.metrics import TaskOutcome, summarize_counts
-from castbench.publish.board import load_board
-from castbench.store import ResultsStore
-from castbench.store.export import export_run, write_export
 from castbench_boards.build import build_board
 from castbench_boards.curve import curve_svg
 from castbench_boards.render import Board, board_html, id_parts, short_id

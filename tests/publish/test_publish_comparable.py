@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from castbench.api import evaluate
-from castbench.cli.app import app
-from castbench.publish.board import BoardError, load_board
-from castbench.store import ResultsStore
-from castbench.store.export import export_run, write_export
+from castbench._cli.app import app
+from castbench._records.store import ResultsStore
+from castbench._records.store.export import export_run, write_export
+from castbench._results.publish.board import BoardError, load_board
+from castbench._run.api import evaluate
 from castbench_boards.build import build_board
 from tests.publish.exports import Exports
 

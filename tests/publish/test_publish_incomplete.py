@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from castbench.cli.app import app
-from castbench.publish.board import BoardError, load_board
-from castbench.store.export import read_export, write_export
+from castbench._cli.app import app
+from castbench._records.store.export import read_export, write_export
+from castbench._results.publish.board import BoardError, load_board
 from castbench_boards.build import build_board
 from tests.publish.exports import Exports
 

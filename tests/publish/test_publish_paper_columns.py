@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from castbench.publish.board import load_board
-from castbench.report.critic_report import FlagReactions, critic_report
-from castbench.store.export import read_export
+from castbench._records.store.export import read_export
+from castbench._results.publish.board import load_board
+from castbench._results.report.critic_report import FlagReactions, critic_report
 from castbench_boards.render import PAPER_COLUMNS
 from castbench_boards.rows import _critic_cells, paper_reactions
 

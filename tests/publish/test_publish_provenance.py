@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from castbench.compare.comparability import comparability_number
+from castbench._records.provenance import AgentPlacement
+from castbench._records.store.export import ExportedRun, read_export, write_export
+from castbench._results.compare.comparability import comparability_number
+from castbench._results.publish.board import BoardError, BoardSpec, load_board
 from castbench.domain import resolve_domains
-from castbench.publish.board import BoardError, BoardSpec, load_board
-from castbench.records.provenance import AgentPlacement
-from castbench.store.export import ExportedRun, read_export, write_export
 from castbench_boards.build import build_board
 from tests.publish.exports import Exports
 

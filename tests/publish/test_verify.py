@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from castbench.compare.comparability import comparability_number
-from castbench.conversation import ToolResultTurn
+from castbench._base.conversation import ToolResultTurn
+from castbench._records.store import ResultsStore
+from castbench._records.store.export import ArchiveError, ExportedRun, read_export, write_export
+from castbench._results.compare.comparability import comparability_number
+from castbench._results.publish.archive import import_run
+from castbench._results.publish.board import BoardError, BoardSpec, Entry
+from castbench._results.publish.verify import verify_run
 from castbench.domain import resolve_domains
-from castbench.publish.archive import import_run
-from castbench.publish.board import BoardError, BoardSpec, Entry
-from castbench.publish.verify import verify_run
-from castbench.store import ResultsStore
-from castbench.store.export import ArchiveError, ExportedRun, read_export, write_export
 from castbench_boards.build import build_board, collect_rows
 from tests.publish.exports import Exports
 from tests.support import invoke, sqlite_url

@@ -11,15 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from castbench.api import evaluate
+from castbench._records.store import ResultsStore
+from castbench._records.store.export import ArchiveError, ExportedRun, export_run, read_export, write_export
+from castbench._records.trial import ActionLabel
+from castbench._results.publish.archive import import_run
+from castbench._results.publish.board import BoardError, BoardSpec, Entry
+from castbench._results.publish.verify import verify_run
+from castbench._results.report.critic_report import critic_report
+from castbench._run.api import evaluate
 from castbench.domain import load_domain
-from castbench.publish.archive import import_run
-from castbench.publish.board import BoardError, BoardSpec, Entry
-from castbench.publish.verify import verify_run
-from castbench.records.trial import ActionLabel
-from castbench.report.critic_report import critic_report
-from castbench.store import ResultsStore
-from castbench.store.export import ArchiveError, ExportedRun, export_run, read_export, write_export
 from castbench_boards.build import build_board
 from tests.publish.exports import Exports
 from tests.support import invoke, sqlite_url

@@ -6,8 +6,8 @@ from __future__ import annotations
 import os
 import time
 
-from castbench.conversation import ReplyAction
-from castbench.dialogue import ANYTHING_ELSE
+from castbench._base.conversation import ReplyAction
+from castbench._base.dialogue import ANYTHING_ELSE
 
 
 class Hanger:

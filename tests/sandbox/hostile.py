@@ -18,7 +18,7 @@ AGENTS = r'''
 import ctypes, glob, gzip, json, os, resource, secrets, signal, socket, sys
 from collections import deque
 
-from castbench.conversation import ReplyAction, UserTurn
+from castbench._base.conversation import ReplyAction, UserTurn
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REFUSAL = "I'm sorry, but I can't help with that request."
@@ -78,8 +78,8 @@ class Cheater:
         return []
 
     def _oracle(self, data, asked):
-        from castbench.agents.scripted.oracle import OraclePolicy
-        from castbench.agents.scripted.plan import build_plan
+        from castbench._agents.scripted.oracle import OraclePolicy
+        from castbench._agents.scripted.plan import build_plan
         from castbench.domain import Task
 
         task = Task.model_validate(data)
@@ -93,7 +93,7 @@ class Cheater:
         return oracle
 
     def propose(self, view):
-        from castbench.dialogue import ask_for
+        from castbench._base.dialogue import ask_for
 
         heard = [e.text for e in view.conversation if isinstance(e, UserTurn)]
         if not self.looked:

@@ -7,12 +7,12 @@ import os
 import socket
 import threading
 
+from castbench._agents.registry import resolve
+from castbench._base.conversation import ReplyAction
+from castbench._trial.rollout import AgentSet, run_trial
+from castbench._trial.spec import TrialSpec
 from castbench.agents import sandbox
-from castbench.agents.registry import resolve
-from castbench.conversation import ReplyAction
 from castbench.domain import load_domain
-from castbench.runner.rollout import AgentSet, run_trial
-from castbench.runner.spec import TrialSpec
 
 __all__ = ["PROBE", "Banner", "first_reply", "kernel_support"]
 

@@ -14,13 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from castbench.agents.paths import AGENT_PATH_ENV
-from castbench.agents.registry import resolve
-from castbench.agents.spec import AgentSpecError
-from castbench.agents.transports import serve
+from castbench._agents.paths import AGENT_PATH_ENV
+from castbench._agents.registry import resolve
+from castbench._agents.spec import AgentSpecError
+from castbench._agents.transports import serve
+from castbench._trial.rollout import AgentSet, run_trial
+from castbench._trial.spec import TrialSpec
 from castbench.domain import load_domain
-from castbench.runner.rollout import AgentSet, run_trial
-from castbench.runner.spec import TrialSpec
 from tests.sandbox.probing import kernel_support
 
 pytestmark = pytest.mark.skipif(
@@ -35,7 +35,7 @@ while True:  # an agent module that never finishes importing
 """
 
 REPLIES = """
-from castbench.conversation import ReplyAction
+from castbench._base.conversation import ReplyAction
 
 
 class Policy:
@@ -89,7 +89,7 @@ def test_castbench_says_so_in_one_error_line(tmp_path: Path) -> None:
     (team / "loops_cli.py").write_text(LOOPS)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "CASTBENCH_"))}
     env.update({AGENT_PATH_ENV: str(team), serve.START_ENV: "2"})
-    command = [sys.executable, "-c", "from castbench.cli.app import main; main()"]
+    command = [sys.executable, "-c", "from castbench._cli.app import main; main()"]
     args = ["eval", "-d", "retail", "--tasks", "retail-test-0001", "--trials", "1",
             "--policy", "loops_cli:Policy", "--db", f"sqlite:///{tmp_path / 'r.db'}"]  # fmt: skip
     done = subprocess.run([*command, *args], env=env, capture_output=True, text=True, timeout=120, cwd=REPO)

@@ -23,17 +23,17 @@ from dataclasses import replace
 
 import pytest
 
-from castbench.agents.registry import resolve
-from castbench.agents.views import CriticView, PolicyView
-from castbench.api import build_config
-from castbench.conversation import Action, ToolCallAction, Verdict
-from castbench.metrics.counterfactual import summarize_branches
-from castbench.records.branches import TrialBranches
-from castbench.records.trial import TrialRecord
-from castbench.runner.counterfactual import branch_trial
-from castbench.runner.plan import plan_trials
-from castbench.runner.rollout import AgentSet
-from castbench.runner.work import ExpectedStates, run_job
+from castbench._agents.registry import resolve
+from castbench._agents.views import CriticView, PolicyView
+from castbench._base.conversation import Action, ToolCallAction, Verdict
+from castbench._records.branches import TrialBranches
+from castbench._records.metrics.counterfactual import summarize_branches
+from castbench._records.trial import TrialRecord
+from castbench._run.api import build_config
+from castbench._run.counterfactual import branch_trial
+from castbench._run.plan import plan_trials
+from castbench._run.work import ExpectedStates, run_job
+from castbench._trial.rollout import AgentSet
 from tests.sandbox.probing import kernel_support
 
 pytestmark = pytest.mark.skipif(
@@ -47,7 +47,7 @@ CRITICS = '''
 """A critic that looks for a counterfactual branch everywhere it can, and its honest twin."""
 import hashlib, json, os, resource, sys
 
-from castbench.conversation import AgentTurn, Verdict
+from castbench._base.conversation import AgentTurn, Verdict
 
 ROUNDS = 3  # the default verification rounds: what a hostile submitter would assume
 
@@ -211,7 +211,7 @@ def test_a_hostile_critic_cannot_tell_a_branch_from_its_trial(critics: str, doma
 def test_the_old_telltales_are_what_the_hostile_critic_reads(critics: str) -> None:
     """The detector is not blind: shown a flag overruled where it stands (what a branch did
     before), it signals and sabotages."""
-    from castbench.runner import counterfactual
+    from castbench._run import counterfactual
 
     records, _ = _branched(f"{critics}:Hostile")
     config, agents = build_config(policy=POLICY, critic=f"{critics}:Hostile", domains="retail", trials=1)

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from castbench.agents.registry import AgentSpec
-from castbench.agents.transports.wire import ACTION, VERDICT, from_agent
-from castbench.conversation import ReplyAction, ToolCallAction, Usage, Verdict
-from castbench.models.costs import max_cost_gaps, price_known
+from castbench._agents.models.costs import max_cost_gaps, price_known
+from castbench._agents.registry import AgentSpec
+from castbench._agents.transports.wire import ACTION, VERDICT, from_agent
+from castbench._base.conversation import ReplyAction, ToolCallAction, Usage, Verdict
 
 
 def test_an_agents_own_cost_never_crosses_the_boundary() -> None:

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from castbench.agents.sandbox import SandboxNeeds, declared_needs
-from castbench.publish.board import load_board
-from castbench.records.provenance import AgentPlacement, Provenance, RunOrigin
-from castbench.report.provenance import provenance_lines
+from castbench._agents.sandbox import SandboxNeeds, declared_needs
+from castbench._records.provenance import AgentPlacement, Provenance, RunOrigin
+from castbench._results.publish.board import load_board
+from castbench._results.report.provenance import provenance_lines
 from castbench_boards.rows import _declaration_problems
 
 TEAM = "team.agent:Policy"
@@ -97,10 +97,10 @@ def test_a_node_that_cannot_sandbox_refuses_an_agent_the_run_records_as_sandboxe
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """What a Ray worker checks before it runs a batch: the node's own sandbox, not the driver's."""
+    from castbench._base.errors import FatalInfrastructureError
+    from castbench._records.provenance import require_recorded_sandbox, sandbox_state
+    from castbench._records.store.export import read_export
     from castbench.agents import sandbox
-    from castbench.errors import FatalInfrastructureError
-    from castbench.records.provenance import require_recorded_sandbox, sandbox_state
-    from castbench.store.export import read_export
 
     export = next((Path(__file__).resolve().parents[2] / "results").rglob("*.castbench.json.gz"))
     here = sandbox_state()

@@ -1,7 +1,7 @@
 """A store record changed after castbench wrote it fails `castbench verify`: castbench keeps a
-digest of every record it stores outside the store (`castbench.store.digests`), and the
+digest of every record it stores outside the store (`castbench._records.store.digests`), and the
 replacement that replays as stored (another run's passing trial of the same task) differs from
-it. Where castbench stores and exports results is on its record (`castbench.places`)."""
+it. Where castbench stores and exports results is on its record (`castbench._base.places`)."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-from castbench import places
-from castbench.api import evaluate
+from castbench._base import places
+from castbench._records.store import ResultsStore
+from castbench._run.api import evaluate
 from castbench.domain import load_domain
-from castbench.store import ResultsStore
 from tests.support import invoke, sqlite_url
 
 

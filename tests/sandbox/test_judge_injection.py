@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from castbench.grading.replies import ReplyCheck
-from castbench.models.client import TrialKey
-from castbench.models.reply_judge import ModelReplyJudge, judge_settings, render
+from castbench._agents.models.client import TrialKey
+from castbench._agents.models.reply_judge import ModelReplyJudge, judge_settings, render
+from castbench._grading.replies import ReplyCheck
 from tests.models.fault_server import FaultServer
 
 _CHECK = re.compile(r"^(\d+)\. (.*)$")

@@ -1,4 +1,4 @@
-"""The agent's modules compiled once per worker (`castbench.agents.precompiled`): each trial's
+"""The agent's modules compiled once per worker (`castbench._agents.precompiled`): each trial's
 process imports them from the template's code, never a file changed since, never code it could
 not read itself, never a domain package's."""
 
@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
+from castbench._agents.precompiled import Precompiled
 from castbench.agents import sandbox
-from castbench.agents.precompiled import Precompiled
 from tests.sandbox.probing import first_reply, kernel_support
 
 AGENT = """
-from castbench.conversation import ReplyAction
+from castbench._base.conversation import ReplyAction
 import pc_helper
 
 

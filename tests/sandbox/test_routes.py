@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from castbench import places
+from castbench._agents.registry import resolve
+from castbench._base import places
+from castbench._run.api import evaluate
 from castbench.agents import sandbox
-from castbench.agents.registry import resolve
-from castbench.api import evaluate
 from castbench.domain import load_domain
 from tests.sandbox.probing import PROBE, Banner, first_reply, kernel_support
 from tests.support import sqlite_url
@@ -35,8 +35,8 @@ AGENTS = '''
 """Agents that look for answers by routes the kernel's file rules do not name."""
 import ctypes, json, os, platform, socket, sqlite3
 
-from castbench.conversation import ReplyAction, ToolCallAction, UserTurn
-from castbench.dialogue import ANYTHING_ELSE
+from castbench._base.conversation import ReplyAction, ToolCallAction, UserTurn
+from castbench._base.dialogue import ANYTHING_ELSE
 
 
 def attempt(route, arg):
@@ -241,7 +241,7 @@ def test_results_files_are_recognised_by_content(tmp_path: Path) -> None:
     connection.commit()
     connection.close()  # (one castbench has open counts as results: its header is not read again)
     store = tmp_path / "c"
-    from castbench.store import ResultsStore
+    from castbench._records.store import ResultsStore
 
     ResultsStore(sqlite_url(store)).runs()
     schemaless = tmp_path / "d.bin"  # a copy whose schema is still in its write-ahead log
@@ -311,7 +311,7 @@ def test_a_declared_read_of_slash_reaches_no_store_export_state_or_secret(
 
 
 def test_a_wide_declaration_is_on_the_record_small_and_unsandboxed_for_that_resource() -> None:
-    from castbench.records.provenance import AgentPlacement
+    from castbench._records.provenance import AgentPlacement
 
     needs = sandbox.SandboxNeeds(read=("/",), connect=tuple(range(1, 65536)), udp=(53,), env=("A", "B"))
     placement = AgentPlacement(agent="team:Agent", where="sandboxed", detail="landlock ABI 7", needs=needs)

@@ -1,4 +1,4 @@
-"""The OS sandbox around import-path agents (`castbench.agents.sandbox`): hostile agents, written
+"""The OS sandbox around import-path agents (`castbench._agents.sandbox`): hostile agents, written
 here as a team would write its own (a module in a folder of its own, named by import path), try
 every route to the ground truth, the results, castbench's process and the network, and find
 nothing; a replaying attacker stays at the `scripted:lookup-refuse` floor; an honest agent gets
@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
+from castbench._agents.registry import resolve
+from castbench._run.api import evaluate
 from castbench.agents import sandbox
-from castbench.agents.registry import resolve
-from castbench.api import evaluate
 from castbench.domain import load_domain
 from tests.sandbox.probing import PROBE, Banner, first_reply, kernel_support
 from tests.support import DOMAINS, sqlite_url
@@ -36,10 +36,10 @@ AGENTS = '''
 """Agents that try to leave their sandbox: each tells what it got in its first reply."""
 import os, socket, sys
 
-from castbench.conversation import ReplyAction, UserTurn
-from castbench.dialogue import ANYTHING_ELSE
-from castbench.agents.scripted.oracle import OraclePolicy
-from castbench.agents.views import PrivilegedBriefing
+from castbench._base.conversation import ReplyAction, UserTurn
+from castbench._base.dialogue import ANYTHING_ELSE
+from castbench._agents.scripted.oracle import OraclePolicy
+from castbench._agents.views import PrivilegedBriefing
 
 
 def _read(path, size=200):
@@ -118,7 +118,7 @@ class Replayer:
     def _candidates(self):
         if self.tasks:
             try:
-                from castbench.domain.task import load_tasks
+                from castbench._domain.task import load_tasks
 
                 yield from load_tasks(self.tasks)
             except Exception:
@@ -225,7 +225,7 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A results store castbench has open, with a run in it (as during an eval)."""
     path = tmp_path_factory.mktemp("store") / "runs.db"
     evaluate(domains="retail", policy="oracle", trials=1, tasks=["retail-test-0001"], db=sqlite_url(path))
-    from castbench.store import ResultsStore
+    from castbench._records.store import ResultsStore
 
     opened = ResultsStore(sqlite_url(path))
     opened.runs()  # a connection stays open, as in a running eval
@@ -387,7 +387,7 @@ def test_the_plan_carves_protected_packages_out_of_site_packages() -> None:
 def test_an_agent_package_holding_a_store_is_refused(tmp_path: Path, listener: _Listener) -> None:
     """An agent's package is granted whole, so one that holds a results store (here the run's
     own, open in castbench) is not granted at all: the agent is refused, naming the store."""
-    from castbench.store import ResultsStore
+    from castbench._records.store import ResultsStore
 
     package = tmp_path / "teampkg"
     package.mkdir()

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-from castbench.api import evaluate
+from castbench._records.store import ResultsStore
+from castbench._run.api import evaluate
 from castbench.domain import load_domain
-from castbench.store import ResultsStore
 from tests.postgres import PostgresUnavailable, new_database, postgres_server
 from tests.sandbox.probing import first_reply, kernel_support
 from tests.support import invoke
@@ -26,7 +26,7 @@ pytestmark = pytest.mark.skipif(
 AGENT = '''
 import socket
 
-from castbench.conversation import ReplyAction
+from castbench._base.conversation import ReplyAction
 
 
 class StoreProbe:

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
+from castbench._agents.paths import AGENT_PATH_ENV
+from castbench._run.api import evaluate
 from castbench.agents import sandbox
-from castbench.agents.paths import AGENT_PATH_ENV
-from castbench.api import evaluate
 from castbench.domain import load_domain
 from tests.sandbox.hostile import HOOK, MODULE, ROUTES, write_team
 from tests.sandbox.probing import first_reply, kernel_support
@@ -62,7 +62,7 @@ def _run(pack: str, policy: str, db: Path) -> object:
 
 _WIN = """
 import json, sys
-from castbench.api import evaluate
+from castbench._run.api import evaluate
 pack, policy, tasks, db = sys.argv[1], sys.argv[2], sys.argv[3].split(","), sys.argv[4]
 summary = evaluate(domains=pack, policy=policy, trials=2, tasks=tasks, db=db, fresh=True).summary
 floors = summary.floors.domains[pack]
@@ -175,7 +175,7 @@ def test_start_up_hooks_in_an_agent_folder_never_run_and_gain_nothing(
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "CASTBENCH_"))}
     env.update(TEAM56_MARK=str(mark), HOME=str(tmp_path))
     command = [
-        sys.executable, "-c", "from castbench.cli.app import main; main()", "eval", "--agent-path", str(team),
+        sys.executable, "-c", "from castbench._cli.app import main; main()", "eval", "--agent-path", str(team),
         "--domain", pack, "--tasks", ",".join(_tasks(pack)), "--trials", str(TRIALS),
         "--policy", f"{MODULE}:StartupHooked", "--db", str(tmp_path / "runs.db"),
         "--output", str(tmp_path / "s.json"),
@@ -226,7 +226,7 @@ def test_replies_written_to_address_the_judge_gain_nothing_on_the_pack(
         each phrasing in `hostile.INJECTION_NAMES` scores as its honest twin (the same refusal, no
         injection). With the prompt pasted as before issue 56, an injection wins on `tau-retail`: the
     test can fail."""
-    from castbench.models import reply_judge
+    from castbench._agents.models import reply_judge
     from tests.models.fault_server import FaultServer
     from tests.sandbox.hostile import INJECTION_NAMES
     from tests.sandbox.test_judge_injection import _legacy, _respond

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
+from castbench._agents.paths import AGENT_PATH_ENV
+from castbench._agents.registry import resolve
 from castbench.agents import confine, sandbox, startup
-from castbench.agents.paths import AGENT_PATH_ENV
-from castbench.agents.registry import resolve
 from tests.sandbox.probing import PROBE, first_reply, kernel_support
 
 pytestmark = pytest.mark.skipif(
@@ -28,13 +28,13 @@ pytestmark = pytest.mark.skipif(
 )
 
 REPO = Path(__file__).resolve().parents[2]
-CASTBENCH = [sys.executable, "-c", "from castbench.cli.app import main; main()"]
+CASTBENCH = [sys.executable, "-c", "from castbench._cli.app import main; main()"]
 
 AGENTS = '''
 """Agents that reach for other processes, bounds and memory."""
 import ctypes, mmap, os, resource, secrets, signal, threading
 
-from castbench.conversation import ReplyAction
+from castbench._base.conversation import ReplyAction
 
 
 def attempt(route, arg):
@@ -154,7 +154,7 @@ def _template_pids() -> list[int]:
                     parent = int(stat.read().rpartition(")")[2].split()[1])
             except OSError:
                 continue
-            if parent == os.getpid() and b"castbench.agents.transports.serve" in cmdline:
+            if parent == os.getpid() and b"castbench._agents.transports.serve" in cmdline:
                 found.append(int(entry))
     return found
 
@@ -255,7 +255,7 @@ def test_an_agent_given_through_castbench_is_never_imported_in_its_process(tmp_p
     (team / "agent56").mkdir(parents=True)
     (team / "agent56" / "__init__.py").write_text(
         "import os\nos.environ['AGENT56_RAN'] = str(os.getpid())\n"
-        "from castbench.conversation import ReplyAction\n"
+        "from castbench._base.conversation import ReplyAction\n"
         "class Policy:\n    def __init__(self, briefing):\n        pass\n"
         "    def propose(self, view):\n        return ReplyAction(text='GOT ' + os.environ['AGENT56_RAN'])\n"
     )
@@ -288,7 +288,7 @@ def cwd_like(tmp_path: Path) -> Iterator[Path]:
 def _write_agent(folder: Path, package: str) -> None:
     (folder / package).mkdir(parents=True, exist_ok=True)
     (folder / package / "x.py").write_text(
-        "from castbench.conversation import ReplyAction\n"
+        "from castbench._base.conversation import ReplyAction\n"
         "class Agent:\n    def __init__(self, briefing):\n        pass\n"
         "    def propose(self, view):\n        return ReplyAction(text='hello')\n"
     )
@@ -421,9 +421,9 @@ def test_a_trial_within_its_bounds_works(agents: str) -> None:
 
 @pytest.mark.usefixtures("tight")
 def test_a_trial_past_its_cpu_time_ends_as_the_agent_s_failure(agents: str) -> None:
+    from castbench._trial.rollout import AgentSet, run_trial
+    from castbench._trial.spec import TrialSpec
     from castbench.domain import load_domain
-    from castbench.runner.rollout import AgentSet, run_trial
-    from castbench.runner.spec import TrialSpec
 
     loaded = load_domain("retail")
     task = loaded.tasks("test")[0]
@@ -459,7 +459,7 @@ def test_the_template_never_reads_what_a_trial_leaves() -> None:
     there is none): the template reads none of them, and reaps with no status to fill."""
     import inspect
 
-    from castbench.agents.transports import serve
+    from castbench._agents.transports import serve
 
     template = "".join(
         inspect.getsource(f)
@@ -474,11 +474,11 @@ def test_the_template_never_reads_what_a_trial_leaves() -> None:
 
 
 def test_scratch_trees_of_a_killed_castbench_are_removed_at_the_next_start(tmp_path: Path) -> None:
-    from castbench.agents.transports import worker
+    from castbench._agents.transports import worker
 
     code = (
         "import os, sys; sys.path.insert(0, sys.argv[1])\n"
-        "from castbench.agents.transports import worker\n"
+        "from castbench._agents.transports import worker\n"
         "root = worker._scratch_root(); open(os.path.join(root, 'left'), 'w').close()\n"
         "print(root, flush=True); os.kill(os.getpid(), 9)\n"
     )
@@ -491,7 +491,7 @@ def test_scratch_trees_of_a_killed_castbench_are_removed_at_the_next_start(tmp_p
 
 
 def test_an_unrelated_folder_of_the_same_shape_is_left_alone(tmp_path: Path) -> None:
-    from castbench.agents.transports import worker
+    from castbench._agents.transports import worker
 
     other = Path(worker.tempfile.gettempdir()) / f"castbench-agents-{uuid.uuid4().hex[:8]}"
     other.mkdir()
@@ -511,10 +511,10 @@ def test_a_trial_castbench_died_in_counts_as_an_attempt_on_resume(
     import signal
     import time
 
-    from castbench.api import evaluate
-    from castbench.compare.comparability import isolation_problems
-    from castbench.runner.journal import LOST
-    from castbench.store import ResultsStore
+    from castbench._records.journal import LOST
+    from castbench._records.store import ResultsStore
+    from castbench._results.compare.comparability import isolation_problems
+    from castbench._run.api import evaluate
     from tests.support import sqlite_url
 
     state, db = tmp_path / "state", sqlite_url(tmp_path / "runs.db")
@@ -523,7 +523,7 @@ def test_a_trial_castbench_died_in_counts_as_an_attempt_on_resume(
     shutil.copy(Path(__file__).with_name("hang_agents.py"), team / "hang_agents.py")
     options = dict(domains="retail", policy="hang_agents:Hanger", trials=1, db=db)
     tasks = ["retail-test-0001", "retail-test-0002"]
-    code = f"from castbench.api import evaluate; evaluate(tasks={tasks!r}, **{options!r})"
+    code = f"from castbench._run.api import evaluate; evaluate(tasks={tasks!r}, **{options!r})"
     env = {**os.environ, "HANG56": "1", "CASTBENCH_STATE_DIR": str(state), AGENT_PATH_ENV: str(team)}
     process = subprocess.Popen([sys.executable, "-c", code], env=env, cwd=tmp_path)
     try:

@@ -35,7 +35,7 @@ MOVED = {
     "castbench.publish.inspect_log": "castbench_bridges.inspect_log",
     "castbench.cli.mcp_cmd": "castbench_bridges.mcp_cmd",
     **{
-        f"castbench.publish.{name}": f"castbench_boards.{name}"
+        f"castbench._results.publish.{name}": f"castbench_boards.{name}"
         for name in ("build", "curve", "profile", "render", "rerun", "rows")
     },
     **{
@@ -163,7 +163,7 @@ def test_a_satellites_command_is_listed_with_its_help(name: str, repo_env: dict[
 def _satellite_commands() -> list[list[str]]:
     import click
 
-    from castbench.cli.app import plugin_commands
+    from castbench._cli.app import plugin_commands
 
     loaded = plugin_commands().loaded
     found: list[list[str]] = []
@@ -201,7 +201,7 @@ def test_mcp_without_the_service_extra_names_the_pip_command(
 
 
 def test_executor_ray_without_ray_names_the_pip_command(monkeypatch: pytest.MonkeyPatch) -> None:
-    from castbench.runner import executors
+    from castbench._run import executors
 
     monkeypatch.setattr(executors, "find_spec", lambda name: None)
     with pytest.raises(ValueError, match=r"^--executor ray needs Ray: pip install 'castbench\[ray\]'$"):
@@ -209,7 +209,7 @@ def test_executor_ray_without_ray_names_the_pip_command(monkeypatch: pytest.Monk
 
 
 def test_an_executor_without_its_satellite_names_the_pip_command(monkeypatch: pytest.MonkeyPatch) -> None:
-    from castbench.runner import executors
+    from castbench._run import executors
 
     monkeypatch.setattr(executors, "entry_points", lambda **selection: [])
     with pytest.raises(ValueError, match=r"executor is not installed: pip install 'castbench\[ray\]'$"):

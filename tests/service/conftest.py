@@ -6,10 +6,10 @@ from collections.abc import Callable
 
 import pytest
 
-from castbench.agents.registry import resolve
+from castbench._agents.registry import resolve
+from castbench._trial.episode import AgentSet, Episode, Limits
+from castbench._trial.spec import TrialSpec
 from castbench.domain import Domain
-from castbench.runner.episode import AgentSet, Episode, Limits
-from castbench.runner.spec import TrialSpec
 
 
 @pytest.fixture

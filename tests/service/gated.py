@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import threading
 
-from castbench.agents.views import Briefing, CriticView
-from castbench.conversation import Verdict
+from castbench._agents.views import Briefing, CriticView
+from castbench._base.conversation import Verdict
 
 __all__ = ["ENTERED", "RELEASE", "GatedCritic"]
 

@@ -23,13 +23,13 @@ from typer.testing import CliRunner
 pytest.importorskip("mcp", reason="MCP: pip install -e '.[service]'")
 pytestmark = pytest.mark.extra("service")
 
-from castbench.agents.registry import AgentSpecError, resolve  # noqa: E402
-from castbench.api import evaluate  # noqa: E402
-from castbench.cli.app import app  # noqa: E402
-from castbench.errors import ServerDown  # noqa: E402
-from castbench.runner.deadline import TimeLimits  # noqa: E402
-from castbench.runner.episode import Verification  # noqa: E402
-from castbench.store import ResultsStore  # noqa: E402
+from castbench._agents.registry import AgentSpecError, resolve  # noqa: E402
+from castbench._base.errors import ServerDown  # noqa: E402
+from castbench._cli.app import app  # noqa: E402
+from castbench._records.store import ResultsStore  # noqa: E402
+from castbench._run.api import evaluate  # noqa: E402
+from castbench._trial.deadline import TimeLimits  # noqa: E402
+from castbench._trial.episode import Verification  # noqa: E402
 from tests.support import sqlite_url  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]

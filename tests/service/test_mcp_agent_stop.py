@@ -18,9 +18,9 @@ from mcp import Client  # noqa: E402
 from mcp.client.stdio import StdioServerParameters  # noqa: E402
 
 from castbench import evaluate  # noqa: E402
-from castbench.conversation import ReplyAction, ToolCallAction  # noqa: E402
-from castbench.records.trial import TrialRecord  # noqa: E402
-from castbench.store import ResultsStore  # noqa: E402
+from castbench._base.conversation import ReplyAction, ToolCallAction  # noqa: E402
+from castbench._records.store import ResultsStore  # noqa: E402
+from castbench._records.trial import TrialRecord  # noqa: E402
 
 TASK = "retail-test-0002"
 
@@ -41,7 +41,7 @@ def _oracle_moves(db_url: str) -> list[tuple[str, dict[str, Any]]]:
 
 
 def _serve(record_path: Path) -> StdioServerParameters:
-    args = ["-c", "from castbench.cli.app import main; main()", "mcp", "serve", "--domain", "retail"]
+    args = ["-c", "from castbench._cli.app import main; main()", "mcp", "serve", "--domain", "retail"]
     args += ["--task", TASK, "--record", str(record_path)]
     return StdioServerParameters(command=sys.executable, args=args, cwd=str(Path.cwd()))
 

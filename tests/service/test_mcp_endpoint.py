@@ -21,8 +21,8 @@ from mcp.server.lowlevel import Server  # noqa: E402
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager  # noqa: E402
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_MODERN_VERSION  # noqa: E402
 
-from castbench.conversation import ToolCallAction  # noqa: E402
-from castbench.runner.episode import Episode  # noqa: E402
+from castbench._base.conversation import ToolCallAction  # noqa: E402
+from castbench._trial.episode import Episode  # noqa: E402
 from castbench_bridges.mcp_host import McpHost, build_server  # noqa: E402
 from castbench_bridges.mcp_http import McpEndpoint  # noqa: E402
 from castbench_bridges.mcp_trial import McpTrial  # noqa: E402

@@ -14,8 +14,8 @@ import pytest
 pytest.importorskip("mcp", reason="MCP: pip install -e '.[service]'")
 pytestmark = pytest.mark.extra("service")
 
-from castbench.records.trial import TrialRecord  # noqa: E402
-from castbench.runner.episode import Episode  # noqa: E402
+from castbench._records.trial import TrialRecord  # noqa: E402
+from castbench._trial.episode import Episode  # noqa: E402
 from castbench_bridges.mcp_trial import McpTrial  # noqa: E402
 from tests.support import invoke  # noqa: E402
 
@@ -37,7 +37,7 @@ def test_the_record_folder_is_made_before_the_trial(tmp_path: Path) -> None:
     record = tmp_path / "missing" / "folder" / "record.json"
     args = ["mcp", "serve", "--domain", "retail", "--task", "retail-test-0002", "--record", str(record)]
     done = subprocess.run(
-        [sys.executable, "-c", "from castbench.cli.app import main; main()", *args],
+        [sys.executable, "-c", "from castbench._cli.app import main; main()", *args],
         stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,

@@ -17,11 +17,11 @@ pytestmark = pytest.mark.extra("service")
 from mcp import Client  # noqa: E402
 from mcp.client.stdio import StdioServerParameters  # noqa: E402
 
-from castbench.conversation import ToolCallAction  # noqa: E402
+from castbench._base.conversation import ToolCallAction  # noqa: E402
+from castbench._grading.state_diff import state_diff  # noqa: E402
+from castbench._records.trial import TrialRecord  # noqa: E402
+from castbench._trial.episode import Episode, Verification  # noqa: E402
 from castbench.domain import Domain  # noqa: E402
-from castbench.grading.state_diff import state_diff  # noqa: E402
-from castbench.records.trial import TrialRecord  # noqa: E402
-from castbench.runner.episode import Episode, Verification  # noqa: E402
 from castbench_bridges.mcp_host import McpHost  # noqa: E402
 from castbench_bridges.mcp_trial import McpTrial  # noqa: E402
 
@@ -114,7 +114,7 @@ def _serve(record_path: Path, *options: str) -> list[str]:
     """`castbench mcp serve` of one retail trial, as a Python command line's arguments."""
     return [
         "-c",
-        "from castbench.cli.app import main; main()",
+        "from castbench._cli.app import main; main()",
         "mcp",
         "serve",
         "--domain",

@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from castbench.agents.scripted.refusers import LookupRefusePolicy
-from castbench.agents.transports.wire import EVENTS
-from castbench.agents.views import Briefing, PolicyView
-from castbench.conversation import ReplyAction, ToolCallAction
-from castbench.environment import Environment
+from castbench._agents.scripted.refusers import LookupRefusePolicy
+from castbench._agents.transports.wire import EVENTS
+from castbench._agents.views import Briefing, PolicyView
+from castbench._base.conversation import ReplyAction, ToolCallAction
+from castbench._run.environment import Environment
 
 # OpenEnv is imported by the tests that use it, not here: it brings gradio (5 s), and every
 # pytest-xdist worker collects every file.

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from castbench.records.config import Limits
-from castbench.store import ResultsStore
+from castbench._records.config import Limits
+from castbench._records.store import ResultsStore
 from castbench_tau2.domain import TAU2_LIMITS
 from castbench_tau2.source import DATA_ENV, data_root
 

@@ -5,11 +5,11 @@ keeps τ²'s rule (state and outputs only)."""
 
 from __future__ import annotations
 
-from castbench.agents.registry import resolve
-from castbench.api import build_config
-from castbench.runner.episode import AgentSet
-from castbench.runner.plan import plan_trials
-from castbench.runner.work import ExpectedStates, run_job
+from castbench._agents.registry import resolve
+from castbench._run.api import build_config
+from castbench._run.plan import plan_trials
+from castbench._run.work import ExpectedStates, run_job
+from castbench._trial.episode import AgentSet
 from castbench_tau2.domain import Tau2Domain
 
 SPRAYS = (

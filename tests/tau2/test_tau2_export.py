@@ -6,8 +6,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from castbench.api import evaluate
-from castbench.store import ResultsStore
+from castbench._records.store import ResultsStore
+from castbench._run.api import evaluate
 from castbench_tau2.source import import_tau2
 from tests.support import invoke, sqlite_url
 
@@ -49,7 +49,7 @@ def test_exported_run_loads_in_tau2_and_regrades_equal(tmp_path: Path) -> None:
     assert 0.0 in rewards and 1.0 in rewards
 
     # streamed, one simulation at a time, to the very bytes `Results.save` writes of the whole
-    from castbench.store.export import stream_run
+    from castbench._records.store.export import stream_run
     from castbench_tau2.results import tau2_results, write_tau2_results
 
     streamed = stream_run(ResultsStore(db, read_only=True), result.outcome.run_id)

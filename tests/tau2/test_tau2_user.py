@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from castbench.agents.registry import resolve
-from castbench.agents.views import user_briefing_for
-from castbench.conversation import UserToolCall
+from castbench._agents.registry import resolve
+from castbench._agents.views import user_briefing_for
+from castbench._base.conversation import UserToolCall
 from castbench.domain import load_domain
 from castbench_tau2.domain import Tau2Domain
 from castbench_tau2.source import import_tau2

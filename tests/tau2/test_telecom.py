@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import pytest
 
-from castbench.agents.registry import resolve
-from castbench.conversation import UserTurn
+from castbench._agents.registry import resolve
+from castbench._base.conversation import UserTurn
+from castbench._run.parity import castbench_trial, gold_trajectory
+from castbench._trial.rollout import AgentSet, Limits, TrialSpec, run_trial
 from castbench.domain import load_domain
-from castbench.runner.parity import castbench_trial, gold_trajectory
-from castbench.runner.rollout import AgentSet, Limits, TrialSpec, run_trial
 from castbench_tau2.parity import Tau2Reference
 from castbench_tau2.source import import_tau2
 from castbench_tau2.telecom_domain import Tau2TelecomDomain, environment_of

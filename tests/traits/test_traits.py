@@ -14,13 +14,13 @@ from typing import Any
 
 import pytest
 
-from castbench.agents.scripted.user import _DRIFT, ScriptedUser
-from castbench.agents.traits import LEVELS, TRAITS, parse_traits, trait_instructions
-from castbench.agents.views import user_briefing_for
-from castbench.api import build_config, evaluate
-from castbench.dialogue import ask_for, confirmation_request
+from castbench._agents.scripted.user import _DRIFT, ScriptedUser
+from castbench._agents.traits import LEVELS, TRAITS, parse_traits, trait_instructions
+from castbench._agents.views import user_briefing_for
+from castbench._base.dialogue import ask_for, confirmation_request
+from castbench._records.store import ResultsStore
+from castbench._run.api import build_config, evaluate
 from castbench.domain import Domain, Task
-from castbench.store import ResultsStore
 from tests.support import invoke, sqlite_url
 
 TASK = "retail-test-0002"

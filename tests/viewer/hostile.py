@@ -6,12 +6,12 @@ from dataclasses import dataclass
 
 import pytest
 
-from castbench.api import evaluate
-from castbench.conversation import ReplyAction, ToolResultTurn
-from castbench.grading.state_diff import FieldDiff
-from castbench.records.config import RunConfig
-from castbench.records.trial import TrialRecord
-from castbench.store import ResultsStore
+from castbench._base.conversation import ReplyAction, ToolResultTurn
+from castbench._grading.state_diff import FieldDiff
+from castbench._records.config import RunConfig
+from castbench._records.store import ResultsStore
+from castbench._records.trial import TrialRecord
+from castbench._run.api import evaluate
 from tests.support import sqlite_url
 
 SCRIPT = "<script>window.__pwned = 1</script>"

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from castbench.api import build_config
-from castbench.records.branches import TrialBranches
-from castbench.records.config import RunConfig
-from castbench.records.trial import TrialRecord
-from castbench.runner.counterfactual import branch_trial
-from castbench.runner.plan import plan_trials
-from castbench.runner.work import ExpectedStates, run_job
+from castbench._records.branches import TrialBranches
+from castbench._records.config import RunConfig
+from castbench._records.trial import TrialRecord
+from castbench._run.api import build_config
+from castbench._run.counterfactual import branch_trial
+from castbench._run.plan import plan_trials
+from castbench._run.work import ExpectedStates, run_job
 from castbench_boards.viewer import render_run_page
 from tests.viewer.browser import BrowserPage
 

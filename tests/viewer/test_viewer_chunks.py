@@ -11,7 +11,7 @@ import threading
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from castbench.records.trial import TrialRecord
+from castbench._records.trial import TrialRecord
 from castbench_boards.viewer import render_run_files
 from castbench_boards.viewer.payload import decode_trials, trial_chunks, trial_payload
 from tests.viewer.browser import BrowserPage

@@ -1,4 +1,4 @@
-"""The viewer marks the decisive step `castbench runs why` names (castbench.attribution), not the
+"""The viewer marks the decisive step `castbench runs why` names (castbench._results.attribution), not the
 last reply: for a failed trial whose decisive step is a tool call, the page's data and the page
 itself mark that call, with the reason line `runs show` prints."""
 
@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from castbench import evaluate
-from castbench.store import ResultsStore
+from castbench._records.store import ResultsStore
 from castbench_boards.viewer.payload import decode_trials
 from tests.support import invoke, sqlite_url
 from tests.viewer.browser import BrowserPage

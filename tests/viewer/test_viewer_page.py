@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from castbench.cli.app import app
-from castbench.store import ResultsStore
-from castbench.store.export import export_run, write_export
+from castbench._cli.app import app
+from castbench._records.store import ResultsStore
+from castbench._records.store.export import export_run, write_export
 from castbench_boards.viewer import page_server, render_run_page
 from castbench_boards.viewer.payload import decode_trials
 from tests.viewer.hostile import EVIL, IMAGE, SCRIPT, HostileRun

@@ -7,10 +7,10 @@ from __future__ import annotations
 import pytest
 
 from castbench import evaluate
-from castbench.attribution import attribute
-from castbench.records.trial import TrialRecord
-from castbench.report.reasons import trial_reasons
-from castbench.store import ResultsStore
+from castbench._records.store import ResultsStore
+from castbench._records.trial import TrialRecord
+from castbench._results.attribution import attribute
+from castbench._results.report.reasons import trial_reasons
 from castbench_boards.viewer.payload import trial_payload
 from tests.support import invoke
 

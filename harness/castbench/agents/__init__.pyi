@@ -2,31 +2,58 @@
 use (its docstring says why): imported as `__init__.py` lists them. Keep the two
 together (tests/core/test_public_api.py)."""
 
-from castbench.agents.critics.checks import (
+from castbench._agents.critics.checks import (
     call_findings,
 )
-from castbench.agents.protocols import (
+from castbench._agents.models.agents import (
+    LLMUser,
+)
+from castbench._agents.models.client import (
+    Completion,
+    ModelClient,
+    TrialKey,
+)
+from castbench._agents.models.parse import (
+    find_json_object,
+    verdict_from_text,
+)
+from castbench._agents.models.prompts import (
+    critic_messages,
+    critic_system_prompt,
+)
+from castbench._agents.models.render import (
+    action_json,
+    describe_action,
+    policy_messages,
+    tool_manual,
+    transcript,
+)
+from castbench._agents.models.settings import (
+    ModelSettings,
+    configure_model_agent,
+)
+from castbench._agents.protocols import (
     Critic,
     Policy,
     UserReply,
     UserSimulator,
 )
-from castbench.agents.registry import (
+from castbench._agents.registry import (
     BuiltinAgent,
     resolve,
 )
-from castbench.agents.spec import (
+from castbench._agents.spec import (
     AgentSpec,
     AgentSpecError,
 )
-from castbench.agents.views import (
+from castbench._agents.views import (
     Briefing,
     CriticView,
     PolicyView,
     UserBriefing,
     public_briefing,
 )
-from castbench.conversation import (
+from castbench._base.conversation import (
     AGENT_STOP,
     Action,
     AgentTurn,
@@ -42,35 +69,8 @@ from castbench.conversation import (
     Verdict,
     canonical_action,
 )
-from castbench.errors import (
+from castbench._base.errors import (
     ServerDown,
-)
-from castbench.models.agents import (
-    LLMUser,
-)
-from castbench.models.client import (
-    Completion,
-    ModelClient,
-    TrialKey,
-)
-from castbench.models.parse import (
-    find_json_object,
-    verdict_from_text,
-)
-from castbench.models.prompts import (
-    critic_messages,
-    critic_system_prompt,
-)
-from castbench.models.render import (
-    action_json,
-    describe_action,
-    policy_messages,
-    tool_manual,
-    transcript,
-)
-from castbench.models.settings import (
-    ModelSettings,
-    configure_model_agent,
 )
 
 __all__ = [

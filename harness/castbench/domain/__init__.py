@@ -20,20 +20,20 @@ import sys
 from types import ModuleType
 from typing import Any
 
-from castbench.deprecation import moved
-from castbench.domain.database import Database, Record, RecordNotFound
-from castbench.domain.domain import Domain, DomainDataError, ExpectedStateError, TaskChecks
-from castbench.domain.keeping import kept
-from castbench.domain.pack_options import PackOption, PackOptionError, PackOptions
-from castbench.domain.registry import (
+from castbench._base.deprecation import moved
+from castbench._domain.database import Database, Record, RecordNotFound
+from castbench._domain.domain import Domain, DomainDataError, ExpectedStateError, TaskChecks
+from castbench._domain.keeping import kept
+from castbench._domain.pack_options import PackOption, PackOptionError, PackOptions
+from castbench._domain.registry import (
     UnknownDomainError,
     available_domains,
     load_domain,
     register_domain,
     resolve_domains,
 )
-from castbench.domain.rules import DomainRules, ObservedCall, RuleFinding
-from castbench.domain.task import (
+from castbench._domain.rules import DomainRules, ObservedCall, RuleFinding
+from castbench._domain.task import (
     DeviceStep,
     EarnedSpec,
     Fact,
@@ -45,21 +45,21 @@ from castbench.domain.task import (
     ToolCall,
     UserScenario,
 )
-from castbench.domain.tools import Observation, Tool, ToolCrash, ToolError, Toolkit, read_tool, write_tool
+from castbench._domain.tools import Observation, Tool, ToolCrash, ToolError, Toolkit, read_tool, write_tool
 
 # the names read on first use, grouped by the module that defines each
 _HOMES: dict[str, tuple[str, ...]] = {
     # a domain's state, tools and facts beyond the core above
-    "castbench.domain.database": ("Row", "SEQUENCES_TABLE", "Snapshot"),
-    "castbench.domain.task": ("Rival",),
-    "castbench.domain.common_tools": ("calculate", "transfer_to_human_agents"),
-    "castbench.domain.facts": ("Facts", "ObservedFacts", "TrueFacts"),
+    "castbench._domain.database": ("Row", "SEQUENCES_TABLE", "Snapshot"),
+    "castbench._domain.task": ("Rival",),
+    "castbench._domain.common_tools": ("calculate", "transfer_to_human_agents"),
+    "castbench._domain.facts": ("Facts", "ObservedFacts", "TrueFacts"),
     # a published task set's domain: its identity look-ups, its tools' schemas, its derived rules
-    "castbench.domain.identity": ("IDENTITY_PREFIX", "identity_call", "identity_facts"),
-    "castbench.domain.published": ("first_person", "schema_arguments_model"),
-    "castbench.domain.derived_rules": ("DerivedRules",),
+    "castbench._domain.identity": ("IDENTITY_PREFIX", "identity_call", "identity_facts"),
+    "castbench._domain.published": ("first_person", "schema_arguments_model"),
+    "castbench._domain.derived_rules": ("DerivedRules",),
     # generating and validating tasks
-    "castbench.authoring.generation": (
+    "castbench._authoring.generation": (
         "DraftBase",
         "Families",
         "Generator",
@@ -71,20 +71,20 @@ _HOMES: dict[str, tuple[str, ...]] = {
         "spoken_list",
         "task_from_draft",
     ),
-    "castbench.authoring.claims": ("published_earned_spec",),
-    "castbench.authoring.validate": ("validate_task",),
+    "castbench._authoring.claims": ("published_earned_spec",),
+    "castbench._authoring.validate": ("validate_task",),
     # grading a trial, and replaying a published trajectory
-    "castbench.grading.state_diff": ("state_diff",),
-    "castbench.runner.parity": ("Trajectory",),
+    "castbench._grading.state_diff": ("state_diff",),
+    "castbench._run.parity": ("Trajectory",),
     # running a trial, and the records of runs and trials it writes (what an importer builds)
-    "castbench.runner.rollout": ("run_trial",),
-    "castbench.runner.spec": ("TrialRuntime", "TrialSpec"),
-    "castbench.runner.deadline": ("TimeLimits",),
-    "castbench.runner.seeds": ("trial_seed",),
-    "castbench.runner.execution": ("AgentSet",),
-    "castbench.records.config": ("Limits", "RunConfig", "Verification"),
-    "castbench.records.trial": ("EndReason", "Proposal", "StepRecord", "TrialRecord"),
-    "castbench.grading.labeler": ("ActionLabel",),
+    "castbench._trial.rollout": ("run_trial",),
+    "castbench._trial.spec": ("TrialRuntime", "TrialSpec"),
+    "castbench._trial.deadline": ("TimeLimits",),
+    "castbench._trial.seeds": ("trial_seed",),
+    "castbench._trial.execution": ("AgentSet",),
+    "castbench._records.config": ("Limits", "RunConfig", "Verification"),
+    "castbench._records.trial": ("EndReason", "Proposal", "StepRecord", "TrialRecord"),
+    "castbench._grading.labeler": ("ActionLabel",),
 }
 _HOME = {name: module for module, names in _HOMES.items() for name in names}
 
@@ -94,7 +94,7 @@ _MOVED = {
     "RunFormat": "castbench.formats",
 }
 """Names that moved to another public module: each still resolves here, with a
-`DeprecationWarning` naming its new place, until the removal release (`castbench.deprecation`)."""
+`DeprecationWarning` naming its new place, until the removal release (`castbench._base.deprecation`)."""
 
 __all__ = [
     "PackOption",
@@ -145,7 +145,7 @@ def __getattr__(name: str) -> Any:
     if home is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     # read at each look-up, never kept here: a test that patches the name where it is defined
-    # (`monkeypatch.setattr(castbench.api, "evaluate", ...)`) is seen by every later reader
+    # (`monkeypatch.setattr(castbench._run.api, "evaluate", ...)`) is seen by every later reader
     return getattr(_module(home), name)
 
 
@@ -153,46 +153,46 @@ def _module(home: str) -> ModuleType:
     """The module `home` names, by a plain import statement: the import contract sees each edge
     (pyproject's `[tool.importlinter]`), and each module loads on first use only."""
     match home:
-        case "castbench.domain.database":
-            import castbench.domain.database  # noqa: F401
-        case "castbench.domain.task":
-            import castbench.domain.task  # noqa: F401
-        case "castbench.domain.common_tools":
-            import castbench.domain.common_tools  # noqa: F401
-        case "castbench.domain.facts":
-            import castbench.domain.facts  # noqa: F401
-        case "castbench.domain.identity":
-            import castbench.domain.identity  # noqa: F401
-        case "castbench.domain.published":
-            import castbench.domain.published  # noqa: F401
-        case "castbench.domain.derived_rules":
-            import castbench.domain.derived_rules  # noqa: F401
-        case "castbench.authoring.generation":
-            import castbench.authoring.generation  # noqa: F401
-        case "castbench.authoring.claims":
-            import castbench.authoring.claims  # noqa: F401
-        case "castbench.authoring.validate":
-            import castbench.authoring.validate  # noqa: F401
-        case "castbench.grading.state_diff":
-            import castbench.grading.state_diff  # noqa: F401
-        case "castbench.runner.parity":
-            import castbench.runner.parity  # noqa: F401
-        case "castbench.runner.rollout":
-            import castbench.runner.rollout  # noqa: F401
-        case "castbench.runner.spec":
-            import castbench.runner.spec  # noqa: F401
-        case "castbench.runner.deadline":
-            import castbench.runner.deadline  # noqa: F401
-        case "castbench.runner.seeds":
-            import castbench.runner.seeds  # noqa: F401
-        case "castbench.runner.execution":
-            import castbench.runner.execution  # noqa: F401
-        case "castbench.records.config":
-            import castbench.records.config  # noqa: F401
-        case "castbench.records.trial":
-            import castbench.records.trial  # noqa: F401
-        case "castbench.grading.labeler":
-            import castbench.grading.labeler  # noqa: F401
+        case "castbench._domain.database":
+            import castbench._domain.database  # noqa: F401
+        case "castbench._domain.task":
+            import castbench._domain.task  # noqa: F401
+        case "castbench._domain.common_tools":
+            import castbench._domain.common_tools  # noqa: F401
+        case "castbench._domain.facts":
+            import castbench._domain.facts  # noqa: F401
+        case "castbench._domain.identity":
+            import castbench._domain.identity  # noqa: F401
+        case "castbench._domain.published":
+            import castbench._domain.published  # noqa: F401
+        case "castbench._domain.derived_rules":
+            import castbench._domain.derived_rules  # noqa: F401
+        case "castbench._authoring.generation":
+            import castbench._authoring.generation  # noqa: F401
+        case "castbench._authoring.claims":
+            import castbench._authoring.claims  # noqa: F401
+        case "castbench._authoring.validate":
+            import castbench._authoring.validate  # noqa: F401
+        case "castbench._grading.state_diff":
+            import castbench._grading.state_diff  # noqa: F401
+        case "castbench._run.parity":
+            import castbench._run.parity  # noqa: F401
+        case "castbench._trial.rollout":
+            import castbench._trial.rollout  # noqa: F401
+        case "castbench._trial.spec":
+            import castbench._trial.spec  # noqa: F401
+        case "castbench._trial.deadline":
+            import castbench._trial.deadline  # noqa: F401
+        case "castbench._trial.seeds":
+            import castbench._trial.seeds  # noqa: F401
+        case "castbench._trial.execution":
+            import castbench._trial.execution  # noqa: F401
+        case "castbench._records.config":
+            import castbench._records.config  # noqa: F401
+        case "castbench._records.trial":
+            import castbench._records.trial  # noqa: F401
+        case "castbench._grading.labeler":
+            import castbench._grading.labeler  # noqa: F401
         case "castbench.formats":
             import castbench.formats  # noqa: F401
         case _:

@@ -2,10 +2,10 @@
 use (its docstring says why): imported as `__init__.py` lists them. Keep the two
 together (tests/core/test_public_api.py)."""
 
-from castbench.authoring.claims import (
+from castbench._authoring.claims import (
     published_earned_spec,
 )
-from castbench.authoring.generation import (
+from castbench._authoring.generation import (
     DraftBase,
     Families,
     Generator,
@@ -17,14 +17,14 @@ from castbench.authoring.generation import (
     spoken_list,
     task_from_draft,
 )
-from castbench.authoring.validate import (
+from castbench._authoring.validate import (
     validate_task,
 )
-from castbench.domain.common_tools import (
+from castbench._domain.common_tools import (
     calculate,
     transfer_to_human_agents,
 )
-from castbench.domain.database import (
+from castbench._domain.database import (
     SEQUENCES_TABLE,
     Database,
     Record,
@@ -32,48 +32,48 @@ from castbench.domain.database import (
     Row,
     Snapshot,
 )
-from castbench.domain.derived_rules import (
+from castbench._domain.derived_rules import (
     DerivedRules,
 )
-from castbench.domain.domain import (
+from castbench._domain.domain import (
     Domain,
     DomainDataError,
     ExpectedStateError,
     TaskChecks,
 )
-from castbench.domain.facts import (
+from castbench._domain.facts import (
     Facts,
     ObservedFacts,
     TrueFacts,
 )
-from castbench.domain.identity import (
+from castbench._domain.identity import (
     IDENTITY_PREFIX,
     identity_call,
     identity_facts,
 )
-from castbench.domain.keeping import kept
-from castbench.domain.pack_options import (
+from castbench._domain.keeping import kept
+from castbench._domain.pack_options import (
     PackOption,
     PackOptionError,
     PackOptions,
 )
-from castbench.domain.published import (
+from castbench._domain.published import (
     first_person,
     schema_arguments_model,
 )
-from castbench.domain.registry import (
+from castbench._domain.registry import (
     UnknownDomainError,
     available_domains,
     load_domain,
     register_domain,
     resolve_domains,
 )
-from castbench.domain.rules import (
+from castbench._domain.rules import (
     DomainRules,
     ObservedCall,
     RuleFinding,
 )
-from castbench.domain.task import (
+from castbench._domain.task import (
     DeviceStep,
     EarnedSpec,
     Fact,
@@ -86,7 +86,7 @@ from castbench.domain.task import (
     ToolCall,
     UserScenario,
 )
-from castbench.domain.tools import (
+from castbench._domain.tools import (
     Observation,
     Tool,
     ToolCrash,
@@ -95,39 +95,39 @@ from castbench.domain.tools import (
     read_tool,
     write_tool,
 )
-from castbench.grading.labeler import (
+from castbench._grading.labeler import (
     ActionLabel,
 )
-from castbench.grading.state_diff import (
+from castbench._grading.state_diff import (
     state_diff,
 )
-from castbench.records.config import (
+from castbench._records.config import (
     Limits,
     RunConfig,
     Verification,
 )
-from castbench.records.trial import (
+from castbench._records.trial import (
     EndReason,
     Proposal,
     StepRecord,
     TrialRecord,
 )
-from castbench.runner.deadline import (
-    TimeLimits,
-)
-from castbench.runner.execution import (
-    AgentSet,
-)
-from castbench.runner.parity import (
+from castbench._run.parity import (
     Trajectory,
 )
-from castbench.runner.rollout import (
+from castbench._trial.deadline import (
+    TimeLimits,
+)
+from castbench._trial.execution import (
+    AgentSet,
+)
+from castbench._trial.rollout import (
     run_trial,
 )
-from castbench.runner.seeds import (
+from castbench._trial.seeds import (
     trial_seed,
 )
-from castbench.runner.spec import (
+from castbench._trial.spec import (
     TrialRuntime,
     TrialSpec,
 )

@@ -9,11 +9,11 @@ import sys
 import time
 from typing import Any
 
-from castbench.agents.scripted.oracle import OraclePolicy
-from castbench.agents.scripted.user import ScriptedUser
-from castbench.agents.views import Briefing, PolicyView, PrivilegedBriefing
-from castbench.conversation import Action, ReplyAction, UserTurn
-from castbench.dialogue import ANYTHING_ELSE
+from castbench._agents.scripted.oracle import OraclePolicy
+from castbench._agents.scripted.user import ScriptedUser
+from castbench._agents.views import Briefing, PolicyView, PrivilegedBriefing
+from castbench._base.conversation import Action, ReplyAction, UserTurn
+from castbench._base.dialogue import ANYTHING_ELSE
 from castbench.domain import Task
 
 __all__ = ["CrashingPolicy", "PeekingPolicy", "PidPolicy", "SleepyPolicy", "WorkerScriptedUser"]

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from castbench.agents.registry import AgentSpecError, resolve
-from castbench.agents.views import briefing_for
-from castbench.api import evaluate
+from castbench._agents.registry import AgentSpecError, resolve
+from castbench._agents.views import briefing_for
+from castbench._records.store import ResultsStore
+from castbench._run.api import evaluate
 from castbench.domain import load_domain
-from castbench.store import ResultsStore
 from tests.core.fixtures_agents import SchemaVandalPolicy
 
 FIXTURES = "tests.core.fixtures_agents"

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from castbench.agents.registry import AgentSpecError, builtin_agents, resolve
-from castbench.agents.scripted.noisy import NoisyPolicy
-from castbench.agents.scripted.oracle import OraclePolicy
-from castbench.api import build_config, evaluate
-from castbench.store import ResultsStore
+from castbench._agents.registry import AgentSpecError, builtin_agents, resolve
+from castbench._agents.scripted.noisy import NoisyPolicy
+from castbench._agents.scripted.oracle import OraclePolicy
+from castbench._records.store import ResultsStore
+from castbench._run.api import build_config, evaluate
 from tests.core.fixtures_agents import SlowNoisyPolicy, TeamPolicy
 
 

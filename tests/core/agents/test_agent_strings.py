@@ -1,15 +1,15 @@
-"""Every way in accepts the same agent strings: `castbench eval` (through `castbench.api`), the
+"""Every way in accepts the same agent strings: `castbench eval` (through `castbench._run.api`), the
 step-wise `Environment` and `castbench mcp serve` (the Environment behind MCP) resolve an agent
-string in one place (`castbench.models.resolve`). A model string accepted by `eval` used to
+string in one place (`castbench._agents.models.resolve`). A model string accepted by `eval` used to
 stop `mcp serve` with "no model backend is available"."""
 
 from __future__ import annotations
 
 import pytest
 
-from castbench.agents.registry import AgentSpecError
-from castbench.api import build_config
-from castbench.environment import Environment
+from castbench._agents.registry import AgentSpecError
+from castbench._run.api import build_config
+from castbench._run.environment import Environment
 from tests.support import invoke
 
 MODEL = "openai/gpt-4o-mini?api_base=http://127.0.0.1:9&temperature=0"

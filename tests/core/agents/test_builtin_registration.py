@@ -1,5 +1,5 @@
 """castbench's own agents are registered by an explicit call, not as a side effect of an import:
-`castbench.agents.builtin` lists them, the registry registers them on first need, and the two
+`castbench._agents.builtin` lists them, the registry registers them on first need, and the two
 modules import one way only (a static import the contracts see, no `import_module`)."""
 
 from __future__ import annotations
@@ -10,13 +10,13 @@ from pathlib import Path
 
 import grimp
 
+from castbench._agents.builtin import shipped_agents
 from castbench.agents import registry
-from castbench.agents.builtin import shipped_agents
 
 
 def test_importing_the_list_registers_nothing(repo_env: dict[str, str]) -> None:
     code = (
-        "import castbench.agents.builtin, castbench.agents.registry as r\n"
+        "import castbench._agents.builtin, castbench._agents.registry as r\n"
         "print(sum(len(agents) for agents in r._BUILTINS.values()))\n"
         "print(len(r.builtin_agents('policy')) > 0)\n"
     )
@@ -37,10 +37,10 @@ def test_the_registry_holds_every_shipped_agent_once() -> None:
 def test_the_registry_imports_the_list_and_not_the_other_way() -> None:
     graph = grimp.build_graph("castbench", include_external_packages=False, cache_dir=None)
     assert graph.direct_import_exists(
-        importer="castbench.agents.registry", imported="castbench.agents.builtin"
+        importer="castbench._agents.registry", imported="castbench._agents.builtin"
     )
     # no way back but through a public module's names read on first use (a facade's edges:
     # tests/core/test_import_cycles.py finds any cycle without them)
-    for module in ("castbench.agents.builtin", *graph.find_descendants("castbench.agents.scripted")):
-        assert not graph.direct_import_exists(importer=module, imported="castbench.agents.registry"), module
+    for module in ("castbench._agents.builtin", *graph.find_descendants("castbench._agents.scripted")):
+        assert not graph.direct_import_exists(importer=module, imported="castbench._agents.registry"), module
     assert "import_module" not in Path(registry.__file__ or "").read_text()

@@ -14,16 +14,16 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from castbench.agents.registry import resolve
-from castbench.api import evaluate
-from castbench.cli.app import app
-from castbench.conversation import ReplyAction
+from castbench._agents.registry import resolve
+from castbench._base.conversation import ReplyAction
+from castbench._cli.app import app
+from castbench._records.store import ResultsStore
+from castbench._records.store.export import export_run
+from castbench._results.publish.board import load_board
+from castbench._results.report import summarize_run
+from castbench._run.api import evaluate
+from castbench._trial.rollout import AgentSet, TimeLimits, TrialRuntime, TrialSpec, run_trial
 from castbench.domain import load_domain
-from castbench.publish.board import load_board
-from castbench.report import summarize_run
-from castbench.runner.rollout import AgentSet, TimeLimits, TrialRuntime, TrialSpec, run_trial
-from castbench.store import ResultsStore
-from castbench.store.export import export_run
 from castbench_boards.rows import eligibility_problems
 from tests.support import process_ended
 
@@ -188,7 +188,7 @@ def test_in_process_runs_are_recorded_and_refused_by_leaderboards(tmp_path: Path
 
 _ORPHANING_PARENT = """
 import os, socket, subprocess, sys, time
-from castbench.agents.transports.worker import SERVE
+from castbench._agents.transports.worker import SERVE
 ours, theirs = socket.socketpair()
 worker = subprocess.Popen([sys.executable, "-m", SERVE, str(theirs.fileno()), str(os.getpid())],
                           pass_fds=[theirs.fileno()], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

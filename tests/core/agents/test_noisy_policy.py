@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from castbench.api import EvalResult, evaluate
-from castbench.store import ResultsStore
+from castbench._records.store import ResultsStore
+from castbench._run.api import EvalResult, evaluate
 from tests.support import sqlite_url
 
 TASKS = [f"retail-test-{i:04d}" for i in range(1, 121, 2)]

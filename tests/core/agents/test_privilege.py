@@ -18,11 +18,11 @@ from typing import Any, NamedTuple
 import pytest
 from pydantic import BaseModel
 
-from castbench.agents.views import Briefing, PolicyView, PrivilegedBriefing, briefing_for
-from castbench.api import evaluate
-from castbench.conversation import AgentTurn, ReplyAction, ToolResultTurn, UserTurn
+from castbench._agents.views import Briefing, PolicyView, PrivilegedBriefing, briefing_for
+from castbench._base.conversation import AgentTurn, ReplyAction, ToolResultTurn, UserTurn
+from castbench._run.api import evaluate
+from castbench._trial.seeds import trial_seed
 from castbench.domain import Database, Domain, Fact, GradingSpec, Task, ToolCall, UserScenario
-from castbench.runner.seeds import trial_seed
 from tests.core.fixtures_agents import RecordingCritic, RecordingPolicy, RecordingUser
 from tests.support import sqlite_url
 

@@ -9,17 +9,17 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from castbench.agents.registry import resolve
-from castbench.api import build_config, evaluate
-from castbench.conversation import ReplyAction
+from castbench._agents.registry import resolve
+from castbench._base.conversation import ReplyAction
+from castbench._grading.outputs import missing_outputs
+from castbench._records.store import ResultsStore
+from castbench._results.report import reliability_table
+from castbench._run.api import build_config, evaluate
+from castbench._run.floors import FLOOR_POLICIES
+from castbench._run.plan import plan_trials
+from castbench._run.work import ExpectedStates, run_job
+from castbench._trial.rollout import AgentSet
 from castbench.domain import load_domain
-from castbench.grading.outputs import missing_outputs
-from castbench.report import reliability_table
-from castbench.report.floors import FLOOR_POLICIES
-from castbench.runner.plan import plan_trials
-from castbench.runner.rollout import AgentSet
-from castbench.runner.work import ExpectedStates, run_job
-from castbench.store import ResultsStore
 
 DOMAINS = ["airline", "retail", "telecom", "telehealth"]
 

@@ -16,14 +16,14 @@ from typing import Any
 
 import pytest
 
-from castbench.agents.registry import AgentSpec, resolve
-from castbench.agents.scripted.spray import LookupSprayPolicy, policy_reasons
-from castbench.agents.views import Briefing, PolicyView
-from castbench.api import build_config
+from castbench._agents.registry import AgentSpec, resolve
+from castbench._agents.scripted.spray import LookupSprayPolicy, policy_reasons
+from castbench._agents.views import Briefing, PolicyView
+from castbench._run.api import build_config
+from castbench._run.plan import plan_trials
+from castbench._run.work import ExpectedStates, run_job
+from castbench._trial.episode import AgentSet
 from castbench.domain import Domain, load_domain
-from castbench.runner.episode import AgentSet
-from castbench.runner.plan import plan_trials
-from castbench.runner.work import ExpectedStates, run_job
 
 DOMAINS = ["retail", "airline", "telecom", "telehealth"]
 PER_FAMILY = 2

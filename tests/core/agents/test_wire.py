@@ -14,7 +14,7 @@ import json
 import pytest
 from pydantic import BaseModel, ValidationError
 
-from castbench.agents.transports.wire import (
+from castbench._agents.transports.wire import (
     ACTION,
     EVENTS,
     VERDICT,
@@ -27,8 +27,8 @@ from castbench.agents.transports.wire import (
     observation_from_wire,
     observation_to_wire,
 )
-from castbench.agents.views import Briefing, PrivilegedBriefing, UserBriefing
-from castbench.conversation import (
+from castbench._agents.views import Briefing, PrivilegedBriefing, UserBriefing
+from castbench._base.conversation import (
     AgentTurn,
     CritiqueTurn,
     MalformedAction,
@@ -40,8 +40,8 @@ from castbench.conversation import (
     UserTurn,
     Verdict,
 )
+from castbench._domain.task import DeviceStep, Fact
 from castbench.domain import Observation, ToolCall, UserScenario
-from castbench.domain.task import DeviceStep, Fact
 
 USAGE = Usage(
     input_tokens=3, output_tokens=4, cost=0.5, latency_s=1.5, calls=2, retries=1, failed_calls=1, unusable=1
@@ -132,7 +132,7 @@ def test_user_briefing_round_trips_every_field() -> None:
 
 
 def test_privileged_briefing_never_crosses() -> None:
-    from castbench.domain.task import Task  # noqa: F401  (the type the privileged briefing carries)
+    from castbench._domain.task import Task  # noqa: F401  (the type the privileged briefing carries)
 
     fields = {item.name: getattr(_briefing(), item.name) for item in dataclasses.fields(Briefing)}
     privileged = PrivilegedBriefing(**fields, task=None)  # type: ignore[arg-type]

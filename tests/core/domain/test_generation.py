@@ -13,7 +13,7 @@ import pytest
 
 import castbench_retail
 import castbench_telecom
-from castbench.authoring.generation import (
+from castbench._authoring.generation import (
     DraftBase,
     GenerationError,
     Generator,
@@ -24,7 +24,8 @@ from castbench.authoring.generation import (
     spoken_list,
     write_generated,
 )
-from castbench.authoring.validate import validate_task
+from castbench._authoring.validate import validate_task
+from castbench._domain.task import Rival, load_tasks
 from castbench.domain import (
     Database,
     DeviceStep,
@@ -37,7 +38,6 @@ from castbench.domain import (
     Toolkit,
     read_tool,
 )
-from castbench.domain.task import Rival, load_tasks
 from castbench_retail.generate import GENERATOR as RETAIL
 
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from castbench._domain.database import PristineIndex
 from castbench.domain import Database, Domain, load_domain
-from castbench.domain.database import PristineIndex
 from tests.core.toy import TOY_STATE, Counter, build_toy_domain
 
 NATIVE_DOMAINS = ["retail", "airline", "telecom", "telehealth"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from castbench.authoring.validate import validate_domain
+from castbench._authoring.validate import validate_domain
 from castbench.domain import load_domain
 
 

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
+from castbench._domain.task import load_tasks
 from castbench.domain import TaskFileError
-from castbench.domain.task import load_tasks
 from tests.core.toy import add_call, build_toy_domain, toy_task
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from castbench.authoring.validate import validate_domain, validate_task
+from castbench._authoring.validate import validate_domain, validate_task
 from castbench.domain import load_domain
 from tests.core.toy import add_call, build_toy_domain, toy_task
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import json
 
-from castbench.authoring.generation import mention
-from castbench.conversation import AgentTurn, Event, ReplyAction, ToolCallAction, ToolResultTurn
-from castbench.domain.task import EarnedSpec, Rival, ToolCall
-from castbench.grading.earned import check_earned
-from castbench.grading.outputs import Said
+from castbench._authoring.generation import mention
+from castbench._base.conversation import AgentTurn, Event, ReplyAction, ToolCallAction, ToolResultTurn
+from castbench._domain.task import EarnedSpec, Rival, ToolCall
+from castbench._grading.earned import check_earned
+from castbench._grading.outputs import Said
 
 LOOKUP = ToolCall(name="get_order_details", arguments={"order_id": "#W100"})
 ORDERS = {
@@ -167,7 +167,7 @@ def test_every_bills_amount_is_no_answer_however_it_is_tied() -> None:
 
 
 def test_a_bill_is_named_by_its_month_as_people_name_it() -> None:
-    """"Your February bill" names the bill of period 2026-02: other bills' amounts tied to their
+    """ "Your February bill" names the bill of period 2026-02: other bills' amounts tied to their
     months are true remarks beside the answer, and a list of every month's amount is still no
     answer. ("May" names no bill: it is the modal verb far more often.)"""
     periods = ["2026-02", "2026-03", "2026-04"]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from castbench.conversation import (
+from castbench._base.conversation import (
     AgentTurn,
     Event,
     ReplyAction,
@@ -16,9 +16,9 @@ from castbench.conversation import (
     ToolResultTurn,
     UserTurn,
 )
+from castbench._grading import grade_trial
+from castbench._grading.earned import check_earned, matches
 from castbench.domain import Domain, EarnedSpec, Lookup, Mention, ToolCall
-from castbench.grading import grade_trial
-from castbench.grading.earned import check_earned, matches
 from tests.core.toy import build_toy_domain, toy_task
 
 _BY_EMAIL = ToolCall(name="find_user", arguments={"email": "Ann@Example.com"})

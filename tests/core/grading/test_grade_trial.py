@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from castbench.api import evaluate
+from castbench._grading import grade_trial
+from castbench._grading.outputs import claims_success, missing_outputs
+from castbench._records.store import ResultsStore
+from castbench._run.api import evaluate
 from castbench.domain import Domain, load_domain
-from castbench.grading import grade_trial
-from castbench.grading.outputs import claims_success, missing_outputs
-from castbench.store import ResultsStore
 from tests.core.toy import add_call, build_toy_domain, toy_task
 
 

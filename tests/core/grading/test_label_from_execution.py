@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from castbench.api import build_config
+from castbench._records.store import ResultsStore
+from castbench._run.api import build_config
+from castbench._run.engine import run_eval
 from castbench.domain import Database, Domain, Toolkit, load_domain
-from castbench.runner.engine import run_eval
-from castbench.store import ResultsStore
 from castbench_retail.schema import Order
 
 TASKS = [f"retail-test-{index:04d}" for index in range(1, 121, 15)]

@@ -1,7 +1,7 @@
 """The privileged labeler is the truth the critics are measured against, so it shares no decision
 code with any deployed critic: every castbench module it reaches (transitively) that a critic also
 imports must be one of the neutral ones both may read (the event types, the domain's schemas and
-rule constants, the run defaults). `castbench.dialogue`, the phrasebook the scripted roles and the
+rule constants, the run defaults). `castbench._base.dialogue`, the phrasebook the scripted roles and the
 rules critic use to read a yes, is not one of them."""
 
 from __future__ import annotations
@@ -12,10 +12,15 @@ from pathlib import Path
 import castbench
 
 ROOT = Path(castbench.__file__).parent
-NEUTRAL = ("castbench.conversation", "castbench.domain", "castbench.defaults", "castbench.errors")
+NEUTRAL = (
+    "castbench._base.conversation",
+    "castbench.domain",
+    "castbench._base.defaults",
+    "castbench._base.errors",
+)
 """What both may read: the events, the domain's tools, rules and data, the defaults."""
-LABELER = ("castbench.grading.labeler", "castbench.grading.confirmation")
-ORACLE_CRITIC = "castbench.agents.critics.oracle"
+LABELER = ("castbench._grading.labeler", "castbench._grading.confirmation")
+ORACLE_CRITIC = "castbench._agents.critics.oracle"
 """The oracle critic is the labeler handed to the policy (its upper bound), not a critic graded."""
 PUBLIC = ("castbench", "castbench.agents", "castbench.domain")
 
@@ -64,7 +69,7 @@ def _closure(roots: tuple[str, ...]) -> set[str]:
 
 def _critic_modules() -> set[str]:
     folder = ROOT / "agents" / "critics"
-    return {f"castbench.agents.critics.{p.stem}" for p in folder.glob("*.py") if p.stem != "__init__"} - {
+    return {f"castbench._agents.critics.{p.stem}" for p in folder.glob("*.py") if p.stem != "__init__"} - {
         ORACLE_CRITIC
     }
 
@@ -83,13 +88,13 @@ def _shared(roots: tuple[str, ...]) -> set[str]:
 def test_the_labeler_reaches_no_module_a_critic_decides_with() -> None:
     assert not _shared(LABELER), f"the labeler shares decision code with a critic: {sorted(_shared(LABELER))}"
     labeler = _closure(LABELER)
-    assert "castbench.dialogue" not in labeler
+    assert "castbench._base.dialogue" not in labeler
     assert not any(module.startswith("castbench.agents") for module in labeler)
 
 
 def test_the_check_would_catch_a_shared_module() -> None:
     """The check itself: a labeler that imported the rules critic's checks would fail it."""
-    assert "castbench.agents.critics.checks" in _shared((*LABELER, "castbench.agents.critics.checks"))
+    assert "castbench._agents.critics.checks" in _shared((*LABELER, "castbench._agents.critics.checks"))
 
 
 def _grading_reached(roots: tuple[str, ...]) -> set[str]:
@@ -97,19 +102,19 @@ def _grading_reached(roots: tuple[str, ...]) -> set[str]:
     return {
         module
         for module in _closure(roots)
-        if module.startswith("castbench.grading") or module == "castbench.dialogue"
+        if module.startswith("castbench._grading") or module == "castbench._base.dialogue"
     }
 
 
 def test_no_critic_reaches_the_labeler_or_the_phrasebook() -> None:
     """The other direction: the rules critic (its checks and its own reading of a yes,
-    `critics/consent.py`) decides with no code of the labeler's and not with `dialogue.py`."""
+    `critics/consent.py`) decides with no code of the labeler's and not with `_base/dialogue.py`."""
     critics = tuple(sorted(_critic_modules()))
-    assert "castbench.agents.critics.checks" in critics and "castbench.agents.critics.consent" in critics
+    assert "castbench._agents.critics.checks" in critics and "castbench._agents.critics.consent" in critics
     assert not _grading_reached(critics), f"a critic reaches {sorted(_grading_reached(critics))}"
 
 
 def test_the_critic_check_would_catch_an_import_of_grading_code() -> None:
-    assert "castbench.grading.confirmation" in _grading_reached(
-        ("castbench.agents.critics.checks", "castbench.grading.confirmation")
+    assert "castbench._grading.confirmation" in _grading_reached(
+        ("castbench._agents.critics.checks", "castbench._grading.confirmation")
     )

@@ -11,13 +11,13 @@ from typing import Any
 
 import pytest
 
-from castbench.api import build_config
-from castbench.conversation import Event
+from castbench._base.conversation import Event
+from castbench._grading import labeler
+from castbench._records.store import ResultsStore
+from castbench._run.api import build_config
+from castbench._run.engine import run_eval
+from castbench._trial import replay
 from castbench.domain import load_domain
-from castbench.grading import labeler
-from castbench.runner import replay
-from castbench.runner.engine import run_eval
-from castbench.store import ResultsStore
 
 TASKS = [f"retail-test-{index:04d}" for index in range(1, 121, 10)]
 

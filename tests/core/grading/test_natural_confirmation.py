@@ -7,10 +7,17 @@ from __future__ import annotations
 
 import json
 
-from castbench.conversation import AgentTurn, Event, ReplyAction, ToolCallAction, ToolResultTurn, UserTurn
+from castbench._base.conversation import (
+    AgentTurn,
+    Event,
+    ReplyAction,
+    ToolCallAction,
+    ToolResultTurn,
+    UserTurn,
+)
+from castbench._grading.confirmation import describes
+from castbench._grading.labeler import label_action
 from castbench.domain import load_domain
-from castbench.grading.confirmation import describes
-from castbench.grading.labeler import label_action
 
 DOMAIN = load_domain("retail")
 TASK = DOMAIN.task("retail-test-0005")  # cancel #W5269985, then return the Office Chair of #W6054152
@@ -240,7 +247,7 @@ def test_one_yes_covers_a_listed_batch_and_only_what_it_listed() -> None:
 
 
 def test_canonical_forms_of_dates_amounts_numbers_and_enums() -> None:
-    from castbench.grading.confirmation import canonical
+    from castbench._grading.confirmation import canonical
 
     for text, value in [
         ("on Wednesday, May 22nd", "2024-05-22"),

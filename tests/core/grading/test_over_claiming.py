@@ -3,10 +3,10 @@ false for the task fails the earned check, and the precise reply passes."""
 
 from __future__ import annotations
 
-from castbench.authoring.generation import mention
-from castbench.conversation import AgentTurn, Event, ReplyAction, ToolCallAction, ToolResultTurn
-from castbench.domain.task import EarnedSpec, Lookup, Rival, ToolCall
-from castbench.grading.earned import check_earned
+from castbench._authoring.generation import mention
+from castbench._base.conversation import AgentTurn, Event, ReplyAction, ToolCallAction, ToolResultTurn
+from castbench._domain.task import EarnedSpec, Lookup, Rival, ToolCall
+from castbench._grading.earned import check_earned
 
 LOOKUP = ToolCall(name="get_order_details", arguments={"order_id": "#W100"})
 

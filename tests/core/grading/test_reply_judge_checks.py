@@ -1,6 +1,6 @@
-"""The reply checks a judge decides (`castbench.grading.replies`), its strict verdict format and
-bounded re-asks (`castbench.models.reply_judge`, on a loopback server), and the agreement figures
-(`castbench.report.reply_judge`)."""
+"""The reply checks a judge decides (`castbench._grading.replies`), its strict verdict format and
+bounded re-asks (`castbench._agents.models.reply_judge`, on a loopback server), and the agreement figures
+(`castbench._results.report.reply_judge`)."""
 
 from __future__ import annotations
 
@@ -9,14 +9,14 @@ from typing import Any
 
 import pytest
 
+from castbench._agents.models.client import TrialKey
+from castbench._agents.models.reply_judge import ModelReplyJudge, judge_settings, parse_verdicts, render
+from castbench._base.errors import FatalInfrastructureError
+from castbench._grading.earned import EarnedCheck
+from castbench._grading.replies import ReplyCheck, StoredVerdicts, judged_outcome, reply_checks
+from castbench._records.trial import TrialRecord
+from castbench._results.report.reply_judge import reply_judge_agreement
 from castbench.domain import load_domain
-from castbench.errors import FatalInfrastructureError
-from castbench.grading.earned import EarnedCheck
-from castbench.grading.replies import ReplyCheck, StoredVerdicts, judged_outcome, reply_checks
-from castbench.models.client import TrialKey
-from castbench.models.reply_judge import ModelReplyJudge, judge_settings, parse_verdicts, render
-from castbench.records.trial import TrialRecord
-from castbench.report.reply_judge import reply_judge_agreement
 from tests.models.fault_server import FaultPlan, FaultServer
 
 
@@ -146,7 +146,7 @@ def test_judge_settings_are_deterministic_unless_told() -> None:
 
 
 def _record(checks: list[ReplyCheck]) -> TrialRecord:
-    from castbench.grading import Grade, SurfaceSignals
+    from castbench._grading import Grade, SurfaceSignals
 
     surface = SurfaceSignals(
         ended_cleanly=True, made_write=False, saw_tool_error=False, claimed_success=False

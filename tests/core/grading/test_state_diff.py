@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from castbench._grading import FieldDiff, state_diff
+from castbench._grading.state_diff import _flatten, _normal, _row_diff, same
 from castbench.domain import Domain, GradingSpec, load_domain
-from castbench.grading import FieldDiff, state_diff
-from castbench.grading.state_diff import _flatten, _normal, _row_diff, same
 from castbench_retail.schema import Order
 from tests.core.toy import Counter, Ticket, build_toy_domain
 

@@ -8,10 +8,10 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from castbench.api import evaluate
-from castbench.cli.app import app
-from castbench.report.summary import summarize_run
-from castbench.store import ResultsStore
+from castbench._cli.app import app
+from castbench._records.store import ResultsStore
+from castbench._results.report.summary import summarize_run
+from castbench._run.api import evaluate
 
 RECKLESS = "tests.core.fixtures_agents:RecklessCancelPolicy"
 TASK = "retail-test-0002"  # cancel a pending order

@@ -14,12 +14,12 @@ from types import ModuleType
 
 import pytest
 
-from castbench.agents.registry import resolve
-from castbench.conversation import AgentTurn, ReplyAction, ToolCallAction, UserTurn
+from castbench._agents.registry import resolve
+from castbench._base.conversation import AgentTurn, ReplyAction, ToolCallAction, UserTurn
+from castbench._trial.episode import AgentSet, Episode
+from castbench._trial.seeds import trial_seed
+from castbench._trial.spec import TrialSpec
 from castbench.domain import load_domain
-from castbench.runner.episode import AgentSet, Episode
-from castbench.runner.seeds import trial_seed
-from castbench.runner.spec import TrialSpec
 
 BENCH = Path(__file__).resolve().parents[3] / "bench"
 LIMIT = 12

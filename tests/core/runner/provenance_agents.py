@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from castbench.agents.views import Briefing, PolicyView
-from castbench.conversation import Action, ReplyAction
+from castbench._agents.views import Briefing, PolicyView
+from castbench._base.conversation import Action, ReplyAction
 
 __all__ = ["DeclaredPrivilegedPolicy"]
 

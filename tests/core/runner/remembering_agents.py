@@ -23,10 +23,10 @@ import tempfile
 import threading
 import time
 
-from castbench.agents.views import Briefing, PolicyView
-from castbench.conversation import Action, ReplyAction, UserTurn
-from castbench.dialogue import ANYTHING_ELSE
-from castbench.errors import FatalInfrastructureError, InfrastructureError
+from castbench._agents.views import Briefing, PolicyView
+from castbench._base.conversation import Action, ReplyAction, UserTurn
+from castbench._base.dialogue import ANYTHING_ELSE
+from castbench._base.errors import FatalInfrastructureError, InfrastructureError
 
 __all__ = ["DaemonPolicy", "LoudPolicy", "RememberingPolicy", "ReportingPolicy", "RerollingPolicy"]
 

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from castbench.api import evaluate
-from castbench.cli.app import app
-from castbench.runner.topup import TopUpError
-from castbench.store import ResultsStore
+from castbench._cli.app import app
+from castbench._records.store import ResultsStore
+from castbench._run.api import evaluate
+from castbench._run.topup import TopUpError
 
 TASKS = ["retail-test-0001", "retail-test-0004"]
 OPTIONS = {"domains": "retail", "policy": "scripted:noisy?p=0.3", "tasks": TASKS, "seed": 7}

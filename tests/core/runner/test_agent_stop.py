@@ -7,12 +7,12 @@ from __future__ import annotations
 import pytest
 
 from castbench import evaluate
-from castbench.agents.scripted.user import ScriptedUser
-from castbench.conversation import AGENT_STOP, ReplyAction, UserTurn
+from castbench._agents.scripted.user import ScriptedUser
+from castbench._base.conversation import AGENT_STOP, ReplyAction, UserTurn
+from castbench._records.store import ResultsStore
+from castbench._records.trial import CLEAN_ENDS, UNFINISHED_ENDS
+from castbench._results.publish.verify import verify_run
 from castbench.domain import Domain
-from castbench.publish.verify import verify_run
-from castbench.records.trial import CLEAN_ENDS, UNFINISHED_ENDS
-from castbench.store import ResultsStore
 
 TASKS = ["retail-test-0002", "retail-test-0005"]
 
@@ -56,7 +56,7 @@ def test_agent_stop_is_a_clean_finished_ending() -> None:
 
 @pytest.mark.parametrize("farewell", ["Goodbye.", "Done, good-bye!", "Thanks, have a great day!", "Bye now"])
 def test_the_scripted_user_answers_a_farewell_with_its_own(retail: Domain, farewell: str) -> None:
-    from castbench.agents.views import user_briefing_for
+    from castbench._agents.views import user_briefing_for
 
     task = retail.task(TASKS[0])
     user = ScriptedUser(user_briefing_for(retail, task, 1, retail.initial_database(task), None))

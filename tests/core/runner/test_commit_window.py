@@ -1,4 +1,4 @@
-"""Group commit (`castbench.runner.commits`): a process killed outright loses only the finished
+"""Group commit (`castbench._run.commits`): a process killed outright loses only the finished
 trials of the batch not yet committed; re-running the command redoes exactly those, under the
 same run id, with no trial lost or stored twice, and the figures of a run never killed."""
 
@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from castbench.api import evaluate
-from castbench.records.trial import TrialRecord
-from castbench.runner import commits
-from castbench.store import ResultsStore
+from castbench._records.store import ResultsStore
+from castbench._records.trial import TrialRecord
+from castbench._run import commits
+from castbench._run.api import evaluate
 
 OPTIONS: dict[str, Any] = {
     "domains": "retail",
@@ -31,9 +31,9 @@ batch still gathering (its window made long here), so those three are lost."""
 
 _KILLED = """
 import json, os, sys, time
-from castbench.api import evaluate
-from castbench.runner import commits
-from castbench.store import ResultsStore
+from castbench._run.api import evaluate
+from castbench._run import commits
+from castbench._records.store import ResultsStore
 
 commits.COMMIT_MOST, commits.GATHER_S = {batch}, 60.0
 db, options, killed_at = sys.argv[1], json.loads(sys.argv[2]), {killed_at}
@@ -107,7 +107,7 @@ def test_ctrl_c_commits_every_trial_handed_over(tmp_path: Path, monkeypatch: pyt
         if len(seen) == 3:
             raise KeyboardInterrupt
 
-    from castbench.errors import RunInterrupted
+    from castbench._base.errors import RunInterrupted
 
     with pytest.raises(RunInterrupted):
         evaluate(db=db, on_trial=on_trial, **OPTIONS)

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from castbench.api import build_config
-from castbench.records.trial import TrialRecord
-from castbench.runner.engine import run_eval
-from castbench.store import ResultsStore
+from castbench._records.store import ResultsStore
+from castbench._records.trial import TrialRecord
+from castbench._run.api import build_config
+from castbench._run.engine import run_eval
 from tests.support import sqlite_url, without_durations
 
 pytestmark = pytest.mark.slow  # the same runs sequentially and with 8 and 32 workers

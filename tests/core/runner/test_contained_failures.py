@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from castbench.api import evaluate
+from castbench._records.store import ResultsStore
+from castbench._records.trial import TrialRecord
+from castbench._run.api import evaluate
+from castbench._trial import episode
+from castbench._trial.rollout import Verification
 from castbench.domain import load_domain
-from castbench.records.trial import TrialRecord
-from castbench.runner import episode
-from castbench.runner.rollout import Verification
-from castbench.store import ResultsStore
 from tests.support import invoke, sqlite_url
 
 HOSTILE = "tests.core.hostile_agents"

@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from castbench.agents.scripted.refusers import LookupRefusePolicy
-from castbench.agents.views import Briefing, PrivilegedBriefing
-from castbench.api import evaluate
-from castbench.conversation import CritiqueTurn, ToolCallAction
-from castbench.environment import Environment, EpisodeOver
-from castbench.runner.episode import Verification
-from castbench.store import ResultsStore
+from castbench._agents.scripted.refusers import LookupRefusePolicy
+from castbench._agents.views import Briefing, PrivilegedBriefing
+from castbench._base.conversation import CritiqueTurn, ToolCallAction
+from castbench._records.store import ResultsStore
+from castbench._run.api import evaluate
+from castbench._run.environment import Environment, EpisodeOver
+from castbench._trial.episode import Verification
 from tests.support import sqlite_url
 
 TASK = "retail-test-0008"  # lookup-refuse earns this refusal: the grade is a pass, not a zero

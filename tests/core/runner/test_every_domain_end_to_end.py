@@ -11,11 +11,11 @@ from dataclasses import dataclass
 
 import pytest
 
-from castbench.api import evaluate
+from castbench._records.store import ResultsStore
+from castbench._records.trial import TrialRecord
+from castbench._results.report import RunSummary
+from castbench._run.api import evaluate
 from castbench.domain import Domain, load_domain
-from castbench.records.trial import TrialRecord
-from castbench.report import RunSummary
-from castbench.store import ResultsStore
 from tests.metrics.reference import recompute
 from tests.support import DOMAINS, invoke, sqlite_url
 

@@ -1,4 +1,4 @@
-"""One execution plan per run (`castbench.runner.execution`): worked out from the run's agents and
+"""One execution plan per run (`castbench._trial.execution`): worked out from the run's agents and
 options, obeyed by the executor, the episode and the transports, and recorded with the run
 (its meta, not its identity) for `castbench runs show`."""
 
@@ -12,23 +12,23 @@ from typing import Any
 
 import pytest
 
-from castbench.agents.registry import AgentSpec, resolve
-from castbench.agents.transports import AgentCall, InProcessTransport, connect
-from castbench.agents.transports.service import ServiceTransport
-from castbench.agents.transports.worker import WorkerTransport
-from castbench.api import build_config
+from castbench._agents.registry import AgentSpec, resolve
+from castbench._agents.transports import AgentCall, InProcessTransport, connect
+from castbench._agents.transports.service import ServiceTransport
+from castbench._agents.transports.worker import WorkerTransport
+from castbench._records.execution import ExecutionPlan
+from castbench._records.provenance import provenance
+from castbench._records.store import ResultsStore
+from castbench._records.trial import TrialRecord
+from castbench._run.api import build_config
+from castbench._run.engine import run_eval
+from castbench._run.executors.local import LocalExecutor
+from castbench._trial.deadline import Halt
+from castbench._trial.episode import Episode
+from castbench._trial.execution import AgentSet, plan_execution
+from castbench._trial.rollout import run_trial
+from castbench._trial.spec import TrialRuntime, TrialSpec
 from castbench.domain import Domain
-from castbench.records.execution import ExecutionPlan
-from castbench.records.provenance import provenance
-from castbench.records.trial import TrialRecord
-from castbench.runner.deadline import Halt
-from castbench.runner.engine import run_eval
-from castbench.runner.episode import Episode
-from castbench.runner.execution import AgentSet, plan_execution
-from castbench.runner.executors.local import LocalExecutor
-from castbench.runner.rollout import run_trial
-from castbench.runner.spec import TrialRuntime, TrialSpec
-from castbench.store import ResultsStore
 from tests.support import invoke, sqlite_url
 
 _LEAN = {"model": "openai/p", "api_base": "http://127.0.0.1:9/v1"}

@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from castbench.api import evaluate
-from castbench.records.config import RunConfig
-from castbench.report import floors
-from castbench.report.floors import ReferenceFloors
+from castbench._records.config import RunConfig
+from castbench._run import floors
+from castbench._run.api import evaluate
+from castbench._run.floors import ReferenceFloors
 
 
 @pytest.fixture(autouse=True)

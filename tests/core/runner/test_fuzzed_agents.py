@@ -12,14 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from castbench.api import evaluate
-from castbench.conversation import ToolCallAction, canonical_action
+from castbench._base.conversation import ToolCallAction, canonical_action
+from castbench._domain.common_tools import evaluate_arithmetic
+from castbench._domain.tools import ToolError
+from castbench._records.store import ResultsStore
+from castbench._records.store.export import export_run
+from castbench._results.publish.verify import verify_run
+from castbench._run.api import evaluate
 from castbench.domain import load_domain
-from castbench.domain.common_tools import evaluate_arithmetic
-from castbench.domain.tools import ToolError
-from castbench.publish.verify import verify_run
-from castbench.store import ResultsStore
-from castbench.store.export import export_run
 from tests.support import DOMAINS, sqlite_url
 
 FUZZ = "tests.core.poison_agents:FuzzPolicy"

@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
+from castbench._results.report.summary import RunSummary
+from castbench._trial import episode
 from castbench.domain import load_domain
-from castbench.report.summary import RunSummary
-from castbench.runner import episode
 from tests.support import invoke, sqlite_url
 
 POLICY = "scripted:noisy?p=0.5"

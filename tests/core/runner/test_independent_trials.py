@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from castbench.api import build_config, evaluate
-from castbench.errors import FatalInfrastructureError
-from castbench.runner.plan import plan_trials
-from castbench.runner.seeds import trial_seed
-from castbench.store import ResultsStore
+from castbench._base.errors import FatalInfrastructureError
+from castbench._records.store import ResultsStore
+from castbench._run.api import build_config, evaluate
+from castbench._run.plan import plan_trials
+from castbench._trial.seeds import trial_seed
 from tests.core.toy import build_toy_domain, register_toy, toy_task
 from tests.postgres import new_database
 from tests.support import invoke, process_ended, sqlite_url

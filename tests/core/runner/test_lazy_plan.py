@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from castbench.api import build_config
-from castbench.runner.engine import run_eval
-from castbench.runner.plan import plan_trials
-from castbench.store import ResultsStore
+from castbench._records.store import ResultsStore
+from castbench._run.api import build_config
+from castbench._run.engine import run_eval
+from castbench._run.plan import plan_trials
 
 MILLION = 1_000_000
 

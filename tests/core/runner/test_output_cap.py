@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from castbench.agents.views import Briefing, PolicyView
-from castbench.api import evaluate
-from castbench.conversation import ReplyAction, ToolCallAction
-from castbench.store import ResultsStore
+from castbench._agents.views import Briefing, PolicyView
+from castbench._base.conversation import ReplyAction, ToolCallAction
+from castbench._records.store import ResultsStore
+from castbench._run.api import evaluate
 from tests.support import sqlite_url
 
 

@@ -8,12 +8,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from castbench.agents.registry import AgentSpec
-from castbench.agents.sandbox import SandboxNeeds
-from castbench.api import build_config, evaluate
-from castbench.models.resolve import model_factory
-from castbench.records.config import RunConfig
-from castbench.records.provenance import (
+from castbench._agents.models.resolve import model_factory
+from castbench._agents.registry import AgentSpec
+from castbench._agents.sandbox import SandboxNeeds
+from castbench._records.config import RunConfig
+from castbench._records.provenance import (
     AgentPlacement,
     SandboxState,
     derived_placement,
@@ -22,7 +21,8 @@ from castbench.records.provenance import (
     provenance,
     sandbox_state,
 )
-from castbench.store.export import read_export
+from castbench._records.store.export import read_export
+from castbench._run.api import build_config, evaluate
 from tests.support import sqlite_url
 
 REPO = Path(__file__).resolve().parents[3]
@@ -33,7 +33,7 @@ NONE = SandboxState(available=False, reason="the kernel offers no Landlock")
 NO_LANDLOCK = SimpleNamespace(
     available=False, mechanism="", reason="no sandbox on plan9 (castbench uses Landlock)"
 )
-"""What `castbench.agents.sandbox.support()` answers where workers cannot be sandboxed."""
+"""What `castbench._agents.sandbox.support()` answers where workers cannot be sandboxed."""
 WITH_LANDLOCK = SimpleNamespace(available=True, mechanism="landlock ABI 7", reason="")
 
 
@@ -63,7 +63,7 @@ def test_each_kind_of_agent_has_its_placement() -> None:
     assert placement_of(_import_spec("in-process"), LANDLOCK).where == "in-process"
     privileged = placement_of(_import_spec("in-process", privileged=True), LANDLOCK)
     assert (privileged.where, privileged.privileged) == ("privileged", True)
-    from castbench.agents.registry import resolve
+    from castbench._agents.registry import resolve
 
     model = placement_of(resolve("policy", "openai/gpt-4o-mini", model_factory("policy")), NONE)
     assert (model.where, model.describe()) == ("model", "model openai/gpt-4o-mini called by castbench")
@@ -72,8 +72,8 @@ def test_each_kind_of_agent_has_its_placement() -> None:
 
 
 def test_an_import_path_worker_is_recorded_as_the_sandbox_finds_it(monkeypatch: pytest.MonkeyPatch) -> None:
-    """What `castbench.agents.sandbox.support()` answers (what the workers act on) is recorded."""
-    monkeypatch.setattr("castbench.agents.sandbox.support", lambda: NO_LANDLOCK)
+    """What `castbench._agents.sandbox.support()` answers (what the workers act on) is recorded."""
+    monkeypatch.setattr("castbench._agents.sandbox.support", lambda: NO_LANDLOCK)
     assert sandbox_state() == SandboxState(available=False, reason=NO_LANDLOCK.reason)
     config, _ = build_config(domains="retail", policy=TEAM, tasks=TASK)
     placement = config.placement["policy"]
@@ -81,7 +81,7 @@ def test_an_import_path_worker_is_recorded_as_the_sandbox_finds_it(monkeypatch: 
     assert config.placement["user"].where == "builtin"  # castbench's own code: not an unsandboxed agent
     in_process, _ = build_config(domains="retail", policy=TEAM, tasks=TASK, in_process=True)
     assert in_process.placement["policy"].where == "in-process" and in_process.in_process == ["policy"]
-    monkeypatch.setattr("castbench.agents.sandbox.support", lambda: WITH_LANDLOCK)
+    monkeypatch.setattr("castbench._agents.sandbox.support", lambda: WITH_LANDLOCK)
     assert sandbox_state() == LANDLOCK
 
 
@@ -89,11 +89,11 @@ def test_a_resume_with_the_sandbox_changed_is_a_new_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     db = sqlite_url(tmp_path / "runs.db")
-    monkeypatch.setattr("castbench.agents.sandbox.support", lambda: NO_LANDLOCK)
+    monkeypatch.setattr("castbench._agents.sandbox.support", lambda: NO_LANDLOCK)
     first = evaluate(db=db, domains="retail", policy=TEAM, tasks=TASK, trials=1)
     again = evaluate(db=db, domains="retail", policy=TEAM, tasks=TASK, trials=1)
     assert again.outcome.run_id == first.outcome.run_id and again.outcome.resumed
-    monkeypatch.setattr("castbench.agents.sandbox.support", lambda: WITH_LANDLOCK)
+    monkeypatch.setattr("castbench._agents.sandbox.support", lambda: WITH_LANDLOCK)
     changed = evaluate(db=db, domains="retail", policy=TEAM, tasks=TASK, trials=1)
     assert changed.outcome.run_id != first.outcome.run_id and not changed.outcome.resumed
     assert changed.outcome.superseded == first.outcome.run_id

@@ -11,14 +11,14 @@ from typing import Any
 
 import pytest
 
-from castbench.api import build_config
-from castbench.conversation import ReplyAction
-from castbench.errors import FatalInfrastructureError
-from castbench.records.trial import TrialRecord
-from castbench.runner.engine import run_eval
-from castbench.runner.executors import make_executor
-from castbench.runner.executors.local import LocalExecutor
-from castbench.store import ResultsStore
+from castbench._base.conversation import ReplyAction
+from castbench._base.errors import FatalInfrastructureError
+from castbench._records.store import ResultsStore
+from castbench._records.trial import TrialRecord
+from castbench._run.api import build_config
+from castbench._run.engine import run_eval
+from castbench._run.executors import make_executor
+from castbench._run.executors.local import LocalExecutor
 from tests.support import sqlite_url, without_durations
 
 ray = pytest.importorskip("ray", reason="the Ray executor needs pip install -e '.[ray]'")

@@ -13,16 +13,16 @@ from typing import Any
 
 import pytest
 
-from castbench.api import build_config
-from castbench.conversation import ToolResultTurn, UserTurn
+from castbench._base.conversation import ToolResultTurn, UserTurn
+from castbench._records.config import RunConfig, Verification
+from castbench._records.perturbations import Perturbations
+from castbench._records.store import ResultsStore
+from castbench._records.trial import StepRecord, TrialRecord
+from castbench._results.publish.verify import verify_run
+from castbench._run.api import build_config
+from castbench._run.engine import run_eval
+from castbench._trial.replay import replay_trial
 from castbench.domain import load_domain
-from castbench.publish.verify import verify_run
-from castbench.records.config import RunConfig, Verification
-from castbench.records.perturbations import Perturbations
-from castbench.records.trial import StepRecord, TrialRecord
-from castbench.runner.engine import run_eval
-from castbench.runner.replay import replay_trial
-from castbench.store import ResultsStore
 from tests.support import DOMAINS, sqlite_url
 
 TASKS = [f"retail-test-{index:04d}" for index in range(1, 121, 12)]

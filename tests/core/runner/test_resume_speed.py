@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from castbench.api import evaluate
-from castbench.report import floors
-from castbench.report.kept import kept_summary
-from castbench.report.summary import RunSummary
-from castbench.runner.work import TrialWork
-from castbench.store import ResultsStore
+from castbench._records.store import ResultsStore
+from castbench._results.report.kept import kept_summary
+from castbench._results.report.summary import RunSummary
+from castbench._run import floors
+from castbench._run.api import evaluate
+from castbench._run.work import TrialWork
 
 OPTIONS = {"domains": "retail", "trials": 2, "tasks": ["retail-test-0001", "retail-test-0002"]}
 

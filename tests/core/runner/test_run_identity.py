@@ -11,13 +11,13 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from castbench.api import build_config, evaluate
-from castbench.cli.app import app
-from castbench.store import ResultsStore
+from castbench._cli.app import app
+from castbench._records.store import ResultsStore
+from castbench._run.api import build_config, evaluate
 from tests.core.toy import add_call, build_toy_domain, register_toy, toy_task
 
 AGENT = '''
-from castbench.agents.scripted.oracle import OraclePolicy
+from castbench._agents.scripted.oracle import OraclePolicy
 
 
 class Policy(OraclePolicy):
@@ -135,7 +135,7 @@ def test_a_data_file_of_the_agents_package_counts(toy: Path, team_agent: Path, t
 def test_a_results_store_kept_in_the_agents_package_is_no_part_of_it(toy: Path, team_agent: Path) -> None:
     """Results kept beside the agent's code (the store, its sidecars and run lock, another store)
     grow with every run; counted as the agent's files, no run would ever resume. (A sandboxed
-    worker refuses such a package outright, `castbench.agents.sandbox.AgentPackageError`; the
+    worker refuses such a package outright, `castbench._agents.sandbox.AgentPackageError`; the
     identity is the same wherever the agent runs, so this runs it in castbench's process.)"""
     import sqlite3
 

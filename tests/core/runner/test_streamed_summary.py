@@ -1,4 +1,4 @@
-"""The summary made as the trials are stored (`castbench.report.streamed`) is the summary made
+"""The summary made as the trials are stored (`castbench._results.report.streamed`) is the summary made
 after the fact from the store: the same figures, cell for cell, over the same run; the read-back
 is skipped only when the stream holds every trial the store has."""
 
@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
-from castbench.api import evaluate
-from castbench.records.config import RunConfig
-from castbench.records.trial import TrialRecord
-from castbench.report.streamed import StreamedSummary
-from castbench.report.summary import RunSummary, summarize_run
-from castbench.store import ResultsStore
+from castbench._records.config import RunConfig
+from castbench._records.store import ResultsStore
+from castbench._records.trial import TrialRecord
+from castbench._results.report.streamed import StreamedSummary
+from castbench._results.report.summary import RunSummary, summarize_run
+from castbench._run.api import evaluate
 
 OPTIONS: dict[str, Any] = {
     "domains": "retail",

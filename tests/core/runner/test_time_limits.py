@@ -11,15 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from castbench.api import evaluate
+from castbench._base.errors import AgentTimeout
+from castbench._base.wakeup import Wakeup
+from castbench._records.config import RunConfig
+from castbench._records.store import ResultsStore
+from castbench._records.trial import TrialRecord
+from castbench._results.report.summary import summarize_run
+from castbench._run.api import evaluate
+from castbench._trial.deadline import AgentThread, Cancelled, Halt, TimeLimits
 from castbench.domain import load_domain
-from castbench.errors import AgentTimeout
-from castbench.records.config import RunConfig
-from castbench.records.trial import TrialRecord
-from castbench.report.summary import summarize_run
-from castbench.runner.deadline import AgentThread, Cancelled, Halt, TimeLimits
-from castbench.store import ResultsStore
-from castbench.wakeup import Wakeup
 from tests.support import sqlite_url
 
 

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from castbench.api import evaluate
-from castbench.conversation import ToolCallAction
-from castbench.runner.rollout import Limits
-from castbench.store import ResultsStore
+from castbench._base.conversation import ToolCallAction
+from castbench._records.store import ResultsStore
+from castbench._run.api import evaluate
+from castbench._trial.rollout import Limits
 from tests.core.toy import build_toy_domain, register_toy, toy_task
 from tests.support import sqlite_url
 

@@ -1,4 +1,4 @@
-"""The trial spec (`castbench.runner.spec`): one frozen value for what a trial is, the runtime
+"""The trial spec (`castbench._trial.spec`): one frozen value for what a trial is, the runtime
 handles that play it apart; `Episode` and `run_trial` take the two, and `run_trial`'s form of
 castbench 0.1.0 still plays the same trial, warning, until 0.2.0. No function of the runner (or of
 the attribution it feeds) is over cyclomatic complexity 20."""
@@ -15,17 +15,17 @@ from pathlib import Path
 import pytest
 
 import castbench.domain
-from castbench.agents.registry import resolve
-from castbench.deprecation import CastbenchDeprecationWarning
+from castbench._agents.registry import resolve
+from castbench._base.deprecation import CastbenchDeprecationWarning
+from castbench._records.config import Limits, Verification
+from castbench._records.perturbations import Perturbations
+from castbench._records.trial import TrialRecord
+from castbench._trial.deadline import TimeLimits
+from castbench._trial.episode import Episode
+from castbench._trial.execution import AgentSet
+from castbench._trial.rollout import run_trial
+from castbench._trial.spec import TrialRuntime, TrialSpec
 from castbench.domain import Domain
-from castbench.records.config import Limits, Verification
-from castbench.records.perturbations import Perturbations
-from castbench.records.trial import TrialRecord
-from castbench.runner.deadline import TimeLimits
-from castbench.runner.episode import Episode
-from castbench.runner.execution import AgentSet
-from castbench.runner.rollout import run_trial
-from castbench.runner.spec import TrialRuntime, TrialSpec
 from tests.support import without_durations
 
 ROOT = Path(__file__).resolve().parents[3]

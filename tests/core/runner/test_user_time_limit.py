@@ -4,12 +4,12 @@ policy's step had used up."""
 
 from __future__ import annotations
 
-from castbench.agents.registry import resolve
-from castbench.conversation import ReplyAction, UserTurn
+from castbench._agents.registry import resolve
+from castbench._base.conversation import ReplyAction, UserTurn
+from castbench._trial.deadline import TimeLimits
+from castbench._trial.episode import AgentSet, Episode, Limits
+from castbench._trial.spec import TrialRuntime, TrialSpec
 from castbench.domain import Domain
-from castbench.runner.deadline import TimeLimits
-from castbench.runner.episode import AgentSet, Episode, Limits
-from castbench.runner.spec import TrialRuntime, TrialSpec
 
 
 def test_the_scripted_user_is_never_timed_out_by_the_policys_step(retail: Domain) -> None:

@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from castbench.api import evaluate
-from castbench.records.trial import TRIAL_RECORD
-from castbench.store import ResultsStore
-from castbench.store.export import ArchiveError, ExportedRun, export_run, read_export, write_export
+from castbench._records.store import ResultsStore
+from castbench._records.store.export import ArchiveError, ExportedRun, export_run, read_export, write_export
+from castbench._records.trial import TRIAL_RECORD
+from castbench._run.api import evaluate
 from tests.support import invoke, sqlite_url, without_durations
 
 TASKS = ["retail-test-0001", "retail-test-0002"]

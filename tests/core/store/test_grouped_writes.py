@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from castbench import places
-from castbench.api import evaluate
-from castbench.store import ResultsStore
-from castbench.store.digests import _file
+from castbench._base import places
+from castbench._records.store import ResultsStore
+from castbench._records.store.digests import _file
+from castbench._run.api import evaluate
 
 
 def test_a_batch_stores_each_trial_once_and_keeps_every_digest(

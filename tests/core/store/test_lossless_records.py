@@ -14,15 +14,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from castbench import lossless
-from castbench.api import evaluate
-from castbench.conversation import ReplyAction, ToolCallAction, ToolResultTurn
-from castbench.publish.verify import verify_run
-from castbench.records.config import RunConfig
-from castbench.records.trial import Proposal, StepRecord, TrialRecord
-from castbench.runner import engine
-from castbench.store import ResultsStore
-from castbench.store.export import export_run, read_export, write_export
+from castbench._base import lossless
+from castbench._base.conversation import ReplyAction, ToolCallAction, ToolResultTurn
+from castbench._records.config import RunConfig
+from castbench._records.store import ResultsStore
+from castbench._records.store.export import export_run, read_export, write_export
+from castbench._records.trial import Proposal, StepRecord, TrialRecord
+from castbench._results.publish.verify import verify_run
+from castbench._run import engine
+from castbench._run.api import evaluate
 from tests.core.poison_agents import POISONS, RAW
 from tests.postgres import new_database
 from tests.support import invoke, sqlite_url

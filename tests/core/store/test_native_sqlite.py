@@ -8,9 +8,9 @@ from pathlib import Path
 
 from sqlmodel import Session, SQLModel, create_engine, select
 
-import castbench.store.tables  # noqa: F401  the tables SQLModel's metadata creates
-from castbench.store import ResultsStore
-from castbench.store.tables import RunRow
+import castbench._records.store.tables  # noqa: F401  the tables SQLModel's metadata creates
+from castbench._records.store import ResultsStore
+from castbench._records.store.tables import RunRow
 from tests.support import sqlite_url
 
 
@@ -36,7 +36,7 @@ def test_a_new_file_gets_the_schema_sqlalchemy_creates(tmp_path: Path) -> None:
 
 
 def test_rows_written_with_sqlite3_read_back_through_sqlmodel(tmp_path: Path) -> None:
-    from castbench.records.config import RunConfig
+    from castbench._records.config import RunConfig
 
     store = ResultsStore(sqlite_url(tmp_path / "r.db"))
     assert "engine" not in vars(store)  # no SQLAlchemy engine was needed

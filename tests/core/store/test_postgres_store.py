@@ -15,12 +15,12 @@ import pytest
 from sqlalchemy import text
 from typer.testing import CliRunner
 
-from castbench.api import build_config
-from castbench.cli.app import app
-from castbench.records.trial import TrialRecord
-from castbench.runner.engine import run_eval
-from castbench.store import ResultsStore
-from castbench.store.leases import workers
+from castbench._cli.app import app
+from castbench._records.store import ResultsStore
+from castbench._records.store.leases import workers
+from castbench._records.trial import TrialRecord
+from castbench._run.api import build_config
+from castbench._run.engine import run_eval
 from tests.postgres import new_database
 
 TASKS = ["retail-test-0001", "retail-test-0002", "retail-test-0003"]

@@ -12,15 +12,15 @@ from typing import Any
 
 import pytest
 
-from castbench.api import evaluate
-from castbench.compare.sources import SourceError, load_summary
-from castbench.publish.verify import verify_run
-from castbench.records.config import RUN_CONFIG
-from castbench.records.migrations import RecordShape, RecordVersionError
-from castbench.records.trial import TRIAL_RECORD
-from castbench.report.summary import RUN_SUMMARY, RunSummary, summarize_run
-from castbench.store import ResultsStore
-from castbench.store.export import ArchiveError, export_run, read_export, write_export
+from castbench._records.config import RUN_CONFIG
+from castbench._records.migrations import RecordShape, RecordVersionError
+from castbench._records.store import ResultsStore
+from castbench._records.store.export import ArchiveError, export_run, read_export, write_export
+from castbench._records.trial import TRIAL_RECORD
+from castbench._results.compare.sources import SourceError, load_summary
+from castbench._results.publish.verify import verify_run
+from castbench._results.report.summary import RUN_SUMMARY, RunSummary, summarize_run
+from castbench._run.api import evaluate
 from tests.support import invoke, sqlite_url
 
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from castbench.api import build_config
-from castbench.runner.engine import run_eval
-from castbench.store import ResultsStore, StoreError
+from castbench._records.store import ResultsStore, StoreError
+from castbench._run.api import build_config
+from castbench._run.engine import run_eval
 from tests.support import sqlite_url
 
 TASKS = ["retail-test-0001", "retail-test-0002", "retail-test-0003"]

@@ -15,11 +15,11 @@ from pathlib import Path
 
 from sqlmodel import Session
 
+from castbench._records.config import RunConfig
+from castbench._records.store import HEARTBEAT_S, ResultsStore
+from castbench._records.store.store import _now
+from castbench._records.store.tables import RunLease
 from castbench.domain import load_domain
-from castbench.records.config import RunConfig
-from castbench.store import HEARTBEAT_S, ResultsStore
-from castbench.store.store import _now
-from castbench.store.tables import RunLease
 
 HANGS = "tests.core.hostile_agents:HostilePolicy?mode=hang&on_trial=1"
 

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from castbench.api import build_config
-from castbench.runner.engine import run_eval
-from castbench.store import ResultsStore, StoreError
+from castbench._records.store import ResultsStore, StoreError
+from castbench._run.api import build_config
+from castbench._run.engine import run_eval
 from tests.support import invoke, sqlite_url
 
 TASKS = ["retail-test-0001", "retail-test-0002", "retail-test-0003", "retail-test-0004"]
@@ -87,7 +87,7 @@ def test_runs_show_of_one_trial_prints_that_trial_as_before(stored: tuple[Path, 
 
     from rich.console import Console
 
-    from castbench.report import print_trial
+    from castbench._results.report import print_trial
 
     store = ResultsStore(sqlite_url(path), read_only=True)
     record = next(r for r in store.trials(run_id) if r.task_id == TASKS[2] and r.trial_index == 1)

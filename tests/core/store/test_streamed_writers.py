@@ -14,11 +14,9 @@ from typing import Any
 
 import pytest
 
-from castbench.api import evaluate
-from castbench.records.config import RunConfig
-from castbench.records.trial import TrialRecord
-from castbench.store import ResultsStore
-from castbench.store.export import (
+from castbench._records.config import RunConfig
+from castbench._records.store import ResultsStore
+from castbench._records.store.export import (
     GzipStream,
     StoredTrials,
     export_run,
@@ -26,6 +24,8 @@ from castbench.store.export import (
     stream_run,
     write_export,
 )
+from castbench._records.trial import TrialRecord
+from castbench._run.api import evaluate
 from castbench_boards.viewer import render_run_page, write_run_page
 from castbench_boards.viewer.payload import decode_trials
 

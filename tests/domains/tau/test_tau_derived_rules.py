@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 
+from castbench._domain.derived_rules import DerivedRules
 from castbench.domain import Toolkit
-from castbench.domain.derived_rules import DerivedRules
 from castbench_tau.domain import TauDomain
 
 IDENTITY_LOOKUPS = {

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from castbench.api import evaluate
+from castbench._run.api import evaluate
 from castbench_tau.domain import TauDomain
 from tests.support import sqlite_url
 

@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
+from castbench._records.store import ResultsStore
 from castbench.agents import ToolCallAction, UserTurn
 from castbench.domain import load_domain
 from castbench.formats import ArchiveError
-from castbench.store import ResultsStore
 from castbench_tau.importer import agreement, parse_tau_results, replay_entries
 from tests.support import invoke, sqlite_url
 

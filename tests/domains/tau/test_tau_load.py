@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from castbench._domain.domain import Domain
 from castbench.domain import available_domains, load_domain, resolve_domains
-from castbench.domain.domain import Domain
 from castbench_tau.domain import BROKEN_SUFFIX, TauDomain, tau_version
 from castbench_tau.source import import_tau
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from castbench.runner.parity import (
+from castbench._run.parity import (
     Step,
     castbench_trial,
     closing,

@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
+from castbench._grading.state_diff import state_diff
 from castbench.domain import load_domain
-from castbench.grading.state_diff import state_diff
 from castbench_tau.cow import TauData, plain
 from castbench_tau.domain import TauDomain
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from castbench.agents.views import briefing_for
-from castbench.models.render import policy_messages
-from castbench.publish.board import board_path, load_board
+from castbench._agents.models.render import policy_messages
+from castbench._agents.views import briefing_for
+from castbench._results.publish.board import board_path, load_board
 from castbench_tau.domain import TauDomain
 from tests.support import invoke, sqlite_url
 

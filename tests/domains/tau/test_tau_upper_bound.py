@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from castbench.api import evaluate
-from castbench.domain.identity import IDENTITY_PREFIX
+from castbench._domain.identity import IDENTITY_PREFIX
+from castbench._run.api import evaluate
 from castbench_tau.domain import TauDomain
 from tests.support import sqlite_url
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from castbench.agents.registry import resolve
-from castbench.agents.views import user_briefing_for
-from castbench.api import evaluate
+from castbench._agents.registry import resolve
+from castbench._agents.views import user_briefing_for
+from castbench._run.api import evaluate
 from castbench_tau.domain import TauDomain
 from castbench_tau.user import TAU_GREETING, tau_user_prompt
 from tests.models.fault_server import FaultPlan, FaultServer

@@ -5,15 +5,15 @@ home) and the final state is wrong, as it would be with a real customer."""
 
 from __future__ import annotations
 
-from castbench.agents.registry import AgentSpec, resolve
-from castbench.agents.scripted.spray import LookupSprayPolicy
-from castbench.agents.views import Briefing, PolicyView
-from castbench.api import build_config
-from castbench.dialogue import device_instruction
+from castbench._agents.registry import AgentSpec, resolve
+from castbench._agents.scripted.spray import LookupSprayPolicy
+from castbench._agents.views import Briefing, PolicyView
+from castbench._base.dialogue import device_instruction
+from castbench._run.api import build_config
+from castbench._run.plan import plan_trials
+from castbench._run.work import ExpectedStates, run_job
+from castbench._trial.episode import AgentSet
 from castbench.domain import load_domain
-from castbench.runner.episode import AgentSet
-from castbench.runner.plan import plan_trials
-from castbench.runner.work import ExpectedStates, run_job
 from castbench_telecom.scenario import FIX_STEPS
 
 EVERY_FIX = " ".join(device_instruction(instruction) for instruction, *_ in FIX_STEPS.values())

@@ -6,7 +6,7 @@ from collections import Counter
 
 import pytest
 
-from castbench.authoring.validate import validate_domain
+from castbench._authoring.validate import validate_domain
 from castbench.domain import Database, Domain, Task, ToolCall
 from castbench_telecom.device import phone_status
 from castbench_telecom.families import FAMILIES

@@ -1,4 +1,4 @@
-"""The domain template (castbench/authoring/domain-template, package data): a working domain in
+"""The domain template (castbench/_authoring/domain-template, package data): a working domain in
 under 250 lines that a pack author copies. It validates, the oracle scores 1.000 on every task
 plain and strict, the reference floors are computed on it (and none of them passes a task: the
 look-up task names its rival value, so saying every value seen does not answer it), and it
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from castbench.api import evaluate
+from castbench._run.api import evaluate
 from castbench.domain import Domain, registry
 from tests.conftest import REPO_ROOT
 from tests.support import invoke, sqlite_url
@@ -133,7 +133,7 @@ def test_pip_installs_it_and_the_commands_find_it_by_its_entry_point(
     assert built.returncode == 0, built.stderr
     shutil.rmtree(source)  # what runs is the installed copy
     env = {**repo_env, "PYTHONPATH": f"{site}:{REPO_ROOT}"}
-    castbench = [sys.executable, "-c", "from castbench.cli.app import main; main()"]
+    castbench = [sys.executable, "-c", "from castbench._cli.app import main; main()"]
     validated = subprocess.run(
         [*castbench, "domains", "validate", "--domain", "library"], capture_output=True, text=True, env=env
     )

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from castbench.api import evaluate
-from castbench.authoring.template import template_folder
+from castbench._authoring.template import template_folder
+from castbench._run.api import evaluate
 from castbench.domain import Domain, registry
 from tests.conftest import REPO_ROOT
 from tests.domains.template.test_domain_template import template_files
@@ -35,7 +35,7 @@ def test_the_template_is_package_data_declared_in_pyproject() -> None:
     folder = template_folder()
     assert folder == REPO_ROOT / "harness" / "castbench" / "authoring" / "domain-template"
     declared = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
-    patterns = declared["package-data"]["castbench.authoring"]
+    patterns = declared["package-data"]["castbench._authoring"]
     package = folder.parent
     shipped = {path for pattern in patterns for path in package.glob(pattern)}
     assert shipped == set(template_files(folder)), sorted(set(template_files(folder)) ^ shipped)
@@ -53,8 +53,8 @@ def test_domains_new_works_from_an_installed_wheel(tmp_path: Path) -> None:
     # no site processing: this checkout's editable install is not on the path; the dependencies
     # come from the environment's site-packages, as pip would install them
     code = (
-        "import sys; from castbench.authoring.template import template_folder; print(template_folder())\n"
-        "from castbench.cli.app import main; sys.argv = ['castbench', 'domains', 'new', 'shop']; main()"
+        "import sys; from castbench._authoring.template import template_folder; print(template_folder())\n"
+        "from castbench._cli.app import main; sys.argv = ['castbench', 'domains', 'new', 'shop']; main()"
     )
     env = {"PYTHONPATH": f"{site}:{sysconfig.get_paths()['purelib']}", "COLUMNS": "100"}
     done = subprocess.run(

@@ -1,0 +1,12 @@
+"""The results store (sqlmodel): runs, trials and their full records."""
+
+from castbench._records.store.store import (
+    DEFAULT_DB,
+    HEARTBEAT_S,
+    ResultsStore,
+    StoreError,
+    TrialKey,
+    last_written,
+)
+
+__all__ = ["DEFAULT_DB", "HEARTBEAT_S", "ResultsStore", "StoreError", "TrialKey", "last_written"]

@@ -1,0 +1,416 @@
+"""The Python entry point the CLI is a thin layer over: `castbench.evaluate(...)`."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import platform
+import subprocess
+from collections.abc import Callable
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any, Unpack
+
+from castbench._agents import confine
+from castbench._agents.models.costs import warn_max_cost_gaps
+from castbench._agents.models.resolve import resolve_agent
+from castbench._agents.registry import AgentSpec, Role
+from castbench._agents.traits import parse_traits
+from castbench._domain.domain import Domain
+from castbench._domain.pack_options import set_pack_option
+from castbench._domain.private import use_tasks_file
+from castbench._domain.registry import resolve_domains
+from castbench._records.config import RunConfig
+from castbench._records.identity import fingerprint
+from castbench._records.metrics.profile import ReliabilityProfile, reliability_profile
+from castbench._records.perturbations import Perturbations, profile_conditions
+from castbench._records.provenance import (
+    AgentPlacement,
+    Provenance,
+    RunOrigin,
+    SandboxState,
+    placement_of,
+    provenance,
+    run_origin,
+    sandbox_state,
+)
+from castbench._records.store import ResultsStore
+from castbench._records.trial import TrialRecord
+from castbench._results.report.kept import kept_summary
+from castbench._results.report.streamed import StreamedSummary
+from castbench._results.report.summary import RunSummary, pair_with_baseline, summarize_run
+from castbench._results.report.traits import trait_sweep
+from castbench._run.collector import tuned_for_a_run
+from castbench._run.engine import EvalOutcome, run_eval
+from castbench._run.executors import Executor, make_executor
+from castbench._run.floors import reference_floors, start_reference_floors
+from castbench._run.options import EvalFields, EvalOptions
+from castbench._run.plan import plan_tasks
+from castbench._run.topup import top_up
+from castbench._trial.execution import plan_execution
+from castbench._trial.rollout import AgentSet
+
+__all__ = [
+    "EvalOptions",
+    "EvalResult",
+    "ProfileResult",
+    "build_config",
+    "evaluate",
+    "profile",
+    "profile_runs",
+    "run_metadata",
+    "set_pack_option",
+]
+
+
+def _git_commit() -> str | None:
+    try:
+        commit = subprocess.run(
+            ["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5, check=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain"], capture_output=True, text=True, timeout=5
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return commit + ("-dirty" if dirty.strip() else "")
+
+
+def run_metadata() -> dict[str, Any]:
+    packages: dict[str, str | None] = {}
+    for name in ("castbench", "pydantic", "litellm", "numpy", "scipy", "sqlmodel"):
+        try:
+            packages[name] = version(name)
+        except PackageNotFoundError:
+            packages[name] = None
+    return {"packages": packages, "git_commit": _git_commit(), "python": platform.python_version()}
+
+
+def build_config(
+    options: EvalOptions | None = None, **fields: Unpack[EvalFields]
+) -> tuple[RunConfig, AgentSet]:
+    """The run `options` (with `fields` changed, as `EvalOptions.of` takes them) ask for, and its
+    agents. Model roles' settings (`models_config`, `api_base`) are recorded in `extra["models"]`;
+    `cache_dir` and `concurrency` (which sizes the model servers' default limits) are not part of
+    the run's identity. `in_process` roles are recorded in the config, and leaderboards refuse
+    the run."""
+    chosen = EvalOptions.of(options, **fields)
+    agents, selection = chosen.agents, chosen.selection
+    domains, split, tasks = selection.domains, selection.split, selection.tasks
+    if selection.tasks_file is not None:  # a private split: its domain, its tasks
+        private = use_tasks_file(Path(selection.tasks_file))
+        domains, split = private.domain, private.split
+    resolved = resolve_domains(domains)
+    models: dict[str, Any] = {}
+    model_options = chosen.model_options()
+
+    def configured(role: Role, spec: str) -> AgentSpec:
+        agent, recorded = resolve_agent(role, spec, in_process=agents.in_process, options=model_options)
+        if recorded is not None:
+            models[role] = recorded
+        return agent
+
+    policy_spec, user_spec = configured("policy", agents.policy), configured("user", agents.user)
+    critic_spec = configured("critic", agents.critic)
+    specs = AgentSet(
+        policy=policy_spec, user=user_spec, critic=critic_spec if critic_spec.kind != "none" else None
+    )
+    privileged = [
+        role for role, spec in (("policy", policy_spec), ("critic", critic_spec)) if spec.privileged
+    ]
+    config = RunConfig(
+        domains={domain.name: domain.version for domain in resolved},
+        split=split,
+        task_ids=tasks,
+        planned_tasks=plan_tasks(resolved, split, tasks),
+        policy=agents.policy,
+        critic=agents.critic,
+        user=agents.user,
+        trials=selection.trials,
+        seed=selection.seed,
+        limits=chosen.limits_for(resolved),
+        verification=chosen.verification,
+        traits=parse_traits(agents.traits),
+        perturbations=chosen.perturbations,
+        privileged=privileged,
+        in_process=[
+            role
+            for role, spec in (("policy", policy_spec), ("critic", critic_spec), ("user", user_spec))
+            if spec.kind == "import" and spec.transport == "in-process" and not spec.privileged
+        ],
+        placement=_placement([policy_spec, critic_spec, user_spec]),
+        extra={**chosen.extra, **({"models": models} if models else {}), **_data_origins(resolved)},
+        grading=chosen.grading,
+        reply_judge=_reply_judge(chosen),
+        fingerprint=fingerprint(resolved, [policy_spec, user_spec, critic_spec]),
+    )
+    return config, specs
+
+
+def _reply_judge(options: EvalOptions) -> dict[str, Any] | None:
+    """The reply judge's recorded settings (its environment checked now), or None: the rules."""
+    if options.reply_judge is None:
+        return None
+    from castbench._agents.models.reply_judge import judge_settings  # model runs' only
+
+    return judge_settings(options.reply_judge, options.models.api_base).recorded()
+
+
+def _data_origins(domains: list[Domain]) -> dict[str, dict[str, str]]:
+    """`{"data": {pack: origin}}` for packs that read another data directory (`tau2.data`): in
+    the config, so `runs show` says it and a resume needs the same directory; nothing otherwise."""
+    origins = {domain.name: domain.data_origin for domain in domains if domain.data_origin}
+    return {"data": origins} if origins else {}
+
+
+def _placement(specs: list[AgentSpec]) -> dict[Role, AgentPlacement]:
+    """Where each role's agent runs; the sandbox is asked about only when a worker needs it."""
+    workers = any(spec.kind == "import" and spec.transport == "worker" for spec in specs)
+    sandbox = sandbox_state() if workers else SandboxState(available=False, reason="no worker")
+    return {spec.role: placement_of(spec, sandbox) for spec in specs if spec.kind != "none"}
+
+
+def _check_servers(config: RunConfig, agents: AgentSet) -> None:
+    """One cheap request to each model server and agent service the run uses, before its first
+    trial: a server that is down fails the command at once (`ServerDown`) instead of every trial
+    slowly. A llama.cpp server that would hide a policy's native tools from its model refuses the
+    run too (`castbench._agents.models.toolcheck`), instead of scoring every trial blind."""
+    if agents.policy is not None and agents.policy.kind == "service":
+        from castbench._agents.models.breaker import check_service  # httpx: only when a service is used
+
+        check_service(agents.policy.name, agents.policy.role)
+    servers = {
+        settings["api_base"]: role
+        for role, settings in config.extra.get("models", {}).items()
+        if settings.get("api_base")
+    }
+    if config.reply_judge is not None and config.reply_judge.get("api_base"):
+        servers.setdefault(config.reply_judge["api_base"], "reply judge")
+    if servers:
+        from castbench._agents.models.breaker import check_server  # httpx: only when models are used
+
+        for api_base, role in servers.items():
+            check_server(api_base, role)
+        from castbench._agents.models.settings import ModelSettings
+        from castbench._agents.models.toolcheck import check_native_tools
+
+        for role, settings in config.extra.get("models", {}).items():
+            check_native_tools(role, ModelSettings.model_validate(settings))
+
+
+_HERE = RunOrigin(kind="run").model_dump()
+"""The origin `evaluate` records: trials played here (an import records `submitted`)."""
+
+
+def _origin(store: ResultsStore, config: RunConfig, fresh: bool) -> RunOrigin:
+    """The origin of the run `config` opens: a resumed run keeps the one it was stored with (a
+    submitted run resumed here stays submitted: some of its trials came from a file)."""
+    if not fresh:
+        digest = config.config_hash()
+        same = [row for row in store.runs() if row.config_hash == digest]
+        if same:
+            return run_origin(json.loads(same[-1].meta_json))
+    return RunOrigin(kind="run")
+
+
+class EvalResult:
+    def __init__(self, outcome: EvalOutcome, summary: RunSummary) -> None:
+        self.outcome = outcome
+        self.summary = summary
+
+
+OnStart = Callable[[int, int], None]
+OnTrial = Callable[[TrialRecord], None]
+OnConfig = Callable[[RunConfig, Provenance], None]
+
+
+def evaluate(
+    options: EvalOptions | None = None,
+    *,
+    on_start: OnStart | None = None,
+    on_trial: OnTrial | None = None,
+    on_config: OnConfig | None = None,
+    **fields: Unpack[EvalFields],
+) -> EvalResult:
+    """Run (or resume) the evaluation `options` ask for, with `fields` changed (`EvalOptions.of`:
+    `evaluate(domains="retail", trials=4)` is `evaluate(EvalOptions.of(domains="retail", trials=4))`),
+    and summarise it.
+
+    With `paired` and a critic, the same tasks, seeds and policy also run without the critic
+    (a run of its own, resumable like any other) and the summary gains the critic's trial-level
+    helpfulness and harmfulness. With `sweep_traits`, each trait profile also runs (these options
+    with `traits` set to it) and the summary gains `trait_sweep`, each profile's pass^k drop
+    against the options without traits. `max_cost` (USD) stops each run once it has spent that
+    much; `time_limits` bound each agent's step and trial time (recorded in the run's metadata,
+    not part of its identity, so a resume may change them). `add_trials` tops up the stored run
+    with these options (whatever its trials per task) by that many more trials per task, up to
+    `max_trials` (see `castbench._run.topup`).
+
+    With a Postgres `db`, several processes calling this with the same options split the run's
+    trials; a worker silent for `lease_s` seconds loses its trials to the others. `executor`
+    `ray` runs the trials on a Ray cluster (`castbench._run.executors`). `on_start` hears each
+    run's trials already stored and planned, `on_trial` each trial as it is stored, and
+    `on_config` each run's config and provenance before its first trial (the console shows where
+    its agents run); the summary carries the provenance the store records."""
+    chosen = EvalOptions.of(options, **fields)
+    hooks = (on_start, on_trial, on_config)
+    executor = make_executor(chosen.execution.executor, chosen.execution.ray_address)
+    result = _evaluate(chosen, executor, *hooks)
+    profiles = chosen.baselines.sweep_traits
+    if not profiles:
+        return result
+    swept = {
+        profile: _evaluate(chosen.replace(traits=profile), executor, *hooks).summary for profile in profiles
+    }
+    unswept = chosen.replace(traits=None)
+    baseline = _evaluate(unswept, executor, *hooks).summary if chosen.agents.traits else result.summary
+    summary = result.summary.model_copy(update={"trait_sweep": trait_sweep(baseline, swept)})
+    return EvalResult(result.outcome, summary)
+
+
+def _evaluate(
+    options: EvalOptions,
+    executor: Executor,
+    on_start: OnStart | None,
+    on_trial: OnTrial | None,
+    on_config: OnConfig | None,
+) -> EvalResult:
+    """One evaluation (and, `paired`, the same without its critic), summarised. The collector
+    stays tuned for a run (`castbench._run.collector`) until the summary is made: undone when
+    the trials end, its first full collection walked the whole heap of the run (0.2 s after the
+    last trial of 1,024, in the user's wait)."""
+    with tuned_for_a_run():
+        return _evaluate_tuned(options, executor, on_start, on_trial, on_config)
+
+
+def _evaluate_tuned(
+    options: EvalOptions,
+    executor: Executor,
+    on_start: OnStart | None,
+    on_trial: OnTrial | None,
+    on_config: OnConfig | None,
+) -> EvalResult:
+    execution, store = options.execution, ResultsStore(options.execution.db)
+    streamed = StreamedSummary()  # the run asked for: its summary's cells made as its trials are stored
+
+    def run(chosen: EvalOptions, stream: StreamedSummary | None = None) -> tuple[RunConfig, EvalOutcome]:
+        config, agents = build_config(chosen)
+        if chosen.selection.add_trials:
+            _, config, _ = top_up(store, config, chosen.selection.add_trials, chosen.selection.max_trials)
+        if stream is not None:
+            stream.config = config
+        _check_servers(config, agents)
+        warn_max_cost_gaps(agents.roles(), chosen.models.max_cost)
+        start_reference_floors(config, store)  # while the trials run
+        plan = plan_execution(agents, executor.name, execution.concurrency, store.shared)
+        if on_config is not None:
+            meta = {"origin": _origin(store, config, execution.fresh).model_dump(), "execution": plan}
+            on_config(config, provenance(config, meta))
+        outcome = run_eval(
+            config,
+            agents,
+            store,
+            meta={
+                **run_metadata(),
+                "time_limits": chosen.time_limits.model_dump(),
+                "trial_limits": dataclasses.asdict(confine.limits_from_env()),  # its branches' too
+                "origin": _HERE,
+            },
+            concurrency=execution.concurrency,
+            fresh=execution.fresh,
+            max_cost=chosen.models.max_cost,
+            time_limits=chosen.time_limits,
+            on_start=on_start,
+            on_trial=on_trial,
+            lease_s=execution.lease_s,
+            executor=executor,
+            plan=plan,
+            on_stored=None if stream is None else stream.add,
+        )
+        return config, outcome
+
+    config, outcome = run(options, streamed)
+    row = store.run(outcome.run_id)
+    records: list[TrialRecord] = []
+
+    def summarize() -> RunSummary:
+        kept = streamed.records(store, outcome.run_id)
+        if kept is not None:  # every trial of the run, as stored: no need to read them back
+            records.extend(kept)
+            return streamed.summarize(records, outcome.run_id, config, row.status)
+        if options.baselines.paired and config.critic != "none":  # paired trial by trial below
+            records.extend(store.trials(outcome.run_id))
+            return summarize_run(outcome.run_id, config, records, row.status, judged=streamed.judged)
+        # read back one trial at a time, with the judgements made as they were stored
+        trials = store.iter_trials(outcome.run_id)
+        return summarize_run(outcome.run_id, config, trials, row.status, judged=streamed.judged)
+
+    # a complete run resumed reads its summary back rather than reading every trial again
+    summary = kept_summary(store, outcome.run_id, config, row.status, summarize)
+    if options.baselines.paired and config.critic != "none":
+        if not records:
+            records.extend(store.trials(outcome.run_id))
+        alone_config, alone = run(options.replace(critic="none"))
+        alone_records = store.trials(alone.run_id)
+        alone_summary = summarize_run(
+            alone.run_id, alone_config, alone_records, store.run(alone.run_id).status
+        )
+        summary = pair_with_baseline(summary, alone_summary, records, alone_records)
+    recorded = provenance(config, json.loads(row.meta_json))
+    summary = summary.model_copy(update={"floors": reference_floors(config, store), "provenance": recorded})
+    return EvalResult(outcome, summary)
+
+
+RunCondition = Callable[[str, EvalOptions], EvalResult]
+"""How `profile` runs one of its conditions (its name, its options): `evaluate` by default; the
+command line shows each run as `castbench eval` does."""
+
+
+class ProfileResult:
+    def __init__(self, profile: ReliabilityProfile, results: dict[str, EvalResult]) -> None:
+        self.profile = profile
+        self.results = results
+        """Each condition's evaluation (`clean`, then `faults`, `user`, `env` as asked)."""
+
+
+def profile_runs(options: EvalOptions) -> dict[str, EvalOptions]:
+    """The runs of a reliability profile of `options`: `clean` (no perturbation), then each
+    perturbation `options` has alone (`castbench._records.perturbations.profile_conditions`:
+    `faults` with its kinds, `user`, `env`, as a board's profile runs them), every run on the same
+    tasks, trials and seeds, none paired, swept or topped up."""
+    given = options.perturbations
+    perturbed = profile_conditions(given.tool_faults, given.fault_kinds, given.user, given.env, given.seed)
+    conditions = {"clean": Perturbations(seed=given.seed), **perturbed}
+    return {
+        name: options.replace(paired=False, sweep_traits=None, add_trials=0, perturbations=perturbations)
+        for name, perturbations in conditions.items()
+    }
+
+
+def profile(
+    options: EvalOptions | None = None, *, run: RunCondition | None = None, **fields: Unpack[EvalFields]
+) -> ProfileResult:
+    """A reliability profile of one agent (`castbench._records.metrics.profile`): the runs of
+    `profile_runs` (each stored and resumed like any run), then consistency, robustness,
+    predictability and safety from their stored trials. `run` runs each condition (default:
+    `evaluate`)."""
+    chosen = EvalOptions.of(options, **fields)
+    results = {
+        name: run(name, condition) if run is not None else evaluate(condition)
+        for name, condition in profile_runs(chosen).items()
+    }
+    store = ResultsStore(chosen.execution.db)
+    runs = {name: result.outcome.run_id for name, result in results.items()}
+    perturbed = {
+        name: (result.summary.config.perturbations.label(), store.trials(runs[name]))
+        for name, result in results.items()
+        if name != "clean"
+    }
+    found = reliability_profile(
+        store.trials(runs["clean"]),
+        perturbed,
+        policy=chosen.agents.policy,
+        critic=chosen.agents.critic,
+        runs=runs,
+    )
+    return ProfileResult(found, results)

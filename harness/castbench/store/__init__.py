@@ -1,5 +1,0 @@
-"""The results store (sqlmodel): runs, trials and their full records."""
-
-from castbench.store.store import DEFAULT_DB, HEARTBEAT_S, ResultsStore, StoreError, TrialKey, last_written
-
-__all__ = ["DEFAULT_DB", "HEARTBEAT_S", "ResultsStore", "StoreError", "TrialKey", "last_written"]
