@@ -8,8 +8,11 @@ These names were in `castbench.domain` until 0.1.0; there they still resolve, wi
 `DeprecationWarning`, until castbench 0.2.0.
 """
 
+# ruff: noqa: F401  (each import is a public name)
+
 from __future__ import annotations
 
+from castbench import _public
 from castbench._records.store.export import ArchiveError, ExportedRun, RunFormat
 
-__all__ = ["ArchiveError", "ExportedRun", "RunFormat"]
+__all__, __getattr__, __dir__ = _public.names(globals())

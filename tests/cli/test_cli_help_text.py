@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from castbench._cli.app import app
 
-CLI = Path(__file__).resolve().parents[2] / "harness" / "castbench" / "cli"
+CLI = Path(__file__).resolve().parents[2] / "harness" / "castbench" / "_cli"
 # the satellites' commands (plugins/castbench_*/*_cmd.py), which the CLI lists beside its own
 SATELLITE_COMMANDS = Path(__file__).resolve().parents[2] / "plugins"
 

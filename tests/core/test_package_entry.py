@@ -20,4 +20,5 @@ def test_importing_castbench_loads_no_evaluation_machinery(repo_env: dict[str, s
     loaded = subprocess.run(
         [sys.executable, "-c", probe], env=repo_env, capture_output=True, text=True, check=True
     )
-    assert loaded.stdout.strip() == "[]", loaded.stdout
+    # the public modules' helpers only: how a name loads on first use, and the old paths' finder
+    assert loaded.stdout.strip() == str(["castbench._legacy", "castbench._public"])

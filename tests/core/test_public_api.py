@@ -1,5 +1,6 @@
-"""castbench's public API (docs/api.md): `castbench`, `castbench.agents` and `castbench.domain`, each
-with an explicit `__all__`; every other module is internal.
+"""castbench's public API (docs/api.md): `castbench`, `castbench.agents`, `castbench.domain` and
+`castbench.formats`, each with an explicit `__all__`; every other module is private
+(`castbench._run`, `castbench._trial`, ...), and the old paths of 0.1.0 warn until 0.2.0.
 
 The surface is pinned here: removing or renaming a public name fails until the name moves behind a
 deprecation shim, and a new name fails until it is listed below (on purpose: an addition is a
@@ -79,17 +80,27 @@ def facade(name: str) -> ModuleType:
     return importlib.import_module(name)
 
 
-def homes(module: ModuleType) -> dict[str, str]:
-    """Each public name of `module` and the module it is read from: the lazy table, and the names
-    its `__init__` imports statically (`castbench.domain`'s core, `castbench.formats`)."""
-    found = dict(getattr(module, "_HOME", {}))
+def public_imports(module: ModuleType) -> list[tuple[str, str]]:
+    """(name, module it is imported from) for each import statement of castbench's in `module`'s
+    source, at the top or under `if TYPE_CHECKING:`, castbench's own helpers left out."""
     tree = ast.parse(Path(module.__file__ or "").read_text())
-    for node in tree.body:
-        if not isinstance(node, ast.ImportFrom) or node.module == "castbench._base.deprecation":
-            continue  # castbench's own deprecation helper is no public name
-        if (node.module or "").startswith("castbench."):
-            found.update({alias.name: node.module or "" for alias in node.names})
-    return found
+    statements = [
+        node
+        for top in tree.body
+        for node in ([top] if not isinstance(top, ast.If) else top.body)
+        if isinstance(node, ast.ImportFrom) and node.level == 0
+    ]
+    return [
+        (alias.asname or alias.name, node.module or "")
+        for node in statements
+        if (node.module or "").startswith("castbench") and node.module != "castbench"
+        for alias in node.names
+    ]
+
+
+def homes(module: ModuleType) -> dict[str, str]:
+    """Each public name of `module` and the module it is read from."""
+    return dict(public_imports(module))
 
 
 @pytest.mark.parametrize("name", PUBLIC)
@@ -114,40 +125,47 @@ def test_every_public_name_resolves_to_the_object_its_module_defines(name: str) 
         module.not_a_name  # noqa: B018
 
 
-@pytest.mark.parametrize("name", ["castbench.agents", "castbench.domain"])
-def test_the_stub_types_the_same_names_from_the_same_modules(name: str) -> None:
-    """mypy reads `__init__.pyi` instead of `__init__.py`: a name missing there, or typed from
-    another module, would check pack code against the wrong thing."""
+@pytest.mark.parametrize("name", PUBLIC)
+def test_each_public_name_is_written_once_as_the_import_that_gives_it(name: str) -> None:
+    """No table, no stub: one import statement names each public name, which type checkers and the
+    import contract read as they read any import (`castbench._public`)."""
     module = facade(name)
-    stub = ast.parse(Path(module.__file__ or "").with_suffix(".pyi").read_text())
-    typed = {
-        alias.name: node.module
-        for node in stub.body
-        if isinstance(node, ast.ImportFrom)
-        for alias in node.names
-    }
-    assert typed == homes(module)
-    declared = next(
-        ast.literal_eval(node.value)
-        for node in stub.body
-        if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "__all__" for t in node.targets)
+    written = [public for public, _ in public_imports(module)]
+    assert sorted(written) == sorted(module.__all__)
+    assert len(written) == len(set(written))
+    assert not Path(module.__file__ or "").with_suffix(".pyi").exists()
+    tree = ast.parse(Path(module.__file__ or "").read_text())
+    strings = {node.value for node in ast.walk(tree) if isinstance(node, ast.Constant)}
+    tabled = sorted(set(module.__all__) & strings)
+    assert not tabled, f"{name}: {tabled} written again in a table"
+    assert not hasattr(module, "_HOME") and not hasattr(module, "_HOMES")
+
+
+def test_every_module_but_the_public_ones_is_private() -> None:
+    """A newcomer (and a pack author) tells internal from public by the name: each module of the
+    core outside the public ones has a `_`-prefixed part."""
+    graph = grimp.build_graph("castbench", include_external_packages=False, cache_dir=None)
+    exposed = sorted(
+        module
+        for module in graph.modules
+        if module not in PUBLIC and not any(part.startswith("_") for part in module.split(".")[1:])
     )
-    assert declared == module.__all__
+    assert len(graph.modules) > 200
+    assert exposed == []
 
 
-def test_the_root_types_what_it_reads() -> None:
-    """`castbench/__init__.py` types its names with `TYPE_CHECKING` imports (no module imports
-    the package, so they make no cycle): the same names, from the same modules."""
-    tree = ast.parse((ROOT / "harness" / "castbench" / "__init__.py").read_text())
-    typed = {
-        alias.name: node.module
-        for block in tree.body
-        if isinstance(block, ast.If)
-        for node in block.body
-        if isinstance(node, ast.ImportFrom)
-        for alias in node.names
-    }
-    assert typed == castbench._HOME
+def test_no_module_of_the_core_imports_a_public_one() -> None:
+    """The public modules sit on top of the layers: the core imports from private modules only, so
+    the contract sees every edge of the real graph."""
+    graph = grimp.build_graph("castbench", include_external_packages=False, cache_dir=None)
+    found = sorted(
+        f"{module} -> {imported}"
+        for module in graph.modules
+        if module not in PUBLIC
+        for imported in graph.find_modules_directly_imported_by(module)
+        if imported in PUBLIC
+    )
+    assert found == []
 
 
 def layers_above(layer: str) -> set[str]:
@@ -168,16 +186,23 @@ def loaded_by(statement: str, repo_env: dict[str, str]) -> list[str]:
 
 def test_the_agents_api_imports_none_of_castbench(repo_env: dict[str, str]) -> None:
     """Every agent worker imports `castbench.agents`: its names load when first read."""
-    assert loaded_by("import castbench.agents", repo_env) == ["castbench", "castbench.agents"]
+    assert loaded_by("import castbench.agents", repo_env) == [
+        "castbench",
+        "castbench._legacy",
+        "castbench._public",
+        "castbench.agents",
+    ]
 
 
 def test_the_domain_api_loads_nothing_above_its_layer(repo_env: dict[str, str]) -> None:
     """Importing `castbench.domain` loads what it did before: its grading, task generation, run and
     record names load when a pack first reads them."""
-    above = layers_above("domain")
+    above = layers_above("_domain")
     loaded = loaded_by("import castbench.domain", repo_env)
     assert "castbench._domain.task" in loaded
-    assert [m for m in loaded if m.count(".") and m.split(".")[1] in above] == []
+    assert [
+        m for m in loaded if m.count(".") and m.split(".")[1] in above - {"domain", "_legacy", "_public"}
+    ] == []
 
 
 def test_packs_and_the_plugin_import_no_internal_module() -> None:
@@ -224,7 +249,7 @@ def test_the_contract_forbids_every_internal_module_to_the_packs() -> None:
     graph = grimp.build_graph("castbench", include_external_packages=False, cache_dir=None)
     children = graph.find_children("castbench")
     forbidden = set(contract["forbidden_modules"])
-    assert forbidden == {"castbench.agents.*", "castbench.domain.*", *(children - set(PUBLIC))}
+    assert forbidden == children - set(PUBLIC)
 
 
 OLD_PATH_WARNING = (
@@ -350,43 +375,12 @@ def test_a_vllm_helper_read_from_the_agents_api_warns_and_is_the_plugins(name: s
     assert name not in castbench.agents.__all__
 
 
-def _layer_of(module: str, layers: list[set[str]]) -> int | None:
-    """The index of `module`'s layer in pyproject's contract (0: the top), by its part of castbench."""
-    part = module.split(".")[1] if module.count(".") else None
-    return next((index for index, layer in enumerate(layers) if part in layer), None)
-
-
-def test_no_module_of_the_core_reads_a_name_through_a_public_module_from_above_its_layer() -> None:
-    """The public modules sit on top: a module of the core that imports a name through one of them
-    (`from castbench.domain import Task`) gets a name of its own layer or one below, never one the
-    public module reads from a layer above (`run_trial` from inside the runner's own dependencies):
-    that edge would be a cycle the layers contract cannot see, since it reads the public modules'
-    edges as a facade's (pyproject's `ignore_imports`)."""
-    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
-    names = next(c["layers"] for c in config["contracts"] if c["type"] == "layers")
-    layers = [{part.strip() for part in group.split("|")} for group in names]
-    lazy = {name: dict(facade(name)._HOME) for name in ("castbench", "castbench.agents", "castbench.domain")}
-    found = []
-    for path in sorted((ROOT / "harness" / "castbench").rglob("*.py")):
-        relative = path.relative_to(ROOT / "harness").with_suffix("")
-        module = ".".join(relative.parts).removesuffix(".__init__")
-        if module in lazy:
-            continue  # the public modules themselves
-        own = _layer_of(module, layers)
-        for node in ast.walk(ast.parse(path.read_text())):
-            if not isinstance(node, ast.ImportFrom) or node.module not in lazy or own is None:
-                continue
-            for alias in node.names:
-                home = lazy[node.module].get(alias.name)
-                if home is not None and (_layer_of(home, layers) or 0) < own:
-                    found.append(f"{module}: {alias.name} from {node.module} (defined in {home})")
-    assert not found, found
-
-
 PLUGIN_LOADING = {
     "castbench._agents.spec": "an agent named by its import path (`--policy mypkg.agents:MyPolicy`)",
     "castbench._authoring.private": "a domain pack's task generator (`PACKAGE.generate`)",
     "castbench._domain.pack_options": "the modules a pack's `castbench.domains` entry points name",
+    "castbench._legacy": "castbench 0.1.0's module paths, each the module at its new place (until 0.2.0)",
+    "castbench._public": "a public name's import statement, run when the name is first read",
 }
 
 

@@ -381,9 +381,10 @@ def test_the_rules_critic_module_does_not_load_the_labeler() -> None:
     )
     loaded = json.loads(out.stdout)
     assert "castbench._agents.critics.rules" in loaded
-    for privileged in (
+    privileged_modules = (
         "castbench._grading.labeler",
         "castbench._agents.critics.oracle",
         "castbench._grading",
-    ):
+    )
+    for privileged in privileged_modules:
         assert privileged not in loaded

@@ -1,6 +1,7 @@
 """Reliability figures recomputed from stored trial rewards with the tests' own code.
 
-Nothing here comes from `castbench._records.metrics` or `castbench._results.report`: a task's count is read off the
+Nothing here comes from `castbench._records.metrics` or `castbench._results.report`: a task's count
+is read off the
 trial records (status, reward), pass^k and pass@k come straight from their definitions with
 `math.comb`. Tests compare a summary against this, so a bug in the harness's estimator, its
 grouping of trials into tasks or its pooling of domains shows as a difference.

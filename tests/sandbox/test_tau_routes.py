@@ -175,7 +175,8 @@ def test_start_up_hooks_in_an_agent_folder_never_run_and_gain_nothing(
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "CASTBENCH_"))}
     env.update(TEAM56_MARK=str(mark), HOME=str(tmp_path))
     command = [
-        sys.executable, "-c", "from castbench._cli.app import main; main()", "eval", "--agent-path", str(team),
+        sys.executable, "-c", "from castbench._cli.app import main; main()",
+        "eval", "--agent-path", str(team),
         "--domain", pack, "--tasks", ",".join(_tasks(pack)), "--trials", str(TRIALS),
         "--policy", f"{MODULE}:StartupHooked", "--db", str(tmp_path / "runs.db"),
         "--output", str(tmp_path / "s.json"),

@@ -69,7 +69,8 @@ def new_domain(name: str, out: Path, *, template: Path | None = None) -> NewDoma
     source = template if template is not None else template_folder()
     if not (source / TEMPLATE_PACKAGE / "__init__.py").is_file():
         raise TemplateError(
-            f"no domain template at {source} (castbench ships one as castbench/_authoring/{TEMPLATE_FOLDER}): "
+            f"no domain template at {source} "
+            f"(castbench ships one as castbench/_authoring/{TEMPLATE_FOLDER}): "
             "pass the folder of a template (--template), or reinstall castbench"
         )
     if out.exists() and (not out.is_dir() or any(out.iterdir())):

@@ -1,1 +1,2 @@
-"""The vocabulary every layer shares: actions and turns (conversation), the dialogue phrasebook, errors, defaults, places on disk, the version and deprecations."""
+"""The vocabulary every layer shares: actions and turns (conversation), the dialogue phrasebook,
+errors, defaults, places on disk, the version and deprecations."""

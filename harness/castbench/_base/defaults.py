@@ -17,7 +17,8 @@ __all__ = [
 DEFAULT_DB = "sqlite:///results/castbench.db"
 
 EXPORT_SUFFIX = ".castbench.json.gz"
-"""An exported run's file suffix (`castbench._records.store.export`), which `castbench export --help` shows."""
+"""An exported run's file suffix (`castbench._records.store.export`), which
+`castbench export --help` shows."""
 
 DEFAULT_LEASE_S = 60.0
 """How long a silent worker keeps its trials before others take them over."""

@@ -35,33 +35,16 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pydantic import BaseModel
-
 from castbench._base.places import state_dir
 from castbench._records.config import RunConfig
 from castbench._records.metrics.passk import pass_hat_k, reported_ks
 from castbench._results.report.digest import code_digest
+from castbench._results.report.summary import FLOOR_POLICIES, ReferenceFloors
 
 if TYPE_CHECKING:  # the engine loads when floors are played, not when kept ones are read (#59)
     from castbench._records.store import ResultsStore
 
 __all__ = ["FLOOR_POLICIES", "ReferenceFloors", "reference_floors", "start_reference_floors"]
-
-FLOOR_POLICIES = {
-    "refuse": "scripted:refuse",
-    "lookup-refuse": "scripted:lookup-refuse",
-    "lookup-spray": "scripted:lookup-spray",
-}
-"""Floor name -> the policy that sets it."""
-
-
-class ReferenceFloors(BaseModel):
-    """pass^k (k = 1..trials) of each floor policy, per domain and over all the run's tasks."""
-
-    policies: dict[str, str] = dict(FLOOR_POLICIES)
-    domains: dict[str, dict[str, dict[int, float]]]
-    """domain -> floor name -> k -> pass^k."""
-    overall: dict[str, dict[int, float]]
 
 
 def _pass_hat(counts: list[tuple[int, int]], trials: int) -> dict[int, float]:

@@ -1,1 +1,2 @@
-"""A trial: its spec, the episode that plays it (policy, critic, user, tools), its deadlines and seeds, and the replay of a recorded one."""
+"""A trial: its spec, the episode that plays it (policy, critic, user, tools), its deadlines and seeds,
+and the replay of a recorded one."""

@@ -21,7 +21,7 @@ from castbench.domain import Domain, registry
 from tests.conftest import REPO_ROOT
 from tests.support import invoke, sqlite_url
 
-EXAMPLE = REPO_ROOT / "harness" / "castbench" / "authoring" / "domain-template"
+EXAMPLE = REPO_ROOT / "harness" / "castbench" / "_authoring" / "domain-template"
 LINE_BUDGET = 250
 
 

@@ -33,7 +33,7 @@ def test_the_template_is_package_data_declared_in_pyproject() -> None:
     """Found through `importlib.resources` where castbench is installed, and every file of it is
     declared as package data, so the wheel holds the whole template."""
     folder = template_folder()
-    assert folder == REPO_ROOT / "harness" / "castbench" / "authoring" / "domain-template"
+    assert folder == REPO_ROOT / "harness" / "castbench" / "_authoring" / "domain-template"
     declared = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
     patterns = declared["package-data"]["castbench._authoring"]
     package = folder.parent

@@ -161,5 +161,6 @@ class LLMUser:
 
 
 def for_role(role: str) -> Callable[..., Any]:
-    """What `castbench._agents.models.resolve.model_factory` calls: `factory(briefing, model=..., **settings)`."""
+    """What `castbench._agents.models.resolve.model_factory` calls:
+    `factory(briefing, model=..., **settings)`."""
     return {"policy": LLMPolicy, "critic": LLMCritic, "user": LLMUser}[role]

@@ -1,5 +1,6 @@
 """Importing an exported run (`castbench import`): verified before it is stored, refused when a
-check fails, marked when it is clairvoyant and forced in. The file format is `castbench._records.store.export`."""
+check fails, marked when it is clairvoyant and forced in. The file format is
+`castbench._records.store.export`."""
 
 from __future__ import annotations
 

@@ -29,7 +29,6 @@ from castbench._results.attribution.shares import AttributionShares, SharesTally
 from castbench._results.report.critic_report import CriticReport, CriticTally, paired_effect
 from castbench._results.report.outputs import OutputCounts, OutputTally
 from castbench._results.report.reply_judge import ReplyJudgeAgreement, ReplyJudgeTally
-from castbench._run.floors import ReferenceFloors
 
 __all__ = [
     "RUN_SUMMARY",
@@ -42,6 +41,23 @@ __all__ = [
 ]
 
 RunStatus = Literal["complete", "incomplete", "stopped", "failed", "running", "interrupted"]
+
+
+FLOOR_POLICIES = {
+    "refuse": "scripted:refuse",
+    "lookup-refuse": "scripted:lookup-refuse",
+    "lookup-spray": "scripted:lookup-spray",
+}
+"""Floor name -> the policy that sets it."""
+
+
+class ReferenceFloors(BaseModel):
+    """pass^k (k = 1..trials) of each floor policy, per domain and over all the run's tasks."""
+
+    policies: dict[str, str] = dict(FLOOR_POLICIES)
+    domains: dict[str, dict[str, dict[int, float]]]
+    """domain -> floor name -> k -> pass^k."""
+    overall: dict[str, dict[int, float]]
 
 
 class DomainReport(ReliabilitySummary):
