@@ -2,6 +2,7 @@
 
     python bench/whole_command.py                 # retail oracle x 8 trials; 40 τ retail tasks
     python bench/whole_command.py --tau-tasks 115 --trials 8
+    python bench/whole_command.py --domain tau-retail   # like for like: τ's own data and tasks
 
 castbench's side is the command a user types, `castbench eval --domain retail --policy oracle
 --trials 8` (strict grading on: the labeler runs on every action), timed as a whole process,
@@ -17,8 +18,10 @@ start-up, summary and reference floors included, in three forms:
 gold action, `calculate_reward`: what its `run.py` does per trial) with no model, timed per
 trial in this process. The two sides interleave (τ, cold, τ, warm, resume) so that machine load
 hits both alike; the load average is printed. Ratio = τ's time per trial / castbench's whole
-command per trial (goal >= 300x). CPU seconds of each command are printed too: on a machine
-shared with other work, they say what the command itself cost.
+command per trial (goal >= 300x on native retail; with `--domain tau-retail`, castbench's pack of
+τ's own retail data and tasks, the same work as τ's side, >= 150x, #59). CPU seconds of each
+command are printed too: on a machine shared with other work, they say what the command itself
+cost.
 
 Results go to a temporary database. No asserts: it reports (exit 1 when a goal is not met).
 """
@@ -88,18 +91,21 @@ def main() -> int:
     )
     parser.add_argument("--trials", type=int, default=8)
     parser.add_argument("--tau-tasks", type=int, default=40, help="τ retail test tasks timed (two halves)")
+    parser.add_argument("--domain", default="retail", help="castbench's side: retail or tau-retail")
     options = parser.parse_args()
-    tasks = len(load_domain("retail").tasks("test"))
+    goal = 150 if options.domain == "tau-retail" else 300
+    tasks = len(load_domain(options.domain).tasks("test"))
     trials = tasks * options.trials
     half = max(1, options.tau_tasks // 2)
     print(
-        f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}; castbench retail oracle: {tasks} tasks x "
+        f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}; castbench {options.domain} oracle: "
+        f"{tasks} tasks x "
         f"{options.trials} trials = {trials}; τ: {2 * half} retail test tasks",
         flush=True,
     )
     with tempfile.TemporaryDirectory(prefix="castbench-whole-") as scratch:
         db = f"sqlite:///{Path(scratch) / 'runs.db'}"
-        base = ["eval", "--domain", "retail", "--policy", "oracle", "--trials", str(options.trials)]
+        base = ["eval", "--domain", options.domain, "--policy", "oracle", "--trials", str(options.trials)]
         base += ["--db", db]
         command(["domains", "list"])  # the page cache warm for both sides' imports
         tau = [tau_per_trial(half, 0)]
@@ -127,7 +133,7 @@ def main() -> int:
         f"{'ran no trial' if ran_nothing else 'RAN TRIALS'}"
     )
     goals = [
-        ("whole command >= 300x τ (warm)", ratios["warm (floors from the store)"] >= 300),
+        (f"whole command >= {goal}x τ (warm)", ratios["warm (floors from the store)"] >= goal),
         ("resume < 2 s and runs nothing", wall < 2 and ran_nothing),
     ]
     for label, met in goals:

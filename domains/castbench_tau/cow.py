@@ -16,7 +16,7 @@ As in τ, what a tool changed before it raised stays changed: τ does not roll b
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from castbench.domain import Database
@@ -331,7 +331,11 @@ class TableView(dict):  # type: ignore[type-arg]
             self[key] = value
 
     def commit(self) -> None:
-        """Write what this call changed into the sandbox (plain copies), then forget the proxies."""
+        """Write what this call changed into the sandbox (plain copies), then forget the proxies.
+        A table written counts as read (`Database.read_through`), even by a tool that only added
+        rows to it: an answer that wrote is never shared."""
+        if self._deleted or self._dirty:
+            self._db.row(self._name, "")
         for key in self._deleted:
             if self._db.row(self._name, key) is not None:
                 self._db.set_row(self._name, key, None)
@@ -344,11 +348,13 @@ class TableView(dict):  # type: ignore[type-arg]
 
 
 class TauData(dict):  # type: ignore[type-arg]
-    """τ's `data` for one tool call: table name -> `TableView` over the trial's sandbox."""
+    """τ's `data` for one tool call: table name -> `TableView` over the trial's sandbox. `tables`:
+    the state's table names (default: the pristine state's, which `Database` counts as reading
+    every table)."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, tables: Iterable[str] | None = None) -> None:
         dict.__init__(self)
-        self._views = {name: TableView(db, name) for name in db.pristine}
+        self._views = {name: TableView(db, name) for name in (db.pristine if tables is None else tables)}
 
     def __getitem__(self, key: Any) -> Any:
         return self._views[key]

@@ -122,7 +122,14 @@ def _is_read(name: str) -> bool:
 
 
 class TauToolkit(Toolkit):
-    """Runs τ's `invoke` on a `TauData` view of the sandbox, then writes back the rows it changed."""
+    """Runs τ's `invoke` on a `TauData` view of the sandbox, then writes back the rows it changed.
+
+    A look-up's answer (a tool τ's naming marks as a read) is shared between the sandboxes of one
+    pristine state whose tables it read are unchanged (`Database.read_through`), as castbench's
+    own tools' are: the trials of a task, a replay and the labeler's twins ask τ the same
+    look-ups (`find_user_id_by_name_zip` scans every user), and the answer is what the call would
+    have given in each of them. A look-up that wrote after all (τ does not say which tools write)
+    is never shared: the tables it wrote count as read, and changed."""
 
     def __init__(self, tools: list[TauTool], classes: Mapping[str, Any]) -> None:
         super().__init__(tools)
@@ -139,7 +146,22 @@ class TauToolkit(Toolkit):
                 return Observation(f"Error: arguments for {name} are not valid JSON ({reason})", error=True)
         if not isinstance(arguments, Mapping):
             return Observation(f"Error: arguments for {name} must be a JSON object", error=True)
-        data = TauData(db)
+        tables = tuple(db.pristine)  # out of any remembered computation: names, not reads
+        if self[name].kind == "write":
+            return self._invoke(db, tables, name, arguments)
+        try:
+            key = ("tau", name, json.dumps(arguments, sort_keys=True))
+        except (TypeError, ValueError):  # arguments JSON cannot hold (an in-process agent's)
+            return self._invoke(db, tables, name, arguments)
+        return db.read_through(
+            key, lambda: self._invoke(db, tables, name, arguments), lambda answer: len(answer.content)
+        )
+
+    def _invoke(
+        self, db: Database, tables: tuple[str, ...], name: str, arguments: Mapping[str, Any]
+    ) -> Observation:
+        """τ's `invoke` on a `TauData` view of the sandbox; what it changed is written back."""
+        data = TauData(db, tables)
         try:
             with frozen_clock(db.now):
                 result = self._classes[name].invoke(data=data, **arguments)

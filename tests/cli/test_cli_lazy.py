@@ -30,12 +30,57 @@ def test_eval_help_imports_no_domain_grading_or_engine(repo_env: dict[str, str],
     assert loaded(result) == []
 
 
-def test_oracle_eval_loads_the_store_and_nothing_else_heavy(repo_env: dict[str, str], tmp_path: Path) -> None:
+def test_oracle_eval_loads_nothing_heavy(repo_env: dict[str, str], tmp_path: Path) -> None:
     """No model client, templates, Ray or Postgres driver; not numpy either: a summary whose tasks
-    all agree needs no resampling (`castbench._records.metrics.intervals`)."""
+    all agree needs no resampling (`castbench._records.metrics.intervals`); not SQLAlchemy or SQLModel:
+    a new SQLite store is made and written with `sqlite3` (#59)."""
     args = ["eval", "--domain", "retail", "--policy", "oracle", "--trials", "1"]
     args += ["--tasks", "retail-test-0001", "--db", sqlite_url(tmp_path / "r.db")]
-    assert _loaded(args, repo_env, tmp_path) == {"sqlalchemy", "sqlmodel"}  # it did run and store
+    result = probe(RUN_COMMAND, args, repo_env, str(tmp_path))
+    assert "(1 trials run, 0 reused)" in result.stdout, result.stdout[-2000:] + result.stderr[-2000:]
+    assert loaded(result) == []
+
+
+def _run_twice(db: str, repo_env: dict[str, str], tmp_path: Path) -> list[str]:
+    """An oracle eval's arguments, after storing two complete runs of it (the second `--fresh`)."""
+    args = ["eval", "--domain", "retail", "--policy", "oracle", "--trials", "2"]
+    args += ["--tasks", "retail-test-0001,retail-test-0002", "--db", db]
+    for extra in ([], ["--fresh"]):
+        result = probe(RUN_COMMAND, [*args, *extra], repo_env, str(tmp_path))
+        assert "(4 trials run, 0 reused)" in result.stdout, result.stdout[-2000:] + result.stderr[-2000:]
+    return args
+
+
+def test_reading_commands_and_a_resume_load_no_heavy_package(
+    repo_env: dict[str, str], tmp_path: Path
+) -> None:
+    """#59: a resume of a complete run, `runs` and `gate` read a SQLite store with the standard
+    library: no SQLAlchemy or SQLModel (0.3-0.5 s of CPU at import), numpy, pandas or model client.
+    Each command is checked to have done its work, so an empty `LOADED` is not a crash."""
+    db = sqlite_url(tmp_path / "r.db")
+    args = _run_twice(db, repo_env, tmp_path)
+    resume = probe(RUN_COMMAND, args, repo_env, str(tmp_path))
+    assert "(0 trials run, 4 reused)" in resume.stdout, resume.stdout[-2000:] + resume.stderr[-2000:]
+    assert loaded(resume) == []
+    listed = probe(RUN_COMMAND, ["runs", "list", "--db", db], repo_env, str(tmp_path))
+    runs = sorted(line.split()[0] for line in listed.stdout.splitlines() if line.startswith("r-"))
+    assert len(runs) == 2, listed.stdout[-2000:] + listed.stderr[-2000:]
+    assert loaded(listed) == []
+    own = (
+        "castbench._grading",
+        "castbench._results.report.summary",
+        "castbench._run.engine",
+        "castbench._run.api",
+    )
+    listed_again = probe(RUN_COMMAND, ["runs", "list", "--db", db], repo_env, str(tmp_path), modules=own)
+    assert loaded(listed_again) == []  # a listing reads rows: no record, grade or summary (#59)
+    shown = probe(RUN_COMMAND, ["runs", "show", runs[0], "--db", db], repo_env, str(tmp_path))
+    assert "pass^1" in shown.stdout, shown.stdout[-2000:] + shown.stderr[-2000:]
+    assert loaded(shown) == []
+    gate = ["gate", "--baseline", runs[0], "--candidate", runs[1], "--metric", "pass^1", "--max-drop", "0.1"]
+    gated = probe(RUN_COMMAND, [*gate, "--db", db], repo_env, str(tmp_path))
+    assert "PASS" in gated.stdout, gated.stdout[-2000:] + gated.stderr[-2000:]
+    assert set(loaded(gated)) <= {"numpy"}  # the paired bootstrap resamples with numpy
 
 
 @pytest.mark.parametrize("name", sorted(COMMANDS))

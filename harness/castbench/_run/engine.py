@@ -13,7 +13,6 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 
 from pydantic import ValidationError
-from sqlalchemy.exc import SQLAlchemyError
 
 from castbench._base import lossless
 from castbench._base.defaults import DEFAULT_LEASE_S
@@ -22,7 +21,7 @@ from castbench._records.config import RunConfig, read_config
 from castbench._records.execution import ExecutionPlan
 from castbench._records.journal import Journal
 from castbench._records.migrations import RecordVersionError
-from castbench._records.store import HEARTBEAT_S, ResultsStore
+from castbench._records.store import HEARTBEAT_S, ResultsStore, StoreError
 from castbench._records.trial import TrialRecord
 from castbench._run.broken_agent import BrokenAgentWatch
 from castbench._run.collector import tuned_for_a_run
@@ -293,7 +292,7 @@ def _held(store: ResultsStore, run_id: str) -> Iterator[None]:
 
     def renew() -> None:
         while not done.wait(HEARTBEAT_S):
-            with suppress(SQLAlchemyError):  # a missed beat only makes the run look stale sooner
+            with suppress(StoreError):  # a missed beat only makes the run look stale sooner
                 store.heartbeat(run_id)
 
     threading.Thread(target=renew, name=f"lease-{run_id}", daemon=True).start()

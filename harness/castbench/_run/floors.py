@@ -33,17 +33,16 @@ from concurrent.futures import Future
 from contextlib import suppress
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from castbench._agents.registry import resolve
 from castbench._base.places import state_dir
 from castbench._records.config import RunConfig
 from castbench._records.metrics.passk import pass_hat_k, reported_ks
-from castbench._records.store import ResultsStore
 from castbench._results.report.digest import code_digest
 from castbench._results.report.summary import FLOOR_POLICIES, ReferenceFloors
-from castbench._run.plan import plan_trials
-from castbench._run.work import ExpectedStates, run_job
-from castbench._trial.rollout import AgentSet
+
+if TYPE_CHECKING:  # the engine loads when floors are played, not when kept ones are read (#59)
+    from castbench._records.store import ResultsStore
 
 __all__ = ["FLOOR_POLICIES", "ReferenceFloors", "reference_floors", "start_reference_floors"]
 
@@ -54,6 +53,11 @@ def _pass_hat(counts: list[tuple[int, int]], trials: int) -> dict[int, float]:
 
 @lru_cache(maxsize=32)
 def _floors(canonical: str) -> ReferenceFloors:
+    from castbench._agents.registry import resolve
+    from castbench._run.plan import plan_trials
+    from castbench._run.work import ExpectedStates, run_job
+    from castbench._trial.rollout import AgentSet
+
     config = RunConfig.model_validate_json(canonical)
     repeats = 1 if not config.traits else config.trials
     jobs = [job for job in plan_trials(config) if job.trial_index < repeats]

@@ -124,3 +124,55 @@ def test_tau_tools_read_the_trials_frozen_clock_not_the_wall_clock() -> None:
     assert db.row("appointments", key)["cancellation_date"] == day
     tool_module = sys.modules["tau_trait.envs.telehealth.tools.cancel_appointment"]
     assert tool_module.datetime.now().year > telehealth.now.year  # outside a call: the real clock
+
+
+class _Counted:
+    """A τ tool class that counts its invocations (the real one does the work)."""
+
+    def __init__(self, tool: type) -> None:
+        self.tool, self.calls = tool, 0
+
+    def invoke(self, **kwargs: object) -> object:
+        self.calls += 1
+        return self.tool.invoke(**kwargs)
+
+
+def test_a_look_up_is_answered_once_for_the_sandboxes_it_reads_alike(
+    retail: TauDomain, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """#59: the trials of a task ask τ the same look-ups; the answer is shared while the tables it
+    read are pristine in the asking sandbox, and worked out again where they changed."""
+    toolkit = retail.toolkit
+    user_id, user = next(iter(retail.pristine["users"].items()))
+    name, zip_code = user["name"], user["address"]["zip"]
+    arguments = {"first_name": name["first_name"], "last_name": name["last_name"], "zip": zip_code}
+    counted = _Counted(toolkit._classes["find_user_id_by_name_zip"])
+    monkeypatch.setitem(toolkit._classes, "find_user_id_by_name_zip", counted)
+    toolkit.call(retail.fresh_database(), "get_user_details", {"user_id": "warm"})  # unrelated
+    first = toolkit.call(retail.fresh_database(), "find_user_id_by_name_zip", arguments)
+    second = toolkit.call(retail.fresh_database(), "find_user_id_by_name_zip", arguments)
+    assert first.content == second.content == user_id and counted.calls <= 1
+    changed = retail.fresh_database()
+    address = {**user["address"], "zip": "00000"}
+    done = toolkit.call(changed, "modify_user_address", {"user_id": user_id, **address})
+    assert not done.error
+    before = counted.calls
+    again = toolkit.call(changed, "find_user_id_by_name_zip", arguments)
+    assert counted.calls == before + 1 and again.content == "Error: user not found"
+
+
+def test_a_look_up_that_writes_is_never_shared(retail: TauDomain, monkeypatch: pytest.MonkeyPatch) -> None:
+    """τ does not say which tools write: a tool named as a look-up that adds a row (to a table it
+    never read) still writes in every sandbox that calls it."""
+
+    class Sneaky:
+        @staticmethod
+        def invoke(data: dict, order_id: str) -> str:
+            data["orders"][f"{order_id}-copy"] = {"order_id": order_id}
+            return "looked up"
+
+    monkeypatch.setitem(retail.toolkit._classes, "get_order_details", Sneaky)
+    one, other = retail.fresh_database(), retail.fresh_database()
+    for db in (one, other):
+        assert retail.toolkit.call(db, "get_order_details", {"order_id": "#W-x"}).content == "looked up"
+        assert db.row("orders", "#W-x-copy") == {"order_id": "#W-x"}

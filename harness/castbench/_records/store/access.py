@@ -15,9 +15,10 @@ import os
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from sqlalchemy import Engine, create_engine, inspect
-from sqlalchemy.pool import NullPool
+if TYPE_CHECKING:  # SQLAlchemy loads when a read-only engine is made, not with this module (#59)
+    from sqlalchemy import Engine
 
 __all__ = ["SqliteFile", "read_only_engine", "readable_schema_problem", "sqlite_file"]
 
@@ -91,6 +92,9 @@ def read_only_engine(file: SqliteFile) -> Engine:
     opens `?mode=ro`, which sees what a live writer has in its write-ahead log; otherwise
     `?immutable=1`, which creates nothing beside the file and reads its last checkpoint (all of it
     once the writer has closed). `query_only` refuses any write that would slip through."""
+    from sqlalchemy import create_engine
+    from sqlalchemy.pool import NullPool
+
     shm = file.path.with_name(file.path.name + "-shm")
     mode = "mode=ro" if _writable(_existing_folder(file.path)) or shm.exists() else "immutable=1"
     uri = f"{file.path.absolute().as_uri()}?{mode}"
@@ -110,6 +114,8 @@ _READ_TABLES = {"run": {"updated"}, "trial": set(), "run_lease": set()}
 def readable_schema_problem(engine: Engine) -> str | None:
     """Why a store opened read-only cannot be read (no castbench tables, or an older schema that
     only a writable open brings up to date), or None."""
+    from sqlalchemy import inspect
+
     inspector = inspect(engine)
     tables = set(inspector.get_table_names())
     if "run" not in tables:

@@ -7,11 +7,10 @@ names the problem and the fix, instead of a SQLAlchemy traceback.
 
 from __future__ import annotations
 
+import sqlite3
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-
-from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError, NoSuchModuleError, SQLAlchemyError
 
 __all__ = ["db_url", "describe_db_error", "plain_db_errors"]
 
@@ -27,10 +26,23 @@ def db_url(db: str) -> str:
 
 
 def _shown(url: str) -> str:
+    if url.startswith("sqlite"):  # no password to hide (and no SQLAlchemy to load for it)
+        return url
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
     try:
         return make_url(url).render_as_string(hide_password=True)
     except ArgumentError:
         return url
+
+
+def _sqlalchemy_error(exc: BaseException, name: str) -> bool:
+    """Whether `exc` is SQLAlchemy's `name` error; False without loading SQLAlchemy when nothing
+    loaded it (a SQLite store read with the standard library, #59)."""
+    errors = sys.modules.get("sqlalchemy.exc")
+    kind = getattr(errors, name, None)
+    return kind is not None and isinstance(exc, kind)
 
 
 def describe_db_error(url: str, exc: BaseException) -> str:
@@ -39,11 +51,11 @@ def describe_db_error(url: str, exc: BaseException) -> str:
     text = str(getattr(exc, "orig", None) or exc).splitlines()[0] if str(exc) else type(exc).__name__
     lowered = text.lower()
     sqlite = url.startswith("sqlite")
-    if isinstance(exc, ImportError | NoSuchModuleError):
+    if isinstance(exc, ImportError) or _sqlalchemy_error(exc, "NoSuchModuleError"):
         backend = url.split(":", 1)[0].split("+", 1)[0]
         install = _DRIVERS.get(backend, "install the SQLAlchemy driver it names")
         return f"{where}: the database driver is not installed ({text}); {install}, or use a SQLite file path"
-    if isinstance(exc, ArgumentError):
+    if _sqlalchemy_error(exc, "ArgumentError"):
         return (
             f"{where}: not a database URL ({text}); give a file path or a URL like sqlite:///results/runs.db"
         )
@@ -67,5 +79,9 @@ def plain_db_errors(url: str, error: type[Exception]) -> Iterator[None]:
     """Re-raise database, driver and file-system errors as `error(describe_db_error(...))`."""
     try:
         yield
-    except (SQLAlchemyError, ImportError, OSError) as exc:
+    except (sqlite3.Error, ImportError, OSError) as exc:
+        raise error(describe_db_error(url, exc)) from exc
+    except Exception as exc:
+        if not _sqlalchemy_error(exc, "SQLAlchemyError"):
+            raise
         raise error(describe_db_error(url, exc)) from exc

@@ -23,8 +23,6 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-from sqlalchemy.engine import make_url
-
 from castbench._base.places import state_dir
 from castbench._records.store.access import sqlite_file
 
@@ -37,6 +35,8 @@ def _location(url: str) -> str:
     file = sqlite_file(url)
     if file is not None:
         return "sqlite:" + os.path.realpath(file.path)
+    from sqlalchemy.engine import make_url  # a server's URL: its store loaded SQLAlchemy already
+
     parsed = make_url(url)
     where = f"{parsed.host or ''}:{parsed.port or ''}/{parsed.database or ''}"
     return f"{parsed.get_backend_name()}://{parsed.username or ''}@{where}"

@@ -14,21 +14,30 @@ All times are the database's, so workers on machines with different clocks agree
 
 from __future__ import annotations
 
+import functools
 import os
 import socket
 import uuid
 from datetime import datetime
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
-from sqlalchemy import text
-from sqlalchemy.engine import Engine
+if TYPE_CHECKING:  # SQLAlchemy loads with a Postgres store's engine, not with this module (#59)
+    from sqlalchemy.engine import Engine
+    from sqlalchemy.sql.elements import TextClause
 
 __all__ = ["Leases", "RunProgress", "TrialKey", "WorkerStatus", "workers"]
 
 TrialKey = tuple[str, str, int]
 
-_CLAIM = text(
-    """
+
+@functools.cache
+def _sql(statement: str) -> TextClause:
+    from sqlalchemy import text
+
+    return text(statement)
+
+
+_CLAIM = """
     INSERT INTO claim (run_id, domain, task_id, trial_index, worker_id, state, lease_until)
     VALUES (:run_id, :domain, :task_id, :trial_index, :worker, 'running',
             now() + make_interval(secs => :lease_s))
@@ -43,39 +52,34 @@ _CLAIM = text(
               AND t.trial_index = claim.trial_index AND t.status = 'scored')
     RETURNING worker_id
     """
-)
-_RENEW = text(
+_RENEW = (
     "UPDATE claim SET lease_until = now() + make_interval(secs => :lease_s) "
     "WHERE worker_id = :worker AND state = 'running'"
 )
-_BEAT = text("UPDATE worker SET heartbeat = now(), trials_done = :done WHERE id = :worker")
-_FINISH = text(
+_BEAT = "UPDATE worker SET heartbeat = now(), trials_done = :done WHERE id = :worker"
+_FINISH = (
     "UPDATE claim SET state = 'done', finished_at = now() "
     "WHERE run_id = :run_id AND domain = :domain AND task_id = :task_id AND trial_index = :trial_index "
     "AND worker_id = :worker"
 )
-_SETTLED = text(
-    """
+_SETTLED = """
     SELECT t.domain, t.task_id, t.trial_index FROM trial t
      WHERE t.run_id = :run_id AND t.status = 'scored'
     UNION
     SELECT c.domain, c.task_id, c.trial_index FROM claim c
      WHERE c.run_id = :run_id AND c.state = 'done' AND c.finished_at >= :since
     """
-)
-_BUSY = text(
+_BUSY = (
     "SELECT domain, task_id, trial_index FROM claim "
     "WHERE run_id = :run_id AND state = 'running' AND lease_until >= now()"
 )
-_WORKERS = text(
-    """
+_WORKERS = """
     SELECT w.id, w.host, w.pid, w.started, w.trials_done, w.finished, w.lease_s,
            EXTRACT(EPOCH FROM now() - w.heartbeat) AS silent_s,
            (SELECT count(*) FROM claim c
              WHERE c.worker_id = w.id AND c.state = 'running' AND c.lease_until >= now()) AS running
       FROM worker w WHERE w.run_id = :run_id ORDER BY w.started
     """
-)
 
 
 class RunProgress(NamedTuple):
@@ -106,7 +110,7 @@ class Leases:
         self.worker = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
         with engine.begin() as connection:
             self.since = connection.execute(
-                text(
+                _sql(
                     "INSERT INTO worker (id, run_id, host, pid, started, heartbeat, trials_done, lease_s) "
                     "VALUES (:worker, :run_id, :host, :pid, now(), now(), 0, :lease_s) RETURNING started"
                 ),
@@ -127,22 +131,22 @@ class Leases:
         """Whether this worker now holds `key` (False: another holds it, or it is settled)."""
         values = {**self._key(key), "worker": self.worker, "lease_s": self.lease_s, "since": self.since}
         with self.engine.begin() as connection:
-            return connection.execute(_CLAIM, values).first() is not None
+            return connection.execute(_sql(_CLAIM), values).first() is not None
 
     def finish(self, key: TrialKey) -> None:
         with self.engine.begin() as connection:
-            connection.execute(_FINISH, {**self._key(key), "worker": self.worker})
+            connection.execute(_sql(_FINISH), {**self._key(key), "worker": self.worker})
 
     def renew(self, trials_done: int) -> None:
         """Extend the leases of the trials this worker runs; record that it is alive."""
         with self.engine.begin() as connection:
-            connection.execute(_RENEW, {"worker": self.worker, "lease_s": self.lease_s})
-            connection.execute(_BEAT, {"worker": self.worker, "done": trials_done})
+            connection.execute(_sql(_RENEW), {"worker": self.worker, "lease_s": self.lease_s})
+            connection.execute(_sql(_BEAT), {"worker": self.worker, "done": trials_done})
 
     def leave(self, trials_done: int) -> None:
         with self.engine.begin() as connection:
             connection.execute(
-                text(
+                _sql(
                     "UPDATE worker SET finished = now(), heartbeat = now(), trials_done = :done WHERE id = :w"
                 ),
                 {"w": self.worker, "done": trials_done},
@@ -151,8 +155,8 @@ class Leases:
     def progress(self) -> RunProgress:
         values = {"run_id": self.run_id, "since": self.since}
         with self.engine.connect() as connection:
-            settled = {tuple(row) for row in connection.execute(_SETTLED, values)}
-            busy = {tuple(row) for row in connection.execute(_BUSY, values)}
+            settled = {tuple(row) for row in connection.execute(_sql(_SETTLED), values)}
+            busy = {tuple(row) for row in connection.execute(_sql(_BUSY), values)}
         return RunProgress(settled, busy)  # type: ignore[arg-type]
 
 
@@ -161,7 +165,7 @@ def workers(engine: Engine, run_id: str) -> list[WorkerStatus]:
     if engine.dialect.name != "postgresql":
         return []
     with engine.connect() as connection:
-        rows = connection.execute(_WORKERS, {"run_id": run_id}).all()
+        rows = connection.execute(_sql(_WORKERS), {"run_id": run_id}).all()
     return [
         WorkerStatus(
             row.id,

@@ -14,16 +14,15 @@ from __future__ import annotations
 import json
 import os
 import socket
+import sqlite3
+import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from functools import cached_property
 from pathlib import Path
-from typing import Any
-
-from sqlalchemy import event, func, inspect, text
-from sqlalchemy.engine import Engine, make_url
-from sqlalchemy.exc import ArgumentError, IntegrityError, SQLAlchemyError
-from sqlalchemy.pool import StaticPool
-from sqlmodel import Session, SQLModel, col, create_engine, select
+from typing import TYPE_CHECKING, Any
 
 from castbench._base.defaults import DEFAULT_DB
 from castbench._base.places import record_place, record_port
@@ -31,11 +30,23 @@ from castbench._records.config import RUN_CONFIG, RunConfig, read_config
 from castbench._records.migrations import RecordVersionError
 from castbench._records.store.access import read_only_engine, readable_schema_problem, sqlite_file
 from castbench._records.store.connect import db_url, plain_db_errors
-from castbench._records.store.digests import DigestCheck, check_digests, record_digests
-from castbench._records.store.tables import CacheRow, RunLease, RunRow, TrialRow
-from castbench._records.trial import TRIAL_RECORD, TrialRecord
 
-__all__ = ["DEFAULT_DB", "HEARTBEAT_S", "ResultsStore", "StoreError", "TrialKey", "last_written"]
+if TYPE_CHECKING:  # SQLAlchemy loads with an engine (Postgres, in memory, read-only, a new schema)
+    from sqlalchemy.engine import Engine
+
+    from castbench._records.store.digests import DigestCheck
+    from castbench._records.store.tables import RunRow
+    from castbench._records.trial import TrialRecord  # with the grading: when trials are read or written
+
+__all__ = [
+    "DEFAULT_DB",
+    "HEARTBEAT_S",
+    "ResultsStore",
+    "StoreError",
+    "StoredRun",
+    "TrialKey",
+    "last_written",
+]
 
 TrialKey = tuple[str, str, int]
 """(domain, task id, trial index)"""
@@ -56,11 +67,15 @@ _COLUMNS = (
     "n_steps",
     "record_json",
 )
-_INSERT_OR_SKIP = text(
-    f"INSERT INTO trial ({', '.join(_COLUMNS)}) VALUES ({', '.join(':' + c for c in _COLUMNS)}) "
-    "ON CONFLICT DO NOTHING"
-)
+_INSERT = f"INSERT INTO trial ({', '.join(_COLUMNS)}) VALUES ({', '.join(':' + c for c in _COLUMNS)})"
+_INSERT_OR_SKIP = _INSERT + " ON CONFLICT DO NOTHING"
 """The hot path of a run, one statement per trial (SQLite and Postgres)."""
+
+
+def _record_json(record: TrialRecord) -> str:
+    from castbench._records.trial import TRIAL_RECORD
+
+    return TRIAL_RECORD.dumps(record)
 
 
 def _columns(run_id: str, record: TrialRecord) -> dict[str, Any]:
@@ -77,7 +92,7 @@ def _columns(run_id: str, record: TrialRecord) -> dict[str, Any]:
         "reward": record.reward,
         "end_reason": record.end_reason,
         "n_steps": len(record.steps),
-        "record_json": TRIAL_RECORD.dumps(record),
+        "record_json": _record_json(record),
     }
 
 
@@ -85,14 +100,42 @@ class StoreError(LookupError):
     pass
 
 
+@dataclass
+class StoredRun:
+    """A run's row (`castbench._records.store.tables.RunRow`'s columns), as the store reads it."""
+
+    id: str
+    created: datetime
+    config_hash: str
+    config_json: str
+    meta_json: str
+    """Package versions, git commit, platform: context that does not change scores."""
+    status: str = "running"
+    updated: datetime | None = None
+    """When the run was last written (opened, resumed, finished): what `latest` means."""
+
+
+@dataclass(frozen=True)
+class _Lease:
+    host: str
+    pid: int
+    heartbeat: datetime
+
+
 def _sqlite_pragmas(engine: Engine) -> None:
+    from sqlalchemy import event
+
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
-        cursor = dbapi_connection.cursor()
-        cursor.execute("PRAGMA journal_mode=WAL")  # durable against a killed process, fast commits
-        cursor.execute("PRAGMA synchronous=NORMAL")
-        cursor.execute("PRAGMA foreign_keys=ON")
-        cursor.close()
+        _pragmas(dbapi_connection)
+
+
+def _pragmas(connection: sqlite3.Connection) -> None:
+    cursor = connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")  # durable against a killed process, fast commits
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.close()
 
 
 _POSTGRES_SCHEMES = ("postgresql://", "postgres://")
@@ -121,6 +164,9 @@ def _create_postgres_schema(engine: Engine) -> None:
     """Create the schema, or bring one written by an older castbench up to date, in place (trial
     seeds were 32-bit columns, too small for castbench's 63-bit seeds). Workers starting at once
     take turns: concurrent CREATE TABLEs collide in Postgres's catalog."""
+    from sqlalchemy import text
+    from sqlmodel import SQLModel
+
     with engine.begin() as connection:
         connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _SCHEMA_LOCK})
         SQLModel.metadata.create_all(connection)
@@ -137,9 +183,14 @@ def _create_postgres_schema(engine: Engine) -> None:
 _ADDED_COLUMNS = {"run": {"updated": "TIMESTAMP"}}
 """Columns added since the first schema: databases made before gain them, empty, on opening."""
 
+_TABLES = frozenset({"run", "trial", "worker", "claim", "run_lease", "cache"})
+"""Every table of the schema (`castbench._records.store.tables`)."""
+
 
 def _add_missing_columns(engine: Engine) -> None:
     """(Postgres workers may open a store at once: there the statement tolerates a lost race.)"""
+    from sqlalchemy import inspect
+
     guard = " IF NOT EXISTS" if engine.dialect.name == "postgresql" else ""
     inspector = inspect(engine)
     for table, columns in _ADDED_COLUMNS.items():
@@ -148,6 +199,161 @@ def _add_missing_columns(engine: Engine) -> None:
             for name, kind in columns.items():
                 if name not in have:
                     connection.exec_driver_sql(f"ALTER TABLE {table} ADD COLUMN{guard} {name} {kind}")
+
+
+_SCHEMA = (
+    """CREATE TABLE run (
+\tid VARCHAR NOT NULL, 
+\tcreated DATETIME NOT NULL, 
+\tconfig_hash VARCHAR NOT NULL, 
+\tconfig_json VARCHAR NOT NULL, 
+\tmeta_json VARCHAR NOT NULL, 
+\tstatus VARCHAR NOT NULL, 
+\tupdated DATETIME, 
+\tPRIMARY KEY (id)
+)""",
+    "CREATE INDEX ix_run_config_hash ON run (config_hash)",
+    """CREATE TABLE cache (
+\t"key" VARCHAR NOT NULL, 
+\tkind VARCHAR NOT NULL, 
+\tvalue_json VARCHAR NOT NULL, 
+\tcreated DATETIME NOT NULL, 
+\tPRIMARY KEY ("key")
+)""",
+    """CREATE TABLE trial (
+\tid INTEGER NOT NULL, 
+\trun_id VARCHAR NOT NULL, 
+\tdomain VARCHAR NOT NULL, 
+\ttask_id VARCHAR NOT NULL, 
+\ttrial_index INTEGER NOT NULL, 
+\tseed BIGINT NOT NULL, 
+\tstatus VARCHAR NOT NULL, 
+\treward FLOAT, 
+\tend_reason VARCHAR NOT NULL, 
+\tn_steps INTEGER NOT NULL, 
+\trecord_json VARCHAR NOT NULL, 
+\tPRIMARY KEY (id), 
+\tUNIQUE (run_id, domain, task_id, trial_index), 
+\tFOREIGN KEY(run_id) REFERENCES run (id)
+)""",
+    "CREATE INDEX ix_trial_run_id ON trial (run_id)",
+    """CREATE TABLE worker (
+\tid VARCHAR NOT NULL, 
+\trun_id VARCHAR NOT NULL, 
+\thost VARCHAR NOT NULL, 
+\tpid INTEGER NOT NULL, 
+\tstarted DATETIME NOT NULL, 
+\theartbeat DATETIME NOT NULL, 
+\tfinished DATETIME, 
+\ttrials_done INTEGER NOT NULL, 
+\tlease_s FLOAT NOT NULL, 
+\tPRIMARY KEY (id), 
+\tFOREIGN KEY(run_id) REFERENCES run (id)
+)""",
+    "CREATE INDEX ix_worker_run_id ON worker (run_id)",
+    """CREATE TABLE claim (
+\trun_id VARCHAR NOT NULL, 
+\tdomain VARCHAR NOT NULL, 
+\ttask_id VARCHAR NOT NULL, 
+\ttrial_index INTEGER NOT NULL, 
+\tworker_id VARCHAR NOT NULL, 
+\tstate VARCHAR NOT NULL, 
+\tlease_until DATETIME NOT NULL, 
+\tfinished_at DATETIME, 
+\tPRIMARY KEY (run_id, domain, task_id, trial_index), 
+\tFOREIGN KEY(run_id) REFERENCES run (id)
+)""",
+    "CREATE INDEX ix_claim_worker_id ON claim (worker_id)",
+    """CREATE TABLE run_lease (
+\trun_id VARCHAR NOT NULL, 
+\thost VARCHAR NOT NULL, 
+\tpid INTEGER NOT NULL, 
+\theartbeat DATETIME NOT NULL, 
+\tPRIMARY KEY (run_id), 
+\tFOREIGN KEY(run_id) REFERENCES run (id)
+)""",
+)
+"""The schema SQLAlchemy creates in SQLite from `castbench._records.store.tables`, statement for statement
+(`tests/core/store/test_native_sqlite.py` compares the two): a new file is made without loading
+SQLAlchemy. (The lines end as SQLAlchemy ends them, with a space before the newline.)"""
+
+
+def _sql_time(when: datetime) -> str:
+    """A time as SQLAlchemy writes it in SQLite (UTC, no zone): both read each other's rows."""
+    return when.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
+
+
+def _read_time(value: str | None) -> datetime | None:
+    """A stored time, as SQLModel reads it: in UTC (SQLite keeps no zone)."""
+    return None if value is None else datetime.fromisoformat(value).replace(tzinfo=UTC)
+
+
+class _SqliteFile:
+    """A SQLite results file whose schema is current, read and written with the standard
+    library's `sqlite3`: a command that reads or resumes a run loads no SQLAlchemy (#59). One
+    connection per thread (the commit thread writes while the run reads), in autocommit mode,
+    with the pragmas SQLAlchemy's engine sets; a process forked with one opens its own."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._local = threading.local()
+
+    def connect(self) -> sqlite3.Connection:
+        connection = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        _pragmas(connection)
+        return connection
+
+    def connection(self) -> sqlite3.Connection:
+        held: tuple[int, sqlite3.Connection] | None = getattr(self._local, "held", None)
+        if held is None or held[0] != os.getpid():
+            held = (os.getpid(), self.connect())
+            self._local.held = held
+        return held[1]
+
+    def current(self) -> bool:
+        """Whether every table and column castbench writes is there (else SQLAlchemy makes them)."""
+        connection = self.connection()
+        tables = {
+            name for (name,) in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+        }
+        if not tables >= _TABLES:
+            return False
+        for table, columns in _ADDED_COLUMNS.items():
+            have = {row[1] for row in connection.execute(f"PRAGMA table_info({table})")}
+            if not columns.keys() <= have:
+                return False
+        return True
+
+    def create(self) -> bool:
+        """Create the schema in a file that holds no table (a new one); False, creating nothing,
+        when it holds any (an older castbench's, or another program's: SQLAlchemy adds to it)."""
+        connection = self.connection()
+        connection.execute("BEGIN IMMEDIATE")  # another process making the same file waits
+        try:
+            if connection.execute("SELECT 1 FROM sqlite_master WHERE type = 'table'").fetchone() is not None:
+                connection.execute("ROLLBACK")
+                return self.current()
+            for statement in _SCHEMA:
+                connection.execute(statement)
+        except BaseException:
+            connection.execute("ROLLBACK")
+            raise
+        connection.execute("COMMIT")
+        return True
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """A write transaction that holds the write lock from its start: a writer that read first
+        and then found another's commit in between would fail at once, where this one waits its
+        turn (the busy timeout)."""
+        connection = self.connection()
+        connection.execute("BEGIN IMMEDIATE")
+        try:
+            yield connection
+        except BaseException:
+            connection.execute("ROLLBACK")
+            raise
+        connection.execute("COMMIT")
 
 
 class ResultsStore:
@@ -160,7 +366,11 @@ class ResultsStore:
         `read_only`: the caller only reads (`runs`, `compare`, `export`, `view`, `gate`). A SQLite
         file that cannot be written is then opened read-only and nothing is written to it or
         beside it (`castbench._records.store.access`); without `read_only` such a file is refused before
-        any work. A missing file is never created for a reader."""
+        any work. A missing file is never created for a reader.
+
+        A writable SQLite file whose schema is current is read and written with `sqlite3`
+        (`_SqliteFile`); `engine`, SQLAlchemy's, is made on first use (always for another
+        backend, an in-memory database, a read-only file, or a schema to create or update)."""
         if not url.strip():
             raise StoreError("--db is empty: give a SQLite file path or a database URL")
         url = db_url(url)
@@ -170,6 +380,7 @@ class ResultsStore:
         """Several processes may work on one run (trials are claimed with leases)."""
         self.writable = True
         """False for a SQLite file opened read-only: derived figures are not kept (`cache`)."""
+        self._file: _SqliteFile | None = None
         file = sqlite_file(url)
         _remember(url)
         if file is not None:
@@ -198,40 +409,94 @@ class ResultsStore:
                         f"(mkdir -p {folder}) or correct the path"
                     )
                 folder.mkdir(parents=True, exist_ok=True)
-            if in_memory_url(url):  # one database for every thread of this process (the commit
-                # thread included): SQLite gives each new connection an empty one of its own
-                self.engine = create_engine(
-                    engine_url(url), poolclass=StaticPool, connect_args={"check_same_thread": False}
+            if file is not None and not file.query and not in_memory_url(url):
+                self._file = _SqliteFile(str(file.path))
+            if self._file is None or not (self._file.current() or self._file.create()):
+                self._schema(self.engine)
+        _remember(url)  # a SQLite file exists now
+
+    @cached_property
+    def engine(self) -> Engine:
+        """SQLAlchemy's engine on this store (made on first use for a file `sqlite3` serves)."""
+        from sqlalchemy.pool import StaticPool
+        from sqlmodel import create_engine
+
+        with plain_db_errors(self.url, StoreError):
+            if in_memory_url(self.url):  # one database for every thread of this process (the
+                # commit thread included): SQLite gives each new connection an empty one of its own
+                engine = create_engine(
+                    engine_url(self.url), poolclass=StaticPool, connect_args={"check_same_thread": False}
                 )
             else:
-                self.engine = create_engine(engine_url(url), pool_pre_ping=self.shared)
+                engine = create_engine(engine_url(self.url), pool_pre_ping=self.shared)
             if self._sqlite:
-                _sqlite_pragmas(self.engine)
-            if self.engine.dialect.name == "postgresql":
-                _create_postgres_schema(self.engine)
-            else:
-                SQLModel.metadata.create_all(self.engine)
-            _add_missing_columns(self.engine)
-        _remember(url)  # a SQLite file exists now
+                _sqlite_pragmas(engine)
+        return engine
+
+    def _schema(self, engine: Engine) -> None:
+        """Create the schema, or bring an older one up to date."""
+        from sqlmodel import SQLModel
+
+        import castbench._records.store.tables  # noqa: F401  the tables SQLModel's metadata creates
+
+        if engine.dialect.name == "postgresql":
+            _create_postgres_schema(engine)
+        else:
+            SQLModel.metadata.create_all(engine)
+        _add_missing_columns(engine)
 
     # -- runs ------------------------------------------------------------------------------
     def open_run(self, config: RunConfig, meta: dict[str, Any], fresh: bool = False) -> tuple[str, bool]:
         """The run for this config: the latest one with the same hash (resumed) unless `fresh`.
         Returns (run id, resumed)."""
         digest = config.config_hash()
+        if self._file is not None:
+            with plain_db_errors(self.url, StoreError):
+                connection = self._file.connection()
+                existing = [
+                    run_id
+                    for (run_id,) in connection.execute(
+                        "SELECT id FROM run WHERE config_hash = ? ORDER BY created", (digest,)
+                    )
+                ]
+                if existing and not fresh:
+                    return existing[-1], True
+                run_id = f"r-{digest[:12]}" + (f"-{len(existing) + 1}" if existing else "")
+                now = _sql_time(datetime.now(UTC))
+                try:
+                    connection.execute(
+                        "INSERT INTO run (id, created, config_hash, config_json, meta_json, status, updated) "
+                        "VALUES (?, ?, ?, ?, ?, 'running', ?)",
+                        (
+                            run_id,
+                            now,
+                            digest,
+                            RUN_CONFIG.dumps(config),
+                            json.dumps(meta, sort_keys=True),
+                            now,
+                        ),
+                    )
+                except sqlite3.IntegrityError:  # another process opened the same run a moment earlier
+                    return run_id, True
+            return run_id, False
+        from sqlalchemy.exc import IntegrityError
+        from sqlmodel import Session, select
+
+        from castbench._records.store.tables import RunRow
+
         with plain_db_errors(self.url, StoreError), Session(self.engine) as session:
-            existing = session.exec(
+            rows = session.exec(
                 select(RunRow).where(RunRow.config_hash == digest).order_by(RunRow.created)  # type: ignore[arg-type]
             ).all()
-            if existing and not fresh:
-                return existing[-1].id, True
-            run_id = f"r-{digest[:12]}" + (f"-{len(existing) + 1}" if existing else "")
-            now = datetime.now(UTC)
+            if rows and not fresh:
+                return rows[-1].id, True
+            run_id = f"r-{digest[:12]}" + (f"-{len(rows) + 1}" if rows else "")
+            now_time = datetime.now(UTC)
             session.add(
                 RunRow(
                     id=run_id,
-                    created=now,
-                    updated=now,
+                    created=now_time,
+                    updated=now_time,
                     config_hash=digest,
                     config_json=RUN_CONFIG.dumps(config),
                     meta_json=json.dumps(meta, sort_keys=True),
@@ -246,32 +511,80 @@ class ResultsStore:
 
     def set_config(self, run_id: str, config: RunConfig) -> None:
         """Replace a run's config (and so its identity): only to give it more trials per task."""
-        with Session(self.engine) as session:
-            row = session.get(RunRow, run_id)
-            if row is None:
-                raise StoreError(f"no run '{run_id}' in {self.url}")
-            row.config_json = RUN_CONFIG.dumps(config)
-            row.config_hash = config.config_hash()
-            row.updated = datetime.now(UTC)
-            session.add(row)
-            session.commit()
+        self._update_run(
+            run_id, config_json=RUN_CONFIG.dumps(config), config_hash=config.config_hash(), updated=_now()
+        )
 
     def set_status(self, run_id: str, status: str) -> None:
-        with plain_db_errors(self.url, StoreError), Session(self.engine) as session:
-            row = session.get(RunRow, run_id)
-            if row is None:
-                raise StoreError(f"no run '{run_id}' in {self.url}")
-            row.status = status
-            row.updated = datetime.now(UTC)
-            session.add(row)
-            session.commit()
+        self._update_run(run_id, status=status, updated=_now())
 
-    def runs(self) -> list[RunRow]:
+    def _update_run(self, run_id: str, **values: Any) -> None:
+        with plain_db_errors(self.url, StoreError):
+            if self._file is not None:
+                columns = ", ".join(f"{name} = ?" for name in values)
+                shown = [
+                    _sql_time(value) if isinstance(value, datetime) else value for value in values.values()
+                ]
+                cursor = self._file.connection().execute(
+                    f"UPDATE run SET {columns} WHERE id = ?", (*shown, run_id)
+                )
+                if not cursor.rowcount:
+                    raise StoreError(f"no run '{run_id}' in {self.url}")
+                return
+            from sqlmodel import Session
+
+            from castbench._records.store.tables import RunRow
+
+            with Session(self.engine) as session:
+                row = session.get(RunRow, run_id)
+                if row is None:
+                    raise StoreError(f"no run '{run_id}' in {self.url}")
+                for name, value in values.items():
+                    setattr(row, name, value)
+                session.add(row)
+                session.commit()
+
+    def runs(self) -> list[StoredRun]:
         """Every run, oldest first, with its true status: a `running` run that no live process
         holds reads as `interrupted`."""
-        with plain_db_errors(self.url, StoreError), Session(self.engine) as session:
-            rows = list(session.exec(select(RunRow).order_by(RunRow.created)).all())  # type: ignore[arg-type]
-            leases = {lease.run_id: lease for lease in session.exec(select(RunLease)).all()}
+        with plain_db_errors(self.url, StoreError):
+            if self._file is not None:
+                connection = self._file.connection()
+                rows = [
+                    StoredRun(run_id, _read_time(created), digest, config, meta, status, _read_time(updated))  # type: ignore[arg-type]
+                    for run_id, created, digest, config, meta, status, updated in connection.execute(
+                        "SELECT id, created, config_hash, config_json, meta_json, status, updated "
+                        "FROM run ORDER BY created"
+                    )
+                ]
+                leases = {
+                    run_id: _Lease(host, pid, _read_time(beat))  # type: ignore[arg-type]
+                    for run_id, host, pid, beat in connection.execute(
+                        "SELECT run_id, host, pid, heartbeat FROM run_lease"
+                    )
+                }
+            else:
+                from sqlmodel import Session, select
+
+                from castbench._records.store.tables import RunLease, RunRow
+
+                with Session(self.engine) as session:
+                    rows = [
+                        StoredRun(
+                            row.id,
+                            row.created,
+                            row.config_hash,
+                            row.config_json,
+                            row.meta_json,
+                            row.status,
+                            row.updated,
+                        )
+                        for row in session.exec(select(RunRow).order_by(RunRow.created)).all()  # type: ignore[arg-type]
+                    ]
+                    leases = {
+                        lease.run_id: _Lease(lease.host, lease.pid, lease.heartbeat)
+                        for lease in session.exec(select(RunLease)).all()
+                    }
         for row in rows:
             if row.status == "running" and not _alive(leases.get(row.id)):
                 row.status = "interrupted"
@@ -280,30 +593,58 @@ class ResultsStore:
     # -- who is running a run ----------------------------------------------------------------
     def hold(self, run_id: str) -> None:
         """Record that this process runs `run_id` (renew with `heartbeat`, end with `release`)."""
-        lease = RunLease(run_id=run_id, host=socket.gethostname(), pid=os.getpid(), heartbeat=_now())
-        with plain_db_errors(self.url, StoreError), Session(self.engine) as session:
-            session.merge(lease)
-            session.commit()
+        with plain_db_errors(self.url, StoreError):
+            if self._file is not None:
+                self._file.connection().execute(
+                    "INSERT INTO run_lease (run_id, host, pid, heartbeat) VALUES (?, ?, ?, ?) "
+                    "ON CONFLICT (run_id) DO UPDATE SET host = excluded.host, pid = excluded.pid, "
+                    "heartbeat = excluded.heartbeat",
+                    (run_id, socket.gethostname(), os.getpid(), _sql_time(_now())),
+                )
+                return
+            from sqlmodel import Session
+
+            from castbench._records.store.tables import RunLease
+
+            lease = RunLease(run_id=run_id, host=socket.gethostname(), pid=os.getpid(), heartbeat=_now())
+            with Session(self.engine) as session:
+                session.merge(lease)
+                session.commit()
 
     def heartbeat(self, run_id: str) -> None:
+        """Renew this process's lease on `run_id` (`StoreError` when the database cannot take it)."""
         self._update_lease(run_id, renew=True)
 
     def release(self, run_id: str) -> None:
         self._update_lease(run_id, renew=False)
 
     def _update_lease(self, run_id: str, renew: bool) -> None:
-        with Session(self.engine) as session:
-            lease = session.get(RunLease, run_id)
-            if lease is None:
+        with plain_db_errors(self.url, StoreError):
+            if self._file is not None:
+                connection = self._file.connection()
+                if renew:
+                    connection.execute(
+                        "UPDATE run_lease SET heartbeat = ? WHERE run_id = ?", (_sql_time(_now()), run_id)
+                    )
+                else:
+                    connection.execute("DELETE FROM run_lease WHERE run_id = ?", (run_id,))
                 return
-            if renew:
-                lease.heartbeat = _now()
-                session.add(lease)
-            else:
-                session.delete(lease)
-            session.commit()
+            from sqlmodel import Session
 
-    def run(self, ref: str) -> RunRow:
+            from castbench._records.store.tables import RunLease
+
+            with Session(self.engine) as session:
+                lease = session.get(RunLease, run_id)
+                if lease is None:
+                    return
+                if renew:
+                    lease.heartbeat = _now()
+                    session.add(lease)
+                else:
+                    session.delete(lease)
+                session.commit()
+
+    def run(self, ref: str) -> StoredRun:
         """A run by id or unique id prefix; `latest` for the one most recently written (a resumed
         old run is later than one created before the resume)."""
         if not ref.strip():  # an empty prefix would match every run, and one run pick itself
@@ -326,6 +667,21 @@ class ResultsStore:
     # -- derived figures ---------------------------------------------------------------------
     def cached(self, key: str) -> str | None:
         """The value stored under `key` by `cache`, or None (never stored, or unreadable)."""
+        if self._file is not None:
+            try:
+                found = (
+                    self._file.connection()
+                    .execute("SELECT value_json FROM cache WHERE key = ?", (key,))
+                    .fetchone()
+                )
+            except sqlite3.Error:
+                return None
+            return None if found is None else str(found[0])
+        from sqlalchemy.exc import SQLAlchemyError
+        from sqlmodel import Session
+
+        from castbench._records.store.tables import CacheRow
+
         try:
             with Session(self.engine) as session:
                 row = session.get(CacheRow, key)
@@ -338,6 +694,20 @@ class ResultsStore:
         that cannot take it (read-only, another writer's row) only means it is computed again."""
         if not self.writable:
             return
+        if self._file is not None:
+            with suppress(sqlite3.Error):
+                self._file.connection().execute(
+                    "INSERT INTO cache (key, kind, value_json, created) VALUES (?, ?, ?, ?) "
+                    "ON CONFLICT (key) DO UPDATE SET kind = excluded.kind, value_json = excluded.value_json, "
+                    "created = excluded.created",
+                    (key, kind, value_json, _sql_time(_now())),
+                )
+            return
+        from sqlalchemy.exc import SQLAlchemyError
+        from sqlmodel import Session
+
+        from castbench._records.store.tables import CacheRow
+
         try:
             with Session(self.engine) as session:
                 session.merge(CacheRow(key=key, kind=kind, value_json=value_json, created=_now()))
@@ -347,13 +717,24 @@ class ResultsStore:
 
     # -- trials ----------------------------------------------------------------------------
     def scored_keys(self, run_id: str) -> set[TrialKey]:
-        with plain_db_errors(self.url, StoreError), Session(self.engine) as session:
-            rows = session.exec(
-                select(TrialRow.domain, TrialRow.task_id, TrialRow.trial_index).where(
-                    TrialRow.run_id == run_id, TrialRow.status == "scored"
+        with plain_db_errors(self.url, StoreError):
+            if self._file is not None:
+                found = self._file.connection().execute(
+                    "SELECT domain, task_id, trial_index FROM trial WHERE run_id = ? AND status = 'scored'",
+                    (run_id,),
                 )
-            ).all()
-        return {(domain, task, index) for domain, task, index in rows}
+                return {(domain, task, int(index)) for domain, task, index in found}
+            from sqlmodel import Session, select
+
+            from castbench._records.store.tables import TrialRow
+
+            with Session(self.engine) as session:
+                rows = session.exec(
+                    select(TrialRow.domain, TrialRow.task_id, TrialRow.trial_index).where(
+                        TrialRow.run_id == run_id, TrialRow.status == "scored"
+                    )
+                ).all()
+            return {(domain, task, index) for domain, task, index in rows}
 
     def add_trial(self, run_id: str, record: TrialRecord) -> bool:
         """Store one finished trial in its own transaction. A scored trial replaces an earlier
@@ -376,6 +757,8 @@ class ResultsStore:
 
         The common case is one INSERT per trial that skips on conflict; only a conflict takes the
         slower path that looks at the stored row (in a transaction of its own)."""
+        from castbench._records.store.digests import record_digests
+
         rows: list[tuple[TrialRecord, dict[str, Any]]] = []
         for record in records:
             try:
@@ -389,11 +772,23 @@ class ResultsStore:
         stored: list[TrialRecord | None] = [None] * len(rows)
         written: list[dict[str, Any]] = []
         conflicts = list(range(len(rows)))
-        if rows and self.engine.dialect.name in ("sqlite", "postgresql"):
+        if rows and self._file is not None:
             conflicts = []
-            with self.engine.begin() as connection:
+            with self._file.transaction() as connection:
                 for index, (record, values) in enumerate(rows):
                     if connection.execute(_INSERT_OR_SKIP, values).rowcount:
+                        stored[index] = record
+                        written.append(values)
+                    else:
+                        conflicts.append(index)
+        elif rows and self.engine.dialect.name in ("sqlite", "postgresql"):
+            from sqlalchemy import text
+
+            conflicts = []
+            insert = text(_INSERT_OR_SKIP)
+            with self.engine.begin() as connection:
+                for index, (record, values) in enumerate(rows):
+                    if connection.execute(insert, values).rowcount:
                         stored[index] = record
                         written.append(values)
                     else:
@@ -412,6 +807,26 @@ class ResultsStore:
     def _replace_errored(self, run_id: str, record: TrialRecord) -> tuple[TrialRecord, dict[str, Any]] | None:
         """A trial whose row is there already: replace an errored try (its attempts counted in);
         None, storing nothing, when the stored one is scored."""
+        if self._file is not None:
+            with self._file.transaction() as connection:
+                found = connection.execute(
+                    "SELECT id, status, record_json FROM trial "
+                    "WHERE run_id = ? AND domain = ? AND task_id = ? AND trial_index = ?",
+                    (run_id, record.domain, record.task_id, record.trial_index),
+                ).fetchone()
+                if found is not None:
+                    row_id, status, record_json = found
+                    if status == "scored":
+                        return None
+                    record = record.model_copy(update={"attempts": record.attempts + _attempts(record_json)})
+                    connection.execute("DELETE FROM trial WHERE id = ?", (row_id,))
+                values = _columns(run_id, record)
+                connection.execute(_INSERT, values)
+            return record, values
+        from sqlmodel import Session, select
+
+        from castbench._records.store.tables import TrialRow
+
         with Session(self.engine) as session:
             existing = session.exec(
                 select(TrialRow).where(
@@ -424,7 +839,9 @@ class ResultsStore:
             if existing is not None:
                 if existing.status == "scored":
                     return None
-                record = record.model_copy(update={"attempts": record.attempts + _attempts(existing)})
+                record = record.model_copy(
+                    update={"attempts": record.attempts + _attempts(existing.record_json)}
+                )
                 session.delete(existing)
                 session.flush()
             values = _columns(run_id, record)
@@ -435,15 +852,35 @@ class ResultsStore:
     def check_digests(self, run_id: str) -> DigestCheck:
         """Each stored record of `run_id` against the digest castbench kept outside the store
         when it stored it (`castbench._records.store.digests`)."""
-        columns = (TrialRow.domain, TrialRow.task_id, TrialRow.trial_index, TrialRow.record_json)
-        with plain_db_errors(self.url, StoreError), Session(self.engine) as session:
-            # the rows a batch at a time: a run's records are not held to be hashed (#59)
-            rows = (
-                session.connection()
-                .execution_options(yield_per=256)
-                .execute(select(*columns).where(TrialRow.run_id == run_id))
-            )
+        from castbench._records.store.digests import check_digests
+
+        with (
+            plain_db_errors(self.url, StoreError),
+            self._rows(
+                "SELECT domain, task_id, trial_index, record_json FROM trial WHERE run_id = :run_id",
+                {"run_id": run_id},
+                batch=256,  # the rows a batch at a time: a run's records are not held to be hashed (#59)
+            ) as rows,
+        ):
             return check_digests(self.url, run_id, ((d, t, int(i), j) for d, t, i, j in rows))
+
+    @contextmanager
+    def _rows(self, query: str, values: dict[str, Any], batch: int) -> Iterator[Iterator[tuple[Any, ...]]]:
+        """The rows of a SELECT, fetched `batch` at a time on a connection of their own (the
+        caller may write while it reads them)."""
+        if self._file is not None:
+            connection = self._file.connect()
+            try:
+                cursor = connection.execute(query, values)
+                yield (row for rows in iter(lambda: cursor.fetchmany(batch), []) for row in rows)
+            finally:
+                connection.close()
+            return
+        from sqlalchemy import text
+
+        with self.engine.connect() as engine_connection:
+            result = engine_connection.execution_options(yield_per=batch).execute(text(query), values)
+            yield (tuple(row) for row in result)
 
     def trials(
         self,
@@ -473,19 +910,24 @@ class ResultsStore:
         is parsed when it is reached, so a reader that keeps only what it derives (`runs why`, a
         page's payloads) holds a batch of rows, not the run. The `StoreError` for unreadable rows
         comes after the readable ones, with the same counts as `trials`."""
-        columns = (TrialRow.domain, TrialRow.task_id, TrialRow.trial_index, TrialRow.record_json)
-        query = select(*columns).where(TrialRow.run_id == run_id)
+        query = "SELECT domain, task_id, trial_index, record_json FROM trial WHERE run_id = :run_id"
+        values: dict[str, Any] = {"run_id": run_id}
         if domains is not None:
-            query = query.where(TrialRow.domain.in_(list(domains)))  # type: ignore[attr-defined]
+            names = list(domains)
+            values.update({f"domain_{n}": name for n, name in enumerate(names)})
+            query += f" AND domain IN ({', '.join(f':domain_{n}' for n in range(len(names))) or 'NULL'})"
         if task_id is not None:
-            query = query.where(TrialRow.task_id == task_id)
+            query += " AND task_id = :task_id"
+            values["task_id"] = task_id
         if trial_index is not None:
-            query = query.where(TrialRow.trial_index == trial_index)
-        query = query.order_by(col(TrialRow.domain), col(TrialRow.task_id), col(TrialRow.trial_index))
+            query += " AND trial_index = :trial_index"
+            values["trial_index"] = trial_index
+        query += " ORDER BY domain, task_id, trial_index"
+        from castbench._records.trial import TRIAL_RECORD, TrialRecord
+
         read, unreadable = 0, []
-        with plain_db_errors(self.url, StoreError), Session(self.engine) as session:
-            result = session.connection().execution_options(yield_per=batch).execute(query)
-            for domain, task, index, record_json in result:
+        with plain_db_errors(self.url, StoreError), self._rows(query, values, batch) as rows:
+            for domain, task, index, record_json in rows:
                 try:
                     record = TRIAL_RECORD.loads(TrialRecord, record_json, f"run {run_id}")
                 except RecordVersionError:
@@ -503,19 +945,27 @@ class ResultsStore:
                 "(the row was damaged or edited by hand: restore the file from a copy)"
             )
 
+    def _one(self, query: str, values: dict[str, Any]) -> tuple[Any, ...]:
+        if self._file is not None:
+            return tuple(self._file.connection().execute(query, values).fetchone())
+        from sqlalchemy import text
+
+        with self.engine.connect() as connection:
+            return tuple(connection.execute(text(query), values).one())
+
     def trials_version(self, run_id: str) -> tuple[int, int]:
         """(trials stored, highest row id) of a run: changes whenever a trial is stored or
         replaced, so what was derived from its trials can be kept under it."""
-        with Session(self.engine) as session:
-            query = select(func.count(col(TrialRow.id)), func.max(col(TrialRow.id)))
-            count, last = session.exec(query.where(TrialRow.run_id == run_id)).one()
+        count, last = self._one(
+            "SELECT count(id), max(id) FROM trial WHERE run_id = :run_id", {"run_id": run_id}
+        )
         return int(count), int(last or 0)
 
     def count_trials(self, run_id: str) -> int:
         """Counted by the database: `runs list` of 100k-trial runs fetches no row ids."""
-        with plain_db_errors(self.url, StoreError), Session(self.engine) as session:
-            query = select(func.count(col(TrialRow.id))).where(TrialRow.run_id == run_id)
-            return int(session.exec(query).one())
+        with plain_db_errors(self.url, StoreError):
+            (count,) = self._one("SELECT count(id) FROM trial WHERE run_id = :run_id", {"run_id": run_id})
+        return int(count)
 
 
 def _remember(url: str) -> None:
@@ -528,6 +978,9 @@ def _remember(url: str) -> None:
         return
     if url.startswith("sqlite"):
         return  # in memory
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
     try:
         parsed = make_url(url)
     except ArgumentError:
@@ -538,20 +991,20 @@ def _remember(url: str) -> None:
         record_port(port)
 
 
-def last_written(row: RunRow) -> datetime:
+def last_written(row: StoredRun | RunRow) -> datetime:
     when = row.updated or row.created
     return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
 
 
-def _attempts(row: TrialRow) -> int:
-    return int(json.loads(row.record_json).get("attempts", 1))
+def _attempts(record_json: str) -> int:
+    return int(json.loads(record_json).get("attempts", 1))
 
 
 def _now() -> datetime:
     return datetime.now(UTC)
 
 
-def _alive(lease: RunLease | None) -> bool:
+def _alive(lease: _Lease | None) -> bool:
     """Whether a live process holds the lease: renewed lately, and on this host its process
     still exists."""
     if lease is None:
