@@ -130,7 +130,12 @@ def _namespace(old: str, new: ModuleType) -> ModuleType:
         moved_to = new_place(child)
         if moved_to is not None and _exists(moved_to):
             return importlib.import_module(child)
-        return getattr(new, name)
+        value = getattr(new, name)
+        if not name.startswith("__"):
+            from castbench._base.deprecation import moved
+
+            moved(child, _place(new.__name__), stacklevel=3)
+        return value
 
     namespace.__getattr__ = __getattr__  # type: ignore[method-assign]
     namespace.__path__ = []

@@ -12,8 +12,8 @@ from typer.testing import CliRunner
 
 from castbench._cli.app import app
 from castbench._records.store.export import read_export
-from castbench._results.publish import build
 from castbench._results.publish.board import BoardError, BoardMetric, BoardSpec, Entry, load_board
+from castbench_boards import build
 from castbench_boards.build import build_board
 from castbench_boards.curve import curve_svg
 from castbench_boards.render import Board, board_markdown

@@ -35,7 +35,7 @@ MOVED = {
     "castbench.publish.inspect_log": "castbench_bridges.inspect_log",
     "castbench.cli.mcp_cmd": "castbench_bridges.mcp_cmd",
     **{
-        f"castbench._results.publish.{name}": f"castbench_boards.{name}"
+        f"castbench.publish.{name}": f"castbench_boards.{name}"
         for name in ("build", "curve", "profile", "render", "rerun", "rows")
     },
     **{

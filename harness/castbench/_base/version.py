@@ -14,5 +14,5 @@ __all__ = ["PACKAGE_ROOT", "__version__"]
 
 __version__ = "0.1.0"
 
-PACKAGE_ROOT = Path(__file__).parent
+PACKAGE_ROOT = Path(__file__).parent.parent
 """The `castbench` package's folder, as `Path(castbench.__file__).parent` gives it."""

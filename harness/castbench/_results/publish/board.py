@@ -294,7 +294,7 @@ def board_path(board: str, root: Path) -> Path:
     return shipped if not local.is_file() and shipped.is_file() else local
 
 
-_OWN_BOARDS = Path(__file__).resolve().parents[3] / "leaderboards"
+_OWN_BOARDS = Path(__file__).resolve().parents[4] / "leaderboards"
 """castbench's own boards: `harness/castbench/_results/publish/board.py` -> the checkout's `leaderboards/`."""
 
 

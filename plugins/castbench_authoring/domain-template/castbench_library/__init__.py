@@ -7,9 +7,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
-from castbench._domain.domain import Domain
-from castbench._domain.rules import DomainRules
-from castbench._domain.tools import Toolkit
+from castbench.domain import Domain, DomainRules, Toolkit
 
 from .records import Book, Loan, Member
 from .tools import TOOLS

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from castbench._domain.database import Record
+from castbench.domain import Record
 
 
 class Member(Record):

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from datetime import date, timedelta
 
-from castbench._domain.database import Database
-from castbench._domain.tools import ToolError, read_tool, write_tool
+from castbench.domain import Database, ToolError, read_tool, write_tool
 
 from .records import Book, Loan, Member
 
