@@ -250,6 +250,27 @@ def test_a_pth_file_of_a_distribution_castbench_does_not_require_is_found(tmp_pa
     assert startup._untrusted_pth(str(tmp_path), names) == {"evil_agent.pth": "evil-agent", "orphan.pth": ""}
 
 
+def test_an_editable_domain_pack_s_pth_file_is_castbench_s_own(tmp_path: Path) -> None:
+    """`castbench domains new shop` then `pip install -e castbench_shop` (docs/domains.md): the
+    pack's editable finder runs at start-up, and the pack's code runs in castbench's process by
+    design (its tools, its graders). The same `.pth` from an agent's distribution stays refused."""
+    pth = "__editable__.castbench_shop-0.1.0.pth"
+    module = "__editable___castbench_shop_0_1_0_finder"
+    finder = f"import {module}; {module}.install()\n"
+    info = tmp_path / "castbench_shop-0.1.0.dist-info"
+    info.mkdir()
+    (info / "RECORD").write_text(f"{pth},,\n")
+    (info / "METADATA").write_text("Name: castbench-shop\nRequires-Dist: castbench\n\n")
+    (tmp_path / pth).write_text(finder)
+    names = startup._executable_pth(str(tmp_path))
+    assert names == [pth]
+    assert startup._untrusted_pth(str(tmp_path), names) == {pth: "castbench-shop"}  # no entry point yet
+    (info / "entry_points.txt").write_text("[castbench.agents]\nshop = castbench_shop:agent\n")
+    assert startup._untrusted_pth(str(tmp_path), names) == {pth: "castbench-shop"}  # an agent's: refused
+    (info / "entry_points.txt").write_text("[castbench.domains]\nshop = castbench_shop:domain\n")
+    assert startup._untrusted_pth(str(tmp_path), names) == {}
+
+
 def test_an_agent_given_through_castbench_is_never_imported_in_its_process(tmp_path: Path) -> None:
     team = tmp_path / "teamdir"
     (team / "agent56").mkdir(parents=True)
