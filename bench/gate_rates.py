@@ -33,7 +33,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from castbench._results.compare.comparability import comparability_problems, incomplete_runs  # noqa: E402
 from castbench._results.compare.gate import GateConfig, Verdict, run_gate  # noqa: E402
-from castbench._results.report import RunSummary  # noqa: E402
+from castbench._results.report.summary import RunSummary
 from castbench._run.api import evaluate  # noqa: E402
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "ci.md"

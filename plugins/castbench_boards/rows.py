@@ -23,8 +23,8 @@ from castbench._results.compare.comparability import comparability_number
 from castbench._results.compare.metric import parse_metric
 from castbench._results.compare.paired import paired_metric
 from castbench._results.publish.board import BoardError, BoardSpec, Entry, slug
-from castbench._results.report import DomainReport, RunSummary, summarize_run
 from castbench._results.report.critic_report import critic_report
+from castbench._results.report.summary import DomainReport, RunSummary, summarize_run
 from castbench._run.counterfactual import NotBranchable
 from castbench._run.counterfactual_report import play_branches
 from castbench_boards.profile import ProfileCells

@@ -17,7 +17,7 @@ import pytest
 
 from castbench._records.store import ResultsStore
 from castbench._records.trial import TrialRecord
-from castbench._results.report import RunSummary
+from castbench._results.report.summary import RunSummary
 from castbench.domain import load_domain
 from tests.metrics.reference import recompute
 from tests.support import invoke, sqlite_url

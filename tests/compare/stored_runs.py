@@ -5,8 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from castbench._results.report import RunSummary
-from castbench._results.report.summary import RUN_SUMMARY
+from castbench._results.report.summary import RUN_SUMMARY, RunSummary
 from castbench._run.api import evaluate
 from tests.support import sqlite_url
 

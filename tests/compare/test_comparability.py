@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from castbench._cli.app import app
 from castbench._results.compare.comparability import comparability_problems
-from castbench._results.report import RunSummary
+from castbench._results.report.summary import RunSummary
 from castbench._run.api import evaluate
 from castbench._trial.rollout import Limits
 from tests.compare.stored_runs import SMALL_TASKS, Runs

@@ -9,7 +9,7 @@ from castbench._results.compare.gate import Check, GateError, Verdict, decide, r
 from castbench._results.compare.metric import MetricError, parse_metric
 from castbench._results.compare.paired import PairedDifference, paired_metric
 from castbench._results.compare.undecided import UndecidedPolicy
-from castbench._results.report import DomainReport, RunSummary
+from castbench._results.report.summary import DomainReport, RunSummary
 
 
 def _paired(low: float, high: float) -> PairedDifference:

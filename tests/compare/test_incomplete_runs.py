@@ -10,8 +10,7 @@ from typer.testing import CliRunner
 
 from castbench._cli.app import app
 from castbench._records.store import ResultsStore
-from castbench._results.report import summarize_run
-from castbench._results.report.summary import RUN_SUMMARY, RunSummary
+from castbench._results.report.summary import RUN_SUMMARY, RunSummary, summarize_run
 from tests.compare.stored_runs import Runs
 
 cli = CliRunner()

@@ -15,7 +15,7 @@ from castbench._records.store import ResultsStore
 from castbench._records.store.export import ExportedRun, export_run
 from castbench._results.compare.comparability import comparability_number, comparability_problems
 from castbench._results.publish.board import BoardSpec, load_board
-from castbench._results.report import summarize_run
+from castbench._results.report.summary import summarize_run
 from castbench._run.api import evaluate
 from castbench.domain import resolve_domains
 from castbench_boards.rows import eligibility_problems

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from castbench._results.report import summarize_run
+from castbench._results.report.summary import summarize_run
 from castbench_boards.viewer.page import render_run_page
 from tests.viewer.hostile import HostileRun
 

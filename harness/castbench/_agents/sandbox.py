@@ -70,6 +70,7 @@ from collections.abc import Iterable
 from contextlib import suppress
 from dataclasses import dataclass
 from functools import cache, lru_cache
+from importlib.machinery import ModuleSpec
 from importlib.metadata import entry_points
 from importlib.util import find_spec
 from pathlib import Path
@@ -398,19 +399,17 @@ def _package_paths(name: str) -> list[str]:
         spec = find_spec(name)
     except (ImportError, ValueError):
         return []
-    if spec is None:
-        return []
-    if spec.submodule_search_locations:
-        return [os.path.realpath(p) for p in spec.submodule_search_locations]
-    if spec.origin and os.path.isabs(spec.origin):
-        return [os.path.realpath(spec.origin)]
-    return []
+    return _spec_paths(spec)
 
 
 def _agent_paths(name: str) -> list[str]:
     """Where the agent's top-level module lies on its workers' path (every portion of a namespace
     package: each is checked for castbench's data before it is granted)."""
-    spec = find_top(name)
+    return _spec_paths(find_top(name))
+
+
+def _spec_paths(spec: ModuleSpec | None) -> list[str]:
+    """A found module's folders (every portion of a namespace package), or its file."""
     if spec is None:
         return []
     if spec.submodule_search_locations:

@@ -317,8 +317,8 @@ def _show(
     options: EvalOptions, result: EvalResult, output: Path | None, allow_incomplete: bool, details: bool
 ) -> None:
     """The run's outcome and summary; exit 1 when trials are unscored (unless allowed)."""
-    from castbench._results.report import print_summary
     from castbench._results.report.summary import RUN_SUMMARY
+    from castbench._results.report.tables import print_summary
     from castbench._results.report.traits import sweep_table
 
     outcome, summary = result.outcome, result.summary

@@ -19,7 +19,7 @@ from castbench._cli.options import DbOption
 if TYPE_CHECKING:  # each command imports what it runs on (`castbench runs --help` loads no store)
     from castbench._records.store import ResultsStore
     from castbench._records.trial import TrialRecord
-    from castbench._results.report import RunSummary
+    from castbench._results.report.summary import RunSummary
 
 runs_app = typer.Typer(help="Stored runs.", no_args_is_help=True)
 console = Console()
@@ -142,8 +142,9 @@ def show_run(
     one task's trials in full); `--details` for every table."""
     from castbench._records.provenance import provenance
     from castbench._records.store import ResultsStore
-    from castbench._results.report import print_summary, print_trial, summarize_run
     from castbench._results.report.provenance import print_provenance
+    from castbench._results.report.summary import summarize_run
+    from castbench._results.report.tables import print_summary, print_trial
 
     store = ResultsStore(db, read_only=True)
     row = store.run(run)

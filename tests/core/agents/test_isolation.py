@@ -20,7 +20,7 @@ from castbench._cli.app import app
 from castbench._records.store import ResultsStore
 from castbench._records.store.export import export_run
 from castbench._results.publish.board import load_board
-from castbench._results.report import summarize_run
+from castbench._results.report.summary import summarize_run
 from castbench._run.api import evaluate
 from castbench._trial.rollout import AgentSet, TimeLimits, TrialRuntime, TrialSpec, run_trial
 from castbench.domain import load_domain

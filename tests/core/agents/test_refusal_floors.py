@@ -13,7 +13,7 @@ from castbench._agents.registry import resolve
 from castbench._base.conversation import ReplyAction
 from castbench._grading.outputs import missing_outputs
 from castbench._records.store import ResultsStore
-from castbench._results.report import reliability_table
+from castbench._results.report.tables import reliability_table
 from castbench._run.api import build_config, evaluate
 from castbench._run.floors import FLOOR_POLICIES
 from castbench._run.plan import plan_trials

@@ -13,7 +13,7 @@ import pytest
 
 from castbench._records.store import ResultsStore
 from castbench._records.trial import TrialRecord
-from castbench._results.report import RunSummary
+from castbench._results.report.summary import RunSummary
 from castbench._run.api import evaluate
 from castbench.domain import Domain, load_domain
 from tests.metrics.reference import recompute

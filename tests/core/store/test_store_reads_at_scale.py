@@ -87,7 +87,7 @@ def test_runs_show_of_one_trial_prints_that_trial_as_before(stored: tuple[Path, 
 
     from rich.console import Console
 
-    from castbench._results.report import print_trial
+    from castbench._results.report.tables import print_trial
 
     store = ResultsStore(sqlite_url(path), read_only=True)
     record = next(r for r in store.trials(run_id) if r.task_id == TASKS[2] and r.trial_index == 1)

@@ -20,7 +20,7 @@ import json
 from typing import Any
 
 from castbench._records.config import RunConfig
-from castbench._results.report import RunSummary
+from castbench._results.report.summary import RunSummary
 
 __all__ = [
     "comparability_number",

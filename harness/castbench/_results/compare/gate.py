@@ -27,7 +27,7 @@ from castbench._results.compare.metric import parse_metric
 from castbench._results.compare.paired import PairedDifference, paired_metric
 from castbench._results.compare.sources import describe
 from castbench._results.compare.undecided import UndecidedPolicy
-from castbench._results.report import DomainReport, RunSummary
+from castbench._results.report.summary import DomainReport, RunSummary
 
 __all__ = [
     "Check",

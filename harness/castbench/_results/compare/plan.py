@@ -26,7 +26,7 @@ from pydantic import BaseModel
 from castbench._records.metrics import ReliabilitySummary
 from castbench._results.compare.gate import Check, GateError, check_report
 from castbench._results.compare.metric import Metric, parse_metric
-from castbench._results.report import RunSummary
+from castbench._results.report.summary import RunSummary
 
 __all__ = ["CheckPlan", "PlanRow", "TRIAL_STEPS", "plan_check", "plan_checks"]
 

@@ -16,7 +16,7 @@ from castbench._results.compare.comparability import shared_domains
 from castbench._results.compare.metric import Metric
 from castbench._results.compare.paired import PairedDifference, paired_metric
 from castbench._results.compare.sources import describe
-from castbench._results.report import DomainReport, RunSummary
+from castbench._results.report.summary import DomainReport, RunSummary
 
 __all__ = ["CRITIC_RATES", "Comparison", "CriticDelta", "DomainComparison", "compare_domain", "compare_runs"]
 

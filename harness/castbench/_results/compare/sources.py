@@ -15,8 +15,7 @@ from castbench._records.migrations import RecordVersionError
 from castbench._records.provenance import provenance
 from castbench._records.store import ResultsStore, StoreError
 from castbench._records.store.export import ArchiveError, is_export, read_export
-from castbench._results.report import RunSummary, summarize_run
-from castbench._results.report.summary import RUN_SUMMARY
+from castbench._results.report.summary import RUN_SUMMARY, RunSummary, summarize_run
 
 __all__ = ["SourceError", "describe", "load_summary"]
 
