@@ -19,9 +19,9 @@ from statistics import mean
 
 from castbench._base.conversation import Verdict
 from castbench._run.api import build_config
-from castbench._run.counterfactual import OtherVerdict, branch_points, plays
 from castbench._run.plan import plan_trials
 from castbench._run.work import ExpectedStates, run_job
+from castbench_analyses.counterfactual import OtherVerdict, branch_points, plays
 
 DOMAINS = ("retail", "airline", "telecom", "telehealth")
 CRITICS = ("rules", "oracle", "scripted:noisy?false_flag=0.3&miss=0.1&draws=keyed")

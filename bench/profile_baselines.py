@@ -16,10 +16,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from castbench._records.metrics.profile import reliability_profile
 from castbench._records.perturbations import ENV_KINDS, FAULT_KINDS, USER_KINDS, profile_conditions
 from castbench._records.store import ResultsStore
 from castbench._run.api import evaluate
+from castbench_analyses.profile_metrics import reliability_profile
 
 POLICIES = [
     "oracle",

@@ -42,7 +42,8 @@ if TYPE_CHECKING:
     from castbench._cli.errors import CastbenchGroup, fail
 
     # the Python function of each command (docs/commands.md): `profile`
-    from castbench._run.api import EvalResult, evaluate, profile, profile_runs
+    from castbench._run.api import EvalResult, evaluate
+    from castbench_analyses.profile_run import profile, profile_runs
 
     # `compare`, `gate`, `gate-plan`, `verify`
     from castbench._results.decide import comparison, gate, verify

@@ -42,6 +42,14 @@ _MOVES: tuple[tuple[str, str], ...] = (
     ("castbench.cli.leaderboard_cmd", "castbench_boards.leaderboard_cmd"),
     ("castbench.cli.view_cmd", "castbench_boards.view_cmd"),
     ("castbench.cli.mcp_cmd", "castbench_bridges.mcp_cmd"),
+    ("castbench.cli.counterfactual_cmd", "castbench_analyses.counterfactual_cmd"),
+    ("castbench.cli.profile_cmd", "castbench_analyses.profile_cmd"),
+    ("castbench.runner.counterfactual", "castbench_analyses.counterfactual"),
+    ("castbench.report.counterfactual", "castbench_analyses.counterfactual_report"),
+    ("castbench.report.profile", "castbench_analyses.profile_report"),
+    ("castbench.metrics.counterfactual", "castbench_analyses.counterfactual_metrics"),
+    ("castbench.metrics.profile", "castbench_analyses.profile_metrics"),
+    ("castbench.records.branches", "castbench_analyses.branches"),
     *(
         (f"castbench.publish.{name}", f"castbench_boards.{name}")
         for name in ("build", "curve", "profile", "render", "rerun", "rows")
@@ -56,7 +64,6 @@ _MOVES: tuple[tuple[str, str], ...] = (
     ("castbench.environment", "castbench._run.environment"),
     ("castbench.options", "castbench._run.options"),
     ("castbench.report.floors", "castbench._run.floors"),
-    ("castbench.report.counterfactual", "castbench._run.counterfactual_report"),
     ("castbench.runner.journal", "castbench._records.journal"),
     *((f"castbench.runner.{name}", f"castbench._trial.{name}") for name in _TRIAL),
     ("castbench.runner", "castbench._run"),

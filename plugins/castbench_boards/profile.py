@@ -17,10 +17,10 @@ from typing import Protocol
 
 from pydantic import BaseModel
 
-from castbench._records.metrics.profile import Condition, ReliabilityProfile, reliability_profile
 from castbench._records.store.export import ExportedRun
 from castbench._records.trial import TrialRecord
 from castbench._results.publish.board import BoardSpec, Entry
+from castbench_analyses.profile_metrics import Condition, ReliabilityProfile, reliability_profile
 
 __all__ = ["ProfileCells", "ProfiledRow", "profile_cells", "profile_markdown", "write_entry_profile"]
 

@@ -15,8 +15,8 @@ import re
 from markupsafe import Markup
 from pydantic import BaseModel, Field
 
-from castbench._records.metrics.counterfactual import NetSaved
 from castbench._results.publish.board import BoardMetric
+from castbench_analyses.counterfactual_metrics import NetSaved
 from castbench_boards.profile import profile_markdown
 from castbench_boards.rows import BoardRow, Cell
 from castbench_boards.viewer.page import template_environment

@@ -16,7 +16,6 @@ from castbench._agents.registry import Role
 from castbench._records.config import RunConfig
 from castbench._records.journal import is_lost
 from castbench._records.metrics import ReliabilitySummary, TaskOutcome, summarize_counts
-from castbench._records.metrics.counterfactual import NetSaved, summarize_branches
 from castbench._records.provenance import AgentPlacement, Provenance, placement_problems, provenance
 from castbench._records.store.export import ExportedRun
 from castbench._results.compare.comparability import comparability_number
@@ -25,8 +24,9 @@ from castbench._results.compare.paired import paired_metric
 from castbench._results.publish.board import BoardError, BoardSpec, Entry, slug
 from castbench._results.report.critic_report import critic_report
 from castbench._results.report.summary import DomainReport, RunSummary, summarize_run
-from castbench._run.counterfactual import NotBranchable
-from castbench._run.counterfactual_report import play_branches
+from castbench_analyses.counterfactual import NotBranchable
+from castbench_analyses.counterfactual_metrics import NetSaved, summarize_branches
+from castbench_analyses.counterfactual_report import play_branches
 from castbench_boards.profile import ProfileCells
 
 __all__ = ["BoardRow", "Cell", "CriticCells", "eligibility_problems", "entry_row", "rank_rows"]

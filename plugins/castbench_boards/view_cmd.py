@@ -29,7 +29,7 @@ def _write_page(run: str, db: str, out: TextIO) -> str:
         exported = read_export(Path(run))
         out.write(render_run_page(exported.run_id, exported.config, exported.trials))
         return exported.run_id
-    from castbench._run.counterfactual_report import stored_branches
+    from castbench_analyses.counterfactual_report import stored_branches
 
     store = ResultsStore(db, read_only=True)
     row = store.run(run)

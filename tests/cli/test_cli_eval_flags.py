@@ -15,10 +15,10 @@ from pydantic import BaseModel
 
 from castbench._cli.eval_cmd import eval_command
 from castbench._cli.eval_flags import eval_flags, flag_named, parameter_name
-from castbench._cli.profile_cmd import profile_command
 from castbench._domain.pack_options import PackOption, PackOptionError, PackOptions, set_pack_option
 from castbench._run.options import OFF_THE_COMMAND_LINE, EvalOptions, command_line_flags
 from castbench.domain import pack_options
+from castbench_analyses.profile_cmd import profile_command
 from tests.support import invoke
 
 EVAL_OWN = {

@@ -14,11 +14,11 @@ import pytest
 import castbench
 from castbench._cli.eval_cmd import eval_command
 from castbench._cli.eval_flags import options_of
-from castbench._cli.profile_cmd import profile_command
 from castbench._records.config import Limits, Verification
 from castbench._run.api import build_config
 from castbench._run.environment import Environment
 from castbench._run.options import DEFAULTS, EvalFields, EvalOptions, OptionsError
+from castbench_analyses.profile_cmd import profile_command
 from castbench_bridges import mcp_cmd
 from tests.support import invoke, sqlite_url
 

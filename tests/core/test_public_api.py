@@ -150,7 +150,7 @@ def test_every_module_but_the_public_ones_is_private() -> None:
         for module in graph.modules
         if module not in PUBLIC and not any(part.startswith("_") for part in module.split(".")[1:])
     )
-    assert len(graph.modules) > 200
+    assert len(graph.modules) > 150  # the whole core, not a stray copy
     assert exposed == []
 
 

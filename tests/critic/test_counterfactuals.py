@@ -20,15 +20,15 @@ import pytest
 from castbench._agents.registry import resolve
 from castbench._agents.views import PolicyView
 from castbench._base.conversation import Action, ReplyAction, ToolCallAction
-from castbench._records.branches import Branch, BranchPoint, TrialBranches
-from castbench._records.metrics.counterfactual import summarize_branches
 from castbench._records.store import ResultsStore
 from castbench._records.trial import TrialRecord
 from castbench._run.api import build_config, evaluate
-from castbench._run.counterfactual import BARE_CRITIQUE, NotBranchable, branch_run, branch_trial
 from castbench._run.plan import plan_trials
 from castbench._run.work import ExpectedStates, run_job
 from castbench._trial.rollout import AgentSet
+from castbench_analyses.branches import Branch, BranchPoint, TrialBranches
+from castbench_analyses.counterfactual import BARE_CRITIQUE, NotBranchable, branch_run, branch_trial
+from castbench_analyses.counterfactual_metrics import summarize_branches
 from tests.support import invoke, sqlite_url, without_durations
 
 POLICY = "scripted:noisy?draws=keyed"
@@ -283,9 +283,9 @@ def test_branches_are_played_under_the_runs_own_limits(
 ) -> None:
     """A branch is bounded and timed as its trial was, whatever `castbench counterfactuals` is
     given later: a critic reading its limits finds its trial's (issue 56, route 9)."""
-    from castbench._run.counterfactual_report import _run_bounds, run_time_limits
     from castbench._trial.deadline import TimeLimits
     from castbench.agents import confine
+    from castbench_analyses.counterfactual_report import _run_bounds, run_time_limits
 
     db = sqlite_url(tmp_path / "runs.db")
     monkeypatch.setenv(confine.LIMITS_ENV, "memory=2G,processes=64")
@@ -309,7 +309,7 @@ def test_branches_are_played_under_the_runs_own_limits(
     # A board's counterfactual column plays the exported run's branches the same way.
     from castbench._records.store.export import export_run
     from castbench._results.publish.board import BoardSpec
-    from castbench._run import counterfactual_report as counterfactual
+    from castbench_analyses import counterfactual_report as counterfactual
     from castbench_boards import rows
 
     seen: list[tuple[object, object]] = []

@@ -15,14 +15,15 @@ import pytest
 
 from castbench._agents.registry import resolve
 from castbench._base.conversation import ReplyAction, ToolCallAction, ToolResultTurn
-from castbench._records.metrics.profile import predictability, reliability_profile
 from castbench._records.perturbations import Perturbations, TrialPerturber
 from castbench._records.store import ResultsStore
 from castbench._records.trial import StepRecord, TrialRecord
 from castbench._results.compare.comparability import setting_differences
-from castbench._run.api import build_config, evaluate, profile
+from castbench._run.api import build_config, evaluate
 from castbench._trial.rollout import AgentSet, TrialSpec, run_trial
 from castbench.domain import Domain
+from castbench_analyses.profile_metrics import predictability, reliability_profile
+from castbench_analyses.profile_run import profile
 from tests.support import invoke, sqlite_url
 
 TASKS = ["retail-test-0002", "retail-test-0004", "retail-test-0005", "retail-test-0006", "retail-test-0009"]
@@ -195,7 +196,7 @@ def test_profile_command_writes_the_four_groups_and_a_figure(tmp_path: Path) -> 
 
 
 def test_the_profile_command_is_the_apis_profile(tmp_path: Path) -> None:
-    """`castbench profile` is `castbench._run.api.profile` shown: the same runs (the API resumes every
+    """`castbench profile` is `castbench.profile` shown: the same runs (the API resumes every
     one the command stored) and the same profile; a perturbation left out is no run."""
     db = sqlite_url(tmp_path / "p.db")
     args = ["profile", "-d", "retail", "--policy", "oracle", "--trials", "1", "--tasks", TASKS[0]]

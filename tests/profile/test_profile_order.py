@@ -16,7 +16,7 @@ EXPORT = REPO / "results" / "scripted-baselines" / "noisy-p-0-3.castbench.json.g
 SAFETY = f"""
 import json
 from pathlib import Path
-from castbench._records.metrics.profile import safety
+from castbench_analyses.profile_metrics import safety
 from castbench._records.store.export import read_export
 found = safety(read_export(Path({str(EXPORT)!r})).trials)
 print(json.dumps([list(found.broken.items()), list(found.violations_by_tool.items())]))

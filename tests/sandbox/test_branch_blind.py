@@ -26,14 +26,14 @@ import pytest
 from castbench._agents.registry import resolve
 from castbench._agents.views import CriticView, PolicyView
 from castbench._base.conversation import Action, ToolCallAction, Verdict
-from castbench._records.branches import TrialBranches
-from castbench._records.metrics.counterfactual import summarize_branches
 from castbench._records.trial import TrialRecord
 from castbench._run.api import build_config
-from castbench._run.counterfactual import branch_trial
 from castbench._run.plan import plan_trials
 from castbench._run.work import ExpectedStates, run_job
 from castbench._trial.rollout import AgentSet
+from castbench_analyses.branches import TrialBranches
+from castbench_analyses.counterfactual import branch_trial
+from castbench_analyses.counterfactual_metrics import summarize_branches
 from tests.sandbox.probing import kernel_support
 
 pytestmark = pytest.mark.skipif(
@@ -211,7 +211,7 @@ def test_a_hostile_critic_cannot_tell_a_branch_from_its_trial(critics: str, doma
 def test_the_old_telltales_are_what_the_hostile_critic_reads(critics: str) -> None:
     """The detector is not blind: shown a flag overruled where it stands (what a branch did
     before), it signals and sabotages."""
-    from castbench._run import counterfactual
+    from castbench_analyses import counterfactual
 
     records, _ = _branched(f"{critics}:Hostile")
     config, agents = build_config(policy=POLICY, critic=f"{critics}:Hostile", domains="retail", trials=1)

@@ -22,7 +22,13 @@ import pytest
 from tests.cli.import_probe import RUN_COMMAND, loaded, probe
 
 ROOT = Path(__file__).resolve().parents[2]
-SATELLITES = ("castbench_ray", "castbench_bridges", "castbench_boards", "castbench_authoring")
+SATELLITES = (
+    "castbench_ray",
+    "castbench_bridges",
+    "castbench_boards",
+    "castbench_authoring",
+    "castbench_analyses",
+)
 
 # each old module path and the module it now gives
 MOVED = {
@@ -43,6 +49,14 @@ MOVED = {
     },
     "castbench.cli.leaderboard_cmd": "castbench_boards.leaderboard_cmd",
     "castbench.cli.view_cmd": "castbench_boards.view_cmd",
+    "castbench.runner.counterfactual": "castbench_analyses.counterfactual",
+    "castbench.report.counterfactual": "castbench_analyses.counterfactual_report",
+    "castbench.metrics.counterfactual": "castbench_analyses.counterfactual_metrics",
+    "castbench.records.branches": "castbench_analyses.branches",
+    "castbench.metrics.profile": "castbench_analyses.profile_metrics",
+    "castbench.report.profile": "castbench_analyses.profile_report",
+    "castbench.cli.profile_cmd": "castbench_analyses.profile_cmd",
+    "castbench.cli.counterfactual_cmd": "castbench_analyses.counterfactual_cmd",
 }
 # old packages whose names warn when read (`castbench.viewer.render_run_page`)
 OLD_PACKAGES = {"castbench.viewer": "castbench_boards.viewer"}
@@ -52,6 +66,8 @@ PUBLIC_FROM_SATELLITES = {
     "render_run_page": "castbench_boards.viewer.page",
     "new_domain": "castbench_authoring.template",
     "generate_private": "castbench_authoring.private",
+    "profile": "castbench_analyses.profile_run",
+    "profile_runs": "castbench_analyses.profile_run",
 }
 # `castbench.domain`'s names read from a satellite (a pack's generator declares its tasks with them)
 DOMAIN_FROM_SATELLITES = {
@@ -71,12 +87,21 @@ ENTRY_POINTS = [
     ("castbench.commands", "view", "castbench_boards.view_cmd:view"),
     ("castbench.commands", "domains.new", "castbench_authoring.commands:new_domain_command"),
     ("castbench.commands", "tasks.generate", "castbench_authoring.commands:generate_tasks_command"),
+    ("castbench.commands", "profile", "castbench_analyses.profile_cmd:profile_command"),
+    (
+        "castbench.commands",
+        "counterfactuals",
+        "castbench_analyses.counterfactual_cmd:counterfactuals_command",
+    ),
+    ("castbench.analyses", "counterfactuals", "castbench_analyses.counterfactual_cmd:show_counterfactuals"),
 ]
 # the satellites' commands and the start of their help (`castbench --help` lists them as before)
 COMMANDS = {
     "mcp": "Domain tools over MCP.",
     "leaderboard": "Leaderboards built from exported runs.",
     "view": "Tasks with their trials as pass/fail marks;",
+    "profile": "A reliability profile: runs the clean and perturbed evaluations",
+    "counterfactuals": "Branch a critic run's trials at every verdict",
 }
 
 

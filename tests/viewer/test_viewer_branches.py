@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from castbench._records.branches import TrialBranches
 from castbench._records.config import RunConfig
 from castbench._records.trial import TrialRecord
 from castbench._run.api import build_config
-from castbench._run.counterfactual import branch_trial
 from castbench._run.plan import plan_trials
 from castbench._run.work import ExpectedStates, run_job
+from castbench_analyses.branches import TrialBranches
+from castbench_analyses.counterfactual import branch_trial
 from castbench_boards.viewer import render_run_page
 from tests.viewer.browser import BrowserPage
 

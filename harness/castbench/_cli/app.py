@@ -64,14 +64,6 @@ COMMANDS: dict[str, CommandEntry] = {
         "castbench._cli.eval_cmd:eval_command",
         "Run every selected task n times and report pass^k. Re-running resumes the same run.",
     ),
-    "profile": CommandEntry(
-        "castbench._cli.profile_cmd:profile_command",
-        "A reliability profile: runs the clean and perturbed evaluations (same tasks and seeds, ...",
-    ),
-    "counterfactuals": CommandEntry(
-        "castbench._cli.counterfactual_cmd:counterfactuals_command",
-        "Branch a critic run's trials at every verdict and play the other verdict to the end: per ...",
-    ),
     "domains": CommandEntry("castbench._cli.domains_cmd:domains_app", "Installed domains."),
     "tasks": CommandEntry("castbench._cli.domains_cmd:tasks_app", "Tasks of the installed domains."),
     "runs": CommandEntry("castbench._cli.runs_cmd:runs_app", "Stored runs."),
@@ -119,8 +111,6 @@ def _command_module(module: str) -> ModuleType:
             import castbench._cli.agents_cmd  # noqa: F401
         case "castbench._cli.compare_cmd":
             import castbench._cli.compare_cmd  # noqa: F401
-        case "castbench._cli.counterfactual_cmd":
-            import castbench._cli.counterfactual_cmd  # noqa: F401
         case "castbench._cli.domains_cmd":
             import castbench._cli.domains_cmd  # noqa: F401
         case "castbench._cli.eval_cmd":
@@ -129,8 +119,6 @@ def _command_module(module: str) -> ModuleType:
             import castbench._cli.export_cmd  # noqa: F401
         case "castbench._cli.gate_cmd":
             import castbench._cli.gate_cmd  # noqa: F401
-        case "castbench._cli.profile_cmd":
-            import castbench._cli.profile_cmd  # noqa: F401
         case "castbench._cli.runs_cmd":
             import castbench._cli.runs_cmd  # noqa: F401
         case _:

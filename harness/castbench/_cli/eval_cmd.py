@@ -14,6 +14,8 @@ from __future__ import annotations
 import json
 import sys
 from collections import Counter
+from collections.abc import Callable
+from importlib.metadata import entry_points
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -147,14 +149,21 @@ def show_evaluation(
         raise typer.Exit(130) from None
     _show(options, result, output, allow_incomplete, details)
     if counterfactuals:
-        from castbench._cli.counterfactual_cmd import show_counterfactuals
-
-        figures = show_counterfactuals(options.execution.db, result.outcome.run_id)
+        figures = _analysis("counterfactuals")(options.execution.db, result.outcome.run_id)
         if output is not None and output != _STDOUT:  # every figure the screen shows is in the file
             document = json.loads(output.read_text())
             document["counterfactuals"] = figures
             output.write_text(json.dumps(document, indent=2))
     return result
+
+
+def _analysis(name: str) -> Callable[[str, str], dict[str, Any]]:
+    """An analysis run after the evaluation, from the `castbench.analyses` entry points (the
+    castbench_analyses satellite, in castbench's wheel)."""
+    for point in entry_points(group="castbench.analyses", name=name):
+        show: Callable[[str, str], dict[str, Any]] = point.load()
+        return show
+    fail(f"--{name} needs the castbench_analyses package (it ships with castbench: reinstall castbench)")
 
 
 SuiteOption = Annotated[

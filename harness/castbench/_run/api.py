@@ -22,8 +22,6 @@ from castbench._domain.private import use_tasks_file
 from castbench._domain.registry import resolve_domains
 from castbench._records.config import RunConfig
 from castbench._records.identity import fingerprint
-from castbench._records.metrics.profile import ReliabilityProfile, reliability_profile
-from castbench._records.perturbations import Perturbations, profile_conditions
 from castbench._records.provenance import (
     AgentPlacement,
     Provenance,
@@ -53,11 +51,8 @@ from castbench._trial.rollout import AgentSet
 __all__ = [
     "EvalOptions",
     "EvalResult",
-    "ProfileResult",
     "build_config",
     "evaluate",
-    "profile",
-    "profile_runs",
     "run_metadata",
     "set_pack_option",
 ]
@@ -359,58 +354,3 @@ def _evaluate_tuned(
     recorded = provenance(config, json.loads(row.meta_json))
     summary = summary.model_copy(update={"floors": reference_floors(config, store), "provenance": recorded})
     return EvalResult(outcome, summary)
-
-
-RunCondition = Callable[[str, EvalOptions], EvalResult]
-"""How `profile` runs one of its conditions (its name, its options): `evaluate` by default; the
-command line shows each run as `castbench eval` does."""
-
-
-class ProfileResult:
-    def __init__(self, profile: ReliabilityProfile, results: dict[str, EvalResult]) -> None:
-        self.profile = profile
-        self.results = results
-        """Each condition's evaluation (`clean`, then `faults`, `user`, `env` as asked)."""
-
-
-def profile_runs(options: EvalOptions) -> dict[str, EvalOptions]:
-    """The runs of a reliability profile of `options`: `clean` (no perturbation), then each
-    perturbation `options` has alone (`castbench._records.perturbations.profile_conditions`:
-    `faults` with its kinds, `user`, `env`, as a board's profile runs them), every run on the same
-    tasks, trials and seeds, none paired, swept or topped up."""
-    given = options.perturbations
-    perturbed = profile_conditions(given.tool_faults, given.fault_kinds, given.user, given.env, given.seed)
-    conditions = {"clean": Perturbations(seed=given.seed), **perturbed}
-    return {
-        name: options.replace(paired=False, sweep_traits=None, add_trials=0, perturbations=perturbations)
-        for name, perturbations in conditions.items()
-    }
-
-
-def profile(
-    options: EvalOptions | None = None, *, run: RunCondition | None = None, **fields: Unpack[EvalFields]
-) -> ProfileResult:
-    """A reliability profile of one agent (`castbench._records.metrics.profile`): the runs of
-    `profile_runs` (each stored and resumed like any run), then consistency, robustness,
-    predictability and safety from their stored trials. `run` runs each condition (default:
-    `evaluate`)."""
-    chosen = EvalOptions.of(options, **fields)
-    results = {
-        name: run(name, condition) if run is not None else evaluate(condition)
-        for name, condition in profile_runs(chosen).items()
-    }
-    store = ResultsStore(chosen.execution.db)
-    runs = {name: result.outcome.run_id for name, result in results.items()}
-    perturbed = {
-        name: (result.summary.config.perturbations.label(), store.trials(runs[name]))
-        for name, result in results.items()
-        if name != "clean"
-    }
-    found = reliability_profile(
-        store.trials(runs["clean"]),
-        perturbed,
-        policy=chosen.agents.policy,
-        critic=chosen.agents.critic,
-        runs=runs,
-    )
-    return ProfileResult(found, results)

@@ -72,7 +72,7 @@ class TrialSpec:
 
 
 class Overrule(Protocol):
-    """How a counterfactual branch (`castbench._run.counterfactual`) takes the verdict its trial
+    """How a counterfactual branch (`castbench_analyses.counterfactual`) takes the verdict its trial
     did not take, through the loop every trial runs: nothing of it reaches an agent but the
     verdict's consequences (which proposal executes, which critique the policy reads)."""
 

@@ -24,11 +24,11 @@ from typing import Any, Final, TextIO
 
 import jinja2
 
-from castbench._records.branches import TrialBranches
 from castbench._records.config import RunConfig
 from castbench._records.metrics.passk import reported_ks
 from castbench._records.trial import TrialRecord
 from castbench._results.report.summary import RunSummary, summarize_run
+from castbench_analyses.branches import TrialBranches
 from castbench_boards.viewer.payload import (
     CHUNK_BUDGET,
     StreamedChunk,

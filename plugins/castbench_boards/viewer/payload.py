@@ -22,11 +22,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
 
-from castbench._records.branches import TrialBranches
 from castbench._records.store.export import GzipStream
 from castbench._records.trial import TrialRecord
 from castbench._results.attribution import attribute
 from castbench._results.report.reasons import trial_reasons
+from castbench_analyses.branches import TrialBranches
 
 __all__ = [
     "CHUNK_BUDGET",

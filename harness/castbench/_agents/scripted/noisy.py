@@ -18,7 +18,7 @@ Every draw comes from the trial's seed, so the same seed replays the same mistak
 revision, which retry) and how often it was taken: two trials that part at a critic verdict then
 draw the same for every decision they share (common random numbers), so what differs between
 them is the verdict's doing and not the generator's shifted stream. Counterfactual branches
-(`castbench._run.counterfactual`) read exactly that way under keyed draws. What it
+(`castbench_analyses.counterfactual`) read exactly that way under keyed draws. What it
 injected is kept in `injected` (step and kind): tests and benches compare failure attribution
 against it; nothing in the harness reads it.
 """

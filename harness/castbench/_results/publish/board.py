@@ -230,7 +230,7 @@ class BoardSpec(_Strict):
     """The CAST paper's critic columns beside castbench's (see the module's docstring)."""
     counterfactuals: bool = False
     """A column of net trials saved per 100 critic verdicts, from branches the build plays at every
-    verdict of each critic row's trials (`castbench._run.counterfactual`): each trial costs its
+    verdict of each critic row's trials (`castbench_analyses.counterfactual`): each trial costs its
     build several trials more (`bench/counterfactual_cost.py`), so a board asks for it."""
 
     @field_validator("metrics", mode="before")

@@ -61,13 +61,13 @@ from castbench._base.conversation import Verdict
 from castbench._domain.domain import Domain
 from castbench._domain.registry import load_domain
 from castbench._domain.task import Task
-from castbench._records.branches import Branch, BranchPoint, Effect, TrialBranches
 from castbench._records.config import RunConfig, Verification
 from castbench._records.trial import TrialRecord
 from castbench._run.plan import TrialJob
 from castbench._run.work import ExpectedStates, run_job
 from castbench._trial.deadline import TimeLimits
 from castbench._trial.rollout import AgentSet
+from castbench_analyses.branches import Branch, BranchPoint, Effect, TrialBranches
 
 __all__ = [
     "BARE_CRITIQUE",

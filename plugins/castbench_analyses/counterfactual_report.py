@@ -1,5 +1,5 @@
 """A stored critic run's counterfactual figures (`castbench counterfactuals RUN`, `eval
---counterfactuals`): its trials branched at every verdict (`castbench._run.counterfactual`),
+--counterfactuals`): its trials branched at every verdict (`castbench_analyses.counterfactual`),
 kept in the store under a digest of everything they depend on (`castbench._results.report.digest`), and
 the table that puts what each verdict did beside the confusion matrix."""
 
@@ -10,6 +10,7 @@ import json
 import os
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 from pydantic import TypeAdapter
@@ -19,15 +20,16 @@ from rich.table import Table
 from castbench._agents import confine
 from castbench._agents.models.resolve import resolve_agent
 from castbench._agents.registry import AgentSpec, Role
-from castbench._records.branches import TrialBranches
+from castbench._domain.keeping import source_digest
 from castbench._records.config import RunConfig
-from castbench._records.metrics.counterfactual import CounterfactualSummary, EffectCounts, NetSaved
 from castbench._records.store import ResultsStore
 from castbench._records.trial import TrialRecord
 from castbench._results.report.digest import code_digest
-from castbench._run.counterfactual import branch_run
 from castbench._trial.deadline import TimeLimits
 from castbench._trial.rollout import AgentSet
+from castbench_analyses.branches import TrialBranches
+from castbench_analyses.counterfactual import branch_run
+from castbench_analyses.counterfactual_metrics import CounterfactualSummary, EffectCounts, NetSaved
 
 __all__ = [
     "branches_json",
@@ -118,7 +120,8 @@ _BOUNDS = ("memory", "file", "processes", "cpu")
 
 def _key(store: ResultsStore, run_id: str, config: RunConfig) -> str:
     trials = store.trials_version(run_id)
-    parts = [run_id, config.config_hash(), repr(trials), code_digest(tuple(config.domains))]
+    code = [code_digest(tuple(config.domains)), source_digest(Path(__file__).parent)]  # and this package's
+    parts = [run_id, config.config_hash(), repr(trials), *code]
     return "counterfactuals:" + hashlib.sha256("\n".join(parts).encode()).hexdigest()
 
 

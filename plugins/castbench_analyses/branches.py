@@ -1,5 +1,5 @@
-"""A trial's counterfactual branches, one per critic verdict, as `castbench._run.counterfactual`
-plays them and `castbench._records.metrics.counterfactual` counts them (see the former for what a branch
+"""A trial's counterfactual branches, one per critic verdict, as `castbench_analyses.counterfactual`
+plays them and `castbench_analyses.counterfactual_metrics` counts them (see the former for what a branch
 is and what it assumes)."""
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ class Branch(BaseModel):
     """False when the opposite verdict would have done the same (a verdict in the last round of a
     run that executes an exhausted proposal anyway): nothing was played."""
     passed: bool
-    """The branch succeeded (`castbench._run.counterfactual.succeeded`)."""
+    """The branch succeeded (`castbench_analyses.counterfactual.succeeded`)."""
     reward: float | None
     end_reason: EndReason | None
     steps: list[StepRecord]
@@ -51,5 +51,5 @@ class TrialBranches(BaseModel):
     trial_index: int
     seed: int
     passed: bool
-    """The trial succeeded (`castbench._run.counterfactual.succeeded`)."""
+    """The trial succeeded (`castbench_analyses.counterfactual.succeeded`)."""
     branches: list[Branch]

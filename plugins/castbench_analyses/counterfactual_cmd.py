@@ -24,10 +24,10 @@ def show_counterfactuals(db: str, run: str, output: Path | None = None) -> dict[
     JSON of `CounterfactualSummary`), for `eval --counterfactuals --output`."""
     from castbench._agents.registry import AgentSpecError
     from castbench._domain.task import TaskFileError
-    from castbench._records.metrics.counterfactual import summarize_branches
     from castbench._records.store import ResultsStore
-    from castbench._run.counterfactual import NotBranchable
-    from castbench._run.counterfactual_report import branches_json, kept_branches, print_counterfactuals
+    from castbench_analyses.counterfactual import NotBranchable
+    from castbench_analyses.counterfactual_metrics import summarize_branches
+    from castbench_analyses.counterfactual_report import branches_json, kept_branches, print_counterfactuals
 
     store = ResultsStore(db)
     row = store.run(run)

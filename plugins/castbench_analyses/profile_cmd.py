@@ -1,9 +1,9 @@
 """`castbench profile`: a reliability profile of one agent (policy, with or without a critic).
 
-The profile is `castbench._run.api.profile`'s: one run per condition on the same tasks, trials and
+The profile is `castbench_analyses.profile_run.profile`'s: one run per condition on the same tasks, trials and
 seeds (clean, then with tool faults, user perturbations and environment perturbations, each a run
 of its own, stored and resumed like any run), then the profile from the stored trials
-(`castbench._records.metrics.profile`). The command takes `eval`'s flags (`castbench._cli.eval_flags`, from
+(`castbench_analyses.profile_metrics`). The command takes `eval`'s flags (`castbench._cli.eval_flags`, from
 their one declaration), perturbing by default, shows each run as `eval` does, then the profile: a
 table, an SVG figure, and `--output` JSON with the keys consistency, robustness, predictability
 and safety.
@@ -63,8 +63,8 @@ def _profile(
 ) -> None:
     """A reliability profile: runs the clean and perturbed evaluations (same tasks and seeds,
     resumable) and reports consistency, robustness, predictability and safety."""
-    from castbench._results.report.profile import profile_table, write_profile_svg
-    from castbench._run.api import profile
+    from castbench_analyses.profile_report import profile_table, write_profile_svg
+    from castbench_analyses.profile_run import profile
 
     def run(name: str, options: EvalOptions) -> EvalResult:
         console.rule(f"profile: {name}")

@@ -1,4 +1,4 @@
-"""What a critic's verdicts were worth, from counterfactual branches (`castbench._run.counterfactual`).
+"""What a critic's verdicts were worth, from counterfactual branches (`castbench_analyses.counterfactual`).
 
 Each verdict is counted by what it did against its branch: it *saved* the trial (the trial
 succeeded, the branch with the other verdict failed), *cost* it (the other way round), or changed
@@ -22,8 +22,8 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from castbench._records.branches import TrialBranches
 from castbench._records.metrics.intervals import DEFAULT_RESAMPLES
+from castbench_analyses.branches import TrialBranches
 
 __all__ = ["CELLS", "CounterfactualSummary", "EffectCounts", "NetSaved", "summarize_branches"]
 

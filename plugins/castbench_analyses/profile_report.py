@@ -9,7 +9,7 @@ from pathlib import Path
 
 from rich.table import Table
 
-from castbench._records.metrics.profile import Condition, ReliabilityProfile
+from castbench_analyses.profile_metrics import Condition, ReliabilityProfile
 
 __all__ = ["profile_bars", "profile_svg", "profile_table", "write_profile_svg"]
 

@@ -1,0 +1,12 @@
+"""castbench_analyses: the analyses that run more than an evaluation, outside castbench's core.
+
+- `castbench profile` (`profile_run`, `profile_metrics`, `profile_report`): a reliability profile
+  of one agent from the clean and perturbed evaluations of the same tasks and seeds
+  (docs/profile.md);
+- `castbench counterfactuals` and `eval --counterfactuals` (`counterfactual`,
+  `counterfactual_report`, `counterfactual_metrics`, `branches`): every critic trial branched at
+  each verdict and the other verdict played to the end (docs/counterfactuals.md).
+
+It ships in castbench's wheel and needs no extra; the core reaches it through the
+`castbench.commands` and `castbench.analyses` entry points, and the public `castbench.profile`.
+"""
