@@ -67,11 +67,9 @@ if TYPE_CHECKING:
     from castbench_boards.build import build_board
     from castbench_boards.viewer.page import render_run_page
 
-    # `domains validate`, `domains new`, `tasks generate`, `--pack-option`
-    from castbench._run.oracle_check import validate_domain
-
-    # (`domains new` and `tasks generate` are the authoring satellite's, plugins/castbench_authoring,
-    # which ships in castbench's wheel)
+    # `domains validate`, `domains new`, `tasks generate` (the authoring satellite's,
+    # plugins/castbench_authoring, which ships in castbench's wheel), `--pack-option`
+    from castbench_authoring.oracle_check import validate_domain
     from castbench_authoring.template import new_domain
     from castbench_authoring.private import generate_private
     from castbench._domain.pack_options import set_pack_option

@@ -42,6 +42,7 @@ _MOVES: tuple[tuple[str, str], ...] = (
     ("castbench.cli.leaderboard_cmd", "castbench_boards.leaderboard_cmd"),
     ("castbench.cli.view_cmd", "castbench_boards.view_cmd"),
     ("castbench.cli.mcp_cmd", "castbench_bridges.mcp_cmd"),
+    ("castbench.runner.oracle_check", "castbench_authoring.oracle_check"),
     ("castbench.cli.counterfactual_cmd", "castbench_analyses.counterfactual_cmd"),
     ("castbench.cli.profile_cmd", "castbench_analyses.profile_cmd"),
     ("castbench.runner.counterfactual", "castbench_analyses.counterfactual"),
@@ -76,7 +77,7 @@ _MOVES: tuple[tuple[str, str], ...] = (
     ("castbench.records", "castbench._records"),
     ("castbench.store", "castbench._records.store"),
     ("castbench.metrics", "castbench._records.metrics"),
-    ("castbench.authoring", "castbench._authoring"),
+    ("castbench.authoring", "castbench_authoring"),
     ("castbench.models", "castbench._agents.models"),
     ("castbench.agents.", "castbench._agents."),  # the package itself is public
     ("castbench.grading", "castbench._grading"),

@@ -10,6 +10,6 @@
 
 The commands come in through the `castbench.commands` entry point (`domains.new`,
 `tasks.generate`: subcommands of the core's groups). Checking a domain's tasks and a private
-split's file (`domains validate`, `castbench._authoring.validate`) stays in the core: this package
+split's file (`domains validate`, `castbench_authoring.validate`) stays in the core: this package
 uses it, the core names nothing here.
 """

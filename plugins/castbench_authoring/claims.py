@@ -33,7 +33,6 @@ import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from castbench._authoring.validate import shown_values
 from castbench._domain.database import Database
 from castbench._domain.identity import IDENTITY_PREFIX
 from castbench._domain.leaves import is_name_key, leaves, listed_argument
@@ -41,6 +40,7 @@ from castbench._domain.task import EarnedSpec, Lookup, Mention, Rival, Task, Too
 from castbench._domain.tools import Toolkit
 from castbench._grading.outputs import Said
 from castbench._grading.ties import json_objects, result_objects
+from castbench_authoring.validate import shown_values
 
 __all__ = [
     "ReadAmount",

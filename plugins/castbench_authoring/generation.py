@@ -25,7 +25,6 @@ from pathlib import Path
 from random import Random
 from typing import Any, Generic, Literal, Protocol, TypeVar
 
-from castbench._authoring.validate import check_generated_task, shown_values
 from castbench._domain.database import Record, Snapshot
 from castbench._domain.domain import Domain
 from castbench._domain.task import (
@@ -43,6 +42,7 @@ from castbench._domain.task import (
 from castbench._grading.earned import claimed
 from castbench._grading.outputs import Said
 from castbench_authoring.claims import amount_rivals, read_amounts, unread_record_claims, unread_values
+from castbench_authoring.validate import check_generated_task, shown_values
 
 __all__ = [
     "UniqueDigits",

@@ -9,7 +9,7 @@ refusal wordings are catalogued over the public splits too, so what a reply must
 worked out as for a public task. A draft whose ground truth is a public task's (the same calls,
 declined calls, outputs and outcome) is drawn again: no private task duplicates a public one.
 Every task is checked as a generated public one is before the file is written; a split's file is
-checked by the core (`domains validate --tasks-file`, `castbench._authoring.validate.private_problems`).
+checked by the core (`domains validate --tasks-file`, `castbench_authoring.validate.private_problems`).
 """
 
 from __future__ import annotations
@@ -21,10 +21,10 @@ from pathlib import Path
 from random import Random
 from typing import Any
 
-from castbench._authoring.validate import duplicates, ground_truth, private_problems, task_truth
 from castbench._domain.private import PrivateSplit, digest_tasks, split_name
 from castbench.domain import Domain
 from castbench_authoring.generation import GenerationError, Generator, dump_state
+from castbench_authoring.validate import duplicates, ground_truth, private_problems, task_truth
 
 __all__ = [
     "domain_generator",

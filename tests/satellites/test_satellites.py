@@ -57,6 +57,8 @@ MOVED = {
     "castbench.report.profile": "castbench_analyses.profile_report",
     "castbench.cli.profile_cmd": "castbench_analyses.profile_cmd",
     "castbench.cli.counterfactual_cmd": "castbench_analyses.counterfactual_cmd",
+    "castbench.authoring.validate": "castbench_authoring.validate",
+    "castbench.runner.oracle_check": "castbench_authoring.oracle_check",
 }
 # old packages whose names warn when read (`castbench.viewer.render_run_page`)
 OLD_PACKAGES = {"castbench.viewer": "castbench_boards.viewer"}
@@ -66,6 +68,7 @@ PUBLIC_FROM_SATELLITES = {
     "render_run_page": "castbench_boards.viewer.page",
     "new_domain": "castbench_authoring.template",
     "generate_private": "castbench_authoring.private",
+    "validate_domain": "castbench_authoring.oracle_check",
     "profile": "castbench_analyses.profile_run",
     "profile_runs": "castbench_analyses.profile_run",
 }
@@ -74,6 +77,7 @@ DOMAIN_FROM_SATELLITES = {
     "Generator": "castbench_authoring.generation",
     "mention": "castbench_authoring.generation",
     "published_earned_spec": "castbench_authoring.claims",
+    "validate_task": "castbench_authoring.validate",
 }
 
 # what each satellite registers, by entry-point group and name
@@ -86,6 +90,7 @@ ENTRY_POINTS = [
     ("castbench.commands", "leaderboard", "castbench_boards.leaderboard_cmd:leaderboard_app"),
     ("castbench.commands", "view", "castbench_boards.view_cmd:view"),
     ("castbench.commands", "domains.new", "castbench_authoring.commands:new_domain_command"),
+    ("castbench.commands", "domains.validate", "castbench_authoring.commands:validate_domains_command"),
     ("castbench.commands", "tasks.generate", "castbench_authoring.commands:generate_tasks_command"),
     ("castbench.commands", "profile", "castbench_analyses.profile_cmd:profile_command"),
     (

@@ -1,11 +1,10 @@
-"""`castbench domains list|validate` and `castbench tasks list|show`; a satellite adds subcommands to
-the two groups through the `castbench.commands` entry point, named `GROUP.NAME` (`domains.new` and
-`tasks.generate`: castbench_authoring)."""
+"""`castbench domains list` and `castbench tasks list|show`; a satellite adds subcommands to the two
+groups through the `castbench.commands` entry point, named `GROUP.NAME` (`domains.new`,
+`domains.validate` and `tasks.generate`: castbench_authoring)."""
 
 from __future__ import annotations
 
 from importlib.metadata import entry_points
-from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -48,77 +47,6 @@ def list_domains(
 def _split_count(domain: Domain, split: str) -> str:
     excluded = len(domain.excluded_tasks(split))
     return f"{split} {len(domain.tasks(split))}" + (f" (+{excluded} broken)" if excluded else "")
-
-
-@domains_app.command("validate")
-def validate(
-    domain: DomainOption = "all",
-    tasks_file: Annotated[
-        Path | None,
-        typer.Option(
-            help="Check this private split instead (`castbench tasks generate`): every gold replays, "
-            "the oracle scores 1.0 on every task, no task duplicates a public one.",
-        ),
-    ] = None,
-    pack_option: PackOptionFlag = None,  # applied as parsed, before any pack loads
-    tau2_data: Tau2DataOption = None,  # deprecated: --pack-option tau2.data=DIR
-) -> None:
-    """Replay every task's ground truth and play it with the refusing floor; exit 1 on any broken
-    task or any task refusing everything passes."""
-    from castbench._run.oracle_check import validate_domain
-
-    if tasks_file is not None:
-        _validate_private(tasks_file)
-    failed = False
-    for item in resolve_domains(domain):
-        report = validate_domain(item)
-        counts = ", ".join(f"{split} {count}" for split, count in report.counts.items())
-        if report.ok:
-            console.print(f"[green]✓[/] {escape(f'{report.domain} {report.version}: {counts}')} tasks valid")
-            if report.excluded:
-                console.print(f"   [yellow]{len(report.excluded)} broken task(s) excluded from scores:[/]")
-                for line in report.excluded:
-                    console.print(f"   {escape(line)}")
-            if report.refused:
-                console.print(
-                    f"   [yellow]{len(report.refused)} task(s) refusing everything passes, "
-                    "kept as the published set grades them:[/]"
-                )
-                for line in report.refused:
-                    console.print(f"   {escape(line)}")
-        else:
-            failed = True
-            console.print(
-                f"[red]✗[/] {escape(f'{report.domain} {report.version}')}: {len(report.problems)} problem(s)"
-            )
-            for problem in report.problems[:50]:
-                console.print(f"   {escape(problem)}")
-    raise typer.Exit(1 if failed else 0)
-
-
-def _validate_private(path: Path) -> None:
-    from castbench._authoring.validate import private_problems
-    from castbench._domain.private import use_tasks_file
-    from castbench._domain.task import TaskFileError
-    from castbench._run.oracle_check import oracle_failures
-
-    try:
-        split = use_tasks_file(path)
-    except TaskFileError as exc:
-        fail(exc)
-    domain = load_domain(split.domain)
-    problems = private_problems(domain, split)
-    if not problems:  # the oracle on tasks whose gold replays
-        problems = oracle_failures(domain, split.tasks)
-    what = f"{split.domain} {split.split} ({len(split.tasks)} tasks) from {path}"
-    if problems:
-        console.print(f"[red]✗[/] {escape(what)}: {len(problems)} problem(s)")
-        for problem in problems[:50]:
-            console.print(f"   {escape(problem)}")
-        raise typer.Exit(1)
-    checks = "every gold replays, the oracle scores 1.0, no task duplicates a public one"
-    console.print(f"[green]✓[/] {escape(what)}: {checks}")
-    raise typer.Exit(0)
 
 
 @tasks_app.command("list")

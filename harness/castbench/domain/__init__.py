@@ -67,7 +67,7 @@ if TYPE_CHECKING:
         task_from_draft,
     )
     from castbench_authoring.claims import published_earned_spec
-    from castbench._authoring.validate import validate_task
+    from castbench_authoring.validate import validate_task
 
     # grading a trial, and replaying a published trajectory
     from castbench._grading.state_diff import state_diff

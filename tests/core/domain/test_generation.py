@@ -13,7 +13,6 @@ import pytest
 
 import castbench_retail
 import castbench_telecom
-from castbench._authoring.validate import validate_task
 from castbench._domain.task import Rival, load_tasks
 from castbench.domain import (
     Database,
@@ -38,6 +37,7 @@ from castbench_authoring.generation import (
     spoken_list,
     write_generated,
 )
+from castbench_authoring.validate import validate_task
 from castbench_retail.generate import GENERATOR as RETAIL
 
 

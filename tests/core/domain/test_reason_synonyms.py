@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from castbench._authoring.validate import validate_domain
 from castbench.domain import load_domain
+from castbench_authoring.validate import validate_domain
 
 
 def test_a_synonym_states_the_reason_and_makes_the_false_claim() -> None:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from castbench._authoring.validate import validate_domain, validate_task
 from castbench.domain import load_domain
+from castbench_authoring.validate import validate_domain, validate_task
 from tests.core.toy import add_call, build_toy_domain, toy_task
 
 

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import pytest
 
-from castbench._authoring import validate
-from castbench._authoring.validate import validate_domain, validate_task
 from castbench._domain.leaves import listed_argument
 from castbench._domain.task import Rival
 from castbench.domain import Domain, Task, load_domain
+from castbench_authoring import validate
 from castbench_authoring.generation import mention
+from castbench_authoring.validate import validate_domain, validate_task
 
 
 def _first(domain: Domain, family: str) -> Task:

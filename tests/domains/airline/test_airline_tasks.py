@@ -7,10 +7,10 @@ from collections import Counter
 
 import pytest
 
-from castbench._authoring.validate import validate_domain
 from castbench.domain import Database, Domain, ToolCall
 from castbench_airline.families import FAMILIES
 from castbench_airline.schema import Reservation, User
+from castbench_authoring.validate import validate_domain
 
 SPLITS = ["test", "train"]
 

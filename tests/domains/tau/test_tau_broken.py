@@ -7,8 +7,8 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from castbench._authoring.validate import validate_domain
 from castbench._cli.app import app
+from castbench_authoring.validate import validate_domain
 from castbench_tau.domain import BROKEN_SUFFIX, TauDomain
 
 README = Path(__file__).resolve().parents[3] / "domains" / "castbench_tau" / "README.md"

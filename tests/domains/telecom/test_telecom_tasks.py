@@ -6,8 +6,8 @@ from collections import Counter
 
 import pytest
 
-from castbench._authoring.validate import validate_domain
 from castbench.domain import Database, Domain, Task, ToolCall
+from castbench_authoring.validate import validate_domain
 from castbench_telecom.device import phone_status
 from castbench_telecom.families import FAMILIES
 

@@ -7,8 +7,8 @@ from collections import Counter
 
 import pytest
 
-from castbench._authoring.validate import validate_domain
 from castbench.domain import Database, Domain, ToolCall
+from castbench_authoring.validate import validate_domain
 from castbench_telehealth.families import FAMILIES
 from castbench_telehealth.schema import Patient, Prescription
 

@@ -9,12 +9,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from castbench._agents.registry import resolve
-from castbench._authoring.validate import ValidationReport
-from castbench._authoring.validate import validate_domain as replay_checks
 from castbench._domain.domain import Domain, ExpectedStateError
 from castbench._domain.task import Task, TaskFileError
 from castbench._trial.rollout import AgentSet, TrialSpec, run_trial
 from castbench._trial.seeds import trial_seed
+from castbench_authoring.validate import ValidationReport
+from castbench_authoring.validate import validate_domain as replay_checks
 
 __all__ = ["REFUSAL_FLOOR", "oracle_failures", "refusal_wins", "validate_domain"]
 
@@ -59,7 +59,7 @@ def refusal_wins(domain: Domain, tasks: Sequence[Task], seed: int = 0) -> list[s
 
 def validate_domain(domain: Domain) -> ValidationReport:
     """`castbench domains validate` of one domain: the replay checks of every task and of its data
-    (`castbench._authoring.validate`), then the blanket-refusal floor on each task they found
+    (`castbench_authoring.validate`), then the blanket-refusal floor on each task they found
     nothing wrong with. A task it passes is a problem, except in a published set
     (`Domain.requires_earned` False), whose tasks are graded as published: reported there."""
     report = replay_checks(domain)
