@@ -13,7 +13,7 @@ messages, as a τ² `SimulationRun`, are graded by τ²'s `evaluate_simulation` 
 one castbench recorded, replays the gold on another environment and compares database hashes
 and required outputs. Then `--count` distinct perturbed trajectories per pack (one action
 dropped, an argument changed to another id of the data, a write added, two actions swapped,
-outputs said or left out: `castbench._run.parity`). It prints the agreement per pack, every
+outputs said or left out: `castbench_authoring.parity`). It prints the agreement per pack, every
 disagreement (of rewards, or of any tool output), and exits 1 on any. τ²'s side is slow (three
 environments per trajectory): about 0.7-1.2 s per trajectory on an idle core.
 Only the package's own data: τ²'s evaluator reads its environment from the package.
@@ -29,8 +29,8 @@ import time
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from castbench._run.parity import castbench_trial, gold_trajectory, perturbed, tau_reward  # noqa: E402
 from castbench.domain import load_domain  # noqa: E402
+from castbench_authoring.parity import castbench_trial, gold_trajectory, perturbed, tau_reward  # noqa: E402
 from castbench_tau2.domain import Tau2Domain  # noqa: E402
 from castbench_tau2.parity import Tau2Reference  # noqa: E402
 

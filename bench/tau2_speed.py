@@ -24,8 +24,8 @@ import time
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from castbench._run.parity import castbench_trial, gold_trajectory  # noqa: E402
 from castbench.domain import load_domain  # noqa: E402
+from castbench_authoring.parity import castbench_trial, gold_trajectory  # noqa: E402
 from castbench_tau2.domain import Tau2Domain  # noqa: E402
 from castbench_tau2.parity import Tau2Reference  # noqa: E402
 

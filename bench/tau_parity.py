@@ -26,14 +26,14 @@ import time
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from castbench._run.parity import (  # noqa: E402
+from castbench.domain import load_domain  # noqa: E402
+from castbench_authoring.parity import (  # noqa: E402
     castbench_trial,
     gold_trajectory,
     perturbed,
     tau_reward,
     tool_outputs,
 )
-from castbench.domain import load_domain  # noqa: E402
 from castbench_tau.domain import BROKEN_SUFFIX, TauDomain  # noqa: E402
 from castbench_tau.parity import TauReference  # noqa: E402
 

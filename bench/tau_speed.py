@@ -23,8 +23,8 @@ import time
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from castbench._run.parity import castbench_trial, gold_trajectory  # noqa: E402
 from castbench.domain import load_domain  # noqa: E402
+from castbench_authoring.parity import castbench_trial, gold_trajectory  # noqa: E402
 from castbench_tau.domain import TauDomain  # noqa: E402
 from castbench_tau.parity import TauReference  # noqa: E402
 

@@ -45,7 +45,7 @@ from castbench_tau.domain import TauDomain  # noqa: E402
 from castbench_tau.parity import TauReference  # noqa: E402
 
 try:  # where the τ packs' parity helpers live (moved into castbench's runner for the τ² packs)
-    from castbench._run.parity import gold_trajectory  # type: ignore[import-not-found, unused-ignore]
+    from castbench_authoring.parity import gold_trajectory  # type: ignore[import-not-found, unused-ignore]
 except ImportError:
     from castbench_tau.parity import gold_trajectory  # type: ignore[no-redef, attr-defined, unused-ignore]
 

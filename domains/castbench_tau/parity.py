@@ -2,7 +2,7 @@
 
 τ's side (`TauReference`) runs it through the package's env (`reset`, `step`, then
 `calculate_reward`) with a stub user and no model; castbench's side, the trajectories and their
-perturbations are castbench's shared machinery (`castbench._run.parity`).
+perturbations are castbench's shared machinery (`castbench_authoring.parity`).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Parity with τ²'s own code: the same trajectory graded by τ²'s evaluator and by castbench.
 
-castbench's side runs the trajectory as a trial (`castbench._run.parity.castbench_trial`, graded
+castbench's side runs the trajectory as a trial (`castbench_authoring.parity.castbench_trial`, graded
 the `tau` way). τ²'s side (`Tau2Reference`) takes that trial's messages (`castbench_tau2.messages`)
 as a τ² `SimulationRun` and grades it with `tau2.evaluator.evaluator.evaluate_simulation`
 (`EvaluationType.ALL`, as τ²'s runner does without a judge): τ² rebuilds its own environment,

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
     # reading stored runs: the store, its DataFrames (pandas loads with the first frame), critics' figures
     from castbench._records.store.store import ResultsStore, StoreError
-    from castbench._results.frames import steps_df, trials_df, verdicts_df
+    from castbench_analyses.frames import steps_df, trials_df, verdicts_df
     from castbench._records.metrics.critic import CriticRecord, critic_intervals, critic_metrics
     from castbench._results.report.critic_report import critic_report
 

@@ -5,8 +5,10 @@
   (docs/profile.md);
 - `castbench counterfactuals` and `eval --counterfactuals` (`counterfactual`,
   `counterfactual_report`, `counterfactual_metrics`, `branches`): every critic trial branched at
-  each verdict and the other verdict played to the end (docs/counterfactuals.md).
+  each verdict and the other verdict played to the end (docs/counterfactuals.md);
+- `frames`: stored runs as pandas DataFrames (`castbench.trials_df`, `steps_df`, `verdicts_df`).
 
 It ships in castbench's wheel and needs no extra; the core reaches it through the
-`castbench.commands` and `castbench.analyses` entry points, and the public `castbench.profile`.
+`castbench.commands` and `castbench.analyses` entry points, and the public `castbench.profile`,
+`castbench.trials_df` and their siblings.
 """

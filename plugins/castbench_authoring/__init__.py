@@ -6,10 +6,13 @@
   families a pack's `generate.py` declares) and the false claims its records rule out
   (`castbench_authoring.claims`), read through `castbench.domain`;
 - `castbench tasks generate` (`castbench_authoring.private`, `castbench.generate_private`): a
-  private test split.
+  private test split;
+- `castbench domains validate` (`castbench_authoring.validate`, `castbench_authoring.oracle_check`,
+  `castbench.validate_domain`): every task's gold replays and is graded passing, the oracle solves
+  it, the refusing floor passes none; a private split's file the same way;
+- parity with a published benchmark's own grader (`castbench_authoring.parity`, the τ packs').
 
 The commands come in through the `castbench.commands` entry point (`domains.new`,
-`tasks.generate`: subcommands of the core's groups). Checking a domain's tasks and a private
-split's file (`domains validate`, `castbench_authoring.validate`) stays in the core: this package
-uses it, the core names nothing here.
+`domains.validate`, `tasks.generate`: subcommands of the core's groups); the core names nothing
+here but the public names its facades read.
 """

@@ -59,6 +59,8 @@ MOVED = {
     "castbench.cli.counterfactual_cmd": "castbench_analyses.counterfactual_cmd",
     "castbench.authoring.validate": "castbench_authoring.validate",
     "castbench.runner.oracle_check": "castbench_authoring.oracle_check",
+    "castbench.runner.parity": "castbench_authoring.parity",
+    "castbench.frames": "castbench_analyses.frames",
 }
 # old packages whose names warn when read (`castbench.viewer.render_run_page`)
 OLD_PACKAGES = {"castbench.viewer": "castbench_boards.viewer"}
@@ -71,6 +73,9 @@ PUBLIC_FROM_SATELLITES = {
     "validate_domain": "castbench_authoring.oracle_check",
     "profile": "castbench_analyses.profile_run",
     "profile_runs": "castbench_analyses.profile_run",
+    "trials_df": "castbench_analyses.frames",
+    "steps_df": "castbench_analyses.frames",
+    "verdicts_df": "castbench_analyses.frames",
 }
 # `castbench.domain`'s names read from a satellite (a pack's generator declares its tasks with them)
 DOMAIN_FROM_SATELLITES = {
@@ -78,6 +83,7 @@ DOMAIN_FROM_SATELLITES = {
     "mention": "castbench_authoring.generation",
     "published_earned_spec": "castbench_authoring.claims",
     "validate_task": "castbench_authoring.validate",
+    "Trajectory": "castbench_authoring.parity",
 }
 
 # what each satellite registers, by entry-point group and name

@@ -12,8 +12,8 @@ from castbench._base.conversation import UserTurn
 from castbench._base.dialogue import ANYTHING_ELSE, asks_anything_else
 from castbench._records.config import Limits
 from castbench._run.options import DEFAULTS
-from castbench._run.parity import Step, Trajectory, castbench_trial, closing
 from castbench.domain import load_domain
+from castbench_authoring.parity import Step, Trajectory, castbench_trial, closing
 from castbench_tau2.domain import TAU2_LIMITS, Tau2Domain
 from castbench_tau2.messages import TERMINATION
 from castbench_tau2.source import import_tau2

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from castbench._run.api import evaluate
-from castbench._run.parity import castbench_trial, gold_trajectory, perturbed, tau_reward
+from castbench_authoring.parity import castbench_trial, gold_trajectory, perturbed, tau_reward
 from castbench_tau2.domain import Tau2Domain
 from castbench_tau2.parity import Tau2Reference
 from tests.support import sqlite_url

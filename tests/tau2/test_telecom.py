@@ -10,9 +10,9 @@ import pytest
 
 from castbench._agents.registry import resolve
 from castbench._base.conversation import UserTurn
-from castbench._run.parity import castbench_trial, gold_trajectory
 from castbench._trial.rollout import AgentSet, Limits, TrialSpec, run_trial
 from castbench.domain import load_domain
+from castbench_authoring.parity import castbench_trial, gold_trajectory
 from castbench_tau2.parity import Tau2Reference
 from castbench_tau2.source import import_tau2
 from castbench_tau2.telecom_domain import Tau2TelecomDomain, environment_of

@@ -71,7 +71,7 @@ if TYPE_CHECKING:
 
     # grading a trial, and replaying a published trajectory
     from castbench._grading.state_diff import state_diff
-    from castbench._run.parity import Trajectory
+    from castbench_authoring.parity import Trajectory
 
     # running a trial, and the records of runs and trials it writes (what an importer builds)
     from castbench._trial.rollout import run_trial

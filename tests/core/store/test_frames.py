@@ -1,4 +1,4 @@
-"""`castbench._results.frames`: a stored run as DataFrames, one row per trial, step and critic verdict, each
+"""`castbench_analyses.frames`: a stored run as DataFrames, one row per trial, step and critic verdict, each
 value the stored record's own (checked here against `ResultsStore.trials`), and pandas imported only
 when a frame is built."""
 
@@ -15,8 +15,8 @@ import pytest
 from castbench._base.conversation import ToolCallAction
 from castbench._records.store import ResultsStore, StoreError
 from castbench._records.trial import TrialRecord
-from castbench._results.frames import ROLES, steps_df, trials_df, verdicts_df
 from castbench._run.api import evaluate
+from castbench_analyses.frames import ROLES, steps_df, trials_df, verdicts_df
 from tests.support import sqlite_url
 
 TASKS = ["retail-test-0001", "retail-test-0002", "retail-test-0008"]
@@ -165,8 +165,8 @@ def test_an_unknown_run_is_the_stores_error(runs: tuple[str, str, str]) -> None:
 
 def test_pandas_is_imported_when_a_frame_is_built_not_before(tmp_path: Path) -> None:
     code = (
-        "import sys, castbench, castbench._results.frames; print('pandas' in sys.modules); "
-        "castbench._results.frames._frame([], ('reward',)); print('pandas' in sys.modules)"
+        "import sys, castbench, castbench_analyses.frames; print('pandas' in sys.modules); "
+        "castbench_analyses.frames._frame([], ('reward',)); print('pandas' in sys.modules)"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert result.stdout.split() == ["False", "True"], result.stderr

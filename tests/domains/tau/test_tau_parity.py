@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from castbench._run.parity import (
+from castbench_authoring.parity import (
     Step,
     castbench_trial,
     closing,

@@ -1,7 +1,7 @@
 """A stored run as pandas DataFrames, for analysis in a notebook: one row per trial, per step, per
 critic verdict (as inspect_ai's `samples_df` gives an eval log's samples).
 
-    from castbench._results.frames import trials_df, steps_df, verdicts_df
+    from castbench_analyses.frames import trials_df, steps_df, verdicts_df
     trials = trials_df("latest", db="results/castbench.db")
     trials.groupby("task_id")["passed"].mean()
 
