@@ -22,8 +22,6 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from sqlalchemy import text  # noqa: E402
-
 from castbench._records.store import ResultsStore  # noqa: E402
 from tests.postgres import new_database, postgres_server  # noqa: E402
 
@@ -46,14 +44,11 @@ def _run(db: str, processes: int, options: argparse.Namespace) -> tuple[float, i
             raise RuntimeError(err.decode()[-2000:])
     store = ResultsStore(db)
     run_id = store.run("latest").id
-    with store.engine.connect() as connection:
-        span, busy = connection.execute(
-            text(
-                "SELECT EXTRACT(EPOCH FROM max(finished) - min(started)), "
-                "count(*) FILTER (WHERE trials_done > 0) FROM worker WHERE run_id = :run"
-            ),
-            {"run": run_id},
-        ).one()
+    span, busy = store.db.one(
+        "SELECT EXTRACT(EPOCH FROM max(finished) - min(started)), "
+        "count(*) FILTER (WHERE trials_done > 0) FROM worker WHERE run_id = :run",
+        {"run": run_id},
+    ) or (None, None)
     records = store.trials(run_id)
     outcomes = [
         (r.task_id, r.trial_index, r.seed, r.status, r.reward, r.end_reason, len(r.steps)) for r in records

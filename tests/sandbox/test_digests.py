@@ -8,7 +8,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from sqlalchemy import text
 
 from castbench._base import places
 from castbench._records.store import ResultsStore
@@ -37,13 +36,13 @@ def test_an_overwritten_record_fails_verify(tmp_path: Path, state: Path) -> None
     failed_id, passed_id = failing.outcome.run_id, passing.outcome.run_id
     assert invoke("verify", failed_id, "--db", str(db)).exit_code == 0
     store = ResultsStore(sqlite_url(db))
-    with store.engine.begin() as connection:
-        record, reward = connection.execute(
-            text("SELECT record_json, reward FROM trial WHERE run_id = :run"), {"run": passed_id}
-        ).one()
+    with store.db.transaction() as execute:
+        record, reward = execute(
+            "SELECT record_json, reward FROM trial WHERE run_id = :run", {"run": passed_id}
+        ).fetchone()
         assert reward == 1.0
-        connection.execute(
-            text("UPDATE trial SET record_json = :record, reward = :reward WHERE run_id = :run"),
+        execute(
+            "UPDATE trial SET record_json = :record, reward = :reward WHERE run_id = :run",
             {"record": record, "reward": reward, "run": failed_id},
         )
     result = invoke("verify", failed_id, "--db", str(db))

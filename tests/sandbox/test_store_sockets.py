@@ -10,7 +10,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from sqlalchemy import text
 
 from castbench._records.store import ResultsStore
 from castbench._run.api import evaluate
@@ -87,12 +86,12 @@ def test_an_overwritten_record_in_a_shared_store_fails_verify(server: str) -> No
     failing = evaluate(domains="retail", policy="scripted:lookup-refuse", trials=1, tasks=[task], db=url)
     passing = evaluate(domains="retail", policy="oracle", trials=1, tasks=[task], db=url)
     store = ResultsStore(url)
-    with store.engine.begin() as connection:
-        record, reward = connection.execute(
-            text("SELECT record_json, reward FROM trial WHERE run_id = :run"), {"run": passing.outcome.run_id}
-        ).one()
-        connection.execute(
-            text("UPDATE trial SET record_json = :record, reward = :reward WHERE run_id = :run"),
+    with store.db.transaction() as execute:
+        record, reward = execute(
+            "SELECT record_json, reward FROM trial WHERE run_id = :run", {"run": passing.outcome.run_id}
+        ).fetchone()
+        execute(
+            "UPDATE trial SET record_json = :record, reward = :reward WHERE run_id = :run",
             {"record": record, "reward": reward, "run": failing.outcome.run_id},
         )
     result = invoke("verify", failing.outcome.run_id, "--db", url)

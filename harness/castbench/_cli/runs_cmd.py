@@ -100,11 +100,11 @@ def runs_table(runs: list[dict[str, Any]], title: str, width: int) -> Table:
 
 def print_workers(store: ResultsStore, run_id: str) -> None:
     """The processes that worked on a run in a shared (Postgres) store, with their progress."""
-    if not store.shared:  # workers share Postgres stores only (and SQLAlchemy need not load)
+    if not store.shared:  # workers share Postgres stores only
         return
     from castbench._records.store.leases import workers
 
-    status = workers(store.engine, run_id)
+    status = workers(store.db, run_id)
     if not status:
         return
     table = Table(title=f"workers of {run_id}", title_justify="left")

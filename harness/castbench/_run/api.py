@@ -73,7 +73,7 @@ def _git_commit() -> str | None:
 
 def run_metadata() -> dict[str, Any]:
     packages: dict[str, str | None] = {}
-    for name in ("castbench", "pydantic", "litellm", "numpy", "scipy", "sqlmodel"):
+    for name in ("castbench", "pydantic", "litellm", "numpy", "scipy"):
         try:
             packages[name] = version(name)
         except PackageNotFoundError:

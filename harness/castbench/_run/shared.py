@@ -31,7 +31,7 @@ class SharedPlan(Generic[J]):
     ):
         self.jobs = jobs
         self.keys = [key(job) for job in jobs]
-        self.leases = Leases(store.engine, run_id, lease_s)
+        self.leases = Leases(store.db, run_id, lease_s)
         self.done = 0
         self._stop = threading.Event()
         self._beat = threading.Thread(target=self._heartbeat, name="castbench-lease", daemon=True)

@@ -54,10 +54,11 @@ evaluate(db=db, on_trial=on_trial, **options)
 
 
 def _keys(db: str, run_id: str) -> list[tuple[str, str, int]]:
-    with ResultsStore(db).engine.connect() as connection:
-        rows = connection.exec_driver_sql(
-            "SELECT domain, task_id, trial_index FROM trial WHERE run_id = ?", (run_id,)
-        ).all()
+    rows = (
+        ResultsStore(db)
+        .db.execute("SELECT domain, task_id, trial_index FROM trial WHERE run_id = :run", {"run": run_id})
+        .fetchall()
+    )
     return [(domain, task, int(index)) for domain, task, index in rows]
 
 
@@ -116,14 +117,14 @@ def test_ctrl_c_commits_every_trial_handed_over(tmp_path: Path, monkeypatch: pyt
 
 
 def test_a_store_error_in_the_writer_fails_the_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from sqlalchemy.exc import OperationalError
+    import sqlite3
 
     def full(self: ResultsStore, *args: object, **kwargs: object) -> list[TrialRecord | None]:
-        raise OperationalError("INSERT", {}, Exception("database or disk is full"))
+        raise sqlite3.OperationalError("database or disk is full")
 
     monkeypatch.setattr(ResultsStore, "add_trials", full)
     db = f"sqlite:///{tmp_path}/runs.db"
-    with pytest.raises(OperationalError, match="disk is full"):
+    with pytest.raises(sqlite3.OperationalError, match="disk is full"):
         evaluate(db=db, **OPTIONS)
     (run,) = ResultsStore(db).runs()
     assert run.status == "failed"

@@ -57,8 +57,8 @@ def test_a_kept_summary_is_derived_again_once_a_trial_is_stored(tmp_path: Path) 
 
 
 def _floor_rows(db: str) -> int:
-    with ResultsStore(db).engine.connect() as connection:
-        return connection.exec_driver_sql("SELECT COUNT(*) FROM cache WHERE kind = 'floors'").scalar_one()
+    (count,) = ResultsStore(db).db.one("SELECT COUNT(*) FROM cache WHERE kind = 'floors'") or (0,)
+    return int(count)
 
 
 def test_floors_are_shared_by_agents_on_the_same_tasks_and_not_across_code(

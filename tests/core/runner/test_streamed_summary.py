@@ -74,11 +74,10 @@ def test_a_resumed_run_reads_its_earlier_trials_back_and_gets_the_same_summary(
     evaluate(db=db, **few)
     store = ResultsStore(db)
     run_id = store.runs()[-1].id
-    with store.engine.begin() as connection:  # two trials lost: the resume runs them again
-        connection.exec_driver_sql(
-            "DELETE FROM trial WHERE id IN (SELECT id FROM trial WHERE run_id = ? ORDER BY id LIMIT 2)",
-            (run_id,),
-        )
+    store.db.execute(  # two trials lost: the resume runs them again
+        "DELETE FROM trial WHERE id IN (SELECT id FROM trial WHERE run_id = :run ORDER BY id LIMIT 2)",
+        {"run": run_id},
+    )
     reads = _reads(monkeypatch)
     again = evaluate(db=db, **few)
     assert (again.outcome.resumed, again.outcome.ran) == (True, 2)

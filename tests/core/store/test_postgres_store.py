@@ -12,7 +12,6 @@ import time
 from pathlib import Path
 
 import pytest
-from sqlalchemy import text
 from typer.testing import CliRunner
 
 from castbench._cli.app import app
@@ -53,25 +52,20 @@ def test_a_run_in_postgres_keeps_64_bit_seeds_and_equals_sqlite(pg_url: str, tmp
 
 def test_an_old_schema_is_migrated_in_place(pg_url: str) -> None:
     store = ResultsStore(pg_url)
-    with store.engine.begin() as connection:  # what castbench wrote before seeds were 64-bit
-        connection.execute(text("ALTER TABLE trial ALTER COLUMN seed TYPE INTEGER"))
+    store.db.execute("ALTER TABLE trial ALTER COLUMN seed TYPE INTEGER")  # before seeds were 64-bit
     config, agents = build_config(domains="retail", policy="oracle", trials=1, tasks=TASKS[:1])
     reopened = ResultsStore(pg_url)
-    with reopened.engine.connect() as connection:
-        kind = connection.execute(
-            text(
-                "SELECT data_type FROM information_schema.columns "
-                "WHERE table_name = 'trial' AND column_name = 'seed'"
-            )
-        ).scalar()
-    assert kind == "bigint"
+    kind = reopened.db.one(
+        "SELECT data_type FROM information_schema.columns WHERE table_name = 'trial' AND column_name = 'seed'"
+    )
+    assert kind == ("bigint",)
     outcome = run_eval(config, agents, reopened)
     assert outcome.ran == 1 and reopened.trials(outcome.run_id)[0].seed >= 0
 
 
 def _rows(store: ResultsStore) -> int:
-    with store.engine.connect() as connection:
-        return int(connection.execute(text("SELECT count(*) FROM trial")).scalar_one())
+    (count,) = store.db.one("SELECT count(*) FROM trial") or (0,)
+    return int(count)
 
 
 def _wait_for(condition, what: str, timeout: float = 180.0) -> None:  # type: ignore[no-untyped-def]
@@ -107,15 +101,14 @@ def test_workers_split_a_run_and_a_killed_workers_trials_are_rerun(
     first = worker()
     _wait_for(lambda: _rows(store) >= 2, "worker A's first trials")
     second = worker()
-    _wait_for(lambda: len(workers(store.engine, store.run("latest").id)) == 2, "worker B to join")
+    _wait_for(lambda: len(workers(store.db, store.run("latest").id)) == 2, "worker B to join")
     _wait_for(lambda: _rows(store) >= 4, "more trials")
     os.kill(first.pid, signal.SIGKILL)
     first.wait(30)
-    with store.engine.connect() as connection:
-        orphaned = connection.execute(
-            text("SELECT task_id, trial_index FROM claim WHERE state = 'running' AND worker_id LIKE :a"),
-            {"a": f"%:{first.pid}:%"},
-        ).all()
+    orphaned = store.db.execute(
+        "SELECT task_id, trial_index FROM claim WHERE state = 'running' AND worker_id LIKE :a",
+        {"a": f"%:{first.pid}:%"},
+    ).fetchall()
     assert orphaned  # A died holding claims
     output, _ = second.communicate(timeout=300)
     assert second.returncode == 0, output
@@ -129,7 +122,7 @@ def test_workers_split_a_run_and_a_killed_workers_trials_are_rerun(
     alone = run_eval(config, agents, local, concurrency=8)
     assert _outcomes(stored) == _outcomes(local.trials(alone.run_id))  # the same trials, seeds and outcomes
 
-    states = {status.pid: status for status in workers(store.engine, run_id)}
+    states = {status.pid: status for status in workers(store.db, run_id)}
     assert states[first.pid].state == "silent" and states[second.pid].state == "finished"
     assert states[second.pid].trials_done > 0 and states[first.pid].trials_done >= 0
     shown = CliRunner().invoke(app, ["runs", "show", run_id, "--db", pg_url])

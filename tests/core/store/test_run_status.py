@@ -13,12 +13,9 @@ import time
 from datetime import timedelta
 from pathlib import Path
 
-from sqlmodel import Session
-
 from castbench._records.config import RunConfig
 from castbench._records.store import HEARTBEAT_S, ResultsStore
 from castbench._records.store.store import _now
-from castbench._records.store.tables import RunLease
 from castbench.domain import load_domain
 
 HANGS = "tests.core.hostile_agents:HostilePolicy?mode=hang&on_trial=1"
@@ -69,12 +66,7 @@ def test_a_lease_from_another_host_counts_while_it_is_renewed(tmp_path: Path) ->
     store.set_status(run_id, "running")
     assert store.run(run_id).status == "interrupted"  # no process ever claimed it
     for age, status in ((0.0, "running"), (5 * HEARTBEAT_S, "interrupted")):
-        with Session(store.engine) as session:
-            lease = RunLease(
-                run_id=run_id, host="elsewhere", pid=1, heartbeat=_now() - timedelta(seconds=age)
-            )
-            session.merge(lease)
-            session.commit()
+        store.lease(run_id, "elsewhere", 1, _now() - timedelta(seconds=age))
         assert store.run(run_id).status == status
     store.hold(run_id)
     assert store.run(run_id).status == "running"  # this process, alive

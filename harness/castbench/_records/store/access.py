@@ -13,14 +13,11 @@ from __future__ import annotations
 
 import os
 import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # SQLAlchemy loads when a read-only engine is made, not with this module (#59)
-    from sqlalchemy import Engine
-
-__all__ = ["SqliteFile", "read_only_engine", "readable_schema_problem", "sqlite_file"]
+__all__ = ["SqliteFile", "read_only_connect", "readable_schema_problem", "sqlite_file"]
 
 _WRITE_BITS = 0o222
 
@@ -87,44 +84,38 @@ def sqlite_file(url: str) -> SqliteFile | None:
     return SqliteFile(Path(path), query)
 
 
-def read_only_engine(file: SqliteFile) -> Engine:
-    """An engine that only reads `file`. With its folder writable (or a `-shm` already there) it
-    opens `?mode=ro`, which sees what a live writer has in its write-ahead log; otherwise
+def read_only_connect(file: SqliteFile) -> Callable[[], sqlite3.Connection]:
+    """How to open `file` only to read it. With its folder writable (or a `-shm` already there)
+    it opens `?mode=ro`, which sees what a live writer has in its write-ahead log; otherwise
     `?immutable=1`, which creates nothing beside the file and reads its last checkpoint (all of it
     once the writer has closed). `query_only` refuses any write that would slip through."""
-    from sqlalchemy import create_engine
-    from sqlalchemy.pool import NullPool
-
     shm = file.path.with_name(file.path.name + "-shm")
     mode = "mode=ro" if _writable(_existing_folder(file.path)) or shm.exists() else "immutable=1"
     uri = f"{file.path.absolute().as_uri()}?{mode}"
 
     def connect() -> sqlite3.Connection:
-        connection = sqlite3.connect(uri, uri=True, check_same_thread=False)
+        connection = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
         connection.execute("PRAGMA query_only=ON")
         return connection
 
-    return create_engine("sqlite://", creator=connect, poolclass=NullPool)
+    return connect
 
 
 _READ_TABLES = {"run": {"updated"}, "trial": set(), "run_lease": set()}
 """What reading needs: the tables and the columns added since the first schema."""
 
 
-def readable_schema_problem(engine: Engine) -> str | None:
+def readable_schema_problem(connection: sqlite3.Connection) -> str | None:
     """Why a store opened read-only cannot be read (no castbench tables, or an older schema that
     only a writable open brings up to date), or None."""
-    from sqlalchemy import inspect
-
-    inspector = inspect(engine)
-    tables = set(inspector.get_table_names())
+    tables = {name for (name,) in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     if "run" not in tables:
         return (
             "holds no castbench runs (it is read-only, so nothing was created); "
             "run `castbench eval` with a writable --db"
         )
     for table, columns in _READ_TABLES.items():
-        have = {column["name"] for column in inspector.get_columns(table)} if table in tables else set()
+        have = {name for (name,) in connection.execute("SELECT name FROM pragma_table_info(?)", (table,))}
         if table not in tables or not columns <= have:
             return (
                 "was written by an older castbench and is read-only, so its schema cannot be brought "

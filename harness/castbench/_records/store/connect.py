@@ -2,63 +2,79 @@
 
 Every problem with the results database (a read-only file or directory, a file that is not a
 database, a server that does not answer, a driver that is not installed) becomes one sentence that
-names the problem and the fix, instead of a SQLAlchemy traceback.
+names the problem and the fix, instead of a driver's traceback.
 """
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from urllib.parse import unquote, urlsplit
 
-__all__ = ["db_url", "describe_db_error", "plain_db_errors"]
+__all__ = [
+    "db_url",
+    "describe_db_error",
+    "in_memory_url",
+    "plain_db_errors",
+    "postgres_url",
+    "server_location",
+]
 
-_DRIVERS = {
-    "postgresql": "pip install 'castbench[postgres]'",
-    "mysql": "pip install mysqlclient",
-}
+_POSTGRES = re.compile(r"^postgres(?:ql)?(?:\+\w+)?://")
 
 
 def db_url(db: str) -> str:
-    """`--db` as a SQLAlchemy URL: a plain path (`results/runs.db`) means a SQLite file."""
+    """`--db` as a URL: a plain path (`results/runs.db`) means a SQLite file."""
     return db if "://" in db else f"sqlite:///{db}"
 
 
-def _shown(url: str) -> str:
-    if url.startswith("sqlite"):  # no password to hide (and no SQLAlchemy to load for it)
-        return url
-    from sqlalchemy.engine import make_url
-    from sqlalchemy.exc import ArgumentError
+def postgres_url(url: str) -> str | None:
+    """The libpq URL of a Postgres store (`postgresql://`, `postgres://`, `postgresql+psycopg://`),
+    or None for another backend."""
+    match = _POSTGRES.match(url)
+    return None if match is None else "postgresql://" + url[match.end() :]
 
+
+def in_memory_url(url: str) -> bool:
+    """A SQLite database that lives in this process's memory (`sqlite://`, `sqlite:///:memory:`)."""
+    if not url.startswith("sqlite"):
+        return False
+    rest = url.split("://", 1)[1].split("?", 1)[0]
+    return rest in ("", "/", "/:memory:") or "mode=memory" in url
+
+
+def server_location(url: str) -> str:
+    """A Postgres store's identity without its password: `postgresql://USER@HOST:PORT/DATABASE`."""
+    parts = urlsplit(postgres_url(url) or url)
     try:
-        return make_url(url).render_as_string(hide_password=True)
-    except ArgumentError:
-        return url
+        port: int | str = parts.port or ""
+    except ValueError:
+        port = ""
+    user = unquote(parts.username or "")
+    return f"postgresql://{user}@{parts.hostname or ''}:{port}/{unquote(parts.path.removeprefix('/'))}"
 
 
-def _sqlalchemy_error(exc: BaseException, name: str) -> bool:
-    """Whether `exc` is SQLAlchemy's `name` error; False without loading SQLAlchemy when nothing
-    loaded it (a SQLite store read with the standard library, #59)."""
-    errors = sys.modules.get("sqlalchemy.exc")
-    kind = getattr(errors, name, None)
-    return kind is not None and isinstance(exc, kind)
+def _shown(url: str) -> str:
+    """The URL without its password."""
+    return re.sub(r"^(\w[\w+.-]*://[^:/@]*:)[^@/]*@", r"\1***@", url)
 
 
 def describe_db_error(url: str, exc: BaseException) -> str:
     """One line: which database, what is wrong, what to do."""
     where = f"--db {_shown(url)}"
-    text = str(getattr(exc, "orig", None) or exc).splitlines()[0] if str(exc) else type(exc).__name__
+    text = str(exc).splitlines()[0] if str(exc).strip() else type(exc).__name__
     lowered = text.lower()
     sqlite = url.startswith("sqlite")
-    if isinstance(exc, ImportError) or _sqlalchemy_error(exc, "NoSuchModuleError"):
-        backend = url.split(":", 1)[0].split("+", 1)[0]
-        install = _DRIVERS.get(backend, "install the SQLAlchemy driver it names")
-        return f"{where}: the database driver is not installed ({text}); {install}, or use a SQLite file path"
-    if _sqlalchemy_error(exc, "ArgumentError"):
-        return (
-            f"{where}: not a database URL ({text}); give a file path or a URL like sqlite:///results/runs.db"
+    if isinstance(exc, ImportError):
+        install = (
+            "pip install 'castbench[postgres]'"
+            if postgres_url(url)
+            else "castbench stores runs in SQLite (a file path) or PostgreSQL (postgresql://...)"
         )
+        return f"{where}: the database driver is not installed ({text}); {install}, or use a SQLite file path"
     if "malformed" in lowered or "disk image" in lowered:
         file = url.removeprefix("sqlite:///").split("?", 1)[0] if sqlite else "FILE"
         return (
@@ -71,7 +87,7 @@ def describe_db_error(url: str, exc: BaseException) -> str:
         return f"{where}: the database or its directory is read-only ({text}); use a writable location"
     if sqlite:
         return f"{where}: cannot open or create the database file ({text}); check that its folder is writable"
-    return f"{where}: cannot reach the database server ({text}); start it or fix the URL"
+    return f"{where}: cannot reach the database server ({_shown(text)}); start it or fix the URL"
 
 
 @contextmanager
@@ -82,6 +98,7 @@ def plain_db_errors(url: str, error: type[Exception]) -> Iterator[None]:
     except (sqlite3.Error, ImportError, OSError) as exc:
         raise error(describe_db_error(url, exc)) from exc
     except Exception as exc:
-        if not _sqlalchemy_error(exc, "SQLAlchemyError"):
+        psycopg = sys.modules.get("psycopg")  # loaded by a Postgres store only
+        if psycopg is None or not isinstance(exc, psycopg.Error):
             raise
         raise error(describe_db_error(url, exc)) from exc

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from castbench._base.places import state_dir
 from castbench._records.store.access import sqlite_file
+from castbench._records.store.connect import server_location
 
 __all__ = ["DigestCheck", "check_digests", "digest_of", "record_digest", "record_digests"]
 
@@ -35,11 +36,7 @@ def _location(url: str) -> str:
     file = sqlite_file(url)
     if file is not None:
         return "sqlite:" + os.path.realpath(file.path)
-    from sqlalchemy.engine import make_url  # a server's URL: its store loaded SQLAlchemy already
-
-    parsed = make_url(url)
-    where = f"{parsed.host or ''}:{parsed.port or ''}/{parsed.database or ''}"
-    return f"{parsed.get_backend_name()}://{parsed.username or ''}@{where}"
+    return server_location(url)
 
 
 def _file(url: str) -> Path:

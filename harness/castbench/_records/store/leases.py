@@ -14,27 +14,17 @@ All times are the database's, so workers on machines with different clocks agree
 
 from __future__ import annotations
 
-import functools
 import os
 import socket
 import uuid
 from datetime import datetime
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
-if TYPE_CHECKING:  # SQLAlchemy loads with a Postgres store's engine, not with this module (#59)
-    from sqlalchemy.engine import Engine
-    from sqlalchemy.sql.elements import TextClause
+from castbench._records.store.database import POSTGRES, Database
 
 __all__ = ["Leases", "RunProgress", "TrialKey", "WorkerStatus", "workers"]
 
 TrialKey = tuple[str, str, int]
-
-
-@functools.cache
-def _sql(statement: str) -> TextClause:
-    from sqlalchemy import text
-
-    return text(statement)
 
 
 _CLAIM = """
@@ -101,27 +91,24 @@ class WorkerStatus(NamedTuple):
 
 
 class Leases:
-    """One worker's side of the protocol, on one run."""
+    """One worker's side of the protocol, on one run (`db`: a Postgres store's)."""
 
-    def __init__(self, engine: Engine, run_id: str, lease_s: float) -> None:
-        self.engine = engine
+    def __init__(self, db: Database, run_id: str, lease_s: float) -> None:
+        self.db = db
         self.run_id = run_id
         self.lease_s = float(lease_s)
         self.worker = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
-        with engine.begin() as connection:
-            self.since = connection.execute(
-                _sql(
-                    "INSERT INTO worker (id, run_id, host, pid, started, heartbeat, trials_done, lease_s) "
-                    "VALUES (:worker, :run_id, :host, :pid, now(), now(), 0, :lease_s) RETURNING started"
-                ),
-                {
-                    "worker": self.worker,
-                    "run_id": run_id,
-                    "host": socket.gethostname(),
-                    "pid": os.getpid(),
-                    "lease_s": self.lease_s,
-                },
-            ).scalar_one()
+        self.since = db.execute(
+            "INSERT INTO worker (id, run_id, host, pid, started, heartbeat, trials_done, lease_s) "
+            "VALUES (:worker, :run_id, :host, :pid, now(), now(), 0, :lease_s) RETURNING started",
+            {
+                "worker": self.worker,
+                "run_id": run_id,
+                "host": socket.gethostname(),
+                "pid": os.getpid(),
+                "lease_s": self.lease_s,
+            },
+        ).fetchone()[0]
 
     def _key(self, key: TrialKey) -> dict[str, object]:
         domain, task_id, trial_index = key
@@ -130,51 +117,45 @@ class Leases:
     def claim(self, key: TrialKey) -> bool:
         """Whether this worker now holds `key` (False: another holds it, or it is settled)."""
         values = {**self._key(key), "worker": self.worker, "lease_s": self.lease_s, "since": self.since}
-        with self.engine.begin() as connection:
-            return connection.execute(_sql(_CLAIM), values).first() is not None
+        return self.db.one(_CLAIM, values) is not None
 
     def finish(self, key: TrialKey) -> None:
-        with self.engine.begin() as connection:
-            connection.execute(_sql(_FINISH), {**self._key(key), "worker": self.worker})
+        self.db.execute(_FINISH, {**self._key(key), "worker": self.worker})
 
     def renew(self, trials_done: int) -> None:
         """Extend the leases of the trials this worker runs; record that it is alive."""
-        with self.engine.begin() as connection:
-            connection.execute(_sql(_RENEW), {"worker": self.worker, "lease_s": self.lease_s})
-            connection.execute(_sql(_BEAT), {"worker": self.worker, "done": trials_done})
+        with self.db.transaction() as execute:
+            execute(_RENEW, {"worker": self.worker, "lease_s": self.lease_s})
+            execute(_BEAT, {"worker": self.worker, "done": trials_done})
 
     def leave(self, trials_done: int) -> None:
-        with self.engine.begin() as connection:
-            connection.execute(
-                _sql(
-                    "UPDATE worker SET finished = now(), heartbeat = now(), trials_done = :done WHERE id = :w"
-                ),
-                {"w": self.worker, "done": trials_done},
-            )
+        self.db.execute(
+            "UPDATE worker SET finished = now(), heartbeat = now(), trials_done = :done WHERE id = :w",
+            {"w": self.worker, "done": trials_done},
+        )
 
     def progress(self) -> RunProgress:
         values = {"run_id": self.run_id, "since": self.since}
-        with self.engine.connect() as connection:
-            settled = {tuple(row) for row in connection.execute(_sql(_SETTLED), values)}
-            busy = {tuple(row) for row in connection.execute(_sql(_BUSY), values)}
+        settled = {tuple(row) for row in self.db.execute(_SETTLED, values)}
+        busy = {tuple(row) for row in self.db.execute(_BUSY, values)}
         return RunProgress(settled, busy)  # type: ignore[arg-type]
 
 
-def workers(engine: Engine, run_id: str) -> list[WorkerStatus]:
+def workers(db: Database, run_id: str) -> list[WorkerStatus]:
     """The workers that took part in a run, with their progress (for `castbench runs`)."""
-    if engine.dialect.name != "postgresql":
+    if db.dialect is not POSTGRES:
         return []
-    with engine.connect() as connection:
-        rows = connection.execute(_sql(_WORKERS), {"run_id": run_id}).all()
     return [
         WorkerStatus(
-            row.id,
-            row.host,
-            row.pid,
-            row.started,
-            row.trials_done,
-            row.running,
-            "finished" if row.finished is not None else ("live" if row.silent_s <= row.lease_s else "silent"),
+            worker,
+            host,
+            pid,
+            started,
+            trials_done,
+            running,
+            "finished" if finished is not None else ("live" if silent_s <= lease_s else "silent"),
         )
-        for row in rows
+        for worker, host, pid, started, trials_done, finished, lease_s, silent_s, running in db.execute(
+            _WORKERS, {"run_id": run_id}
+        )
     ]

@@ -8,13 +8,12 @@ import json
 from typing import Any
 
 from pydantic import BaseModel
-from sqlmodel import Session, select
 
 from castbench._records.config import RUN_CONFIG
 from castbench._records.provenance import RunOrigin
-from castbench._records.store import ResultsStore
+from castbench._records.store import ResultsStore, StoreError
 from castbench._records.store.export import ArchiveError, ExportedRun
-from castbench._records.store.tables import RunRow, TrialRow
+from castbench._records.store.store import StoredRun
 from castbench._results.publish.verify import verify_run
 
 __all__ = ["ImportOutcome", "import_run"]
@@ -54,38 +53,23 @@ def import_run(
     it is imported, its meta's `clairvoyant` listing them."""
     submitted = RunOrigin(kind="submitted", file=source).model_dump()
     clairvoyant, allowed = _clairvoyant_trials(exported, force) if verify else ([], 0)
-    created = False
-    with Session(store.engine) as session:
-        row = session.get(RunRow, exported.run_id)
-        if row is None:
-            session.add(
-                RunRow(
-                    id=exported.run_id,
-                    created=exported.created,
-                    config_hash=exported.config_hash,
-                    config_json=RUN_CONFIG.dumps(exported.config),
-                    meta_json=json.dumps(
-                        {**exported.meta, "origin": submitted, **_marks(clairvoyant)}, sort_keys=True
-                    ),
-                    status=exported.status,
-                )
-            )
-            session.commit()
-            created = True
-        elif row.config_hash != exported.config_hash:
-            raise ArchiveError(
-                f"{store.url} already holds a run '{exported.run_id}' with another configuration "
-                f"(hash {row.config_hash[:12]} vs {exported.config_hash[:12]}); "
-                "import it into another database"
-            )
-        present = {
-            (domain, task_id, index): status
-            for domain, task_id, index, status in session.exec(
-                select(TrialRow.domain, TrialRow.task_id, TrialRow.trial_index, TrialRow.status).where(
-                    TrialRow.run_id == exported.run_id
-                )
-            ).all()
-        }
+    row = _stored_run(store, exported.run_id)
+    if row is None:
+        meta = {**exported.meta, "origin": submitted, **_marks(clairvoyant)}
+        config = RUN_CONFIG.dumps(exported.config)
+        meta_json = json.dumps(meta, sort_keys=True)
+        run = StoredRun(
+            exported.run_id, exported.created, exported.config_hash, config, meta_json, exported.status
+        )
+        store.add_run(run)
+    elif row.config_hash != exported.config_hash:
+        raise ArchiveError(
+            f"{store.url} already holds a run '{exported.run_id}' with another configuration "
+            f"(hash {row.config_hash[:12]} vs {exported.config_hash[:12]}); "
+            "import it into another database"
+        )
+    created = row is None
+    present = store.trial_statuses(exported.run_id)
     added = 0
     for record in exported.trials:
         status = present.get((record.domain, record.task_id, record.trial_index))
@@ -122,10 +106,17 @@ def _marks(clairvoyant: list[str]) -> dict[str, Any]:
     return {"clairvoyant": clairvoyant} if clairvoyant else {}
 
 
+def _stored_run(store: ResultsStore, run_id: str) -> StoredRun | None:
+    try:
+        row = store.run(run_id)
+    except StoreError:
+        return None
+    return row if row.id == run_id else None  # (a prefix of another run's id is not it)
+
+
 def _mark_submitted(store: ResultsStore, run_id: str, origin: dict[str, Any]) -> None:
-    with Session(store.engine) as session:
-        row = session.get(RunRow, run_id)
-        if row is not None:
-            row.meta_json = json.dumps({**json.loads(row.meta_json), "origin": origin}, sort_keys=True)
-            session.add(row)
-            session.commit()
+    row = _stored_run(store, run_id)
+    if row is not None:
+        store.update_run(
+            run_id, meta_json=json.dumps({**json.loads(row.meta_json), "origin": origin}, sort_keys=True)
+        )
