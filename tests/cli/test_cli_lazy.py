@@ -77,6 +77,20 @@ def test_reading_commands_and_a_resume_load_no_heavy_package(
     shown = probe(RUN_COMMAND, ["runs", "show", runs[0], "--db", db], repo_env, str(tmp_path))
     assert "pass^1" in shown.stdout, shown.stdout[-2000:] + shown.stderr[-2000:]
     assert loaded(shown) == []
+    unneeded = (  # #59: a complete run has no trial to run
+        "castbench._run.engine",
+        "castbench._run.executors",
+        "castbench._run.work",
+        "castbench._trial.episode",
+        "castbench._agents.sandbox",  # the Landlock/seccomp machinery: workers only
+        "castbench._agents.transports.worker",
+        "price_parser",  # the graders' and the rules critic's parsers, on their first text
+        "dateutil",
+    )
+    resumed = probe(RUN_COMMAND, args, repo_env, str(tmp_path), modules=unneeded)
+    assert "(0 trials run, 4 reused)" in resumed.stdout, resumed.stdout[-2000:] + resumed.stderr[-2000:]
+    assert "pass^1" in resumed.stdout
+    assert loaded(resumed) == []
     gate = ["gate", "--baseline", runs[0], "--candidate", runs[1], "--metric", "pass^1", "--max-drop", "0.1"]
     gated = probe(RUN_COMMAND, [*gate, "--db", db], repo_env, str(tmp_path))
     assert "PASS" in gated.stdout, gated.stdout[-2000:] + gated.stderr[-2000:]
@@ -112,3 +126,48 @@ def test_every_command_help_imports_no_heavy_package(
     result = probe(RUN_COMMAND, [*command, "--help"], repo_env, str(tmp_path))
     assert "Usage" in result.stdout, result.stdout[-1000:] + result.stderr[-1000:]
     assert loaded(result) == []
+
+
+def test_an_incomplete_run_resumed_runs_what_is_left(repo_env: dict[str, str], tmp_path: Path) -> None:
+    """The engine still resumes a run with trials left: the fast path is for complete runs only."""
+    db = sqlite_url(tmp_path / "r.db")
+    args = ["eval", "--domain", "retail", "--policy", "oracle", "--trials", "1"]
+    args += ["--tasks", "retail-test-0001,retail-test-0002", "--db", db]
+    first = probe(RUN_COMMAND, [*args, "--max-cost", "0"], repo_env, str(tmp_path))
+    assert "(0 trials run, 0 reused)" in first.stdout, first.stdout[-2000:] + first.stderr[-2000:]
+    rest = probe(RUN_COMMAND, args, repo_env, str(tmp_path), modules=("castbench._run.engine",))
+    assert "(2 trials run, 0 reused)" in rest.stdout, rest.stdout[-2000:] + rest.stderr[-2000:]
+    assert loaded(rest) == ["castbench._run.engine"]
+
+
+def test_run_metadata_asks_git_once(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """#59: one `git status` gives the commit and whether the checkout has changes."""
+    import subprocess
+
+    from castbench._run import api
+
+    calls: list[list[str]] = []
+    real = subprocess.run
+
+    def counted(command: list[str], *args: object, **kwargs: object) -> object:
+        calls.append(command)
+        return real(command, *args, **kwargs)  # type: ignore[call-overload]
+
+    monkeypatch.setattr(api.subprocess, "run", counted)
+    monkeypatch.chdir(tmp_path)
+    assert api.run_metadata()["git_commit"] is None  # not a checkout
+    env = {"GIT_AUTHOR_NAME": "a", "GIT_AUTHOR_EMAIL": "a@b", "GIT_COMMITTER_NAME": "a"}
+    env["GIT_COMMITTER_EMAIL"] = "a@b"
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    real(["git", "init", "-q"], check=True)
+    assert api.run_metadata()["git_commit"] is None  # no commit yet
+    (tmp_path / "f").write_text("x")
+    real(["git", "add", "f"], check=True)
+    real(["git", "commit", "-q", "-m", "m"], check=True)
+    head = real(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+    calls.clear()
+    assert api.run_metadata()["git_commit"] == head
+    assert len(calls) == 1
+    (tmp_path / "f").write_text("y")
+    assert api.run_metadata()["git_commit"] == head + "-dirty"

@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from castbench._agents.sandbox import SandboxNeeds
+from castbench._agents.needs import SandboxNeeds
 
 __all__ = [
     "AgentSpec",

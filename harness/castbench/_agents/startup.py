@@ -203,7 +203,7 @@ def _cached_untrusted(folder: str, names: list[str]) -> dict[str, str]:
     """`_untrusted_pth`, kept in castbench's state folder (no agent reaches it) and worked out
     again when the folder's listing or one of these files changed (a distribution installed or
     removed changes the folder's modification time): reading every distribution's RECORD is most
-    of the check's time."""
+    of the check's time (about 70 ms of a resume's CPU, #59)."""
     import hashlib
     import json
 
@@ -217,7 +217,10 @@ def _cached_untrusted(folder: str, names: list[str]) -> dict[str, str]:
     except OSError:
         return _untrusted_pth(folder, names)
     key = hashlib.sha256(json.dumps([folder, marks]).encode()).hexdigest()
-    cache = os.path.join(state_dir(), "startup-check.json")
+    # one file per site-packages folder: environments side by side (a checkout's worktrees, each
+    # with its own) would otherwise take turns to throw each other's answer away
+    place = hashlib.sha256(folder.encode()).hexdigest()[:16]
+    cache = os.path.join(state_dir(), f"startup-check-{place}.json")
     try:
         with open(cache, encoding="utf-8") as handle:
             kept = json.load(handle)

@@ -44,10 +44,6 @@ from decimal import Decimal, InvalidOperation
 from functools import lru_cache
 from typing import Any
 
-from dateutil import parser as date_parser
-from price_parser import Price
-from text_to_num import alpha2digit
-
 from castbench._base.conversation import (
     AgentTurn,
     Event,
@@ -159,6 +155,8 @@ def _decimal(text: str) -> Decimal | None:
 
 
 def _dates(text: str) -> frozenset[tuple[int | None, int, int]]:
+    from dateutil import parser as date_parser  # here: a run resumed or read never parses a date (#59)
+
     found: set[tuple[int | None, int, int]] = set()
     for match in _DATE_SPANS.finditer(text):
         span = match.group(0)
@@ -174,6 +172,9 @@ def _dates(text: str) -> frozenset[tuple[int | None, int, int]]:
 
 
 def _numbers(text: str) -> frozenset[Decimal]:
+    from price_parser import Price  # here: 20 ms at import, which a resume or a reader never needs (#59)
+    from text_to_num import alpha2digit
+
     found: set[Decimal] = set()
     try:
         spelled = alpha2digit(text, "en", threshold=0)

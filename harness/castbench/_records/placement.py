@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from castbench._agents.sandbox import SandboxNeeds
+from castbench._agents.needs import SandboxNeeds
 
 __all__ = ["AgentPlacement", "PlacementKind"]
 

@@ -9,7 +9,7 @@ import subprocess
 from collections.abc import Callable
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Any, Unpack
+from typing import TYPE_CHECKING, Any, Unpack, cast
 
 from castbench._agents import confine
 from castbench._agents.models.costs import warn_max_cost_gaps
@@ -21,6 +21,7 @@ from castbench._domain.pack_options import set_pack_option
 from castbench._domain.private import use_tasks_file
 from castbench._domain.registry import resolve_domains
 from castbench._records.config import RunConfig
+from castbench._records.execution import ExecutorName
 from castbench._records.identity import fingerprint
 from castbench._records.provenance import (
     AgentPlacement,
@@ -37,16 +38,16 @@ from castbench._records.trial import TrialRecord
 from castbench._results.report.kept import kept_summary
 from castbench._results.report.streamed import StreamedSummary
 from castbench._results.report.summary import RunSummary, pair_with_baseline, summarize_run
-from castbench._results.report.traits import trait_sweep
 from castbench._run.collector import tuned_for_a_run
-from castbench._run.engine import EvalOutcome, run_eval
-from castbench._run.executors import Executor, make_executor
 from castbench._run.floors import reference_floors, start_reference_floors
 from castbench._run.options import EvalFields, EvalOptions
-from castbench._run.plan import plan_tasks
-from castbench._run.topup import top_up
-from castbench._trial.execution import plan_execution
-from castbench._trial.rollout import AgentSet
+from castbench._run.outcome import EvalOutcome
+from castbench._run.plan import plan_tasks, planned_trials
+from castbench._trial.execution import AgentSet, plan_execution
+
+if TYPE_CHECKING:  # the engine and executors load once a trial is to run: a complete run resumed runs none
+    from castbench._records.store.store import StoredRun
+    from castbench._run.executors import Executor
 
 __all__ = [
     "EvalOptions",
@@ -59,16 +60,23 @@ __all__ = [
 
 
 def _git_commit() -> str | None:
+    """The checkout's commit, `-dirty` when it has changes: one `git status` (its v2 header names
+    the commit; any other line is a change), None outside a checkout or before its first commit."""
     try:
-        commit = subprocess.run(
-            ["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5, check=True
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain"], capture_output=True, text=True, timeout=5
+        status = subprocess.run(
+            ["git", "status", "--porcelain=v2", "--branch"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=True,
         ).stdout
     except (OSError, subprocess.SubprocessError):
         return None
-    return commit + ("-dirty" if dirty.strip() else "")
+    lines = status.splitlines()
+    commit = next((line.split()[2] for line in lines if line.startswith("# branch.oid ")), None)
+    if commit is None or commit == "(initial)":
+        return None
+    return commit + ("-dirty" if any(not line.startswith("#") for line in lines) else "")
 
 
 def run_metadata() -> dict[str, Any]:
@@ -197,15 +205,54 @@ _HERE = RunOrigin(kind="run").model_dump()
 """The origin `evaluate` records: trials played here (an import records `submitted`)."""
 
 
-def _origin(store: ResultsStore, config: RunConfig, fresh: bool) -> RunOrigin:
-    """The origin of the run `config` opens: a resumed run keeps the one it was stored with (a
+def _stored(store: ResultsStore, config: RunConfig, fresh: bool) -> StoredRun | None:
+    """The stored run `config` resumes (the latest with its hash, as `ResultsStore.open_run`
+    picks it), or None: a new run (`fresh`, or none stored)."""
+    if fresh:
+        return None
+    digest = config.config_hash()
+    same = [row for row in store.runs() if row.config_hash == digest]
+    return same[-1] if same else None
+
+
+def _origin(stored: StoredRun | None) -> RunOrigin:
+    """The origin of the run a config opens: a resumed run keeps the one it was stored with (a
     submitted run resumed here stays submitted: some of its trials came from a file)."""
-    if not fresh:
-        digest = config.config_hash()
-        same = [row for row in store.runs() if row.config_hash == digest]
-        if same:
-            return run_origin(json.loads(same[-1].meta_json))
-    return RunOrigin(kind="run")
+    return run_origin(json.loads(stored.meta_json)) if stored is not None else RunOrigin(kind="run")
+
+
+def _complete(store: ResultsStore, config: RunConfig, stored: StoredRun | None) -> EvalOutcome | None:
+    """The outcome of resuming `stored` when it is complete (every planned trial scored): what the
+    engine would answer, found without it (no trial to run, so no engine, executor, grading or
+    agent code is imported, #59); None when the engine has work to do."""
+    if stored is None or stored.status != "complete":
+        return None
+    total = planned_trials(config)
+    done = min(len(store.scored_keys(stored.id)), total)
+    if done < total:
+        return None
+    store.set_status(stored.id, "complete")  # written now, as the engine's resume writes it: `latest`
+    return EvalOutcome(stored.id, resumed=True, already_done=done, ran=0, total=total)
+
+
+class _Executor:
+    """The executor `--executor` names, made when a run first has a trial to start: a complete
+    run resumed imports no executor (the local one imports the engine's trial machinery). Any
+    executor but the local one is made at once, so that a missing plugin fails before the run."""
+
+    def __init__(self, name: str, address: str | None) -> None:
+        self.name = cast(ExecutorName, name)  # any other name fails below, in `make_executor`
+        self.address = address
+        self._made: Executor | None = None
+        if name != "local":
+            self.made()
+
+    def made(self) -> Executor:
+        if self._made is None:
+            from castbench._run.executors import make_executor
+
+            self._made = make_executor(self.name, self.address)
+        return self._made
 
 
 class EvalResult:
@@ -249,7 +296,7 @@ def evaluate(
     its agents run); the summary carries the provenance the store records."""
     chosen = EvalOptions.of(options, **fields)
     hooks = (on_start, on_trial, on_config)
-    executor = make_executor(chosen.execution.executor, chosen.execution.ray_address)
+    executor = _Executor(chosen.execution.executor, chosen.execution.ray_address)
     result = _evaluate(chosen, executor, *hooks)
     profiles = chosen.baselines.sweep_traits
     if not profiles:
@@ -257,6 +304,8 @@ def evaluate(
     swept = {
         profile: _evaluate(chosen.replace(traits=profile), executor, *hooks).summary for profile in profiles
     }
+    from castbench._results.report.traits import trait_sweep
+
     unswept = chosen.replace(traits=None)
     baseline = _evaluate(unswept, executor, *hooks).summary if chosen.agents.traits else result.summary
     summary = result.summary.model_copy(update={"trait_sweep": trait_sweep(baseline, swept)})
@@ -265,7 +314,7 @@ def evaluate(
 
 def _evaluate(
     options: EvalOptions,
-    executor: Executor,
+    executor: _Executor,
     on_start: OnStart | None,
     on_trial: OnTrial | None,
     on_config: OnConfig | None,
@@ -280,7 +329,7 @@ def _evaluate(
 
 def _evaluate_tuned(
     options: EvalOptions,
-    executor: Executor,
+    executor: _Executor,
     on_start: OnStart | None,
     on_trial: OnTrial | None,
     on_config: OnConfig | None,
@@ -291,6 +340,8 @@ def _evaluate_tuned(
     def run(chosen: EvalOptions, stream: StreamedSummary | None = None) -> tuple[RunConfig, EvalOutcome]:
         config, agents = build_config(chosen)
         if chosen.selection.add_trials:
+            from castbench._run.topup import top_up
+
             _, config, _ = top_up(store, config, chosen.selection.add_trials, chosen.selection.max_trials)
         if stream is not None:
             stream.config = config
@@ -298,9 +349,17 @@ def _evaluate_tuned(
         warn_max_cost_gaps(agents.roles(), chosen.models.max_cost)
         start_reference_floors(config, store)  # while the trials run
         plan = plan_execution(agents, executor.name, execution.concurrency, store.shared, execution.workers)
+        stored = _stored(store, config, execution.fresh)
         if on_config is not None:
-            meta = {"origin": _origin(store, config, execution.fresh).model_dump(), "execution": plan}
+            meta = {"origin": _origin(stored).model_dump(), "execution": plan}
             on_config(config, provenance(config, meta))
+        complete = _complete(store, config, stored)
+        if complete is not None:
+            if on_start is not None:
+                on_start(complete.already_done, complete.total)
+            return config, complete
+        from castbench._run.engine import run_eval
+
         outcome = run_eval(
             config,
             agents,
@@ -318,7 +377,7 @@ def _evaluate_tuned(
             on_start=on_start,
             on_trial=on_trial,
             lease_s=execution.lease_s,
-            executor=executor,
+            executor=executor.made(),
             plan=plan,
             on_stored=None if stream is None else stream.add,
         )

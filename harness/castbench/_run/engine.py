@@ -10,7 +10,6 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Generator, Iterable, Iterator
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass
 
 from pydantic import ValidationError
 
@@ -28,6 +27,7 @@ from castbench._run.collector import tuned_for_a_run
 from castbench._run.commits import Commits
 from castbench._run.executors import Executor
 from castbench._run.executors.local import LocalExecutor, second_interrupt_exits
+from castbench._run.outcome import EvalOutcome
 from castbench._run.plan import TrialJob, plan_trials, planned_trials
 from castbench._run.shared import SharedPlan
 from castbench._run.work import TrialWork
@@ -36,28 +36,6 @@ from castbench._trial.execution import plan_execution
 from castbench._trial.rollout import AgentSet
 
 __all__ = ["EvalOutcome", "run_eval", "superseded_run"]
-
-
-@dataclass(frozen=True)
-class EvalOutcome:
-    run_id: str
-    resumed: bool
-    already_done: int
-    ran: int
-    total: int
-    stopped: str | None = None
-    """Why the run stopped before its last trial (re-running the same command resumes it)."""
-    unscored: int = 0
-    """Planned trials without a scored record at the end (infrastructure errors): the run is
-    incomplete and its pass^k is not final."""
-    superseded: str | None = None
-    """A stored run with the same options that was not resumed because its code or data differ."""
-    changes: tuple[str, ...] = ()
-    """What differs from `superseded` (the policy's code, a domain's task files, ...)."""
-    broken: str | None = None
-    """Every trial this invocation ran ended `agent_error` for this one reason (a wrong
-    constructor or `propose` signature, a parameter the agent refuses): the agent cannot work,
-    and the run stopped early once that was plain (`castbench._run.broken_agent`)."""
 
 
 def _key(job: TrialJob) -> tuple[str, str, int]:

@@ -40,8 +40,6 @@ from decimal import Decimal, InvalidOperation
 from functools import lru_cache
 from typing import Any
 
-from dateutil import parser as dateutil_parser
-from price_parser import Price
 from text_to_num import alpha2digit
 
 from castbench._base.conversation import (
@@ -173,6 +171,9 @@ class _Said:
 
 @lru_cache(maxsize=4096)
 def said(text: str) -> _Said:
+    from dateutil import parser as dateutil_parser  # here: 30 ms at import with price_parser, which
+    from price_parser import Price  # a run without this critic never needs (#59)
+
     raw = _lower(text)
     numbers: set[Decimal] = set()
     for span in _MONEY.findall(raw):
