@@ -1,4 +1,4 @@
-"""The results store (sqlmodel): runs, trials and their full records."""
+"""The results store (SQLite or Postgres, through the DB-API): runs, trials and their full records."""
 
 from castbench._records.store.store import (
     DEFAULT_DB,

@@ -18,7 +18,7 @@ import os
 import re
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -120,7 +120,7 @@ class Database:
     def transaction(self) -> Iterator[Callable[..., Any]]:
         """A write transaction; yields `execute(query, values)` within it."""
         connection = self.connection()
-        with self._lock or _NO_LOCK:
+        with self._lock or nullcontext():
             connection.execute(self.dialect.begin)
             try:
                 yield lambda query, values=None: connection.execute(self.dialect.sql(query), values or {})
@@ -180,16 +180,6 @@ class Database:
                 if seed is not None and seed[0] == "integer":
                     execute("ALTER TABLE trial ALTER COLUMN seed TYPE BIGINT")
 
-
-class _NoLock:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> None:
-        return None
-
-
-_NO_LOCK = _NoLock()
 
 _SCHEMA_LOCK = 0x63617374  # any constant: the advisory lock castbench processes take for DDL
 

@@ -27,7 +27,7 @@ from castbench._base.places import state_dir
 from castbench._records.store.access import sqlite_file
 from castbench._records.store.connect import server_location
 
-__all__ = ["DigestCheck", "check_digests", "digest_of", "record_digest", "record_digests"]
+__all__ = ["DigestCheck", "check_digests", "digest_of", "record_digests"]
 
 
 def _location(url: str) -> str:
@@ -52,21 +52,14 @@ def digest_of(record_json: str) -> str:
     return hashlib.sha256(record_json.encode()).hexdigest()
 
 
-def record_digest(
-    url: str, run_id: str, domain: str, task_id: str, trial_index: int, record_json: str
-) -> None:
-    """Remember the digest of a record just stored (best effort: a state folder that cannot be
-    written leaves the record without one, which `verify` reports)."""
-    record_digests(url, [(run_id, domain, task_id, trial_index, record_json)])
-
-
 _PIPE_BUF = 4096
 """Bytes one `write` may take and stay whole beside other processes' appends (`PIPE_BUF`)."""
 
 
 def record_digests(url: str, stored: list[tuple[str, str, str, int, str]]) -> None:
-    """`record_digest` for each `(run id, domain, task id, trial index, record JSON)` of a batch of
-    records stored in one transaction: one file open for all, and as few writes as keep each
+    """Remember the digest of each `(run id, domain, task id, trial index, record JSON)` of a batch
+    of records stored in one transaction (best effort: a state folder that cannot be written leaves
+    them without one, which `verify` reports): one file open for all, and as few writes as keep each
     under `PIPE_BUF` (whole lines only), so concurrent castbench processes still never interleave."""
     if not stored:
         return
