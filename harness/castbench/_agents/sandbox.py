@@ -286,14 +286,16 @@ def _spec_paths(spec: ModuleSpec | None) -> list[str]:
     return []
 
 
-def _group_packages(group: str) -> set[str]:
-    return {ep.module.partition(".")[0] for ep in entry_points(group=group)}
+def _group_packages(*groups: str) -> set[str]:
+    """The top-level packages of the entry points in `groups` (the installed distributions read once)."""
+    found = entry_points()
+    return {ep.module.partition(".")[0] for group in groups for ep in found.select(group=group)}
 
 
 def protected_packages() -> list[str]:
     """Top-level packages no agent's worker may import or read: the installed domains
     (`castbench.domains`) and the packages they read their data from (`castbench.protected`)."""
-    packages = _group_packages("castbench.domains") | _group_packages("castbench.protected")
+    packages = _group_packages("castbench.domains", "castbench.protected")
     packages.discard("castbench")
     return sorted(packages)
 
@@ -772,13 +774,22 @@ def _open_sqlite() -> dict[tuple[int, int], bool]:
 
 
 def _without_repeats(rights: dict[str, int]) -> tuple[tuple[str, int], ...]:
-    """The grants, less those a grant on a folder above already covers."""
-    kept: list[tuple[str, int]] = []
+    """The grants, less those a grant on a folder above already covers: each path's folders
+    looked up among those kept (time in a path's depth, not in how many are kept: a plan holds
+    thousands, and comparing each with each was a tenth of a second of every worker's start)."""
+    kept: dict[str, int] = {}
     for path, granted in sorted(rights.items()):
-        covered = any(_under(path, above) and above != path and granted & ~held == 0 for above, held in kept)
+        above, covered = path, False
+        while not covered:
+            parent = os.path.dirname(above)
+            if parent == above:
+                break
+            above = parent
+            held = kept.get(above)
+            covered = held is not None and granted & ~held == 0
         if not covered:
-            kept.append((path, granted))
-    return tuple(kept)
+            kept[path] = granted
+    return tuple(kept.items())
 
 
 _KEPT_ENV = ("PATH", "LANG", "TZ", "PYTHONHASHSEED")

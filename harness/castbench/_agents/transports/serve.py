@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import ctypes
 import gc
+import importlib
 import importlib.abc
 import os
 import selectors
@@ -400,6 +401,8 @@ class _Template:
         self.compiled = Precompiled.for_agent(hello["target"], hello["role"], hello["domain_packages"])
         """The sandbox's rules made ready once (paths opened, rules packed): a trial's process
         only hands them to the kernel."""
+        importlib.import_module("castbench.agents")  # castbench's public API for agents, imported
+        # once here rather than by every trial's import of its agent (castbench's code, not the agent's)
         gc.freeze()  # what the template holds stays shared with its trials' processes (no copy)
 
     def run(self) -> None:
