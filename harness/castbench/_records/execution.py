@@ -1,7 +1,7 @@
 """How a run executes: where its trials run and, per role, how a call into its agent runs.
 
 Worked out once per run from its agents and options (`castbench._trial.execution.plan_execution`),
-then read by everything that used to decide for itself: the executor (inline, a thread per trial,
+then read by everything that used to decide for itself: the executor (a thread per trial,
 greenlets on the model loop, Ray), the shared store's leases, the episode (how each agent call
 runs) and the transports (in process, a worker, an agent service that drives the episode).
 
@@ -33,8 +33,9 @@ __all__ = [
 ExecutorName = Literal["local", "ray"]
 
 TrialMode = Literal["inline", "threads", "loop", "ray"]
-"""Where a process runs trials: one at a time on its own thread (`inline`), a thread per trial
-in flight (`threads`), greenlets on the model loop (`loop`), or batches on a Ray cluster (`ray`)."""
+"""Where a process runs trials: a thread per trial in flight (`threads`), greenlets on the model
+loop (`loop`), or batches on a Ray cluster (`ray`); `--concurrency 1` is a pool of one. `inline`
+(one at a time on the run's own thread) is what runs stored before the pool of one say."""
 PoolMode = Literal["threads", "loop"]
 
 TrialIsolation = Literal[

@@ -24,10 +24,11 @@ service that times out, crashes or hangs up) ends the episode with `fail`.
 
 Every call into agent code goes through `_guarded`, which runs it as the run's execution plan
 says for its role (`castbench._trial.execution`): castbench's own scripted agents, which never
-block, on the trial's thread; a model on the lean client in a trial on the model loop
-(`castbench._agents.models.loop`) directly, its waits awaits on the loop bounded by the step deadline;
-anything else on the trial's `AgentThread`, so the trial can stop waiting for it (see
-`castbench._trial.deadline`). Agents are reached through the transports the plan chose
+block, on the trial's thread; a model on the lean client, when the trial runs on the model loop
+(`castbench._agents.models.loop`), directly, its waits awaits on the loop bounded by the step
+deadline; anything else (and a lean-client model whose driver steps the episode on a thread of
+its own: a replay, the MCP server, a trainer) on the trial's `AgentThread`, so the trial can stop
+waiting for it (see `castbench._trial.deadline`). Agents are reached through the transports the plan chose
 (`castbench._agents.transports`): in process, or in a worker process of their own, which the
 transport stops when it overruns the step time limit and which is released (or stopped, if still
 at work) when the trial ends.
@@ -158,8 +159,8 @@ class Episode:
 
     def __init__(self, spec: TrialSpec, runtime: TrialRuntime = DEFAULT_RUNTIME) -> None:
         """The trial `spec` describes (`castbench._trial.spec.TrialSpec`), played as `runtime`
-        says (`TrialRuntime`: the run's execution plan, by default one trial at a time on this
-        thread; the agents' time limits; the run's stop flag; a branch's or a verifier's hooks)."""
+        says (`TrialRuntime`: the run's execution plan, by default the plan of one trial; the
+        agents' time limits; the run's stop flag; a branch's or a verifier's hooks)."""
         self.spec, self.runtime = spec, runtime
         domain, task, agents, seed = spec.domain, spec.task, spec.agents, spec.seed
         self._judge: TrialJudge | None = runtime.judge
@@ -761,7 +762,7 @@ class Episode:
                 if deadline is not None and time.monotonic() > deadline:
                     raise AgentTimeout(what)
                 return value
-            if mode == "loop":
+            if mode == "loop" and loop.on_loop():  # a driver on a thread of its own: the agent thread
                 try:
                     with loop.deadline(deadline):
                         return fn(*args)

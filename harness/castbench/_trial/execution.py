@@ -8,10 +8,12 @@ From the run's agents and its options (executor, concurrency, a shared store or 
   the model loop when the trial runs there; anything else that may block a thread (code of one's
   own in castbench's process, litellm's synchronous client) runs on the trial's agent thread, so
   the trial can stop waiting for it;
-- where trials run. One at a time inline (`--concurrency 1`); when no agent can block a thread,
-  as greenlets on the model loop, where hundreds of model-bound trials in flight cost one thread
-  (a thread each spent most of the process's CPU switching threads under the GIL); otherwise a
-  thread per trial. Ray runs batches on its workers, each the same way as a local pool;
+- where trials run: in a pool of `--concurrency` (one trial at a time is a pool of one). When no
+  agent can block a thread, as greenlets on the model loop, where hundreds of model-bound trials
+  in flight cost one thread (a thread each spent most of the process's CPU switching threads
+  under the GIL); otherwise a thread per trial. Ray runs batches on its workers, each in the same
+  pool. A driver that steps an `Episode` on its own thread (a replay, the MCP server, a trainer)
+  is not on the loop: its lean-client calls go to the agent thread (`Episode._guarded`);
 - in how many processes (`processes`): one interpreter drives about a thousand model calls a
   second at most (about 1 ms of CPU each, under the GIL), so a local run with more than
   `PER_PROCESS` trials in flight on the model loop spreads them over ceil(C / `PER_PROCESS`)
@@ -112,8 +114,6 @@ def plan_execution(
     trials: TrialMode
     if executor == "ray":
         trials, why = "ray", "--executor ray"
-    elif concurrency <= 1:
-        trials, why = "inline", "--concurrency 1"
     elif blocking:
         role, reason = blocking[0]
         trials, why = "threads", f"the {role} may block a thread: {reason}"
@@ -148,7 +148,7 @@ def _processes(
     workers: int | None,
 ) -> tuple[int, str]:
     """How many processes run the trials, and what the plan's `why` says of it."""
-    if executor != "local" or trials == "inline" or workers == 1:
+    if executor != "local" or workers == 1:
         return 1, ""
     kept = next((call.mode for call in calls.values() if call.mode in ("worker", "service")), None)
     if kept is not None:

@@ -217,7 +217,7 @@ def _replayable_critics() -> frozenset[str]:
 
 @functools.cache
 def _plan(critic: bool) -> ExecutionPlan:
-    """Every agent of a replay is castbench's (built-in, or a recorded stand-in): inline."""
+    """Every agent of a replay is castbench's (built-in, or a recorded stand-in): called inline."""
     scripted = AgentSpec("user", "recorded", "recorded", None)
     agents = AgentSet(None, scripted, AgentSpec("critic", "recorded", "recorded", None) if critic else None)
     return plan_execution(agents)

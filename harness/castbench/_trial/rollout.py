@@ -68,8 +68,8 @@ def run_trial(
 
 def run_trial(*args: Any, **kwargs: Any) -> TrialRecord:
     """One trial, start to grade: `run_trial(spec, runtime=None)`, the trial `spec` describes
-    (`TrialSpec`), played as `runtime` says (`TrialRuntime`: by default one trial at a time on
-    this thread, default time limits). `Cancelled` when the runtime's `stop` is set while an agent
+    (`TrialSpec`), played on this thread as `runtime` says (`TrialRuntime`: by default the plan
+    of one trial, default time limits). `Cancelled` when the runtime's `stop` is set while an agent
     is at work (the trial is then dropped).
 
     The form of castbench 0.1.0, `run_trial(domain, task, trial_index, seed, agents, expected,

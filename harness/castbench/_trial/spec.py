@@ -113,8 +113,9 @@ class TrialRuntime:
     aside, which exist to drive the loop otherwise: a branch's verdicts, a verifier's replay)."""
 
     plan: ExecutionPlan | None = None
-    """The run's execution plan: each role's transport and where trials run (by default one trial
-    at a time, on this thread, `plan_execution`)."""
+    """The run's execution plan: each role's transport and where trials run (by default the plan
+    of a run of one trial at a time, `plan_execution`; the trial itself runs where its driver
+    plays it)."""
     time_limits: TimeLimits = field(default_factory=TimeLimits)
     """The agents' wall-clock limits per step and per trial."""
     stop: Halt | None = None
@@ -132,4 +133,4 @@ class TrialRuntime:
 
 
 DEFAULT_RUNTIME = TrialRuntime()
-"""One trial at a time on this thread, default time limits, no hooks."""
+"""The plan of one trial at a time, default time limits, no hooks."""

@@ -46,9 +46,9 @@ def _modes(plan: ExecutionPlan) -> dict[str, str]:
     return {role: call.mode for role, call in plan.calls.items()}
 
 
-def test_scripted_agents_run_inline_one_at_a_time_or_on_the_loop() -> None:
-    one = plan_execution(_scripted())
-    assert (one.trials, one.executor, one.shared) == ("inline", "local", False)
+def test_scripted_agents_run_on_the_loop_one_at_a_time_too() -> None:
+    one = plan_execution(_scripted())  # --concurrency 1: a pool of one
+    assert (one.trials, one.pool, one.executor, one.shared) == ("loop", "loop", "local", False)
     assert _modes(one) == {"policy": "inline", "user": "inline"}  # `--critic none`: no critic
     many = plan_execution(_scripted(), concurrency=16)
     assert (many.trials, many.pool, many.concurrency) == ("loop", "loop", 16)
@@ -73,8 +73,8 @@ def test_a_model_on_the_lean_client_is_awaited_on_the_loop_only_when_its_trial_i
     on_loop = plan_execution(agents, concurrency=8)
     assert on_loop.trials == "loop"
     assert _modes(on_loop) == {"policy": "loop", "user": "inline", "critic": "loop"}
-    inline = plan_execution(agents)  # --concurrency 1: no loop to await on
-    assert inline.trials == "inline" and inline.call("policy").mode == "agent-thread"
+    one = plan_execution(agents)  # --concurrency 1: a pool of one, on the loop too
+    assert one.trials == "loop" and one.call("policy").mode == "loop"
     synchronous = replace(agents, critic=_model("critic", {**_LEAN, "model": "custom_openai/p"}))
     threads = plan_execution(synchronous, concurrency=8)
     assert threads.trials == "threads" and _modes(threads)["critic"] == "agent-thread"
@@ -117,13 +117,14 @@ class _Work:
         )  # fmt: skip
 
 
-@pytest.mark.parametrize(("trials", "pool", "thread"), [("inline", "loop", "MainThread"),
-                         ("loop", "loop", "castbench-models"), ("threads", "threads", "trial")])  # fmt: skip
-def test_the_local_executor_runs_trials_where_the_plan_says(trials: str, pool: str, thread: str) -> None:
-    plan = plan_execution(_scripted(), concurrency=4).model_copy(update={"trials": trials, "pool": pool})
+@pytest.mark.parametrize(("trials", "thread", "concurrency"), [("loop", "castbench-models", 1),
+                         ("loop", "castbench-models", 4), ("threads", "trial", 4)])  # fmt: skip
+def test_the_local_executor_runs_trials_in_its_pool(trials: str, thread: str, concurrency: int) -> None:
+    plan = plan_execution(_scripted(), concurrency=concurrency)
+    plan = plan.model_copy(update={"trials": trials, "pool": trials})
     work = _Work(plan)
     jobs: list[Any] = list(range(6))
-    records = list(LocalExecutor().results(jobs, work, 4, lambda: False, Halt()))  # type: ignore[arg-type]
+    records = list(LocalExecutor().results(jobs, work, concurrency, lambda: False, Halt()))  # type: ignore[arg-type]
     assert sorted(record.task_id for record in records) == [str(job) for job in jobs]
     assert {name.split("_")[0] for name in work.threads} == {thread}
 

@@ -62,7 +62,7 @@ def test_workers_asks_for_processes_and_some_agents_keep_one(monkeypatch: pytest
     assert plan_execution(_lean_model(), concurrency=512, workers=1).processes == 1
     assert plan_execution(_scripted(), concurrency=8, workers=3).processes == 3
     assert plan_execution(_scripted(), concurrency=2, workers=3).processes == 2  # no more than C
-    assert plan_execution(_scripted(), concurrency=1, workers=3).processes == 1  # inline
+    assert plan_execution(_scripted(), concurrency=1, workers=3).processes == 1  # no more than C
     own = AgentSpec("policy", "m:P", "m:P", None, kind="import", transport="in-process")  # type: ignore[arg-type]
     threads = plan_execution(AgentSet(own, resolve("user", "scripted")), concurrency=512)
     assert (threads.trials, threads.processes) == ("threads", 1)  # chosen for the loop only

@@ -1,7 +1,7 @@
-"""The local executor: trials in this process, where the run's execution plan puts them
-(`castbench._trial.execution`): one at a time on this thread, greenlets on the process's model
-loop (`castbench._agents.models.loop.LoopCalls`) or a thread per trial (and its agents one more,
-`AgentThread`). The plan puts a Ray worker's batch in its pool, however small.
+"""The local executor: trials in this process, in the pool the run's execution plan names
+(`castbench._trial.execution`): greenlets on the process's model loop
+(`castbench._agents.models.loop.LoopCalls`) or a thread per trial (and its agents one more,
+`AgentThread`); `--concurrency 1` is a pool of one, and so is a Ray worker's batch of one.
 Either way this thread hands out the jobs and yields the records, so the caller commits them here.
 """
 
@@ -15,7 +15,6 @@ from collections.abc import Callable, Generator, Iterable, Iterator
 from concurrent.futures import Future
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from itertools import islice
 from queue import SimpleQueue
 from typing import ClassVar
 
@@ -70,12 +69,6 @@ class LocalExecutor:
                 yield from run_in_processes(jobs, payloads, budget_spent, halt)
                 return
             log.warning("warning: the trials run in this process only: %s", payloads)
-        if work.plan.trials == "inline":
-            for job in jobs:
-                if budget_spent():
-                    return
-                yield run(job)
-            return
         concurrency = max(1, concurrency)
         pool = trial_pool(work.plan.pool, concurrency)
         finished: SimpleQueue[Future[TrialRecord]] = SimpleQueue()
@@ -86,21 +79,30 @@ class LocalExecutor:
             pool.submit(run, job).add_done_callback(finished.put)
             in_flight += 1
 
+        # with several in flight, a free slot is refilled before the caller commits the record
+        # that freed it (with hundreds in flight, the commits add up); one at a time, the caller
+        # keeps each record (charged, watched for a broken agent) before the next trial starts
+        early = concurrency > 1
         queue = iter(jobs)
+
+        def refill() -> None:
+            following = None if budget_spent() else next(queue, None)
+            if following is not None:
+                submit(following)
+
         try:
-            for job in islice(queue, concurrency * 2):  # the pool starts the next one as one ends
-                submit(job)
+            for _ in range(2 * concurrency if early else 1):  # the pool starts the next one as one ends
+                refill()
             while in_flight:
                 # each trial reports itself done: waiting on the whole set of futures instead
                 # cost a lock per future in flight at every wake-up
                 done = finished.get()
                 in_flight -= 1
-                # refill first: the caller commits each record before it asks for the next, and
-                # a free slot must not wait for that (with hundreds in flight, the commits add up)
-                following = None if budget_spent() else next(queue, None)
-                if following is not None:
-                    submit(following)
+                if early:
+                    refill()
                 yield done.result()
+                if not early:
+                    refill()
         except BaseException:
             halt.set()
             with second_interrupt_exits():
