@@ -18,7 +18,7 @@ DOMAINS = ("airline", "retail", "telecom", "telehealth")
 
 
 def sqlite_url(path: Path) -> str:
-    """The SQLAlchemy URL of a SQLite database file (the store's `--db`)."""
+    """The URL of a SQLite database file (the store's `--db`)."""
     return f"sqlite:///{path}"
 
 

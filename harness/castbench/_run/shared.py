@@ -55,7 +55,7 @@ class SharedPlan(Generic[J]):
     def claimed(self) -> Iterator[J]:
         """The jobs this worker claims, one at a time as they are asked for; ends when nothing
         is claimable right now."""
-        settled = self.leases.progress().settled
+        settled = self.leases.settled()
         for job, key in zip(self.jobs, self.keys, strict=True):
             if key not in settled and self.leases.claim(key):
                 yield job
@@ -66,7 +66,7 @@ class SharedPlan(Generic[J]):
 
     def settled(self) -> bool:
         """Every trial of the plan is scored or was tried in this pass."""
-        return self.leases.progress().settled.issuperset(self.keys)
+        return self.leases.settled().issuperset(self.keys)
 
     def wait(self) -> None:
         """Pause before looking again for trials whose workers died."""

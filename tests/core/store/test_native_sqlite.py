@@ -164,3 +164,15 @@ def test_an_in_memory_store_is_one_database_for_every_thread(old: Path) -> None:
     thread.start()
     thread.join()
     assert [r.trial_index for r in store.trials(run_id)] == [0]
+
+
+def test_the_engine_of_code_written_before_still_reads_with_a_deprecation_warning(old: Path) -> None:
+    pytest.importorskip("sqlalchemy")  # no longer castbench's dependency: the caller's
+    from sqlalchemy import text
+
+    from castbench._base.deprecation import CastbenchDeprecationWarning
+
+    with pytest.warns(CastbenchDeprecationWarning, match=r"ResultsStore\.db"):
+        engine = ResultsStore(str(old)).engine
+    with engine.connect() as connection:
+        assert connection.execute(text("SELECT count(*) FROM trial")).scalar_one() == 2

@@ -47,14 +47,16 @@ def in_memory_url(url: str) -> bool:
 
 
 def server_location(url: str) -> str:
-    """A Postgres store's identity without its password: `postgresql://USER@HOST:PORT/DATABASE`."""
-    parts = urlsplit(postgres_url(url) or url)
+    """A server store's identity without its password, `BACKEND://USER@HOST:PORT/DATABASE` (as
+    SQLAlchemy's URL spelled it: the digests kept under it before still apply)."""
+    parts = urlsplit(url)
     try:
         port: int | str = parts.port or ""
     except ValueError:
         port = ""
+    backend = parts.scheme.split("+", 1)[0]
     user = unquote(parts.username or "")
-    return f"postgresql://{user}@{parts.hostname or ''}:{port}/{unquote(parts.path.removeprefix('/'))}"
+    return f"{backend}://{user}@{parts.hostname or ''}:{port}/{unquote(parts.path.removeprefix('/'))}"
 
 
 def _shown(url: str) -> str:

@@ -22,7 +22,7 @@ from typing import NamedTuple
 
 from castbench._records.store.database import POSTGRES, Database
 
-__all__ = ["Leases", "RunProgress", "TrialKey", "WorkerStatus", "workers"]
+__all__ = ["Leases", "TrialKey", "WorkerStatus", "workers"]
 
 TrialKey = tuple[str, str, int]
 
@@ -59,10 +59,6 @@ _SETTLED = """
     SELECT c.domain, c.task_id, c.trial_index FROM claim c
      WHERE c.run_id = :run_id AND c.state = 'done' AND c.finished_at >= :since
     """
-_BUSY = (
-    "SELECT domain, task_id, trial_index FROM claim "
-    "WHERE run_id = :run_id AND state = 'running' AND lease_until >= now()"
-)
 _WORKERS = """
     SELECT w.id, w.host, w.pid, w.started, w.trials_done, w.finished, w.lease_s,
            EXTRACT(EPOCH FROM now() - w.heartbeat) AS silent_s,
@@ -70,13 +66,6 @@ _WORKERS = """
              WHERE c.worker_id = w.id AND c.state = 'running' AND c.lease_until >= now()) AS running
       FROM worker w WHERE w.run_id = :run_id ORDER BY w.started
     """
-
-
-class RunProgress(NamedTuple):
-    settled: set[TrialKey]
-    """Scored, or done with an error since this worker started."""
-    busy: set[TrialKey]
-    """Claimed under a live lease (by any worker)."""
 
 
 class WorkerStatus(NamedTuple):
@@ -134,11 +123,10 @@ class Leases:
             {"w": self.worker, "done": trials_done},
         )
 
-    def progress(self) -> RunProgress:
-        values = {"run_id": self.run_id, "since": self.since}
-        settled = {tuple(row) for row in self.db.execute(_SETTLED, values)}
-        busy = {tuple(row) for row in self.db.execute(_BUSY, values)}
-        return RunProgress(settled, busy)  # type: ignore[arg-type]
+    def settled(self) -> set[TrialKey]:
+        """The run's trials that are scored, or done with an error since this worker started."""
+        found = self.db.execute(_SETTLED, {"run_id": self.run_id, "since": self.since})
+        return {(domain, task_id, int(index)) for domain, task_id, index in found}
 
 
 def workers(db: Database, run_id: str) -> list[WorkerStatus]:

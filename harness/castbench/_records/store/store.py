@@ -17,6 +17,7 @@ import os
 import socket
 import sqlite3
 import sys
+import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -24,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from castbench._base.defaults import DEFAULT_DB
+from castbench._base.deprecation import REMOVAL, CastbenchDeprecationWarning
 from castbench._base.places import record_place, record_port
 from castbench._records.config import RUN_CONFIG, RunConfig, read_config
 from castbench._records.migrations import RecordVersionError
@@ -196,6 +198,24 @@ class ResultsStore:
         with plain_db_errors(url, StoreError):
             self.db = self._open(None if in_memory_url(url) else sqlite_file(url), read_only)
         _remember(url)  # a SQLite file exists now
+
+    @property
+    def engine(self) -> Any:
+        """Deprecated, removed in castbench 0.2.0: a SQLAlchemy engine on this store's database
+        (not an in-memory one's), for code written when the store ran on SQLAlchemy, which is
+        no longer a dependency (installed by the caller, or an `ImportError`). `db` runs SQL."""
+        warnings.warn(
+            f"ResultsStore.engine is deprecated and will be removed in castbench {REMOVAL}: "
+            "use ResultsStore.db (execute, one, transaction, rows)",
+            CastbenchDeprecationWarning,
+            stacklevel=2,
+        )
+        from sqlalchemy import create_engine
+
+        server = postgres_url(self.url)
+        return create_engine(
+            self.url if server is None else server.replace("postgresql:", "postgresql+psycopg:", 1)
+        )
 
     def _open(self, file: SqliteFile | None, read_only: bool) -> Database:
         url = self.url
