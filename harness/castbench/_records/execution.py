@@ -115,7 +115,8 @@ class ExecutionPlan(BaseModel):
 
     def line(self) -> str:
         """One line for a console: where trials run and how each role's agent is called."""
-        trials = _TRIALS[self.trials] + (f", {self.concurrency} at once" if self.trials != "inline" else "")
+        at_once = f", {self.concurrency} at once" if self.concurrency > 1 else ", one at a time"
+        trials = _TRIALS[self.trials] + (at_once if self.trials != "inline" else "")
         if self.trials == "ray":
             trials += f" (each worker's batch: {_TRIALS[self.pool]})"
         if self.processes > 1:

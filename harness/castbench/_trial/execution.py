@@ -119,8 +119,7 @@ def plan_execution(
         trials, why = "threads", f"the {role} may block a thread: {reason}"
     else:
         trials, why = "loop", "no agent blocks a thread: scripted agents and models on the lean client"
-    on_loop = trials == "loop" or (trials == "ray" and pool == "loop")
-    calls = {role: _call(spec, on_loop) for role, spec in roles}
+    calls = {role: _call(spec, pool == "loop") for role, spec in roles}
     concurrency = max(1, concurrency)
     cap = worker_cap()
     if executor == "local" and concurrency > cap and any(call.mode == "worker" for call in calls.values()):

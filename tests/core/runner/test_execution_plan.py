@@ -183,3 +183,17 @@ def test_a_run_stored_before_plans_were_recorded_says_so(tmp_path: Path) -> None
     assert old.execution is None
     assert old.execution_line().startswith("execution: not recorded")
     assert provenance(config, {"execution": {"trials": "nonsense"}}).execution is None
+
+
+def test_a_run_stored_with_the_inline_trial_mode_still_reads_and_shows_it() -> None:
+    stored = plan_execution(_scripted()).model_dump(mode="json") | {
+        "trials": "inline",
+        "why": "--concurrency 1",
+    }
+    old = ExecutionPlan.model_validate(stored)
+    assert old.line().startswith("execution: one trial at a time on this thread (--concurrency 1)")
+    assert (
+        plan_execution(_scripted())
+        .line()
+        .startswith("execution: trials as greenlets on the model loop, one at a time")
+    )
