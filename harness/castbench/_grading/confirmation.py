@@ -547,9 +547,22 @@ def _flat(value: Any, path: str = "") -> Iterator[tuple[str, str]]:
 def _canon_leaf(value: Any) -> str:
     if isinstance(value, bool):
         return str(value).lower()
+    if type(value) is int or type(value) is float:  # the rows' numbers, met at every write: kept
+        key = (type(value), repr(value))  # repr: -0.0 and 0.0 apart, as `Decimal` keeps them
+        found = _NUMBER_LEAVES.get(key)
+        if found is None:
+            found = format(Decimal(str(value)).normalize(), "f")
+            if len(_NUMBER_LEAVES) < _MAX_NUMBER_LEAVES:
+                _NUMBER_LEAVES[key] = found
+        return found
     if isinstance(value, int | float):
         return format(Decimal(str(value)).normalize(), "f")
     return str(value).strip().lower()
+
+
+_NUMBER_LEAVES: dict[tuple[type, str], str] = {}
+"""A number's canonical leaf, by its type and exact `repr` (the same number, the same leaf)."""
+_MAX_NUMBER_LEAVES = 1 << 16
 
 
 def change_of(
