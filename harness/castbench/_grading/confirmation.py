@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -341,6 +342,10 @@ def _walk(value: Any, names: tuple[str, ...]) -> Iterator[_Record]:
         yield from _walk(item, names + labels)
 
 
+_LAST_RECORDS = threading.local()
+"""Per thread (trials on one thread run one at a time): the last `Records.of`, with its results."""
+
+
 @lru_cache(maxsize=4096)
 def _result_records(content: str) -> tuple[_Record, ...]:
     try:
@@ -357,7 +362,11 @@ class Records:
         self.by_id: dict[str, list[_Record]] = defaultdict(list)
         self.by_key: dict[str, list[_Record]] = defaultdict(list)
         self._ids: re.Pattern[str] | None = None
-        seen: set[tuple[str, str, frozenset[str]]] = set()
+        self._seen: set[tuple[str, str, frozenset[str]]] = set()
+        self._add(results)
+
+    def _add(self, results: Iterable[str]) -> None:
+        seen = self._seen
         for content in results:
             for record in _result_records(content):
                 mark = (record.key, record.ident, record.descriptors)
@@ -366,6 +375,30 @@ class Records:
                 seen.add(mark)
                 self.by_id[record.ident.lower()].append(record)
                 self.by_key[record.key].append(record)
+
+    @classmethod
+    def of(cls, results: Sequence[str]) -> Records:
+        """`Records(results)`, made from the last one this thread made when `results` extends the
+        results it was made from (the labeler asks at each write of a trial, with the results
+        seen so far: one or two more each time). The same records in the same order as made anew:
+        the first ones copied, the rest added as `__init__` adds them."""
+        last: tuple[Sequence[str], Records] | None = getattr(_LAST_RECORDS, "last", None)
+        made: Records
+        if (
+            last is not None
+            and len(last[0]) <= len(results)
+            and all(mine is theirs for mine, theirs in zip(last[0], results, strict=False))
+        ):
+            before = last[1]
+            made = cls(())
+            made.by_id.update((ident, list(found)) for ident, found in before.by_id.items() if found)
+            made.by_key.update((key, list(found)) for key, found in before.by_key.items() if found)
+            made._seen = set(before._seen)
+            made._add(results[len(last[0]) :])
+        else:
+            made = cls(results)
+        _LAST_RECORDS.last = (tuple(results), made)
+        return made
 
     def _without_ids(self, text: str, kept: str) -> str:
         """`text` with every id of a record the agent saw, other than `kept`, blanked out."""
@@ -473,7 +506,7 @@ def stated_in(value: Any, texts: Sequence[str]) -> bool:
 def describes(value: str, texts: Sequence[str], results: Sequence[str]) -> bool:
     """Do `texts` state `value`, as it is, in canonical form, or (an id) by a description of its
     record unique among the `results` the agent saw?"""
-    return _states([canonical(text) for text in texts], value) or Records(results).identified(value, texts)
+    return _states([canonical(text) for text in texts], value) or Records.of(results).identified(value, texts)
 
 
 # -- what a write changes ------------------------------------------------------------------------
@@ -514,9 +547,22 @@ def _flat(value: Any, path: str = "") -> Iterator[tuple[str, str]]:
 def _canon_leaf(value: Any) -> str:
     if isinstance(value, bool):
         return str(value).lower()
+    if type(value) is int or type(value) is float:  # the rows' numbers, met at every write: kept
+        key = (type(value), repr(value))  # repr: -0.0 and 0.0 apart, as `Decimal` keeps them
+        found = _NUMBER_LEAVES.get(key)
+        if found is None:
+            found = format(Decimal(str(value)).normalize(), "f")
+            if len(_NUMBER_LEAVES) < _MAX_NUMBER_LEAVES:
+                _NUMBER_LEAVES[key] = found
+        return found
     if isinstance(value, int | float):
         return format(Decimal(str(value)).normalize(), "f")
     return str(value).strip().lower()
+
+
+_NUMBER_LEAVES: dict[tuple[type, str], str] = {}
+"""A number's canonical leaf, by its type and exact `repr` (the same number, the same leaf)."""
+_MAX_NUMBER_LEAVES = 1 << 16
 
 
 def change_of(
@@ -767,7 +813,7 @@ def confirmed_change(
             continue
         said = [*agent, *user]
         if records is None:
-            records = Records(results)
+            records = Records.of(results)
         if change.targets and not any(records.identified(target, said) for target in change.targets):
             continue
         if not all(_stated(records, key, value, said, change.original) for key, value in change.required):
