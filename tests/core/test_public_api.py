@@ -380,6 +380,8 @@ PLUGIN_LOADING = {
     "castbench._domain.pack_options": "the modules a pack's `castbench.domains` entry points name",
     "castbench._legacy": "castbench 0.1.0's module paths, each the module at its new place (until 0.2.0)",
     "castbench._public": "a public name's import statement, run when the name is first read",
+    "castbench._agents.transports.serve": "castbench.agents, the public module above the core that every "
+    "agent imports, loaded once by the worker template for the trial processes it forks",
 }
 
 

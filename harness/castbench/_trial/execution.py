@@ -11,9 +11,11 @@ From the run's agents and its options (executor, concurrency, a shared store or 
 - where trials run: in a pool of `--concurrency` (one trial at a time is a pool of one). When no
   agent can block a thread, as greenlets on the model loop, where hundreds of model-bound trials
   in flight cost one thread (a thread each spent most of the process's CPU switching threads
-  under the GIL); otherwise a thread per trial. Ray runs batches on its workers, each in the same
-  pool. A driver that steps an `Episode` on its own thread (a replay, the MCP server, a trainer)
-  is not on the loop: its lean-client calls go to the agent thread (`Episode._guarded`);
+  under the GIL); otherwise a thread per trial, and so one at a time with no model to await
+  (no loop to start: a thread pool of one costs about a third of a loop's per trial). Ray runs
+  batches on its workers, each in the same pool. A driver that steps an `Episode` on its own
+  thread (a replay, the MCP server, a trainer) is not on the loop: its lean-client calls go to the
+  agent thread (`Episode._guarded`);
 - in how many processes (`processes`): one interpreter drives about a thousand model calls a
   second at most (about 1 ms of CPU each, under the GIL), so a local run with more than
   `PER_PROCESS` trials in flight on the model loop spreads them over ceil(C / `PER_PROCESS`)
@@ -110,13 +112,18 @@ def plan_execution(
     `workers`: the processes asked for (`--workers`), None to let the plan choose."""
     roles = agents.roles()
     blocking = [(role, why) for role, spec in roles if (why := _blocks(spec)) is not None]
-    pool: PoolMode = "threads" if blocking else "loop"
+    # one trial at a time with nothing to await (scripted agents, worker processes): one thread,
+    # no model loop to start
+    alone = concurrency <= 1 and executor == "local" and not any(_lean(spec) for _, spec in roles)
+    pool: PoolMode = "threads" if blocking or alone else "loop"
     trials: TrialMode
     if executor == "ray":
         trials, why = "ray", "--executor ray"
     elif blocking:
         role, reason = blocking[0]
         trials, why = "threads", f"the {role} may block a thread: {reason}"
+    elif alone:
+        trials, why = "threads", "no model to await"
     else:
         trials, why = "loop", "no agent blocks a thread: scripted agents and models on the lean client"
     calls = {role: _call(spec, pool == "loop") for role, spec in roles}

@@ -46,9 +46,13 @@ def _modes(plan: ExecutionPlan) -> dict[str, str]:
     return {role: call.mode for role, call in plan.calls.items()}
 
 
-def test_scripted_agents_run_on_the_loop_one_at_a_time_too() -> None:
+def test_scripted_agents_run_on_the_loop_and_one_at_a_time_on_one_thread() -> None:
+    """Many trials of agents that never block share the model loop; one at a time with no model to
+    await is a pool of one thread: no loop is started (a thread pool of one costs a third of a
+    loop's per trial, and `eval` on the offline defaults loads no event loop)."""
     one = plan_execution(_scripted())  # --concurrency 1: a pool of one
-    assert (one.trials, one.pool, one.executor, one.shared) == ("loop", "loop", "local", False)
+    assert (one.trials, one.pool, one.executor, one.shared) == ("threads", "threads", "local", False)
+    assert one.why == "no model to await"
     assert _modes(one) == {"policy": "inline", "user": "inline"}  # `--critic none`: no critic
     many = plan_execution(_scripted(), concurrency=16)
     assert (many.trials, many.pool, many.concurrency) == ("loop", "loop", 16)
@@ -195,5 +199,5 @@ def test_a_run_stored_with_the_inline_trial_mode_still_reads_and_shows_it() -> N
     assert (
         plan_execution(_scripted())
         .line()
-        .startswith("execution: trials as greenlets on the model loop, one at a time")
+        .startswith("execution: a thread per trial, one at a time (no model to await)")
     )
