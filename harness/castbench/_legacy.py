@@ -44,6 +44,8 @@ _MOVES: tuple[tuple[str, str], ...] = (
     ("castbench.cli.mcp_cmd", "castbench_bridges.mcp_cmd"),
     ("castbench.runner.oracle_check", "castbench_authoring.oracle_check"),
     ("castbench.runner.parity", "castbench_authoring.parity"),
+    ("castbench.attribution.why", "castbench_analyses.why"),
+    ("castbench.attribution.judge", "castbench_analyses.why_judge"),
     ("castbench.cli.counterfactual_cmd", "castbench_analyses.counterfactual_cmd"),
     ("castbench.cli.profile_cmd", "castbench_analyses.profile_cmd"),
     ("castbench.runner.counterfactual", "castbench_analyses.counterfactual"),

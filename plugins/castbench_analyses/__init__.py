@@ -6,9 +6,11 @@
 - `castbench counterfactuals` and `eval --counterfactuals` (`counterfactual`,
   `counterfactual_report`, `counterfactual_metrics`, `branches`): every critic trial branched at
   each verdict and the other verdict played to the end (docs/counterfactuals.md);
-- `frames`: stored runs as pandas DataFrames (`castbench.trials_df`, `steps_df`, `verdicts_df`).
+- `frames`: stored runs as pandas DataFrames (`castbench.trials_df`, `steps_df`, `verdicts_df`);
+- `castbench runs why` (`why_cmd`, `why`, `why_judge`): each failed trial's cause and party, grouped,
+  and an LLM judge's agreement with the rules (the attributions are the core's `castbench.attribute`).
 
 It ships in castbench's wheel and needs no extra; the core reaches it through the
-`castbench.commands` and `castbench.analyses` entry points, and the public `castbench.profile`,
+`castbench.commands` (`profile`, `counterfactuals`, `runs.why`) and `castbench.analyses` entry points, and the public `castbench.profile`,
 `castbench.trials_df` and their siblings.
 """

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from castbench._records.store import ResultsStore
-from castbench._results.attribution.judge import LLMJudge, agreement
+from castbench_analyses.why_judge import LLMJudge, agreement
 from castbench_boards.render import board_markdown
 from castbench_boards.viewer.payload import trial_payload
 from tests.models.fault_server import FaultServer

@@ -18,11 +18,11 @@ from castbench._base.conversation import ToolCallAction
 from castbench._records.config import RunConfig
 from castbench._records.store import ResultsStore
 from castbench._records.trial import TrialRecord
-from castbench._results.attribution.why import STRICT_RULE, strict_failure, user_turn_before
 from castbench._trial.episode import AgentSet, Episode
 from castbench._trial.seeds import trial_seed
 from castbench._trial.spec import TrialSpec
 from castbench.domain import load_domain
+from castbench_analyses.why import STRICT_RULE, strict_failure, user_turn_before
 from tests.support import invoke, sqlite_url
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from castbench._agents.registry import AgentSpecError, resolve
-from castbench._cli.runs_cmd import judge_line
-from castbench._results.attribution.judge import UNREADABLE, agreement
 from castbench._results.attribution.model import Attribution, Evidence
+from castbench_analyses.why_cmd import judge_line
+from castbench_analyses.why_judge import UNREADABLE, agreement
 from tests.cli.test_cli_bad_input import one_error_line
 from tests.support import invoke, sqlite_url
 

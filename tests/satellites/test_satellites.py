@@ -60,6 +60,8 @@ MOVED = {
     "castbench.authoring.validate": "castbench_authoring.validate",
     "castbench.runner.oracle_check": "castbench_authoring.oracle_check",
     "castbench.runner.parity": "castbench_authoring.parity",
+    "castbench.attribution.why": "castbench_analyses.why",
+    "castbench.attribution.judge": "castbench_analyses.why_judge",
     "castbench.frames": "castbench_analyses.frames",
 }
 # old packages whose names warn when read (`castbench.viewer.render_run_page`)
@@ -97,6 +99,7 @@ ENTRY_POINTS = [
     ("castbench.commands", "view", "castbench_boards.view_cmd:view"),
     ("castbench.commands", "domains.new", "castbench_authoring.commands:new_domain_command"),
     ("castbench.commands", "domains.validate", "castbench_authoring.commands:validate_domains_command"),
+    ("castbench.commands", "runs.why", "castbench_analyses.why_cmd:why_command"),
     ("castbench.commands", "tasks.generate", "castbench_authoring.commands:generate_tasks_command"),
     ("castbench.commands", "profile", "castbench_analyses.profile_cmd:profile_command"),
     (

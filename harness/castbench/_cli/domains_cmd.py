@@ -4,7 +4,6 @@ groups through the `castbench.commands` entry point, named `GROUP.NAME` (`domain
 
 from __future__ import annotations
 
-from importlib.metadata import entry_points
 from typing import Annotated
 
 import typer
@@ -13,7 +12,13 @@ from rich.markup import escape
 from rich.table import Table
 
 from castbench._cli.errors import fail
-from castbench._cli.options import DomainOption, PackOptionFlag, SplitOption, Tau2DataOption
+from castbench._cli.options import (
+    DomainOption,
+    PackOptionFlag,
+    SplitOption,
+    Tau2DataOption,
+    add_plugin_commands,
+)
 from castbench._domain.domain import Domain
 from castbench._domain.registry import available_domains, load_domain, resolve_domains
 
@@ -95,16 +100,4 @@ def show_task(
     fail(f"no task '{task_id}' in domain(s) {domain} (see `castbench tasks list`)")
 
 
-def _add_plugin_commands() -> None:
-    """The subcommands installed satellites add to `domains` and `tasks` (`castbench.commands`
-    entry points named `domains.NAME`, `tasks.NAME`); a built-in subcommand's name is never taken."""
-    groups = {"domains": domains_app, "tasks": tasks_app}
-    for point in entry_points(group="castbench.commands"):
-        group, _, name = point.name.partition(".")
-        if name and group in groups:
-            taken = {command.name for command in groups[group].registered_commands}
-            if name not in taken:
-                groups[group].command(name)(point.load())
-
-
-_add_plugin_commands()
+add_plugin_commands({"domains": domains_app, "tasks": tasks_app})

@@ -1,8 +1,10 @@
 """Options shared by several commands, declared once: `--db`, `--domain` and `--split` as the
-eval options declare them (`castbench._run.options`), and `--pack-option`, a pack's own options."""
+eval options declare them (`castbench._run.options`), and `--pack-option`, a pack's own options;
+and the subcommands satellites add to castbench's groups (`add_plugin_commands`)."""
 
 from __future__ import annotations
 
+from importlib.metadata import entry_points
 from typing import Annotated
 
 import typer
@@ -11,7 +13,15 @@ from castbench._base.defaults import DEFAULT_DB
 from castbench._cli.errors import fail
 from castbench._run.options import DB_FLAG, TaskSelection, field_flag
 
-__all__ = ["DEFAULT_DB_URL", "DbOption", "DomainOption", "PackOptionFlag", "SplitOption", "Tau2DataOption"]
+__all__ = [
+    "DEFAULT_DB_URL",
+    "DbOption",
+    "add_plugin_commands",
+    "DomainOption",
+    "PackOptionFlag",
+    "SplitOption",
+    "Tau2DataOption",
+]
 
 DbOption = Annotated[str, typer.Option("--db", envvar=DB_FLAG.envvar, help=DB_FLAG.help)]
 _DOMAIN = field_flag(TaskSelection, "domains")
@@ -83,3 +93,14 @@ Tau2DataOption = Annotated[
 ]
 
 DEFAULT_DB_URL = DEFAULT_DB
+
+
+def add_plugin_commands(groups: dict[str, typer.Typer]) -> None:
+    """The subcommands installed satellites add to these groups: `castbench.commands` entry points
+    named `GROUP.NAME` (`domains.new`, `runs.why`); a built-in subcommand's name is never taken."""
+    for point in entry_points(group="castbench.commands"):
+        group, _, name = point.name.partition(".")
+        if name and group in groups:
+            taken = {command.name for command in groups[group].registered_commands}
+            if name not in taken:
+                groups[group].command(name)(point.load())
