@@ -111,7 +111,7 @@ def record_type(annotation: Any) -> type[Record] | None:
 
 
 def _make_tool(function: Callable[..., Any], kind: ToolKind, marks: _Marks) -> Tool:
-    doc = docstring_parser.parse(inspect.getdoc(function) or "")
+    doc = docstring_parser.parse(inspect.getdoc(function) or "", docstring_parser.DocstringStyle.GOOGLE)
     if not doc.short_description:
         raise TypeError(f"tool {function.__qualname__} needs a docstring: it is the agent's manual")
     described = {param.arg_name: " ".join((param.description or "").split()) for param in doc.params}
