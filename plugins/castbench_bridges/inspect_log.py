@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-import zipfile
 from collections.abc import Iterable, Iterator
 from datetime import datetime
 from pathlib import Path
@@ -44,6 +43,7 @@ from castbench._base.version import __version__
 from castbench._records.store.export import ArchiveError, ExportedRun, RunFormat, StoredTrials
 from castbench._records.trial import StepRecord, TrialRecord
 from castbench._results.report.summary import RunSummary, summarize_run
+from castbench_bridges._spooled_zip import SpooledZipFile
 
 if TYPE_CHECKING:
     from inspect_ai.log import EvalLog, EvalSample
@@ -417,7 +417,7 @@ def _write_eval_zip(exported: ExportedRun, target: Path) -> None:
     partial = target.with_name(f".{target.name}.part")  # renamed once whole
     try:
         with (
-            zipfile.ZipFile(partial, "w", **zipfile_compress_kwargs) as archive,
+            SpooledZipFile(partial, compressor=_zstd_compressor, **zipfile_compress_kwargs) as archive,
             tempfile.TemporaryFile("w+b") as summaries,
         ):
             start = LogStart(version=LOG_SCHEMA_VERSION, eval=header.eval, plan=header.plan)
@@ -436,6 +436,20 @@ def _write_eval_zip(exported: ExportedRun, target: Path) -> None:
         partial.replace(target)
     finally:
         partial.unlink(missing_ok=True)
+
+
+def _zstd_compressor() -> Any:
+    """A member's zstd compressor: Inspect's level (3) and its cap on a frame's input (its viewer's
+    decoder overflows on large frames), in one thread: Inspect's 12 threads buffer jobs of several
+    MiB each, memory that grows with the largest member (the summaries, #59)."""
+    import zstandard
+    from inspect_ai._util import zipfile as inspect_zipfile
+
+    def frame() -> Any:
+        return zstandard.ZstdCompressor(level=3).compressobj()
+
+    frames = getattr(inspect_zipfile, "_MultiFrameZstdCompressObj", None)
+    return frames(frame) if frames is not None else frame()
 
 
 def _sample_key(sample: EvalSample) -> tuple[int, str]:
