@@ -431,7 +431,7 @@ def _write_eval_zip(exported: ExportedRun, target: Path) -> None:
             summaries.write(b"[]" if first else b"]")
             summaries.seek(0)
             with archive.open(SUMMARIES_JSON, "w", force_zip64=True) as member:
-                shutil.copyfileobj(summaries, member, 1 << 20)
+                shutil.copyfileobj(summaries, member, 1 << 16)
             archive.writestr(HEADER_JSON, to_json_safe(header, indent=None))
         partial.replace(target)
     finally:
