@@ -6,6 +6,7 @@ trials hold no sample and no entry of the zip's directory (spooled to a temporar
 from __future__ import annotations
 
 import tracemalloc
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +59,9 @@ def test_a_streamed_eval_log_reads_back_as_the_log_held_whole(base: tuple[str, s
         held.model_dump(mode="json", exclude=exclude)
     )
     assert not list(tmp_path.glob(".*.part"))
+    with zipfile.ZipFile(target) as archive:  # Inspect's compression, every member whole
+        assert archive.testzip() is None and len(archive.namelist()) == 10 + 3
+        assert {info.compress_type for info in archive.infolist()} == {zipfile.ZIP_ZSTANDARD}  # type: ignore[attr-defined]
 
 
 def test_an_eval_log_of_ten_times_the_trials_holds_no_sample(
