@@ -25,7 +25,7 @@ import tempfile
 import time
 from pathlib import Path
 
-SIZES = {"1k": 1_000, "10k": 10_000, "50k": 50_000}
+SIZES = {"1k": 1_000, "10k": 10_000, "20k": 20_000, "50k": 50_000}
 TASKS = [f"retail-test-{index:04d}" for index in range(1, 21)]
 BASE_TRIALS = 5  # 20 tasks x 5: 100 distinct trials, copied up to each size
 COMMANDS = {

@@ -44,6 +44,7 @@ from castbench._base.version import __version__
 from castbench._records.store.export import ArchiveError, ExportedRun, RunFormat, StoredTrials
 from castbench._records.trial import StepRecord, TrialRecord
 from castbench._results.report.summary import RunSummary, summarize_run
+from castbench_bridges._spooled_zip import SpooledZipFile
 
 if TYPE_CHECKING:
     from inspect_ai.log import EvalLog, EvalSample
@@ -396,7 +397,9 @@ def _write_eval_zip(exported: ExportedRun, target: Path) -> None:
     """The run's `.eval` log written as Inspect's recorder lays it out (`_journal/start.json`, a
     member per sample, `summaries.json`, `header.json`, zstd-compressed), one sample at a time:
     the trials are read twice (the header's figures, then the samples) and neither the records
-    nor the samples are held; the samples' summaries wait in a temporary file (#59). Inspect's
+    nor the samples are held; the samples' summaries wait in a temporary file, the zip's
+    directory in another (`SpooledZipFile`), and each member is zstd-compressed in one thread
+    (#59). Inspect's
     own writer holds the log and filters its buffered samples at every sample it is handed
     (quadratic: 11.3 -> 13.0 ms a trial from 1k to 10k trials)."""
     from inspect_ai._util.constants import LOG_SCHEMA_VERSION
@@ -414,10 +417,13 @@ def _write_eval_zip(exported: ExportedRun, target: Path) -> None:
 
     header = _header(exported, _ordered(exported))
     model = _model(exported)
+    # one-threaded zstd where Inspect compresses with zstd (its only method at 0.3.285)
+    zstd = zipfile_compress_kwargs.get("compression") == getattr(zipfile, "ZIP_ZSTANDARD", None)
+    compressor = _zstd_compressor if zstd else None
     partial = target.with_name(f".{target.name}.part")  # renamed once whole
     try:
         with (
-            zipfile.ZipFile(partial, "w", **zipfile_compress_kwargs) as archive,
+            SpooledZipFile(partial, compressor=compressor, **zipfile_compress_kwargs) as archive,
             tempfile.TemporaryFile("w+b") as summaries,
         ):
             start = LogStart(version=LOG_SCHEMA_VERSION, eval=header.eval, plan=header.plan)
@@ -431,11 +437,25 @@ def _write_eval_zip(exported: ExportedRun, target: Path) -> None:
             summaries.write(b"[]" if first else b"]")
             summaries.seek(0)
             with archive.open(SUMMARIES_JSON, "w", force_zip64=True) as member:
-                shutil.copyfileobj(summaries, member, 1 << 20)
+                shutil.copyfileobj(summaries, member, 1 << 16)
             archive.writestr(HEADER_JSON, to_json_safe(header, indent=None))
         partial.replace(target)
     finally:
         partial.unlink(missing_ok=True)
+
+
+def _zstd_compressor() -> Any:
+    """A member's zstd compressor: Inspect's level (3) and its cap on a frame's input (its viewer's
+    decoder overflows on large frames), in one thread: Inspect's 12 threads buffer jobs of several
+    MiB each, memory that grows with the largest member (the summaries, #59)."""
+    import zstandard
+    from inspect_ai._util import zipfile as inspect_zipfile
+
+    def frame() -> Any:
+        return zstandard.ZstdCompressor(level=3).compressobj()
+
+    frames = getattr(inspect_zipfile, "_MultiFrameZstdCompressObj", None)
+    return frames(frame) if frames is not None else frame()
 
 
 def _sample_key(sample: EvalSample) -> tuple[int, str]:
