@@ -11,6 +11,6 @@
   and an LLM judge's agreement with the rules (the attributions are the core's `castbench.attribute`).
 
 It ships in castbench's wheel and needs no extra; the core reaches it through the
-`castbench.commands` (`profile`, `counterfactuals`, `runs.why`) and `castbench.analyses` entry points, and the public `castbench.profile`,
-`castbench.trials_df` and their siblings.
+`castbench.commands` (`profile`, `counterfactuals`, `runs.why`) and `castbench.analyses` entry
+points, and the public `castbench.profile`, `castbench.trials_df` and their siblings.
 """
