@@ -208,10 +208,7 @@ _HERE = RunOrigin(kind="run").model_dump()
 def _stored(store: ResultsStore, config: RunConfig, fresh: bool) -> StoredRun | None:
     """The stored run `config` resumes (the latest with its hash, as `ResultsStore.open_run`
     picks it), or None: a new run (`fresh`, or none stored)."""
-    if fresh:
-        return None
-    digest = config.config_hash()
-    same = [row for row in store.runs() if row.config_hash == digest]
+    same = [] if fresh else store.runs_of(config.config_hash())
     return same[-1] if same else None
 
 

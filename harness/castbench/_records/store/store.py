@@ -256,15 +256,10 @@ class ResultsStore:
         """The run for this config: the latest one with the same hash (resumed) unless `fresh`.
         Returns (run id, resumed)."""
         digest = config.config_hash()
+        existing = self.runs_of(digest)
         with plain_db_errors(self.url, StoreError):
-            existing = [
-                run_id
-                for (run_id,) in self.db.execute(
-                    "SELECT id FROM run WHERE config_hash = :digest ORDER BY created", {"digest": digest}
-                )
-            ]
             if existing and not fresh:
-                return existing[-1], True
+                return existing[-1].id, True
             run_id = f"r-{digest[:12]}" + (f"-{len(existing) + 1}" if existing else "")
             now = _now()
             row = StoredRun(run_id, now, digest, RUN_CONFIG.dumps(config), json.dumps(meta, sort_keys=True))
@@ -275,6 +270,18 @@ class ResultsStore:
                     raise
                 return run_id, True  # another process opened the same run a moment earlier: join it
         return run_id, False
+
+    def runs_of(self, config_hash: str) -> list[StoredRun]:
+        """The runs stored with this config hash, oldest first, as stored (`open_run` resumes the
+        last); one query on the hash's index, not every run of the store."""
+        with plain_db_errors(self.url, StoreError):
+            return [
+                StoredRun.read(row)
+                for row in self.db.execute(
+                    f"SELECT {_RUN_COLUMNS} FROM run WHERE config_hash = :digest ORDER BY created",
+                    {"digest": config_hash},
+                )
+            ]
 
     def add_run(self, row: StoredRun, updated: datetime | None = None) -> None:
         """Store a new run's row (an `IntegrityError` of the driver when its id is taken)."""
